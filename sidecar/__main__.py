@@ -1,0 +1,8 @@
+"""`python -m sidecar`: the same dispatch as the `sidecar` launcher."""
+import sys
+
+if len(sys.argv) > 1 and sys.argv[1] == "emit":
+    from sidecar.emit import main
+else:
+    from sidecar.cli import main
+sys.exit(main())

@@ -1,0 +1,116 @@
+"""The `sidecar` command line: thin commands over the modules that do the work."""
+
+from __future__ import annotations
+
+import logging
+import sys
+from pathlib import Path
+from typing import Optional
+
+import typer
+
+from . import __version__, config as config_mod, jsonfile, status as status_mod
+from .layout import Workspace, find_workspace
+from .timeutil import now
+
+app = typer.Typer(
+    add_completion=False,
+    no_args_is_help=True,
+    help="sidecar: owns the session lifecycle of AI coding agents, beside them.",
+)
+
+
+def fail(message: str, code: int = 1) -> None:
+    typer.echo(f"sidecar: {message}", err=True)
+    raise typer.Exit(code)
+
+
+def load_config() -> config_mod.Config:
+    try:
+        return config_mod.load_config()
+    except config_mod.ConfigError as exc:
+        fail(str(exc), 2)
+        raise  # unreachable; for type checkers
+
+
+@app.command()
+def init(directory: Path = typer.Argument(Path("."), help="The workspace folder.")) -> None:
+    """Create the layout, the default hook and prompt, and register the workspace."""
+    root = directory.resolve()
+    if not root.is_dir():
+        fail(f"{root} is not a folder")
+    ws = Workspace(root)
+    fresh = not ws.is_initialised()
+    ws.context.mkdir(exist_ok=True)
+    ws.ensure_runtime()
+    registered = config_mod.register(root)
+    typer.echo(f"{'initialised' if fresh else 'already initialised'}: {ws.context}")
+    typer.echo(f"{'registered' if registered else 'already registered'} in {config_mod.layout.registry_file()}")
+
+
+@app.command()
+def run(
+    root: Optional[list[Path]] = typer.Option(None, "--root", help="Serve this workspace (repeatable)."),
+    verbose: bool = typer.Option(False, "--verbose", "-v", help="Log every batch."),
+) -> None:
+    """Serve the registered workspaces (or the given ones) in the foreground."""
+    from .daemon import configure_logging, serve
+
+    configure_logging(logging.DEBUG if verbose else logging.INFO)
+    config = load_config()
+    roots = None
+    if root:
+        roots = []
+        for folder in root:
+            ws = find_workspace(folder)
+            if ws is None:
+                fail(f"{folder} is not in a workspace (no .context/); run `sidecar init {folder}`", 4)
+            roots.append(ws.root)
+    raise typer.Exit(serve(roots, config))
+
+
+@app.command(context_settings={"allow_extra_args": True, "ignore_unknown_options": True})
+def emit(ctx: typer.Context) -> None:
+    """Drop one event: EVENT --session-id ID, or a host's hook JSON on stdin."""
+    from .emit import main as emit_main
+
+    raise typer.Exit(emit_main(list(ctx.args)))
+
+
+@app.command()
+def status(
+    root: Optional[Path] = typer.Option(None, "--root", help="The workspace to show."),
+    all_: bool = typer.Option(False, "--all", help="Every registered workspace."),
+    as_json: bool = typer.Option(False, "--json", help="One versioned JSON document."),
+) -> None:
+    """Instances, inbox, rejected files, sessions, bindings, hooks and queue."""
+    if all_:
+        workspaces = [Workspace(r) for r in config_mod.load_registry()]
+        missing = [w for w in workspaces if not w.context.is_dir()]
+        if missing:
+            fail(f"{missing[0].root} is registered but is not a workspace", 4)
+    else:
+        ws = find_workspace(root or Path.cwd())
+        if ws is None:
+            fail(f"{root or Path.cwd()} is not a workspace (no .context/)", 4)
+        workspaces = [ws]
+    report = status_mod.build(workspaces, now())
+    if as_json:
+        sys.stdout.buffer.write(jsonfile.dumps(report))
+    else:
+        typer.echo(status_mod.render_text(report), nl=False)
+    raise typer.Exit(status_mod.exit_code(report))
+
+
+@app.command()
+def version() -> None:
+    """Print the version."""
+    typer.echo(__version__)
+
+
+def main() -> int:
+    try:
+        app()
+    except SystemExit as exc:
+        return exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)
+    return 0

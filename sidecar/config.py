@@ -1,0 +1,109 @@
+"""The user's settings (`config.toml`) and registry of workspaces.
+
+Every setting has a working default, so the file may be absent. Durations are seconds or
+text such as `15m`, `24h`, `30d`.
+"""
+
+from __future__ import annotations
+
+import tomllib
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from . import jsonfile, layout, locks
+from .timeutil import parse_duration
+
+DEFAULT_RESUME = {
+    "claude-code": ["claude", "--resume", "{session_id}", "-p", "{prompt}"],
+    "codex": ["codex", "exec", "resume", "--skip-git-repo-check", "--", "{session_id}", "{prompt}"],
+}
+
+
+class ConfigError(Exception):
+    """config.toml is unreadable or holds a bad value; the message says which."""
+
+
+@dataclass
+class Config:
+    stale_after: float = 24 * 3600
+    retention: float = 30 * 86400
+    action_timeout: float = 15 * 60
+    concurrency: int = 2
+    sweep_interval: float = 60.0
+    reconcile_interval: float = 2.0
+    heartbeat_interval: float = 5.0
+    resume: dict[str, list[str]] = field(default_factory=lambda: dict(DEFAULT_RESUME))
+
+
+_DURATIONS = {
+    "staleAfter": "stale_after",
+    "retention": "retention",
+    "actionTimeout": "action_timeout",
+    "sweepInterval": "sweep_interval",
+    "reconcileInterval": "reconcile_interval",
+    "heartbeatInterval": "heartbeat_interval",
+}
+
+
+def load_config(path: Path | None = None) -> Config:
+    """Read config.toml; ConfigError names the key and what is wrong with it."""
+    path = path or layout.config_file()
+    config = Config()
+    try:
+        with open(path, "rb") as handle:
+            data = tomllib.load(handle)
+    except FileNotFoundError:
+        return config
+    except (OSError, tomllib.TOMLDecodeError) as exc:
+        raise ConfigError(f"{path}: {exc}") from None
+    for key, value in data.items():
+        if key in _DURATIONS:
+            try:
+                setattr(config, _DURATIONS[key], parse_duration(value))
+            except ValueError as exc:
+                raise ConfigError(f"{path}: {key}: {exc}") from None
+        elif key == "concurrency":
+            if not isinstance(value, int) or isinstance(value, bool) or not 1 <= value <= 64:
+                raise ConfigError(f"{path}: concurrency must be a whole number from 1 to 64")
+            config.concurrency = value
+        elif key == "resume":
+            if not isinstance(value, dict):
+                raise ConfigError(f"{path}: [resume] must be a table of host = [argv...]")
+            for host, argv in value.items():
+                if (
+                    not isinstance(argv, list)
+                    or not argv
+                    or not all(isinstance(a, str) and a for a in argv)
+                ):
+                    raise ConfigError(
+                        f"{path}: resume.{host} must be a non-empty list of strings"
+                    )
+                config.resume[host] = argv
+        else:
+            raise ConfigError(f"{path}: unknown setting {key!r}")
+    return config
+
+
+def load_registry() -> list[Path]:
+    """The registered workspace roots, in registration order."""
+    try:
+        data = jsonfile.read_json(layout.registry_file())
+    except FileNotFoundError:
+        return []
+    except (OSError, ValueError):
+        return []
+    roots = data.get("workspaces", []) if isinstance(data, dict) else []
+    return [Path(root) for root in roots if isinstance(root, str)]
+
+
+def register(root: Path) -> bool:
+    """Add `root` to the registry; False when it was there already."""
+    home = layout.config_home()
+    home.mkdir(mode=0o700, parents=True, exist_ok=True)
+    with locks.locked(home / "workspaces.lock"):
+        roots = [str(p) for p in load_registry()]
+        if str(root) in roots:
+            return False
+        roots.append(str(root))
+        jsonfile.write_json_atomic(layout.registry_file(), {"workspaces": roots})
+    return True

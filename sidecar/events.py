@@ -1,0 +1,178 @@
+"""Events: parse one inbox file, validate it and name what it means.
+
+A host's raw hook payload is a valid event as it stands; the fields sidecar reads are looked
+up under each host's own names. Anything it does not understand is kept, not refused.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from typing import Any
+
+import orjson
+
+from .timeutil import parse_ts
+
+MAX_EVENT_BYTES = 1024 * 1024
+SESSION_ID = re.compile(r"[A-Za-z0-9._:-]{1,128}")
+HOST_NAME = re.compile(r"[A-Za-z0-9._-]{1,64}")
+
+SESSION_START = "session-start"
+SESSION_END = "session-end"
+SESSION_RESET = "session-reset"
+TURN_END = "turn-end"
+TOOL_USE = "tool-use"
+
+_ALIASES = {
+    SESSION_START: ["session-start", "SessionStart", "on_session_start", "session:start"],
+    SESSION_END: [
+        "session-end",
+        "SessionEnd",
+        "on_session_finalize",
+        "session:end",
+        "conversation-done",
+    ],
+    SESSION_RESET: ["session-reset", "on_session_reset", "session:reset"],
+    TURN_END: [
+        "turn-end",
+        "Stop",
+        "SubagentStop",
+        "agent:end",
+        "agent-turn-complete",
+        "AfterAgent",
+        "on_session_end",  # hermes fires it after every turn, not once per session
+    ],
+    TOOL_USE: ["tool-use", "PostToolUse", "post_tool_use"],
+}
+
+_SEPARATORS = str.maketrans({"_": "-", ":": "-", " ": "-"})
+
+
+def normalise(name: str) -> str:
+    """Case-insensitive, with `-`, `_`, `:` and spaces treated alike."""
+    return name.strip().lower().translate(_SEPARATORS)
+
+
+_CANONICAL = {normalise(alias): canon for canon, names in _ALIASES.items() for alias in names}
+
+EVENT_FIELDS = ("event", "hook_event_name", "type", "hook")
+SESSION_FIELDS = ("session_id", "sessionId", "thread-id")
+
+
+class BadEvent(ValueError):
+    """The file is not a usable event; the message is the reason shown in `rejected/`."""
+
+
+def canonical(name: str) -> str | None:
+    """The canonical name of a known event, or None for one sidecar only traces."""
+    return _CANONICAL.get(normalise(name))
+
+
+@dataclass
+class Event:
+    """One validated event, as the session store applies it."""
+
+    file: str  # the inbox file name: unique per drop, and the event's id
+    name: str  # as the host named it
+    kind: str | None  # canonical name, None for events that are only traced
+    host: str
+    session_id: str
+    ts: float
+    payload: dict[str, Any] = field(repr=False)
+
+    @property
+    def sort_key(self) -> tuple[float, str]:
+        return (self.ts, self.file)
+
+    def text(self, key: str) -> str | None:
+        value = self.payload.get(key)
+        return value if isinstance(value, str) and value else None
+
+    @property
+    def cwd(self) -> str | None:
+        return self.text("cwd")
+
+    @property
+    def transcript_path(self) -> str | None:
+        return self.text("transcript_path") or self.text("transcriptPath")
+
+    @property
+    def reason(self) -> str | None:
+        return self.text("reason")
+
+    @property
+    def tool_name(self) -> str | None:
+        return self.text("tool_name") or self.text("toolName") or self.text("tool")
+
+    @property
+    def hook_id(self) -> str | None:
+        """The follow-up hook whose run produced this event (`SIDECAR_HOOK_ID`), if any."""
+        return self.text("sidecarHookId")
+
+    @property
+    def is_cron(self) -> bool:
+        return bool(self.payload.get("cron"))
+
+    @property
+    def is_subagent(self) -> bool:
+        return bool(self.payload.get("subagent"))
+
+
+def _first_text(payload: dict[str, Any], keys: tuple[str, ...], what: str) -> str:
+    for key in keys:
+        if key in payload:
+            value = payload[key]
+            if not isinstance(value, str):
+                raise BadEvent(f"{what} field {key!r} must be a string, not {type(value).__name__}")
+            return value
+    raise BadEvent(f"no {what} (expected one of: {', '.join(keys)})")
+
+
+def infer_host(payload: dict[str, Any]) -> str:
+    """The host, when the payload does not name one: only Codex's notify is unmistakable."""
+    if "thread-id" in payload and payload.get("type") == "agent-turn-complete":
+        return "codex"
+    return "unknown"
+
+
+def parse(data: bytes, file: str, mtime: float) -> Event:
+    """Validate the bytes of one event file; BadEvent says why it is unusable."""
+    if len(data) > MAX_EVENT_BYTES:
+        raise BadEvent(f"larger than {MAX_EVENT_BYTES} bytes")
+    if data.startswith(b"\xef\xbb\xbf"):
+        data = data[3:]
+    try:
+        payload = orjson.loads(data)
+    except orjson.JSONDecodeError as exc:
+        if not data.strip():
+            raise BadEvent("empty file") from None
+        raise BadEvent(f"not UTF-8 JSON: {exc}") from None
+    if not isinstance(payload, dict):
+        raise BadEvent(f"not a JSON object but a {type(payload).__name__}")
+
+    name = _first_text(payload, EVENT_FIELDS, "event name").strip()
+    if not name or len(name) > 128:
+        raise BadEvent("event name must be 1 to 128 characters")
+    session_id = _first_text(payload, SESSION_FIELDS, "session id")
+    if not SESSION_ID.fullmatch(session_id):
+        raise BadEvent(f"session id {session_id[:140]!r} is not [A-Za-z0-9._:-]{{1,128}}")
+
+    host = payload.get("host")
+    if host is None:
+        host = infer_host(payload)
+    elif not isinstance(host, str) or not HOST_NAME.fullmatch(host):
+        raise BadEvent(f"host {str(host)[:80]!r} is not [A-Za-z0-9._-]{{1,64}}")
+
+    ts = parse_ts(payload["ts"]) if "ts" in payload else None
+    if ts is None:
+        ts = mtime  # documented fallback: when it was dropped
+    return Event(
+        file=file,
+        name=name,
+        kind=canonical(name),
+        host=host,
+        session_id=session_id,
+        ts=ts,
+        payload=payload,
+    )

@@ -1,0 +1,85 @@
+"""JSON state files: orjson reads, atomic replaces, and change detection.
+
+A replace is a same-folder temp file, fsync, rename and folder fsync, so a reader sees the
+whole old file or the whole new one, never a torn one, and a crash keeps one of the two.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any
+
+import orjson
+
+Signature = tuple[int, int, int]
+
+
+def read_json(path: Path) -> Any:
+    """Parse a JSON file (a leading byte-order mark is tolerated)."""
+    data = path.read_bytes()
+    if data.startswith(b"\xef\xbb\xbf"):
+        data = data[3:]
+    return orjson.loads(data)
+
+
+def dumps(data: Any, *, pretty: bool = True) -> bytes:
+    option = orjson.OPT_INDENT_2 if pretty else 0
+    return orjson.dumps(data, option=option | orjson.OPT_APPEND_NEWLINE)
+
+
+def fsync_dir(folder: Path) -> None:
+    fd = os.open(folder, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def write_bytes_atomic(path: Path, data: bytes, *, durable: bool = True) -> None:
+    """Replace `path` with `data` atomically; `durable` adds the fsyncs."""
+    temp = path.with_name(f".{path.name}.{os.getpid()}.{os.urandom(4).hex()}.tmp")
+    fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o600)
+    try:
+        try:
+            view = memoryview(data)
+            while view:
+                view = view[os.write(fd, view) :]
+            if durable:
+                os.fsync(fd)
+        finally:
+            os.close(fd)
+        os.replace(temp, path)
+    except BaseException:
+        try:
+            os.unlink(temp)
+        except FileNotFoundError:
+            pass
+        raise
+    if durable:
+        fsync_dir(path.parent)
+
+
+def write_json_atomic(path: Path, data: Any, *, durable: bool = True) -> None:
+    write_bytes_atomic(path, dumps(data), durable=durable)
+
+
+def append_lines(path: Path, lines: list[Any], *, durable: bool = True) -> None:
+    """Append one JSON document per line, in a single write."""
+    payload = b"".join(orjson.dumps(line, option=orjson.OPT_APPEND_NEWLINE) for line in lines)
+    fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC, 0o600)
+    try:
+        os.write(fd, payload)
+        if durable:
+            os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def signature(path: Path) -> Signature | None:
+    """(inode, size, mtime_ns): changes whenever the file is replaced or edited in place."""
+    try:
+        st = os.stat(path)
+    except FileNotFoundError:
+        return None
+    return (st.st_ino, st.st_size, st.st_mtime_ns)

@@ -1,0 +1,75 @@
+"""Advisory file locks (portalocker's flock), always on dedicated lock files.
+
+A lock file is never replaced or deleted while in use, so a lock cannot be lost to an atomic
+replace; the kernel releases it when its process dies. Callers keep the returned handle:
+dropping it releases the lock.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from contextlib import contextmanager
+from pathlib import Path
+from typing import IO, Iterator
+
+import portalocker
+
+
+class LockTimeout(Exception):
+    """A lock could not be taken in time."""
+
+
+def _open(path: Path) -> IO[bytes]:
+    fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
+    return os.fdopen(fd, "r+b", buffering=0)
+
+
+def try_lock(path: Path, *, shared: bool = False) -> IO[bytes] | None:
+    """Take the lock without waiting; the open handle holds it, or None if it is held."""
+    handle = _open(path)
+    flags = (portalocker.LOCK_SH if shared else portalocker.LOCK_EX) | portalocker.LOCK_NB
+    try:
+        portalocker.lock(handle, flags)
+    except portalocker.LockException:
+        handle.close()
+        return None
+    return handle
+
+
+def release(handle: IO[bytes] | None) -> None:
+    if handle is not None and not handle.closed:
+        try:
+            portalocker.unlock(handle)
+        finally:
+            handle.close()
+
+
+@contextmanager
+def locked(path: Path, timeout: float = 10.0) -> Iterator[None]:
+    """Hold an exclusive lock for a short read-modify-write."""
+    deadline = time.monotonic() + timeout
+    delay = 0.0005
+    while True:
+        handle = try_lock(path)
+        if handle is not None:
+            break
+        if time.monotonic() >= deadline:
+            raise LockTimeout(f"could not lock {path} within {timeout:g}s")
+        time.sleep(delay)
+        delay = min(delay * 2, 0.02)
+    try:
+        yield
+    finally:
+        release(handle)
+
+
+def is_held(path: Path) -> bool:
+    """Whether some open file description holds a lock on `path` (any process, this one too)."""
+    if not path.exists():
+        return False
+    handle = try_lock(path, shared=True)
+    if handle is None:
+        return True
+    release(handle)
+    return False

@@ -1,0 +1,159 @@
+"""Shared test set-up: every test gets its own workspace and user config, never $HOME."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Callable, Iterator
+
+import orjson
+import pytest
+
+FIXTURES = Path(__file__).parent / "fixtures"
+BIN = Path(sys.executable).parent
+SIDECAR = str(BIN / "sidecar")
+
+
+def wait_until(predicate: Callable[[], object], timeout: float = 10.0, interval: float = 0.02):
+    """Poll `predicate` until it returns something truthy; fail the test after `timeout`."""
+    deadline = time.monotonic() + timeout
+    while True:
+        value = predicate()
+        if value:
+            return value
+        if time.monotonic() > deadline:
+            raise AssertionError(f"condition not met within {timeout}s: {predicate}")
+        time.sleep(interval)
+
+
+def fixture_payload(name: str) -> bytes:
+    return (FIXTURES / name).read_bytes()
+
+
+def read_json(path: Path):
+    return orjson.loads(path.read_bytes())
+
+
+@pytest.fixture
+def config_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    home = tmp_path / "config"
+    home.mkdir()
+    monkeypatch.setenv("SIDECAR_CONFIG_HOME", str(home))
+    monkeypatch.delenv("SIDECAR_HOOK_ID", raising=False)
+    # Short timers so daemon tests finish quickly; the defaults are tested separately.
+    (home / "config.toml").write_text(
+        "reconcileInterval = 0.5\nheartbeatInterval = 0.5\nsweepInterval = 1\n"
+    )
+    return home
+
+
+def run_cli(*args: str, input: bytes | None = None, cwd: Path | None = None,
+            env: dict[str, str] | None = None, timeout: float = 30) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [SIDECAR, *args],
+        input=input if input is not None else b"",
+        capture_output=True,
+        cwd=cwd,
+        env={**os.environ, **(env or {})},
+        timeout=timeout,
+    )
+
+
+@pytest.fixture
+def workspace(tmp_path: Path, config_home: Path):
+    from sidecar.layout import Workspace
+
+    root = tmp_path / "ws"
+    root.mkdir()
+    result = run_cli("init", str(root))
+    assert result.returncode == 0, result.stderr
+    return Workspace(root)
+
+
+class DaemonProcess:
+    """A real `sidecar run` process, stopped (and if need be killed) at the end of the test."""
+
+    def __init__(self, args: list[str], log: Path, env: dict[str, str] | None = None) -> None:
+        self.log_path = log
+        self.log = open(log, "ab")
+        self.proc = subprocess.Popen(
+            [SIDECAR, "run", *args],
+            stdout=self.log,
+            stderr=subprocess.STDOUT,
+            stdin=subprocess.DEVNULL,
+            env={**os.environ, **(env or {})},
+        )
+
+    @property
+    def pid(self) -> int:
+        return self.proc.pid
+
+    def output(self) -> str:
+        self.log.flush()
+        return self.log_path.read_text(errors="replace")
+
+    def stop(self, timeout: float = 15) -> int | None:
+        if self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGTERM)
+            try:
+                self.proc.wait(timeout)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+        self.log.close()
+        return self.proc.returncode
+
+    def kill(self) -> None:
+        if self.proc.poll() is None:
+            self.proc.kill()
+            self.proc.wait()
+
+
+@pytest.fixture
+def start_daemon(tmp_path: Path, config_home: Path) -> Iterator[Callable[..., DaemonProcess]]:
+    started: list[DaemonProcess] = []
+
+    def start(*roots: Path, extra: list[str] | None = None, wait_leader: bool = True,
+              env: dict[str, str] | None = None) -> DaemonProcess:
+        args = [a for root in roots for a in ("--root", str(root))] + (extra or [])
+        daemon = DaemonProcess(args, tmp_path / f"daemon-{len(started)}.log", env)
+        started.append(daemon)
+        if wait_leader and roots:
+            from sidecar.layout import Workspace
+
+            ws = Workspace(Path(roots[0]))
+            wait_until(lambda: _is_serving(ws, daemon), 15)
+        return daemon
+
+    try:
+        yield start
+    finally:
+        for daemon in started:
+            daemon.stop()
+
+
+def _is_serving(ws, daemon: DaemonProcess) -> bool:
+    if daemon.proc.poll() is not None:
+        raise AssertionError(f"daemon exited early:\n{daemon.output()}")
+    for path in ws.instances.glob("*.json"):
+        try:
+            doc = read_json(path)
+        except ValueError:
+            continue
+        if doc.get("pid") == daemon.pid and doc.get("role") == "leader":
+            return True
+    return False
+
+
+def emit(ws_root: Path, payload: bytes | None = None, *args: str, cwd: Path | None = None,
+         env: dict[str, str] | None = None) -> subprocess.CompletedProcess:
+    """Run the real `sidecar emit`, from inside the workspace unless told otherwise."""
+    return run_cli("emit", *args, input=payload, cwd=cwd or ws_root, env=env)
+
+
+def inbox_files(ws) -> list[Path]:
+    return sorted(p for p in ws.inbox.iterdir() if p.name.endswith(".json") and p.is_file())
