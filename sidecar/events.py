@@ -157,6 +157,8 @@ def parse(data: bytes, file: str, mtime: float) -> Event:
     session_id = _first_text(payload, SESSION_FIELDS, "session id")
     if not SESSION_ID.fullmatch(session_id):
         raise BadEvent(f"session id {session_id[:140]!r} is not [A-Za-z0-9._:-]{{1,128}}")
+    if session_id in (".", ".."):
+        raise BadEvent(f"session id {session_id!r} is a path component, not an id")
 
     host = payload.get("host")
     if host is None:

@@ -1,0 +1,193 @@
+"""The daemon: drop-to-applied latency, throughput, backlog scaling, idle cost, status speed."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+import orjson
+from watchdog.events import FileDeletedEvent, FileSystemEventHandler
+from watchdog.observers import Observer
+
+from common import (SIDECAR, daemon, drop, percentile, report, sandbox, session_events,
+                    time_command)
+
+FAST = "reconcileInterval = 2\nheartbeatInterval = 5\n"
+
+
+class DeleteClock(FileSystemEventHandler):
+    """Records when each inbox file disappears: the daemon deletes a file once applied."""
+
+    def __init__(self) -> None:
+        self.deleted: dict[str, float] = {}
+        self.done = threading.Event()
+        self.expected = 0
+
+    def on_deleted(self, event) -> None:
+        self.deleted[os.path.basename(event.src_path)] = time.perf_counter()
+        if len(self.deleted) >= self.expected:
+            self.done.set()
+
+
+def watch_deletes(inbox: Path) -> tuple[Observer, DeleteClock]:
+    clock = DeleteClock()
+    observer = Observer()
+    observer.schedule(clock, str(inbox), recursive=False, event_filter=[FileDeletedEvent])
+    observer.start()
+    return observer, clock
+
+
+def latency(rate: float = 200.0, count: int = 2000) -> None:
+    with sandbox(FAST) as (root, env):
+        inbox = root / ".context/runtime/inbox"
+        observer, clock = watch_deletes(inbox)
+        # Floor: the same drop and the same watch, with the bench deleting the file itself.
+        floor = []
+        for i in range(200):
+            clock.expected = len(clock.deleted) + 1
+            clock.done.clear()
+            path = drop(inbox, f"floor-{i}", b"{}")
+            start = time.perf_counter()
+            os.unlink(path)
+            clock.done.wait(2)
+            floor.append(clock.deleted[path.name] - start)
+        clock.deleted.clear()
+        with daemon(root, env):
+            clock.expected = count
+            clock.done.clear()
+            dropped: dict[str, float] = {}
+            interval = 1.0 / rate
+            next_at = time.perf_counter()
+            sessions = max(1, count // 25)
+            payloads = [p for s in range(sessions) for p in session_events(f"lat-{s}", time.time())]
+            for i, payload in enumerate(payloads[:count]):
+                while time.perf_counter() < next_at:
+                    time.sleep(max(0.0, next_at - time.perf_counter()))
+                name = f"{time.time_ns():020d}-{i}"
+                drop(inbox, name, payload)
+                dropped[f"{name}.json"] = time.perf_counter()
+                next_at += interval
+            clock.done.wait(30)
+        observer.stop()
+        observer.join()
+        waits = [clock.deleted[n] - t for n, t in dropped.items() if n in clock.deleted]
+        f50 = percentile(floor, 50) * 1000
+        p50, p99 = percentile(waits, 50) * 1000, percentile(waits, 99) * 1000
+        report(f"latency at {rate:.0f} events/s: p50", f"{p50:.2f} ms", f"floor (watch only) {f50:.2f} ms",
+               "target <= 5 ms")
+        report(f"latency at {rate:.0f} events/s: p99", f"{p99:.2f} ms",
+               f"floor p99 {percentile(floor, 99) * 1000:.2f} ms", "target <= 25 ms")
+        if len(waits) != count:
+            report("latency: events not seen applied", str(count - len(waits)))
+
+
+def drain_time(events: int) -> tuple[float, float]:
+    """Seconds to apply a backlog of `events`, and the floor: reading and deleting them."""
+    with sandbox(FAST) as (root, env):
+        inbox = root / ".context/runtime/inbox"
+        base = time.time()
+        names = []
+        for s in range(events // 25):
+            for i, payload in enumerate(session_events(f"bk-{s}", base + s)):
+                names.append(drop(inbox, f"{s:08d}-{i:02d}", payload))
+        # Floor, same run: copy the backlog aside and time a bare read-parse-delete of it.
+        aside = root / "aside"
+        aside.mkdir()
+        for path in names:
+            os.link(path, aside / path.name)
+        start = time.perf_counter()
+        for entry in sorted(os.listdir(aside)):
+            orjson.loads((aside / entry).read_bytes())
+            os.unlink(aside / entry)
+        floor = time.perf_counter() - start
+        proc = subprocess.Popen([SIDECAR, "run", "--root", str(root)], env=env,
+                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        start = time.perf_counter()
+        try:
+            while any(n.endswith(".json") for n in os.listdir(inbox)):
+                time.sleep(0.01)
+            elapsed = time.perf_counter() - start
+        finally:
+            proc.terminate()
+            proc.wait(60)
+        return elapsed, floor
+
+
+def throughput_and_scaling() -> None:
+    small_events, large_events = 5_000, 50_000
+    small, small_floor = drain_time(small_events)
+    large, large_floor = drain_time(large_events)
+    report("throughput (fsync'd state, 25-event sessions)", f"{large_events / large:,.0f} events/s",
+           f"floor read+delete {large_events / large_floor:,.0f}/s",
+           "target >= 2,000 events/s (includes start-up)")
+    report("backlog 50,000 vs 5,000: time ratio", f"{large / small:.2f}x",
+           f"{large:.1f} s vs {small:.1f} s; floor {large_floor / small_floor:.2f}x",
+           "target <= 11x")
+
+
+def cpu_seconds(pid: int) -> float:
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def rss_mib(pid: int) -> float:
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1]) / 1024
+    return 0.0
+
+
+def idle(seconds: float) -> None:
+    if not Path("/proc/self/stat").exists():
+        report("idle", "skipped", "needs /proc")
+        return
+    with sandbox() as (root, env):  # default timers, as a user runs it
+        with daemon(root, env) as proc:
+            time.sleep(2)
+            before = cpu_seconds(proc.pid)
+            time.sleep(seconds)
+            used = cpu_seconds(proc.pid) - before
+            rss = rss_mib(proc.pid)
+        sleeper = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
+        time.sleep(1)
+        floor_rss = rss_mib(sleeper.pid)
+        sleeper.kill()
+        sleeper.wait()
+    report(f"idle CPU over {seconds:.0f} s", f"{100 * used / seconds:.3f} %", "floor 0 % (sleeping)",
+           "target < 0.5 %")
+    report("idle resident memory", f"{rss:.1f} MiB", f"floor bare python {floor_rss:.1f} MiB")
+
+
+def status_speed(sessions: int = 100_000) -> None:
+    with sandbox() as (root, env):
+        base = root / ".context/runtime/sessions"
+        record = {"status": "completed", "traceCount": 3, "metadata": {"host": "claude-code"}}
+        for i in range(sessions):
+            folder = base / f"{i:08d}-0000-0000-0000-000000000000"
+            folder.mkdir()
+            (folder / "session.json").write_bytes(orjson.dumps({**record, "id": folder.name}))
+        floor = time_command([sys.executable, "-c", "pass"], runs=10)
+        took = time_command([SIDECAR, "status", "--root", str(root), "--json"], runs=10, env=env)
+    report(f"status at {sessions:,} completed sessions", f"{took * 1000:.0f} ms",
+           f"floor python -c pass {floor * 1000:.0f} ms",
+           f"{took / floor:.1f}x floor (target < 500 ms)")
+
+
+def main() -> None:
+    which = set(sys.argv[1:]) or {"latency", "throughput", "idle", "status"}
+    if "latency" in which:
+        latency()
+    if "throughput" in which:
+        throughput_and_scaling()
+    if "status" in which:
+        status_speed()
+    if "idle" in which:
+        idle(60.0)
+
+
+if __name__ == "__main__":
+    main()

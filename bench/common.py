@@ -1,0 +1,112 @@
+"""Helpers shared by the benchmarks: temporary workspaces, a real daemon, timing."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Iterator
+
+BIN = Path(sys.executable).parent
+SIDECAR = str(BIN / "sidecar")
+FIXTURES = Path(__file__).resolve().parent.parent / "tests" / "fixtures"
+
+
+@contextmanager
+def sandbox(config: str = "") -> Iterator[tuple[Path, dict[str, str]]]:
+    """A temporary workspace (initialised) and a private user config; removed afterwards."""
+    top = Path(tempfile.mkdtemp(prefix="sidecar-bench-"))
+    env = {**os.environ, "SIDECAR_CONFIG_HOME": str(top / "config")}
+    (top / "config").mkdir()
+    (top / "config" / "config.toml").write_text(config)
+    root = top / "ws"
+    root.mkdir()
+    subprocess.run([SIDECAR, "init", str(root)], env=env, check=True, capture_output=True)
+    try:
+        yield root, env
+    finally:
+        shutil.rmtree(top, ignore_errors=True)
+
+
+@contextmanager
+def daemon(root: Path, env: dict[str, str]) -> Iterator[subprocess.Popen]:
+    proc = subprocess.Popen([SIDECAR, "run", "--root", str(root)], env=env,
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        wait_for_leader(root, proc.pid)
+        yield proc
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        try:
+            proc.wait(30)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+
+
+def wait_for_leader(root: Path, pid: int, timeout: float = 30) -> None:
+    import orjson
+
+    deadline = time.monotonic() + timeout
+    instances = root / ".context/runtime/instances"
+    while time.monotonic() < deadline:
+        for path in instances.glob("*.json"):
+            try:
+                doc = orjson.loads(path.read_bytes())
+            except ValueError:
+                continue
+            if doc.get("pid") == pid and doc.get("role") == "leader":
+                return
+        time.sleep(0.02)
+    raise RuntimeError("daemon did not become leader")
+
+
+def time_command(args: list[str], stdin: bytes | None = None, runs: int = 30,
+                 cwd: Path | None = None, env: dict[str, str] | None = None) -> float:
+    """Median wall time of a command, in seconds."""
+    samples = []
+    for _ in range(runs):
+        start = time.perf_counter()
+        subprocess.run(args, input=stdin, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                       cwd=cwd, env=env)
+        samples.append(time.perf_counter() - start)
+    return statistics.median(samples)
+
+
+def percentile(values: list[float], pct: float) -> float:
+    ordered = sorted(values)
+    index = min(len(ordered) - 1, max(0, round(pct / 100 * (len(ordered) - 1))))
+    return ordered[index]
+
+
+def drop(inbox: Path, name: str, data: bytes) -> Path:
+    """Write-then-rename, as `sidecar emit` does."""
+    temp = inbox / f".{name}.tmp"
+    temp.write_bytes(data)
+    final = inbox / f"{name}.json"
+    os.rename(temp, final)
+    return final
+
+
+def session_events(session: str, ts: float) -> list[bytes]:
+    """One session as the benchmarks model it: 1 start, 20 tool-use, 3 turn-end, 1 end."""
+    import orjson
+
+    kinds = ["SessionStart"] + (["PostToolUse"] * 7 + ["Stop"]) * 2 + ["PostToolUse"] * 6 + ["Stop", "SessionEnd"]
+    assert len(kinds) == 25 and kinds.count("PostToolUse") == 20 and kinds.count("Stop") == 3
+    return [
+        orjson.dumps({"hook_event_name": kind, "session_id": session, "host": "claude-code",
+                      "ts": ts + i * 1e-3, "tool_name": "Bash", "cwd": "/w"})
+        for i, kind in enumerate(kinds)
+    ]
+
+
+def report(name: str, value: str, floor: str = "", verdict: str = "") -> None:
+    print(f"{name:<44} {value:<26} {floor:<34} {verdict}", flush=True)
