@@ -10,6 +10,8 @@ from typing import Optional
 import typer
 
 from . import __version__, config as config_mod, jsonfile, status as status_mod
+from .hooks import HookStore
+from .hooks_cli import hooks_app
 from .layout import Workspace, find_workspace
 from .timeutil import now
 
@@ -43,8 +45,11 @@ def init(directory: Path = typer.Argument(Path("."), help="The workspace folder.
     fresh = not ws.is_initialised()
     ws.context.mkdir(exist_ok=True)
     ws.ensure_runtime()
+    seeded = HookStore(ws).seed(now())
     registered = config_mod.register(root)
     typer.echo(f"{'initialised' if fresh else 'already initialised'}: {ws.context}")
+    if seeded:
+        typer.echo("wrote the default post-task hook and its prompt (.context/hooks/post-task.md)")
     typer.echo(f"{'registered' if registered else 'already registered'} in {config_mod.layout.registry_file()}")
 
 
@@ -100,6 +105,9 @@ def status(
     else:
         typer.echo(status_mod.render_text(report), nl=False)
     raise typer.Exit(status_mod.exit_code(report))
+
+
+app.add_typer(hooks_app, name="hooks")
 
 
 @app.command()

@@ -18,11 +18,12 @@ import threading
 import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import IO, Any, Callable
+from typing import IO, Any
 
 from watchdog.events import (
     FileClosedEvent,
     FileCreatedEvent,
+    FileModifiedEvent,
     FileMovedEvent,
     FileSystemEvent,
     FileSystemEventHandler,
@@ -31,7 +32,11 @@ from watchdog.observers import Observer
 
 from . import __version__, config as config_mod, inbox, jsonfile, locks
 from .config import Config
+from .hooks import HookStore
 from .layout import Workspace
+from . import plugins as plugins_mod
+from .plugins import PluginRunner
+from .scheduler import Scheduler
 from .sessions import BatchResult, Effect, SessionStore, StoreError
 from .timeutil import iso, now
 
@@ -66,7 +71,17 @@ class InboxWatch(FileSystemEventHandler):
             self.wake.set()
 
 
-EffectSink = Callable[[Workspace, list[Effect]], None]
+class HooksFileWatch(FileSystemEventHandler):
+    """Wakes the follow-up scheduler when hooks.json changes (a hand edit, `sidecar hooks`)."""
+
+    def __init__(self, server: "WorkspaceServer") -> None:
+        self.server = server
+
+    def on_any_event(self, event: FileSystemEvent) -> None:
+        path = event.dest_path if isinstance(event, FileMovedEvent) else event.src_path
+        if os.path.basename(os.fsdecode(path)) == "hooks.json" and self.server.scheduler:
+            self.server.scheduler.wake.set()
+
 
 
 class WorkspaceServer:
@@ -78,7 +93,7 @@ class WorkspaceServer:
         config: Config,
         instance: Instance,
         stop: threading.Event,
-        on_effects: EffectSink | None = None,
+        plugins: PluginRunner | None = None,
     ) -> None:
         self.ws = ws
         self.config = config
@@ -86,7 +101,9 @@ class WorkspaceServer:
         self.stop = stop
         self.wake = threading.Event()
         self.store = SessionStore(ws)
-        self.on_effects = on_effects
+        self.hook_store = HookStore(ws)
+        self.plugins = plugins
+        self.scheduler: Scheduler | None = None
         self.leader: IO[bytes] | None = None
         self.instance_lock: IO[bytes] | None = None
         self.counters = {"applied": 0, "rejected": 0, "errors": 0, "batches": 0}
@@ -128,6 +145,8 @@ class WorkspaceServer:
             self._shutdown()
 
     def _shutdown(self) -> None:
+        if self.scheduler is not None:
+            self.scheduler.shutdown()
         locks.release(self.leader)
         self.leader = None
         try:
@@ -152,6 +171,8 @@ class WorkspaceServer:
             "heartbeatAt": iso(now()),
             "role": "leader" if self.leader is not None else "standby",
             "lastError": self.last_error,
+            "hooksError": self.hook_store.state.error if self.hook_store.state else None,
+            "plugins": self.plugins.counters() if self.plugins is not None else {},
             **self.counters,
         }
         try:
@@ -164,8 +185,17 @@ class WorkspaceServer:
     def _lead(self) -> None:
         cfg = self.config
         self.clean_dead_instances()
+        self.hook_store.seed(now())
+        self.scheduler = Scheduler(
+            self.ws, self.hook_store, self.store, cfg, self.instance.id,
+            lambda other: locks.is_held(self.ws.lock(f"instance-{other}")), self.plugins,
+        )
         self.sweep()
         self.prune()
+        # Apply what waits in the inbox before firing anything: a batch replayed after a crash
+        # must find its queue entries before the scheduler could fire and remove them.
+        self.drain()
+        self.scheduler.start()
         t = now()
         next_reconcile = t
         next_sweep = t + cfg.sweep_interval
@@ -245,7 +275,9 @@ class WorkspaceServer:
         self._finish(result, t)
 
     def _before_save(self, effects: list[Effect]) -> None:
-        """Hook for work that must be durable before the sessions record it (issue: hooks)."""
+        """Queue follow-up hooks durably before the sessions record that they were queued."""
+        if self.scheduler is not None:
+            self.scheduler.enqueue(effects)
 
     def _finish(self, result: BatchResult, t: float) -> None:
         inbox.remove(self.ws, result.applied)
@@ -258,8 +290,8 @@ class WorkspaceServer:
             self._error(error)
         self.counters["applied"] += len(result.applied)
         self.counters["batches"] += 1
-        if result.effects and self.on_effects is not None:
-            self.on_effects(self.ws, result.effects)
+        if result.effects and self.plugins is not None:
+            self.plugins.session_effects(str(self.ws.root), result.effects)
         if any(effect.kind in ("start", "reset") for effect in result.effects):
             self.sweep()
 
@@ -278,8 +310,8 @@ class WorkspaceServer:
             self._error(error)
         if result.effects:
             log.info("%s: swept %d stale session(s)", self.ws.root, len(result.effects))
-            if self.on_effects is not None:
-                self.on_effects(self.ws, result.effects)
+            if self.plugins is not None:
+                self.plugins.session_effects(str(self.ws.root), result.effects)
 
     def prune(self) -> None:
         try:
@@ -323,7 +355,7 @@ class Daemon:
         self.servers: dict[Path, WorkspaceServer] = {}
         self.watches: dict[Path, Any] = {}
         self.observer = Observer()
-        self.effect_sinks: list[EffectSink] = []
+        self.plugins = PluginRunner(plugins_mod.load())
 
     def wanted_roots(self) -> list[Path]:
         if self.fixed_roots is not None:
@@ -345,24 +377,25 @@ class Daemon:
                 continue
             ws = Workspace(root)
             ws.ensure_runtime()
-            server = WorkspaceServer(ws, self.config, self.instance, self.stop,
-                                     self._dispatch_effects)
+            server = WorkspaceServer(ws, self.config, self.instance, self.stop, self.plugins)
             self.servers[root] = server
-            self.watches[root] = self.observer.schedule(
-                InboxWatch(server.wake),
-                str(ws.inbox),
-                recursive=False,
-                event_filter=[FileCreatedEvent, FileMovedEvent, FileClosedEvent],
-            )
+            self.watches[root] = [
+                self.observer.schedule(
+                    InboxWatch(server.wake),
+                    str(ws.inbox),
+                    recursive=False,
+                    event_filter=[FileCreatedEvent, FileMovedEvent, FileClosedEvent],
+                ),
+                self.observer.schedule(
+                    HooksFileWatch(server),
+                    str(ws.runtime),
+                    recursive=False,
+                    event_filter=[FileModifiedEvent, FileMovedEvent, FileClosedEvent,
+                                  FileCreatedEvent],
+                ),
+            ]
             server.start()
             log.info("%s: serving", root)
-
-    def _dispatch_effects(self, ws: Workspace, effects: list[Effect]) -> None:
-        for sink in self.effect_sinks:
-            try:
-                sink(ws, effects)
-            except Exception:
-                log.exception("%s: effect handler failed", ws.root)
 
     def install_signals(self) -> None:
         signal.signal(signal.SIGTERM, lambda *_: self.stop.set())
@@ -395,6 +428,8 @@ class Daemon:
                 server.thread.join(timeout=30)
             self.observer.stop()
             self.observer.join(timeout=5)
+            self.plugins.stop()
+            log.info("stopped")
         return 0
 
     def _reload_config(self) -> None:

@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from . import __version__, inbox, jsonfile, locks
+from .hooks import HooksError, due_at, parse as parse_hooks
 from .layout import Workspace
 from .sessions import SessionStore, StoreError
 from .timeutil import human_age, parse_ts
@@ -53,9 +54,52 @@ def instances(ws: Workspace, now: float) -> list[dict[str, Any]]:
                 "rejected": doc.get("rejected", 0),
                 "errors": doc.get("errors", 0),
                 "lastError": doc.get("lastError") or "",
+                "plugins": doc.get("plugins") or {},
             }
         )
     return found
+
+
+def hooks_section(ws: Workspace, now: float) -> dict[str, Any]:
+    """Hooks and queue as the file says, or as last known good when it is broken (read-only)."""
+    error = None
+    try:
+        doc = parse_hooks(ws.hooks_file.read_bytes())
+    except FileNotFoundError:
+        doc = {"hooks": {}, "pending": []}
+    except HooksError as exc:
+        error = f"{ws.hooks_file}: {exc}"
+        try:
+            doc = parse_hooks((ws.runtime / "hooks.last-good.json").read_bytes())
+        except (OSError, HooksError):
+            doc = {"hooks": {}, "pending": []}
+    hooks = [
+        {
+            "id": h["id"],
+            "name": h["name"],
+            "enabled": h["enabled"],
+            "event": h["event"],
+            "delaySeconds": h["delaySeconds"],
+            "action": h["action"],
+            "lastStatus": h.get("lastStatus"),
+            "lastFiredAt": h.get("lastFiredAt"),
+            "lastLog": (h.get("history") or [{}])[-1].get("log"),
+        }
+        for h in doc["hooks"].values()
+    ]
+    queue = []
+    for entry in doc["pending"]:
+        due = due_at(entry)
+        queue.append({
+            "hookId": entry["hookId"],
+            "host": entry["host"],
+            "sessionId": entry["sessionId"],
+            "dueInSeconds": 0.0 if due == float("-inf") else round(due - now, 3),
+            "retries": entry.get("retries", 0),
+            "claimedBy": entry.get("claimedBy"),
+        })
+    queue.sort(key=lambda q: q["dueInSeconds"])
+    return {"hooks": hooks, "queue": queue, "error": error}
 
 
 def workspace_report(ws: Workspace, now: float) -> Report:
@@ -103,8 +147,23 @@ def workspace_report(ws: Workspace, now: float) -> Report:
             "completed": max(0, total - len(bindings)),
         },
         "bindings": bindings,
+        **hooks_section(ws, now),
+        "plugins": _plugin_counters(found),
         "errors": errors,
     }
+
+
+def _plugin_counters(found: list[dict[str, Any]]) -> dict[str, dict[str, int]]:
+    """Plugin calls, errors and hangs, summed over the live instances."""
+    total: dict[str, dict[str, int]] = {}
+    for inst in found:
+        if not inst["live"]:
+            continue
+        for name, counts in (inst.get("plugins") or {}).items():
+            mine = total.setdefault(name, {"calls": 0, "errors": 0, "hangs": 0})
+            for key in mine:
+                mine[key] += int(counts.get(key, 0))
+    return total
 
 
 def build(workspaces: list[Workspace], now: float) -> Report:
@@ -155,6 +214,23 @@ def render_text(report: Report, bindings_shown: int = 20) -> str:
                 )
             if len(w["bindings"]) > bindings_shown:
                 lines.append(f"  ... and {len(w['bindings']) - bindings_shown} more (--json)")
+        lines.append(f"hooks      {len(w['hooks'])}" + ("" if not w["error"] else
+                                                          f"  BROKEN: {w['error']}"))
+        for h in w["hooks"]:
+            lines.append(
+                f"  {h['id']:<20} {'on ' if h['enabled'] else 'off'} {h['event']:<13} "
+                f"delay {h['delaySeconds']}s  last {h['lastStatus'] or '-'}"
+                + (f" at {h['lastFiredAt']}" if h["lastFiredAt"] else "")
+                + (f"  log {h['lastLog']}" if h["lastLog"] else "")
+            )
+        lines.append(f"queue      {len(w['queue'])}")
+        for q in w["queue"][:bindings_shown]:
+            due = "due now" if q["dueInSeconds"] <= 0 else f"due in {_age(q['dueInSeconds'])}"
+            lines.append(f"  {q['hookId']:<20} {q['host']:<12} {q['sessionId']:<40} {due}"
+                         f"  retries {q['retries']}" + ("  firing" if q["claimedBy"] else ""))
+        for name, counts in w["plugins"].items():
+            lines.append(f"plugin     {name}: {counts['calls']} calls, {counts['errors']} errors, "
+                         f"{counts['hangs']} hangs")
         for error in w["errors"]:
             lines.append(f"error      {error}")
         lines.append("")

@@ -1,0 +1,223 @@
+"""`sidecar hooks ...`: edit hooks.json safely while daemons run."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Optional
+
+import typer
+
+from .hooks import HooksError, HookStore, drop_orphans, new_hook, unique_id, validate_hook
+from .layout import Workspace, find_workspace
+from .timeutil import human_age, now, parse_duration, parse_ts
+
+hooks_app = typer.Typer(no_args_is_help=True, help="List and edit follow-up hooks.")
+
+RootOption = typer.Option(None, "--root", help="The workspace (default: the one holding the current folder).")
+
+
+def _fail(message: str, code: int = 1) -> None:
+    typer.echo(f"sidecar hooks: {message}", err=True)
+    raise typer.Exit(code)
+
+
+def _store(root: Optional[Path]) -> HookStore:
+    ws = find_workspace(root or Path.cwd())
+    if ws is None:
+        _fail(f"{root or Path.cwd()} is not a workspace (no .context/); run `sidecar init`", 4)
+    return HookStore(ws)
+
+
+def _writable(store: HookStore) -> None:
+    """Refuse to edit on top of a broken hand edit: the user's text must not be lost."""
+    try:
+        store.read_file()
+    except FileNotFoundError:
+        pass
+    except HooksError as exc:
+        _fail(f"{store.ws.hooks_file} is broken ({exc}); fix it by hand first")
+
+
+def _delay(text: str) -> int:
+    try:
+        seconds = parse_duration(text)
+    except ValueError as exc:
+        _fail(str(exc))
+    if seconds != int(seconds):
+        _fail(f"delay must be whole seconds, not {text!r}")
+    return int(seconds)
+
+
+def _apply(store: HookStore, edit) -> Any:
+    _writable(store)
+    try:
+        return store.change(now(), edit)
+    except HooksError as exc:
+        _fail(str(exc))
+
+
+def _options(event, delay, prompt_file, no_prompt, skip_cron, skip_subagents, max_context_k,
+             command) -> dict[str, Any]:
+    fields: dict[str, Any] = {}
+    if event is not None:
+        fields["event"] = event
+    if delay is not None:
+        fields["delaySeconds"] = _delay(delay)
+    if no_prompt:
+        fields["promptFile"] = None
+    elif prompt_file is not None:
+        fields["promptFile"] = prompt_file
+    if skip_cron is not None:
+        fields["skipCron"] = skip_cron
+    if skip_subagents is not None:
+        fields["skipSubagents"] = skip_subagents
+    if max_context_k is not None:
+        fields["maxContextK"] = max_context_k
+    if command:
+        fields["action"] = list(command)
+    return fields
+
+
+EventOpt = typer.Option(None, "--event", help="session-end (default), session-start, session-reset, turn-end or tool-use.")
+DelayOpt = typer.Option(None, "--delay", help="Seconds (or 30s, 5m, 1h) after the event; 0..86400.")
+PromptOpt = typer.Option(None, "--prompt-file", help="A .md file under .context/hooks/, e.g. hooks/post-task.md.")
+NoPromptOpt = typer.Option(False, "--no-prompt", help="The hook has no prompt file.")
+CronOpt = typer.Option(None, "--skip-cron/--no-skip-cron", help="Skip sessions started by cron.")
+SubagentOpt = typer.Option(None, "--skip-subagents/--no-skip-subagents", help="Skip subagent sessions.")
+ContextOpt = typer.Option(None, "--max-context-k", help="Skip transcripts over this many thousand tokens (0: no cap).")
+ResumeOpt = typer.Option(False, "--resume", help="Make the action `resume` again.")
+
+
+@hooks_app.command("list")
+def list_hooks(root: Optional[Path] = RootOption,
+               as_json: bool = typer.Option(False, "--json")) -> None:
+    """Every hook and the queue."""
+    store = _store(root)
+    hooks, pending, error = store.snapshot(now())
+    if as_json:
+        from . import jsonfile
+        import sys
+
+        sys.stdout.buffer.write(jsonfile.dumps({"hooks": hooks, "pending": pending, "error": error}))
+        return
+    if error:
+        typer.echo(f"hooks.json is broken: {error} (showing the last good hooks)")
+    for hook in hooks.values():
+        action = "resume" if hook["action"] == "resume" else " ".join(hook["action"])
+        typer.echo(f"{hook['id']:<20} {'on ' if hook['enabled'] else 'off'}  {hook['event']:<13} "
+                   f"{hook['delaySeconds']:>6}s  {action}  last: {hook.get('lastStatus') or '-'}")
+    t = now()
+    for entry in pending:
+        due = parse_ts(entry.get("dueAt"))
+        when = "due" if due is None or due <= t else f"in {human_age(due - t)}"
+        typer.echo(f"  queued {entry['hookId']} for {entry['host']} {entry['sessionId']} {when}"
+                   f" retries {entry.get('retries', 0)}")
+
+
+@hooks_app.command("add", context_settings={"allow_extra_args": True})
+def add(
+    ctx: typer.Context,
+    name: str = typer.Argument(..., help="A name; the id is made from it."),
+    event: Optional[str] = EventOpt,
+    delay: Optional[str] = DelayOpt,
+    prompt_file: Optional[str] = PromptOpt,
+    no_prompt: bool = NoPromptOpt,
+    skip_cron: Optional[bool] = CronOpt,
+    skip_subagents: Optional[bool] = SubagentOpt,
+    max_context_k: Optional[int] = ContextOpt,
+    disabled: bool = typer.Option(False, "--disabled", help="Add it switched off."),
+    root: Optional[Path] = RootOption,
+) -> None:
+    """Add a hook. The action is `resume` unless a command follows `--`: hooks add NAME -- ARGV..."""
+    store = _store(root)
+    fields = _options(event, delay, prompt_file, no_prompt, skip_cron, skip_subagents,
+                      max_context_k, ctx.args)
+    fields["enabled"] = not disabled
+
+    def edit(doc):
+        hook_id = unique_id(name, set(doc["hooks"]))
+        hook = validate_hook(new_hook(hook_id, name, now(), **fields), f"hook {hook_id}")
+        doc["hooks"][hook_id] = hook
+        return hook_id
+
+    typer.echo(f"added {_apply(store, edit)}")
+
+
+@hooks_app.command("update", context_settings={"allow_extra_args": True})
+def update(
+    ctx: typer.Context,
+    hook_id: str = typer.Argument(...),
+    name: Optional[str] = typer.Option(None, "--name"),
+    event: Optional[str] = EventOpt,
+    delay: Optional[str] = DelayOpt,
+    prompt_file: Optional[str] = PromptOpt,
+    no_prompt: bool = NoPromptOpt,
+    skip_cron: Optional[bool] = CronOpt,
+    skip_subagents: Optional[bool] = SubagentOpt,
+    max_context_k: Optional[int] = ContextOpt,
+    resume: bool = ResumeOpt,
+    root: Optional[Path] = RootOption,
+) -> None:
+    """Change a hook's settings; a command after `--` replaces its action."""
+    store = _store(root)
+    fields = _options(event, delay, prompt_file, no_prompt, skip_cron, skip_subagents,
+                      max_context_k, ctx.args)
+    if name is not None:
+        fields["name"] = name
+    if resume:
+        fields["action"] = "resume"
+    if not fields:
+        _fail("nothing to change")
+
+    def edit(doc):
+        hook = _existing(doc, hook_id)
+        candidate = validate_hook({**hook, **fields}, f"hook {hook_id}")
+        hook.update(candidate)
+
+    _apply(store, edit)
+    typer.echo(f"updated {hook_id}")
+
+
+def _existing(doc, hook_id: str):
+    hook = doc["hooks"].get(hook_id)
+    if hook is None:
+        _fail(f"no hook {hook_id!r} (have: {', '.join(doc['hooks']) or 'none'})")
+    return hook
+
+
+def _switch(hook_id: str, enabled: bool, root: Optional[Path]) -> None:
+    store = _store(root)
+
+    def edit(doc):
+        _existing(doc, hook_id)["enabled"] = enabled
+        return len(drop_orphans(doc))
+
+    dropped = _apply(store, edit)
+    typer.echo(f"{'enabled' if enabled else 'disabled'} {hook_id}"
+               + (f"; dropped {dropped} queued firing(s)" if dropped else ""))
+
+
+@hooks_app.command()
+def enable(hook_id: str, root: Optional[Path] = RootOption) -> None:
+    """Switch a hook on."""
+    _switch(hook_id, True, root)
+
+
+@hooks_app.command()
+def disable(hook_id: str, root: Optional[Path] = RootOption) -> None:
+    """Switch a hook off; its queued firings are dropped."""
+    _switch(hook_id, False, root)
+
+
+@hooks_app.command()
+def remove(hook_id: str, root: Optional[Path] = RootOption) -> None:
+    """Delete a hook and its queued firings."""
+    store = _store(root)
+
+    def edit(doc):
+        _existing(doc, hook_id)
+        del doc["hooks"][hook_id]
+        return len(drop_orphans(doc))
+
+    dropped = _apply(store, edit)
+    typer.echo(f"removed {hook_id}" + (f"; dropped {dropped} queued firing(s)" if dropped else ""))
