@@ -32,6 +32,7 @@ class Config:
     sweep_interval: float = 60.0
     reconcile_interval: float = 2.0
     heartbeat_interval: float = 5.0
+    plugin_timeout: float = 5.0
     resume: dict[str, list[str]] = field(default_factory=lambda: dict(DEFAULT_RESUME))
 
 
@@ -42,6 +43,7 @@ _DURATIONS = {
     "sweepInterval": "sweep_interval",
     "reconcileInterval": "reconcile_interval",
     "heartbeatInterval": "heartbeat_interval",
+    "pluginTimeout": "plugin_timeout",
 }
 
 

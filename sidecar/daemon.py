@@ -355,7 +355,7 @@ class Daemon:
         self.servers: dict[Path, WorkspaceServer] = {}
         self.watches: dict[Path, Any] = {}
         self.observer = Observer()
-        self.plugins = PluginRunner(plugins_mod.load())
+        self.plugins = PluginRunner(plugins_mod.load(), config.plugin_timeout)
 
     def wanted_roots(self) -> list[Path]:
         if self.fixed_roots is not None:

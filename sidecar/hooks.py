@@ -40,6 +40,8 @@ Keep it short, and do not start new work. Reply DONE when you are finished.
 """
 
 Doc = dict[str, Any]
+BROKEN_SINCE = "sidecarBrokenSince"  # kept in hooks.last-good.json only while hooks.json is broken
+FIRED_WHILE_BROKEN = "sidecarFiredWhileBroken"
 
 
 class HooksError(ValueError):
@@ -230,11 +232,16 @@ class HookStore:
         """The document on disk; HooksError if it is broken, FileNotFoundError if absent."""
         return parse(self.ws.hooks_file.read_bytes())
 
-    def _last_good(self) -> Doc:
+    def _last_good(self) -> HookState:
+        """The state kept beside a broken file, with what was done while it was broken."""
         try:
-            return validate(jsonfile.read_json(self.last_good_file))
+            doc = validate(jsonfile.read_json(self.last_good_file))
         except (OSError, ValueError):
-            return {"hooks": {}, "pending": []}
+            doc = {"hooks": {}, "pending": []}
+        state = HookState(doc)
+        state.broken_at = parse_ts(doc.pop(BROKEN_SINCE, None))
+        state.fired_while_broken = set(doc.pop(FIRED_WHILE_BROKEN, None) or [])
+        return state
 
     def refresh(self, now: float) -> HookState:
         """Bring the in-memory state up to date with the file; call with the lock held."""
@@ -251,9 +258,10 @@ class HookStore:
             self.state = HookState(doc, None, sig)
             return self.state
         except HooksError as exc:
-            if state is None:
-                state = HookState(self._last_good())
-            if state.error is None:
+            if state is None:  # started on a broken file: carry on from the kept copy
+                state = self._last_good()
+                state.broken_at = state.broken_at or now
+            elif state.error is None:  # it just broke
                 state.broken_at = now
             state.error = str(exc)
             state.signature = sig
@@ -265,6 +273,9 @@ class HookStore:
         self.state = HookState(doc, None, sig)
         if drop_orphans(doc) or repaired:
             self._write(doc)  # the file is valid, so writing over it loses nothing
+        else:
+            # Someone else wrote a good version: keep it as the copy a later break falls back on.
+            jsonfile.write_json_atomic(self.last_good_file, doc, durable=self.durable)
         return self.state
 
     @staticmethod
@@ -288,10 +299,10 @@ class HookStore:
 
     def _write(self, doc: Doc) -> None:
         data = jsonfile.dumps(doc)
-        jsonfile.write_bytes_atomic(self.ws.hooks_file, data, durable=self.durable)
-        jsonfile.write_bytes_atomic(self.last_good_file, data, durable=self.durable)
+        written = jsonfile.write_bytes_atomic(self.ws.hooks_file, data, durable=self.durable)
         if self.state is not None:
-            self.state.signature = jsonfile.signature(self.ws.hooks_file)
+            self.state.signature = written
+        jsonfile.write_bytes_atomic(self.last_good_file, data, durable=self.durable)
 
     def change(self, now: float, edit: Callable[[Doc], Any]) -> Any:
         """Run `edit` on the current document and save it: the one way to change hooks.json.
@@ -311,7 +322,10 @@ class HookStore:
             if state.error is None:
                 self._write(doc)
             else:
-                jsonfile.write_json_atomic(self.last_good_file, doc, durable=self.durable)
+                # Only the copy changes; it also remembers since when, for the merge on repair.
+                kept = {**doc, BROKEN_SINCE: iso(state.broken_at or now),
+                        FIRED_WHILE_BROKEN: sorted(state.fired_while_broken)}
+                jsonfile.write_json_atomic(self.last_good_file, kept, durable=self.durable)
             return result
 
     def snapshot(self, now: float) -> tuple[Doc, list[Doc], str | None]:

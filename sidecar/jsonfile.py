@@ -36,8 +36,12 @@ def fsync_dir(folder: Path) -> None:
         os.close(fd)
 
 
-def write_bytes_atomic(path: Path, data: bytes, *, durable: bool = True) -> None:
-    """Replace `path` with `data` atomically; `durable` adds the fsyncs."""
+def write_bytes_atomic(path: Path, data: bytes, *, durable: bool = True) -> Signature:
+    """Replace `path` with `data` atomically; `durable` adds the fsyncs.
+
+    Returns the new file's signature, taken before the rename, so a change someone else makes
+    right after it cannot be mistaken for our own write.
+    """
     temp = path.with_name(f".{path.name}.{os.getpid()}.{os.urandom(4).hex()}.tmp")
     fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o600)
     try:
@@ -47,6 +51,7 @@ def write_bytes_atomic(path: Path, data: bytes, *, durable: bool = True) -> None
                 view = view[os.write(fd, view) :]
             if durable:
                 os.fsync(fd)
+            st = os.fstat(fd)
         finally:
             os.close(fd)
         os.replace(temp, path)
@@ -58,6 +63,7 @@ def write_bytes_atomic(path: Path, data: bytes, *, durable: bool = True) -> None
         raise
     if durable:
         fsync_dir(path.parent)
+    return (st.st_ino, st.st_size, st.st_mtime_ns)
 
 
 def write_json_atomic(path: Path, data: Any, *, durable: bool = True) -> None:

@@ -15,7 +15,7 @@ import threading
 from pathlib import Path
 from typing import Any, Callable
 
-from . import hooks as hooks_mod
+from . import hooks as hooks_mod, locks
 from .actions import ActionError, Firing, RunningAction, build_argv, working_folder
 from .config import Config
 from .hooks import Doc, HookStore, due_at, entry_id, record_firing
@@ -143,6 +143,7 @@ class Scheduler:
             self.recover()
             next_recovery = now() + RECOVERY_INTERVAL
             while not self.stop.is_set():
+                self.wake.clear()  # before looking: a wake-up from now on is not lost
                 t = now()
                 if t >= next_recovery:
                     self.recover()
@@ -161,7 +162,6 @@ class Scheduler:
                     timeout = waiting[0][0] - t if waiting else None
                 limit = next_recovery - t
                 self.wake.wait(limit if timeout is None else min(timeout, limit))
-                self.wake.clear()
         except Exception:
             log.exception("%s: the follow-up scheduler failed", self.ws.root)
 
@@ -198,6 +198,26 @@ class Scheduler:
     # -- one firing --------------------------------------------------------------------------
 
     def _claim_and_fire(self, key: str, t: float) -> None:
+        """Claim the entry, then fire it on a worker thread; the caller holds a slot."""
+        try:
+            claimed = self.claim(key, t)
+        except Exception:
+            self.slots.release()
+            raise
+        if claimed is None:
+            self.slots.release()
+            return
+        entry, hook = claimed
+        with self.lock:
+            self.running[key] = None
+        worker = threading.Thread(target=self.fire, args=(entry, hook), daemon=True,
+                                  name=f"hook:{key}")
+        self.workers.append(worker)
+        worker.start()
+
+    def claim(self, key: str, t: float) -> tuple[Doc, Doc] | None:
+        """Mark the entry as ours, durably; None if it is gone or someone else has it."""
+
         def claim(doc: Doc) -> tuple[Doc, Doc] | None:
             entry = next((e for e in doc["pending"] if e["id"] == key), None)
             if entry is None or entry.get("claimedBy"):
@@ -210,23 +230,10 @@ class Scheduler:
             entry["claimedAt"] = iso(t)
             return dict(entry), dict(hook)
 
-        try:
-            claimed = self.hooks.change(t, claim)
-        except Exception:
-            self.slots.release()
-            raise
-        if claimed is None:
-            self.slots.release()
-            return
-        entry, hook = claimed
-        with self.lock:
-            self.running[key] = None
-        worker = threading.Thread(target=self._fire, args=(entry, hook), daemon=True,
-                                  name=f"hook:{key}")
-        self.workers.append(worker)
-        worker.start()
+        return self.hooks.change(t, claim)
 
-    def _fire(self, entry: Doc, hook: Doc) -> None:
+    def fire(self, entry: Doc, hook: Doc) -> None:
+        """Check the preconditions of a claimed entry, then run it, postpone it or skip it."""
         log_path: Path | None = None
         try:
             verdict, detail = self._preconditions(entry, hook, now())
@@ -256,12 +263,16 @@ class Scheduler:
 
     def _preconditions(self, entry: Doc, hook: Doc, t: float) -> tuple[str, Any]:
         """("fire", record), ("postpone", why) or ("skip", why)."""
-        record = None
-        if entry.get("harnessSessionId"):
-            try:
-                record = self.sessions.load_session(entry["harnessSessionId"])
-            except (OSError, ValueError):
-                record = None
+        # Under the sessions' lock: the batch that queued this entry may still be saving the
+        # session it ended, and a half-saved batch would look like a session still live.
+        with locks.locked(self.ws.lock("bindings")):
+            record = None
+            if entry.get("harnessSessionId"):
+                try:
+                    record = self.sessions.load_session(entry["harnessSessionId"])
+                except (OSError, ValueError):
+                    record = None
+            live = self._is_live(entry, record)
         meta = sidecar_meta(record) if record is not None else {}
         if hook.get("skipCron") and meta.get("cron"):
             return "skip", "cron session"
@@ -277,7 +288,7 @@ class Scheduler:
                 pass  # a missing transcript holds nothing back
         if hook.get("maxContextK") and size is not None and size / 4 / 1000 > hook["maxContextK"]:
             return "skip", f"context of about {size // 4000}K tokens is over maxContextK {hook['maxContextK']}"
-        if self._is_live(entry, record):
+        if live:
             return "postpone", "session is live again"
         if mtime is not None and t - mtime < TRANSCRIPT_QUIET:
             return "postpone", "transcript still changing"
