@@ -1,0 +1,94 @@
+"""End to end with the real Claude Code CLI, offline against a loopback stub of its API.
+
+A `claude -p` session in a workspace whose hooks call `sidecar emit`; the `post-task` hook
+resumes that same session through the real `claude --resume`; the resumed run's own
+session-end does not queue the hook again; the API saw exactly one resumed request.
+"""
+
+from __future__ import annotations
+
+import os
+import shlex
+import shutil
+import subprocess
+import time
+from pathlib import Path
+
+import orjson
+import pytest
+
+from conftest import SIDECAR, read_json, run_cli, wait_until
+from hosts.anthropic_stub import AnthropicStub
+from sidecar.sessions import harness_id
+
+CLAUDE_VERSION = "2.1.328"
+CACHE = Path(os.environ.get("SIDECAR_TEST_HOSTS")
+             or Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "sidecar-test-hosts")
+MARKER = "POST-TASK-MARKER-5b1e"
+CLAUDE_EVENTS = ["SessionStart", "UserPromptSubmit", "PostToolUse", "Stop", "SessionEnd"]
+
+
+def claude_binary() -> Path:
+    if shutil.which("npm") is None:
+        pytest.skip("npm is not installed, so Claude Code cannot be installed here")
+    binary = CACHE / f"claude-code-{CLAUDE_VERSION}" / "node_modules" / ".bin" / "claude"
+    assert binary.exists(), f"Claude Code missing at {binary}: run tests/install-hosts.sh (make test does)"
+    return binary
+
+
+def write_claude_hooks(root: Path) -> None:
+    command = f"{shlex.quote(SIDECAR)} emit --source claude-code"
+    entry = [{"matcher": "*", "hooks": [{"type": "command", "command": command}]}]
+    (root / ".claude").mkdir()
+    (root / ".claude" / "settings.json").write_text(
+        orjson.dumps({"hooks": {event: entry for event in CLAUDE_EVENTS}}).decode())
+
+
+def test_post_task_resumes_the_real_session_exactly_once(workspace, start_daemon, config_home, tmp_path):
+    claude = claude_binary()
+    home = tmp_path / "home"
+    home.mkdir()
+    write_claude_hooks(workspace.root)
+    (workspace.prompts / "post-task.md").write_text(
+        f"---\ndescription: test prompt\n---\n{MARKER}: save memories and tidy up.\n")
+    doc = read_json(workspace.hooks_file)
+    doc["hooks"]["post-task"]["delaySeconds"] = 3
+    workspace.hooks_file.write_bytes(orjson.dumps(doc))
+    with open(config_home / "config.toml", "a") as config:
+        config.write(f'[resume]\n"claude-code" = ["{claude}", "--resume", "{{session_id}}", "-p", "{{prompt}}"]\n')
+
+    with AnthropicStub() as stub:
+        env = {"HOME": str(home), "ANTHROPIC_BASE_URL": stub.url, "ANTHROPIC_API_KEY": "sk-test",
+               "DISABLE_TELEMETRY": "1", "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1"}
+        start_daemon(workspace.root, env=env)
+        first = subprocess.run([str(claude), "-p", "do the task"], cwd=workspace.root,
+                               env={**os.environ, **env}, capture_output=True,
+                               stdin=subprocess.DEVNULL, timeout=180)
+        assert first.returncode == 0, first.stderr.decode()[-2000:]
+
+        def post_task():
+            return read_json(workspace.hooks_file)["hooks"]["post-task"]
+
+        wait_until(lambda: post_task()["lastStatus"] == "ok", 120, 0.2)
+        session_id = post_task()["history"][-1]["sessionId"]
+        # The resumed run ended too; give a wrongly re-queued firing time to happen.
+        wait_until(lambda: not list(workspace.inbox.glob("*.json")), 30)
+        time.sleep(6)
+        resumed = [r for r in stub.requests if MARKER in orjson.dumps(r["body"]).decode()]
+
+    assert len(resumed) == 1
+    assert "do the task" in orjson.dumps(resumed[0]["body"]).decode()  # the same conversation
+    hook = post_task()
+    assert len(hook["history"]) == 1 and hook["history"][0]["status"] == "ok"
+    assert read_json(workspace.hooks_file)["pending"] == []
+    record = read_json(workspace.session_dir(harness_id("claude-code", session_id)) / "session.json")
+    assert record["status"] == "completed"
+    assert "post-task" in record["metadata"]["sidecar"]["followUps"]
+    trace = [orjson.loads(line)["event"] for line in
+             (workspace.session_dir(record["id"]) / "trace.jsonl").read_bytes().splitlines()]
+    assert trace.count("session.completed") == 2  # the first run, then the resumed one
+    assert "session.reopened" in trace
+    log = Path(hook["history"][0]["log"]).read_text()
+    assert "--resume" in log and session_id in log
+    status = run_cli("status", "--root", str(workspace.root))
+    assert b"post-task" in status.stdout and b"last ok" in status.stdout
