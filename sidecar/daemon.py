@@ -109,6 +109,7 @@ class WorkspaceServer:
         self.counters = {"applied": 0, "rejected": 0, "errors": 0, "batches": 0}
         self.last_error = ""
         self.retry_after: dict[str, float] = {}
+        self.inherited = False  # the inbox may hold a batch a dead leader half-applied
         self.next_grace: float | None = None
         self.thread = threading.Thread(target=self._run, name=f"ws:{ws.root}", daemon=True)
 
@@ -194,7 +195,9 @@ class WorkspaceServer:
         self.prune()
         # Apply what waits in the inbox before firing anything: a batch replayed after a crash
         # must find its queue entries before the scheduler could fire and remove them.
+        self.inherited = True
         self.drain()
+        self.inherited = False
         self.scheduler.start()
         t = now()
         next_reconcile = t
@@ -265,7 +268,8 @@ class WorkspaceServer:
         if not ready:
             return
         try:
-            result = self.store.apply_batch(ready, before_save=self._before_save)
+            result = self.store.apply_batch(ready, before_save=self._before_save,
+                                            replay=self.inherited)
         except (StoreError, OSError, locks.LockTimeout) as exc:
             self._error(f"batch of {len(ready)} left in the inbox: {exc}")
             for event in ready:

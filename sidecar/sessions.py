@@ -20,6 +20,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
 
+import orjson
+
 from . import jsonfile, locks
 from .events import SESSION_END, SESSION_RESET, SESSION_START, TOOL_USE, TURN_END, Event
 from .layout import Workspace
@@ -130,9 +132,13 @@ class SessionStore:
             raise ValueError(f"{path} is not a JSON object")
         return record
 
-    def save_session(self, record: Record, trace: list[dict[str, Any]]) -> None:
+    def save_session(self, record: Record, trace: list[dict[str, Any]],
+                     dedupe: bool = False) -> None:
         folder = self.ws.session_dir(record["id"])
         folder.mkdir(mode=0o700, parents=True, exist_ok=True)
+        if trace and dedupe:
+            seen = _tail_ids(folder / "trace.jsonl", len(trace))
+            trace = [line for line in trace if line["id"] not in seen]
         if trace:
             jsonfile.append_lines(folder / "trace.jsonl", trace, durable=self.durable)
         jsonfile.write_json_atomic(folder / "session.json", record, durable=self.durable)
@@ -143,12 +149,15 @@ class SessionStore:
         self,
         batch: list[Event],
         before_save: Callable[[list[Effect]], None] | None = None,
+        replay: bool = False,
     ) -> BatchResult:
         """Apply events in the order they happened: one write per touched file.
 
         `before_save` receives the batch's effects before any session is written, so follow-up
         hooks are queued before the session records that they were: a crash in between
         replays the batch, and the queue's own duplicate check absorbs the replay.
+        `replay` says the batch may repeat one a dead instance half-saved: trace lines it
+        already appended are then not appended again.
         """
         result = BatchResult()
         with locks.locked(self.ws.lock("bindings")):
@@ -170,7 +179,7 @@ class SessionStore:
             for work in ok:
                 if work.dirty:
                     try:
-                        self.save_session(work.record, work.trace)
+                        self.save_session(work.record, work.trace, dedupe=replay)
                     except OSError as exc:
                         work.failed = f"cannot save session {work.harness_id}: {exc}"
             changed = False
@@ -462,6 +471,25 @@ class SessionStore:
             return sum(1 for name in os.listdir(self.ws.sessions) if not name.startswith("."))
         except FileNotFoundError:
             return 0
+
+
+def _tail_ids(path: Path, lines: int) -> set[str]:
+    """The ids of the last trace lines, enough to cover `lines` lines of ours."""
+    try:
+        with open(path, "rb") as handle:
+            size = handle.seek(0, os.SEEK_END)
+            start = max(0, size - (lines * 4096 + 4096))
+            handle.seek(start)
+            tail = handle.read()
+    except FileNotFoundError:
+        return set()
+    ids = set()
+    for raw in tail.splitlines()[1 if start else 0:]:
+        try:
+            ids.add(orjson.loads(raw)["id"])
+        except (ValueError, KeyError, TypeError):
+            continue
+    return ids
 
 
 def _transcript_recent(record: Record, now: float, window: float) -> bool:

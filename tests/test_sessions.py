@@ -13,6 +13,7 @@ from freezegun import freeze_time
 
 from conftest import FIXTURES, read_json
 from sidecar.events import parse
+from sidecar import jsonfile
 from sidecar.layout import Workspace
 from sidecar.sessions import SessionStore, harness_id
 from sidecar.timeutil import iso, now
@@ -241,3 +242,24 @@ def test_retention_prunes_only_old_completed_sessions(ws, store):
     assert not ws.session_dir(harness_id("claude-code", "done")).exists()
     assert record(ws, session="live")["status"] == "active"
     assert record(ws, session="recent")["status"] == "completed"
+
+
+def test_a_replayed_batch_after_a_crash_between_trace_and_record_repeats_no_trace_line(ws, store):
+    batch = [ev("SessionStart", ts=T0), ev("Stop", ts=T0 + 1)]
+    original = SessionStore.save_session
+
+    def crash_after_trace(self, record, trace, dedupe=False):
+        jsonfile.append_lines(self.ws.session_dir(record["id"]) / "trace.jsonl", trace)
+        raise OSError("killed between the trace append and the record save")
+
+    ws.session_dir(harness_id("claude-code", "s1")).mkdir(parents=True)
+    SessionStore.save_session = crash_after_trace
+    try:
+        result = store.apply_batch(batch)
+    finally:
+        SessionStore.save_session = original
+    assert result.retry
+    store.apply_batch(batch, replay=True)
+    ids = [line["id"] for line in trace(ws)]
+    assert len(ids) == len(set(ids)) == 3
+    assert record(ws)["traceCount"] == 3
