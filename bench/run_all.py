@@ -1,7 +1,7 @@
 """`make bench`: every benchmark, each figure beside a floor measured in the same run.
 
-Benchmarks measure; they assert nothing. Pass names (emit, latency, throughput, status, idle,
-hooks) to run only some.
+Benchmarks measure; they assert nothing. Pass names (emit, latency, throughput, status, hooks,
+handoff, idle) to run only some.
 """
 
 from __future__ import annotations
@@ -13,11 +13,13 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import bench_daemon  # noqa: E402
 import bench_emit  # noqa: E402
+import bench_handoff  # noqa: E402
 import bench_hooks  # noqa: E402
 
 
 def main() -> None:
-    chosen = set(sys.argv[1:]) or {"emit", "latency", "throughput", "status", "hooks", "idle"}
+    chosen = set(sys.argv[1:]) or {"emit", "latency", "throughput", "status", "hooks", "handoff",
+                                   "idle"}
     print(f"{'benchmark':<44} {'figure':<26} {'floor (same run)':<34} ratio / target")
     if "emit" in chosen:
         bench_emit.main()
@@ -30,6 +32,8 @@ def main() -> None:
     if "hooks" in chosen:
         bench_hooks.due_to_start()
         bench_hooks.save_and_reload()
+    if "handoff" in chosen:
+        bench_handoff.handoff()
     if "idle" in chosen:
         bench_daemon.idle(60.0)
 

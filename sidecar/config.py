@@ -33,6 +33,7 @@ class Config:
     reconcile_interval: float = 2.0
     heartbeat_interval: float = 5.0
     plugin_timeout: float = 5.0
+    stop_grace: float = 10.0
     resume: dict[str, list[str]] = field(default_factory=lambda: dict(DEFAULT_RESUME))
 
 
@@ -44,6 +45,7 @@ _DURATIONS = {
     "reconcileInterval": "reconcile_interval",
     "heartbeatInterval": "heartbeat_interval",
     "pluginTimeout": "plugin_timeout",
+    "stopGrace": "stop_grace",
 }
 
 

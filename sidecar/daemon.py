@@ -146,10 +146,15 @@ class WorkspaceServer:
             self._shutdown()
 
     def _shutdown(self) -> None:
+        # Hand the workspace over at once; actions already running finish (or are recorded
+        # interrupted) under this instance's claims, which stay valid while it lives.
         if self.scheduler is not None:
-            self.scheduler.shutdown()
+            self.scheduler.stop_firing()
         locks.release(self.leader)
         self.leader = None
+        if self.scheduler is not None:
+            self.heartbeat()
+            self.scheduler.finish_running()
         try:
             self.instance_file.unlink()
         except FileNotFoundError:

@@ -12,6 +12,7 @@ from __future__ import annotations
 import logging
 import os
 import threading
+import time
 from pathlib import Path
 from typing import Any, Callable
 
@@ -30,7 +31,6 @@ POSTPONE_SECONDS = 60.0
 MAX_POSTPONES = 10
 TRANSCRIPT_QUIET = 2.0  # a transcript written this recently means the session is not done
 RECOVERY_INTERVAL = 30.0  # how often claims of dead instances are looked for
-STOP_GRACE = 10.0  # how long running actions may take to finish when the daemon stops
 
 EFFECT_EVENTS = {
     "start": "session-start",
@@ -124,13 +124,19 @@ class Scheduler:
     def start(self) -> None:
         self.thread.start()
 
-    def shutdown(self) -> None:
-        """Stop firing; give running actions STOP_GRACE to finish, then interrupt them."""
+    def stop_firing(self) -> None:
+        """Claim nothing more; what runs goes on (see `finish_running`)."""
         self.stop.set()
         self.wake.set()
-        self.thread.join(10)
+        if self.thread.is_alive():
+            self.thread.join(10)
+
+    def finish_running(self) -> None:
+        """Give running actions `stopGrace` to finish, then interrupt them; both are recorded."""
+        self.stop_firing()
+        deadline = time.monotonic() + self.config.stop_grace
         for worker in list(self.workers):
-            worker.join(STOP_GRACE)
+            worker.join(max(0.0, deadline - time.monotonic()))
         with self.lock:
             running = [r for r in self.running.values() if r is not None]
         for action in running:
