@@ -12,6 +12,7 @@ import typer
 from . import __version__, config as config_mod, jsonfile, status as status_mod
 from .hooks import HookStore
 from .hooks_cli import hooks_app
+from .setup_cli import doctor, integrate_app, service_app
 from .layout import Workspace, find_workspace
 from .timeutil import now
 
@@ -108,6 +109,9 @@ def status(
 
 
 app.add_typer(hooks_app, name="hooks")
+app.add_typer(service_app, name="service")
+app.add_typer(integrate_app, name="integrate")
+app.command()(doctor)
 
 
 @app.command()

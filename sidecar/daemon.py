@@ -15,6 +15,7 @@ import os
 import signal
 import socket
 import threading
+import time
 import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -37,6 +38,7 @@ from .layout import Workspace
 from . import plugins as plugins_mod
 from .plugins import PluginRunner
 from .scheduler import Scheduler
+from .sdnotify import Notifier
 from .sessions import BatchResult, Effect, SessionStore, StoreError
 from .timeutil import iso, now
 
@@ -111,6 +113,7 @@ class WorkspaceServer:
         self.retry_after: dict[str, float] = {}
         self.inherited = False  # the inbox may hold a batch a dead leader half-applied
         self.next_grace: float | None = None
+        self.progress = time.monotonic()  # when its loop last went round (for the watchdog)
         self.thread = threading.Thread(target=self._run, name=f"ws:{ws.root}", daemon=True)
 
     # -- life cycle -----------------------------------------------------------------------
@@ -129,6 +132,7 @@ class WorkspaceServer:
             self.heartbeat()
             next_beat = now() + self.config.heartbeat_interval
             while not self.stop.is_set():
+                self.progress = time.monotonic()
                 if self.leader is None:
                     self.leader = locks.try_lock(self.ws.lock("leader"))
                     if self.leader is None:
@@ -210,6 +214,7 @@ class WorkspaceServer:
         next_prune = t + PRUNE_INTERVAL
         next_beat = t + cfg.heartbeat_interval
         while not self.stop.is_set():
+            self.progress = time.monotonic()
             t = now()
             deadlines = [next_reconcile, next_sweep, next_prune, next_beat]
             if self.next_grace is not None:
@@ -249,6 +254,7 @@ class WorkspaceServer:
             if self.stop.is_set() and start:
                 break  # on SIGTERM: finish the batch in hand, leave the rest in the inbox
             self._batch(ready[start : start + BATCH_MAX])
+            self.progress = time.monotonic()
 
     def _defer(self, at: float) -> None:
         self.next_grace = at if self.next_grace is None else min(self.next_grace, at)
@@ -365,6 +371,7 @@ class Daemon:
         self.watches: dict[Path, Any] = {}
         self.observer = Observer()
         self.plugins = PluginRunner(plugins_mod.load(), config.plugin_timeout)
+        self.notifier = Notifier()
 
     def wanted_roots(self) -> list[Path]:
         if self.fixed_roots is not None:
@@ -411,6 +418,27 @@ class Daemon:
         signal.signal(signal.SIGINT, lambda *_: self.stop.set())
         signal.signal(signal.SIGHUP, lambda *_: self.reload.set())
 
+    def status_line(self) -> str:
+        applied = sum(s.counters["applied"] for s in self.servers.values())
+        errors = sum(s.counters["errors"] for s in self.servers.values())
+        leading = sum(1 for s in self.servers.values() if s.leader is not None)
+        return (f"serving {len(self.servers)} workspace(s), leading {leading}; "
+                f"{applied} events applied, {errors} errors")
+
+    def _watchdog(self) -> None:
+        """Ping systemd's watchdog while every workspace loop keeps going round."""
+        interval = self.notifier.watchdog_interval or 0.0
+        period = interval / 2 if interval else 5.0
+        while not self.stop.wait(period):
+            if interval:
+                stale = [s for s in self.servers.values()
+                         if time.monotonic() - s.progress > interval / 2]
+                if stale:
+                    log.warning("watchdog: no progress in %s", ", ".join(str(s.ws.root) for s in stale))
+                else:
+                    self.notifier.watchdog()
+            self.notifier.status(self.status_line())
+
     def run(self) -> int:
         self.observer.start()
         try:
@@ -418,6 +446,9 @@ class Daemon:
             if not self.servers and self.fixed_roots is not None:
                 log.error("no workspace to serve")
                 return 1
+            self.notifier.ready(self.status_line())
+            if self.notifier.enabled:
+                threading.Thread(target=self._watchdog, name="watchdog", daemon=True).start()
             registry_sig = jsonfile.signature(config_mod.layout.registry_file())
             while not self.stop.wait(REGISTRY_INTERVAL):
                 if self.reload.is_set():
@@ -431,6 +462,7 @@ class Daemon:
                     self.sync_workspaces()
         finally:
             self.stop.set()
+            self.notifier.stopping()
             for server in self.servers.values():
                 server.wake.set()
             for server in self.servers.values():
@@ -442,11 +474,13 @@ class Daemon:
         return 0
 
     def _reload_config(self) -> None:
+        self.notifier.send("RELOADING=1", f"MONOTONIC_USEC={time.clock_gettime_ns(time.CLOCK_MONOTONIC) // 1000}")
         try:
             self.config.__dict__.update(config_mod.load_config().__dict__)
             log.info("configuration reloaded")
         except config_mod.ConfigError as exc:
             log.error("configuration not reloaded: %s", exc)
+        self.notifier.send("READY=1", f"STATUS={self.status_line()}")
 
 
 def configure_logging(level: int = logging.INFO) -> None:

@@ -92,3 +92,42 @@ def test_post_task_resumes_the_real_session_exactly_once(workspace, start_daemon
     assert "--resume" in log and session_id in log
     status = run_cli("status", "--root", str(workspace.root))
     assert b"post-task" in status.stdout and b"last ok" in status.stdout
+
+
+def test_hooks_written_by_integrate_drive_a_daemon_started_as_the_unit_starts_it(
+        workspace, config_home, tmp_path):
+    from sidecar import service
+
+    claude = claude_binary()
+    home = tmp_path / "home"
+    home.mkdir()
+    assert run_cli("integrate", "claude-code", cwd=workspace.root).returncode == 0
+    doc = read_json(workspace.hooks_file)
+    doc["hooks"]["post-task"]["enabled"] = False
+    workspace.hooks_file.write_bytes(orjson.dumps(doc))
+    unit = service.render_unit(service.sidecar_path())
+    exec_start = next(line.split("=", 1)[1] for line in unit.splitlines() if line.startswith("ExecStart="))
+    with AnthropicStub() as stub:
+        env = {**os.environ, "HOME": str(home), "ANTHROPIC_BASE_URL": stub.url,
+               "ANTHROPIC_API_KEY": "sk-test", "DISABLE_TELEMETRY": "1",
+               "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1"}
+        log = open(tmp_path / "unit.log", "wb")
+        daemon = subprocess.Popen(shlex.split(exec_start), env=env, stdout=log, stderr=subprocess.STDOUT,
+                                  stdin=subprocess.DEVNULL)
+        try:
+            wait_until(lambda: list(workspace.instances.glob("*.json")), 15)
+            run = subprocess.run([str(claude), "-p", "hello"], cwd=workspace.root, env=env,
+                                 capture_output=True, stdin=subprocess.DEVNULL, timeout=180)
+            assert run.returncode == 0, run.stderr.decode()[-2000:]
+            report = lambda: orjson.loads(run_cli("status", "--root", str(workspace.root), "--json").stdout)["workspaces"][0]
+            wait_until(lambda: report()["sessions"]["completed"] == 1 and report()["inbox"]["backlog"] == 0, 30)
+            [session_dir] = [p for p in workspace.sessions.iterdir() if p.is_dir()]
+            events = [orjson.loads(l)["event"] for l in (session_dir / "trace.jsonl").read_bytes().splitlines()]
+            assert events[0] == "session.created" and events[-1] == "session.completed"
+            assert "session.start" in events and "UserPromptSubmit" in events and "turn.end" in events
+            record = read_json(session_dir / "session.json")
+            assert record["metadata"]["host"] == "claude-code"
+        finally:
+            daemon.terminate()
+            assert daemon.wait(20) == 0
+            log.close()

@@ -1,0 +1,112 @@
+"""`sidecar doctor`: what is missing, and the command that fixes it."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+from . import config as config_mod, integrate, service, status
+from .layout import find_workspace
+from .timeutil import now
+
+MIN_WATCHES = 8192
+MIN_INSTANCES = 64
+
+
+@dataclass
+class Finding:
+    ok: bool
+    what: str
+    fix: str = ""
+
+
+def _settings_have_emit(path: Path) -> bool:
+    try:
+        data = integrate._load_json(path)
+    except integrate.IntegrateError:
+        return False
+    hooks = data.get("hooks")
+    if not isinstance(hooks, dict):
+        return False
+    return any(integrate.is_ours(h)
+               for groups in hooks.values() if isinstance(groups, list)
+               for group in groups if isinstance(group, dict)
+               for h in group.get("hooks", []) if isinstance(group.get("hooks"), list))
+
+
+def check(cwd: Path, home: Path, platform: str = sys.platform,
+          proc: Path = Path("/proc/sys/fs/inotify")) -> list[Finding]:
+    findings: list[Finding] = []
+
+    installed, state = service.state(platform, home=home)
+    if not installed:
+        findings.append(Finding(False, "the service is not installed",
+                                "sidecar service install"))
+    elif state not in ("active", "loaded"):
+        findings.append(Finding(False, f"the service is installed but {state}",
+                                "sidecar service install (it starts it), then sidecar status"))
+    else:
+        findings.append(Finding(True, f"the service is installed and {state}"))
+
+    on_path = shutil.which("sidecar")
+    if on_path is None:
+        try:
+            where = service.sidecar_path().parent
+        except service.ServiceError:
+            where = Path(sys.executable).parent
+        findings.append(Finding(False, "`sidecar` is not on the PATH that hooks see",
+                                f"add {where} to PATH, or re-run `sidecar integrate` "
+                                "(it writes absolute paths)"))
+    else:
+        findings.append(Finding(True, f"`sidecar` on PATH: {on_path}"))
+
+    registry = config_mod.load_registry()
+    ws = find_workspace(cwd)
+    if ws is None:
+        findings.append(Finding(False, f"{cwd} is not in a workspace", f"sidecar init {cwd}"))
+    elif ws.root not in registry:
+        findings.append(Finding(False, f"workspace {ws.root} is not registered",
+                                f"sidecar init {ws.root}"))
+    else:
+        findings.append(Finding(True, f"workspace {ws.root} is registered"))
+        report = status.workspace_report(ws, now())
+        if not report["served"]:
+            findings.append(Finding(False, f"no live instance serves {ws.root}",
+                                    "sidecar service install, or sidecar run"))
+
+    claude_project = ws.root / ".claude" / "settings.json" if ws else None
+    claude_user = home / ".claude" / "settings.json"
+    if (claude_project and _settings_have_emit(claude_project)) or _settings_have_emit(claude_user):
+        findings.append(Finding(True, "Claude Code hooks go through sidecar"))
+    else:
+        findings.append(Finding(False, "Claude Code is not integrated",
+                                "sidecar integrate claude-code (or --user for every project)"))
+    codex_home = Path(os.environ.get("CODEX_HOME") or home / ".codex")
+    if _settings_have_emit(codex_home / "hooks.json"):
+        findings.append(Finding(True, "Codex hooks go through sidecar"))
+    else:
+        findings.append(Finding(False, "Codex is not integrated", "sidecar integrate codex"))
+
+    for name, minimum in (("max_user_watches", MIN_WATCHES), ("max_user_instances", MIN_INSTANCES)):
+        try:
+            value = int((proc / name).read_text())
+        except (OSError, ValueError):
+            continue
+        if value < minimum:
+            findings.append(Finding(False, f"inotify {name} is {value}, low for watching inboxes",
+                                    f"sudo sysctl fs.inotify.{name}={minimum * 8}"))
+        else:
+            findings.append(Finding(True, f"inotify {name} is {value}"))
+    return findings
+
+
+def render(findings: list[Finding]) -> str:
+    lines = []
+    for f in findings:
+        lines.append(f"{'ok     ' if f.ok else 'PROBLEM'} {f.what}")
+        if f.fix:
+            lines.append(f"        fix: {f.fix}")
+    return "\n".join(lines) + "\n"

@@ -1,0 +1,181 @@
+"""`sidecar service`: the systemd user unit on Linux, the LaunchAgent on macOS.
+
+The templates live in `systemd/` and `launchd/`; they are rendered with absolute paths (the
+installed `sidecar`, the log folder), so the service never depends on a login shell's PATH.
+Every external command goes through `run`, which is where tests fake them.
+"""
+
+from __future__ import annotations
+
+import getpass
+import os
+import shutil
+import subprocess
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+
+LABEL = "org.agent-sidecar.sidecar"
+UNIT = "sidecar.service"
+
+
+class ServiceError(Exception):
+    """A service manager command failed; the message says which and why."""
+
+
+def template(name: str) -> str:
+    """A template from the source tree, or from the installed data files."""
+    source = Path(__file__).resolve().parents[1]
+    for base in (source, Path(sys.prefix) / "share" / "sidecar"):
+        for folder in ("systemd", "launchd"):
+            path = base / folder / name
+            if path.exists():
+                return path.read_text()
+    raise ServiceError(f"template {name} not found")
+
+
+def sidecar_path() -> Path:
+    """The absolute path of the `sidecar` command this process belongs to."""
+    beside = Path(sys.executable).parent / "sidecar"
+    if beside.exists():
+        return beside.absolute()
+    found = shutil.which("sidecar")
+    if found:
+        return Path(found).absolute()
+    raise ServiceError("cannot find the `sidecar` command; install the package first")
+
+
+def render_unit(command: Path) -> str:
+    return template("sidecar.service").replace("@SIDECAR@", str(command))
+
+
+def render_plist(command: Path, home: Path) -> str:
+    logs = home / "Library" / "Logs" / "sidecar"
+    return (template("sidecar.plist").replace("@SIDECAR@", str(command))
+            .replace("@LOGS@", str(logs)).replace("@LABEL@", LABEL))
+
+
+def run(argv: list[str], check: bool = True) -> subprocess.CompletedProcess:
+    """Run a service manager command (the one place external commands are started)."""
+    try:
+        result = subprocess.run(argv, capture_output=True, text=True, stdin=subprocess.DEVNULL)
+    except FileNotFoundError:
+        raise ServiceError(f"{argv[0]} not found: is this the right platform?") from None
+    if check and result.returncode != 0:
+        raise ServiceError(f"`{' '.join(argv)}` failed ({result.returncode}): "
+                           f"{(result.stderr or result.stdout).strip()}")
+    return result
+
+
+@dataclass
+class Plan:
+    """What install/uninstall does: a file to write or remove, commands, warnings."""
+
+    path: Path
+    content: str | None
+    commands: list[list[str]] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+
+
+def systemd_unit_path(home: Path) -> Path:
+    config = Path(os.environ.get("XDG_CONFIG_HOME") or home / ".config")
+    return config / "systemd" / "user" / UNIT
+
+
+def plist_path(home: Path) -> Path:
+    return home / "Library" / "LaunchAgents" / f"{LABEL}.plist"
+
+
+def install(platform: str = sys.platform, *, home: Path | None = None, start: bool = True,
+            dry_run: bool = False) -> Plan:
+    home = home or Path.home()
+    command = sidecar_path()
+    if platform.startswith("linux"):
+        plan = Plan(systemd_unit_path(home), render_unit(command))
+        plan.commands = [["systemctl", "--user", "daemon-reload"],
+                         ["systemctl", "--user", "enable", *(["--now"] if start else []), UNIT]]
+        if start and plan.path.exists() and plan.path.read_text() != plan.content:
+            # A changed unit takes effect only after a restart of the running service.
+            plan.commands.append(["systemctl", "--user", "try-restart", UNIT])
+    elif platform == "darwin":
+        plan = Plan(plist_path(home), render_plist(command, home))
+        domain = f"gui/{os.getuid()}"
+        if start:
+            plan.commands = [["launchctl", "bootout", f"{domain}/{LABEL}"],
+                             ["launchctl", "bootstrap", domain, str(plan.path)]]
+    else:
+        raise ServiceError(f"no service manager support for {platform}")
+    if dry_run:
+        return plan
+    plan.path.parent.mkdir(parents=True, exist_ok=True)
+    if platform == "darwin":
+        (home / "Library" / "Logs" / "sidecar").mkdir(parents=True, exist_ok=True)
+    if not plan.path.exists() or plan.path.read_text() != plan.content:
+        plan.path.write_text(plan.content)
+    for argv in plan.commands:
+        # bootout of a job that is not loaded fails; that is the normal first install.
+        run(argv, check=argv[1] != "bootout")
+    if platform.startswith("linux"):
+        plan.notes.extend(linger_warning())
+    return plan
+
+
+def linger_warning() -> list[str]:
+    user = getpass.getuser()
+    try:
+        result = run(["loginctl", "show-user", user, "--property=Linger", "--value"], check=False)
+    except ServiceError:
+        return []
+    if result.returncode == 0 and result.stdout.strip() == "no":
+        return [f"lingering is off for {user}: the service stops when you log out. "
+                f"To keep it running, run: loginctl enable-linger {user}"]
+    return []
+
+
+def uninstall(platform: str = sys.platform, *, home: Path | None = None,
+              dry_run: bool = False) -> Plan:
+    home = home or Path.home()
+    if platform.startswith("linux"):
+        plan = Plan(systemd_unit_path(home), None,
+                    [["systemctl", "--user", "disable", "--now", UNIT],
+                     ["systemctl", "--user", "daemon-reload"]])
+    elif platform == "darwin":
+        plan = Plan(plist_path(home), None,
+                    [["launchctl", "bootout", f"gui/{os.getuid()}/{LABEL}"]])
+    else:
+        raise ServiceError(f"no service manager support for {platform}")
+    if dry_run:
+        return plan
+    if not plan.path.exists():
+        plan.notes.append(f"not installed ({plan.path} does not exist)")
+        return plan
+    first, *rest = plan.commands
+    run(first, check=False)  # stopping a service that is not running is fine
+    plan.path.unlink()
+    for argv in rest:
+        run(argv)
+    return plan
+
+
+def state(platform: str = sys.platform, *, home: Path | None = None) -> tuple[bool, str]:
+    """(installed, what the service manager says about it)."""
+    home = home or Path.home()
+    if platform.startswith("linux"):
+        path = systemd_unit_path(home)
+        if not path.exists():
+            return False, "not installed"
+        try:
+            result = run(["systemctl", "--user", "is-active", UNIT], check=False)
+        except ServiceError as exc:
+            return True, str(exc)
+        return True, result.stdout.strip() or "unknown"
+    if platform == "darwin":
+        path = plist_path(home)
+        if not path.exists():
+            return False, "not installed"
+        try:
+            result = run(["launchctl", "print", f"gui/{os.getuid()}/{LABEL}"], check=False)
+        except ServiceError as exc:
+            return True, str(exc)
+        return True, "loaded" if result.returncode == 0 else "not loaded"
+    return False, f"no service manager support for {platform}"

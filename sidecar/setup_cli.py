@@ -1,0 +1,124 @@
+"""`sidecar service`, `sidecar integrate` and `sidecar doctor`: installing and explaining."""
+
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+from typing import Optional
+
+import typer
+
+from . import doctor as doctor_mod, integrate as integrate_mod, service as service_mod
+from .layout import find_workspace
+
+service_app = typer.Typer(no_args_is_help=True,
+                          help="Install sidecar as a user service (systemd on Linux, launchd on macOS).")
+integrate_app = typer.Typer(no_args_is_help=True,
+                            help="Route an agent host's hooks through `sidecar emit`.")
+
+
+def _fail(message: str, code: int = 1) -> None:
+    typer.echo(f"sidecar: {message}", err=True)
+    raise typer.Exit(code)
+
+
+def _show(plan: service_mod.Plan, printing: bool) -> None:
+    if printing:
+        if plan.content is not None:
+            typer.echo(f"# {plan.path}")
+            typer.echo(plan.content, nl=False)
+        else:
+            typer.echo(f"# remove {plan.path}")
+        for argv in plan.commands:
+            typer.echo("# then: " + " ".join(argv))
+        return
+    for note in plan.notes:
+        typer.echo(f"note: {note}", err=True)
+
+
+@service_app.command("install")
+def service_install(
+    print_only: bool = typer.Option(False, "--print", help="Show the file and commands; change nothing."),
+    no_start: bool = typer.Option(False, "--no-start", help="Install and enable, but do not start it now."),
+) -> None:
+    """Write the unit (or LaunchAgent), enable it and start it. Safe to run again."""
+    try:
+        plan = service_mod.install(start=not no_start, dry_run=print_only)
+    except service_mod.ServiceError as exc:
+        _fail(str(exc))
+    _show(plan, print_only)
+    if not print_only:
+        typer.echo(f"installed {plan.path}" + ("" if no_start else " and started it"))
+
+
+@service_app.command("uninstall")
+def service_uninstall(
+    print_only: bool = typer.Option(False, "--print", help="Show what would be done; change nothing."),
+) -> None:
+    """Stop the service and remove its file."""
+    try:
+        plan = service_mod.uninstall(dry_run=print_only)
+    except service_mod.ServiceError as exc:
+        _fail(str(exc))
+    _show(plan, print_only)
+    if not print_only and not plan.notes:
+        typer.echo(f"removed {plan.path}")
+
+
+@service_app.command("status")
+def service_status() -> None:
+    """Whether the service is installed, and what the service manager says of it."""
+    installed, state = service_mod.state()
+    typer.echo(state)
+    raise typer.Exit(0 if installed and state in ("active", "loaded") else 3)
+
+
+def _sidecar() -> Path:
+    try:
+        return service_mod.sidecar_path()
+    except service_mod.ServiceError as exc:
+        _fail(str(exc))
+        raise
+
+
+@integrate_app.command("claude-code")
+def integrate_claude(
+    user: bool = typer.Option(False, "--user", help="The user's ~/.claude/settings.json (every project)."),
+    uninstall: bool = typer.Option(False, "--uninstall", help="Remove sidecar's hooks only."),
+    root: Optional[Path] = typer.Option(None, "--root", help="The project (default: the current workspace)."),
+) -> None:
+    """Hooks for SessionStart, UserPromptSubmit, PostToolUse, Stop and SessionEnd."""
+    if user:
+        path = Path.home() / ".claude" / "settings.json"
+    else:
+        ws = find_workspace(root or Path.cwd())
+        base = ws.root if ws is not None else (root or Path.cwd()).resolve()
+        path = base / ".claude" / "settings.json"
+    try:
+        changed = integrate_mod.claude_code(path, _sidecar(), uninstall=uninstall)
+    except integrate_mod.IntegrateError as exc:
+        _fail(str(exc))
+    verb = "removed sidecar's hooks from" if uninstall else "sidecar's hooks are in"
+    typer.echo(f"{verb} {path}" + ("" if changed else " (already so; nothing changed)"))
+
+
+@integrate_app.command("codex")
+def integrate_codex(
+    uninstall: bool = typer.Option(False, "--uninstall", help="Remove sidecar's hooks only."),
+) -> None:
+    """Hooks in $CODEX_HOME/hooks.json, trusted in $CODEX_HOME/config.toml."""
+    codex_home = Path(os.environ.get("CODEX_HOME") or Path.home() / ".codex")
+    try:
+        changed = integrate_mod.codex(codex_home, _sidecar(), uninstall=uninstall)
+    except integrate_mod.IntegrateError as exc:
+        _fail(str(exc))
+    verb = "removed sidecar's hooks from" if uninstall else "sidecar's hooks are in"
+    typer.echo(f"{verb} {codex_home / 'hooks.json'}" + ("" if changed else " (already so; nothing changed)"))
+
+
+def doctor() -> None:
+    """Say what is missing and how to fix it; exit 1 if anything is."""
+    findings = doctor_mod.check(Path.cwd(), Path.home(), sys.platform)
+    typer.echo(doctor_mod.render(findings), nl=False)
+    raise typer.Exit(0 if all(f.ok for f in findings) else 1)

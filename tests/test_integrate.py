@@ -1,0 +1,174 @@
+"""`sidecar integrate`: host hook configuration merged in, kept, upgraded and removed."""
+
+from __future__ import annotations
+
+import copy
+import hashlib
+import json
+import tomllib
+from pathlib import Path
+
+import orjson
+import pytest
+
+from conftest import SIDECAR, read_json, run_cli
+from sidecar import integrate
+
+USER_SETTINGS = {
+    "model": "opus",
+    "permissions": {"allow": ["Bash(echo:*)"], "deny": []},
+    "env": {"FOO": "bar"},
+    "hooks": {
+        "SessionStart": [{"matcher": "startup", "hooks": [{"type": "command", "command": "notify-send hi"}]}],
+        "PreToolUse": [{"matcher": "Bash", "hooks": [{"type": "command", "command": "guard.sh", "timeout": 5}]}],
+        "Stop": [{"hooks": [{"type": "command", "command": "say done"},
+                            {"type": "command", "command": "/old/venv/bin/sidecar emit --source claude-code"}]}],
+    },
+}
+
+
+def ours(settings: dict) -> list[tuple[str, str]]:
+    return [(event, h["command"]) for event, groups in settings.get("hooks", {}).items()
+            for g in groups for h in g["hooks"] if integrate.is_ours(h)]
+
+
+def test_claude_code_keeps_everything_else_and_upgrades_its_old_entry(workspace):
+    settings_path = workspace.root / ".claude" / "settings.json"
+    settings_path.parent.mkdir()
+    settings_path.write_text(json.dumps(USER_SETTINGS))
+    result = run_cli("integrate", "claude-code", cwd=workspace.root)
+    assert result.returncode == 0, result.stderr
+    merged = read_json(settings_path)
+    expected_command = f"{SIDECAR} emit --source claude-code"
+    assert sorted(ours(merged)) == sorted((e, expected_command) for e in integrate.CLAUDE_EVENTS)
+    assert {k: v for k, v in merged.items() if k != "hooks"} == {k: v for k, v in USER_SETTINGS.items() if k != "hooks"}
+    assert merged["hooks"]["PreToolUse"] == USER_SETTINGS["hooks"]["PreToolUse"]
+    assert merged["hooks"]["SessionStart"][0] == USER_SETTINGS["hooks"]["SessionStart"][0]
+    assert merged["hooks"]["Stop"][0]["hooks"] == [{"type": "command", "command": "say done"}]
+
+    before = settings_path.read_bytes()
+    again = run_cli("integrate", "claude-code", cwd=workspace.root)
+    assert b"nothing changed" in again.stdout and settings_path.read_bytes() == before
+
+    removed = run_cli("integrate", "claude-code", "--uninstall", cwd=workspace.root)
+    assert removed.returncode == 0
+    left = read_json(settings_path)
+    original = copy.deepcopy(USER_SETTINGS)
+    original["hooks"]["Stop"][0]["hooks"] = [{"type": "command", "command": "say done"}]
+    assert left == original
+
+
+def test_claude_code_user_settings(tmp_path, config_home):
+    home = tmp_path / "home"
+    result = run_cli("integrate", "claude-code", "--user", env={"HOME": str(home)}, cwd=tmp_path)
+    assert result.returncode == 0
+    assert len(ours(read_json(home / ".claude/settings.json"))) == 5
+
+
+def test_a_broken_settings_file_is_left_alone(workspace):
+    path = workspace.root / ".claude" / "settings.json"
+    path.parent.mkdir()
+    path.write_text("{oops")
+    result = run_cli("integrate", "claude-code", cwd=workspace.root)
+    assert result.returncode == 1 and b"not valid JSON" in result.stderr
+    assert path.read_text() == "{oops"
+
+
+def expected_hash(event: str, handler: dict) -> str:
+    """The trust hash as the Codex notes describe it, computed independently."""
+    snake = {"SessionStart": "session_start", "UserPromptSubmit": "user_prompt_submit",
+             "PostToolUse": "post_tool_use", "Stop": "stop", "SessionEnd": "session_end"}[event]
+    timeout = handler.get("timeout", 600)
+    if snake == "session_end":
+        timeout = min(timeout, 3)
+    body = {"event_name": snake, "hooks": [{"type": "command", "command": handler["command"],
+                                            "timeout": timeout, "async": False}]}
+    return "sha256:" + hashlib.sha256(json.dumps(body, sort_keys=True, separators=(",", ":")).encode()).hexdigest()
+
+
+CODEX_CONFIG = '''model = "gpt-5.5"
+
+[model_providers.stub]
+base_url = "http://127.0.0.1:9/v1"
+
+[features]
+plugins = false
+
+[hooks.state."/elsewhere/hooks.json:stop:0:0"]
+trusted_hash = "sha256:abc"
+'''
+
+
+def test_codex_hooks_are_written_and_trusted(tmp_path, config_home):
+    codex_home = tmp_path / "codex"
+    codex_home.mkdir()
+    (codex_home / "config.toml").write_text(CODEX_CONFIG)
+    (codex_home / "hooks.json").write_text(json.dumps(
+        {"hooks": {"Stop": [{"hooks": [{"type": "command", "command": "say done"}]}]}}))
+    result = run_cli("integrate", "codex", env={"CODEX_HOME": str(codex_home)})
+    assert result.returncode == 0, result.stderr
+    hooks = read_json(codex_home / "hooks.json")["hooks"]
+    assert hooks["Stop"][0]["hooks"][0]["command"] == "say done"
+    config = tomllib.loads((codex_home / "config.toml").read_text())
+    assert config["model"] == "gpt-5.5" and config["features"] == {"plugins": False, "hooks": True}
+    state = config["hooks"]["state"]
+    assert state["/elsewhere/hooks.json:stop:0:0"] == {"trusted_hash": "sha256:abc"}
+    canonical = str((codex_home / "hooks.json").resolve())
+    for event in integrate.CODEX_EVENTS:
+        index = len(hooks[event]) - 1
+        handler = hooks[event][index]["hooks"][0]
+        assert "matcher" not in hooks[event][index]
+        key = f"{canonical}:{integrate.snake(event)}:{index}:0"
+        assert state[key]["trusted_hash"] == expected_hash(event, handler)
+    assert f"{canonical}:stop:0:0" not in state  # the user's own hook is theirs to trust
+
+    before = (codex_home / "config.toml").read_text()
+    assert b"nothing changed" in run_cli("integrate", "codex", env={"CODEX_HOME": str(codex_home)}).stdout
+    assert (codex_home / "config.toml").read_text() == before
+
+    assert run_cli("integrate", "codex", "--uninstall", env={"CODEX_HOME": str(codex_home)}).returncode == 0
+    config = tomllib.loads((codex_home / "config.toml").read_text())
+    assert config["hooks"]["state"] == {"/elsewhere/hooks.json:stop:0:0": {"trusted_hash": "sha256:abc"}}
+    assert read_json(codex_home / "hooks.json") == {"hooks": {"Stop": [{"hooks": [{"type": "command", "command": "say done"}]}]}}
+
+
+def test_codex_with_a_broken_config_changes_nothing(tmp_path, config_home):
+    codex_home = tmp_path / "codex"
+    codex_home.mkdir()
+    (codex_home / "config.toml").write_text("model = \n")
+    result = run_cli("integrate", "codex", env={"CODEX_HOME": str(codex_home)})
+    assert result.returncode == 1 and b"not valid TOML" in result.stderr
+    assert (codex_home / "config.toml").read_text() == "model = \n"
+
+
+def test_doctor_names_problems_and_fixes(workspace, tmp_path):
+    home = tmp_path / "home"
+    env = {"HOME": str(home), "XDG_CONFIG_HOME": "", "CODEX_HOME": str(tmp_path / "codex")}
+    result = run_cli("doctor", cwd=workspace.root, env=env)
+    assert result.returncode == 1
+    out = result.stdout.decode()
+    assert "PROBLEM the service is not installed" in out and "fix: sidecar service install" in out
+    assert "Claude Code is not integrated" in out and "fix: sidecar integrate claude-code" in out
+    assert "no live instance serves" in out
+    assert f"workspace {workspace.root} is registered" in out
+
+    run_cli("integrate", "claude-code", cwd=workspace.root, env=env)
+    out = run_cli("doctor", cwd=workspace.root, env=env).stdout.decode()
+    assert "ok      Claude Code hooks go through sidecar" in out
+
+    elsewhere = tmp_path / "unregistered"
+    (elsewhere / ".context").mkdir(parents=True)
+    out = run_cli("doctor", cwd=elsewhere, env=env).stdout.decode()
+    assert f"workspace {elsewhere} is not registered" in out and f"fix: sidecar init {elsewhere}" in out
+
+
+def test_doctor_spots_a_low_inotify_limit(tmp_path, workspace):
+    from sidecar import doctor
+
+    proc = tmp_path / "proc"
+    proc.mkdir()
+    (proc / "max_user_watches").write_text("1024\n")
+    (proc / "max_user_instances").write_text("128\n")
+    findings = doctor.check(workspace.root, tmp_path / "home", "linux", proc)
+    low = [f for f in findings if "max_user_watches" in f.what]
+    assert low and not low[0].ok and "sysctl fs.inotify.max_user_watches" in low[0].fix

@@ -1,0 +1,181 @@
+"""The user service: rendered files, install/uninstall commands, sd_notify, signals."""
+
+from __future__ import annotations
+
+import os
+import plistlib
+import shutil
+import signal
+import socket
+import subprocess
+import time
+from pathlib import Path
+
+import pytest
+
+from conftest import read_json, run_cli, wait_until
+from sidecar import service
+from sidecar.sdnotify import Notifier
+
+
+def test_the_rendered_unit_passes_systemd_analyze_verify(tmp_path):
+    if shutil.which("systemd-analyze") is None:
+        pytest.skip("systemd-analyze is not installed (tests/install-hosts.sh installs it with apt)")
+    unit = tmp_path / "sidecar.service"
+    command = service.sidecar_path()
+    unit.write_text(service.render_unit(command))
+    runtime = tmp_path / "runtime"
+    runtime.mkdir(mode=0o700)
+    result = subprocess.run(["systemd-analyze", "verify", "--user", str(unit)],
+                            env={**os.environ, "XDG_RUNTIME_DIR": str(runtime)},
+                            capture_output=True, text=True)
+    problems = [line for line in (result.stderr + result.stdout).splitlines()
+                if "sidecar.service" in line]
+    assert result.returncode == 0 and not problems, result.stderr
+    text = unit.read_text()
+    assert f"ExecStart={command} run" in text and "@" not in text
+    for line in ("Type=notify", "WatchdogSec=", "Restart=on-failure", "NoNewPrivileges=yes"):
+        assert line in text
+
+
+def test_the_plist_round_trips_with_absolute_paths_and_a_matching_label(tmp_path):
+    home = tmp_path / "home"
+    command = service.sidecar_path()
+    data = plistlib.loads(service.render_plist(command, home).encode())
+    assert data["Label"] == service.LABEL == service.plist_path(home).stem
+    assert data["ProgramArguments"] == [str(command), "run"]
+    assert data["RunAtLoad"] is True and data["KeepAlive"] == {"SuccessfulExit": False}
+    assert data["ThrottleInterval"] > 0
+    for key in ("StandardOutPath", "StandardErrorPath"):
+        assert Path(data[key]).is_absolute()
+        assert data[key].startswith(str(home / "Library" / "Logs"))
+    assert Path(data["ProgramArguments"][0]).is_absolute()
+
+
+@pytest.fixture
+def fake_tools(tmp_path, monkeypatch):
+    """systemctl, loginctl and launchctl that only record how they were called."""
+    bin_dir = tmp_path / "fakebin"
+    bin_dir.mkdir()
+    calls = tmp_path / "calls.log"
+    for tool in ("systemctl", "loginctl", "launchctl"):
+        script = bin_dir / tool
+        script.write_text(f'#!/bin/sh\necho "{tool} $*" >> {calls}\n'
+                          + ('[ "$1" = show-user ] && echo no\n' if tool == "loginctl" else "")
+                          + "exit 0\n")
+        script.chmod(0o755)
+    monkeypatch.setenv("PATH", f"{bin_dir}:{os.environ['PATH']}")
+    monkeypatch.delenv("XDG_CONFIG_HOME", raising=False)
+    return lambda: calls.read_text().splitlines() if calls.exists() else []
+
+
+def test_systemd_install_and_uninstall_run_the_exact_commands(tmp_path, fake_tools):
+    home = tmp_path / "home"
+    plan = service.install("linux", home=home)
+    unit = home / ".config/systemd/user/sidecar.service"
+    assert plan.path == unit and unit.read_text() == service.render_unit(service.sidecar_path())
+    user = os.environ.get("USER") or __import__("getpass").getuser()
+    assert fake_tools() == [
+        "systemctl --user daemon-reload",
+        "systemctl --user enable --now sidecar.service",
+        f"loginctl show-user {user} --property=Linger --value",
+    ]
+    assert any("loginctl enable-linger" in note for note in plan.notes)
+
+    service.install("linux", home=home)  # again: same file, no restart needed
+    assert fake_tools()[3:5] == ["systemctl --user daemon-reload",
+                                 "systemctl --user enable --now sidecar.service"]
+    service.uninstall("linux", home=home)
+    assert not unit.exists()
+    assert fake_tools()[-2:] == ["systemctl --user disable --now sidecar.service",
+                                 "systemctl --user daemon-reload"]
+
+
+def test_systemd_install_without_starting(tmp_path, fake_tools):
+    service.install("linux", home=tmp_path, start=False)
+    assert fake_tools()[:2] == ["systemctl --user daemon-reload", "systemctl --user enable sidecar.service"]
+
+
+def test_launchd_install_and_uninstall_run_the_exact_commands(tmp_path, fake_tools):
+    home = tmp_path / "home"
+    plan = service.install("darwin", home=home)
+    uid = os.getuid()
+    target = home / "Library/LaunchAgents" / f"{service.LABEL}.plist"
+    assert plan.path == target and target.exists()
+    assert (home / "Library/Logs/sidecar").is_dir()
+    assert fake_tools() == [f"launchctl bootout gui/{uid}/{service.LABEL}",
+                            f"launchctl bootstrap gui/{uid} {target}"]
+    service.uninstall("darwin", home=home)
+    assert not target.exists()
+    assert fake_tools()[-1] == f"launchctl bootout gui/{uid}/{service.LABEL}"
+
+
+def test_print_changes_nothing(tmp_path, config_home):
+    result = run_cli("service", "install", "--print", env={"HOME": str(tmp_path), "XDG_CONFIG_HOME": ""})
+    assert result.returncode == 0
+    assert b"Type=notify" in result.stdout and b"systemctl --user enable --now" in result.stdout
+    assert not (tmp_path / ".config").exists()
+
+
+def test_sd_notify_ready_watchdog_while_busy_and_stopping(workspace, start_daemon, tmp_path):
+    address = str(tmp_path / "notify.sock")
+    sock = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
+    sock.bind(address)
+    sock.settimeout(0.2)
+    # A large batch waits in the inbox, so the first pings happen while it is being applied.
+    for i in range(20_000):
+        (workspace.inbox / f"{i:08d}.json").write_bytes(
+            b'{"event":"tool-use","session_id":"busy-%d","host":"t","tool_name":"x"}' % (i % 40))
+    messages: list[tuple[str, int]] = []  # each message, and the inbox backlog when it came
+    daemon = start_daemon(workspace.root, wait_leader=False,
+                          env={"NOTIFY_SOCKET": address, "WATCHDOG_USEC": "1000000"})
+
+    def receive_until(predicate, timeout):
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            try:
+                message = sock.recv(4096).decode()
+                messages.append((message, len(list(workspace.inbox.glob("*.json")))))
+            except socket.timeout:
+                pass
+            if predicate():
+                return True
+        return False
+
+    def pings():
+        return [backlog for message, backlog in messages if "WATCHDOG=1" in message]
+
+    try:
+        assert receive_until(lambda: any("READY=1" in m for m, _ in messages), 20)
+        assert receive_until(lambda: len(pings()) >= 3, 20)
+        daemon.proc.send_signal(signal.SIGTERM)
+        assert receive_until(lambda: any("STOPPING=1" in m for m, _ in messages), 20)
+        assert daemon.proc.wait(20) == 0
+    finally:
+        sock.close()
+    assert any("STATUS=" in m for m, _ in messages)
+    assert any(backlog > 0 for backlog in pings()), "no watchdog ping while the big batch was applied"
+
+
+def test_notifier_is_silent_outside_systemd():
+    assert not Notifier({}).enabled and not Notifier({}).ready("x")
+    assert Notifier({"NOTIFY_SOCKET": "@abstract"}).address == "\0abstract"
+    assert Notifier({"WATCHDOG_USEC": "4000000"}).watchdog_interval == 4.0
+    assert Notifier({"WATCHDOG_USEC": "4000000", "WATCHDOG_PID": "1"}).watchdog_interval is None
+
+
+def test_sighup_reloads_the_registry_and_configuration(tmp_path, config_home, start_daemon):
+    first = tmp_path / "one"
+    first.mkdir()
+    run_cli("init", str(first))
+    daemon = start_daemon()
+    from sidecar.layout import Workspace
+
+    wait_until(lambda: list(Workspace(first).instances.glob("*.json")))
+    (config_home / "config.toml").write_text("staleAfter = 'soon'\n")  # a bad edit is refused
+    daemon.proc.send_signal(signal.SIGHUP)
+    wait_until(lambda: "configuration not reloaded" in daemon.output() and "staleAfter" in daemon.output())
+    (config_home / "config.toml").write_text("staleAfter = '2h'\n")
+    daemon.proc.send_signal(signal.SIGHUP)
+    wait_until(lambda: "configuration reloaded" in daemon.output())
+    assert daemon.proc.poll() is None
