@@ -11,7 +11,7 @@ import time
 import orjson
 
 from bench_daemon import watch_deletes
-from common import SIDECAR, drop, percentile, report, sandbox, wait_for_leader
+from common import SIDECAR, drop, percentile, report, sandbox
 
 
 def leader_pid(root) -> int | None:
@@ -74,7 +74,7 @@ def handoff(kills: int = 15) -> None:
             observer.stop()
             observer.join()
     report("hand-off after SIGKILL of the leader: p50", f"{percentile(waits, 50) * 1000:.0f} ms",
-           f"stand-by retry interval 200 ms", f"{len(waits)} kills; contract: < 1 s")
+           "stand-by retry interval 200 ms", f"{len(waits)} kills; contract: < 1 s")
     report("hand-off after SIGKILL of the leader: p99", f"{percentile(waits, 99) * 1000:.0f} ms")
 
 

@@ -5,7 +5,6 @@ from __future__ import annotations
 import os
 import subprocess
 import time
-from pathlib import Path
 
 import orjson
 
@@ -44,7 +43,7 @@ def due_to_start(count: int = 40, delay: int = 1) -> None:
             while time.time() < deadline and (not out.exists() or len(out.read_text().split()) < count):
                 time.sleep(0.1)
         starts = sorted(float(x) for x in out.read_text().split())
-        waits = [s - d for s, d in zip(starts, sorted(dues))]
+        waits = [s - d for s, d in zip(starts, sorted(dues), strict=False)]
         report("hook due -> action start: p50", f"{percentile(waits, 50) * 1000:.1f} ms",
                f"floor (spawn only) {percentile(floor, 50) * 1000:.1f} ms", "target <= 50 ms")
         report("hook due -> action start: p99", f"{percentile(waits, 99) * 1000:.1f} ms",

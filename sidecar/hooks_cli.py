@@ -8,7 +8,7 @@ from typing import Any, Optional
 import typer
 
 from .hooks import HooksError, HookStore, drop_orphans, new_hook, unique_id, validate_hook
-from .layout import Workspace, find_workspace
+from .layout import find_workspace
 from .timeutil import human_age, now, parse_duration, parse_ts
 
 hooks_app = typer.Typer(no_args_is_help=True, help="List and edit follow-up hooks.")

@@ -95,12 +95,7 @@ def integrate_claude(
         ws = find_workspace(root or Path.cwd())
         base = ws.root if ws is not None else (root or Path.cwd()).resolve()
         path = base / ".claude" / "settings.json"
-    try:
-        changed = integrate_mod.claude_code(path, _sidecar(), uninstall=uninstall)
-    except integrate_mod.IntegrateError as exc:
-        _fail(str(exc))
-    verb = "removed sidecar's hooks from" if uninstall else "sidecar's hooks are in"
-    typer.echo(f"{verb} {path}" + ("" if changed else " (already so; nothing changed)"))
+    _integrate(integrate_mod.claude_code, path, path, uninstall)
 
 
 @integrate_app.command("codex")
@@ -109,12 +104,17 @@ def integrate_codex(
 ) -> None:
     """Hooks in $CODEX_HOME/hooks.json, trusted in $CODEX_HOME/config.toml."""
     codex_home = Path(os.environ.get("CODEX_HOME") or Path.home() / ".codex")
+    _integrate(integrate_mod.codex, codex_home, codex_home / "hooks.json", uninstall)
+
+
+def _integrate(write, target: Path, shown: Path, uninstall: bool) -> None:
+    """Run one host's integration and say what it did."""
     try:
-        changed = integrate_mod.codex(codex_home, _sidecar(), uninstall=uninstall)
+        changed = write(target, _sidecar(), uninstall=uninstall)
     except integrate_mod.IntegrateError as exc:
         _fail(str(exc))
     verb = "removed sidecar's hooks from" if uninstall else "sidecar's hooks are in"
-    typer.echo(f"{verb} {codex_home / 'hooks.json'}" + ("" if changed else " (already so; nothing changed)"))
+    typer.echo(f"{verb} {shown}" + ("" if changed else " (already so; nothing changed)"))
 
 
 def doctor() -> None:

@@ -6,7 +6,6 @@ import os
 import time
 
 import orjson
-import pytest
 
 from conftest import emit, inbox_files, read_json, run_cli, wait_until
 from sidecar.sessions import harness_id

@@ -2,16 +2,13 @@
 
 from __future__ import annotations
 
-import os
 import signal
-import subprocess
 import time
 from concurrent.futures import ThreadPoolExecutor
-from pathlib import Path
 
 import orjson
 
-from conftest import FIXTURES, SIDECAR, emit, inbox_files, read_json, run_cli, wait_until
+from conftest import FIXTURES, emit, inbox_files, read_json, run_cli, wait_until
 from sidecar.layout import Workspace
 from sidecar.sessions import harness_id
 

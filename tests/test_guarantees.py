@@ -15,7 +15,7 @@ import orjson
 import pytest
 from hypothesis import given, settings, strategies as st
 
-from conftest import emit, read_json, run_cli, wait_until
+from conftest import emit, read_json, wait_until
 from sidecar import events
 from sidecar.sessions import harness_id
 
@@ -53,7 +53,7 @@ def test_blue_green_cutover_loses_and_doubles_nothing(workspace, start_daemon, t
     assert producer.wait(60) == 0
     wait_until(lambda: not list(workspace.inbox.glob("*.json")), 20)
     dropped = set(names.read_text().split())
-    applied, lines_total = set(), 0
+    applied = set()
     for s in sessions:
         path = workspace.session_dir(harness_id("chaos", s)) / "trace.jsonl"
         lines = [orjson.loads(l) for l in path.read_bytes().splitlines()]

@@ -6,10 +6,7 @@ import copy
 import hashlib
 import json
 import tomllib
-from pathlib import Path
 
-import orjson
-import pytest
 
 from conftest import SIDECAR, read_json, run_cli
 from sidecar import integrate

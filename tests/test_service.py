@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import read_json, run_cli, wait_until
+from conftest import run_cli, wait_until
 from sidecar import service
 from sidecar.sdnotify import Notifier
 
