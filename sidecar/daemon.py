@@ -270,8 +270,8 @@ class WorkspaceServer:
                 try:
                     if inbox.reject(self.ws, outcome, t):
                         self.counters["rejected"] += 1
-                        log.warning("%s: rejected %s: %s", self.ws.root, outcome.name,
-                                    outcome.reason)
+                        log.warning("%s: rejected %s: %s", self.ws.root,
+                                    inbox.printable(outcome.name), outcome.reason)
                 except OSError as exc:
                     self._error(f"cannot set {outcome.name} aside: {exc}")
             elif outcome is not None:

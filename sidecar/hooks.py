@@ -11,6 +11,7 @@ what it did meanwhile back in once the file is fixed.
 
 from __future__ import annotations
 
+import logging
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -21,6 +22,8 @@ import orjson
 from . import jsonfile, locks
 from .layout import Workspace
 from .timeutil import iso, parse_ts
+
+log = logging.getLogger("sidecar")
 
 HISTORY_LIMIT = 200
 MAX_DELAY = 86400
@@ -263,12 +266,16 @@ class HookStore:
                 state.broken_at = state.broken_at or now
             elif state.error is None:  # it just broke
                 state.broken_at = now
+            if state.error != str(exc):
+                log.error("%s is broken, so it is left as it is and the last good hooks and "
+                          "queue are used: %s", self.ws.hooks_file, exc)
             state.error = str(exc)
             state.signature = sig
             self.state = state
             return state
         repaired = state is not None and state.error is not None
         if repaired:
+            log.info("%s is valid again; taken up", self.ws.hooks_file)
             doc = self._merge_after_repair(doc, state)
         self.state = HookState(doc, None, sig)
         if drop_orphans(doc) or repaired:

@@ -122,6 +122,11 @@ def read(ws: Workspace, arrival: Arrival, now: float) -> events.Event | Deferred
         return Rejected(arrival.name, str(exc))
 
 
+def printable(name: str) -> str:
+    """A file name as valid UTF-8 text: bytes that are not UTF-8 become U+FFFD."""
+    return name.encode("utf-8", "surrogateescape").decode("utf-8", "replace")
+
+
 def _free_name(folder: Path, name: str) -> str:
     candidate, n = name, 1
     while os.path.lexists(folder / candidate) or os.path.lexists(
@@ -139,7 +144,7 @@ def reject(ws: Workspace, rejection: Rejected, now: float) -> str | None:
     target_name = _free_name(ws.rejected, rejection.name)
     target = ws.rejected / target_name
     note = {
-        "file": rejection.name,
+        "file": printable(rejection.name),
         "reason": rejection.reason,
         "rejectedAt": iso(now),
     }

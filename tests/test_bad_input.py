@@ -51,14 +51,19 @@ def test_every_bad_class_is_rejected_with_its_reason_and_good_events_still_apply
     (inbox / "notes.txt").write_text("not an event")
     for path in ("fifo.json", "folder.json", "notes.txt"):
         old(inbox / path)
+    not_utf8 = os.fsdecode(b"caf\xe9-\xff.json")  # a name that is not UTF-8
+    (inbox / not_utf8).write_bytes(b"{broken")
+    old(inbox / not_utf8)
+    (inbox / "dup-keys.json").write_bytes(
+        b'{"event": "session-start", "session_id": "first", "session_id": "dup-last", "host": "t"}')
     for i in range(3):
         (inbox / f"0000-good-{i}.json").write_bytes(GOOD % i)
 
     daemon = start_daemon(workspace.root)
-    expected = set(BAD_FILES) | {"link.json", "fifo.json", "folder.json", "notes.txt"}
+    expected = set(BAD_FILES) | {"link.json", "fifo.json", "folder.json", "notes.txt", not_utf8}
     wait_until(lambda: {p.name for p in workspace.rejected.iterdir()
                         if not p.name.endswith(".error.json")} == expected, 20)
-    for name in expected:
+    for name in expected - {not_utf8}:
         note = read_json(workspace.rejected / f"{name}.error.json")
         assert note["file"] == name and note["reason"]
     reasons = {name: read_json(workspace.rejected / f"{name}.error.json")["reason"] for name in expected}
@@ -71,6 +76,10 @@ def test_every_bad_class_is_rejected_with_its_reason_and_good_events_still_apply
     for i in range(3):
         assert (workspace.session_dir(harness_id("t", f"good-{i}")) / "session.json").exists()
     assert not (workspace.session_dir(harness_id("t", "good-99"))).exists()
+    assert read_json(workspace.rejected / f"{not_utf8}.error.json")["file"] == "caf\ufffd-\ufffd.json"
+    # A repeated key is not an error: the last value counts, as JSON parsers commonly do.
+    assert (workspace.session_dir(harness_id("t", "dup-last")) / "session.json").exists()
+    assert not (workspace.session_dir(harness_id("t", "first"))).exists()
 
     assert daemon.proc.poll() is None
     status = run_cli("status", "--root", str(workspace.root), "--json")

@@ -94,7 +94,7 @@ def test_a_hook_deleted_while_queued_never_fires(workspace, start_daemon, tmp_pa
 def test_a_broken_hand_edit_is_kept_shown_and_taken_up_once_fixed(workspace, start_daemon, tmp_path):
     fired = tmp_path / "fired.txt"
     set_hooks(workspace, {"rec": command_hook("rec", recorder(fired), delay=1)})
-    start_daemon(workspace.root)
+    daemon = start_daemon(workspace.root)
     last_good = workspace.runtime / "hooks.last-good.json"
     wait_until(lambda: last_good.exists() and "rec" in read_json(last_good)["hooks"])
     good = workspace.hooks_file.read_bytes()
@@ -112,6 +112,7 @@ def test_a_broken_hand_edit_is_kept_shown_and_taken_up_once_fixed(workspace, sta
     assert workspace.hooks_file.read_bytes() == broken  # never overwritten
     text = run_cli("status", "--root", str(workspace.root)).stdout.decode()
     assert "BROKEN" in text
+    assert "hooks.json is broken" in daemon.output() and "column" in daemon.output()
 
     fixed = orjson.loads(good)
     fixed["hooks"]["rec"]["name"] = "fixed by hand"
