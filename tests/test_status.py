@@ -51,7 +51,9 @@ def test_status_with_a_live_daemon(workspace, start_daemon):
 
     def settled():
         report = orjson.loads(status(workspace, "--json").stdout)["workspaces"][0]
-        return report if report["sessions"]["completed"] == 1 and report["rejected"] == 1 else None
+        done = (report["sessions"]["completed"] == 1 and report["rejected"] == 1
+                and report["inbox"]["backlog"] == 0)
+        return report if done else None
 
     report = wait_until(settled)
     assert report["served"] is True
