@@ -1,10 +1,11 @@
 #!/usr/bin/env bash
-# Installs, once, the real programs the end-to-end tests drive: Claude Code (npm) and
-# hermes-agent (its own virtual environment) into a cache folder, and systemd-analyze.
+# Installs, once, the real programs the end-to-end tests drive: Claude Code and Codex (npm)
+# and hermes-agent (its own virtual environment) into a cache folder, and systemd-analyze.
 # Where a package manager is missing it says so, and the tests that need it skip saying why.
 set -euo pipefail
 CACHE="${SIDECAR_TEST_HOSTS:-${XDG_CACHE_HOME:-$HOME/.cache}/sidecar-test-hosts}"
 CLAUDE_VERSION=2.1.328
+CODEX_VERSION=0.169.0
 HERMES_VERSION=0.19.0
 PYTHON="${PYTHON:-python3}"
 mkdir -p "$CACHE"
@@ -23,8 +24,19 @@ if command -v npm >/dev/null 2>&1; then
         echo "install-hosts: Claude Code did not install; see $prefix/npm-install.log" >&2
         exit 1
     fi
+    prefix="$CACHE/codex-$CODEX_VERSION"
+    if [ ! -x "$prefix/node_modules/.bin/codex" ]; then
+        echo "install-hosts: installing Codex $CODEX_VERSION into $prefix" >&2
+        mkdir -p "$prefix"
+        npm install --no-audit --no-fund --prefix "$prefix" "@openai/codex@$CODEX_VERSION" \
+            >"$prefix/npm-install.log" 2>&1 || true
+    fi
+    if [ ! -x "$prefix/node_modules/.bin/codex" ]; then
+        echo "install-hosts: Codex did not install; see $prefix/npm-install.log" >&2
+        exit 1
+    fi
 else
-    echo "install-hosts: npm not found; end-to-end tests with Claude Code will skip" >&2
+    echo "install-hosts: npm not found; end-to-end tests with Claude Code and Codex will skip" >&2
 fi
 
 venv="$CACHE/hermes-agent-$HERMES_VERSION"
