@@ -31,11 +31,10 @@ from watchdog.events import (
 )
 from watchdog.observers import Observer
 
-from . import __version__, config as config_mod, inbox, jsonfile, locks
+from . import __version__, config as config_mod, inbox, jsonfile, locks, plugins as plugins_mod
 from .config import Config
 from .hooks import HookStore
 from .layout import Workspace
-from . import plugins as plugins_mod
 from .plugins import PluginRunner
 from .scheduler import Scheduler
 from .sdnotify import Notifier
@@ -376,10 +375,11 @@ class Daemon:
     def wanted_roots(self) -> list[Path]:
         if self.fixed_roots is not None:
             return self.fixed_roots
-        return [root for root in config_mod.load_registry()]
+        return config_mod.load_registry()
 
     def sync_workspaces(self) -> None:
-        """Start serving workspaces that appeared; stop those no longer wanted."""
+        """Start serving workspaces that appeared (one taken off the registry is served on
+        until the next start)."""
         wanted = []
         for root in self.wanted_roots():
             ws = Workspace(root)
