@@ -214,28 +214,33 @@ class WorkspaceServer:
         next_beat = t + cfg.heartbeat_interval
         while not self.stop.is_set():
             self.progress = time.monotonic()
-            t = now()
-            deadlines = [next_reconcile, next_sweep, next_prune, next_beat]
-            if self.next_grace is not None:
-                deadlines.append(self.next_grace)
-            timeout = max(0.0, min(deadlines) - t)
-            if self.wake.wait(timeout):
-                self.wake.clear()
-                self.drain()
-            t = now()
-            if t >= next_reconcile or (self.next_grace is not None and t >= self.next_grace):
-                self.drain()
-                next_reconcile = t + cfg.reconcile_interval
-            if t >= next_sweep:
-                self.sweep()
-                next_sweep = t + cfg.sweep_interval
-            if t >= next_prune:
-                self.prune()
-                next_prune = t + PRUNE_INTERVAL
-            if t >= next_beat:
-                self.heartbeat()
-                self.clean_dead_instances()
-                next_beat = t + cfg.heartbeat_interval
+            try:
+                t = now()
+                deadlines = [next_reconcile, next_sweep, next_prune, next_beat]
+                if self.next_grace is not None:
+                    deadlines.append(self.next_grace)
+                timeout = max(0.0, min(deadlines) - t)
+                if self.wake.wait(timeout):
+                    self.wake.clear()
+                    self.drain()
+                t = now()
+                if t >= next_reconcile or (self.next_grace is not None and t >= self.next_grace):
+                    self.drain()
+                    next_reconcile = t + cfg.reconcile_interval
+                if t >= next_sweep:
+                    self.sweep()
+                    next_sweep = t + cfg.sweep_interval
+                if t >= next_prune:
+                    self.prune()
+                    next_prune = t + PRUNE_INTERVAL
+                if t >= next_beat:
+                    self.heartbeat()
+                    self.clean_dead_instances()
+                    next_beat = t + cfg.heartbeat_interval
+            except Exception as exc:  # a bug or a surprise must not end service: log, retry
+                log.exception("%s: unexpected error; retrying in a second", self.ws.root)
+                self._error(f"unexpected error: {exc}")
+                self.stop.wait(1.0)
 
     def drain(self) -> None:
         """Apply everything in the inbox, in batches of at most BATCH_MAX."""

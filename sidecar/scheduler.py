@@ -145,11 +145,10 @@ class Scheduler:
             worker.join(10)
 
     def _run(self) -> None:
-        try:
-            self.recover()
-            next_recovery = now() + RECOVERY_INTERVAL
-            while not self.stop.is_set():
-                self.wake.clear()  # before looking: a wake-up from now on is not lost
+        next_recovery = now()
+        while not self.stop.is_set():
+            self.wake.clear()  # before looking: a wake-up from now on is not lost
+            try:
                 t = now()
                 if t >= next_recovery:
                     self.recover()
@@ -168,8 +167,9 @@ class Scheduler:
                     timeout = waiting[0][0] - t if waiting else None
                 limit = next_recovery - t
                 self.wake.wait(limit if timeout is None else min(timeout, limit))
-        except Exception:
-            log.exception("%s: the follow-up scheduler failed", self.ws.root)
+            except Exception:  # e.g. a lock held too long: log, and look again shortly
+                log.exception("%s: follow-up scheduler error; retrying in a second", self.ws.root)
+                self.stop.wait(1.0)
 
     def recover(self) -> int:
         """Record claims held by dead instances as interrupted; they are never retried."""

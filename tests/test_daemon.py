@@ -124,3 +124,16 @@ def test_runtime_folders_are_private(workspace, start_daemon):
     start_daemon(workspace.root)
     for folder in workspace.private_dirs():
         assert oct(folder.stat().st_mode & 0o777) == "0o700", folder
+
+
+def test_the_daemon_survives_an_inbox_that_is_briefly_not_a_folder(workspace, start_daemon):
+    daemon = start_daemon(workspace.root)
+    aside = workspace.inbox.with_name("inbox-aside")
+    workspace.inbox.rename(aside)
+    workspace.inbox.write_text("not a folder")
+    wait_until(lambda: "unexpected error" in daemon.output(), 10)
+    workspace.inbox.unlink()
+    aside.rename(workspace.inbox)
+    emit(workspace.root, None, "session-start", "--session-id", "after-trouble", "--source", "x")
+    wait_until(lambda: session_record(workspace, "after-trouble", "x"), 10)
+    assert daemon.proc.poll() is None

@@ -250,3 +250,26 @@ def test_a_missing_resume_command_is_an_error_status(tmp_path):
     with freeze_time(iso(T0 + 20)):
         h.fire_due()
     assert "no resume command for host 'nobody-knows'" in h.hook("post-task")["lastStatus"]
+
+
+def test_the_scheduler_survives_an_unexpected_error_and_fires_later(h):
+    h.apply(ev("SessionStart"), ev("SessionEnd", ts=T0 + 1))
+    h.hooks.change(now(), lambda d: d["pending"][0].update(dueAt=None))
+    real_snapshot = h.hooks.snapshot
+    failures = []
+
+    def flaky_snapshot(t):
+        if not failures:
+            failures.append(t)
+            raise RuntimeError("a surprise")
+        return real_snapshot(t)
+
+    h.hooks.snapshot = flaky_snapshot
+    h.sched.start()
+    try:
+        deadline = time.monotonic() + 15
+        while time.monotonic() < deadline and h.firings() != ["s1"]:
+            time.sleep(0.05)
+    finally:
+        h.sched.finish_running()
+    assert failures and h.firings() == ["s1"]
