@@ -19,7 +19,7 @@ import time
 import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import IO, Any
+from typing import IO
 
 from watchdog.events import (
     FileClosedEvent,
@@ -107,7 +107,7 @@ class WorkspaceServer:
         self.scheduler: Scheduler | None = None
         self.leader: IO[bytes] | None = None
         self.instance_lock: IO[bytes] | None = None
-        self.counters = {"applied": 0, "rejected": 0, "errors": 0, "batches": 0}
+        self.counters = {"applied": 0, "rejected": 0, "errors": 0}
         self.last_error = ""
         self.retry_after: dict[str, float] = {}
         self.inherited = False  # the inbox may hold a batch a dead leader half-applied
@@ -220,12 +220,13 @@ class WorkspaceServer:
                 if self.next_grace is not None:
                     deadlines.append(self.next_grace)
                 timeout = max(0.0, min(deadlines) - t)
-                if self.wake.wait(timeout):
-                    self.wake.clear()
-                    self.drain()
+                woken = self.wake.wait(timeout)
+                self.wake.clear()
                 t = now()
-                if t >= next_reconcile or (self.next_grace is not None and t >= self.next_grace):
-                    self.drain()
+                reconcile = t >= next_reconcile
+                if woken or reconcile or (self.next_grace is not None and t >= self.next_grace):
+                    self.drain()  # one listing serves a wake-up, the reconcile and a grace expiry
+                if reconcile:
                     next_reconcile = t + cfg.reconcile_interval
                 if t >= next_sweep:
                     self.sweep()
@@ -308,7 +309,6 @@ class WorkspaceServer:
         for error in result.errors:
             self._error(error)
         self.counters["applied"] += len(result.applied)
-        self.counters["batches"] += 1
         if result.effects and self.plugins is not None:
             self.plugins.session_effects(str(self.ws.root), result.effects)
         if any(effect.kind in ("start", "reset") for effect in result.effects):
@@ -372,7 +372,6 @@ class Daemon:
         self.stop = threading.Event()
         self.reload = threading.Event()
         self.servers: dict[Path, WorkspaceServer] = {}
-        self.watches: dict[Path, Any] = {}
         self.observer = Observer()
         self.plugins = PluginRunner(plugins_mod.load(), config.plugin_timeout)
         self.notifier = Notifier()
@@ -400,21 +399,18 @@ class Daemon:
             ws.ensure_runtime()
             server = WorkspaceServer(ws, self.config, self.instance, self.stop, self.plugins)
             self.servers[root] = server
-            self.watches[root] = [
-                self.observer.schedule(
-                    InboxWatch(server.wake),
-                    str(ws.inbox),
-                    recursive=False,
-                    event_filter=[FileCreatedEvent, FileMovedEvent, FileClosedEvent],
-                ),
-                self.observer.schedule(
-                    HooksFileWatch(server),
-                    str(ws.runtime),
-                    recursive=False,
-                    event_filter=[FileModifiedEvent, FileMovedEvent, FileClosedEvent,
-                                  FileCreatedEvent],
-                ),
-            ]
+            self.observer.schedule(
+                InboxWatch(server.wake),
+                str(ws.inbox),
+                recursive=False,
+                event_filter=[FileCreatedEvent, FileMovedEvent, FileClosedEvent],
+            )
+            self.observer.schedule(
+                HooksFileWatch(server),
+                str(ws.runtime),
+                recursive=False,
+                event_filter=[FileModifiedEvent, FileMovedEvent, FileClosedEvent, FileCreatedEvent],
+            )
             server.start()
             log.info("%s: serving", root)
 

@@ -335,6 +335,12 @@ class HookStore:
                 jsonfile.write_json_atomic(self.last_good_file, kept, durable=self.durable)
             return result
 
+    def listened_events(self, now: float) -> set[str]:
+        """The events some enabled hook waits for (no copy of the queue: cheap per batch)."""
+        with locks.locked(self.lock_file):
+            state = self.refresh(now)
+            return {h["event"] for h in state.doc["hooks"].values() if h.get("enabled")}
+
     def snapshot(self, now: float) -> tuple[Doc, list[Doc], str | None]:
         """Copies of the hooks and the queue as they are now, and the file's error if broken."""
         with locks.locked(self.lock_file):

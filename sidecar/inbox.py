@@ -79,6 +79,9 @@ def read(ws: Workspace, arrival: Arrival, now: float) -> events.Event | Deferred
     """Turn one arrival into an event, a rejection, a deferral, or None if it vanished."""
     still_since = now - arrival.mtime
     in_grace = still_since < GRACE_SECONDS
+    if printable(arrival.name) != arrival.name:
+        # The name becomes the event's id in session state, which is UTF-8 JSON.
+        return Rejected(arrival.name, "the file name is not UTF-8")
     if not arrival.name.endswith(".json"):
         if in_grace:
             return Deferred(arrival.name, arrival.mtime + GRACE_SECONDS)

@@ -77,8 +77,7 @@ class Scheduler:
                     if e.event is not None and e.kind in EFFECT_EVENTS]
         if not relevant:
             return 0
-        hooks, _, _ = self.hooks.snapshot(t)
-        wanted = {h["event"] for h in hooks.values() if h.get("enabled")}
+        wanted = self.hooks.listened_events(t)
         if not any(kind in wanted for kind, _ in relevant):
             return 0  # nothing listens: leave hooks.json untouched
 

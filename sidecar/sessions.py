@@ -501,7 +501,3 @@ def _transcript_recent(record: Record, now: float, window: float) -> bool:
         return now - os.stat(Path(path)).st_mtime < window
     except OSError:
         return False
-
-
-def count_bindings(data: dict[str, Any]) -> int:
-    return sum(len(v) for v in data.get("bindings", {}).values() if isinstance(v, dict))

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -16,6 +17,18 @@ import pytest
 FIXTURES = Path(__file__).parent / "fixtures"
 BIN = Path(sys.executable).parent
 SIDECAR = str(BIN / "sidecar")
+# Where tests/install-hosts.sh puts the real agent hosts.
+HOSTS_CACHE = Path(os.environ.get("SIDECAR_TEST_HOSTS")
+                   or Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "sidecar-test-hosts")
+
+
+def npm_host(name: str, version: str, binary: str) -> Path:
+    """A host CLI installed from npm by tests/install-hosts.sh; skips only where npm is absent."""
+    if shutil.which("npm") is None:
+        pytest.skip(f"npm is not installed, so {name} cannot be installed here")
+    path = HOSTS_CACHE / f"{name}-{version}" / "node_modules" / ".bin" / binary
+    assert path.exists(), f"{name} missing at {path}: run tests/install-hosts.sh (make test does)"
+    return path
 
 
 def wait_until(predicate: Callable[[], object], timeout: float = 10.0, interval: float = 0.02):

@@ -10,31 +10,25 @@ HERMES_VERSION=0.19.0
 PYTHON="${PYTHON:-python3}"
 mkdir -p "$CACHE"
 
+# npm_host NAME PACKAGE VERSION BINARY: install a host CLI from npm into the cache, once.
+npm_host() {
+    local prefix="$CACHE/$1-$3"
+    if [ ! -x "$prefix/node_modules/.bin/$4" ]; then
+        echo "install-hosts: installing $2@$3 into $prefix" >&2
+        mkdir -p "$prefix"
+        # npm may warn (Claude Code wants a newer Node and its postinstall script is skipped);
+        # the bundled native binary works all the same, so its presence is what is checked.
+        npm install --no-audit --no-fund --prefix "$prefix" "$2@$3" >"$prefix/npm-install.log" 2>&1 || true
+    fi
+    if [ ! -x "$prefix/node_modules/.bin/$4" ]; then
+        echo "install-hosts: $2 did not install; see $prefix/npm-install.log" >&2
+        exit 1
+    fi
+}
+
 if command -v npm >/dev/null 2>&1; then
-    prefix="$CACHE/claude-code-$CLAUDE_VERSION"
-    if [ ! -x "$prefix/node_modules/.bin/claude" ]; then
-        echo "install-hosts: installing Claude Code $CLAUDE_VERSION into $prefix" >&2
-        mkdir -p "$prefix"
-        # npm warns that the package wants a newer Node and skips its postinstall script; the
-        # bundled native binary works all the same, so its presence is what is checked.
-        npm install --no-audit --no-fund --prefix "$prefix" "@anthropic-ai/claude-code@$CLAUDE_VERSION" \
-            >"$prefix/npm-install.log" 2>&1 || true
-    fi
-    if [ ! -x "$prefix/node_modules/.bin/claude" ]; then
-        echo "install-hosts: Claude Code did not install; see $prefix/npm-install.log" >&2
-        exit 1
-    fi
-    prefix="$CACHE/codex-$CODEX_VERSION"
-    if [ ! -x "$prefix/node_modules/.bin/codex" ]; then
-        echo "install-hosts: installing Codex $CODEX_VERSION into $prefix" >&2
-        mkdir -p "$prefix"
-        npm install --no-audit --no-fund --prefix "$prefix" "@openai/codex@$CODEX_VERSION" \
-            >"$prefix/npm-install.log" 2>&1 || true
-    fi
-    if [ ! -x "$prefix/node_modules/.bin/codex" ]; then
-        echo "install-hosts: Codex did not install; see $prefix/npm-install.log" >&2
-        exit 1
-    fi
+    npm_host claude-code @anthropic-ai/claude-code "$CLAUDE_VERSION" claude
+    npm_host codex @openai/codex "$CODEX_VERSION" codex
 else
     echo "install-hosts: npm not found; end-to-end tests with Claude Code and Codex will skip" >&2
 fi

@@ -52,7 +52,8 @@ def test_every_bad_class_is_rejected_with_its_reason_and_good_events_still_apply
     for path in ("fifo.json", "folder.json", "notes.txt"):
         old(inbox / path)
     not_utf8 = os.fsdecode(b"caf\xe9-\xff.json")  # a name that is not UTF-8
-    (inbox / not_utf8).write_bytes(b"{broken")
+    # Valid content under a name that is not UTF-8: the name alone is the reason.
+    (inbox / not_utf8).write_bytes(GOOD % 98)
     old(inbox / not_utf8)
     (inbox / "dup-keys.json").write_bytes(
         b'{"event": "session-start", "session_id": "first", "session_id": "dup-last", "host": "t"}')
@@ -78,6 +79,8 @@ def test_every_bad_class_is_rejected_with_its_reason_and_good_events_still_apply
                            for i in range(3)))
     assert not (workspace.session_dir(harness_id("t", "good-99"))).exists()
     assert read_json(workspace.rejected / f"{not_utf8}.error.json")["file"] == "caf\ufffd-\ufffd.json"
+    assert "not UTF-8" in reasons[not_utf8]
+    assert not (workspace.session_dir(harness_id("t", "good-98"))).exists()
     # A repeated key is not an error: the last value counts, as JSON parsers commonly do.
     assert (workspace.session_dir(harness_id("t", "dup-last")) / "session.json").exists()
     assert not (workspace.session_dir(harness_id("t", "first"))).exists()

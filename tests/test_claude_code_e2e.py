@@ -9,31 +9,23 @@ from __future__ import annotations
 
 import os
 import shlex
-import shutil
 import subprocess
 import time
 from pathlib import Path
 
 import orjson
-import pytest
 
-from conftest import SIDECAR, read_json, run_cli, wait_until
+from conftest import SIDECAR, npm_host, read_json, run_cli, wait_until
 from hosts.anthropic_stub import AnthropicStub
 from sidecar.sessions import harness_id
 
 CLAUDE_VERSION = "2.1.328"
-CACHE = Path(os.environ.get("SIDECAR_TEST_HOSTS")
-             or Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "sidecar-test-hosts")
 MARKER = "POST-TASK-MARKER-5b1e"
 CLAUDE_EVENTS = ["SessionStart", "UserPromptSubmit", "PostToolUse", "Stop", "SessionEnd"]
 
 
 def claude_binary() -> Path:
-    if shutil.which("npm") is None:
-        pytest.skip("npm is not installed, so Claude Code cannot be installed here")
-    binary = CACHE / f"claude-code-{CLAUDE_VERSION}" / "node_modules" / ".bin" / "claude"
-    assert binary.exists(), f"Claude Code missing at {binary}: run tests/install-hosts.sh (make test does)"
-    return binary
+    return npm_host("claude-code", CLAUDE_VERSION, "claude")
 
 
 def write_claude_hooks(root: Path) -> None:

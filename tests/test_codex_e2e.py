@@ -4,32 +4,19 @@ by Codex (untrusted ones are skipped silently) and reach a running daemon."""
 from __future__ import annotations
 
 import os
-import shutil
 import subprocess
-from pathlib import Path
 
 import orjson
-import pytest
 
-from conftest import read_json, run_cli, wait_until
+from conftest import npm_host, read_json, run_cli, wait_until
 from hosts.responses_stub import ResponsesStub
 from sidecar.sessions import harness_id
 
 CODEX_VERSION = "0.169.0"
-CACHE = Path(os.environ.get("SIDECAR_TEST_HOSTS")
-             or Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "sidecar-test-hosts")
-
-
-def codex_binary() -> Path:
-    if shutil.which("npm") is None:
-        pytest.skip("npm is not installed, so Codex cannot be installed here")
-    binary = CACHE / f"codex-{CODEX_VERSION}" / "node_modules" / ".bin" / "codex"
-    assert binary.exists(), f"Codex missing at {binary}: run tests/install-hosts.sh (make test does)"
-    return binary
 
 
 def test_integrated_codex_hooks_are_trusted_and_tracked(workspace, start_daemon, tmp_path):
-    codex = codex_binary()
+    codex = npm_host("codex", CODEX_VERSION, "codex")
     home = tmp_path / "home"
     codex_home = home / ".codex"
     codex_home.mkdir(parents=True)

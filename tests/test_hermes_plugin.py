@@ -9,12 +9,10 @@ from pathlib import Path
 import orjson
 import pytest
 
-from conftest import FIXTURES, read_json, wait_until
+from conftest import FIXTURES, HOSTS_CACHE, read_json, wait_until
 from sidecar.sessions import harness_id
 
 HERMES_VERSION = "0.19.0"
-CACHE = Path(os.environ.get("SIDECAR_TEST_HOSTS")
-             or Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "sidecar-test-hosts")
 PROJECT = Path(__file__).resolve().parents[1]
 
 DRIVER = '''
@@ -32,7 +30,7 @@ print(json.dumps(sorted(name for name, p in manager._plugins.items() if p.enable
 
 
 def hermes_python() -> Path:
-    python = CACHE / f"hermes-agent-{HERMES_VERSION}" / "bin" / "python"
+    python = HOSTS_CACHE / f"hermes-agent-{HERMES_VERSION}" / "bin" / "python"
     if not python.exists():
         pytest.skip(f"hermes-agent {HERMES_VERSION} is not installed at {python.parent.parent} "
                     "(tests/install-hosts.sh installs it)")

@@ -49,6 +49,7 @@ def test_add_list_update_disable_enable_remove(workspace):
 @pytest.mark.parametrize("args,message", [
     (["add", "x", "--delay", "90000"], b"delaySeconds"),
     (["add", "x", "--delay", "soon"], b"not a duration"),
+    (["add", "x", "--delay", "1.5"], b"whole seconds"),
     (["add", "x", "--event", "whenever"], b"event"),
     (["add", "x", "--prompt-file", "../../etc/passwd.md"], b"promptFile"),
     (["add", "x", "--max-context-k", "-1"], b"maxContextK"),

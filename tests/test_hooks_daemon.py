@@ -42,6 +42,15 @@ def end_session(ws, session: str, host: str = "claude-code") -> None:
     emit(ws.root, None, "session-end", "--session-id", session, "--source", host)
 
 
+def queue_one(workspace, start_daemon, hook: dict, session: str):
+    """Start a daemon with only `hook` and end `session`, so the hook is queued; the daemon."""
+    set_hooks(workspace, {hook["id"]: hook})
+    daemon = start_daemon(workspace.root)
+    end_session(workspace, session)
+    wait_until(lambda: read_json(workspace.hooks_file)["pending"])
+    return daemon
+
+
 def test_fires_once_and_a_resumed_run_that_ends_again_does_not_requeue(workspace, start_daemon, tmp_path):
     fired = tmp_path / "fired.txt"
     # The action behaves like a resumed conversation: it starts and ends the same session
@@ -67,10 +76,7 @@ def test_fires_once_and_a_resumed_run_that_ends_again_does_not_requeue(workspace
 
 def test_queued_entries_survive_a_restart_and_fire_once_after_it(workspace, start_daemon, tmp_path):
     fired = tmp_path / "fired.txt"
-    set_hooks(workspace, {"later": command_hook("later", recorder(fired), delay=4)})
-    first = start_daemon(workspace.root)
-    end_session(workspace, "s-restart")
-    wait_until(lambda: read_json(workspace.hooks_file)["pending"])
+    first = queue_one(workspace, start_daemon, command_hook("later", recorder(fired), delay=4), "s-restart")
     assert first.stop() == 0
     assert lines(fired) == []
     assert len(read_json(workspace.hooks_file)["pending"]) == 1
@@ -82,10 +88,7 @@ def test_queued_entries_survive_a_restart_and_fire_once_after_it(workspace, star
 
 def test_a_hook_deleted_while_queued_never_fires(workspace, start_daemon, tmp_path):
     fired = tmp_path / "fired.txt"
-    set_hooks(workspace, {"gone": command_hook("gone", recorder(fired), delay=3)})
-    start_daemon(workspace.root)
-    end_session(workspace, "s-del")
-    wait_until(lambda: read_json(workspace.hooks_file)["pending"])
+    queue_one(workspace, start_daemon, command_hook("gone", recorder(fired), delay=3), "s-del")
     assert run_cli("hooks", "remove", "gone", "--root", str(workspace.root)).returncode == 0
     time.sleep(4)
     assert lines(fired) == [] and read_json(workspace.hooks_file)["pending"] == []
@@ -187,10 +190,7 @@ def test_concurrency_limit_holds(workspace, start_daemon, config_home, tmp_path)
 
 def test_a_hooks_json_change_wakes_the_scheduler(workspace, start_daemon, tmp_path):
     fired = tmp_path / "fired.txt"
-    set_hooks(workspace, {"rec": command_hook("rec", recorder(fired), delay=3600)})
-    start_daemon(workspace.root)
-    end_session(workspace, "s-wake")
-    wait_until(lambda: read_json(workspace.hooks_file)["pending"])
+    queue_one(workspace, start_daemon, command_hook("rec", recorder(fired), delay=3600), "s-wake")
     doc = read_json(workspace.hooks_file)
     doc["pending"][0]["dueAt"] = "not a time"  # unreadable: counts as due
     workspace.hooks_file.write_bytes(orjson.dumps(doc))

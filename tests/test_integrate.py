@@ -7,6 +7,7 @@ import hashlib
 import json
 import tomllib
 
+import pytest
 
 from conftest import SIDECAR, read_json, run_cli
 from sidecar import integrate
@@ -169,3 +170,25 @@ def test_doctor_spots_a_low_inotify_limit(tmp_path, workspace):
     findings = doctor.check(workspace.root, tmp_path / "home", "linux", proc)
     low = [f for f in findings if "max_user_watches" in f.what]
     assert low and not low[0].ok and "sysctl fs.inotify.max_user_watches" in low[0].fix
+
+
+@pytest.mark.parametrize("content,message", [
+    (b"[]", b"does not hold a JSON object"),
+    (b'{"hooks": []}', b"`hooks` is not an object"),
+])
+def test_claude_settings_of_the_wrong_shape_are_left_alone(workspace, content, message):
+    path = workspace.root / ".claude" / "settings.json"
+    path.parent.mkdir()
+    path.write_bytes(content)
+    result = run_cli("integrate", "claude-code", cwd=workspace.root)
+    assert result.returncode == 1 and message in result.stderr
+    assert path.read_bytes() == content
+
+
+def test_codex_with_hooks_switched_off_is_not_overruled(tmp_path, config_home):
+    codex_home = tmp_path / "codex"
+    codex_home.mkdir()
+    (codex_home / "config.toml").write_text("[features]\nhooks = false\n")
+    result = run_cli("integrate", "codex", env={"CODEX_HOME": str(codex_home)})
+    assert result.returncode == 1 and b"hooks is off" in result.stderr
+    assert (codex_home / "config.toml").read_text() == "[features]\nhooks = false\n"

@@ -179,3 +179,21 @@ def test_sighup_reloads_the_registry_and_configuration(tmp_path, config_home, st
     daemon.proc.send_signal(signal.SIGHUP)
     wait_until(lambda: "configuration reloaded" in daemon.output())
     assert daemon.proc.poll() is None
+
+
+def test_a_failing_service_manager_command_is_a_clear_error(tmp_path, fake_tools):
+    failing = tmp_path / "fakebin" / "systemctl"
+    failing.write_text('#!/bin/sh\necho "Failed to connect to bus" >&2\nexit 1\n')
+    with pytest.raises(service.ServiceError, match="systemctl --user daemon-reload.*Failed to connect to bus"):
+        service.install("linux", home=tmp_path)
+
+
+def test_uninstall_when_not_installed_says_so_and_runs_nothing(tmp_path, fake_tools):
+    plan = service.uninstall("linux", home=tmp_path)
+    assert plan.notes and "not installed" in plan.notes[0]
+    assert fake_tools() == []
+
+
+def test_an_unreachable_notify_socket_is_not_fatal(tmp_path):
+    notifier = Notifier({"NOTIFY_SOCKET": str(tmp_path / "absent.sock")})
+    assert notifier.enabled and notifier.ready("x") is False

@@ -1,0 +1,22 @@
+"""Loading plugins from the `sidecar.plugins` entry-point group."""
+
+from __future__ import annotations
+
+import logging
+
+from sidecar import plugins
+
+
+def test_a_plugin_that_fails_to_load_is_logged_and_the_others_load(tmp_path, monkeypatch, caplog):
+    (tmp_path / "good_plugin.py").write_text("def on_session_start(**kw):\n    pass\n")
+    info = tmp_path / "test_plugins-0.1.dist-info"
+    info.mkdir()
+    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: test-plugins\nVersion: 0.1\n")
+    (info / "entry_points.txt").write_text(
+        "[sidecar.plugins]\ngood = good_plugin\nbroken = no_such_module_here:plugin\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    with caplog.at_level(logging.ERROR, logger="sidecar"):
+        loaded = plugins.load()
+    assert [p.name for p in loaded] == ["good"]
+    assert loaded[0].callback("start") is not None and loaded[0].callback("end") is None
+    assert "plugin broken failed to load" in caplog.text
