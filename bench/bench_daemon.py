@@ -10,11 +10,9 @@ import time
 from pathlib import Path
 
 import orjson
+from common import SIDECAR, daemon, drop, percentile, report, sandbox, session_events, time_command
 from watchdog.events import FileDeletedEvent, FileSystemEventHandler
 from watchdog.observers import Observer
-
-from common import (SIDECAR, daemon, drop, percentile, report, sandbox, session_events,
-                    time_command)
 
 FAST = "reconcileInterval = 2\nheartbeatInterval = 5\n"
 

@@ -9,7 +9,6 @@ import threading
 import time
 
 import orjson
-
 from bench_daemon import watch_deletes
 from common import SIDECAR, drop, percentile, report, sandbox
 

@@ -7,7 +7,6 @@ import subprocess
 import time
 
 import orjson
-
 from common import daemon, drop, percentile, report, sandbox
 
 BASH = "/bin/bash"
@@ -51,12 +50,13 @@ def due_to_start(count: int = 40, delay: int = 1) -> None:
 
 
 def save_and_reload(entries: int = 10_000) -> None:
-    from sidecar.hooks import HookStore, default_doc
+    from sidecar.hookdoc import default_doc
+    from sidecar.hooks import HookStore
     from sidecar.layout import Workspace
 
     with sandbox() as (root, env):
         ws = Workspace(root)
-        doc = default_doc(time.time())
+        doc = default_doc(time.time()).to_json()
         doc["pending"] = [
             {"id": f"post-task:claude-code:s{i}", "hookId": "post-task", "host": "claude-code",
              "sessionId": f"s{i}", "harnessSessionId": f"h{i}", "enqueuedAt": "2026-11-29T00:00:00.000Z",

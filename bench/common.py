@@ -10,9 +10,9 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Iterator
 
 BIN = Path(sys.executable).parent
 SIDECAR = str(BIN / "sidecar")
@@ -99,7 +99,8 @@ def session_events(session: str, ts: float) -> list[bytes]:
     """One session as the benchmarks model it: 1 start, 20 tool-use, 3 turn-end, 1 end."""
     import orjson
 
-    kinds = ["SessionStart"] + (["PostToolUse"] * 7 + ["Stop"]) * 2 + ["PostToolUse"] * 6 + ["Stop", "SessionEnd"]
+    turn = ["PostToolUse"] * 7 + ["Stop"]
+    kinds = ["SessionStart"] + turn * 2 + ["PostToolUse"] * 6 + ["Stop", "SessionEnd"]
     assert len(kinds) == 25 and kinds.count("PostToolUse") == 20 and kinds.count("Stop") == 3
     return [
         orjson.dumps({"hook_event_name": kind, "session_id": session, "host": "claude-code",

@@ -2,7 +2,9 @@
 import sys
 
 if len(sys.argv) > 1 and sys.argv[1] == "emit":
-    from sidecar.emit import main
-else:
-    from sidecar.cli import main
+    from sidecar.emit import main as emit_main
+
+    sys.exit(emit_main())
+from sidecar.cli import main
+
 sys.exit(main())

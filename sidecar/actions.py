@@ -10,9 +10,11 @@ import os
 import signal
 import subprocess
 import threading
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from .kinds import SidecarError
 from .layout import Workspace
 
 KILL_GRACE = 5.0  # seconds between SIGTERM and SIGKILL for an action's process group
@@ -52,7 +54,7 @@ class Firing:
         }
 
 
-class ActionError(Exception):
+class ActionError(SidecarError):
     """The action cannot be started; the message becomes the hook's `lastStatus`."""
 
 
@@ -66,14 +68,14 @@ def substitute(template: list[str], values: dict[str, str]) -> list[str]:
     return argv
 
 
-def build_argv(action: str | list[str], firing: Firing, resume: dict[str, list[str]],
+def build_argv(action: str | list[str], firing: Firing, resume: Mapping[str, Sequence[str]],
                ws: Workspace) -> list[str]:
     if action == "resume":
         template = resume.get(firing.host)
         if template is None:
             raise ActionError(f"no resume command for host {firing.host!r} "
                               "(set [resume] in config.toml)")
-        return substitute(template, firing.placeholders(ws))
+        return substitute(list(template), firing.placeholders(ws))
     return substitute(list(action), firing.placeholders(ws))
 
 

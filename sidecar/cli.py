@@ -5,15 +5,17 @@ from __future__ import annotations
 import logging
 import sys
 from pathlib import Path
-from typing import Optional
+from typing import NoReturn
 
 import typer
 
-from . import __version__, config as config_mod, jsonfile, status as status_mod
+from . import __version__, jsonfile, layout
+from . import config as config_mod
+from . import status as status_mod
 from .hooks import HookStore
 from .hooks_cli import hooks_app
-from .setup_cli import doctor, integrate_app, service_app
 from .layout import Workspace, find_workspace
+from .setup_cli import doctor, integrate_app, service_app
 from .timeutil import now
 
 app = typer.Typer(
@@ -23,7 +25,7 @@ app = typer.Typer(
 )
 
 
-def fail(message: str, code: int = 1) -> None:
+def fail(message: str, code: int = 1) -> NoReturn:
     typer.echo(f"sidecar: {message}", err=True)
     raise typer.Exit(code)
 
@@ -33,7 +35,6 @@ def load_config() -> config_mod.Config:
         return config_mod.load_config()
     except config_mod.ConfigError as exc:
         fail(str(exc), 2)
-        raise  # unreachable; for type checkers
 
 
 @app.command()
@@ -51,12 +52,12 @@ def init(directory: Path = typer.Argument(Path("."), help="The workspace folder.
     typer.echo(f"{'initialised' if fresh else 'already initialised'}: {ws.context}")
     if seeded:
         typer.echo("wrote the default post-task hook and its prompt (.context/hooks/post-task.md)")
-    typer.echo(f"{'registered' if registered else 'already registered'} in {config_mod.layout.registry_file()}")
+    typer.echo(f"{'registered' if registered else 'already registered'} in {layout.registry_file()}")
 
 
 @app.command()
 def run(
-    root: Optional[list[Path]] = typer.Option(None, "--root", help="Serve this workspace (repeatable)."),
+    root: list[Path] | None = typer.Option(None, "--root", help="Serve this workspace (repeatable)."),
     verbose: bool = typer.Option(False, "--verbose", "-v", help="Log every batch."),
 ) -> None:
     """Serve the registered workspaces (or the given ones) in the foreground."""
@@ -85,7 +86,7 @@ def emit(ctx: typer.Context) -> None:
 
 @app.command()
 def status(
-    root: Optional[Path] = typer.Option(None, "--root", help="The workspace to show."),
+    root: Path | None = typer.Option(None, "--root", help="The workspace to show."),
     all_: bool = typer.Option(False, "--all", help="Every registered workspace."),
     as_json: bool = typer.Option(False, "--json", help="One versioned JSON document."),
 ) -> None:

@@ -7,24 +7,30 @@ text such as `15m`, `24h`, `30d`.
 from __future__ import annotations
 
 import tomllib
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
+from types import MappingProxyType
+from typing import Any
 
 from . import jsonfile, layout, locks
+from .kinds import SidecarError
 from .timeutil import parse_duration
 
-DEFAULT_RESUME = {
-    "claude-code": ["claude", "--resume", "{session_id}", "-p", "{prompt}"],
-    "codex": ["codex", "exec", "resume", "--skip-git-repo-check", "--", "{session_id}", "{prompt}"],
-}
+DEFAULT_RESUME: Mapping[str, tuple[str, ...]] = MappingProxyType({
+    "claude-code": ("claude", "--resume", "{session_id}", "-p", "{prompt}"),
+    "codex": ("codex", "exec", "resume", "--skip-git-repo-check", "--", "{session_id}", "{prompt}"),
+})
 
 
-class ConfigError(Exception):
+class ConfigError(SidecarError):
     """config.toml is unreadable or holds a bad value; the message says which."""
 
 
-@dataclass
+@dataclass(frozen=True)
 class Config:
+    """The user's settings. Immutable: a reload makes a new one and swaps it in whole."""
+
     stale_after: float = 24 * 3600
     retention: float = 30 * 86400
     action_timeout: float = 15 * 60
@@ -34,7 +40,7 @@ class Config:
     heartbeat_interval: float = 5.0
     plugin_timeout: float = 5.0
     stop_grace: float = 10.0
-    resume: dict[str, list[str]] = field(default_factory=lambda: dict(DEFAULT_RESUME))
+    resume: Mapping[str, tuple[str, ...]] = field(default_factory=lambda: DEFAULT_RESUME)
 
 
 _DURATIONS = {
@@ -52,40 +58,40 @@ _DURATIONS = {
 def load_config(path: Path | None = None) -> Config:
     """Read config.toml; ConfigError names the key and what is wrong with it."""
     path = path or layout.config_file()
-    config = Config()
     try:
         with open(path, "rb") as handle:
             data = tomllib.load(handle)
     except FileNotFoundError:
-        return config
+        return Config()
     except (OSError, tomllib.TOMLDecodeError) as exc:
         raise ConfigError(f"{path}: {exc}") from None
+    values: dict[str, Any] = {}
     for key, value in data.items():
         if key in _DURATIONS:
             try:
-                setattr(config, _DURATIONS[key], parse_duration(value))
+                values[_DURATIONS[key]] = parse_duration(value)
             except ValueError as exc:
                 raise ConfigError(f"{path}: {key}: {exc}") from None
         elif key == "concurrency":
             if not isinstance(value, int) or isinstance(value, bool) or not 1 <= value <= 64:
                 raise ConfigError(f"{path}: concurrency must be a whole number from 1 to 64")
-            config.concurrency = value
+            values["concurrency"] = value
         elif key == "resume":
-            if not isinstance(value, dict):
-                raise ConfigError(f"{path}: [resume] must be a table of host = [argv...]")
-            for host, argv in value.items():
-                if (
-                    not isinstance(argv, list)
-                    or not argv
-                    or not all(isinstance(a, str) and a for a in argv)
-                ):
-                    raise ConfigError(
-                        f"{path}: resume.{host} must be a non-empty list of strings"
-                    )
-                config.resume[host] = argv
+            values["resume"] = _resume(value, path)
         else:
             raise ConfigError(f"{path}: unknown setting {key!r}")
-    return config
+    return Config(**values)
+
+
+def _resume(value: Any, path: Path) -> Mapping[str, tuple[str, ...]]:
+    if not isinstance(value, dict):
+        raise ConfigError(f"{path}: [resume] must be a table of host = [argv...]")
+    resume = dict(DEFAULT_RESUME)
+    for host, argv in value.items():
+        if not isinstance(argv, list) or not argv or not all(isinstance(a, str) and a for a in argv):
+            raise ConfigError(f"{path}: resume.{host} must be a non-empty list of strings")
+        resume[host] = tuple(argv)
+    return MappingProxyType(resume)
 
 
 def load_registry() -> list[Path]:

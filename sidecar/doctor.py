@@ -8,8 +8,9 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
-from . import config as config_mod, integrate, service, status
-from .layout import find_workspace
+from . import config as config_mod
+from . import integrate, service, status
+from .layout import Workspace, find_workspace
 from .timeutil import now
 
 MIN_WATCHES = 8192
@@ -39,44 +40,52 @@ def _settings_have_emit(path: Path) -> bool:
 
 def check(cwd: Path, home: Path, platform: str = sys.platform,
           proc: Path = Path("/proc/sys/fs/inotify")) -> list[Finding]:
-    findings: list[Finding] = []
+    ws = find_workspace(cwd)
+    return [
+        _service(platform, home),
+        _on_path(),
+        *_workspace(cwd, ws),
+        *_hosts(ws, home),
+        *_inotify(proc),
+    ]
 
+
+def _service(platform: str, home: Path) -> Finding:
     installed, state = service.state(platform, home=home)
     if not installed:
-        findings.append(Finding(False, "the service is not installed",
-                                "sidecar service install"))
-    elif state not in ("active", "loaded"):
-        findings.append(Finding(False, f"the service is installed but {state}",
-                                "sidecar service install (it starts it), then sidecar status"))
-    else:
-        findings.append(Finding(True, f"the service is installed and {state}"))
+        return Finding(False, "the service is not installed", "sidecar service install")
+    if state not in ("active", "loaded"):
+        return Finding(False, f"the service is installed but {state}",
+                       "sidecar service install (it starts it), then sidecar status")
+    return Finding(True, f"the service is installed and {state}")
 
+
+def _on_path() -> Finding:
     on_path = shutil.which("sidecar")
-    if on_path is None:
-        try:
-            where = service.sidecar_path().parent
-        except service.ServiceError:
-            where = Path(sys.executable).parent
-        findings.append(Finding(False, "`sidecar` is not on the PATH that hooks see",
-                                f"add {where} to PATH, or re-run `sidecar integrate` "
-                                "(it writes absolute paths)"))
-    else:
-        findings.append(Finding(True, f"`sidecar` on PATH: {on_path}"))
+    if on_path is not None:
+        return Finding(True, f"`sidecar` on PATH: {on_path}")
+    try:
+        where = service.sidecar_path().parent
+    except service.ServiceError:
+        where = Path(sys.executable).parent
+    return Finding(False, "`sidecar` is not on the PATH that hooks see",
+                   f"add {where} to PATH, or re-run `sidecar integrate` (it writes absolute paths)")
 
-    registry = config_mod.load_registry()
-    ws = find_workspace(cwd)
+
+def _workspace(cwd: Path, ws: Workspace | None) -> list[Finding]:
     if ws is None:
-        findings.append(Finding(False, f"{cwd} is not in a workspace", f"sidecar init {cwd}"))
-    elif ws.root not in registry:
-        findings.append(Finding(False, f"workspace {ws.root} is not registered",
-                                f"sidecar init {ws.root}"))
-    else:
-        findings.append(Finding(True, f"workspace {ws.root} is registered"))
-        report = status.workspace_report(ws, now())
-        if not report["served"]:
-            findings.append(Finding(False, f"no live instance serves {ws.root}",
-                                    "sidecar service install, or sidecar run"))
+        return [Finding(False, f"{cwd} is not in a workspace", f"sidecar init {cwd}")]
+    if ws.root not in config_mod.load_registry():
+        return [Finding(False, f"workspace {ws.root} is not registered", f"sidecar init {ws.root}")]
+    findings = [Finding(True, f"workspace {ws.root} is registered")]
+    if not status.workspace_report(ws, now())["served"]:
+        findings.append(Finding(False, f"no live instance serves {ws.root}",
+                                "sidecar service install, or sidecar run"))
+    return findings
 
+
+def _hosts(ws: Workspace | None, home: Path) -> list[Finding]:
+    findings = []
     claude_project = ws.root / ".claude" / "settings.json" if ws else None
     claude_user = home / ".claude" / "settings.json"
     if (claude_project and _settings_have_emit(claude_project)) or _settings_have_emit(claude_user):
@@ -89,7 +98,11 @@ def check(cwd: Path, home: Path, platform: str = sys.platform,
         findings.append(Finding(True, "Codex hooks go through sidecar"))
     else:
         findings.append(Finding(False, "Codex is not integrated", "sidecar integrate codex"))
+    return findings
 
+
+def _inotify(proc: Path) -> list[Finding]:
+    findings = []
     for name, minimum in (("max_user_watches", MIN_WATCHES), ("max_user_instances", MIN_INSTANCES)):
         try:
             value = int((proc / name).read_text())

@@ -31,7 +31,7 @@ def json_string(text: str) -> str:
         if ch == '"' or ch == "\\":
             out.append("\\" + ch)
         elif ch < " ":
-            out.append("\\u%04x" % ord(ch))
+            out.append(f"\\u{ord(ch):04x}")
         else:
             out.append(ch)
     return '"' + "".join(out) + '"'
@@ -81,7 +81,8 @@ def payload_cwd(raw: bytes) -> str | None:
             return body.decode("utf-8")
         import json  # rare: an escaped path is worth the import
 
-        return json.loads(b'"' + body + b'"')
+        value = json.loads(b'"' + body + b'"')
+        return value if isinstance(value, str) else None
     except ValueError:
         return None
 
@@ -180,7 +181,7 @@ def drop(workspace: str, data: bytes) -> str:
     if not os.path.isdir(inbox):
         os.makedirs(inbox, mode=0o700, exist_ok=True)
     # Names sort in arrival order; pid and random bytes keep concurrent producers apart.
-    name = "%020d-%d-%s" % (time.time_ns(), os.getpid(), os.urandom(3).hex())
+    name = f"{time.time_ns():020d}-{os.getpid()}-{os.urandom(3).hex()}"
     temp = os.path.join(inbox, "." + name + ".tmp")
     fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o600)
     try:

@@ -12,29 +12,24 @@ from typing import Any
 
 import orjson
 
+from .kinds import EventKind, SidecarError
 from .timeutil import parse_ts
 
 MAX_EVENT_BYTES = 1024 * 1024
 SESSION_ID = re.compile(r"[A-Za-z0-9._:-]{1,128}")
 HOST_NAME = re.compile(r"[A-Za-z0-9._-]{1,64}")
 
-SESSION_START = "session-start"
-SESSION_END = "session-end"
-SESSION_RESET = "session-reset"
-TURN_END = "turn-end"
-TOOL_USE = "tool-use"
-
 _ALIASES = {
-    SESSION_START: ["session-start", "SessionStart", "on_session_start", "session:start"],
-    SESSION_END: [
+    EventKind.SESSION_START: ["session-start", "SessionStart", "on_session_start", "session:start"],
+    EventKind.SESSION_END: [
         "session-end",
         "SessionEnd",
         "on_session_finalize",
         "session:end",
         "conversation-done",
     ],
-    SESSION_RESET: ["session-reset", "on_session_reset", "session:reset"],
-    TURN_END: [
+    EventKind.SESSION_RESET: ["session-reset", "on_session_reset", "session:reset"],
+    EventKind.TURN_END: [
         "turn-end",
         "Stop",
         "SubagentStop",
@@ -43,7 +38,7 @@ _ALIASES = {
         "AfterAgent",
         "on_session_end",  # hermes fires it after every turn, not once per session
     ],
-    TOOL_USE: ["tool-use", "PostToolUse", "post_tool_use"],
+    EventKind.TOOL_USE: ["tool-use", "PostToolUse", "post_tool_use"],
 }
 
 _SEPARATORS = str.maketrans({"_": "-", ":": "-", " ": "-"})
@@ -60,11 +55,11 @@ EVENT_FIELDS = ("event", "hook_event_name", "type", "hook")
 SESSION_FIELDS = ("session_id", "sessionId", "thread-id")
 
 
-class BadEvent(ValueError):
+class BadEvent(SidecarError, ValueError):
     """The file is not a usable event; the message is the reason shown in `rejected/`."""
 
 
-def canonical(name: str) -> str | None:
+def canonical(name: str) -> EventKind | None:
     """The canonical name of a known event, or None for one sidecar only traces."""
     return _CANONICAL.get(normalise(name))
 
@@ -75,7 +70,7 @@ class Event:
 
     file: str  # the inbox file name: unique per drop, and the event's id
     name: str  # as the host named it
-    kind: str | None  # canonical name, None for events that are only traced
+    kind: EventKind | None  # None for events that are only traced
     host: str
     session_id: str
     ts: float

@@ -11,6 +11,7 @@ from __future__ import annotations
 import logging
 import os
 import time
+from collections.abc import Callable
 from typing import Any
 
 import orjson
@@ -54,7 +55,7 @@ def forward(hook: str, **kwargs: Any) -> None:
         log.exception("sidecar: could not record %s", hook)
 
 
-def _callback(hook: str):
+def _callback(hook: str) -> Callable[..., None]:
     def callback(**kwargs: Any) -> None:
         forward(hook, **kwargs)
 

@@ -2,26 +2,32 @@
 
 from __future__ import annotations
 
+import sys
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Optional
+from typing import Any, NoReturn, TypeVar
 
 import typer
 
-from .hooks import HooksError, HookStore, drop_orphans, new_hook, unique_id, validate_hook
+from . import jsonfile
+from .hookdoc import Hook, HooksDoc, HooksError, new_hook, unique_id
+from .hooks import HookStore
 from .layout import find_workspace
-from .timeutil import human_age, now, parse_duration, parse_ts
+from .timeutil import human_age, now, parse_duration
+
+T = TypeVar("T")
 
 hooks_app = typer.Typer(no_args_is_help=True, help="List and edit follow-up hooks.")
 
 RootOption = typer.Option(None, "--root", help="The workspace (default: the one holding the current folder).")
 
 
-def _fail(message: str, code: int = 1) -> None:
+def _fail(message: str, code: int = 1) -> NoReturn:
     typer.echo(f"sidecar hooks: {message}", err=True)
     raise typer.Exit(code)
 
 
-def _store(root: Optional[Path]) -> HookStore:
+def _store(root: Path | None) -> HookStore:
     ws = find_workspace(root or Path.cwd())
     if ws is None:
         _fail(f"{root or Path.cwd()} is not a workspace (no .context/); run `sidecar init`", 4)
@@ -48,7 +54,7 @@ def _delay(text: str) -> int:
     return int(seconds)
 
 
-def _apply(store: HookStore, edit) -> Any:
+def _apply(store: HookStore, edit: Callable[[HooksDoc], T]) -> T:
     _writable(store)
     try:
         return store.change(now(), edit)
@@ -56,8 +62,9 @@ def _apply(store: HookStore, edit) -> Any:
         _fail(str(exc))
 
 
-def _options(event, delay, prompt_file, no_prompt, skip_cron, skip_subagents, max_context_k,
-             command) -> dict[str, Any]:
+def _options(event: str | None, delay: str | None, prompt_file: str | None, no_prompt: bool,
+             skip_cron: bool | None, skip_subagents: bool | None, max_context_k: int | None,
+             command: list[str]) -> dict[str, Any]:
     fields: dict[str, Any] = {}
     if event is not None:
         fields["event"] = event
@@ -78,55 +85,57 @@ def _options(event, delay, prompt_file, no_prompt, skip_cron, skip_subagents, ma
     return fields
 
 
-EventOpt = typer.Option(None, "--event", help="session-end (default), session-start, session-reset, turn-end or tool-use.")
+EventOpt = typer.Option(None, "--event", help="session-end (default), session-start, "
+                        "session-reset, turn-end or tool-use.")
 DelayOpt = typer.Option(None, "--delay", help="Seconds (or 30s, 5m, 1h) after the event; 0..86400.")
-PromptOpt = typer.Option(None, "--prompt-file", help="A .md file under .context/hooks/, e.g. hooks/post-task.md.")
+PromptOpt = typer.Option(None, "--prompt-file",
+                         help="A .md file under .context/hooks/, e.g. hooks/post-task.md.")
 NoPromptOpt = typer.Option(False, "--no-prompt", help="The hook has no prompt file.")
 CronOpt = typer.Option(None, "--skip-cron/--no-skip-cron", help="Skip sessions started by cron.")
-SubagentOpt = typer.Option(None, "--skip-subagents/--no-skip-subagents", help="Skip subagent sessions.")
-ContextOpt = typer.Option(None, "--max-context-k", help="Skip transcripts over this many thousand tokens (0: no cap).")
+SubagentOpt = typer.Option(None, "--skip-subagents/--no-skip-subagents",
+                           help="Skip subagent sessions.")
+ContextOpt = typer.Option(None, "--max-context-k",
+                          help="Skip transcripts over this many thousand tokens (0: no cap).")
 ResumeOpt = typer.Option(False, "--resume", help="Make the action `resume` again.")
 
 
 @hooks_app.command("list")
-def list_hooks(root: Optional[Path] = RootOption,
+def list_hooks(root: Path | None = RootOption,
                as_json: bool = typer.Option(False, "--json")) -> None:
     """Every hook and the queue."""
     store = _store(root)
-    hooks, pending, error = store.snapshot(now())
+    view = store.snapshot(now())
     if as_json:
-        from . import jsonfile
-        import sys
-
-        sys.stdout.buffer.write(jsonfile.dumps({"hooks": hooks, "pending": pending, "error": error}))
+        sys.stdout.buffer.write(jsonfile.dumps({
+            "hooks": {k: h.to_json() for k, h in view.hooks.items()},
+            "pending": [e.to_json() for e in view.pending], "error": view.error}))
         return
-    if error:
-        typer.echo(f"hooks.json is broken: {error} (showing the last good hooks)")
-    for hook in hooks.values():
-        action = "resume" if hook["action"] == "resume" else " ".join(hook["action"])
-        typer.echo(f"{hook['id']:<20} {'on ' if hook['enabled'] else 'off'}  {hook['event']:<13} "
-                   f"{hook['delaySeconds']:>6}s  {action}  last: {hook.get('lastStatus') or '-'}")
+    if view.error:
+        typer.echo(f"hooks.json is broken: {view.error} (showing the last good hooks)")
+    for hook in view.hooks.values():
+        action = "resume" if hook.action == "resume" else " ".join(hook.action)
+        typer.echo(f"{hook.id:<20} {'on ' if hook.enabled else 'off'}  {hook.event:<13} "
+                   f"{hook.delay_seconds:>6}s  {action}  last: {hook.last_status or '-'}")
     t = now()
-    for entry in pending:
-        due = parse_ts(entry.get("dueAt"))
-        when = "due" if due is None or due <= t else f"in {human_age(due - t)}"
-        typer.echo(f"  queued {entry['hookId']} for {entry['host']} {entry['sessionId']} {when}"
-                   f" retries {entry.get('retries', 0)}")
+    for entry in view.pending:
+        when = "due" if entry.due <= t else f"in {human_age(entry.due - t)}"
+        typer.echo(f"  queued {entry.hook_id} for {entry.host} {entry.session_id} {when}"
+                   f" retries {entry.retries}")
 
 
 @hooks_app.command("add", context_settings={"allow_extra_args": True})
 def add(
     ctx: typer.Context,
     name: str = typer.Argument(..., help="A name; the id is made from it."),
-    event: Optional[str] = EventOpt,
-    delay: Optional[str] = DelayOpt,
-    prompt_file: Optional[str] = PromptOpt,
+    event: str | None = EventOpt,
+    delay: str | None = DelayOpt,
+    prompt_file: str | None = PromptOpt,
     no_prompt: bool = NoPromptOpt,
-    skip_cron: Optional[bool] = CronOpt,
-    skip_subagents: Optional[bool] = SubagentOpt,
-    max_context_k: Optional[int] = ContextOpt,
+    skip_cron: bool | None = CronOpt,
+    skip_subagents: bool | None = SubagentOpt,
+    max_context_k: int | None = ContextOpt,
     disabled: bool = typer.Option(False, "--disabled", help="Add it switched off."),
-    root: Optional[Path] = RootOption,
+    root: Path | None = RootOption,
 ) -> None:
     """Add a hook. The action is `resume` unless a command follows `--`: hooks add NAME -- ARGV..."""
     store = _store(root)
@@ -134,10 +143,9 @@ def add(
                       max_context_k, ctx.args)
     fields["enabled"] = not disabled
 
-    def edit(doc):
-        hook_id = unique_id(name, set(doc["hooks"]))
-        hook = validate_hook(new_hook(hook_id, name, now(), **fields), f"hook {hook_id}")
-        doc["hooks"][hook_id] = hook
+    def edit(doc: HooksDoc) -> str:
+        hook_id = unique_id(name, set(doc.hooks))
+        doc.hooks[hook_id] = new_hook(hook_id, name, now(), **fields)
         return hook_id
 
     typer.echo(f"added {_apply(store, edit)}")
@@ -147,16 +155,16 @@ def add(
 def update(
     ctx: typer.Context,
     hook_id: str = typer.Argument(...),
-    name: Optional[str] = typer.Option(None, "--name"),
-    event: Optional[str] = EventOpt,
-    delay: Optional[str] = DelayOpt,
-    prompt_file: Optional[str] = PromptOpt,
+    name: str | None = typer.Option(None, "--name"),
+    event: str | None = EventOpt,
+    delay: str | None = DelayOpt,
+    prompt_file: str | None = PromptOpt,
     no_prompt: bool = NoPromptOpt,
-    skip_cron: Optional[bool] = CronOpt,
-    skip_subagents: Optional[bool] = SubagentOpt,
-    max_context_k: Optional[int] = ContextOpt,
+    skip_cron: bool | None = CronOpt,
+    skip_subagents: bool | None = SubagentOpt,
+    max_context_k: int | None = ContextOpt,
     resume: bool = ResumeOpt,
-    root: Optional[Path] = RootOption,
+    root: Path | None = RootOption,
 ) -> None:
     """Change a hook's settings; a command after `--` replaces its action."""
     store = _store(root)
@@ -169,28 +177,27 @@ def update(
     if not fields:
         _fail("nothing to change")
 
-    def edit(doc):
+    def edit(doc: HooksDoc) -> None:
         hook = _existing(doc, hook_id)
-        candidate = validate_hook({**hook, **fields}, f"hook {hook_id}")
-        hook.update(candidate)
+        doc.hooks[hook_id] = Hook.from_json({**hook.to_json(), **fields}, f"hook {hook_id}")
 
     _apply(store, edit)
     typer.echo(f"updated {hook_id}")
 
 
-def _existing(doc, hook_id: str):
-    hook = doc["hooks"].get(hook_id)
+def _existing(doc: HooksDoc, hook_id: str) -> Hook:
+    hook = doc.hooks.get(hook_id)
     if hook is None:
-        _fail(f"no hook {hook_id!r} (have: {', '.join(doc['hooks']) or 'none'})")
+        _fail(f"no hook {hook_id!r} (have: {', '.join(doc.hooks) or 'none'})")
     return hook
 
 
-def _switch(hook_id: str, enabled: bool, root: Optional[Path]) -> None:
+def _switch(hook_id: str, enabled: bool, root: Path | None) -> None:
     store = _store(root)
 
-    def edit(doc):
-        _existing(doc, hook_id)["enabled"] = enabled
-        return len(drop_orphans(doc))
+    def edit(doc: HooksDoc) -> int:
+        _existing(doc, hook_id).enabled = enabled
+        return len(doc.drop_orphans())
 
     dropped = _apply(store, edit)
     typer.echo(f"{'enabled' if enabled else 'disabled'} {hook_id}"
@@ -198,26 +205,26 @@ def _switch(hook_id: str, enabled: bool, root: Optional[Path]) -> None:
 
 
 @hooks_app.command()
-def enable(hook_id: str, root: Optional[Path] = RootOption) -> None:
+def enable(hook_id: str, root: Path | None = RootOption) -> None:
     """Switch a hook on."""
     _switch(hook_id, True, root)
 
 
 @hooks_app.command()
-def disable(hook_id: str, root: Optional[Path] = RootOption) -> None:
+def disable(hook_id: str, root: Path | None = RootOption) -> None:
     """Switch a hook off; its queued firings are dropped."""
     _switch(hook_id, False, root)
 
 
 @hooks_app.command()
-def remove(hook_id: str, root: Optional[Path] = RootOption) -> None:
+def remove(hook_id: str, root: Path | None = RootOption) -> None:
     """Delete a hook and its queued firings."""
     store = _store(root)
 
-    def edit(doc):
+    def edit(doc: HooksDoc) -> int:
         _existing(doc, hook_id)
-        del doc["hooks"][hook_id]
-        return len(drop_orphans(doc))
+        del doc.hooks[hook_id]
+        return len(doc.drop_orphans())
 
     dropped = _apply(store, edit)
     typer.echo(f"removed {hook_id}" + (f"; dropped {dropped} queued firing(s)" if dropped else ""))

@@ -75,23 +75,32 @@ def scan(ws: Workspace) -> list[Arrival]:
     return arrivals
 
 
-def read(ws: Workspace, arrival: Arrival, now: float) -> events.Event | Deferred | Rejected | None:
-    """Turn one arrival into an event, a rejection, a deferral, or None if it vanished."""
-    still_since = now - arrival.mtime
-    in_grace = still_since < GRACE_SECONDS
+_NOT_A_FILE = {
+    "symlink": "a symlink: links are never followed",
+    "dir": "a folder, not a regular file",
+    "other": "not a regular file (FIFO, socket or device)",
+}
+
+
+def _judge_name(arrival: Arrival, now: float) -> Deferred | Rejected | None:
+    """What the name and the kind of entry alone decide, before anything is opened."""
     if printable(arrival.name) != arrival.name:
         # The name becomes the event's id in session state, which is UTF-8 JSON.
         return Rejected(arrival.name, "the file name is not UTF-8")
     if not arrival.name.endswith(".json"):
-        if in_grace:
+        if now - arrival.mtime < GRACE_SECONDS:
             return Deferred(arrival.name, arrival.mtime + GRACE_SECONDS)
         return Rejected(arrival.name, "not an event file: only *.json names are events")
-    if arrival.kind == "symlink":
-        return Rejected(arrival.name, "a symlink: links are never followed")
-    if arrival.kind == "dir":
-        return Rejected(arrival.name, "a folder, not a regular file")
     if arrival.kind != "file":
-        return Rejected(arrival.name, "not a regular file (FIFO, socket or device)")
+        return Rejected(arrival.name, _NOT_A_FILE[arrival.kind])
+    return None
+
+
+def read(ws: Workspace, arrival: Arrival, now: float) -> events.Event | Deferred | Rejected | None:
+    """Turn one arrival into an event, a rejection, a deferral, or None if it vanished."""
+    judged = _judge_name(arrival, now)
+    if judged is not None:
+        return judged
     path = ws.inbox / arrival.name
     try:
         fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)

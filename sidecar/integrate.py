@@ -18,6 +18,7 @@ from typing import Any
 import orjson
 
 from . import jsonfile
+from .kinds import SidecarError
 
 CLAUDE_EVENTS = ["SessionStart", "UserPromptSubmit", "PostToolUse", "Stop", "SessionEnd"]
 CODEX_EVENTS = ["SessionStart", "UserPromptSubmit", "PostToolUse", "Stop", "SessionEnd"]
@@ -27,7 +28,7 @@ BLOCK_START = "# >>> sidecar integrate codex: trust for sidecar's hooks (managed
 BLOCK_END = "# <<< sidecar integrate codex"
 
 
-class IntegrateError(Exception):
+class IntegrateError(SidecarError):
     """The host's configuration cannot be changed safely; nothing was written."""
 
 
@@ -74,18 +75,19 @@ def merge_hooks(settings: dict[str, Any], events: list[str], command: str | None
                 handlers = [h for h in group["hooks"] if not is_ours(h)]
                 if not handlers and group["hooks"]:
                     continue  # a group that held only sidecar's handler goes with it
-                group = {**group, "hooks": handlers}
-            kept.append(group)
+                kept.append({**group, "hooks": handlers})
+            else:
+                kept.append(group)
         if kept:
             hooks[event] = kept
         else:
             del hooks[event]
     if command is not None:
         for event in events:
-            group: dict[str, Any] = {"hooks": [{"type": "command", "command": command}]}
+            ours: dict[str, Any] = {"hooks": [{"type": "command", "command": command}]}
             if matcher is not None:
-                group = {"matcher": matcher, **group}
-            hooks.setdefault(event, []).append(group)
+                ours = {"matcher": matcher, **ours}
+            hooks.setdefault(event, []).append(ours)
     if hooks:
         settings["hooks"] = hooks
     else:

@@ -9,14 +9,17 @@ from __future__ import annotations
 
 import os
 import time
+from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import IO, Iterator
+from typing import IO
 
 import portalocker
 
+from .kinds import SidecarError
 
-class LockTimeout(Exception):
+
+class LockTimeout(SidecarError):
     """A lock could not be taken in time."""
 
 

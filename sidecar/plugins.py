@@ -11,27 +11,30 @@ and that plugin is passed over until the call returns. Processing goes on either
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import queue
 import threading
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from importlib.metadata import entry_points
-from typing import Any, Callable
+from typing import Any
 
-from .sessions import Effect, sidecar_meta
+from .kinds import EventKind, Fired, SessionChange
 
 log = logging.getLogger("sidecar")
 
 GROUP = "sidecar.plugins"
 CALL_TIMEOUT = 5.0
 
-CALLBACKS = {
-    "start": ("on_session_start",),
-    "end": ("on_session_end", "on_session_finalize"),
-    "reset": ("on_session_reset",),
-    "turn-end": ("on_turn_end",),
-    "tool-use": ("on_tool_use",),
-    "hook-fired": ("on_hook_fired",),
+HOOK_FIRED = "hook-fired"
+CALLBACKS: dict[str, tuple[str, ...]] = {
+    EventKind.SESSION_START: ("on_session_start",),
+    EventKind.SESSION_END: ("on_session_end", "on_session_finalize"),
+    EventKind.SESSION_RESET: ("on_session_reset",),
+    EventKind.TURN_END: ("on_turn_end",),
+    EventKind.TOOL_USE: ("on_tool_use",),
+    HOOK_FIRED: ("on_hook_fired",),
 }
 
 
@@ -46,7 +49,7 @@ class Plugin:
 
     def callback(self, kind: str) -> Callable[..., Any] | None:
         for attr in CALLBACKS[kind]:
-            function = getattr(self.target, attr, None)
+            function: Callable[..., Any] | None = getattr(self.target, attr, None)
             if callable(function):
                 return function
         return None
@@ -66,17 +69,16 @@ def load(group: str = GROUP) -> list[Plugin]:
     return plugins
 
 
-def effect_kwargs(workspace: str, effect: Effect) -> dict[str, Any]:
-    record = effect.record
-    meta = record.get("metadata") or {}
+def change_kwargs(workspace: str, change: SessionChange) -> dict[str, Any]:
+    """A session change as the keyword arguments a plugin callback receives."""
     return {
         "workspace": workspace,
-        "host": meta.get("host"),
-        "session_id": meta.get("hostSessionId"),
-        "harness_session_id": record.get("id"),
-        "reason": effect.reason,
-        "event": dict(effect.event.payload) if effect.event is not None else None,
-        "cwd": sidecar_meta(record).get("cwd"),
+        "host": change.host,
+        "session_id": change.session_id,
+        "harness_session_id": change.harness_session_id,
+        "reason": change.reason,
+        "event": dict(change.payload) if change.payload is not None else None,
+        "cwd": change.cwd,
     }
 
 
@@ -91,16 +93,16 @@ class PluginRunner:
         if plugins:
             self.worker.start()
 
-    def session_effects(self, workspace: str, effects: list[Effect]) -> None:
+    def session_changes(self, workspace: str, changes: list[SessionChange]) -> None:
         if not self.plugins:
             return
-        for effect in effects:
-            if effect.kind in CALLBACKS:
-                self.calls.put((effect.kind, effect_kwargs(workspace, effect)))
+        for change in changes:
+            if change.kind is not None:
+                self.calls.put((change.kind, change_kwargs(workspace, change)))
 
-    def hook_fired(self, **kwargs: Any) -> None:
+    def hook_fired(self, fired: Fired) -> None:
         if self.plugins:
-            self.calls.put(("hook-fired", kwargs))
+            self.calls.put((HOOK_FIRED, dataclasses.asdict(fired)))
 
     def stop(self, timeout: float = 5.0) -> None:
         if self.worker.is_alive():

@@ -15,11 +15,13 @@ import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from .kinds import SidecarError
+
 LABEL = "org.agent-sidecar.sidecar"
 UNIT = "sidecar.service"
 
 
-class ServiceError(Exception):
+class ServiceError(SidecarError):
     """A service manager command failed; the message says which and why."""
 
 
@@ -55,7 +57,7 @@ def render_plist(command: Path, home: Path) -> str:
             .replace("@LOGS@", str(logs)).replace("@LABEL@", LABEL))
 
 
-def run(argv: list[str], check: bool = True) -> subprocess.CompletedProcess:
+def run(argv: list[str], check: bool = True) -> subprocess.CompletedProcess[str]:
     """Run a service manager command (the one place external commands are started)."""
     try:
         result = subprocess.run(argv, capture_output=True, text=True, stdin=subprocess.DEVNULL)
@@ -110,8 +112,9 @@ def install(platform: str = sys.platform, *, home: Path | None = None, start: bo
     plan.path.parent.mkdir(parents=True, exist_ok=True)
     if platform == "darwin":
         (home / "Library" / "Logs" / "sidecar").mkdir(parents=True, exist_ok=True)
-    if not plan.path.exists() or plan.path.read_text() != plan.content:
-        plan.path.write_text(plan.content)
+    content = plan.content or ""
+    if not plan.path.exists() or plan.path.read_text() != content:
+        plan.path.write_text(content)
     for argv in plan.commands:
         # bootout of a job that is not loaded fails; that is the normal first install.
         run(argv, check=argv[1] != "bootout")

@@ -4,12 +4,15 @@ from __future__ import annotations
 
 import os
 import sys
+from collections.abc import Callable
 from pathlib import Path
-from typing import Optional
+from typing import NoReturn
 
 import typer
 
-from . import doctor as doctor_mod, integrate as integrate_mod, service as service_mod
+from . import doctor as doctor_mod
+from . import integrate as integrate_mod
+from . import service as service_mod
 from .layout import find_workspace
 
 service_app = typer.Typer(no_args_is_help=True,
@@ -18,7 +21,7 @@ integrate_app = typer.Typer(no_args_is_help=True,
                             help="Route an agent host's hooks through `sidecar emit`.")
 
 
-def _fail(message: str, code: int = 1) -> None:
+def _fail(message: str, code: int = 1) -> NoReturn:
     typer.echo(f"sidecar: {message}", err=True)
     raise typer.Exit(code)
 
@@ -79,14 +82,13 @@ def _sidecar() -> Path:
         return service_mod.sidecar_path()
     except service_mod.ServiceError as exc:
         _fail(str(exc))
-        raise
 
 
 @integrate_app.command("claude-code")
 def integrate_claude(
     user: bool = typer.Option(False, "--user", help="The user's ~/.claude/settings.json (every project)."),
     uninstall: bool = typer.Option(False, "--uninstall", help="Remove sidecar's hooks only."),
-    root: Optional[Path] = typer.Option(None, "--root", help="The project (default: the current workspace)."),
+    root: Path | None = typer.Option(None, "--root", help="The project (default: the current workspace)."),
 ) -> None:
     """Hooks for SessionStart, UserPromptSubmit, PostToolUse, Stop and SessionEnd."""
     if user:
@@ -107,7 +109,7 @@ def integrate_codex(
     _integrate(integrate_mod.codex, codex_home, codex_home / "hooks.json", uninstall)
 
 
-def _integrate(write, target: Path, shown: Path, uninstall: bool) -> None:
+def _integrate(write: Callable[..., bool], target: Path, shown: Path, uninstall: bool) -> None:
     """Run one host's integration and say what it did."""
     try:
         changed = write(target, _sidecar(), uninstall=uninstall)

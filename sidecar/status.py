@@ -6,132 +6,146 @@ stays fast however many completed sessions a workspace keeps.
 
 from __future__ import annotations
 
-import os
-from pathlib import Path
-from typing import Any
+from typing import Any, TypedDict
 
-from . import __version__, inbox, jsonfile, locks
-from .hooks import HooksError, due_at, parse as parse_hooks
+from . import __version__, hooks, inbox, instances
 from .layout import Workspace
 from .sessions import SessionStore, StoreError
 from .timeutil import human_age, parse_ts
 
 REPORT_VERSION = 1
 EXIT_OK, EXIT_UNSERVED, EXIT_NOT_WORKSPACE = 0, 3, 4
-Report = dict[str, Any]
 
 
-def instances(ws: Workspace, now: float) -> list[dict[str, Any]]:
+class InstanceRow(TypedDict):
+    id: str
+    pid: int | None
+    hostname: str | None
+    version: str | None
+    role: str | None
+    startedAt: str | None
+    heartbeatAt: str | None
+    heartbeatAgeSeconds: float | None
+    live: bool
+    applied: int
+    rejected: int
+    errors: int
+    lastError: str
+    plugins: dict[str, dict[str, int]]
+
+
+class BindingRow(TypedDict):
+    host: str
+    sessionId: str
+    harnessSessionId: str | None
+    updatedAt: str | None
+    ageSeconds: float | None
+
+
+class HookRow(TypedDict):
+    id: str
+    name: str
+    enabled: bool
+    event: str
+    delaySeconds: int
+    action: str | list[str]
+    lastStatus: str | None
+    lastFiredAt: str | None
+    lastLog: str | None
+
+
+class QueueRow(TypedDict):
+    hookId: str
+    host: str
+    sessionId: str
+    dueInSeconds: float
+    retries: int
+    claimedBy: str | None
+
+
+class HooksSection(TypedDict):
+    hooks: list[HookRow]
+    queue: list[QueueRow]
+    error: str | None
+
+
+class WorkspaceReport(HooksSection):
+    root: str
+    served: bool
+    instances: list[InstanceRow]
+    inbox: dict[str, Any]
+    rejected: int
+    sessions: dict[str, int]
+    bindings: list[BindingRow]
+    plugins: dict[str, dict[str, int]]
+    errors: list[str]
+
+
+class Report(TypedDict):
+    version: int
+    sidecar: str
+    workspaces: list[WorkspaceReport]
+
+
+def instance_rows(ws: Workspace, now: float) -> list[InstanceRow]:
     """Every instance that registered with the workspace, and whether it is alive."""
-    found = []
-    try:
-        entries = sorted(os.scandir(ws.instances), key=lambda e: e.name)
-    except FileNotFoundError:
-        return []
-    for entry in entries:
-        if not entry.name.endswith(".json") or entry.name.startswith("."):
-            continue
-        try:
-            doc = jsonfile.read_json(Path(entry.path))
-        except (OSError, ValueError):
-            continue
-        if not isinstance(doc, dict):
-            continue
-        instance_id = entry.name[: -len(".json")]
-        beat = parse_ts(doc.get("heartbeatAt"))
-        found.append(
-            {
-                "id": instance_id,
-                "pid": doc.get("pid"),
-                "hostname": doc.get("hostname"),
-                "version": doc.get("version"),
-                "role": doc.get("role"),
-                "startedAt": doc.get("startedAt"),
-                "heartbeatAt": doc.get("heartbeatAt"),
-                "heartbeatAgeSeconds": None if beat is None else round(now - beat, 3),
-                "live": locks.is_held(ws.lock(f"instance-{instance_id}")),
-                "applied": doc.get("applied", 0),
-                "rejected": doc.get("rejected", 0),
-                "errors": doc.get("errors", 0),
-                "lastError": doc.get("lastError") or "",
-                "plugins": doc.get("plugins") or {},
-            }
-        )
-    return found
+    rows: list[InstanceRow] = []
+    for seen in instances.seen(ws):
+        info = seen.info
+        rows.append({
+            "id": info.id, "pid": info.pid, "hostname": info.hostname, "version": info.version,
+            "role": info.role, "startedAt": info.started_at, "heartbeatAt": info.heartbeat_at,
+            "heartbeatAgeSeconds": instances.heartbeat_age(info, now), "live": seen.live,
+            "applied": info.applied, "rejected": info.rejected, "errors": info.errors,
+            "lastError": info.last_error, "plugins": info.plugins,
+        })
+    return rows
 
 
-def hooks_section(ws: Workspace, now: float) -> dict[str, Any]:
+def hooks_section(ws: Workspace, now: float) -> HooksSection:
     """Hooks and queue as the file says, or as last known good when it is broken (read-only)."""
-    error = None
-    try:
-        doc = parse_hooks(ws.hooks_file.read_bytes())
-    except FileNotFoundError:
-        doc = {"hooks": {}, "pending": []}
-    except HooksError as exc:
-        error = f"{ws.hooks_file}: {exc}"
-        try:
-            doc = parse_hooks((ws.runtime / "hooks.last-good.json").read_bytes())
-        except (OSError, HooksError):
-            doc = {"hooks": {}, "pending": []}
-    hooks = [
+    view = hooks.read_view(ws)
+    rows: list[HookRow] = [
         {
-            "id": h["id"],
-            "name": h["name"],
-            "enabled": h["enabled"],
-            "event": h["event"],
-            "delaySeconds": h["delaySeconds"],
-            "action": h["action"],
-            "lastStatus": h.get("lastStatus"),
-            "lastFiredAt": h.get("lastFiredAt"),
-            "lastLog": (h.get("history") or [{}])[-1].get("log"),
+            "id": h.id, "name": h.name, "enabled": h.enabled, "event": h.event.value,
+            "delaySeconds": h.delay_seconds, "action": h.action, "lastStatus": h.last_status,
+            "lastFiredAt": h.last_fired_at, "lastLog": h.history[-1].log if h.history else None,
         }
-        for h in doc["hooks"].values()
+        for h in view.hooks.values()
     ]
-    queue = []
-    for entry in doc["pending"]:
-        due = due_at(entry)
+    queue: list[QueueRow] = []
+    for entry in view.pending:
+        due = entry.due
         queue.append({
-            "hookId": entry["hookId"],
-            "host": entry["host"],
-            "sessionId": entry["sessionId"],
+            "hookId": entry.hook_id, "host": entry.host, "sessionId": entry.session_id,
             "dueInSeconds": 0.0 if due == float("-inf") else round(due - now, 3),
-            "retries": entry.get("retries", 0),
-            "claimedBy": entry.get("claimedBy"),
+            "retries": entry.retries, "claimedBy": entry.claimed_by,
         })
     queue.sort(key=lambda q: q["dueInSeconds"])
-    return {"hooks": hooks, "queue": queue, "error": error}
+    return {"hooks": rows, "queue": queue, "error": view.error}
 
 
-def workspace_report(ws: Workspace, now: float) -> Report:
+def workspace_report(ws: Workspace, now: float) -> WorkspaceReport:
     arrivals = inbox.scan(ws)
     oldest = min((a.mtime for a in arrivals), default=None)
     store = SessionStore(ws)
     errors: list[str] = []
     try:
-        bindings_doc = store.load_bindings()
+        bound = store.load_bindings().items()
     except StoreError as exc:
         errors.append(str(exc))
-        bindings_doc = {"bindings": {}}
-    bindings = []
-    for host, per_host in bindings_doc["bindings"].items():
-        if not isinstance(per_host, dict):
-            continue
-        for session_id, binding in per_host.items():
-            if not isinstance(binding, dict):
-                continue
-            updated = parse_ts(binding.get("updatedAt"))
-            bindings.append(
-                {
-                    "host": host,
-                    "sessionId": session_id,
-                    "harnessSessionId": binding.get("harnessSessionId"),
-                    "updatedAt": binding.get("updatedAt"),
-                    "ageSeconds": None if updated is None else round(now - updated, 3),
-                }
-            )
+        bound = []
+    bindings: list[BindingRow] = []
+    for (host, session_id), binding in bound:
+        updated = parse_ts(binding.updated_at)
+        bindings.append({
+            "host": host, "sessionId": session_id,
+            "harnessSessionId": binding.harness_session_id, "updatedAt": binding.updated_at,
+            "ageSeconds": None if updated is None else round(now - updated, 3),
+        })
     bindings.sort(key=lambda b: b["ageSeconds"] if b["ageSeconds"] is not None else 1e18)
     total = store.count_sessions()
-    found = instances(ws, now)
+    found = instance_rows(ws, now)
     return {
         "root": str(ws.root),
         "served": any(i["live"] for i in found),
@@ -153,13 +167,13 @@ def workspace_report(ws: Workspace, now: float) -> Report:
     }
 
 
-def _plugin_counters(found: list[dict[str, Any]]) -> dict[str, dict[str, int]]:
+def _plugin_counters(found: list[InstanceRow]) -> dict[str, dict[str, int]]:
     """Plugin calls, errors and hangs, summed over the live instances."""
     total: dict[str, dict[str, int]] = {}
     for inst in found:
         if not inst["live"]:
             continue
-        for name, counts in (inst.get("plugins") or {}).items():
+        for name, counts in inst["plugins"].items():
             mine = total.setdefault(name, {"calls": 0, "errors": 0, "hangs": 0})
             for key in mine:
                 mine[key] += int(counts.get(key, 0))

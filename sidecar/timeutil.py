@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import time
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 
 
 def now() -> float:
@@ -13,7 +13,7 @@ def now() -> float:
 
 def iso(ts: float) -> str:
     """RFC 3339 in UTC with milliseconds, as dotcontext writes it: 2026-11-29T07:25:57.336Z."""
-    moment = datetime.fromtimestamp(ts, timezone.utc)
+    moment = datetime.fromtimestamp(ts, UTC)
     return moment.strftime("%Y-%m-%dT%H:%M:%S.") + f"{moment.microsecond // 1000:03d}Z"
 
 
@@ -30,7 +30,7 @@ def parse_ts(value: object) -> float | None:
         except ValueError:
             return None
         if moment.tzinfo is None:
-            moment = moment.replace(tzinfo=timezone.utc)
+            moment = moment.replace(tzinfo=UTC)
         return moment.timestamp()
     return None
 

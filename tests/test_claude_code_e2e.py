@@ -10,14 +10,16 @@ from __future__ import annotations
 import os
 import shlex
 import subprocess
-import time
 from pathlib import Path
 
 import orjson
+import pytest
+from hosts.anthropic_stub import AnthropicStub
 
 from conftest import SIDECAR, npm_host, read_json, run_cli, wait_until
-from hosts.anthropic_stub import AnthropicStub
-from sidecar.sessions import harness_id
+from sidecar.lifecycle import harness_id
+
+pytestmark = pytest.mark.e2e
 
 CLAUDE_VERSION = "2.1.328"
 MARKER = "POST-TASK-MARKER-5b1e"
@@ -63,9 +65,9 @@ def test_post_task_resumes_the_real_session_exactly_once(workspace, start_daemon
 
         wait_until(lambda: post_task()["lastStatus"] == "ok", 120, 0.2)
         session_id = post_task()["history"][-1]["sessionId"]
-        # The resumed run ended too; give a wrongly re-queued firing time to happen.
+        # The resumed run's own end is applied once the inbox is empty: a wrong re-queue
+        # would now sit in the queue for post-task's 10 s delay (asserted empty below).
         wait_until(lambda: not list(workspace.inbox.glob("*.json")), 30)
-        time.sleep(6)
         resumed = [r for r in stub.requests if MARKER in orjson.dumps(r["body"]).decode()]
 
     assert len(resumed) == 1
@@ -111,10 +113,11 @@ def test_hooks_written_by_integrate_drive_a_daemon_started_as_the_unit_starts_it
             run = subprocess.run([str(claude), "-p", "hello"], cwd=workspace.root, env=env,
                                  capture_output=True, stdin=subprocess.DEVNULL, timeout=180)
             assert run.returncode == 0, run.stderr.decode()[-2000:]
-            report = lambda: orjson.loads(run_cli("status", "--root", str(workspace.root), "--json").stdout)["workspaces"][0]
+            def report():
+                return orjson.loads(run_cli("status", "--root", str(workspace.root), "--json").stdout)["workspaces"][0]
             wait_until(lambda: report()["sessions"]["completed"] == 1 and report()["inbox"]["backlog"] == 0, 30)
             [session_dir] = [p for p in workspace.sessions.iterdir() if p.is_dir()]
-            events = [orjson.loads(l)["event"] for l in (session_dir / "trace.jsonl").read_bytes().splitlines()]
+            events = [orjson.loads(line)["event"] for line in (session_dir / "trace.jsonl").read_bytes().splitlines()]
             assert events[0] == "session.created" and events[-1] == "session.completed"
             assert "session.start" in events and "UserPromptSubmit" in events and "turn.end" in events
             record = read_json(session_dir / "session.json")

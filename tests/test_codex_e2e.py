@@ -7,10 +7,13 @@ import os
 import subprocess
 
 import orjson
+import pytest
+from hosts.responses_stub import ResponsesStub
 
 from conftest import npm_host, read_json, run_cli, wait_until
-from hosts.responses_stub import ResponsesStub
-from sidecar.sessions import harness_id
+from sidecar.lifecycle import harness_id
+
+pytestmark = pytest.mark.e2e
 
 CODEX_VERSION = "0.169.0"
 

@@ -7,10 +7,11 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 
 import orjson
+import pytest
 
 from conftest import FIXTURES, emit, inbox_files, read_json, run_cli, wait_until
 from sidecar.layout import Workspace
-from sidecar.sessions import harness_id
+from sidecar.lifecycle import harness_id
 
 CLAUDE_SEQUENCE = ["SessionStart.json", "UserPromptSubmit.json", "PostToolUse.json",
                    "Stop.json", "SessionEnd.json"]
@@ -88,6 +89,7 @@ def test_a_resumed_claude_session_is_tracked_again(workspace, start_daemon):
     wait_until(lambda: "r1" in bindings(workspace).get("claude-code", {}))
 
 
+@pytest.mark.slow
 def test_a_workspace_registered_while_running_is_picked_up(tmp_path, config_home, start_daemon):
     first = tmp_path / "first"
     first.mkdir()

@@ -9,7 +9,7 @@ import sys
 import orjson
 import pytest
 
-from conftest import SIDECAR, fixture_payload, inbox_files, read_json, run_cli, emit
+from conftest import SIDECAR, emit, fixture_payload, inbox_files, read_json, run_cli
 
 CLAUDE = [
     "SessionStart.json",

@@ -13,11 +13,12 @@ from pathlib import Path
 
 import orjson
 import pytest
-from hypothesis import given, settings, strategies as st
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from conftest import emit, read_json, wait_until
 from sidecar import events
-from sidecar.sessions import harness_id
+from sidecar.lifecycle import harness_id
 
 HERE = Path(__file__).parent
 
@@ -36,6 +37,7 @@ def test_a_crash_at_any_step_of_a_save_leaves_the_old_or_the_new_file(tmp_path, 
         assert path.read_bytes() == new
 
 
+@pytest.mark.slow
 def test_blue_green_cutover_loses_and_doubles_nothing(workspace, start_daemon, tmp_path):
     doc = read_json(workspace.hooks_file)
     doc["hooks"] = {}
@@ -56,10 +58,10 @@ def test_blue_green_cutover_loses_and_doubles_nothing(workspace, start_daemon, t
     applied = set()
     for s in sessions:
         path = workspace.session_dir(harness_id("chaos", s)) / "trace.jsonl"
-        lines = [orjson.loads(l) for l in path.read_bytes().splitlines()]
-        ids = [l["id"] for l in lines]
+        lines = [orjson.loads(line) for line in path.read_bytes().splitlines()]
+        ids = [line["id"] for line in lines]
         assert len(ids) == len(set(ids)), "an event was applied twice"
-        applied |= {l["data"]["inboxFile"] for l in lines}
+        applied |= {line["data"]["inboxFile"] for line in lines}
         record = read_json(path.with_name("session.json"))
         assert record["status"] == "completed"
     assert dropped == applied
@@ -88,6 +90,7 @@ def test_sigterm_lets_a_running_action_finish_within_the_grace_then_records_it(
     assert list(workspace.instances.glob("*.json")) == []
 
 
+@pytest.mark.slow
 def test_sigterm_in_the_middle_of_a_big_batch_loses_nothing(workspace, start_daemon):
     for i in range(6000):
         (workspace.inbox / f"{i:08d}.json").write_bytes(
@@ -165,7 +168,7 @@ def test_a_random_mixed_batch_is_fully_accounted_for(workspace, start_daemon):
     assert rejected == set(bad)
     applied = set()
     for path in workspace.sessions.glob("*/trace.jsonl"):
-        applied |= {orjson.loads(l)["data"].get("inboxFile") for l in path.read_bytes().splitlines()}
+        applied |= {orjson.loads(line)["data"].get("inboxFile") for line in path.read_bytes().splitlines()}
     assert set(good) <= applied
     assert daemon.proc.poll() is None
 

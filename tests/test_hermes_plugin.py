@@ -10,7 +10,9 @@ import orjson
 import pytest
 
 from conftest import FIXTURES, HOSTS_CACHE, read_json, wait_until
-from sidecar.sessions import harness_id
+from sidecar.lifecycle import harness_id
+
+pytestmark = pytest.mark.e2e
 
 HERMES_VERSION = "0.19.0"
 PROJECT = Path(__file__).resolve().parents[1]
@@ -77,6 +79,6 @@ def test_hermes_callbacks_reach_the_daemon_finalize_before_reset(workspace, star
                for s in (old, new)}
     assert records[old]["status"] == "completed" and records[new]["status"] == "completed"
     assert records[old]["completedAt"] <= records[new]["createdAt"]
-    trace = [orjson.loads(l)["event"] for l in
+    trace = [orjson.loads(line)["event"] for line in
              (workspace.session_dir(records[new]["id"]) / "trace.jsonl").read_bytes().splitlines()]
     assert trace[:2] == ["session.created", "session.reset"]

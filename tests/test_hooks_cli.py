@@ -8,7 +8,6 @@ import pytest
 from conftest import read_json, run_cli
 
 
-
 def cli(ws, *args):
     return run_cli("hooks", *args, cwd=ws.root)
 

@@ -8,9 +8,10 @@ import orjson
 import pytest
 
 from conftest import read_json
-from sidecar import hooks
-from sidecar.hooks import HooksError, HookStore, default_doc, parse, read_prompt, unique_id
+from sidecar.hookdoc import QueueEntry, default_doc, parse, unique_id
+from sidecar.hooks import HooksError, HookStore, read_prompt
 from sidecar.layout import Workspace
+from sidecar.timeutil import parse_ts
 
 T0 = 1_795_900_000.0
 
@@ -23,7 +24,7 @@ def ws(tmp_path) -> Workspace:
 
 
 def doc_with(**fields):
-    doc = default_doc(T0)
+    doc = default_doc(T0).to_json()
     doc["hooks"]["post-task"].update(fields)
     return orjson.dumps(doc)
 
@@ -58,15 +59,40 @@ def test_a_syntax_error_gives_line_and_column():
 
 def test_good_values_pass():
     doc = parse(doc_with(delaySeconds=0, action=["notify-send", "done"], promptFile=None))
-    assert doc["hooks"]["post-task"]["action"] == ["notify-send", "done"]
+    assert doc.hooks["post-task"].action == ["notify-send", "done"]
+
+
+def legacy_doc():
+    """hooks.json as written before it had a version."""
+    doc = default_doc(T0).to_json()
+    del doc["version"]
+    return doc
 
 
 def test_delay_minutes_is_migrated_to_seconds():
-    doc = default_doc(T0)
+    doc = legacy_doc()
     del doc["hooks"]["post-task"]["delaySeconds"]
     doc["hooks"]["post-task"]["delayMinutes"] = 2.5
-    hook = parse(orjson.dumps(doc))["hooks"]["post-task"]
-    assert hook["delaySeconds"] == 150 and "delayMinutes" not in hook
+    hook = parse(orjson.dumps(doc)).hooks["post-task"]
+    assert hook.delay_seconds == 150 and "delayMinutes" not in hook.to_json()
+
+
+def test_a_versioned_file_keeps_an_unknown_key_and_a_newer_version_is_refused():
+    doc = default_doc(T0).to_json()
+    doc["hooks"]["post-task"]["delayMinutes"] = 5  # not a migration once versioned: kept as is
+    doc["hooks"]["post-task"]["myNote"] = "mine"
+    hook = parse(orjson.dumps(doc)).hooks["post-task"]
+    assert hook.delay_seconds == 10 and hook.to_json()["myNote"] == "mine"
+    doc["version"] = 99
+    with pytest.raises(HooksError, match=r"\$\.version: 99 is from a newer sidecar"):
+        parse(orjson.dumps(doc))
+
+
+def test_queue_ids_of_the_wrong_type_are_refused_by_their_path():
+    doc = default_doc(T0).to_json()
+    doc["pending"] = [{"id": 7, "hookId": "post-task", "host": "h", "sessionId": "s"}]
+    with pytest.raises(HooksError, match=r"\$\.pending\[0\]\.id"):
+        parse(orjson.dumps(doc))
 
 
 def test_ids_are_slugged_with_numeric_suffixes():
@@ -79,11 +105,10 @@ def test_ids_are_slugged_with_numeric_suffixes():
 
 
 def test_history_is_capped():
-    doc = default_doc(T0)
-    hook = doc["hooks"]["post-task"]
+    hook = default_doc(T0).hooks["post-task"]
     for i in range(250):
-        hooks.record_firing(hook, "ok", T0 + i, {"host": "h", "sessionId": f"s{i}"}, None)
-    assert len(hook["history"]) == 200 and hook["history"][-1]["sessionId"] == "s249"
+        hook.record_firing("ok", T0 + i, "h", f"s{i}", None)
+    assert len(hook.history) == 200 and hook.history[-1].session_id == "s249"
 
 
 def test_seed_writes_only_what_is_missing(ws):
@@ -92,21 +117,23 @@ def test_seed_writes_only_what_is_missing(ws):
     assert read_json(ws.hooks_file)["hooks"]["post-task"]["enabled"] is True
     prompt = ws.prompts / "post-task.md"
     prompt.write_text("my own prompt")
-    store.change(T0, lambda doc: doc["hooks"]["post-task"].update(delaySeconds=99))
+    store.change(T0, lambda doc: setattr(doc.hooks["post-task"], "delay_seconds", 99))
     assert not store.seed(T0)
     assert prompt.read_text() == "my own prompt"
     assert read_json(ws.hooks_file)["hooks"]["post-task"]["delaySeconds"] == 99
 
 
 def test_a_migrated_file_is_saved_with_seconds(ws):
-    doc = default_doc(T0)
+    doc = legacy_doc()
     doc["hooks"]["post-task"].pop("delaySeconds")
     doc["hooks"]["post-task"]["delayMinutes"] = 1
     ws.hooks_file.write_bytes(orjson.dumps(doc))
     store = HookStore(ws, durable=False)
     store.change(T0, lambda d: None)
-    saved = read_json(ws.hooks_file)["hooks"]["post-task"]
-    assert saved["delaySeconds"] == 60 and "delayMinutes" not in saved
+    saved = read_json(ws.hooks_file)
+    assert saved["version"] == 1
+    assert saved["hooks"]["post-task"]["delaySeconds"] == 60
+    assert "delayMinutes" not in saved["hooks"]["post-task"]
 
 
 def test_an_edit_is_noticed_even_with_the_same_size_and_mtime(ws):
@@ -119,8 +146,7 @@ def test_an_edit_is_noticed_even_with_the_same_size_and_mtime(ws):
     replacement.write_bytes(data)
     os.utime(replacement, ns=(before.st_atime_ns, before.st_mtime_ns))
     os.replace(replacement, ws.hooks_file)  # same size, same mtime, new inode
-    hooks_now, _, _ = store.snapshot(T0)
-    assert hooks_now["post-task"]["delaySeconds"] == 20
+    assert store.snapshot(T0).hooks["post-task"].delay_seconds == 20
 
 
 def test_a_broken_hand_edit_is_never_overwritten_and_work_goes_on(ws):
@@ -128,48 +154,52 @@ def test_a_broken_hand_edit_is_never_overwritten_and_work_goes_on(ws):
     store.seed(T0)
     entry = {"id": "post-task:h:s0", "hookId": "post-task", "host": "h", "sessionId": "s0",
              "enqueuedAt": "2026-11-28T00:00:00.000Z", "dueAt": None, "retries": 0}
-    store.change(T0, lambda d: d["pending"].append(dict(entry)))
+    store.change(T0, lambda d: d.pending.append(QueueEntry.from_json(entry, "test")))
     broken = b'{"hooks": {"post-task": {"id": "post-task", "name": "x", "delaySeconds": 10}},\n "pending": [}'
     ws.hooks_file.write_bytes(broken)
 
-    hooks_now, pending, error = store.snapshot(T0 + 10)
-    assert "line 2, column 14" in error
-    assert [e["id"] for e in pending] == ["post-task:h:s0"]  # the last good queue is kept
+    view = store.snapshot(T0 + 10)
+    assert "line 2, column 14" in view.error
+    assert [e.id for e in view.pending] == ["post-task:h:s0"]  # the last good queue is kept
 
     late = {**entry, "id": "post-task:h:s1", "sessionId": "s1", "enqueuedAt": "2026-11-29T09:00:00.000Z"}
-    assert hooks.parse_ts(late["enqueuedAt"]) > T0 + 10
-    store.change(T0 + 20, lambda d: d["pending"].append(late))
+    assert parse_ts(late["enqueuedAt"]) > T0 + 10
+    store.change(T0 + 20, lambda d: d.pending.append(QueueEntry.from_json(late, "test")))
     assert ws.hooks_file.read_bytes() == broken
 
     # A restart while it is broken still finds the queue, and what happened since the break.
     store = HookStore(ws, durable=False)
-    assert [e["id"] for e in store.snapshot(T0 + 30)[1]] == ["post-task:h:s0", "post-task:h:s1"]
+    assert [e.id for e in store.snapshot(T0 + 30).pending] == ["post-task:h:s0", "post-task:h:s1"]
 
-    fixed = default_doc(T0)
+    fixed = default_doc(T0).to_json()
     fixed["hooks"]["post-task"]["delaySeconds"] = 30
     ws.hooks_file.write_bytes(orjson.dumps(fixed))
-    hooks_now, pending, error = store.snapshot(T0 + 40)
-    assert error is None and hooks_now["post-task"]["delaySeconds"] == 30
-    assert [e["id"] for e in pending] == ["post-task:h:s1"]  # queued while broken: merged back
+    view = store.snapshot(T0 + 40)
+    assert view.error is None and view.hooks["post-task"].delay_seconds == 30
+    assert [e.id for e in view.pending] == ["post-task:h:s1"]  # queued while broken: merged back
     assert [e["id"] for e in read_json(ws.hooks_file)["pending"]] == ["post-task:h:s1"]
 
 
 def test_entries_of_a_hook_deleted_by_hand_are_dropped(ws):
     store = HookStore(ws, durable=False)
     store.seed(T0)
-    store.change(T0, lambda d: d["pending"].append(
-        {"hookId": "post-task", "host": "h", "sessionId": "s"}))
+    store.change(T0, lambda d: d.pending.append(
+        QueueEntry.from_json({"hookId": "post-task", "host": "h", "sessionId": "s"}, "test")))
     doc = read_json(ws.hooks_file)
     doc["hooks"] = {}
     ws.hooks_file.write_bytes(orjson.dumps(doc))
-    assert store.snapshot(T0)[1] == []
+    assert store.snapshot(T0).pending == []
     assert read_json(ws.hooks_file)["pending"] == []
 
 
 def test_an_unreadable_due_at_counts_as_due():
-    assert hooks.due_at({"dueAt": "whenever"}) == float("-inf")
-    assert hooks.due_at({}) == float("-inf")
-    assert hooks.due_at({"dueAt": "2026-11-29T00:00:00Z"}) > 0
+    def due(**fields):
+        return QueueEntry.from_json({"hookId": "p", "host": "h", "sessionId": "s", **fields}, "t").due
+
+    assert due(dueAt="whenever") == float("-inf")
+    assert due() == float("-inf")
+    assert due(dueAt={"nested": 1}) == float("-inf")
+    assert due(dueAt="2026-11-29T00:00:00Z") > 0
 
 
 def test_prompt_frontmatter_is_stripped(ws):

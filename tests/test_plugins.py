@@ -5,6 +5,7 @@ from __future__ import annotations
 import logging
 
 from sidecar import plugins
+from sidecar.kinds import EventKind
 
 
 def test_a_plugin_that_fails_to_load_is_logged_and_the_others_load(tmp_path, monkeypatch, caplog):
@@ -18,5 +19,6 @@ def test_a_plugin_that_fails_to_load_is_logged_and_the_others_load(tmp_path, mon
     with caplog.at_level(logging.ERROR, logger="sidecar"):
         loaded = plugins.load()
     assert [p.name for p in loaded] == ["good"]
-    assert loaded[0].callback("start") is not None and loaded[0].callback("end") is None
+    assert loaded[0].callback(EventKind.SESSION_START) is not None
+    assert loaded[0].callback(EventKind.SESSION_END) is None
     assert "plugin broken failed to load" in caplog.text

@@ -18,6 +18,7 @@ from sidecar import service
 from sidecar.sdnotify import Notifier
 
 
+@pytest.mark.e2e
 def test_the_rendered_unit_passes_systemd_analyze_verify(tmp_path):
     if shutil.which("systemd-analyze") is None:
         pytest.skip("systemd-analyze is not installed (tests/install-hosts.sh installs it with apt)")
@@ -117,6 +118,7 @@ def test_print_changes_nothing(tmp_path, config_home):
     assert not (tmp_path / ".config").exists()
 
 
+@pytest.mark.slow
 def test_sd_notify_ready_watchdog_while_busy_and_stopping(workspace, start_daemon, tmp_path):
     address = str(tmp_path / "notify.sock")
     sock = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
@@ -136,7 +138,7 @@ def test_sd_notify_ready_watchdog_while_busy_and_stopping(workspace, start_daemo
             try:
                 message = sock.recv(4096).decode()
                 messages.append((message, len(list(workspace.inbox.glob("*.json")))))
-            except socket.timeout:
+            except TimeoutError:
                 pass
             if predicate():
                 return True
@@ -164,6 +166,7 @@ def test_notifier_is_silent_outside_systemd():
     assert Notifier({"WATCHDOG_USEC": "4000000", "WATCHDOG_PID": "1"}).watchdog_interval is None
 
 
+@pytest.mark.slow
 def test_sighup_reloads_the_registry_and_configuration(tmp_path, config_home, start_daemon):
     first = tmp_path / "one"
     first.mkdir()

@@ -12,8 +12,8 @@ import pytest
 from freezegun import freeze_time
 
 from conftest import FIXTURES, read_json
-from sidecar.events import parse
 from sidecar import jsonfile
+from sidecar.events import parse
 from sidecar.layout import Workspace
 from sidecar.sessions import SessionStore, harness_id
 from sidecar.timeutil import iso, now
@@ -39,6 +39,15 @@ def store(ws: Workspace) -> SessionStore:
     return SessionStore(ws, durable=False)
 
 
+def apply(store: SessionStore, events, replay=False, before_commit=None):
+    """One batch, as ingestion runs it (no follow-up hooks here)."""
+    with store.batch(replay) as batch:
+        changes = batch.plan(list(events))
+        if before_commit is not None:
+            before_commit(changes)
+        return batch.commit({}, T0)
+
+
 def record(ws: Workspace, host="claude-code", session="s1"):
     return read_json(ws.session_dir(harness_id(host, session)) / "session.json")
 
@@ -53,7 +62,7 @@ def bindings(ws: Workspace):
 
 
 def test_a_whole_session(ws, store):
-    result = store.apply_batch([
+    result = apply(store, [
         ev("SessionStart", ts=T0, source="startup", cwd="/w", transcript_path="/t.jsonl"),
         ev("PostToolUse", ts=T0 + 1, tool_name="Bash", tool_input={"command": "secret"}),
         ev("Stop", ts=T0 + 2),
@@ -64,11 +73,11 @@ def test_a_whole_session(ws, store):
     assert rec["metadata"]["host"] == "claude-code" and rec["metadata"]["hostSessionId"] == "s1"
     assert bindings(ws)["claude-code"]["s1"]["harnessSessionId"] == rec["id"]
     lines = trace(ws)
-    assert [l["event"] for l in lines] == ["session.created", "session.start", "tool.use", "turn.end"]
+    assert [line["event"] for line in lines] == ["session.created", "session.start", "tool.use", "turn.end"]
     assert lines[2]["message"] == "Bash"
     assert b"secret" not in (ws.session_dir(rec["id"]) / "trace.jsonl").read_bytes()
 
-    store.apply_batch([ev("SessionEnd", ts=T0 + 3, reason="logout")])
+    apply(store, [ev("SessionEnd", ts=T0 + 3, reason="logout")])
     rec = record(ws)
     assert rec["status"] == "completed" and rec["completedAt"] == iso(T0 + 3)
     last = trace(ws)[-1]
@@ -79,52 +88,52 @@ def test_a_whole_session(ws, store):
 def test_events_apply_in_the_order_they_happened_not_the_order_they_arrived(ws, store):
     end = ev("SessionEnd", ts=T0 + 5)
     start = ev("SessionStart", ts=T0)  # picked up in the same batch, listed later
-    store.apply_batch([end, start])
+    apply(store, [end, start])
     assert record(ws)["status"] == "completed"
     assert bindings(ws) == {}
 
 
 def test_a_replayed_batch_changes_nothing(ws, store):
     batch = [ev("SessionStart", ts=T0), ev("Stop", ts=T0 + 1)]
-    store.apply_batch(batch)
+    apply(store, batch)
     before = record(ws)
-    store.apply_batch(batch)  # the same files again, as after a crash before their removal
+    apply(store, batch)  # the same files again, as after a crash before their removal
     assert record(ws) == before
 
 
 def test_duplicate_stops_are_harmless(ws, store):
-    store.apply_batch([ev("SessionStart")] + [ev("Stop", ts=T0 + 1) for _ in range(5)])
-    store.apply_batch([ev("SessionEnd", ts=T0 + 2), ev("SessionEnd", ts=T0 + 2)])
+    apply(store, [ev("SessionStart")] + [ev("Stop", ts=T0 + 1) for _ in range(5)])
+    apply(store, [ev("SessionEnd", ts=T0 + 2), ev("SessionEnd", ts=T0 + 2)])
     rec = record(ws)
     assert rec["status"] == "completed" and rec["completedAt"] == iso(T0 + 2)
-    assert [l["event"] for l in trace(ws)].count("session.completed") == 1
+    assert [line["event"] for line in trace(ws)].count("session.completed") == 1
 
 
 def test_a_late_start_is_normal(ws, store):
-    store.apply_batch([ev("PostToolUse", tool_name="Read")])
+    apply(store, [ev("PostToolUse", tool_name="Read")])
     assert record(ws)["status"] == "active"
     assert "s1" in bindings(ws)["claude-code"]
 
 
 def test_an_end_for_an_unknown_session_leaves_it_completed(ws, store):
-    store.apply_batch([ev("SessionEnd")])
+    apply(store, [ev("SessionEnd")])
     assert record(ws)["status"] == "completed"
     assert bindings(ws) == {}
 
 
 def test_a_resumed_conversation_reopens_the_same_harness_session(ws, store):
-    store.apply_batch([ev("SessionStart", ts=T0), ev("SessionEnd", ts=T0 + 1)])
+    apply(store, [ev("SessionStart", ts=T0), ev("SessionEnd", ts=T0 + 1)])
     first_id = record(ws)["id"]
-    store.apply_batch([ev("SessionStart", ts=T0 + 10, source="resume")])
+    apply(store, [ev("SessionStart", ts=T0 + 10, source="resume")])
     rec = record(ws)
     assert rec["id"] == first_id and rec["status"] == "active" and "completedAt" not in rec
     assert bindings(ws)["claude-code"]["s1"]["harnessSessionId"] == first_id
-    assert "session.reopened" in [l["event"] for l in trace(ws)]
+    assert "session.reopened" in [line["event"] for line in trace(ws)]
 
 
 def test_an_event_older_than_the_completion_is_traced_only(ws, store):
-    store.apply_batch([ev("SessionStart", ts=T0), ev("SessionEnd", ts=T0 + 10)])
-    store.apply_batch([ev("SessionStart", ts=T0 + 5), ev("Stop", ts=T0 + 6)])
+    apply(store, [ev("SessionStart", ts=T0), ev("SessionEnd", ts=T0 + 10)])
+    apply(store, [ev("SessionStart", ts=T0 + 5), ev("Stop", ts=T0 + 6)])
     rec = record(ws)
     assert rec["status"] == "completed" and rec["completedAt"] == iso(T0 + 10)
     assert bindings(ws) == {}
@@ -132,7 +141,7 @@ def test_an_event_older_than_the_completion_is_traced_only(ws, store):
 
 
 def test_sessions_are_kept_apart_by_host(ws, store):
-    store.apply_batch([ev("SessionStart", host="codex"), ev("SessionStart", host="claude-code")])
+    apply(store, [ev("SessionStart", host="codex"), ev("SessionStart", host="claude-code")])
     assert set(bindings(ws)) == {"codex", "claude-code"}
     assert harness_id("codex", "s1") != harness_id("claude-code", "s1")
 
@@ -146,7 +155,7 @@ def install_dotcontext_fixture(ws: Workspace) -> None:
 def test_a_session_dotcontext_left_active_is_completed_by_our_session_end(ws, store):
     install_dotcontext_fixture(ws)
     dotcontext_id = "b14f2c53-5d3c-4c5e-99ad-7e360b7f7cc7"
-    store.apply_batch([ev("SessionEnd", session="s1", ts=1795937200.0, reason="exit")])
+    apply(store, [ev("SessionEnd", session="s1", ts=1795937200.0, reason="exit")])
     rec = read_json(ws.session_dir(dotcontext_id) / "session.json")
     assert rec["status"] == "completed"
     assert rec["traceCount"] == 3 and rec["checkpoints"] == [] and rec["name"] == "hook:claude-code:s1"
@@ -163,23 +172,23 @@ def test_a_binding_added_by_another_writer_meanwhile_is_kept(ws, store):
             "harnessSessionId": "x", "hostSessionId": "theirs", "updatedAt": iso(T0)}
         ws.bindings_file.write_bytes(orjson.dumps(doc))
 
-    store.apply_batch([ev("SessionStart", session="ours")], before_save=dotcontext_writes)
+    apply(store, [ev("SessionStart", session="ours")], before_commit=dotcontext_writes)
     assert set(bindings(ws)["claude-code"]) == {"ours", "theirs"}
 
 
 def test_a_passing_failure_keeps_the_binding_and_the_event_for_a_retry(ws, store):
-    store.apply_batch([ev("SessionStart", ts=T0)])
+    apply(store, [ev("SessionStart", ts=T0)])
     folder = ws.session_dir(harness_id("claude-code", "s1"))
     shutil.move(folder, folder.with_name("aside"))
     folder.write_text("not a folder")  # reading and writing the record now fail
     end = ev("SessionEnd", ts=T0 + 1)
-    result = store.apply_batch([end])
+    result = apply(store, [end])
     assert result.retry == [end.file] and result.errors
     assert "s1" in bindings(ws)["claude-code"]
 
     folder.unlink()
     shutil.move(folder.with_name("aside"), folder)
-    result = store.apply_batch([end])
+    result = apply(store, [end])
     assert result.applied == [end.file]
     assert record(ws)["status"] == "completed" and bindings(ws) == {}
 
@@ -187,10 +196,10 @@ def test_a_passing_failure_keeps_the_binding_and_the_event_for_a_retry(ws, store
 def test_sweep_completes_stale_sessions_and_spares_recent_ones(ws, store):
     day = 86400
     with freeze_time(iso(T0)):
-        store.apply_batch([ev("SessionStart", session="old", ts=T0 - 2 * day),
+        apply(store, [ev("SessionStart", session="old", ts=T0 - 2 * day),
                            ev("SessionStart", session="new", ts=now() - 60)])
         result = store.sweep(now(), day)
-    assert [e.record["metadata"]["hostSessionId"] for e in result.effects] == ["old"]
+    assert [c.session_id for c in result.changes] == ["old"]
     old = record(ws, session="old")
     assert old["status"] == "completed" and old["completedAt"] == iso(T0)
     assert trace(ws, session="old")[-1]["data"]["reason"] == "stale"
@@ -201,36 +210,36 @@ def test_sweep_spares_a_session_whose_transcript_is_still_written(ws, store, tmp
     transcript = tmp_path / "t.jsonl"
     transcript.write_text("{}\n")
     stamp = transcript.stat().st_mtime
-    store.apply_batch([ev("SessionStart", ts=stamp - 3 * 86400, transcript_path=str(transcript))])
-    assert store.sweep(stamp + 10, 86400).effects == []
+    apply(store, [ev("SessionStart", ts=stamp - 3 * 86400, transcript_path=str(transcript))])
+    assert store.sweep(stamp + 10, 86400).changes == []
     assert record(ws)["status"] == "active"
-    assert len(store.sweep(stamp + 2 * 86400, 86400).effects) == 1
+    assert len(store.sweep(stamp + 2 * 86400, 86400).changes) == 1
 
 
 def test_sweep_drops_a_binding_whose_session_is_confirmed_missing(ws, store):
-    store.apply_batch([ev("SessionStart", ts=T0)])
+    apply(store, [ev("SessionStart", ts=T0)])
     shutil.rmtree(ws.session_dir(harness_id("claude-code", "s1")))
     store.sweep(T0 + 2 * 86400, 86400)
     assert bindings(ws) == {}
 
 
 def test_sweep_keeps_the_binding_when_the_session_cannot_be_read(ws, store):
-    store.apply_batch([ev("SessionStart", ts=T0)])
+    apply(store, [ev("SessionStart", ts=T0)])
     (ws.session_dir(harness_id("claude-code", "s1")) / "session.json").write_text("{torn")
     result = store.sweep(T0 + 2 * 86400, 86400)
     assert result.errors and "s1" in bindings(ws)["claude-code"]
 
 
 def test_activity_after_a_stale_sweep_reopens_the_session(ws, store):
-    store.apply_batch([ev("Stop", ts=T0)])
+    apply(store, [ev("Stop", ts=T0)])
     store.sweep(T0 + 2 * 86400, 86400)
-    store.apply_batch([ev("Stop", ts=T0 + 2 * 86400 + 5)])
+    apply(store, [ev("Stop", ts=T0 + 2 * 86400 + 5)])
     assert record(ws)["status"] == "active" and "s1" in bindings(ws)["claude-code"]
 
 
 def test_retention_prunes_only_old_completed_sessions(ws, store):
     day = 86400
-    store.apply_batch([ev("SessionStart", session="done", ts=T0), ev("SessionEnd", session="done", ts=T0 + 1),
+    apply(store, [ev("SessionStart", session="done", ts=T0), ev("SessionEnd", session="done", ts=T0 + 1),
                        ev("SessionStart", session="live", ts=T0),
                        ev("SessionStart", session="recent", ts=T0 + 40 * day),
                        ev("SessionEnd", session="recent", ts=T0 + 40 * day)])
@@ -249,17 +258,18 @@ def test_a_replayed_batch_after_a_crash_between_trace_and_record_repeats_no_trac
     original = SessionStore.save_session
 
     def crash_after_trace(self, record, trace, dedupe=False):
-        jsonfile.append_lines(self.ws.session_dir(record["id"]) / "trace.jsonl", trace)
+        jsonfile.append_lines(self.ws.session_dir(record.id) / "trace.jsonl",
+                              [line.to_json() for line in trace])
         raise OSError("killed between the trace append and the record save")
 
     ws.session_dir(harness_id("claude-code", "s1")).mkdir(parents=True)
     SessionStore.save_session = crash_after_trace
     try:
-        result = store.apply_batch(batch)
+        result = apply(store, batch)
     finally:
         SessionStore.save_session = original
     assert result.retry
-    store.apply_batch(batch, replay=True)
+    apply(store, batch, replay=True)
     ids = [line["id"] for line in trace(ws)]
     assert len(ids) == len(set(ids)) == 3
     assert record(ws)["traceCount"] == 3

@@ -1,0 +1,174 @@
+"""The follow-up queue's operations, each one durable change of hooks.json.
+
+add (at session boundaries), claim (before firing: at most once), postpone, release, finish,
+and recover (claims of dead instances become `error: interrupted`, never retried). The queue
+entry for a session is written before the session records it, so a crash in between is
+absorbed by `add`'s duplicate check when the batch is replayed.
+"""
+
+from __future__ import annotations
+
+import copy
+import logging
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from .hookdoc import Hook, HooksDoc, QueueEntry, entry_id
+from .hooks import HookStore, HooksView
+from .kinds import STALE, SessionChange
+from .records import Key
+from .timeutil import iso
+
+log = logging.getLogger("sidecar")
+
+MAX_POSTPONES = 10
+POSTPONE_SECONDS = 60.0
+
+
+@dataclass(frozen=True)
+class Claimed:
+    """A claimed entry and its hook, as they were when claimed."""
+
+    entry: QueueEntry
+    hook: Hook
+
+
+class FollowUpQueue:
+    """One workspace's queue of follow-up firings, kept in hooks.json."""
+
+    def __init__(self, store: HookStore, instance_id: str) -> None:
+        self.store = store
+        self.instance_id = instance_id
+
+    def view(self, now: float) -> HooksView:
+        return self.store.snapshot(now)
+
+    def add(self, changes: list[SessionChange], now: float) -> dict[Key, list[str]]:
+        """Queue every enabled hook that listens for these changes, once per host session.
+
+        Returns, per session, the hooks to record in its record: those queued now and those
+        a replayed batch finds queued already.
+        """
+        wanted = [c for c in changes if c.kind is not None and not c.from_hook
+                  and c.reason != STALE]
+        if not wanted:
+            return {}
+        listened = self.store.listened_events(now)
+        if not any(c.kind in listened for c in wanted):
+            return {}  # nothing listens: leave hooks.json untouched
+
+        def edit(doc: HooksDoc) -> dict[Key, list[str]]:
+            queued = {e.id for e in doc.pending}
+            recorded: dict[Key, list[str]] = {}
+            for change in wanted:
+                key = (change.host, change.session_id)
+                for hook in doc.hooks.values():
+                    if not hook.enabled or hook.event != change.kind:
+                        continue
+                    if hook.id in change.follow_ups_done or hook.id in recorded.get(key, []):
+                        continue
+                    recorded.setdefault(key, []).append(hook.id)
+                    key_id = entry_id(hook.id, change.host, change.session_id)
+                    if key_id in queued:
+                        continue  # a replayed batch: queued already
+                    doc.pending.append(QueueEntry(
+                        id=key_id, hook_id=hook.id, host=change.host,
+                        session_id=change.session_id,
+                        harness_session_id=change.harness_session_id, enqueued_at=iso(now),
+                        due_at=iso(change.ts + hook.delay_seconds)))
+                    queued.add(key_id)
+            return recorded
+
+        return self.store.change(now, edit)
+
+    def _edit_entry(self, key: str, now: float,
+                    edit: Callable[[HooksDoc, QueueEntry], None]) -> None:
+        def change(doc: HooksDoc) -> None:
+            entry = doc.entry(key)
+            if entry is not None:
+                edit(doc, entry)
+
+        self.store.change(now, change)
+
+    def claim(self, key: str, now: float) -> Claimed | None:
+        """Mark the entry as ours, durably; None if it is gone or someone else has it."""
+
+        def edit(doc: HooksDoc) -> Claimed | None:
+            entry = doc.entry(key)
+            if entry is None or entry.claimed_by:
+                return None
+            hook = doc.hooks.get(entry.hook_id)
+            if hook is None or not hook.enabled:
+                doc.pending.remove(entry)
+                return None
+            entry.claimed_by = self.instance_id
+            entry.claimed_at = iso(now)
+            return Claimed(copy.copy(entry), copy.copy(hook))
+
+        return self.store.change(now, edit)
+
+    def postpone(self, key: str, why: str, now: float) -> None:
+        """Try again in a minute; after MAX_POSTPONES tries, give up as skipped."""
+
+        def edit(doc: HooksDoc, entry: QueueEntry) -> None:
+            hook = doc.hooks.get(entry.hook_id)
+            entry.retries += 1
+            if entry.retries > MAX_POSTPONES:
+                doc.pending.remove(entry)
+                if hook is not None:
+                    hook.record_firing(f"skipped: {why} after {MAX_POSTPONES} postponements",
+                                       now, entry.host, entry.session_id, None)
+                return
+            entry.claimed_by = None
+            entry.claimed_at = None
+            entry.due_at = iso(now + POSTPONE_SECONDS)
+            if hook is not None:
+                hook.last_status = f"postponed: {why} ({entry.retries}/{MAX_POSTPONES})"
+
+        self._edit_entry(key, now, edit)
+
+    def release(self, key: str, now: float) -> None:
+        """Give a claimed entry back unfired (claimed as this instance was stopping)."""
+
+        def edit(doc: HooksDoc, entry: QueueEntry) -> None:
+            entry.claimed_by = None
+            entry.claimed_at = None
+
+        self._edit_entry(key, now, edit)
+
+    def finish(self, entry: QueueEntry, status: str, log_path: str | None, now: float) -> None:
+        """Remove a fired entry and record the firing in its hook's history."""
+
+        def edit(doc: HooksDoc) -> None:
+            doc.pending = [e for e in doc.pending if e.id != entry.id]
+            hook = doc.hooks.get(entry.hook_id)
+            if hook is not None:
+                hook.record_firing(status, now, entry.host, entry.session_id, log_path)
+            self.store.note_fired_while_broken(entry.id)
+
+        self.store.change(now, edit)
+
+    def recover(self, is_alive: Callable[[str], bool], now: float) -> int:
+        """Record claims held by dead instances as interrupted; they are never retried."""
+        pending = self.view(now).pending
+        dead = {e.claimed_by for e in pending
+                if e.claimed_by and e.claimed_by != self.instance_id and not is_alive(e.claimed_by)}
+        if not dead:
+            return 0
+
+        def edit(doc: HooksDoc) -> int:
+            lost = [e for e in doc.pending if e.claimed_by in dead]
+            for entry in lost:
+                doc.pending.remove(entry)
+                hook = doc.hooks.get(entry.hook_id)
+                if hook is not None:
+                    hook.record_firing("error: interrupted", now, entry.host, entry.session_id,
+                                       None)
+                self.store.note_fired_while_broken(entry.id)
+            return len(lost)
+
+        lost = self.store.change(now, edit)
+        if lost:
+            log.warning("%s: %d follow-up firing(s) interrupted by a dead instance",
+                        self.store.ws.root, lost)
+        return lost

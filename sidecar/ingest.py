@@ -1,0 +1,204 @@
+"""One workspace's ingestion, as a loop step: `step(now, woken) -> next deadline`.
+
+A step lists the inbox when woken (watchdog saw an arrival), when the reconcile timer is due
+(arrivals before start-up, events the kernel's queue dropped) or when a file's grace period
+ends; applies what is ready in batches; and runs the stale sweep and retention pruning on
+their timers. It has no threads and reads the time only from its callers.
+
+A batch reads: `changes = batch.plan(events)` -> `queued = queue.add(changes)` ->
+`batch.commit(queued)` -> `inbox.remove(applied)`, so a follow-up is queued before its session
+records it, and an event leaves the inbox only once everything it changed is saved.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from . import inbox
+from .config import Config
+from .events import Event
+from .hookqueue import FollowUpQueue
+from .kinds import EventKind, SessionChange, SidecarError
+from .sessions import BatchResult, SessionStore
+
+log = logging.getLogger("sidecar")
+
+BATCH_MAX = 2000  # events per batch: bounds memory and the time between state writes
+RETRY_SECONDS = 1.0  # a batch that could not be saved is tried again this much later
+PRUNE_INTERVAL = 3600.0
+
+
+@dataclass
+class Health:
+    """What ingestion has done and what went wrong last, for the heartbeat and status."""
+
+    applied: int = 0
+    rejected: int = 0
+    errors: int = 0
+    last_error: str = ""
+
+    def error(self, root: object, message: str) -> None:
+        self.errors += 1
+        self.last_error = message
+        log.error("%s: %s", root, message)
+
+    def counters(self) -> dict[str, int]:
+        return {"applied": self.applied, "rejected": self.rejected, "errors": self.errors}
+
+
+@dataclass
+class Timers:
+    reconcile: float = 0.0
+    sweep: float = 0.0
+    prune: float = 0.0
+    grace: float | None = None  # the earliest time a held-back file is looked at again
+    retry_after: dict[str, float] = field(default_factory=dict)
+
+
+class Ingestor:
+    """Turns one workspace's inbox into session state, a batch at a time."""
+
+    def __init__(self, sessions: SessionStore, queue: FollowUpQueue, config: Callable[[], Config],
+                 report: Callable[[list[SessionChange]], None],
+                 stopping: Callable[[], bool] = lambda: False) -> None:
+        self.ws = sessions.ws
+        self.sessions = sessions
+        self.queue = queue
+        self.config = config
+        self.report = report  # plugins hear of every change
+        self.stopping = stopping
+        self.health = Health()
+        self.timers = Timers()
+        self.progress = time.monotonic()  # when a batch last finished (for the watchdog)
+
+    def start(self, now: float) -> None:
+        """Sweep, prune, then apply what waits in the inbox, as a new leader does."""
+        self.sweep(now)
+        self.prune(now)
+        # A batch replayed after a crash must find its queue entries before anything fires;
+        # trace lines a dead leader had appended are not appended again.
+        self.drain(now, replay=True)
+        cfg = self.config()
+        self.timers.reconcile = now + cfg.reconcile_interval
+        self.timers.sweep = now + cfg.sweep_interval
+        self.timers.prune = now + PRUNE_INTERVAL
+
+    def step(self, now: float, woken: bool = False) -> float:
+        """Do what is due; returns the time of the next deadline."""
+        cfg, timers = self.config(), self.timers
+        reconcile = now >= timers.reconcile
+        if woken or reconcile or (timers.grace is not None and now >= timers.grace):
+            self.drain(now)  # one listing serves a wake-up, the reconcile and a grace expiry
+        if reconcile:
+            timers.reconcile = now + cfg.reconcile_interval
+        if now >= timers.sweep:
+            self.sweep(now)
+            timers.sweep = now + cfg.sweep_interval
+        if now >= timers.prune:
+            self.prune(now)
+            timers.prune = now + PRUNE_INTERVAL
+        deadlines = [timers.reconcile, timers.sweep, timers.prune]
+        if timers.grace is not None:
+            deadlines.append(timers.grace)
+        return min(deadlines)
+
+    # -- the inbox -----------------------------------------------------------------------
+
+    def drain(self, now: float, replay: bool = False) -> None:
+        """Apply everything in the inbox, in batches of at most BATCH_MAX."""
+        self.timers.grace = None
+        ready = []
+        for arrival in inbox.scan(self.ws):
+            hold = self.timers.retry_after.get(arrival.name)
+            if hold is not None and hold > now:
+                self._defer(hold)
+            else:
+                ready.append(arrival)
+        for start in range(0, len(ready), BATCH_MAX):
+            if start and self.stopping():
+                break  # on SIGTERM: finish the batch in hand, leave the rest in the inbox
+            self.batch(ready[start : start + BATCH_MAX], now, replay)
+            self.progress = time.monotonic()
+
+    def _defer(self, at: float) -> None:
+        grace = self.timers.grace
+        self.timers.grace = at if grace is None else min(grace, at)
+
+    def batch(self, arrivals: list[inbox.Arrival], now: float, replay: bool = False) -> None:
+        events = self._read(arrivals, now)
+        if not events:
+            return
+        try:
+            with self.sessions.batch(replay) as batch:
+                changes = batch.plan(events)
+                result = batch.commit(self.queue.add(changes, now), now)
+        except (SidecarError, OSError) as exc:
+            self.health.error(self.ws.root, f"batch of {len(events)} left in the inbox: {exc}")
+            for event in events:
+                self.timers.retry_after[event.file] = now + RETRY_SECONDS
+            self._defer(now + RETRY_SECONDS)
+            return
+        self._finish(result, now)
+
+    def _read(self, arrivals: list[inbox.Arrival], now: float) -> list[Event]:
+        events = []
+        for arrival in arrivals:
+            outcome = inbox.read(self.ws, arrival, now)
+            if isinstance(outcome, inbox.Deferred):
+                self._defer(outcome.retry_at)
+            elif isinstance(outcome, inbox.Rejected):
+                self._reject(outcome, now)
+            elif outcome is not None:
+                events.append(outcome)
+        return events
+
+    def _reject(self, rejection: inbox.Rejected, now: float) -> None:
+        try:
+            if inbox.reject(self.ws, rejection, now):
+                self.health.rejected += 1
+                log.warning("%s: rejected %s: %s", self.ws.root,
+                            inbox.printable(rejection.name), rejection.reason)
+        except OSError as exc:
+            self.health.error(self.ws.root, f"cannot set {rejection.name} aside: {exc}")
+
+    def _finish(self, result: BatchResult, now: float) -> None:
+        inbox.remove(self.ws, result.applied)
+        for name in result.applied:
+            self.timers.retry_after.pop(name, None)
+        for name in result.retry:
+            self.timers.retry_after[name] = now + RETRY_SECONDS
+            self._defer(now + RETRY_SECONDS)
+        for error in result.errors:
+            self.health.error(self.ws.root, error)
+        self.health.applied += len(result.applied)
+        if result.changes:
+            self.report(result.changes)
+        if any(c.kind in (EventKind.SESSION_START, EventKind.SESSION_RESET)
+               for c in result.changes):
+            self.sweep(now)
+
+    # -- sweep and retention -------------------------------------------------------------
+
+    def sweep(self, now: float) -> None:
+        try:
+            result = self.sessions.sweep(now, self.config().stale_after)
+        except (SidecarError, OSError) as exc:
+            self.health.error(self.ws.root, f"stale sweep failed: {exc}")
+            return
+        for error in result.errors:
+            self.health.error(self.ws.root, error)
+        if result.changes:
+            log.info("%s: swept %d stale session(s)", self.ws.root, len(result.changes))
+            self.report(result.changes)
+
+    def prune(self, now: float) -> None:
+        try:
+            pruned = self.sessions.prune(now, self.config().retention)
+        except OSError as exc:
+            self.health.error(self.ws.root, f"retention pruning failed: {exc}")
+            return
+        if pruned:
+            log.info("%s: pruned %d completed session(s) past retention", self.ws.root, pruned)

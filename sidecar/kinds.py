@@ -1,0 +1,70 @@
+"""The project's shared vocabulary: event kinds, verdicts, session changes, the root error."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from enum import StrEnum
+from typing import Any
+
+
+class SidecarError(Exception):
+    """The root of every error sidecar raises on purpose; the message is meant for people."""
+
+
+class EventKind(StrEnum):
+    """What an event means to sidecar. Events of any other name are traced, not refused."""
+
+    SESSION_START = "session-start"
+    SESSION_END = "session-end"
+    SESSION_RESET = "session-reset"
+    TURN_END = "turn-end"
+    TOOL_USE = "tool-use"
+
+
+class Verdict(StrEnum):
+    """What the scheduler decides for a claimed follow-up."""
+
+    FIRE = "fire"
+    POSTPONE = "postpone"
+    SKIP = "skip"
+
+
+STALE = "stale"  # the completion reason of the stale sweep
+DEFAULT_END_REASON = "session-end"  # the completion reason of an end event that gives none
+
+
+# -- plain values handed between modules ---------------------------------------------------
+
+
+@dataclass(frozen=True)
+class SessionChange:
+    """Something that happened to a session, as plain values for plugins and follow-up hooks.
+
+    `kind` is None for an event sidecar only traces. `follow_ups_done` are the hooks the
+    session record says were queued for it already; `from_hook` says a follow-up's own run
+    produced it, which must never queue another follow-up.
+    """
+
+    kind: EventKind | None
+    host: str
+    session_id: str
+    harness_session_id: str
+    ts: float
+    reason: str = ""
+    cwd: str | None = None
+    payload: dict[str, Any] | None = None
+    from_hook: bool = False
+    follow_ups_done: frozenset[str] = field(default_factory=frozenset)
+
+
+@dataclass(frozen=True)
+class Fired:
+    """A firing's outcome, as plain values for plugins."""
+
+    workspace: str
+    hook_id: str
+    host: str
+    session_id: str
+    harness_session_id: str | None
+    status: str
+    log: str | None

@@ -1,0 +1,207 @@
+"""Session lifecycle rules: what one event does to one session record. No I/O, no clock.
+
+Each function takes the record, the event and (where time matters) `now`, changes the record
+in place and returns the trace lines and the changes it made, so the rules can be tested
+without files and the session store only loads and saves.
+"""
+
+from __future__ import annotations
+
+import uuid
+from dataclasses import dataclass, field
+
+from .events import Event
+from .kinds import DEFAULT_END_REASON, STALE, EventKind, SessionChange
+from .records import Binding, Bindings, Key, SessionRecord, TraceLine, ts_or
+from .timeutil import iso
+
+NAMESPACE = uuid.UUID("6f1c2a4e-8d1b-4c53-9a57-3e0f5b1d7c21")
+RECENT_EVENTS = 256  # per session: enough to recognise any batch replayed after a crash
+
+_TRACE_NAMES = {
+    EventKind.SESSION_START: "session.start",
+    EventKind.SESSION_RESET: "session.reset",
+    EventKind.TOOL_USE: "tool.use",
+    EventKind.TURN_END: "turn.end",
+}
+
+
+def harness_id(host: str, session_id: str) -> str:
+    """A host session's harness session id when no binding names one: stable for life."""
+    return str(uuid.uuid5(NAMESPACE, f"{host}\0{session_id}"))
+
+
+@dataclass
+class Applied:
+    """What applying events did to one session."""
+
+    trace: list[TraceLine] = field(default_factory=list)
+    changes: list[SessionChange] = field(default_factory=list)
+    changed: bool = False
+
+    def add_line(self, record: SessionRecord, line: TraceLine, ts: float) -> None:
+        self.trace.append(line)
+        record.trace_count += 1
+        if ts >= ts_or(record.last_trace_at, 0.0):
+            record.last_trace_at = line.created_at
+        self.changed = True
+
+
+def trace_line(hid: str, event: Event | None, name: str, message: str, at: float) -> TraceLine:
+    origin = event.file if event is not None else f"sweep:{at}"
+    data = {} if event is None else {"host": event.host, "hostEvent": event.name,
+                                     "inboxFile": event.file}
+    # Derived from the inbox file, so a line repeated by a crash replay is recognisable.
+    line_id = str(uuid.uuid5(NAMESPACE, f"{origin}\0{name}"))
+    return TraceLine(line_id, hid, name, message, iso(at), data)
+
+
+def new_record(key: Key, hid: str, repo: str, event: Event, out: Applied) -> SessionRecord:
+    """The record of a session seen for the first time (a late start is normal)."""
+    record = SessionRecord.new(hid, key[0], key[1], repo, iso(event.ts))
+    record.sidecar.cron = event.is_cron
+    record.sidecar.subagent = event.is_subagent
+    out.add_line(record, trace_line(hid, event, "session.created",
+                                    f"Session created: {record.name}", event.ts), event.ts)
+    return record
+
+
+def change(record: SessionRecord, kind: EventKind | None, ts: float, reason: str = "",
+           event: Event | None = None) -> SessionChange:
+    meta = record.sidecar
+    return SessionChange(
+        kind=kind, host=record.host or "", session_id=record.host_session_id or "",
+        harness_session_id=record.id, ts=ts, reason=reason, cwd=meta.cwd,
+        payload=dict(event.payload) if event is not None else None,
+        from_hook=bool(meta.started_by_hook or (event is not None and event.hook_id)),
+        follow_ups_done=frozenset(meta.follow_ups),
+    )
+
+
+def apply(record: SessionRecord, event: Event, out: Applied) -> None:
+    """Apply one event; an event this record has applied before changes nothing."""
+    meta = record.sidecar
+    if event.file in meta.recent_events:
+        return  # replayed after a crash: already applied
+    meta.recent_events.append(event.file)
+    out.changed = True
+    if not record.active and event.ts < ts_or(record.completed_at, 0.0):
+        _trace(record, event, event.name, "older than the session's completion", out)
+    else:
+        _remember(record, event)
+        if event.kind in (EventKind.SESSION_START, EventKind.SESSION_RESET):
+            _start(record, event, out)
+        elif event.kind == EventKind.SESSION_END:
+            _end(record, event, out)
+        else:
+            _activity(record, event, out)
+
+
+def trim_recent(record: SessionRecord, batch_files: int) -> None:
+    """Forget the oldest applied files past the cap, but never any of the batch in hand."""
+    del record.sidecar.recent_events[:-max(RECENT_EVENTS, batch_files)]
+
+
+def _start(record: SessionRecord, event: Event, out: Applied) -> None:
+    source = event.text("source") or ""
+    if not record.active:
+        reopen(record, event, source or event.name, out)
+    assert event.kind is not None
+    _trace(record, event, _TRACE_NAMES[event.kind], source or event.name, out)
+    touch(record, event.ts)
+    out.changes.append(change(record, event.kind, event.ts, source, event))
+
+
+def _end(record: SessionRecord, event: Event, out: Applied) -> None:
+    if not record.active:
+        _trace(record, event, event.name, "session already completed", out)
+        return
+    touch(record, event.ts)
+    reason = event.reason or DEFAULT_END_REASON
+    complete(record, event.ts, reason, event, out)
+    out.changes.append(change(record, EventKind.SESSION_END, event.ts, reason, event))
+
+
+def _activity(record: SessionRecord, event: Event, out: Applied) -> None:
+    if not record.active:
+        if record.sidecar.completion_reason != STALE:
+            _trace(record, event, event.name, "session already completed", out)
+            return
+        reopen(record, event, "activity after a stale sweep", out)
+    touch(record, event.ts)
+    name = _TRACE_NAMES.get(event.kind) if event.kind is not None else None
+    message = (event.tool_name or event.name) if event.kind == EventKind.TOOL_USE else event.name
+    _trace(record, event, name or event.name, message, out)
+    out.changes.append(change(record, event.kind, event.ts, "", event))
+
+
+def _remember(record: SessionRecord, event: Event) -> None:
+    """Keep what follow-up hooks need later: where it ran, its transcript, its kind."""
+    meta = record.sidecar
+    meta.cwd = event.cwd or meta.cwd
+    meta.transcript_path = event.transcript_path or meta.transcript_path
+    meta.cron = meta.cron or event.is_cron
+    meta.subagent = meta.subagent or event.is_subagent
+    meta.started_by_hook = event.hook_id or meta.started_by_hook
+
+
+def touch(record: SessionRecord, ts: float) -> None:
+    if ts > ts_or(record.updated_at, 0.0):
+        record.updated_at = iso(ts)
+
+
+def reopen(record: SessionRecord, event: Event | None, why: str, out: Applied) -> None:
+    record.status = "active"
+    record.completed_at = None
+    record.sidecar.completion_reason = None
+    at = event.ts if event is not None else ts_or(record.updated_at, 0.0)
+    out.trace.append(trace_line(record.id, event, "session.reopened", why, at))
+    record.trace_count += 1
+    out.changed = True
+
+
+def complete(record: SessionRecord, ts: float, reason: str, event: Event | None,
+             out: Applied) -> None:
+    """Mark the session completed at `ts` for `reason`, with its trace line."""
+    record.status = "completed"
+    record.completed_at = iso(ts)
+    touch(record, ts)
+    record.sidecar.completion_reason = reason
+    line = trace_line(record.id, event, "session.completed", reason, ts)
+    line.data["reason"] = reason
+    out.trace.append(line)
+    record.trace_count += 1
+    record.last_trace_at = line.created_at
+    out.changed = True
+
+
+def _trace(record: SessionRecord, event: Event, name: str, message: str, out: Applied) -> None:
+    out.add_line(record, trace_line(record.id, event, name, message, event.ts), event.ts)
+
+
+def sweep_stale(record: SessionRecord, now: float, out: Applied) -> None:
+    """Complete a session nobody touched for `staleAfter`: plugins hear of it, hooks do not."""
+    complete(record, now, STALE, None, out)
+    out.changes.append(change(record, EventKind.SESSION_END, now, STALE))
+
+
+def is_stale(binding: Binding, now: float, stale_after: float) -> bool:
+    return now - binding.touched >= stale_after
+
+
+def sync_binding(bindings: Bindings, key: Key, record: SessionRecord, repo: str) -> bool:
+    """Make the binding match the session: present while active, gone once completed.
+
+    Returns whether the document changed.
+    """
+    if not record.active:
+        return bindings.remove(key)
+    current = bindings.get(key)
+    if current is None:
+        bindings.put(key, Binding(record.id, key[1], key[0], repo, record.updated_at,
+                                  record.updated_at))
+        return True
+    current.harness_session_id = record.id
+    if ts_or(record.updated_at, 0.0) > current.touched:
+        current.updated_at = record.updated_at
+    return True

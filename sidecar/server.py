@@ -1,0 +1,147 @@
+"""Everything one instance does for one workspace, as a loop step: `step(now) -> deadline`.
+
+It registers the instance, competes for the workspace's leader lock (a stand-by retries every
+200 ms, so a successor takes over well within a second of the leader's death), and while it
+leads, steps ingestion and the follow-ups. This is where a workspace's parts are wired
+together; the daemon only runs the loop, the watches and the signals.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections.abc import Callable
+from typing import IO
+
+from . import instances, locks
+from .config import Config
+from .followups import FollowUps
+from .hookqueue import FollowUpQueue
+from .hooks import HookStore
+from .ingest import Ingestor
+from .instances import Identity, Membership
+from .kinds import Fired, SessionChange
+from .layout import Workspace
+from .plugins import PluginRunner
+from .sessions import SessionStore
+
+log = logging.getLogger("sidecar")
+
+STANDBY_RETRY = 0.2  # seconds between a stand-by's attempts at the leader lock
+
+
+class WorkspaceServer:
+    """One workspace, served by this instance: stand-by or leader."""
+
+    def __init__(self, ws: Workspace, config: Callable[[], Config], identity: Identity,
+                 plugins: PluginRunner | None = None,
+                 stopping: Callable[[], bool] = lambda: False) -> None:
+        self.ws = ws
+        self.config = config
+        self.identity = identity
+        self.plugins = plugins
+        self.membership = Membership(ws, identity)
+        self.sessions = SessionStore(ws)
+        self.hook_store = HookStore(ws)
+        self.queue = FollowUpQueue(self.hook_store, identity.id)
+        self.ingest = Ingestor(self.sessions, self.queue, config, self._report, stopping)
+        self.followups: FollowUps | None = None
+        self.leader: IO[bytes] | None = None
+        self.wake = threading.Event()  # anything that should make the loop step now
+        self.inbox_arrival = threading.Event()  # an event file arrived (watchdog)
+        self.next_beat = 0.0
+        self.stepped = time.monotonic()  # when its loop last went round
+
+    @property
+    def progress(self) -> float:
+        """When this workspace last showed progress: a step, or a batch inside a long one."""
+        return max(self.stepped, self.ingest.progress)
+
+    # -- what the watches call -------------------------------------------------------------
+
+    def notice_arrival(self) -> None:
+        self.inbox_arrival.set()
+        self.wake.set()
+
+    def notice_hooks_change(self) -> None:
+        self.wake.set()
+
+    # -- the step ----------------------------------------------------------------------------
+
+    def open(self, now: float) -> None:
+        self.ws.ensure_runtime()
+        self.membership.join()
+        self.heartbeat(now)
+
+    def step(self, now: float) -> float:
+        """Do what is due; returns when to step again (sooner if woken)."""
+        self.stepped = time.monotonic()
+        if self.leader is None and not self._try_lead(now):
+            self._beat_if_due(now)
+            return min(now + STANDBY_RETRY, self.next_beat)
+        arrived = self.inbox_arrival.is_set()
+        if arrived:
+            self.inbox_arrival.clear()  # before listing: an arrival from now on is not lost
+        deadline = self.ingest.step(now, arrived)
+        if self.followups is not None:
+            due = self.followups.step(now)
+            if due is not None:
+                deadline = min(deadline, due)
+        self._beat_if_due(now)
+        return min(deadline, self.next_beat)
+
+    def _try_lead(self, now: float) -> bool:
+        self.leader = locks.try_lock(self.ws.lock("leader"))
+        if self.leader is None:
+            return False
+        log.info("%s: leading (instance %s)", self.ws.root, self.identity.id)
+        self.heartbeat(now)
+        self.membership.clean_dead()
+        self.hook_store.seed(now)
+        self.followups = FollowUps(
+            self.ws, self.queue, self.sessions, self.config,
+            lambda other: instances.is_alive(self.ws, other), self.wake.set, self._fired)
+        self.ingest.start(now)
+        return True
+
+    def _beat_if_due(self, now: float) -> None:
+        if now >= self.next_beat:
+            self.heartbeat(now)
+            if self.leader is not None:
+                self.membership.clean_dead()
+
+    def heartbeat(self, now: float) -> None:
+        health = self.ingest.health
+        state = self.hook_store.state
+        self.membership.heartbeat(
+            "leader" if self.leader is not None else "standby", health.counters(),
+            health.last_error, state.error if state is not None else None,
+            self.plugins.counters() if self.plugins is not None else {})
+        self.next_beat = now + self.config().heartbeat_interval
+
+    def unexpected(self, exc: BaseException) -> None:
+        """A bug or a surprise in a step: logged and counted; the loop goes on."""
+        log.error("%s: unexpected error; retrying in a second", self.ws.root, exc_info=exc)
+        self.ingest.health.error(self.ws.root, f"unexpected error: {exc}")
+
+    def close(self, now: float) -> None:
+        """Hand the workspace over at once; running actions get `stopGrace` to finish."""
+        if self.followups is not None:
+            self.followups.stopping = True
+        locks.release(self.leader)
+        self.leader = None
+        if self.followups is not None:
+            self.heartbeat(now)
+            self.followups.stop(self.config().stop_grace)
+        self.membership.leave()
+
+    # -- plugins ---------------------------------------------------------------------------
+
+    def _report(self, changes: list[SessionChange]) -> None:
+        if self.plugins is not None:
+            self.plugins.session_changes(str(self.ws.root), changes)
+
+    def _fired(self, fired: Fired) -> None:
+        if self.plugins is not None:
+            self.plugins.hook_fired(fired)
