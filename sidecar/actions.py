@@ -51,6 +51,7 @@ class Firing:
             "SIDECAR_HARNESS_SESSION_ID": self.harness_session_id,
             "SIDECAR_HOST": self.host,
             "SIDECAR_WORKSPACE": str(ws.root),
+            "PWD": str(self.cwd),  # opencode takes its project folder from PWD, not its cwd
         }
 
 

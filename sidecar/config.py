@@ -20,6 +20,8 @@ from .timeutil import parse_duration
 DEFAULT_RESUME: Mapping[str, tuple[str, ...]] = MappingProxyType({
     "claude-code": ("claude", "--resume", "{session_id}", "-p", "{prompt}"),
     "codex": ("codex", "exec", "resume", "--skip-git-repo-check", "--", "{session_id}", "{prompt}"),
+    "gemini": ("gemini", "--resume", "{session_id}", "-p", "{prompt}"),
+    "opencode": ("opencode", "run", "--session", "{session_id}", "{prompt}"),
 })
 
 

@@ -26,7 +26,7 @@ class Finding:
 
 def _settings_have_emit(path: Path) -> bool:
     try:
-        data = integrate._load_json(path)
+        data = integrate.load_json(path)
     except integrate.IntegrateError:
         return False
     hooks = data.get("hooks")

@@ -3,8 +3,8 @@
 It drops one event into a workspace's inbox (write a dotfile, rename it to `*.json`) and gets
 out. It imports nothing beyond what the interpreter has loaded at start-up (`os`, `sys`,
 `time`): even a JSON library costs more than the whole budget of a hook, so a host's payload
-is written through as it came, with the few fields sidecar adds spliced in as text. The daemon
-does the parsing and validating, and sets aside whatever is malformed.
+is written through as it came, inside a small envelope that carries the fields sidecar adds.
+The daemon does the parsing and validating, and sets aside whatever is malformed.
 
 Whatever happens, it prints `{"continue": true}` and exits 0, so a host is never blocked.
 """
@@ -21,6 +21,7 @@ JSON from standard input (or take it from a JSON argument, as Codex's notify pas
 Always prints {"continue": true} and exits 0, so a host is never blocked.
 """
 CONTEXT_DIR = ".context"
+ENVELOPE = "sidecarEnvelope"  # the key that marks a file `emit` wrapped (see `envelope`)
 INBOX_PARTS = (".context", "runtime", "inbox")
 
 
@@ -49,37 +50,25 @@ def find_workspace(start: str) -> str | None:
         path = parent
 
 
-def payload_cwd(raw: bytes) -> str | None:
-    """The value of the payload's `"cwd"` string, found without a JSON parser.
-
-    Hosts put `cwd` at the top of their payloads; a wrong guess costs nothing worse than the
-    current-folder fallback, since the daemon reads the real field.
-    """
-    at = raw.find(b'"cwd"')
-    if at < 0:
-        return None
-    rest = raw[at + 5 :].lstrip()
-    if not rest.startswith(b":"):
-        return None
-    rest = rest[1:].lstrip()
-    if not rest.startswith(b'"'):
-        return None
-    end = 1
+def _string_end(raw: bytes, start: int) -> int:
+    """The index of the quote closing the JSON string that opens at `start`, or -1."""
+    end = start
     while True:
-        end = rest.find(b'"', end)
+        end = raw.find(b'"', end + 1)
         if end < 0:
-            return None
+            return -1
         backslashes = 0
-        while rest[end - 1 - backslashes] == 0x5C:
+        while raw[end - 1 - backslashes] == 0x5C:
             backslashes += 1
         if backslashes % 2 == 0:
-            break
-        end += 1
-    body = rest[1:end]
+            return end
+
+
+def _decode_string(body: bytes) -> str | None:
     try:
         if b"\\" not in body:
             return body.decode("utf-8")
-        import json  # rare: an escaped path is worth the import
+        import json  # rare: an escaped string is worth the import
 
         value = json.loads(b'"' + body + b'"')
         return value if isinstance(value, str) else None
@@ -87,25 +76,62 @@ def payload_cwd(raw: bytes) -> str | None:
         return None
 
 
-def splice_fields(raw: bytes, fields: list[tuple[str, str]]) -> bytes:
-    """Add `"key": value` pairs at the front of a JSON object, skipping keys it already has.
+def top_level_string(raw: bytes, key: str) -> str | None:
+    """The string value of `key` in the payload's own top level, found without a JSON parser.
 
-    A payload's own field wins over an added one, and no key is ever written twice. A payload
-    that is not an object is left as it is, for the daemon to reject with a reason.
+    It walks the structure from one quote, bracket or comma to the next with `bytes.find`, so a
+    key of the same name nested in a tool's input or output is never taken for the top-level
+    one; it stops at the first top-level match (hosts put `cwd` near the start).
     """
     body = raw.lstrip()
     if not body.startswith(b"{"):
-        return raw
-    added = [
-        f'"{key}":{value}'.encode()
-        for key, value in fields
-        if f'"{key}"'.encode() not in body
-    ]
-    if not added:
-        return raw
-    inner = body[1:]
-    separator = b"" if inner.lstrip().startswith(b"}") else b","
-    return b"{" + b",".join(added) + separator + inner
+        return None
+    depth, expect_key = 1, True
+    upcoming = {c: body.find(c, 1) for c in b'"{}[],'}
+    while depth > 0:
+        i = min((p for p in upcoming.values() if p >= 0), default=-1)
+        if i < 0:
+            return None
+        char = body[i]
+        if char == 0x22:  # a string: a key where one is expected at the top level, else a value
+            end = _string_end(body, i)
+            if end < 0:
+                return None
+            if depth == 1 and expect_key and _decode_string(body[i + 1:end]) == key:
+                return _value_string(body, end + 1)
+            expect_key = False
+            i = end
+        elif char in b"{[":
+            depth += 1
+        elif char in b"}]":
+            depth -= 1
+        elif depth == 1:  # a comma at the top level: a key comes next
+            expect_key = True
+        for c, p in upcoming.items():
+            if 0 <= p <= i:
+                upcoming[c] = body.find(c, i + 1)
+    return None
+
+
+def _value_string(body: bytes, after_key: int) -> str | None:
+    rest = body[after_key:].lstrip()
+    if not rest.startswith(b":"):
+        return None
+    rest = rest[1:].lstrip()
+    if not rest.startswith(b'"'):
+        return None
+    end = _string_end(rest, 0)
+    return None if end < 0 else _decode_string(rest[1:end])
+
+
+def envelope(payload: bytes, meta: list[tuple[str, str]]) -> bytes:
+    """The event file: the payload unchanged, inside an envelope with sidecar's own fields.
+
+    Nothing is spliced into the payload, so no key of the payload's, at any depth, is ever
+    mistaken for one of sidecar's; the daemon unpacks the envelope (`events.parse`).
+    """
+    fields = ",".join(f'"{key}":{value}' for key, value in [("version", "1"), *meta])
+    return b'{"' + ENVELOPE.encode() + b'":{' + fields.encode() + b'},"payload":' + payload + b"}"
 
 
 def parse_args(args: list[str]) -> tuple[dict[str, str], list[str], list[str]]:
@@ -136,43 +162,43 @@ def parse_args(args: list[str]) -> tuple[dict[str, str], list[str], list[str]]:
     return options, positionals, complaints
 
 
-def build_event(options: dict[str, str], positionals: list[str]) -> tuple[bytes | None, str]:
-    """The bytes of the event file, or None and the reason there is nothing to send."""
-    fields: list[tuple[str, str]] = []
+
+
+def build_event(options: dict[str, str],
+                positionals: list[str]) -> tuple[bytes | None, str, str]:
+    """The event file's bytes and the folder to route it by; or None and why not."""
+    meta: list[tuple[str, str]] = [("ts", repr(time.time()))]
     if "source" in options:
-        fields.append(("host", json_string(options["source"])))
+        meta.append(("host", json_string(options["source"])))
     hook_id = os.environ.get("SIDECAR_HOOK_ID")
     if hook_id:
         # Runs started by a follow-up hook carry its id, so their own session-end cannot
         # enqueue that hook again, whatever session id the host gives the resumed run.
-        fields.append(("sidecarHookId", json_string(hook_id)))
-    fields.append(("ts", repr(time.time())))
+        meta.append(("hookId", json_string(hook_id)))
+    if options.get("session_id"):
+        meta.append(("sessionId", json_string(options["session_id"])))
 
     if positionals and not positionals[0].lstrip().startswith("{"):
-        session_id = options.get("session_id")
-        if not session_id:
-            return None, "an EVENT needs --session-id; nothing emitted"
-        fields[:0] = [
-            ("event", json_string(positionals[0])),
-            ("session_id", json_string(session_id)),
-            ("cwd", json_string(os.getcwd())),
-        ]
-        return splice_fields(b"{}", fields), ""
+        if not options.get("session_id"):
+            return None, "an EVENT needs --session-id; nothing emitted", ""
+        cwd = os.getcwd()
+        payload = (f'{{"event":{json_string(positionals[0])},'
+                   f'"session_id":{json_string(options["session_id"])},'
+                   f'"cwd":{json_string(cwd)}}}')
+        return envelope(payload.encode("utf-8", "surrogateescape"), meta), "", cwd
 
     if positionals:  # a JSON payload passed as an argument (Codex's notify does this)
         raw = positionals[-1].encode("utf-8", "surrogateescape")
     else:
         stdin = sys.stdin
         if stdin is None or stdin.isatty():
-            return None, "no EVENT given and no hook JSON on standard input; nothing emitted"
+            return None, "no EVENT given and no hook JSON on standard input; nothing emitted", ""
         raw = stdin.buffer.read()
     if raw.startswith(b"\xef\xbb\xbf"):
         raw = raw[3:]
     if not raw.strip():
-        return None, "empty payload; nothing emitted"
-    if "session_id" in options:
-        fields.insert(0, ("session_id", json_string(options["session_id"])))
-    return splice_fields(raw, fields), ""
+        return None, "empty payload; nothing emitted", ""
+    return envelope(raw, meta), "", top_level_string(raw, "cwd") or ""
 
 
 def drop(workspace: str, data: bytes) -> str:
@@ -199,29 +225,32 @@ def main(argv: list[str] | None = None) -> int:
     if args and args[0] == "emit":
         args = args[1:]
     options, positionals, complaints = parse_args(args)
+    if "help" in options:
+        sys.stdout.write(USAGE)  # help only: no event, and nothing for a host to parse
+        return 0
     try:
-        if "help" in options:
-            sys.stderr.write(USAGE)
-        else:
-            for complaint in complaints:
-                sys.stderr.write(f"sidecar emit: {complaint}\n")
-            data, why = build_event(options, positionals)
-            if data is None:
-                sys.stderr.write(f"sidecar emit: {why}\n")
-            else:
-                start = options.get("root") or payload_cwd(data) or os.getcwd()
-                workspace = find_workspace(start)
-                if workspace is None and "root" not in options and start != os.getcwd():
-                    workspace = find_workspace(os.getcwd())
-                if workspace is None:
-                    sys.stderr.write(
-                        f"sidecar emit: no workspace (.context/) at or above {start}; "
-                        "run `sidecar init` there; nothing emitted\n"
-                    )
-                else:
-                    drop(workspace, data)
+        for complaint in complaints:
+            sys.stderr.write(f"sidecar emit: {complaint} (see sidecar emit --help)\n")
+        if not complaints:  # never read a terminal, or a payload meant for other options
+            _emit(options, positionals)
     except Exception as exc:  # a hook must never fail its host
         sys.stderr.write(f"sidecar emit: {exc}\n")
     sys.stdout.buffer.write(CONTINUE)
     sys.stdout.flush()
     return 0
+
+
+def _emit(options: dict[str, str], positionals: list[str]) -> None:
+    data, why, cwd = build_event(options, positionals)
+    if data is None:
+        sys.stderr.write(f"sidecar emit: {why}\n")
+        return
+    start = options.get("root") or cwd or os.getcwd()
+    workspace = find_workspace(start)
+    if workspace is None and "root" not in options and start != os.getcwd():
+        workspace = find_workspace(os.getcwd())
+    if workspace is not None:
+        drop(workspace, data)
+    elif sys.stderr.isatty():  # a person trying it by hand; a host's hook stays quiet
+        sys.stderr.write(f"sidecar emit: no workspace (.context/) at or above {start}; "
+                         "run `sidecar init` there; nothing emitted\n")

@@ -16,6 +16,7 @@ from .kinds import EventKind, SidecarError
 from .timeutil import parse_ts
 
 MAX_EVENT_BYTES = 1024 * 1024
+ENVELOPE = "sidecarEnvelope"  # `sidecar emit`'s wrapper around a host's payload
 SESSION_ID = re.compile(r"[A-Za-z0-9._:-]{1,128}")
 HOST_NAME = re.compile(r"[A-Za-z0-9._-]{1,64}")
 
@@ -29,6 +30,7 @@ _ALIASES = {
         "conversation-done",
     ],
     EventKind.SESSION_RESET: ["session-reset", "on_session_reset", "session:reset"],
+    EventKind.TURN_START: ["turn-start", "UserPromptSubmit", "BeforeAgent"],
     EventKind.TURN_END: [
         "turn-end",
         "Stop",
@@ -38,7 +40,7 @@ _ALIASES = {
         "AfterAgent",
         "on_session_end",  # hermes fires it after every turn, not once per session
     ],
-    EventKind.TOOL_USE: ["tool-use", "PostToolUse", "post_tool_use"],
+    EventKind.TOOL_USE: ["tool-use", "PostToolUse", "post_tool_use", "AfterTool"],
 }
 
 _SEPARATORS = str.maketrans({"_": "-", ":": "-", " ": "-"})
@@ -75,6 +77,7 @@ class Event:
     session_id: str
     ts: float
     payload: dict[str, Any] = field(repr=False)
+    hook_id: str | None = None  # the follow-up hook whose run produced it (SIDECAR_HOOK_ID)
 
     @property
     def sort_key(self) -> tuple[float, str]:
@@ -99,11 +102,6 @@ class Event:
     @property
     def tool_name(self) -> str | None:
         return self.text("tool_name") or self.text("toolName") or self.text("tool")
-
-    @property
-    def hook_id(self) -> str | None:
-        """The follow-up hook whose run produced this event (`SIDECAR_HOOK_ID`), if any."""
-        return self.text("sidecarHookId")
 
     @property
     def is_cron(self) -> bool:
@@ -131,45 +129,76 @@ def infer_host(payload: dict[str, Any]) -> str:
     return "unknown"
 
 
-def parse(data: bytes, file: str, mtime: float) -> Event:
-    """Validate the bytes of one event file; BadEvent says why it is unusable."""
+def unwrap(document: Any) -> tuple[Any, dict[str, Any]]:
+    """A host's payload and the fields `sidecar emit` put beside it in its envelope.
+
+    A plain dropped event (no envelope) is its own payload, with nothing beside it.
+    """
+    if isinstance(document, dict) and isinstance(document.get(ENVELOPE), dict) \
+            and "payload" in document:
+        return document["payload"], document[ENVELOPE]
+    return document, {}
+
+
+def _load(data: bytes) -> Any:
     if len(data) > MAX_EVENT_BYTES:
         raise BadEvent(f"larger than {MAX_EVENT_BYTES} bytes")
     if data.startswith(b"\xef\xbb\xbf"):
         data = data[3:]
     try:
-        payload = orjson.loads(data)
+        return orjson.loads(data)
     except orjson.JSONDecodeError as exc:
         if not data.strip():
             raise BadEvent("empty file") from None
         raise BadEvent(f"not UTF-8 JSON: {exc}") from None
-    if not isinstance(payload, dict):
-        raise BadEvent(f"not a JSON object but a {type(payload).__name__}")
 
-    name = _first_text(payload, EVENT_FIELDS, "event name").strip()
-    if not name or len(name) > 128:
-        raise BadEvent("event name must be 1 to 128 characters")
-    session_id = _first_text(payload, SESSION_FIELDS, "session id")
+
+def _host(payload: dict[str, Any], meta: dict[str, Any]) -> str:
+    """The payload's own top-level `host` wins, then `emit --source`, then what it looks like."""
+    host = payload.get("host", meta.get("host"))
+    if host is None:
+        return infer_host(payload)
+    if not isinstance(host, str) or not HOST_NAME.fullmatch(host):
+        raise BadEvent(f"host {str(host)[:80]!r} is not [A-Za-z0-9._-]{{1,64}}")
+    return host
+
+
+def _session_id(payload: dict[str, Any], meta: dict[str, Any]) -> str:
+    fallback = meta.get("sessionId")
+    if isinstance(fallback, str) and not any(key in payload for key in SESSION_FIELDS):
+        session_id = fallback  # `emit --session-id`, for a payload that names none
+    else:
+        session_id = _first_text(payload, SESSION_FIELDS, "session id")
     if not SESSION_ID.fullmatch(session_id):
         raise BadEvent(f"session id {session_id[:140]!r} is not [A-Za-z0-9._:-]{{1,128}}")
     if session_id in (".", ".."):
         raise BadEvent(f"session id {session_id!r} is a path component, not an id")
+    return session_id
 
-    host = payload.get("host")
-    if host is None:
-        host = infer_host(payload)
-    elif not isinstance(host, str) or not HOST_NAME.fullmatch(host):
-        raise BadEvent(f"host {str(host)[:80]!r} is not [A-Za-z0-9._-]{{1,64}}")
 
+def parse(data: bytes, file: str, mtime: float) -> Event:
+    """Validate the bytes of one event file; BadEvent says why it is unusable.
+
+    Only the payload's top-level fields count: nothing nested in it (a tool's input or
+    output) ever names the event, its session, its host or its time.
+    """
+    payload, meta = unwrap(_load(data))
+    if not isinstance(payload, dict):
+        raise BadEvent(f"not a JSON object but a {type(payload).__name__}")
+    name = _first_text(payload, EVENT_FIELDS, "event name").strip()
+    if not name or len(name) > 128:
+        raise BadEvent("event name must be 1 to 128 characters")
     ts = parse_ts(payload["ts"]) if "ts" in payload else None
     if ts is None:
-        ts = mtime  # documented fallback: when it was dropped
+        ts = parse_ts(meta.get("ts"))
+    hook_id = payload.get("sidecarHookId", meta.get("hookId"))
     return Event(
         file=file,
         name=name,
         kind=canonical(name),
-        host=host,
-        session_id=session_id,
-        ts=ts,
+        host=_host(payload, meta),
+        session_id=_session_id(payload, meta),
+        ts=mtime if ts is None else ts,  # documented fallback: when it was dropped
         payload=payload,
+        hook_id=hook_id if isinstance(hook_id, str) and hook_id else None,
     )

@@ -50,11 +50,17 @@ def _flag(data: Json, key: str, default: bool, path: str) -> bool:
     return value
 
 
+def _string(value: Any, path: str) -> str:
+    if type(value) is not str:
+        fail(path, "must be a string")
+    return value
+
+
 def _text(value: Any) -> str | None:
     return value if isinstance(value, str) else None
 
 
-@dataclass
+@dataclass(slots=True)
 class FiringRecord:
     """One entry of a hook's `history`."""
 
@@ -78,7 +84,7 @@ class FiringRecord:
 Action = str | list[str]  # "resume", or a command's argv
 
 
-@dataclass
+@dataclass(slots=True)
 class Hook:
     """A follow-up hook: what event queues it, after what delay, and what firing does."""
 
@@ -98,8 +104,8 @@ class Hook:
     history: list[FiringRecord] = field(default_factory=list)
     extra: Json = field(default_factory=dict)
 
-    KEYS = ("id", "name", "event", "delaySeconds", "promptFile", "action", "enabled", "skipCron",
-            "skipSubagents", "maxContextK", "createdAt", "lastStatus", "lastFiredAt", "history")
+    KEYS = frozenset(("id", "name", "event", "delaySeconds", "promptFile", "action", "enabled", "skipCron",
+            "skipSubagents", "maxContextK", "createdAt", "lastStatus", "lastFiredAt", "history"))
 
     @classmethod
     def from_json(cls, data: Any, path: str) -> Hook:
@@ -173,7 +179,7 @@ def entry_id(hook_id: str, host: str, session_id: str) -> str:
     return f"{hook_id}:{host}:{session_id}"
 
 
-@dataclass
+@dataclass(slots=True)
 class QueueEntry:
     """One queued firing of a hook for a host session."""
 
@@ -189,8 +195,8 @@ class QueueEntry:
     claimed_at: str | None = None
     extra: Json = field(default_factory=dict)
 
-    KEYS = ("id", "hookId", "host", "sessionId", "harnessSessionId", "enqueuedAt", "dueAt",
-            "retries", "claimedBy", "claimedAt")
+    KEYS = frozenset(("id", "hookId", "host", "sessionId", "harnessSessionId", "enqueuedAt", "dueAt",
+            "retries", "claimedBy", "claimedAt"))
 
     @property
     def due(self) -> float:
@@ -200,27 +206,28 @@ class QueueEntry:
 
     @classmethod
     def from_json(cls, data: Any, path: str) -> QueueEntry:
+        # Written for speed as well as clarity: a restart or a hand edit reloads every entry.
         if not isinstance(data, dict):
             fail(path, "must be an object")
-        for key in ("hookId", "host", "sessionId"):
-            if not isinstance(data.get(key), str):
-                fail(f"{path}.{key}", "must be a string")
-        key_id = data.get("id", entry_id(data["hookId"], data["host"], data["sessionId"]))
-        if not isinstance(key_id, str) or not key_id:
+        get = data.get
+        hook_id = _string(get("hookId"), f"{path}.hookId")
+        host = _string(get("host"), f"{path}.host")
+        session_id = _string(get("sessionId"), f"{path}.sessionId")
+        key_id = get("id")
+        if key_id is None:
+            key_id = entry_id(hook_id, host, session_id)
+        elif type(key_id) is not str or not key_id:
             fail(f"{path}.id", f"must be a non-empty string, not {key_id!r}")
-        due = data.get("dueAt")
-        claimed = data.get("claimedBy")
-        if claimed is not None and not isinstance(claimed, str):
+        claimed = get("claimedBy")
+        if claimed is not None and type(claimed) is not str:
             fail(f"{path}.claimedBy", f"must be an instance id or null, not {claimed!r}")
-        retries = data.get("retries", 0)
+        due, retries = get("dueAt"), get("retries", 0)
         return cls(
-            id=key_id, hook_id=data["hookId"], host=data["host"], session_id=data["sessionId"],
-            harness_session_id=_text(data.get("harnessSessionId")),
-            enqueued_at=_text(data.get("enqueuedAt")),
-            due_at=due if isinstance(due, (str, float, int)) and not isinstance(due, bool) else None,
-            retries=retries if isinstance(retries, int) and not isinstance(retries, bool) else 0,
-            claimed_by=claimed or None, claimed_at=_text(data.get("claimedAt")),
-            extra={k: v for k, v in data.items() if k not in cls.KEYS},
+            key_id, hook_id, host, session_id, _text(get("harnessSessionId")),
+            _text(get("enqueuedAt")),
+            due if isinstance(due, (str, float, int)) and not isinstance(due, bool) else None,
+            retries if type(retries) is int else 0, claimed or None, _text(get("claimedAt")),
+            {} if data.keys() <= cls.KEYS else {k: v for k, v in data.items() if k not in cls.KEYS},
         )
 
     def to_json(self) -> Json:
@@ -233,7 +240,7 @@ class QueueEntry:
         return {**out, **self.extra}
 
 
-@dataclass
+@dataclass(slots=True)
 class HooksDoc:
     """The whole of hooks.json."""
 

@@ -11,7 +11,6 @@ writer of both files.
 
 from __future__ import annotations
 
-import copy
 import logging
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -55,7 +54,7 @@ class HookState:
 
 @dataclass
 class HooksView:
-    """Copies of the hooks and the queue as they are now, and the file's error if broken."""
+    """The hooks and the queue at one moment, and the file's error if it is broken."""
 
     hooks: dict[str, Hook]
     pending: list[QueueEntry]
@@ -102,7 +101,8 @@ class HookStore:
         if state is not None and sig == state.signature:
             return state
         try:
-            doc = self.read_file()
+            data = self.ws.hooks_file.read_bytes()
+            doc = parse(data)
         except FileNotFoundError:
             kept = state.doc if state is not None and state.error is None else HooksDoc()
             self.state = HookState(kept, None, sig)
@@ -118,7 +118,7 @@ class HookStore:
             self._write(doc)  # the file is valid, so writing over it loses nothing
         else:
             # Someone else wrote a good version: keep it as the copy a later break falls back on.
-            jsonfile.write_json_atomic(self.last_good_file, doc.to_json(), durable=self.durable)
+            jsonfile.write_bytes_atomic(self.last_good_file, data, durable=self.durable)
         return self.state
 
     def _broken(self, state: HookState | None, error: str, sig: jsonfile.Signature | None,
@@ -136,8 +136,8 @@ class HookStore:
         self.state = state
         return state
 
-    def _write(self, doc: HooksDoc) -> None:
-        data = jsonfile.dumps(doc.to_json())
+    def _write(self, doc: HooksDoc, as_json: dict[str, object] | None = None) -> None:
+        data = jsonfile.dumps(as_json if as_json is not None else doc.to_json())
         written = jsonfile.write_bytes_atomic(self.ws.hooks_file, data, durable=self.durable)
         if self.state is not None:
             self.state.signature = written
@@ -153,14 +153,13 @@ class HookStore:
             state = self.refresh(now)
             doc = state.doc
             try:
-                result = edit(doc)
+                result = edit(doc)  # typed records: an edit cannot store a wrongly typed value
                 data = doc.to_json()
-                HooksDoc.from_json(data)  # what is saved must load again
             except BaseException:
                 self.state = None  # the edit may have half-changed it: start again from disk
                 raise
             if state.error is None:
-                self._write(doc)
+                self._write(doc, data)
             else:
                 # Only the copy changes; it also remembers since when, for the merge on repair.
                 kept = {**data, BROKEN_SINCE: iso(state.broken_at or now),
@@ -180,11 +179,15 @@ class HookStore:
             return {h.event for h in state.doc.hooks.values() if h.enabled}
 
     def snapshot(self, now: float) -> HooksView:
-        """Copies of the hooks and the queue as they are now, and the file's error if broken."""
+        """The hooks and the queue as they are now, and the file's error if broken.
+
+        The view's lists are its own, but their records are shared with the store's state to
+        keep this cheap at thousands of entries: read them, never change them (`change` is
+        the one way to change anything).
+        """
         with locks.locked(self.lock_file):
             state = self.refresh(now)
-            return HooksView({k: copy.copy(h) for k, h in state.doc.hooks.items()},
-                             [copy.copy(e) for e in state.doc.pending], state.error)
+            return HooksView(dict(state.doc.hooks), list(state.doc.pending), state.error)
 
     def seed(self, now: float) -> bool:
         """Give a fresh workspace its `post-task` hook and prompt, each only if missing."""

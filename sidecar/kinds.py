@@ -17,6 +17,7 @@ class EventKind(StrEnum):
     SESSION_START = "session-start"
     SESSION_END = "session-end"
     SESSION_RESET = "session-reset"
+    TURN_START = "turn-start"
     TURN_END = "turn-end"
     TOOL_USE = "tool-use"
 

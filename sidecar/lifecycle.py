@@ -22,6 +22,7 @@ _TRACE_NAMES = {
     EventKind.SESSION_START: "session.start",
     EventKind.SESSION_RESET: "session.reset",
     EventKind.TOOL_USE: "tool.use",
+    EventKind.TURN_START: "turn.start",
     EventKind.TURN_END: "turn.end",
 }
 
@@ -72,7 +73,7 @@ def change(record: SessionRecord, kind: EventKind | None, ts: float, reason: str
     return SessionChange(
         kind=kind, host=record.host or "", session_id=record.host_session_id or "",
         harness_session_id=record.id, ts=ts, reason=reason, cwd=meta.cwd,
-        payload=dict(event.payload) if event is not None else None,
+        payload=event.payload if event is not None else None,  # plugins get their own copy
         from_hook=bool(meta.started_by_hook or (event is not None and event.hook_id)),
         follow_ups_done=frozenset(meta.follow_ups),
     )

@@ -32,6 +32,7 @@ CALLBACKS: dict[str, tuple[str, ...]] = {
     EventKind.SESSION_START: ("on_session_start",),
     EventKind.SESSION_END: ("on_session_end", "on_session_finalize"),
     EventKind.SESSION_RESET: ("on_session_reset",),
+    EventKind.TURN_START: ("on_turn_start",),
     EventKind.TURN_END: ("on_turn_end",),
     EventKind.TOOL_USE: ("on_tool_use",),
     HOOK_FIRED: ("on_hook_fired",),

@@ -14,6 +14,7 @@ from .timeutil import parse_ts
 
 Json = dict[str, Any]
 Key = tuple[str, str]  # (host, host session id)
+_METADATA_KEYS = frozenset(("host", "hostSessionId", "sidecar"))
 
 
 def _text(value: Any) -> str | None:
@@ -24,7 +25,7 @@ def _count(value: Any) -> int:
     return value if isinstance(value, int) and not isinstance(value, bool) else 0
 
 
-def _rest(data: Json, known: tuple[str, ...]) -> Json:
+def _rest(data: Json, known: frozenset[str]) -> Json:
     return {k: v for k, v in data.items() if k not in known}
 
 
@@ -48,8 +49,8 @@ class SidecarMeta:
     follow_ups: dict[str, Json] = field(default_factory=dict)
     extra: Json = field(default_factory=dict)
 
-    KEYS = ("cwd", "transcriptPath", "cron", "subagent", "startedByHook", "completionReason",
-            "recentEvents", "followUps")
+    KEYS = frozenset(("cwd", "transcriptPath", "cron", "subagent", "startedByHook", "completionReason",
+            "recentEvents", "followUps"))
 
     @classmethod
     def from_json(cls, data: Any) -> SidecarMeta:
@@ -103,8 +104,8 @@ class SessionRecord:
     metadata_extra: Json = field(default_factory=dict)
     extra: Json = field(default_factory=dict)
 
-    KEYS = ("id", "name", "status", "repoPath", "createdAt", "updatedAt", "startedAt",
-            "completedAt", "lastTraceAt", "traceCount", "metadata")
+    KEYS = frozenset(("id", "name", "status", "repoPath", "createdAt", "updatedAt", "startedAt",
+            "completedAt", "lastTraceAt", "traceCount", "metadata"))
 
     @property
     def active(self) -> bool:
@@ -137,7 +138,7 @@ class SessionRecord:
             host=_text(metadata.get("host")),
             host_session_id=_text(metadata.get("hostSessionId")),
             sidecar=SidecarMeta.from_json(metadata.get("sidecar")),
-            metadata_extra=_rest(metadata, ("host", "hostSessionId", "sidecar")),
+            metadata_extra=_rest(metadata, _METADATA_KEYS),
             extra=_rest(data, cls.KEYS),
         )
 
@@ -192,7 +193,7 @@ class Binding:
     updated_at: str | None = None
     extra: Json = field(default_factory=dict)
 
-    KEYS = ("harnessSessionId", "hostSessionId", "source", "repoPath", "createdAt", "updatedAt")
+    KEYS = frozenset(("harnessSessionId", "hostSessionId", "source", "repoPath", "createdAt", "updatedAt"))
 
     @property
     def touched(self) -> float:
@@ -241,7 +242,7 @@ class Bindings:
                     if isinstance(b, dict)}
             if kept:
                 by_host[host] = kept
-        return cls(by_host, _rest(data, ("bindings",)))
+        return cls(by_host, _rest(data, frozenset(("bindings",))))
 
     def to_json(self) -> Json:
         bindings = {host: {sid: b.to_json() for sid, b in per_host.items()}

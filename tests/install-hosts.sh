@@ -1,11 +1,14 @@
 #!/usr/bin/env bash
-# Installs, once, the real programs the end-to-end tests drive: Claude Code and Codex (npm)
-# and hermes-agent (its own virtual environment) into a cache folder, and systemd-analyze.
-# Where a package manager is missing it says so, and the tests that need it skip saying why.
+# Installs, once, the real programs the end-to-end tests drive: Claude Code, Codex, Gemini CLI
+# and opencode (npm) and hermes-agent (its own virtual environment) into a cache folder, and
+# systemd-analyze. Where a package manager is missing or an install fails it says so, and the
+# tests that need that host skip saying why.
 set -euo pipefail
 CACHE="${SIDECAR_TEST_HOSTS:-${XDG_CACHE_HOME:-$HOME/.cache}/sidecar-test-hosts}"
 CLAUDE_VERSION=2.1.328
 CODEX_VERSION=0.169.0
+GEMINI_VERSION=0.61.0
+OPENCODE_VERSION=1.18.33
 HERMES_VERSION=0.19.0
 PYTHON="${PYTHON:-python3}"
 mkdir -p "$CACHE"
@@ -15,22 +18,27 @@ npm_host() {
     local prefix="$CACHE/$1-$3"
     if [ ! -x "$prefix/node_modules/.bin/$4" ]; then
         echo "install-hosts: installing $2@$3 into $prefix" >&2
-        mkdir -p "$prefix"
+        mkdir -p "$prefix/home" "$prefix/tmp"
         # npm may warn (Claude Code wants a newer Node and its postinstall script is skipped);
         # the bundled native binary works all the same, so its presence is what is checked.
-        npm install --no-audit --no-fund --prefix "$prefix" "$2@$3" >"$prefix/npm-install.log" 2>&1 || true
+        # HOME and TMPDIR point into the cache: opencode's postinstall runs the binary, which
+        # writes its folders there, and nothing of an install may land in the user's home.
+        HOME="$prefix/home" TMPDIR="$prefix/tmp" npm install --no-audit --no-fund \
+            --cache "$prefix/home/.npm" --prefix "$prefix" "$2@$3" >"$prefix/npm-install.log" 2>&1 || true
     fi
     if [ ! -x "$prefix/node_modules/.bin/$4" ]; then
+        # A host that cannot be installed here makes its tests skip, saying why; not fail.
         echo "install-hosts: $2 did not install; see $prefix/npm-install.log" >&2
-        exit 1
     fi
 }
 
 if command -v npm >/dev/null 2>&1; then
     npm_host claude-code @anthropic-ai/claude-code "$CLAUDE_VERSION" claude
     npm_host codex @openai/codex "$CODEX_VERSION" codex
+    npm_host gemini-cli @google/gemini-cli "$GEMINI_VERSION" gemini
+    npm_host opencode opencode-ai "$OPENCODE_VERSION" opencode
 else
-    echo "install-hosts: npm not found; end-to-end tests with Claude Code and Codex will skip" >&2
+    echo "install-hosts: npm not found; end-to-end tests with the npm hosts will skip" >&2
 fi
 
 venv="$CACHE/hermes-agent-$HERMES_VERSION"

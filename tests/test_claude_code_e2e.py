@@ -119,7 +119,7 @@ def test_hooks_written_by_integrate_drive_a_daemon_started_as_the_unit_starts_it
             [session_dir] = [p for p in workspace.sessions.iterdir() if p.is_dir()]
             events = [orjson.loads(line)["event"] for line in (session_dir / "trace.jsonl").read_bytes().splitlines()]
             assert events[0] == "session.created" and events[-1] == "session.completed"
-            assert "session.start" in events and "UserPromptSubmit" in events and "turn.end" in events
+            assert "session.start" in events and "turn.start" in events and "turn.end" in events
             record = read_json(session_dir / "session.json")
             assert record["metadata"]["host"] == "claude-code"
         finally:

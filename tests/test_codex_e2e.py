@@ -43,6 +43,6 @@ def test_integrated_codex_hooks_are_trusted_and_tracked(workspace, start_daemon,
     trace = [orjson.loads(line)["event"] for line in
              record_path.with_name("trace.jsonl").read_bytes().splitlines()]
     assert trace[:2] == ["session.created", "session.start"]
-    assert "UserPromptSubmit" in trace and "turn.end" in trace
+    assert "turn.start" in trace and "turn.end" in trace
     record = read_json(record_path)
     assert record["metadata"]["sidecar"]["transcriptPath"].startswith(str(codex_home))

@@ -53,7 +53,7 @@ def test_many_claude_sessions_at_once_are_tracked_and_completed(workspace, start
     for s in sessions:
         lines = (workspace.session_dir(harness_id("claude-code", s)) / "trace.jsonl").read_bytes().splitlines()
         events = [orjson.loads(line)["event"] for line in lines]
-        assert events == ["session.created", "session.start", "UserPromptSubmit", "tool.use",
+        assert events == ["session.created", "session.start", "turn.start", "tool.use",
                           "turn.end", "session.completed"]
 
 

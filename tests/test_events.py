@@ -17,7 +17,8 @@ SPEC_ALIASES = {
     "session-reset": ["on_session_reset", "session:reset", "Session-Reset"],
     "turn-end": ["Stop", "SubagentStop", "agent:end", "agent-turn-complete", "AfterAgent",
                  "on_session_end", "TURN_END"],
-    "tool-use": ["PostToolUse", "post_tool_use", "tool use"],
+    "tool-use": ["PostToolUse", "post_tool_use", "tool use", "AfterTool"],
+    "turn-start": ["UserPromptSubmit", "BeforeAgent", "turn_start"],
 }
 
 
@@ -27,8 +28,13 @@ def test_every_documented_alias_maps_to_its_canonical_name(canon, alias):
 
 
 def test_unknown_events_keep_their_own_name():
+    event = parse(fixture_payload("codex-0.169.0/PreToolUse.json"), "f.json", 1.0)
+    assert event.kind is None and event.name == "PreToolUse"
+
+
+def test_a_prompt_starts_a_turn():
     event = parse(fixture_payload("claude-code-2.1.328/UserPromptSubmit.json"), "f.json", 1.0)
-    assert event.kind is None and event.name == "UserPromptSubmit"
+    assert event.kind == "turn-start" and event.name == "UserPromptSubmit"
 
 
 @pytest.mark.parametrize("path,kind,session", [

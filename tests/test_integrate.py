@@ -10,7 +10,7 @@ import tomllib
 import pytest
 
 from conftest import SIDECAR, read_json, run_cli
-from sidecar import integrate
+from sidecar import codex, integrate
 
 USER_SETTINGS = {
     "model": "opus",
@@ -73,12 +73,14 @@ def test_a_broken_settings_file_is_left_alone(workspace):
 
 
 def expected_hash(event: str, handler: dict) -> str:
-    """The trust hash as the Codex notes describe it, computed independently."""
+    """The trust hash as Codex 0.169.0's `hooks/list` reports it, computed independently:
+    SessionEnd's timeout is clamped to 1 s before hashing (tests/test_codex_e2e.py asks the
+    real Codex for the same hashes)."""
     snake = {"SessionStart": "session_start", "UserPromptSubmit": "user_prompt_submit",
              "PostToolUse": "post_tool_use", "Stop": "stop", "SessionEnd": "session_end"}[event]
     timeout = handler.get("timeout", 600)
     if snake == "session_end":
-        timeout = min(timeout, 3)
+        timeout = min(timeout, 1)
     body = {"event_name": snake, "hooks": [{"type": "command", "command": handler["command"],
                                             "timeout": timeout, "async": False}]}
     return "sha256:" + hashlib.sha256(json.dumps(body, sort_keys=True, separators=(",", ":")).encode()).hexdigest()
@@ -112,11 +114,11 @@ def test_codex_hooks_are_written_and_trusted(tmp_path, config_home):
     state = config["hooks"]["state"]
     assert state["/elsewhere/hooks.json:stop:0:0"] == {"trusted_hash": "sha256:abc"}
     canonical = str((codex_home / "hooks.json").resolve())
-    for event in integrate.CODEX_EVENTS:
+    for event in codex.EVENTS:
         index = len(hooks[event]) - 1
         handler = hooks[event][index]["hooks"][0]
         assert "matcher" not in hooks[event][index]
-        key = f"{canonical}:{integrate.snake(event)}:{index}:0"
+        key = f"{canonical}:{codex.snake(event)}:{index}:0"
         assert state[key]["trusted_hash"] == expected_hash(event, handler)
     assert f"{canonical}:stop:0:0" not in state  # the user's own hook is theirs to trust
 

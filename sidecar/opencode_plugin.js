@@ -1,0 +1,90 @@
+// sidecar: opencode's session events into the workspace's inbox.
+// Written by `sidecar integrate opencode`; it holds no machine-specific path, so a project may
+// commit it, and it does nothing in a folder that is not a sidecar workspace (no .context/).
+//
+// Every write is synchronous (write a dotfile, rename it to *.json): opencode exits about
+// 50 ms after its last event and does not wait for a plugin's async work. opencode sends no
+// session end in `opencode run`; the end is written from the process's exit listener, which
+// runs on a normal exit. A killed opencode runs nothing: sidecar watches its process instead.
+import fs from "node:fs"
+import path from "node:path"
+
+const HOST = "opencode"
+
+function findWorkspace(start) {
+  let dir = path.resolve(start)
+  for (;;) {
+    try {
+      if (fs.statSync(path.join(dir, ".context")).isDirectory()) return dir
+    } catch {}
+    const parent = path.dirname(dir)
+    if (parent === dir) return null
+    dir = parent
+  }
+}
+
+export const SidecarPlugin = async ({ directory }) => {
+  const home = directory || process.env.PWD || process.cwd()
+  const sessions = new Map() // session id -> its directory, for the end written at exit
+  const busy = new Set() // sessions in a turn: opencode repeats `busy` within one
+  let sequence = 0n
+
+  const drop = (event, sessionID, extra = {}) => {
+    if (typeof sessionID !== "string" || !sessionID) return
+    const dir = sessions.get(sessionID) || home
+    const root = findWorkspace(dir)
+    if (!root) return
+    try {
+      const inbox = path.join(root, ".context", "runtime", "inbox")
+      fs.mkdirSync(inbox, { recursive: true, mode: 0o700 })
+      // Names sort in arrival order, like `sidecar emit`'s: nanoseconds, then pid.
+      const stamp = (BigInt(Date.now()) * 1000000n + (sequence++ % 1000000n)).toString()
+      const name = `${stamp.padStart(20, "0")}-${process.pid}-opencode`
+      const body = { event, session_id: sessionID, host: HOST, ts: Date.now() / 1000, cwd: dir,
+                     pid: process.pid, ...extra }
+      if (process.env.SIDECAR_HOOK_ID) body.sidecarHookId = process.env.SIDECAR_HOOK_ID
+      const temp = path.join(inbox, `.${name}.tmp`)
+      fs.writeFileSync(temp, JSON.stringify(body), { mode: 0o600 })
+      fs.renameSync(temp, path.join(inbox, `${name}.json`))
+    } catch {} // a plugin must never break the agent
+  }
+
+  const seen = (sessionID, dir) => {
+    if (typeof sessionID !== "string" || !sessionID) return false
+    const known = sessions.has(sessionID)
+    if (dir || !known) sessions.set(sessionID, dir || sessions.get(sessionID) || home)
+    return !known
+  }
+
+  process.on("exit", (code) => {
+    for (const id of sessions.keys()) drop("session-end", id, { reason: code ? `exit ${code}` : "exit" })
+  })
+
+  return {
+    event: async ({ event }) => {
+      const props = event.properties || {}
+      const id = props.sessionID || (props.info && props.info.id)
+      const dir = props.info && props.info.directory
+      if (event.type === "session.created") {
+        seen(id, dir)
+        drop("session-start", id, { source: "startup", hostEvent: event.type })
+        return
+      }
+      if (seen(id, dir)) drop("session-start", id, { source: "resume", hostEvent: event.type })
+      const status = event.type === "session.status" && props.status ? props.status.type : null
+      if (status === "idle" && busy.delete(id)) {
+        drop("turn-end", id, { hostEvent: event.type })
+      } else if (status === "busy" && !busy.has(id)) {
+        busy.add(id)
+        drop("turn-start", id, { hostEvent: event.type })
+      } else if (event.type === "session.error") {
+        const error = props.error || {}
+        drop("session.error", id, { error: error.name || "error" })
+      }
+    },
+    "tool.execute.after": async (input) => {
+      if (seen(input.sessionID)) drop("session-start", input.sessionID, { source: "resume" })
+      drop("tool-use", input.sessionID, { tool_name: input.tool })
+    },
+  }
+}

@@ -1,0 +1,32 @@
+"""A loopback stand-in for an OpenAI-compatible chat completions API (opencode's provider)."""
+
+from __future__ import annotations
+
+import json
+import time
+from typing import Any
+
+from .loopback import LoopbackStub, Reply, json_reply
+
+
+def chunk(delta: dict[str, Any], finish: str | None = None, usage: bool = False) -> bytes:
+    data: dict[str, Any] = {
+        "id": "chatcmpl-stub", "object": "chat.completion.chunk", "created": int(time.time()),
+        "model": "stub-model", "choices": [{"index": 0, "delta": delta, "finish_reason": finish}],
+    }
+    if usage:
+        data["usage"] = {"prompt_tokens": 10, "completion_tokens": 3, "total_tokens": 13}
+    return f"data: {json.dumps(data)}\n\n".encode()
+
+
+class ChatStub(LoopbackStub):
+    """`with ChatStub() as stub:`; `stub.url` is the base URL (ending in /v1)."""
+
+    base_path = "/v1"
+
+    def reply(self, path: str, body: dict[str, Any]) -> Reply:
+        if not path.endswith("/chat/completions"):
+            return json_reply({"data": []})
+        stream = (chunk({"role": "assistant", "content": "Done."}) + chunk({}, "stop")
+                  + chunk({}, None, usage=True) + b"data: [DONE]\n\n")
+        return "text/event-stream", stream

@@ -1,0 +1,68 @@
+"""The whole promise, asserted the same way for every host's end-to-end test.
+
+tracked -> completed by its own end -> the follow-up fired once -> the resumed run carried the
+earlier turn -> nothing queued again.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+MARKER = "POST-TASK-MARKER-5b1e"
+
+
+def read(path: Path) -> Any:
+    return json.loads(path.read_bytes())
+
+
+def prepare_post_task(ws: Any, delay: int = 3) -> None:
+    """A recognisable prompt, and a short delay so the test does not wait ten seconds (but
+    over the 2 s a transcript must be quiet, so no postponement of a minute)."""
+    (ws.prompts / "post-task.md").write_text(
+        f"---\ndescription: test prompt\n---\n{MARKER}: save memories and tidy up.\n")
+    doc = read(ws.hooks_file)
+    doc["hooks"]["post-task"]["delaySeconds"] = delay
+    ws.hooks_file.write_text(json.dumps(doc))
+
+
+def set_resume(config_home: Path, host: str, argv: list[str]) -> None:
+    with open(config_home / "config.toml", "a") as config:
+        config.write(f"[resume]\n{json.dumps(host)} = {json.dumps(argv)}\n")
+
+
+def post_task(ws: Any) -> dict[str, Any]:
+    hook: dict[str, Any] = read(ws.hooks_file)["hooks"]["post-task"]
+    return hook
+
+
+def settled(ws: Any) -> bool:
+    """The follow-up has an outcome and every event (the resumed run's too) is applied."""
+    return post_task(ws).get("lastStatus") not in (None,) and not list(ws.inbox.glob("*.json")) \
+        and not read(ws.hooks_file)["pending"]
+
+
+def assert_whole_lifecycle(ws: Any, record_path: Path, requests: list[dict[str, Any]],
+                           first_prompt: str, end_reason: str | None = None) -> dict[str, Any]:
+    """Everything a user is promised about one session and its follow-up; returns the record."""
+    record = read(record_path)
+    meta = record["metadata"]["sidecar"]
+    assert record["status"] == "completed", record
+    if end_reason is not None:
+        assert meta["completionReason"] == end_reason
+    assert "post-task" in meta["followUps"]
+    hook = post_task(ws)
+    assert [h["status"] for h in hook["history"]] == ["ok"], hook["history"]
+    assert hook["history"][0]["sessionId"] == record["metadata"]["hostSessionId"]
+    resumed = [r for r in requests if MARKER in json.dumps(r["body"])]
+    assert len(resumed) == 1, f"{len(resumed)} resumed requests reached the model"
+    assert first_prompt in json.dumps(resumed[0]["body"]), "the resumed run lost the earlier turn"
+    assert read(ws.hooks_file)["pending"] == []  # the resumed run's own end queued nothing
+    trace = [json.loads(line)["event"] for line in
+             record_path.with_name("trace.jsonl").read_bytes().splitlines()]
+    assert trace.count("session.completed") == 2  # the first run, then the resumed one
+    assert "session.reopened" in trace
+    log = Path(hook["history"][0]["log"]).read_text()
+    assert record["metadata"]["hostSessionId"] in log
+    return record

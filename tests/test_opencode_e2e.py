@@ -1,0 +1,101 @@
+"""End to end with the real opencode 1.18.33, offline against a loopback chat-completions stub.
+
+`sidecar integrate opencode` installs the plugin; an `opencode run` session is tracked and
+completed when the process exits (opencode sends no session end of its own); `post-task`
+resumes it once through `opencode run --session`, and the resumed run's end queues nothing.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+
+import pytest
+from hosts.chat_stub import ChatStub
+from hosts.lifecycle import assert_whole_lifecycle, prepare_post_task, set_resume, settled
+
+from conftest import npm_host, run_cli, wait_until
+from sidecar.lifecycle import harness_id
+
+pytestmark = pytest.mark.e2e
+
+OPENCODE_VERSION = "1.18.33"
+# Without these, opencode's first start tries to npm-install its plugin SDK (a 70 s stall).
+OFFLINE_MARKER = '{"lockfileVersion":3,"packages":{"":{"dependencies":{"@opencode-ai/plugin":"*"}}}}'
+
+
+def opencode_setup(tmp_path, root, stub_url):
+    home = tmp_path / "home"
+    for folder in (root / ".opencode", home / ".config" / "opencode"):
+        (folder / "node_modules").mkdir(parents=True, exist_ok=True)
+        (folder / "package-lock.json").write_text(OFFLINE_MARKER)
+    (tmp_path / "tmp").mkdir()
+    (root / "opencode.json").write_text(json.dumps({
+        "provider": {"stub": {"npm": "@ai-sdk/openai-compatible", "name": "Loopback stub",
+                              "options": {"baseURL": stub_url, "apiKey": "x"},
+                              "models": {"stub-model": {"name": "Stub model"}}}},
+        "model": "stub/stub-model", "small_model": "stub/stub-model", "autoupdate": False,
+        "share": "disabled"}))
+    return {"HOME": str(home), "TMPDIR": str(tmp_path / "tmp"), "TERM": "dumb",
+            "OPENCODE_DISABLE_MODELS_FETCH": "1", "OPENCODE_DISABLE_AUTOUPDATE": "1"}
+
+
+def test_an_opencode_session_is_completed_at_exit_and_resumed_once(workspace, start_daemon,
+                                                                   config_home, tmp_path):
+    opencode = npm_host("opencode", OPENCODE_VERSION, "opencode")
+    prepare_post_task(workspace)
+    set_resume(config_home, "opencode", [str(opencode), "run", "--session", "{session_id}",
+                                         "{prompt}"])
+    result = run_cli("integrate", "opencode", cwd=workspace.root)
+    assert result.returncode == 0, result.stderr
+    plugin = workspace.root / ".opencode" / "plugins" / "sidecar.js"
+    assert str(tmp_path) not in plugin.read_text()  # nothing machine-specific: a project may commit it
+    with ChatStub() as stub:
+        env = opencode_setup(tmp_path, workspace.root, stub.url)
+        start_daemon(workspace.root, env=env)
+        # opencode takes its project from PWD, not from the working directory.
+        first = subprocess.run([str(opencode), "run", "--format", "json", "remember", "banana"],
+                               cwd=workspace.root, env={**os.environ, **env,
+                                                        "PWD": str(workspace.root)},
+                               capture_output=True, text=True, stdin=subprocess.DEVNULL, timeout=180)
+        assert first.returncode == 0, first.stderr[-3000:]
+        session_id = json.loads(first.stdout.splitlines()[0])["sessionID"]
+        record = workspace.session_dir(harness_id("opencode", session_id)) / "session.json"
+        wait_until(lambda: record.exists() and settled(workspace), 120, 0.2)
+        requests = list(stub.requests)
+    done = assert_whole_lifecycle(workspace, record, requests, "remember banana", end_reason="exit")
+    assert done["metadata"]["sidecar"]["cwd"] == str(workspace.root)
+
+
+def test_a_user_wide_plugin_does_nothing_outside_a_workspace(tmp_path, config_home):
+    opencode = npm_host("opencode", OPENCODE_VERSION, "opencode")
+    lonely = tmp_path / "lonely"
+    lonely.mkdir()
+    with ChatStub() as stub:
+        env = opencode_setup(tmp_path, lonely, stub.url)
+        result = run_cli("integrate", "opencode", "--user", env=env)
+        assert result.returncode == 0, result.stderr
+        assert (tmp_path / "home" / ".config" / "opencode" / "plugins" / "sidecar.js").exists()
+        run = subprocess.run([str(opencode), "run", "say", "hi"], cwd=lonely,
+                             env={**os.environ, **env, "PWD": str(lonely)}, capture_output=True,
+                             text=True, stdin=subprocess.DEVNULL, timeout=180)
+        assert run.returncode == 0, run.stderr[-3000:]
+        assert stub.requests  # it really ran, with the plugin loaded
+    assert not (lonely / ".context").exists()
+
+
+def test_integrate_never_replaces_a_plugin_file_that_is_not_sidecars(tmp_path, config_home):
+    project = tmp_path / "project"
+    theirs = project / ".opencode" / "plugins" / "sidecar.js"
+    theirs.parent.mkdir(parents=True)
+    theirs.write_text("export const Mine = async () => ({})\n")
+    result = run_cli("integrate", "opencode", "--root", str(project))
+    assert result.returncode == 1 and b"not sidecar's plugin" in result.stderr
+    assert run_cli("integrate", "opencode", "--uninstall", "--root", str(project)).returncode == 1
+    assert theirs.read_text() == "export const Mine = async () => ({})\n"
+    theirs.unlink()
+    assert run_cli("integrate", "opencode", "--root", str(project)).returncode == 0
+    assert b"nothing changed" in run_cli("integrate", "opencode", "--root", str(project)).stdout
+    assert run_cli("integrate", "opencode", "--uninstall", "--root", str(project)).returncode == 0
+    assert not theirs.exists()
