@@ -91,16 +91,16 @@ def ask(codex: str | None, cwd: Path) -> list[dict[str, Any]] | None:
                                 stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, cwd=cwd)
     except OSError:
         return None
-    try:
-        assert proc.stdin is not None and proc.stdout is not None
-        proc.stdin.write(b"".join(json.dumps(r).encode() + b"\n" for r in requests))
-        proc.stdin.flush()
-        return _read_answer(proc, 2)
-    except (OSError, ValueError):
-        return None
-    finally:
-        proc.kill()
-        proc.wait()
+    with proc:  # closes the pipes, whatever happens
+        try:
+            assert proc.stdin is not None
+            proc.stdin.write(b"".join(json.dumps(r).encode() + b"\n" for r in requests))
+            proc.stdin.flush()
+            return _read_answer(proc, 2)
+        except (OSError, ValueError):
+            return None
+        finally:
+            proc.kill()
 
 
 def _read_answer(proc: subprocess.Popen[bytes], request_id: int) -> list[dict[str, Any]] | None:

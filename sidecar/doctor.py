@@ -8,8 +8,8 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
+from . import codex, gemini, integrate, service, status
 from . import config as config_mod
-from . import integrate, service, status
 from .layout import Workspace, find_workspace
 from .timeutil import now
 
@@ -96,9 +96,31 @@ def _hosts(ws: Workspace | None, home: Path) -> list[Finding]:
     codex_home = Path(os.environ.get("CODEX_HOME") or home / ".codex")
     if _settings_have_emit(codex_home / "hooks.json"):
         findings.append(Finding(True, "Codex hooks go through sidecar"))
+        findings.append(_codex_trust(codex_home, ws.root if ws else home))
     else:
         findings.append(Finding(False, "Codex is not integrated", "sidecar integrate codex"))
+    if _settings_have_emit(gemini.user_settings(home)) or (
+            ws is not None and _settings_have_emit(gemini.project_settings(ws.root))):
+        findings.append(Finding(True, "Gemini CLI hooks go through sidecar"))
+        if ws is not None and not gemini.trusted(ws.root, home):
+            findings.append(Finding(
+                False, f"Gemini CLI does not trust {ws.root}, so it runs no hooks there",
+                f"trust the folder when Gemini asks, or add \"{ws.root}\": \"TRUST_FOLDER\" to "
+                f"{home / '.gemini' / 'trustedFolders.json'}"))
     return findings
+
+
+def _codex_trust(codex_home: Path, cwd: Path) -> Finding:
+    """Codex skips an untrusted hook silently: ask Codex itself which of ours it trusts."""
+    untrusted = codex.untrusted(codex_home, cwd)
+    if untrusted is None:
+        return Finding(True, "Codex's trust of sidecar's hooks not checked (`codex` is not on "
+                             "PATH to ask)")
+    if untrusted:
+        return Finding(False, "Codex does not trust sidecar's hooks "
+                              f"({', '.join(k.rsplit(':', 3)[1] for k in untrusted)}): "
+                              "it skips them silently", "sidecar integrate codex")
+    return Finding(True, "Codex trusts every sidecar hook")
 
 
 def _inotify(proc: Path) -> list[Finding]:

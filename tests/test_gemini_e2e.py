@@ -15,7 +15,7 @@ import pytest
 from hosts.gemini_stub import GeminiStub
 from hosts.lifecycle import assert_whole_lifecycle, prepare_post_task, set_resume, settled
 
-from conftest import emit, fixture_payload, npm_host, read_json, run_cli, wait_until
+from conftest import npm_host, read_json, run_cli, wait_until
 from sidecar.lifecycle import harness_id
 
 pytestmark = pytest.mark.e2e
@@ -63,31 +63,3 @@ def test_a_gemini_session_is_completed_and_resumed_once(workspace, start_daemon,
     trace = [json.loads(line)["event"] for line in
              record.with_name("trace.jsonl").read_bytes().splitlines()]
     assert trace[:4] == ["session.created", "session.start", "turn.start", "turn.end"]
-
-
-def test_clear_ends_one_session_and_starts_the_next_and_a_triple_quit_is_harmless(
-        workspace, start_daemon):
-    """Gemini's own recorded payloads for /clear then /quit, through the real emit."""
-    start_daemon(workspace.root)
-
-    def fixture(name, **changes):
-        payload = json.loads(fixture_payload(f"gemini-cli-{GEMINI_VERSION}/{name}"))
-        return {**payload, "cwd": str(workspace.root), **changes}
-
-    old = fixture("SessionEnd.clear.json")["session_id"]
-    new = fixture("SessionStart.clear.json")["session_id"]
-    quit_end = fixture("SessionEnd.json", session_id=new)  # /quit: SessionEnd(exit), three times
-    for payload in (fixture("SessionStart.json", session_id=old), fixture("SessionEnd.clear.json"),
-                    fixture("SessionStart.clear.json"), quit_end, quit_end, quit_end):
-        assert emit(workspace.root, json.dumps(payload).encode(), "--source", "gemini").returncode == 0
-    records = {sid: workspace.session_dir(harness_id("gemini", sid)) / "session.json"
-               for sid in (old, new)}
-    wait_until(lambda: all(p.exists() for p in records.values())
-               and not list(workspace.inbox.glob("*.json")), 20)
-    assert read_json(records[old])["metadata"]["sidecar"]["completionReason"] == "clear"
-    assert read_json(records[new])["metadata"]["sidecar"]["completionReason"] == "exit"
-    trace = [json.loads(line)["event"] for line in
-             records[new].with_name("trace.jsonl").read_bytes().splitlines()]
-    assert trace.count("session.completed") == 1  # the second and third /quit ends change nothing
-    queued = sorted(e["sessionId"] for e in read_json(workspace.hooks_file)["pending"])
-    assert queued == sorted([old, new])  # one post-task each

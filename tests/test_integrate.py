@@ -10,7 +10,7 @@ import tomllib
 import pytest
 
 from conftest import SIDECAR, read_json, run_cli
-from sidecar import codex, integrate
+from sidecar import codex, gemini, integrate
 
 USER_SETTINGS = {
     "model": "opus",
@@ -194,3 +194,60 @@ def test_codex_with_hooks_switched_off_is_not_overruled(tmp_path, config_home):
     result = run_cli("integrate", "codex", env={"CODEX_HOME": str(codex_home)})
     assert result.returncode == 1 and b"hooks is off" in result.stderr
     assert (codex_home / "config.toml").read_text() == "[features]\nhooks = false\n"
+
+
+def test_an_upgrade_from_the_old_marked_block_keeps_what_codex_put_inside_it(tmp_path, config_home):
+    codex_home = tmp_path / "codex"
+    codex_home.mkdir()
+    hooks_path = codex_home / "hooks.json"
+    hooks_path.write_text(json.dumps({"hooks": {"SessionStart": [
+        {"hooks": [{"type": "command", "command": "/old/venv/bin/sidecar emit --source codex"}]}]}}))
+    old_key = f"{hooks_path.resolve()}:session_start:0:0"
+    (codex_home / "config.toml").write_text(
+        'model = "gpt-5.5"\n\n[features]\nhooks = true\n\n'
+        "# >>> sidecar integrate codex: trust for sidecar's hooks (managed; do not edit)\n"
+        f'[hooks.state."{old_key}"]\ntrusted_hash = "sha256:old"\n\n'
+        '[mcp_servers.demo]  # added by `codex mcp add` inside the old block\ncommand = "echo"\n'
+        "# <<< sidecar integrate codex\n")
+    env = {"CODEX_HOME": str(codex_home)}
+    assert run_cli("integrate", "codex", env=env).returncode == 0
+    text = (codex_home / "config.toml").read_text()
+    config = tomllib.loads(text)
+    assert config["mcp_servers"] == {"demo": {"command": "echo"}}
+    assert "# added by `codex mcp add`" in text and ">>> sidecar" not in text
+    assert config["hooks"]["state"][old_key]["trusted_hash"] != "sha256:old"  # renewed, not kept
+    assert run_cli("integrate", "codex", "--uninstall", env=env).returncode == 0
+    config = tomllib.loads((codex_home / "config.toml").read_text())
+    assert config == {"model": "gpt-5.5", "features": {"hooks": True},
+                      "mcp_servers": {"demo": {"command": "echo"}}}
+
+
+def test_gemini_hooks_are_merged_and_an_untrusted_folder_is_named_by_doctor(workspace, tmp_path):
+    home = tmp_path / "home"
+    (home / ".gemini").mkdir(parents=True)
+    settings = home / ".gemini" / "settings.json"
+    mine = {"ui": {"theme": "dark"}, "hooks": {"AfterAgent": [
+        {"matcher": "*", "hooks": [{"type": "command", "command": "notify-send done"}]}]}}
+    settings.write_text(json.dumps(mine))
+    env = {"HOME": str(home)}
+    assert run_cli("integrate", "gemini", env=env, cwd=workspace.root).returncode == 0
+    merged = read_json(settings)
+    assert merged["ui"] == {"theme": "dark"}
+    assert merged["hooks"]["AfterAgent"][0] == mine["hooks"]["AfterAgent"][0]  # theirs first
+    assert sorted(merged["hooks"]) == sorted(gemini.EVENTS)
+    out = run_cli("doctor", cwd=workspace.root, env=env).stdout.decode()
+    assert "Gemini CLI hooks go through sidecar" in out
+    assert f"Gemini CLI does not trust {workspace.root}" in out and "TRUST_FOLDER" in out
+    (home / ".gemini" / "trustedFolders.json").write_text(
+        json.dumps({str(workspace.root.parent): "TRUST_FOLDER"}))
+    assert "does not trust" not in run_cli("doctor", cwd=workspace.root, env=env).stdout.decode()
+    assert run_cli("integrate", "gemini", "--uninstall", env=env).returncode == 0
+    assert read_json(settings) == mine
+
+
+def test_a_project_gemini_integration_calls_sidecar_from_path(workspace):
+    result = run_cli("integrate", "gemini", "--project", cwd=workspace.root)
+    assert result.returncode == 0 and b"from PATH" in result.stderr
+    settings = read_json(workspace.root / ".gemini" / "settings.json")
+    commands = {h["command"] for groups in settings["hooks"].values() for g in groups for h in g["hooks"]}
+    assert commands == {"sidecar emit --source gemini"}
