@@ -18,6 +18,8 @@ $(STAMP): pyproject.toml bin/sidecar
 install: $(STAMP)
 
 run: install
+	@echo "make run: serving this checkout ($(CURDIR)) as a workspace, for development."
+	@echo "To use sidecar in your own project, see the README's 'Use it in your project'."
 	$(BIN)/sidecar init .
 	$(BIN)/sidecar run --root .
 

@@ -14,8 +14,9 @@ from . import config as config_mod
 from . import status as status_mod
 from .hooks import HookStore
 from .hooks_cli import hooks_app
+from .integrate_cli import integrate_app, uninstall, unregister
 from .layout import Workspace, find_workspace
-from .setup_cli import doctor, integrate_app, service_app
+from .setup_cli import doctor, service_app
 from .timeutil import now
 
 app = typer.Typer(
@@ -23,6 +24,18 @@ app = typer.Typer(
     no_args_is_help=True,
     help="sidecar: owns the session lifecycle of AI coding agents, beside them.",
 )
+
+
+def _print_version(value: bool) -> None:
+    if value:
+        typer.echo(__version__)
+        raise typer.Exit()
+
+
+@app.callback()
+def _options(version: bool = typer.Option(False, "--version", callback=_print_version,
+                                          is_eager=True, help="Print the version and exit.")) -> None:
+    """sidecar: owns the session lifecycle of AI coding agents, beside them."""
 
 
 def fail(message: str, code: int = 1) -> NoReturn:
@@ -92,15 +105,18 @@ def status(
 ) -> None:
     """Instances, inbox, rejected files, sessions, bindings, hooks and queue."""
     if all_:
-        workspaces = [Workspace(r) for r in config_mod.load_registry()]
-        missing = [w for w in workspaces if not w.context.is_dir()]
-        if missing:
-            fail(f"{missing[0].root} is registered but is not a workspace", 4)
+        workspaces = []
+        for registered in config_mod.load_registry():
+            if Workspace(registered).context.is_dir():
+                workspaces.append(Workspace(registered))
+            else:
+                typer.echo(f"sidecar: {registered} is registered but is not a workspace (any "
+                           f"more); skipped. To forget it: sidecar unregister {registered}", err=True)
     else:
-        ws = find_workspace(root or Path.cwd())
-        if ws is None:
+        found = find_workspace(root or Path.cwd())
+        if found is None:
             fail(f"{root or Path.cwd()} is not a workspace (no .context/)", 4)
-        workspaces = [ws]
+        workspaces = [found]
     report = status_mod.build(workspaces, now())
     if as_json:
         sys.stdout.buffer.write(jsonfile.dumps(report))
@@ -113,6 +129,8 @@ app.add_typer(hooks_app, name="hooks")
 app.add_typer(service_app, name="service")
 app.add_typer(integrate_app, name="integrate")
 app.command()(doctor)
+app.command()(unregister)
+app.command()(uninstall)
 
 
 @app.command()

@@ -213,8 +213,12 @@ def disable_hooks(doc: tomlkit.TOMLDocument) -> None:
             del doc["features"]
 
 
-def save_config(path: Path, doc: tomlkit.TOMLDocument) -> bool:
+def save_config(path: Path, doc: tomlkit.TOMLDocument, tidy_end: bool = False) -> bool:
+    """Write the document back; `tidy_end` drops the blank line tomlkit leaves where a table
+    sidecar added at the end was taken out again."""
     text = tomlkit.dumps(doc)
+    if tidy_end and text.endswith("\n\n"):
+        text = text.rstrip("\n") + "\n"
     old = path.read_text() if path.exists() else None
     if old == text or (old is None and not text.strip()):
         return False
@@ -275,7 +279,7 @@ def _uninstall(hooks_path: Path, config_path: Path, config: tomlkit.TOMLDocument
     if mine.get("setFeaturesHooks"):
         disable_hooks(config)
     if config_path.exists():
-        changed |= save_config(config_path, config)
+        changed |= save_config(config_path, config, tidy_end=True)
     owned.change("codex", place, lambda record: record.clear())
     return changed
 

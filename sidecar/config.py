@@ -119,3 +119,17 @@ def register(root: Path) -> bool:
         roots.append(str(root))
         jsonfile.write_json_atomic(layout.registry_file(), {"workspaces": roots})
     return True
+
+
+def unregister(root: Path) -> bool:
+    """Take `root` off the registry; False when it was not there."""
+    home = layout.config_home()
+    if not layout.registry_file().exists():
+        return False
+    with locks.locked(home / "workspaces.lock"):
+        roots = [str(p) for p in load_registry()]
+        if str(root) not in roots:
+            return False
+        roots.remove(str(root))
+        jsonfile.write_json_atomic(layout.registry_file(), {"workspaces": roots})
+    return True

@@ -78,6 +78,7 @@ class Daemon:
         self.reload = threading.Event()
         self.servers: dict[Path, WorkspaceServer] = {}
         self.threads: dict[Path, threading.Thread] = {}
+        self.skipped: set[Path] = set()  # registered folders that are not workspaces
         self.observer = Observer()
         self.plugins = PluginRunner(plugins_mod.load(), config.plugin_timeout)
         self.notifier = Notifier()
@@ -98,7 +99,11 @@ class Daemon:
                 continue
             ws = Workspace(root)
             if not ws.context.is_dir():
-                log.warning("%s: not a workspace (no .context/); run `sidecar init %s`", root, root)
+                if root not in self.skipped:  # once, not at every look at the registry
+                    self.skipped.add(root)
+                    log.warning("%s: registered but not a workspace (any more); skipped. Run "
+                                "`sidecar init %s` to serve it, or `sidecar unregister %s`",
+                                root, root, root)
                 continue
             ws.ensure_runtime()
             server = WorkspaceServer(ws, self.current_config, self.identity, self.plugins,

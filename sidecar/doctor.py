@@ -8,7 +8,7 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
-from . import codex, gemini, integrate, service, status
+from . import codex, gemini, integrate, opencode, service, status
 from . import config as config_mod
 from .layout import Workspace, find_workspace
 from .timeutil import now
@@ -41,23 +41,40 @@ def _settings_have_emit(path: Path) -> bool:
 def check(cwd: Path, home: Path, platform: str = sys.platform,
           proc: Path = Path("/proc/sys/fs/inotify")) -> list[Finding]:
     ws = find_workspace(cwd)
+    registered = [root for root in config_mod.load_registry() if Workspace(root).context.is_dir()]
+    unserved = [root for root in registered
+                if not status.workspace_report(Workspace(root), now())["served"]]
+    fix = _serve_fix(platform)
     return [
-        _service(platform, home),
+        _service(platform, home, registered, unserved, fix),
         _on_path(),
-        *_workspace(cwd, ws),
+        *_workspace(cwd, ws, unserved, fix),
         *_hosts(ws, home),
         *_inotify(proc),
     ]
 
 
-def _service(platform: str, home: Path) -> Finding:
+def _serve_fix(platform: str) -> str:
+    """The way to serve workspaces that can work on this machine."""
+    try:
+        service.check_manager(platform)
+    except service.NoServiceManager as exc:
+        return str(exc).split("What works on this machine: ", 1)[-1]
+    return "sidecar service install"
+
+
+def _service(platform: str, home: Path, registered: list[Path], unserved: list[Path],
+             fix: str) -> Finding:
     installed, state = service.state(platform, home=home)
-    if not installed:
-        return Finding(False, "the service is not installed", "sidecar service install")
-    if state not in ("active", "loaded"):
-        return Finding(False, f"the service is installed but {state}",
-                       "sidecar service install (it starts it), then sidecar status")
-    return Finding(True, f"the service is installed and {state}")
+    if installed and state in ("active", "loaded"):
+        return Finding(True, f"the service is installed and {state}")
+    if registered and not unserved:
+        # Whoever started it (a hand-started `sidecar run`, another supervisor), all is served.
+        return Finding(True, "every registered workspace is served by a running `sidecar run`"
+                             + ("" if installed else " (the service is not installed)"))
+    if installed:
+        return Finding(False, f"the service is installed but {state}", fix)
+    return Finding(False, "the service is not installed", fix)
 
 
 def _on_path() -> Finding:
@@ -72,41 +89,54 @@ def _on_path() -> Finding:
                    f"add {where} to PATH, or re-run `sidecar integrate` (it writes absolute paths)")
 
 
-def _workspace(cwd: Path, ws: Workspace | None) -> list[Finding]:
+def _workspace(cwd: Path, ws: Workspace | None, unserved: list[Path], fix: str) -> list[Finding]:
     if ws is None:
         return [Finding(False, f"{cwd} is not in a workspace", f"sidecar init {cwd}")]
     if ws.root not in config_mod.load_registry():
         return [Finding(False, f"workspace {ws.root} is not registered", f"sidecar init {ws.root}")]
     findings = [Finding(True, f"workspace {ws.root} is registered")]
-    if not status.workspace_report(ws, now())["served"]:
-        findings.append(Finding(False, f"no live instance serves {ws.root}",
-                                "sidecar service install, or sidecar run"))
+    if ws.root in unserved:
+        findings.append(Finding(False, f"no live instance serves {ws.root}", fix))
     return findings
 
 
+def _integration(name: str, binary: str, integrated: bool, fix: str) -> Finding:
+    """A host that is integrated is fine; one that is installed but not integrated is a
+    problem; one that is not installed here has nothing to integrate."""
+    if integrated:
+        return Finding(True, f"{name} hooks go through sidecar")
+    if shutil.which(binary) is None:
+        return Finding(True, f"{name} is not installed here (`{binary}` is not on PATH): "
+                             "nothing to integrate")
+    return Finding(False, f"{name} is installed but not integrated", fix)
+
+
 def _hosts(ws: Workspace | None, home: Path) -> list[Finding]:
-    findings = []
-    claude_project = ws.root / ".claude" / "settings.json" if ws else None
-    claude_user = home / ".claude" / "settings.json"
-    if (claude_project and _settings_have_emit(claude_project)) or _settings_have_emit(claude_user):
-        findings.append(Finding(True, "Claude Code hooks go through sidecar"))
-    else:
-        findings.append(Finding(False, "Claude Code is not integrated",
-                                "sidecar integrate claude-code (or --user for every project)"))
+    root = ws.root if ws else None
     codex_home = Path(os.environ.get("CODEX_HOME") or home / ".codex")
-    if _settings_have_emit(codex_home / "hooks.json"):
-        findings.append(Finding(True, "Codex hooks go through sidecar"))
-        findings.append(_codex_trust(codex_home, ws.root if ws else home))
-    else:
-        findings.append(Finding(False, "Codex is not integrated", "sidecar integrate codex"))
-    if _settings_have_emit(gemini.user_settings(home)) or (
-            ws is not None and _settings_have_emit(gemini.project_settings(ws.root))):
-        findings.append(Finding(True, "Gemini CLI hooks go through sidecar"))
-        if ws is not None and not gemini.trusted(ws.root, home):
-            findings.append(Finding(
-                False, f"Gemini CLI does not trust {ws.root}, so it runs no hooks there",
-                f"trust the folder when Gemini asks, or add \"{ws.root}\": \"TRUST_FOLDER\" to "
-                f"{home / '.gemini' / 'trustedFolders.json'}"))
+    claude = any(_settings_have_emit(p) for p in integrate.claude_settings(root, home))
+    codex_on = _settings_have_emit(codex_home / "hooks.json")
+    gemini_on = _settings_have_emit(gemini.user_settings(home)) or (
+        root is not None and _settings_have_emit(gemini.project_settings(root)))
+    opencode_on = opencode.is_ours(opencode.user_plugin(home)) or (
+        root is not None and opencode.is_ours(opencode.project_plugin(root)))
+    findings = [
+        _integration("Claude Code", "claude", claude,
+                     "sidecar integrate claude-code (or --user for every project)"),
+        _integration("Codex", "codex", codex_on, "sidecar integrate codex"),
+        _integration("Gemini CLI", "gemini", gemini_on, "sidecar integrate gemini"),
+        _integration("opencode", "opencode", opencode_on, "sidecar integrate opencode"),
+    ]
+    if not (claude or codex_on or gemini_on or opencode_on):
+        findings.append(Finding(False, "no agent host is integrated, so no session reaches sidecar",
+                                "sidecar integrate claude-code (or codex, gemini, opencode)"))
+    if codex_on:
+        findings.append(_codex_trust(codex_home, root or home))
+    if gemini_on and root is not None and not gemini.trusted(root, home):
+        findings.append(Finding(
+            False, f"Gemini CLI does not trust {root}, so it runs no hooks there",
+            f"trust the folder when Gemini asks, or add \"{root}\": \"TRUST_FOLDER\" to "
+            f"{home / '.gemini' / 'trustedFolders.json'}"))
     return findings
 
 

@@ -321,15 +321,6 @@ def slug(name: str) -> str:
     return text[:64] or "hook"
 
 
-def unique_id(name: str, taken: set[str]) -> str:
-    base = slug(name)
-    candidate, n = base, 2
-    while candidate in taken:
-        candidate = f"{base}-{n}"
-        n += 1
-    return candidate
-
-
 def new_hook(hook_id: str, name: str, created: float, **fields: Any) -> Hook:
     """A hook from JSON-named fields (`delaySeconds=30`, `action=[...]`), validated."""
     return Hook.from_json({"id": hook_id, "name": name, "createdAt": iso(created), **fields},

@@ -10,7 +10,7 @@ from typing import Any, NoReturn, TypeVar
 import typer
 
 from . import jsonfile
-from .hookdoc import Hook, HooksDoc, HooksError, new_hook, unique_id
+from .hookdoc import Hook, HooksDoc, HooksError, new_hook, slug
 from .hooks import HookStore
 from .layout import find_workspace
 from .timeutil import human_age, now, parse_duration
@@ -135,20 +135,39 @@ def add(
     skip_subagents: bool | None = SubagentOpt,
     max_context_k: int | None = ContextOpt,
     disabled: bool = typer.Option(False, "--disabled", help="Add it switched off."),
+    replace: bool = typer.Option(False, "--replace", help="Overwrite a hook of the same name."),
     root: Path | None = RootOption,
 ) -> None:
-    """Add a hook. The action is `resume` unless a command follows `--`: hooks add NAME -- ARGV..."""
+    """Add a hook. The action is `resume` unless a command follows `--`: hooks add NAME -- ARGV...
+
+    A resume hook prompts with hooks/post-task.md unless --prompt-file says otherwise; a command
+    hook has no prompt unless --prompt-file gives one.
+    """
     store = _store(root)
     fields = _options(event, delay, prompt_file, no_prompt, skip_cron, skip_subagents,
                       max_context_k, ctx.args)
     fields["enabled"] = not disabled
+    if ctx.args and "promptFile" not in fields:
+        fields["promptFile"] = None  # a command gets {prompt} only when asked for
+    hook_id = slug(name)
 
     def edit(doc: HooksDoc) -> str:
-        hook_id = unique_id(name, set(doc.hooks))
-        doc.hooks[hook_id] = new_hook(hook_id, name, now(), **fields)
+        if hook_id in doc.hooks and not replace:
+            _fail(f"a hook {hook_id!r} exists already; choose another name, or add --replace")
+        hook = new_hook(hook_id, name, now(), **fields)
+        _prompt_exists(store, hook.prompt_file)
+        doc.hooks[hook_id] = hook
+        if replace:
+            doc.drop_orphans()
         return hook_id
 
     typer.echo(f"added {_apply(store, edit)}")
+
+
+def _prompt_exists(store: HookStore, prompt_file: str | None) -> None:
+    """A prompt file that does not exist would fail only when the hook fires: refuse now."""
+    if prompt_file is not None and not (store.ws.context / prompt_file).is_file():
+        _fail(f"prompt file {store.ws.context / prompt_file} does not exist; write it first")
 
 
 @hooks_app.command("update", context_settings={"allow_extra_args": True})
@@ -179,7 +198,10 @@ def update(
 
     def edit(doc: HooksDoc) -> None:
         hook = _existing(doc, hook_id)
-        doc.hooks[hook_id] = Hook.from_json({**hook.to_json(), **fields}, f"hook {hook_id}")
+        changed = Hook.from_json({**hook.to_json(), **fields}, f"hook {hook_id}")
+        if "promptFile" in fields:
+            _prompt_exists(store, changed.prompt_file)
+        doc.hooks[hook_id] = changed
 
     _apply(store, edit)
     typer.echo(f"updated {hook_id}")

@@ -106,10 +106,18 @@ def save_json(path: Path, data: dict[str, Any]) -> bool:
     return True
 
 
-def claude_code(settings_path: Path, sidecar: Path, uninstall: bool = False) -> bool:
+def claude_code(settings_path: Path, sidecar: Path | str, uninstall: bool = False) -> bool:
     """Write (or remove) the hooks in a Claude Code settings file; True if it changed."""
     settings = load_json(settings_path)
     if uninstall and not settings:
         return False
     command = None if uninstall else emit_command(sidecar, "claude-code")
     return save_json(settings_path, merge_hooks(settings, CLAUDE_EVENTS, command, "*", settings_path))
+
+
+def claude_settings(root: Path | None, home: Path) -> list[Path]:
+    """Every settings file of Claude Code's that sidecar may write, in the order it reads them:
+    the project's own (local, then committed), then the user's."""
+    project = [root / ".claude" / "settings.local.json", root / ".claude" / "settings.json"] \
+        if root is not None else []
+    return [*project, home / ".claude" / "settings.json"]

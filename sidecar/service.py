@@ -25,6 +25,50 @@ class ServiceError(SidecarError):
     """A service manager command failed; the message says which and why."""
 
 
+class NoServiceManager(ServiceError):
+    """No user service manager can be reached here; the message says what works instead."""
+
+
+def hand_run_command(command: Path) -> str:
+    """How to serve without a service manager: the exact command for the user's supervisor."""
+    return f"{command} run"
+
+
+def check_manager(platform: str = sys.platform) -> None:
+    """Raise NoServiceManager, saying what works here, when no user manager answers.
+
+    Containers, WSL, root shells and machines without lingering have no systemd user manager:
+    every `systemctl --user` fails with `Failed to connect to bus`. This asks first, so an
+    install that cannot work writes nothing.
+    """
+    if not platform.startswith("linux"):
+        return
+    try:
+        result = run(["systemctl", "--user", "show-environment"], check=False)
+    except ServiceError:
+        result = None
+    if result is not None and result.returncode == 0:
+        return
+    said = (result.stderr or result.stdout).strip() if result is not None else "no systemctl"
+    user = getpass.getuser()
+    command = hand_run_command(sidecar_path())
+    ways = [f"run `{command}` under your own supervisor (a terminal multiplexer, supervisord, "
+            f"runit, or your container's init), e.g.: nohup {command} >> ~/sidecar.log 2>&1 &"]
+    if _linger(user) == "no" and os.getuid() != 0:
+        ways.insert(0, f"let systemd keep a user manager for you: loginctl enable-linger {user} "
+                       "(then log in again) and re-run `sidecar service install`")
+    raise NoServiceManager(f"no systemd user manager is reachable here ({said}); nothing was "
+                           "installed. What works on this machine: " + "; or ".join(ways))
+
+
+def _linger(user: str) -> str:
+    try:
+        result = run(["loginctl", "show-user", user, "--property=Linger", "--value"], check=False)
+    except ServiceError:
+        return ""
+    return result.stdout.strip() if result.returncode == 0 else ""
+
+
 def template(name: str) -> str:
     """A template from the source tree, or from the installed data files."""
     source = Path(__file__).resolve().parents[1]
@@ -92,6 +136,8 @@ def install(platform: str = sys.platform, *, home: Path | None = None, start: bo
             dry_run: bool = False) -> Plan:
     home = home or Path.home()
     command = sidecar_path()
+    if not dry_run:
+        check_manager(platform)
     if platform.startswith("linux"):
         plan = Plan(systemd_unit_path(home), render_unit(command))
         plan.commands = [["systemctl", "--user", "daemon-reload"],
@@ -125,11 +171,7 @@ def install(platform: str = sys.platform, *, home: Path | None = None, start: bo
 
 def linger_warning() -> list[str]:
     user = getpass.getuser()
-    try:
-        result = run(["loginctl", "show-user", user, "--property=Linger", "--value"], check=False)
-    except ServiceError:
-        return []
-    if result.returncode == 0 and result.stdout.strip() == "no":
+    if _linger(user) == "no":
         return [f"lingering is off for {user}: the service stops when you log out. "
                 f"To keep it running, run: loginctl enable-linger {user}"]
     return []
@@ -153,10 +195,17 @@ def uninstall(platform: str = sys.platform, *, home: Path | None = None,
         plan.notes.append(f"not installed ({plan.path} does not exist)")
         return plan
     first, *rest = plan.commands
-    run(first, check=False)  # stopping a service that is not running is fine
+    try:
+        stopped = run(first, check=False)  # stopping a service that is not running is fine
+    except ServiceError:
+        stopped = None
     plan.path.unlink()
+    if stopped is None or stopped.returncode != 0 and "bus" in (stopped.stderr or ""):
+        # No manager to tell: it cannot be running the service either; the file was all.
+        plan.notes.append("no service manager answered; removed the file only")
+        return plan
     for argv in rest:
-        run(argv)
+        run(argv, check=False)
     return plan
 
 
@@ -171,6 +220,8 @@ def state(platform: str = sys.platform, *, home: Path | None = None) -> tuple[bo
             result = run(["systemctl", "--user", "is-active", UNIT], check=False)
         except ServiceError as exc:
             return True, str(exc)
+        if "bus" in (result.stderr or ""):
+            return True, "installed, but no systemd user manager is reachable to run it"
         return True, result.stdout.strip() or "unknown"
     if platform == "darwin":
         path = plist_path(home)

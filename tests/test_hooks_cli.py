@@ -22,12 +22,13 @@ def test_init_seeds_post_task_and_its_prompt(workspace):
 
 
 def test_add_list_update_disable_enable_remove(workspace):
-    r = cli(workspace, "add", "Post Task", "--delay", "2m", "--event", "turn-end", "--",
+    r = cli(workspace, "add", "Post Task 2", "--delay", "2m", "--event", "turn-end", "--",
             "notify-send", "it's done; $(whoami)")
     assert r.returncode == 0 and b"added post-task-2" in r.stdout
     hook = read_json(workspace.hooks_file)["hooks"]["post-task-2"]
     assert hook["delaySeconds"] == 120 and hook["event"] == "turn-end"
     assert hook["action"] == ["notify-send", "it's done; $(whoami)"]
+    assert hook["promptFile"] is None  # a command hook gets no prompt it did not ask for
 
     assert b"post-task-2" in cli(workspace, "list").stdout
     listed = orjson.loads(cli(workspace, "list", "--json").stdout)
@@ -84,3 +85,24 @@ def test_removing_or_disabling_a_hook_drops_its_queue(workspace):
 def test_outside_a_workspace_is_exit_4(tmp_path, config_home):
     result = run_cli("hooks", "list", cwd=tmp_path)
     assert result.returncode == 4
+
+
+def test_a_name_in_use_is_refused_unless_replaced(workspace):
+    before = workspace.hooks_file.read_bytes()
+    result = cli(workspace, "add", "Post Task", "--delay", "5")
+    assert result.returncode == 1 and b"'post-task' exists already" in result.stderr
+    assert b"--replace" in result.stderr and workspace.hooks_file.read_bytes() == before
+    assert cli(workspace, "add", "Post Task", "--delay", "5", "--replace").returncode == 0
+    assert read_json(workspace.hooks_file)["hooks"]["post-task"]["delaySeconds"] == 5
+
+
+def test_a_prompt_file_that_does_not_exist_is_refused_now_not_at_firing(workspace):
+    before = workspace.hooks_file.read_bytes()
+    result = cli(workspace, "add", "review", "--prompt-file", "hooks/review.md")
+    assert result.returncode == 1 and b"review.md does not exist" in result.stderr
+    assert cli(workspace, "update", "post-task", "--prompt-file", "hooks/gone.md").returncode == 1
+    assert workspace.hooks_file.read_bytes() == before
+    (workspace.prompts / "review.md").write_text("Review the change.\n")
+    assert cli(workspace, "add", "review", "--prompt-file", "hooks/review.md").returncode == 0
+    hook = read_json(workspace.hooks_file)["hooks"]["review"]
+    assert hook["promptFile"] == "hooks/review.md" and hook["action"] == "resume"

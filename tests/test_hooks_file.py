@@ -8,7 +8,7 @@ import orjson
 import pytest
 
 from conftest import read_json
-from sidecar.hookdoc import QueueEntry, default_doc, parse, unique_id
+from sidecar.hookdoc import QueueEntry, default_doc, parse, slug
 from sidecar.hooks import HooksError, HookStore, read_prompt
 from sidecar.layout import Workspace
 from sidecar.timeutil import parse_ts
@@ -95,13 +95,10 @@ def test_queue_ids_of_the_wrong_type_are_refused_by_their_path():
         parse(orjson.dumps(doc))
 
 
-def test_ids_are_slugged_with_numeric_suffixes():
-    taken = {"post-task"}
-    assert unique_id("Post Task!", taken) == "post-task-2"
-    taken.add("post-task-2")
-    assert unique_id("post task", taken) == "post-task-3"
-    assert unique_id("Ünïcode ☃", set()) == "n-code"
-    assert unique_id("!!!", set()) == "hook"
+def test_ids_are_slugs_of_the_name():
+    assert slug("Post Task!") == "post-task"
+    assert slug("Ünïcode ☃") == "n-code"
+    assert slug("!!!") == "hook"
 
 
 def test_history_is_capped():

@@ -5,7 +5,9 @@ from __future__ import annotations
 import copy
 import hashlib
 import json
+import os
 import tomllib
+from pathlib import Path
 
 import pytest
 
@@ -31,7 +33,7 @@ def ours(settings: dict) -> list[tuple[str, str]]:
 
 
 def test_claude_code_keeps_everything_else_and_upgrades_its_old_entry(workspace):
-    settings_path = workspace.root / ".claude" / "settings.json"
+    settings_path = workspace.root / ".claude" / "settings.local.json"  # this machine's own
     settings_path.parent.mkdir()
     settings_path.write_text(json.dumps(USER_SETTINGS))
     result = run_cli("integrate", "claude-code", cwd=workspace.root)
@@ -64,7 +66,7 @@ def test_claude_code_user_settings(tmp_path, config_home):
 
 
 def test_a_broken_settings_file_is_left_alone(workspace):
-    path = workspace.root / ".claude" / "settings.json"
+    path = workspace.root / ".claude" / "settings.local.json"
     path.parent.mkdir()
     path.write_text("{oops")
     result = run_cli("integrate", "claude-code", cwd=workspace.root)
@@ -141,14 +143,27 @@ def test_codex_with_a_broken_config_changes_nothing(tmp_path, config_home):
     assert (codex_home / "config.toml").read_text() == "model = \n"
 
 
+def fake_systemctl(tmp_path, answers: bool) -> str:
+    """A PATH whose systemctl has a user manager behind it (or, like a container's, none)."""
+    bin_dir = tmp_path / ("withbus" if answers else "nobus")
+    bin_dir.mkdir()
+    body = ("exit 0\n" if answers else
+            'echo "Failed to connect to bus: No medium found" >&2\nexit 1\n')
+    (bin_dir / "systemctl").write_text("#!/bin/sh\n" + body)
+    (bin_dir / "systemctl").chmod(0o755)
+    return f"{bin_dir}:{Path(SIDECAR).parent}:{os.environ['PATH']}"
+
+
 def test_doctor_names_problems_and_fixes(workspace, tmp_path):
     home = tmp_path / "home"
-    env = {"HOME": str(home), "XDG_CONFIG_HOME": "", "CODEX_HOME": str(tmp_path / "codex")}
+    env = {"HOME": str(home), "XDG_CONFIG_HOME": "", "CODEX_HOME": str(tmp_path / "codex"),
+           "PATH": fake_systemctl(tmp_path, answers=True)}
     result = run_cli("doctor", cwd=workspace.root, env=env)
     assert result.returncode == 1
     out = result.stdout.decode()
     assert "PROBLEM the service is not installed" in out and "fix: sidecar service install" in out
-    assert "Claude Code is not integrated" in out and "fix: sidecar integrate claude-code" in out
+    assert "no agent host is integrated" in out and "fix: sidecar integrate claude-code" in out
+    assert "Claude Code is not installed here" in out  # not a problem: nothing to integrate
     assert "no live instance serves" in out
     assert f"workspace {workspace.root} is registered" in out
 
@@ -179,7 +194,7 @@ def test_doctor_spots_a_low_inotify_limit(tmp_path, workspace):
     (b'{"hooks": []}', b"`hooks` is not an object"),
 ])
 def test_claude_settings_of_the_wrong_shape_are_left_alone(workspace, content, message):
-    path = workspace.root / ".claude" / "settings.json"
+    path = workspace.root / ".claude" / "settings.local.json"
     path.parent.mkdir()
     path.write_bytes(content)
     result = run_cli("integrate", "claude-code", cwd=workspace.root)
@@ -251,3 +266,59 @@ def test_a_project_gemini_integration_calls_sidecar_from_path(workspace):
     settings = read_json(workspace.root / ".gemini" / "settings.json")
     commands = {h["command"] for groups in settings["hooks"].values() for g in groups for h in g["hooks"]}
     assert commands == {"sidecar emit --source gemini"}
+
+
+def test_claude_code_goes_where_it_belongs_and_shared_settings_resolve_on_any_machine(workspace):
+    committed = workspace.root / ".claude" / "settings.json"
+    local = workspace.root / ".claude" / "settings.local.json"
+    assert run_cli("integrate", "claude-code", cwd=workspace.root).returncode == 0
+    assert not committed.exists()  # a committed file never gets this machine's path
+    assert {cmd for _, cmd in ours(read_json(local))} == {f"{SIDECAR} emit --source claude-code"}
+    shared = run_cli("integrate", "claude-code", "--shared", cwd=workspace.root)
+    assert shared.returncode == 0 and b"from PATH" in shared.stderr
+    assert {cmd for _, cmd in ours(read_json(committed))} == {"sidecar emit --source claude-code"}
+
+
+def test_integrating_a_folder_that_is_not_a_workspace_is_refused_with_the_fix(tmp_path, config_home):
+    plain = tmp_path / "plain"
+    plain.mkdir()
+    for host in (["claude-code"], ["gemini", "--project"], ["opencode"]):
+        result = run_cli("integrate", *host, cwd=plain)
+        assert result.returncode == 4, host
+        assert f"sidecar init {plain}".encode() in result.stderr and b"--init" in result.stderr
+    assert not (plain / ".claude").exists() and not (plain / ".gemini").exists()
+    result = run_cli("integrate", "claude-code", "--init", cwd=plain)
+    assert result.returncode == 0 and (plain / ".context" / "runtime").is_dir()
+    assert str(plain) in read_json(config_home / "workspaces.json")["workspaces"]
+    out = run_cli("doctor", cwd=plain, env={"HOME": str(tmp_path / "home")}).stdout.decode()
+    assert "ok      Claude Code hooks go through sidecar" in out  # doctor reads the local file
+
+
+def test_without_a_user_manager_doctor_recommends_what_works_and_accepts_a_hand_started_run(
+        workspace, tmp_path, start_daemon):
+    home = tmp_path / "home"
+    env = {"HOME": str(home), "XDG_CONFIG_HOME": "", "CODEX_HOME": str(tmp_path / "codex"),
+           "PATH": fake_systemctl(tmp_path, answers=False)}
+    out = run_cli("doctor", cwd=workspace.root, env=env).stdout.decode()
+    assert "fix: sidecar service install" not in out  # it cannot work on this machine
+    assert f"fix: run `{SIDECAR} run` under your own supervisor" in out
+    for host in ("claude-code", "gemini", "codex"):
+        assert run_cli("integrate", host, cwd=workspace.root, env=env).returncode == 0
+    (home / ".gemini" / "trustedFolders.json").write_text(
+        json.dumps({str(workspace.root): "TRUST_FOLDER"}))
+    start_daemon(workspace.root, env={"HOME": str(home)})  # started by hand, not by a service
+    result = run_cli("doctor", cwd=workspace.root, env=env)
+    out = result.stdout.decode()
+    assert "ok      every registered workspace is served by a running `sidecar run`" in out, out
+    assert "PROBLEM" not in out and result.returncode == 0, out
+
+
+def test_doctor_calls_an_installed_host_that_is_not_integrated_a_problem(workspace, tmp_path):
+    bin_dir = tmp_path / "hostbin"
+    bin_dir.mkdir()
+    (bin_dir / "gemini").write_text("#!/bin/sh\nexit 0\n")
+    (bin_dir / "gemini").chmod(0o755)
+    env = {"HOME": str(tmp_path / "home"), "PATH": f"{bin_dir}:{fake_systemctl(tmp_path, True)}"}
+    out = run_cli("doctor", cwd=workspace.root, env=env).stdout.decode()
+    assert "PROBLEM Gemini CLI is installed but not integrated" in out
+    assert "fix: sidecar integrate gemini" in out

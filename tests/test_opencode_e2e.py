@@ -85,8 +85,8 @@ def test_a_user_wide_plugin_does_nothing_outside_a_workspace(tmp_path, config_ho
     assert not (lonely / ".context").exists()
 
 
-def test_integrate_never_replaces_a_plugin_file_that_is_not_sidecars(tmp_path, config_home):
-    project = tmp_path / "project"
+def test_integrate_never_replaces_a_plugin_file_that_is_not_sidecars(workspace):
+    project = workspace.root
     theirs = project / ".opencode" / "plugins" / "sidecar.js"
     theirs.parent.mkdir(parents=True)
     theirs.write_text("export const Mine = async () => ({})\n")

@@ -77,6 +77,7 @@ def test_systemd_install_and_uninstall_run_the_exact_commands(tmp_path, fake_too
     assert plan.path == unit and unit.read_text() == service.render_unit(service.sidecar_path())
     user = os.environ.get("USER") or __import__("getpass").getuser()
     assert fake_tools() == [
+        "systemctl --user show-environment",  # is a user manager there at all? (yes)
         "systemctl --user daemon-reload",
         "systemctl --user enable --now sidecar.service",
         f"loginctl show-user {user} --property=Linger --value",
@@ -84,7 +85,8 @@ def test_systemd_install_and_uninstall_run_the_exact_commands(tmp_path, fake_too
     assert any("loginctl enable-linger" in note for note in plan.notes)
 
     service.install("linux", home=home)  # again: same file, no restart needed
-    assert fake_tools()[3:5] == ["systemctl --user daemon-reload",
+    assert fake_tools()[4:7] == ["systemctl --user show-environment",
+                                 "systemctl --user daemon-reload",
                                  "systemctl --user enable --now sidecar.service"]
     service.uninstall("linux", home=home)
     assert not unit.exists()
@@ -94,7 +96,7 @@ def test_systemd_install_and_uninstall_run_the_exact_commands(tmp_path, fake_too
 
 def test_systemd_install_without_starting(tmp_path, fake_tools):
     service.install("linux", home=tmp_path, start=False)
-    assert fake_tools()[:2] == ["systemctl --user daemon-reload", "systemctl --user enable sidecar.service"]
+    assert fake_tools()[1:3] == ["systemctl --user daemon-reload", "systemctl --user enable sidecar.service"]
 
 
 def test_launchd_install_and_uninstall_run_the_exact_commands(tmp_path, fake_tools):
@@ -186,8 +188,9 @@ def test_sighup_reloads_the_registry_and_configuration(tmp_path, config_home, st
 
 def test_a_failing_service_manager_command_is_a_clear_error(tmp_path, fake_tools):
     failing = tmp_path / "fakebin" / "systemctl"
-    failing.write_text('#!/bin/sh\necho "Failed to connect to bus" >&2\nexit 1\n')
-    with pytest.raises(service.ServiceError, match="systemctl --user daemon-reload.*Failed to connect to bus"):
+    failing.write_text('#!/bin/sh\n[ "$2" = show-environment ] && exit 0\n'
+                       'echo "Access denied" >&2\nexit 1\n')
+    with pytest.raises(service.ServiceError, match="systemctl --user daemon-reload.*Access denied"):
         service.install("linux", home=tmp_path)
 
 
@@ -200,3 +203,47 @@ def test_uninstall_when_not_installed_says_so_and_runs_nothing(tmp_path, fake_to
 def test_an_unreachable_notify_socket_is_not_fatal(tmp_path):
     notifier = Notifier({"NOTIFY_SOCKET": str(tmp_path / "absent.sock")})
     assert notifier.enabled and notifier.ready("x") is False
+
+
+@pytest.fixture
+def no_user_manager(tmp_path, monkeypatch):
+    """A machine like a container's: systemctl exists, but no user manager answers it."""
+    bin_dir = tmp_path / "nobus"
+    bin_dir.mkdir()
+    calls = tmp_path / "nobus.log"
+    (bin_dir / "systemctl").write_text(
+        f'#!/bin/sh\necho "systemctl $*" >> {calls}\necho "Failed to connect to bus: No medium found" >&2\nexit 1\n')
+    (bin_dir / "loginctl").write_text('#!/bin/sh\n[ "$1" = show-user ] && echo no\nexit 0\n')
+    for tool in ("systemctl", "loginctl"):
+        (bin_dir / tool).chmod(0o755)
+    env = {"PATH": f"{bin_dir}:{os.environ['PATH']}", "HOME": str(tmp_path / "home"),
+           "XDG_CONFIG_HOME": ""}
+    return env, lambda: calls.read_text().splitlines() if calls.exists() else []
+
+
+def test_without_a_user_manager_install_writes_nothing_and_says_what_works(
+        tmp_path, config_home, no_user_manager):
+    env, calls = no_user_manager
+    result = run_cli("service", "install", env=env)
+    assert result.returncode == 5
+    said = result.stderr.decode()
+    assert "no systemd user manager is reachable" in said and "Failed to connect to bus" in said
+    assert f"{service.sidecar_path()} run" in said  # the exact command for another supervisor
+    if os.getuid() != 0:
+        assert "loginctl enable-linger" in said
+    assert not (tmp_path / "home" / ".config").exists()
+    assert calls() == ["systemctl --user show-environment"]
+
+
+def test_without_a_user_manager_uninstall_removes_the_file_and_succeeds(
+        tmp_path, config_home, no_user_manager):
+    env, _ = no_user_manager
+    unit = tmp_path / "home" / ".config" / "systemd" / "user" / "sidecar.service"
+    unit.parent.mkdir(parents=True)
+    unit.write_text("[Service]\n")
+    status = run_cli("service", "status", env=env)
+    assert status.returncode == 3 and b"no systemd user manager is reachable" in status.stdout
+    result = run_cli("service", "uninstall", env=env)
+    assert result.returncode == 0, result.stderr
+    assert not unit.exists()
+    assert run_cli("service", "uninstall", env=env).returncode == 0  # nothing there: still fine

@@ -1,0 +1,191 @@
+"""`sidecar integrate ...`, `sidecar unregister` and `sidecar uninstall`: in and back out.
+
+Every integration sidecar writes is remembered (`owned`), so `sidecar uninstall` can take each
+one back out, leaving each host's files as the user had them, minus sidecar's entries.
+"""
+
+from __future__ import annotations
+
+import shutil
+from collections.abc import Callable
+from pathlib import Path
+from typing import NoReturn
+
+import typer
+
+from . import codex as codex_mod
+from . import config as config_mod
+from . import gemini as gemini_mod
+from . import integrate as integrate_mod
+from . import layout, owned
+from . import opencode as opencode_mod
+from . import service as service_mod
+from .hooks import HookStore
+from .layout import Workspace, find_workspace
+from .timeutil import now
+
+EXIT_NOT_WORKSPACE = 4
+
+integrate_app = typer.Typer(no_args_is_help=True,
+                            help="Route an agent host's hooks through `sidecar emit`.")
+RootOpt = typer.Option(None, "--root", help="The project (default: the workspace holding the "
+                                            "current folder).")
+UninstallOpt = typer.Option(False, "--uninstall", help="Remove sidecar's entries only.")
+InitOpt = typer.Option(False, "--init", help="Make the folder a workspace first (sidecar init).")
+
+
+def _fail(message: str, code: int = 1) -> NoReturn:
+    typer.echo(f"sidecar: {message}", err=True)
+    raise typer.Exit(code)
+
+
+def _sidecar() -> Path:
+    try:
+        return service_mod.sidecar_path()
+    except service_mod.ServiceError as exc:
+        _fail(str(exc))
+
+
+def project_root(root: Path | None, init: bool = False, uninstall: bool = False) -> Path:
+    """The workspace to integrate: events from a folder that is not one would go nowhere."""
+    start = (root or Path.cwd()).resolve()
+    ws = find_workspace(start)
+    if ws is not None:
+        return ws.root
+    if uninstall:
+        return start
+    if not init:
+        _fail(f"{start} is not a sidecar workspace, so its events would go nowhere; run "
+              f"`sidecar init {start}` first, or add --init", EXIT_NOT_WORKSPACE)
+    ws = Workspace(start)
+    ws.context.mkdir(exist_ok=True)
+    ws.ensure_runtime()
+    HookStore(ws).seed(now())
+    config_mod.register(start)
+    typer.echo(f"initialised and registered {start}")
+    return start
+
+
+def _run(host: str | None, place: Path, write: Callable[[], bool], uninstall: bool,
+         shown: Path | None = None) -> None:
+    """Run one host's integration, remember it (or forget it), and say what it did. (Codex
+    remembers its own, with more: `host` is None for it.)"""
+    try:
+        changed = write()
+    except integrate_mod.IntegrateError as exc:
+        _fail(str(exc))
+    if host is not None:
+        keep = not uninstall
+        owned.change(host, str(place),
+                     lambda record: record.update(integrated=True) if keep else record.clear())
+    verb = "removed sidecar's entries from" if uninstall else "sidecar's hooks are in"
+    typer.echo(f"{verb} {shown or place}" + ("" if changed else " (already so; nothing changed)"))
+
+
+@integrate_app.command("claude-code")
+def integrate_claude(
+    user: bool = typer.Option(False, "--user", help="The user's ~/.claude/settings.json "
+                                                    "(every project)."),
+    shared: bool = typer.Option(False, "--shared", help="The project's committed "
+                                "settings.json, calling `sidecar` from PATH."),
+    uninstall: bool = UninstallOpt, root: Path | None = RootOpt, init: bool = InitOpt,
+) -> None:
+    """Hooks for SessionStart, UserPromptSubmit, PostToolUse, Stop and SessionEnd.
+
+    By default in the project's .claude/settings.local.json: Claude Code reads it, and projects
+    do not commit it, so the absolute path of this machine's `sidecar` stays on this machine.
+    """
+    command: Path | str = "sidecar" if shared else _sidecar()
+    if user:
+        path = Path.home() / ".claude" / "settings.json"
+    else:
+        settings = integrate_mod.claude_settings(project_root(root, init, uninstall), Path.home())
+        path = settings[1] if shared else settings[0]
+        if shared and not uninstall:
+            typer.echo("note: the committed settings call `sidecar` from PATH, so the hooks work "
+                       "on every machine where sidecar is installed and on PATH", err=True)
+    _run("claude-code", path,
+         lambda: integrate_mod.claude_code(path, command, uninstall=uninstall), uninstall)
+
+
+@integrate_app.command("codex")
+def integrate_codex(uninstall: bool = UninstallOpt) -> None:
+    """Hooks in $CODEX_HOME/hooks.json, trusted in $CODEX_HOME/config.toml (hashes from Codex)."""
+    codex_home = codex_mod.home()
+    _run(None, codex_home,
+         lambda: codex_mod.integrate(codex_home, _sidecar(), uninstall), uninstall,
+         codex_home / "hooks.json")
+
+
+@integrate_app.command("gemini")
+def integrate_gemini(
+    project: bool = typer.Option(False, "--project", help="The project's committed "
+                                 ".gemini/settings.json, calling `sidecar` from PATH."),
+    uninstall: bool = UninstallOpt, root: Path | None = RootOpt, init: bool = InitOpt,
+) -> None:
+    """Hooks for SessionStart, SessionEnd, BeforeAgent, AfterAgent and AfterTool."""
+    command: Path | str
+    if project:
+        path, command = gemini_mod.project_settings(project_root(root, init, uninstall)), "sidecar"
+        if not uninstall:
+            typer.echo("note: the project's hooks call `sidecar` from PATH, so they work on every "
+                       "machine where sidecar is installed", err=True)
+    else:
+        path, command = gemini_mod.user_settings(Path.home()), _sidecar()
+    _run("gemini", path, lambda: gemini_mod.integrate(path, command, uninstall), uninstall)
+
+
+@integrate_app.command("opencode")
+def integrate_opencode(
+    user: bool = typer.Option(False, "--user", help="The user's opencode plugin folder "
+                                                    "(every project)."),
+    uninstall: bool = UninstallOpt, root: Path | None = RootOpt, init: bool = InitOpt,
+) -> None:
+    """A plugin that drops opencode's session events into the inbox."""
+    path = (opencode_mod.user_plugin(Path.home()) if user
+            else opencode_mod.project_plugin(project_root(root, init, uninstall)))
+    _run("opencode", path, lambda: opencode_mod.integrate(path, uninstall), uninstall)
+
+
+def unregister(directory: Path = typer.Argument(Path("."), help="The workspace folder "
+                                                                "(it may be gone already).")) -> None:
+    """Stop serving a workspace: take it off the registry. Its .context/ is left as it is."""
+    root = Path(directory).absolute()
+    candidates = {root, root.resolve()} if root.exists() else {root}
+    removed = [r for r in candidates if config_mod.unregister(r)]
+    if not removed:
+        _fail(f"{root} is not registered (see {layout.registry_file()})")
+    typer.echo(f"unregistered {removed[0]}; running daemons stop serving it at their next start")
+
+
+def uninstall(purge: bool = typer.Option(False, "--purge", help="Also remove the registry, "
+                                         "config.toml and the rest of sidecar's own folder.")) -> None:
+    """Remove the service and every integration sidecar wrote (each host's files as the user had
+    them, minus sidecar's entries). Workspaces' .context/ folders are left alone."""
+    failures = 0
+    try:
+        plan = service_mod.uninstall()
+        typer.echo(f"service: {'; '.join(plan.notes) or f'removed {plan.path}'}")
+    except service_mod.ServiceError as exc:
+        failures += 1
+        typer.echo(f"service: {exc}", err=True)
+    undo: dict[str, Callable[[Path], bool]] = {
+        "claude-code": lambda p: integrate_mod.claude_code(p, "sidecar", uninstall=True),
+        "gemini": lambda p: gemini_mod.integrate(p, "sidecar", uninstall=True),
+        "opencode": lambda p: opencode_mod.integrate(p, uninstall=True),
+        "codex": lambda p: codex_mod.integrate(p, Path("sidecar"), uninstall=True),
+    }
+    for host, take_out in undo.items():
+        for place in owned.places(host):
+            try:
+                take_out(Path(place))
+                owned.change(host, place, lambda record: record.clear())
+                typer.echo(f"{host}: removed sidecar's entries from {place}")
+            except integrate_mod.IntegrateError as exc:
+                failures += 1
+                typer.echo(f"{host}: {exc}", err=True)
+    if purge and not failures:
+        shutil.rmtree(layout.config_home(), ignore_errors=True)
+        typer.echo(f"removed {layout.config_home()} (registry, config.toml, integrations)")
+    typer.echo("workspaces keep their .context/ folders; remove them by hand if you wish")
+    raise typer.Exit(1 if failures else 0)

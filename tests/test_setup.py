@@ -1,0 +1,84 @@
+"""Set-up and the way back out: unregister, uninstall, the version, a deleted workspace."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+from pathlib import Path
+
+from conftest import SIDECAR, read_json, run_cli, wait_until
+
+
+def no_manager_path(tmp_path: Path) -> str:
+    bin_dir = tmp_path / "nobus"
+    bin_dir.mkdir(exist_ok=True)
+    (bin_dir / "systemctl").write_text(
+        '#!/bin/sh\necho "Failed to connect to bus: No medium found" >&2\nexit 1\n')
+    (bin_dir / "systemctl").chmod(0o755)
+    return f"{bin_dir}:{Path(SIDECAR).parent}:{os.environ['PATH']}"
+
+
+def test_version():
+    from sidecar import __version__
+
+    for args in (["--version"], ["version"]):
+        result = run_cli(*args)
+        assert result.returncode == 0 and result.stdout.decode().strip() == __version__
+
+
+def test_a_deleted_workspace_is_skipped_with_a_warning_and_can_be_unregistered(
+        tmp_path, config_home, workspace, start_daemon):
+    gone = tmp_path / "gone"
+    gone.mkdir()
+    assert run_cli("init", str(gone)).returncode == 0
+    shutil.rmtree(gone)
+    # The registry names both; `run` serves the one that exists and warns once of the other.
+    registry_daemon = start_daemon(wait_leader=False)
+    wait_until(lambda: "registered but not a workspace" in registry_daemon.output(), 15)
+    wait_until(lambda: run_cli("status", "--root", str(workspace.root)).returncode == 0, 15)
+    assert registry_daemon.proc.poll() is None
+    status = run_cli("status", "--all")
+    assert b"is registered but is not a workspace" in status.stderr
+    assert b"sidecar unregister" in status.stderr and status.returncode == 0
+    assert str(workspace.root).encode() in status.stdout
+
+    result = run_cli("unregister", str(gone))
+    assert result.returncode == 0, result.stderr
+    assert read_json(config_home / "workspaces.json")["workspaces"] == [str(workspace.root)]
+    assert b"is registered but" not in run_cli("status", "--all").stderr
+    again = run_cli("unregister", str(gone))
+    assert again.returncode == 1 and b"is not registered" in again.stderr
+
+
+def test_uninstall_takes_out_everything_sidecar_wrote_and_purge_its_own_folder(
+        tmp_path, config_home, workspace):
+    home = tmp_path / "home"
+    (home / ".gemini").mkdir(parents=True)
+    (home / ".gemini" / "settings.json").write_text(json.dumps({"ui": {"theme": "dark"}}))
+    codex_home = home / ".codex"
+    codex_home.mkdir()
+    (codex_home / "config.toml").write_text('# mine\nmodel = "gpt-5.5"\n')
+    local = workspace.root / ".claude" / "settings.local.json"
+    local.parent.mkdir()
+    local.write_text(json.dumps({"permissions": {"allow": ["Bash(ls:*)"]}}))
+    env = {"HOME": str(home), "CODEX_HOME": str(codex_home), "XDG_CONFIG_HOME": "",
+           "PATH": no_manager_path(tmp_path)}
+    for host in (["claude-code"], ["claude-code", "--user"], ["gemini"], ["codex"], ["opencode"]):
+        result = run_cli("integrate", *host, cwd=workspace.root, env=env)
+        assert result.returncode == 0, (host, result.stderr)
+    unit = home / ".config" / "systemd" / "user" / "sidecar.service"
+    unit.parent.mkdir(parents=True)
+    unit.write_text("[Service]\n")  # installed once where a manager ran
+
+    result = run_cli("uninstall", "--purge", cwd=workspace.root, env=env)
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert read_json(local) == {"permissions": {"allow": ["Bash(ls:*)"]}}
+    assert read_json(home / ".claude" / "settings.json") == {}
+    assert read_json(home / ".gemini" / "settings.json") == {"ui": {"theme": "dark"}}
+    assert (codex_home / "config.toml").read_text() == '# mine\nmodel = "gpt-5.5"\n'
+    assert not (codex_home / "hooks.json").exists()
+    assert not (workspace.root / ".opencode" / "plugins" / "sidecar.js").exists()
+    assert not unit.exists()
+    assert not config_home.exists()  # --purge: registry, config.toml, integrations.json
+    assert (workspace.context / "runtime").is_dir()  # the user's workspace data stays
