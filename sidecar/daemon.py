@@ -31,6 +31,7 @@ from .config import Config
 from .instances import Identity
 from .layout import Workspace
 from .plugins import PluginRunner
+from .procwatch import Proc, ProcessWatch
 from .sdnotify import Notifier
 from .server import WorkspaceServer
 from .timeutil import now
@@ -81,6 +82,9 @@ class Daemon:
         self.skipped: set[Path] = set()  # registered folders that are not workspaces
         self.observer = Observer()
         self.plugins = PluginRunner(plugins_mod.load(), config.plugin_timeout)
+        self.procs = ProcessWatch(self._process_exited)
+        self.proc_owners: dict[Proc, set[WorkspaceServer]] = {}
+        self.proc_lock = threading.Lock()
         self.notifier = Notifier()
 
     def current_config(self) -> Config:
@@ -107,7 +111,7 @@ class Daemon:
                 continue
             ws.ensure_runtime()
             server = WorkspaceServer(ws, self.current_config, self.identity, self.plugins,
-                                     self.stop.is_set)
+                                     self.stop.is_set, self.watch_process)
             self.servers[root] = server
             self.observer.schedule(InboxWatch(server), str(ws.inbox), recursive=False,
                                    event_filter=[FileCreatedEvent, FileMovedEvent, FileClosedEvent])
@@ -119,6 +123,18 @@ class Daemon:
             self.threads[root] = thread
             thread.start()
             log.info("%s: serving", root)
+
+    def watch_process(self, proc: Proc, server: WorkspaceServer) -> None:
+        """Tell `server` when `proc` exits (one watch however many workspaces ask)."""
+        with self.proc_lock:
+            self.proc_owners.setdefault(proc, set()).add(server)
+        self.procs.watch(proc)
+
+    def _process_exited(self, proc: Proc) -> None:
+        with self.proc_lock:
+            owners = self.proc_owners.pop(proc, set())
+        for server in owners:
+            server.notice_host_exit(proc)
 
     def _serve(self, server: WorkspaceServer) -> None:
         """Step one workspace until the process stops."""
@@ -202,6 +218,7 @@ class Daemon:
             thread.join(timeout=30)
         self.observer.stop()
         self.observer.join(timeout=5)
+        self.procs.stop()
         self.plugins.stop()
         log.info("stopped")
 

@@ -164,6 +164,35 @@ def parse_args(args: list[str]) -> tuple[dict[str, str], list[str], list[str]]:
 
 
 
+SHELLS = frozenset({"sh", "bash", "dash", "zsh", "ksh", "mksh", "fish", "busybox"})
+
+
+def _proc_stat(pid: int) -> tuple[str, int, int]:
+    """(name, parent pid, start time in clock ticks) from /proc; OSError where there is none."""
+    with open(f"/proc/{pid}/stat", "rb") as handle:
+        data = handle.read()
+    end = data.rfind(b")")  # the name may hold spaces and parentheses
+    fields = data[end + 2:].split()
+    return data[data.find(b"(") + 1:end].decode("utf-8", "replace"), int(fields[1]), int(fields[19])
+
+
+def host_process() -> tuple[int, int | None]:
+    """The host whose hook this is: the nearest ancestor that outlives the hook.
+
+    Hosts run hooks through a shell (`sh -c`), which exits with the hook: when the parent is a
+    shell, the host is the shell's parent. Elsewhere than Linux, the parent is all there is.
+    """
+    pid = os.getppid()
+    try:
+        name, parent, start = _proc_stat(pid)
+        if name in SHELLS and parent > 1:
+            pid = parent
+            name, parent, start = _proc_stat(pid)
+        return pid, start
+    except (OSError, ValueError, IndexError):
+        return pid, None
+
+
 def build_event(options: dict[str, str],
                 positionals: list[str]) -> tuple[bytes | None, str, str]:
     """The event file's bytes and the folder to route it by; or None and why not."""
@@ -198,6 +227,10 @@ def build_event(options: dict[str, str],
         raw = raw[3:]
     if not raw.strip():
         return None, "empty payload; nothing emitted", ""
+    pid, start = host_process()  # a hook's host, so its death can end the session
+    meta.append(("hostPid", str(pid)))
+    if start is not None:
+        meta.append(("hostStart", str(start)))
     return envelope(raw, meta), "", top_level_string(raw, "cwd") or ""
 
 

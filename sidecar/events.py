@@ -78,6 +78,8 @@ class Event:
     ts: float
     payload: dict[str, Any] = field(repr=False)
     hook_id: str | None = None  # the follow-up hook whose run produced it (SIDECAR_HOOK_ID)
+    host_pid: int | None = None  # the host's process, and its start time (a reused pid differs)
+    host_start: int | None = None
 
     @property
     def sort_key(self) -> tuple[float, str]:
@@ -192,6 +194,7 @@ def parse(data: bytes, file: str, mtime: float) -> Event:
     if ts is None:
         ts = parse_ts(meta.get("ts"))
     hook_id = payload.get("sidecarHookId", meta.get("hookId"))
+    host_pid = _whole(payload.get("hostPid", meta.get("hostPid")))
     return Event(
         file=file,
         name=name,
@@ -201,4 +204,10 @@ def parse(data: bytes, file: str, mtime: float) -> Event:
         ts=mtime if ts is None else ts,  # documented fallback: when it was dropped
         payload=payload,
         hook_id=hook_id if isinstance(hook_id, str) and hook_id else None,
+        host_pid=host_pid if host_pid and host_pid > 1 else None,
+        host_start=_whole(payload.get("hostStart", meta.get("hostStart"))),
     )
+
+
+def _whole(value: Any) -> int | None:
+    return value if isinstance(value, int) and not isinstance(value, bool) and value >= 0 else None

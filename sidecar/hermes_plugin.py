@@ -17,6 +17,7 @@ from typing import Any
 import orjson
 
 from .emit import drop, find_workspace
+from .procwatch import start_time
 
 log = logging.getLogger("sidecar.hermes")
 
@@ -30,7 +31,9 @@ def event_for(hook: str, kwargs: dict[str, Any]) -> dict[str, Any] | None:
     if not isinstance(session_id, str) or not session_id:
         return None  # e.g. /quit before any turn finalizes session_id=None
     event: dict[str, Any] = {"event": hook, "session_id": session_id, "host": "hermes",
-                             "ts": time.time(), "cwd": os.getcwd()}
+                             "ts": time.time(), "cwd": os.getcwd(),
+                             # the agent's own process: sidecar ends its sessions if it dies
+                             "hostPid": os.getpid(), "hostStart": start_time(os.getpid())}
     for key in KEPT:
         value = kwargs.get(key)
         if isinstance(value, (str, int, float, bool)):

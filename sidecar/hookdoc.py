@@ -98,6 +98,7 @@ class Hook:
     skip_cron: bool = True
     skip_subagents: bool = True
     max_context_k: int = 0
+    reasons: list[str] | None = None  # end reasons that queue it; None: every one but `stale`
     created_at: str | None = None
     last_status: str | None = None
     last_fired_at: str | None = None
@@ -105,7 +106,8 @@ class Hook:
     extra: Json = field(default_factory=dict)
 
     KEYS = frozenset(("id", "name", "event", "delaySeconds", "promptFile", "action", "enabled", "skipCron",
-            "skipSubagents", "maxContextK", "createdAt", "lastStatus", "lastFiredAt", "history"))
+            "skipSubagents", "maxContextK", "createdAt", "lastStatus", "lastFiredAt", "history",
+            "reasons"))
 
     @classmethod
     def from_json(cls, data: Any, path: str) -> Hook:
@@ -131,6 +133,7 @@ class Hook:
             skip_cron=_flag(data, "skipCron", True, path),
             skip_subagents=_flag(data, "skipSubagents", True, path),
             max_context_k=_whole(data.get("maxContextK", 0), f"{path}.maxContextK", 0, None),
+            reasons=_reasons(data.get("reasons"), f"{path}.reasons"),
             created_at=_text(data.get("createdAt")),
             last_status=_text(data.get("lastStatus")),
             last_fired_at=_text(data.get("lastFiredAt")),
@@ -144,6 +147,7 @@ class Hook:
             "delaySeconds": self.delay_seconds, "promptFile": self.prompt_file,
             "action": self.action, "enabled": self.enabled, "skipCron": self.skip_cron,
             "skipSubagents": self.skip_subagents, "maxContextK": self.max_context_k,
+            **({} if self.reasons is None else {"reasons": self.reasons}),
             "createdAt": self.created_at, "lastStatus": self.last_status,
             "lastFiredAt": self.last_fired_at, "history": [h.to_json() for h in self.history],
             **self.extra,
@@ -155,6 +159,14 @@ class Hook:
         self.last_fired_at = iso(at)
         self.history.append(FiringRecord(iso(at), status, host, session_id, log))
         del self.history[:-HISTORY_LIMIT]
+
+
+def _reasons(value: Any, path: str) -> list[str] | None:
+    if value is None:
+        return None
+    if not isinstance(value, list) or not all(isinstance(r, str) and r for r in value):
+        fail(path, 'must be a list of end reasons, like ["exit", "host-exited"], or absent')
+    return list(value)
 
 
 def _prompt_file(value: Any, path: str) -> str | None:

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 
 from .hookdoc import Hook, HooksDoc, QueueEntry, entry_id
 from .hooks import HookStore, HooksView
-from .kinds import STALE, SessionChange
+from .kinds import STALE, EventKind, SessionChange
 from .records import Key
 from .timeutil import iso
 
@@ -49,8 +49,7 @@ class FollowUpQueue:
         Returns, per session, the hooks to record in its record: those queued now and those
         a replayed batch finds queued already.
         """
-        wanted = [c for c in changes if c.kind is not None and not c.from_hook
-                  and c.reason != STALE]
+        wanted = [c for c in changes if c.kind is not None and not c.from_hook]
         if not wanted:
             return {}
         listened = self.store.listened_events(now)
@@ -63,7 +62,7 @@ class FollowUpQueue:
             for change in wanted:
                 key = (change.host, change.session_id)
                 for hook in doc.hooks.values():
-                    if not hook.enabled or hook.event != change.kind:
+                    if not hook.enabled or hook.event != change.kind or not _wants(hook, change):
                         continue
                     if hook.id in change.follow_ups_done or hook.id in recorded.get(key, []):
                         continue
@@ -172,3 +171,13 @@ class FollowUpQueue:
             log.warning("%s: %d follow-up firing(s) interrupted by a dead instance",
                         self.store.ws.root, lost)
         return lost
+
+
+def _wants(hook: Hook, change: SessionChange) -> bool:
+    """Whether the hook is queued for this end reason: by default every one but `stale` (a
+    session nobody touched for a day is not a finished task)."""
+    if change.kind != EventKind.SESSION_END:
+        return True
+    if hook.reasons is None:
+        return change.reason != STALE
+    return change.reason in hook.reasons

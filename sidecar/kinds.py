@@ -31,6 +31,7 @@ class Verdict(StrEnum):
 
 
 STALE = "stale"  # the completion reason of the stale sweep
+HOST_EXITED = "host-exited"  # the completion reason when the host's process is gone
 DEFAULT_END_REASON = "session-end"  # the completion reason of an end event that gives none
 
 
@@ -56,6 +57,8 @@ class SessionChange:
     payload: dict[str, Any] | None = None
     from_hook: bool = False
     follow_ups_done: frozenset[str] = field(default_factory=frozenset)
+    host_pid: int | None = None  # the host's process, while the session is active
+    host_start: int | None = None
 
 
 @dataclass(frozen=True)

@@ -11,7 +11,7 @@ import uuid
 from dataclasses import dataclass, field
 
 from .events import Event
-from .kinds import DEFAULT_END_REASON, STALE, EventKind, SessionChange
+from .kinds import DEFAULT_END_REASON, HOST_EXITED, STALE, EventKind, SessionChange
 from .records import Binding, Bindings, Key, SessionRecord, TraceLine, ts_or
 from .timeutil import iso
 
@@ -76,6 +76,7 @@ def change(record: SessionRecord, kind: EventKind | None, ts: float, reason: str
         payload=event.payload if event is not None else None,  # plugins get their own copy
         from_hook=bool(meta.started_by_hook or (event is not None and event.hook_id)),
         follow_ups_done=frozenset(meta.follow_ups),
+        host_pid=meta.host_pid, host_start=meta.host_start,
     )
 
 
@@ -117,6 +118,11 @@ def _end(record: SessionRecord, event: Event, out: Applied) -> None:
     if not record.active:
         _trace(record, event, event.name, "session already completed", out)
         return
+    meta = record.sidecar
+    if _exit_report(event) and (event.host_pid, event.host_start) != (meta.host_pid, meta.host_start):
+        # The session moved on to another process (a resume) since: that one is alive.
+        _trace(record, event, event.name, "an earlier host process exited; the session goes on", out)
+        return
     touch(record, event.ts)
     reason = event.reason or DEFAULT_END_REASON
     complete(record, event.ts, reason, event, out)
@@ -144,6 +150,13 @@ def _remember(record: SessionRecord, event: Event) -> None:
     meta.cron = meta.cron or event.is_cron
     meta.subagent = meta.subagent or event.is_subagent
     meta.started_by_hook = event.hook_id or meta.started_by_hook
+    if event.host_pid is not None and not _exit_report(event):
+        meta.host_pid, meta.host_start = event.host_pid, event.host_start
+
+
+def _exit_report(event: Event) -> bool:
+    """The daemon's own report that a host process is gone (not an event of the host's)."""
+    return event.kind == EventKind.SESSION_END and event.reason == HOST_EXITED
 
 
 def touch(record: SessionRecord, ts: float) -> None:

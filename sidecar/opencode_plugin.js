@@ -11,6 +11,17 @@ import path from "node:path"
 
 const HOST = "opencode"
 
+// This process and its start time (clock ticks since boot): sidecar watches it, so a killed
+// opencode's sessions end too; a reused pid is told apart by the start time.
+function startTime() {
+  try {
+    const stat = fs.readFileSync("/proc/self/stat", "utf8")
+    return Number(stat.slice(stat.lastIndexOf(")") + 2).split(" ")[19])
+  } catch {
+    return undefined
+  }
+}
+
 function findWorkspace(start) {
   let dir = path.resolve(start)
   for (;;) {
@@ -27,6 +38,7 @@ export const SidecarPlugin = async ({ directory }) => {
   const home = directory || process.env.PWD || process.cwd()
   const sessions = new Map() // session id -> its directory, for the end written at exit
   const busy = new Set() // sessions in a turn: opencode repeats `busy` within one
+  const hostStart = startTime()
   let sequence = 0n
 
   const drop = (event, sessionID, extra = {}) => {
@@ -41,7 +53,7 @@ export const SidecarPlugin = async ({ directory }) => {
       const stamp = (BigInt(Date.now()) * 1000000n + (sequence++ % 1000000n)).toString()
       const name = `${stamp.padStart(20, "0")}-${process.pid}-opencode`
       const body = { event, session_id: sessionID, host: HOST, ts: Date.now() / 1000, cwd: dir,
-                     pid: process.pid, ...extra }
+                     hostPid: process.pid, hostStart, ...extra }
       if (process.env.SIDECAR_HOOK_ID) body.sidecarHookId = process.env.SIDECAR_HOOK_ID
       const temp = path.join(inbox, `.${name}.tmp`)
       fs.writeFileSync(temp, JSON.stringify(body), { mode: 0o600 })

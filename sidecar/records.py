@@ -21,6 +21,10 @@ def _text(value: Any) -> str | None:
     return value if isinstance(value, str) else None
 
 
+def _number(value: Any) -> int | None:
+    return value if isinstance(value, int) and not isinstance(value, bool) else None
+
+
 def _count(value: Any) -> int:
     return value if isinstance(value, int) and not isinstance(value, bool) else 0
 
@@ -45,12 +49,14 @@ class SidecarMeta:
     subagent: bool = False
     started_by_hook: str | None = None
     completion_reason: str | None = None
+    host_pid: int | None = None  # the host's process while the session is active
+    host_start: int | None = None
     recent_events: list[str] = field(default_factory=list)
     follow_ups: dict[str, Json] = field(default_factory=dict)
     extra: Json = field(default_factory=dict)
 
     KEYS = frozenset(("cwd", "transcriptPath", "cron", "subagent", "startedByHook", "completionReason",
-            "recentEvents", "followUps"))
+            "recentEvents", "followUps", "hostPid", "hostStart"))
 
     @classmethod
     def from_json(cls, data: Any) -> SidecarMeta:
@@ -65,6 +71,8 @@ class SidecarMeta:
             subagent=data.get("subagent") is True,
             started_by_hook=_text(data.get("startedByHook")),
             completion_reason=_text(data.get("completionReason")),
+            host_pid=_number(data.get("hostPid")),
+            host_start=_number(data.get("hostStart")),
             recent_events=[e for e in recent if isinstance(e, str)] if isinstance(recent, list) else [],
             follow_ups={k: v for k, v in follow_ups.items() if isinstance(v, dict)}
             if isinstance(follow_ups, dict) else {},
@@ -75,7 +83,8 @@ class SidecarMeta:
         out: Json = {"cron": self.cron, "subagent": self.subagent}
         optional = (("cwd", self.cwd), ("transcriptPath", self.transcript_path),
                     ("startedByHook", self.started_by_hook),
-                    ("completionReason", self.completion_reason))
+                    ("completionReason", self.completion_reason),
+                    ("hostPid", self.host_pid), ("hostStart", self.host_start))
         out.update((k, v) for k, v in optional if v is not None)
         if self.recent_events:
             out["recentEvents"] = self.recent_events

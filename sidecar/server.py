@@ -9,21 +9,26 @@ together; the daemon only runs the loop, the watches and the signals.
 from __future__ import annotations
 
 import logging
+import queue
 import threading
 import time
 from collections.abc import Callable
 from typing import IO
 
-from . import instances, locks
+import orjson
+
+from . import emit, instances, locks
 from .config import Config
 from .followups import FollowUps
 from .hookqueue import FollowUpQueue
 from .hooks import HookStore
 from .ingest import Ingestor
 from .instances import Identity, Membership
-from .kinds import Fired, SessionChange
+from .kinds import HOST_EXITED, EventKind, Fired, SessionChange
 from .layout import Workspace
 from .plugins import PluginRunner
+from .procwatch import Proc
+from .records import Key
 from .sessions import SessionStore
 
 log = logging.getLogger("sidecar")
@@ -36,7 +41,8 @@ class WorkspaceServer:
 
     def __init__(self, ws: Workspace, config: Callable[[], Config], identity: Identity,
                  plugins: PluginRunner | None = None,
-                 stopping: Callable[[], bool] = lambda: False) -> None:
+                 stopping: Callable[[], bool] = lambda: False,
+                 watch: Callable[[Proc, WorkspaceServer], None] | None = None) -> None:
         self.ws = ws
         self.config = config
         self.identity = identity
@@ -48,6 +54,9 @@ class WorkspaceServer:
         self.ingest = Ingestor(self.sessions, self.queue, config, self._report, stopping)
         self.followups: FollowUps | None = None
         self.leader: IO[bytes] | None = None
+        self.watch = watch  # the process watch: tells `notice_host_exit` when a host is gone
+        self.hosts: dict[Proc, set[Key]] = {}  # host process -> its active sessions
+        self.exited: queue.SimpleQueue[Proc] = queue.SimpleQueue()
         self.wake = threading.Event()  # anything that should make the loop step now
         self.inbox_arrival = threading.Event()  # an event file arrived (watchdog)
         self.next_beat = 0.0
@@ -67,6 +76,10 @@ class WorkspaceServer:
     def notice_hooks_change(self) -> None:
         self.wake.set()
 
+    def notice_host_exit(self, proc: Proc) -> None:
+        self.exited.put(proc)
+        self.wake.set()
+
     # -- the step ----------------------------------------------------------------------------
 
     def open(self, now: float) -> None:
@@ -83,6 +96,7 @@ class WorkspaceServer:
         arrived = self.inbox_arrival.is_set()
         if arrived:
             self.inbox_arrival.clear()  # before listing: an arrival from now on is not lost
+        self._end_exited_hosts(now)
         deadline = self.ingest.step(now, arrived)
         if self.followups is not None:
             due = self.followups.step(now)
@@ -102,8 +116,34 @@ class WorkspaceServer:
         self.followups = FollowUps(
             self.ws, self.queue, self.sessions, self.config,
             lambda other: instances.is_alive(self.ws, other), self.wake.set, self._fired)
+        for key, pid, start in self.sessions.live_hosts():  # a host may have died meanwhile
+            self._watch_host(Proc(pid, start), key)
         self.ingest.start(now)
         return True
+
+    # -- host processes ----------------------------------------------------------------------
+
+    def _watch_host(self, proc: Proc, key: Key) -> None:
+        for other, keys in self.hosts.items():
+            if other != proc:
+                keys.discard(key)  # the session moved to another process (a resume)
+        self.hosts.setdefault(proc, set()).add(key)
+        if self.watch is not None:
+            self.watch(proc, self)
+
+    def _end_exited_hosts(self, now: float) -> None:
+        """Report each session of a host that is gone as ended, through the inbox, so that its
+        completion, follow-ups and plugin calls are those of any end (and a replay is safe)."""
+        while not self.exited.empty():
+            proc = self.exited.get()
+            for host, session_id in sorted(self.hosts.pop(proc, set())):
+                log.info("%s: the host process %d of %s session %s is gone", self.ws.root,
+                         proc.pid, host, session_id)
+                event = {"event": "session-end", "session_id": session_id, "host": host,
+                         "reason": HOST_EXITED, "ts": now, "hostPid": proc.pid,
+                         "hostStart": proc.start}
+                emit.drop(str(self.ws.root), orjson.dumps(event))
+                self.inbox_arrival.set()
 
     def _beat_if_due(self, now: float) -> None:
         if now >= self.next_beat:
@@ -139,6 +179,13 @@ class WorkspaceServer:
     # -- plugins ---------------------------------------------------------------------------
 
     def _report(self, changes: list[SessionChange]) -> None:
+        for change in changes:
+            key = (change.host, change.session_id)
+            if change.kind == EventKind.SESSION_END:
+                for keys in self.hosts.values():
+                    keys.discard(key)
+            elif change.host_pid is not None:
+                self._watch_host(Proc(change.host_pid, change.host_start), key)
         if self.plugins is not None:
             self.plugins.session_changes(str(self.ws.root), changes)
 

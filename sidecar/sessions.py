@@ -218,6 +218,21 @@ class SessionStore:
         return SessionFacts(live=record.active or bound, cron=meta.cron, subagent=meta.subagent,
                             transcript_path=meta.transcript_path, cwd=meta.cwd)
 
+    def live_hosts(self) -> list[tuple[Key, int, int | None]]:
+        """(session, host pid, host start time) for every active session whose host is known:
+        what a new leader watches again."""
+        found = []
+        with locks.locked(self.lock_file):
+            bindings = self.load_bindings().items()
+        for key, binding in bindings:
+            try:
+                record = self.load_session(binding.harness_session_id or harness_id(*key))
+            except (OSError, ValueError):
+                continue
+            if record is not None and record.active and record.sidecar.host_pid is not None:
+                found.append((key, record.sidecar.host_pid, record.sidecar.host_start))
+        return found
+
     # -- sweep and retention -------------------------------------------------------------
 
     def sweep(self, now: float, stale_after: float) -> BatchResult:

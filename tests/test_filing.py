@@ -125,7 +125,8 @@ def test_every_recorded_opencode_event_is_filed_under_its_own_session(workspace,
     assert {e.session_id for e in filed} == recorded | {"ses_dd4eb9821ffexaylvILs17A4yF"}
     ends = [e for e in filed if e.kind == "session-end"]  # written at the process's exit
     assert sorted(e.session_id for e in ends) == sorted({e.session_id for e in filed})
-    assert all(e.payload["pid"] > 0 for e in filed)
+    assert all(e.host_pid is not None and e.host_pid > 1 for e in filed)
+    assert len({(e.host_pid, e.host_start) for e in filed}) == 1  # the one opencode process
 
 
 def test_clear_ends_one_session_and_starts_the_next_and_a_triple_quit_is_harmless(

@@ -26,6 +26,9 @@ class LoopbackStub:
     def __init__(self) -> None:
         self.requests: list[dict[str, Any]] = []
         self.lock = threading.Lock()
+        # While `held` is set, answers wait (a turn still running); `release()` lets them go.
+        self.held = threading.Event()
+        self.released = threading.Event()
         stub = self
 
         class Handler(BaseHTTPRequestHandler):
@@ -35,6 +38,8 @@ class LoopbackStub:
             def _answer(self, body: dict[str, Any]) -> None:
                 with stub.lock:
                     stub.requests.append({"path": self.path, "body": body})
+                if stub.held.is_set():
+                    stub.released.wait(120)
                 content_type, data = stub.reply(self.path, body)
                 self.send_response(200)
                 self.send_header("Content-Type", content_type)
@@ -67,6 +72,13 @@ class LoopbackStub:
         self.thread.start()
         return self
 
+    def hold(self) -> None:
+        self.held.set()
+
+    def release(self) -> None:
+        self.released.set()
+
     def __exit__(self, *exc: Any) -> None:
+        self.release()
         self.server.shutdown()
         self.server.server_close()

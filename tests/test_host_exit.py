@@ -1,0 +1,125 @@
+"""A host that dies sends no end: the daemon watches the host's process and ends its sessions."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import orjson
+import pytest
+
+from conftest import SIDECAR, read_json, wait_until
+from sidecar import emit as emit_mod
+from sidecar import procwatch
+from sidecar.lifecycle import harness_id
+
+# A stand-in host: it runs its hooks the way Claude Code and Codex do (`sh -c`, payload on
+# stdin), then lives on until it is killed.
+HOST = """
+import subprocess, sys, time
+sidecar, root = sys.argv[1], sys.argv[2]
+for sid in sys.argv[3:]:
+    for name in ("SessionStart", "UserPromptSubmit"):
+        payload = '{"hook_event_name": "%s", "session_id": "%s", "cwd": "%s"}' % (name, sid, root)
+        subprocess.run(["sh", "-c", sidecar + " emit --source claude-code"], input=payload.encode(),
+                       check=True, capture_output=True)
+print("ready", flush=True)
+time.sleep(3600)
+"""
+
+
+def start_host(workspace, *sessions):
+    host = subprocess.Popen([sys.executable, "-c", HOST, SIDECAR, str(workspace.root), *sessions],
+                            stdout=subprocess.PIPE, start_new_session=True)
+    assert host.stdout is not None and host.stdout.readline() == b"ready\n"
+    return host
+
+
+def stop_host(host) -> None:
+    host.kill()
+    host.wait()
+    host.stdout.close()
+
+
+def record(workspace, session):
+    path = workspace.session_dir(harness_id("claude-code", session)) / "session.json"
+    return read_json(path) if path.exists() else None
+
+
+def test_emit_names_the_host_not_the_shell_that_ran_the_hook(workspace):
+    host = start_host(workspace, "s-who")
+    try:
+        [dropped] = [p for p in workspace.inbox.glob("*.json")][:1]
+        meta = orjson.loads(dropped.read_bytes())["sidecarEnvelope"]
+        assert meta["hostPid"] == host.pid
+        assert meta["hostStart"] == procwatch.start_time(host.pid)
+    finally:
+        stop_host(host)
+
+
+def test_a_killed_hosts_sessions_end_as_host_exited_and_a_live_hosts_never(
+        workspace, start_daemon):
+    daemon = start_daemon(workspace.root)
+    host = start_host(workspace, "s-a", "s-b")  # two sessions in one process (Codex /new)
+    alive = start_host(workspace, "s-alive")
+    try:
+        wait_until(lambda: all(record(workspace, s) for s in ("s-a", "s-b", "s-alive")))
+        # The daemon restarts while the hosts live: nothing is completed, the watch comes back.
+        assert daemon.stop() == 0
+        start_daemon(workspace.root)
+        time.sleep(0.5)  # the new leader has re-armed; a wrong completion would come at once
+        assert all(record(workspace, s)["status"] == "active" for s in ("s-a", "s-b", "s-alive"))
+        os.killpg(host.pid, signal.SIGKILL)
+        killed_at = time.monotonic()
+        wait_until(lambda: all(record(workspace, s)["status"] == "completed"
+                               for s in ("s-a", "s-b")), 2)
+        took = time.monotonic() - killed_at
+        for s in ("s-a", "s-b"):
+            assert record(workspace, s)["metadata"]["sidecar"]["completionReason"] == "host-exited"
+        bindings = read_json(workspace.bindings_file)["bindings"]["claude-code"]
+        assert set(bindings) == {"s-alive"}
+        queued = {e["sessionId"] for e in read_json(workspace.hooks_file)["pending"]}
+        assert queued == {"s-a", "s-b"}  # follow-ups as for a normal end
+        assert record(workspace, "s-alive")["status"] == "active"
+        assert took < 2
+    finally:
+        for proc in (host, alive):
+            stop_host(proc)
+
+
+def test_a_host_that_died_while_no_daemon_ran_is_ended_at_start(workspace, start_daemon):
+    stop_host(start_host(workspace, "s-gone"))
+    start_daemon(workspace.root)  # applies the inbox, then finds the host gone
+    wait_until(lambda: (record(workspace, "s-gone") or {}).get("status") == "completed", 5)
+    assert record(workspace, "s-gone")["metadata"]["sidecar"]["completionReason"] == "host-exited"
+
+
+def test_an_exit_report_for_an_earlier_process_does_not_end_a_resumed_session(workspace):
+    from sidecar.events import parse
+    from sidecar.lifecycle import Applied, apply, new_record
+
+    def event(name, pid, **extra):
+        body = {"event": name, "session_id": "s", "host": "h", "ts": time.time(),
+                "hostPid": pid, "hostStart": 7, **extra}
+        return parse(orjson.dumps(body), f"{time.time_ns()}-{name}.json", 0.0)
+
+    out = Applied()
+    start = event("SessionStart", 100)
+    rec = new_record(("h", "s"), "hid", "/r", start, out)
+    apply(rec, start, out)
+    apply(rec, event("SessionStart", 200, source="resume"), out)  # resumed in a new process
+    apply(rec, event("session-end", 100, reason="host-exited"), out)
+    assert rec.active and rec.sidecar.host_pid == 200
+    apply(rec, event("session-end", 200, reason="host-exited"), out)
+    assert not rec.active and rec.sidecar.completion_reason == "host-exited"
+
+
+@pytest.mark.parametrize("form", ["stdin", "event"])
+def test_only_hook_payloads_report_a_host(workspace, form):
+    options = {"source": "x", "session_id": "s"}
+    data, _, _ = emit_mod.build_event(options, ["{}"] if form == "stdin" else ["session-start"])
+    meta = orjson.loads(data)["sidecarEnvelope"]
+    assert ("hostPid" in meta) == (form == "stdin")
