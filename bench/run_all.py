@@ -15,11 +15,12 @@ import bench_daemon  # noqa: E402
 import bench_emit  # noqa: E402
 import bench_handoff  # noqa: E402
 import bench_hooks  # noqa: E402
+import bench_lifecycle  # noqa: E402
 
 
 def main() -> None:
     chosen = set(sys.argv[1:]) or {"emit", "latency", "throughput", "status", "hooks", "handoff",
-                                   "idle"}
+                                   "lifecycle", "idle"}
     print(f"{'benchmark':<44} {'figure':<26} {'floor (same run)':<34} ratio / target")
     if "emit" in chosen:
         bench_emit.main()
@@ -34,6 +35,9 @@ def main() -> None:
         bench_hooks.save_and_reload()
     if "handoff" in chosen:
         bench_handoff.handoff()
+    if "lifecycle" in chosen:
+        bench_lifecycle.host_exit()
+        bench_lifecycle.sigterm_handoff()
     if "idle" in chosen:
         bench_daemon.idle(60.0)
 

@@ -6,16 +6,17 @@ prompt, paths) are substituted into single argv elements and nothing runs throug
 
 from __future__ import annotations
 
+import json
 import os
-import signal
 import subprocess
-import threading
+import sys
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
 from .kinds import SidecarError
 from .layout import Workspace
+from .procwatch import Proc, is_alive, start_time
 
 KILL_GRACE = 5.0  # seconds between SIGTERM and SIGKILL for an action's process group
 
@@ -93,48 +94,73 @@ def working_folder(ws: Workspace, cwd: str | None) -> Path:
     return root
 
 
-class RunningAction:
-    """One action's process: started at once, waited on, killed whole on timeout or stop."""
-
-    def __init__(self, argv: list[str], cwd: Path, env: dict[str, str], log_path: Path) -> None:
-        log_path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
-        self.log_path = log_path
-        self.interrupted = threading.Event()
-        with open(log_path, "ab") as log:
-            log.write(f"$ {argv!r}\n(cwd {cwd})\n".encode())
-            log.flush()
-            try:
-                self.proc = subprocess.Popen(
-                    argv, cwd=cwd, env=env, stdin=subprocess.DEVNULL, stdout=log,
-                    stderr=subprocess.STDOUT, start_new_session=True, close_fds=True,
-                )
-            except OSError as exc:
-                raise ActionError(f"cannot start {argv[0]!r}: {exc.strerror or exc}") from None
-
-    def kill(self) -> None:
-        """End the whole process group: SIGTERM, a grace period, then SIGKILL."""
-        for sig, wait in ((signal.SIGTERM, KILL_GRACE), (signal.SIGKILL, None)):
-            try:
-                os.killpg(self.proc.pid, sig)
-            except ProcessLookupError:
-                return
-            try:
-                self.proc.wait(wait)
-                return
-            except subprocess.TimeoutExpired:
-                continue
-
-    def interrupt(self) -> None:
-        self.interrupted.set()
-        self.kill()
-
-    def wait(self, timeout: float) -> str:
-        """Wait for the action; returns its status: ok, or error: why."""
+def start(argv: list[str], cwd: Path, env: dict[str, str], log_path: Path) -> Proc:
+    """Start the action through `sidecar.runner`, in a session of its own, and return its
+    process: it outlives this instance, and its outcome lands in `status_file(log_path)`."""
+    log_path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+    with open(log_path, "ab") as log:
+        log.write(f"$ {argv!r}\n(cwd {cwd})\n".encode())
+        log.flush()
         try:
-            code = self.proc.wait(timeout)
-        except subprocess.TimeoutExpired:
-            self.kill()
-            return f"error: timed out after {timeout:g}s"
-        if self.interrupted.is_set():
-            return "error: interrupted"
-        return "ok" if code == 0 else f"error: exit status {code}"
+            proc = subprocess.Popen(
+                [sys.executable, "-m", "sidecar.runner", str(log_path), "--", *argv],
+                cwd=cwd, env=env, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
+                start_new_session=True, close_fds=True,
+            )
+        except OSError as exc:
+            raise ActionError(f"cannot start {argv[0]!r}: {exc.strerror or exc}") from None
+    # Not waited for through this Popen: any instance may be the one that sees it end.
+    proc.returncode = 0  # keeps subprocess from warning about a child it never waited for
+    return Proc(proc.pid, start_time(proc.pid))
+
+
+def status_file(log_path: Path) -> Path:
+    return log_path.with_name(log_path.name + ".status")
+
+
+def settle_start(log_path: Path) -> Proc | None:
+    """For a firing whose instance died before recording its start: the runner's process if
+    it started, else None, having made sure it never will (see `sidecar.runner`)."""
+    from .runner import claim_start
+
+    token = log_path.with_name(log_path.name + ".started")
+    try:
+        log_path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+        if claim_start(str(token), {"givenUp": True}):
+            return None
+        started = json.loads(token.read_bytes())
+    except (OSError, ValueError):
+        return None
+    pid = started.get("pid")
+    return Proc(pid, started.get("start")) if isinstance(pid, int) else None
+
+
+def outcome(log_path: Path) -> str:
+    """The recorded outcome of an action that has ended: ok, or error: why."""
+    try:
+        status = json.loads(status_file(log_path).read_bytes())
+    except (OSError, ValueError):
+        return "error: interrupted"  # the runner itself was killed before it could say
+    if "error" in status:
+        return f"error: {status['error']}"
+    code = status.get("exit")
+    return "ok" if code == 0 else f"error: exit status {code}"
+
+
+def signal_group(proc: Proc, sig: int) -> bool:
+    """Signal the action's whole process group, if it is still that process; whether sent."""
+    if not is_alive(proc):
+        return False
+    try:
+        os.killpg(proc.pid, sig)
+    except (ProcessLookupError, PermissionError):
+        return False
+    return True
+
+
+def reap(pid: int) -> None:
+    """Collect an action's exit if this process started it (no zombie left behind)."""
+    try:
+        os.waitpid(pid, os.WNOHANG)
+    except ChildProcessError:
+        pass  # started by another instance: not ours to reap

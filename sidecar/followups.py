@@ -1,80 +1,96 @@
 """Firing one workspace's due follow-ups, as a loop step: `step(now) -> next deadline`.
 
-Each step recovers claims of dead instances now and then, asks the scheduler what is due,
-claims it in the queue, gathers the session's facts, and acts on the scheduler's verdict.
-An action's process is started on the caller's thread (a millisecond) and waited for on a
-worker thread of its own, so the loop never waits for an agent.
+Each step takes over what other instances left (recovery), sees which running actions ended
+and records their outcome, enforces `actionTimeout`, asks the scheduler what is due, claims
+it, gathers the session's facts and acts on the verdict. An action is started detached
+(`sidecar.runner`, a session of its own) and its process is written into the queue entry at
+once, so it never depends on this instance: when this instance stops, the next leader adopts
+it and records its real outcome. Nothing here waits for an agent.
 """
 
 from __future__ import annotations
 
 import logging
 import os
-import threading
+import signal
 import time
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 
+from . import actions
 from . import hooks as hooks_mod
-from .actions import ActionError, Firing, RunningAction, build_argv, working_folder
+from .actions import ActionError, Firing, build_argv, working_folder
 from .config import Config
-from .hookdoc import Hook, QueueEntry
+from .hookdoc import Hook, QueueEntry, Run
 from .hookqueue import Claimed, FollowUpQueue
 from .kinds import Fired, Verdict
 from .layout import Workspace
+from .procwatch import Proc, is_alive
 from .scheduler import Facts, decide, next_due
 from .sessions import SessionFacts, SessionStore
-from .timeutil import iso
+from .timeutil import iso, parse_ts
 
 log = logging.getLogger("sidecar")
 
-RECOVERY_INTERVAL = 30.0  # how often claims of dead instances are looked for
+RECOVERY_INTERVAL = 30.0  # how often claims left by other instances are looked for
+WAIT_POLL = 0.01  # `fire_now`'s look at a running action, where nothing else wakes it
+
+
+@dataclass
+class Running:
+    """An action this instance holds the claim of, running detached."""
+
+    entry: QueueEntry
+    proc: Proc
+    log: Path
+    deadline: float  # when actionTimeout runs out
+    kill_at: float | None = None  # once timed out: when SIGKILL follows the SIGTERM
 
 
 class FollowUps:
     """Fires one workspace's due follow-up hooks while this instance leads it."""
 
     def __init__(self, ws: Workspace, queue: FollowUpQueue, sessions: SessionStore,
-                 config: Callable[[], Config], is_alive: Callable[[str], bool],
-                 wake: Callable[[], None] = lambda: None,
+                 config: Callable[[], Config], is_alive_instance: Callable[[str], bool],
+                 watch: Callable[[Proc], None] = lambda proc: None,
                  on_fired: Callable[[Fired], None] | None = None) -> None:
         self.ws = ws
         self.queue = queue
         self.sessions = sessions
         self.config = config
-        self.is_alive = is_alive
-        self.wake = wake  # called when a worker finishes: a slot is free again
+        self.is_alive_instance = is_alive_instance
+        self.watch = watch  # makes the loop step when an action's process exits
         self.on_fired = on_fired
-        self.lock = threading.Lock()
-        self.running: dict[str, RunningAction | None] = {}
-        self.workers: list[threading.Thread] = []
+        self.running: dict[str, Running] = {}
         self.next_recovery = 0.0
         self.stopping = False
 
     # -- the step ----------------------------------------------------------------------
 
     def step(self, now: float) -> float | None:
-        """Fire what is due; returns when to step again (None: only when woken)."""
+        """Do what is due; returns when to step again (None: only when woken)."""
         if self.stopping:
             return None
         if now >= self.next_recovery:
-            self.queue.recover(self.is_alive, now)
+            for entry in self.queue.recover(self.is_alive_instance, now):
+                self.adopt(entry, now)
             self.next_recovery = now + RECOVERY_INTERVAL
-        while True:
-            with self.lock:
-                busy = set(self.running)
-            due = next_due(self.queue.view(now).pending, busy, now)
+        self.check_running(now)
+        while len(self.running) < self.config().concurrency:
+            due = next_due(self.queue.view(now).pending, set(self.running), now)
             if due.entry is None:
-                return _earliest(due.wake_at, self.next_recovery)
-            if len(busy) >= self.config().concurrency:
-                return self.next_recovery  # every slot is busy: a finishing action wakes us
-            claimed = self.queue.claim(due.entry.id, now)
+                return _earliest(due.wake_at, self.next_recovery, *self._deadlines())
+            claimed = self.queue.claim(due.entry.id, now, str(self.log_path(due.entry, now)))
             if claimed is not None:
                 self.start(claimed, now)
+        return _earliest(self.next_recovery, *self._deadlines())  # a finishing action wakes us
 
-    def start(self, claimed: Claimed, now: float, wait: bool = False) -> None:
-        """Decide, then fire on a worker thread, or on this one if `wait` (or postpone, or
-        skip, at once)."""
+    def _deadlines(self) -> list[float]:
+        return [r.kill_at if r.kill_at is not None else r.deadline for r in self.running.values()]
+
+    def start(self, claimed: Claimed, now: float) -> None:
+        """Decide, then start the action (or postpone, or skip, at once)."""
         entry, hook = claimed.entry, claimed.hook
         try:
             session = self.sessions.facts(entry.harness_session_id, (entry.host, entry.session_id))
@@ -88,92 +104,87 @@ class FollowUps:
             if self.stopping:
                 self.queue.release(entry.id, now)  # claimed as we were stopping: leave it
                 return
-            status, action, log_path = self.launch(entry, hook, session.cwd)
+            self.launch(entry, hook, session.cwd, now)
         except Exception as exc:
             log.exception("%s: firing %s failed", self.ws.root, entry.id)
             self.finish(entry, f"error: {exc}", None)
-            return
-        if action is None:
-            self.finish(entry, status, log_path)
-            return
-        with self.lock:
-            self.running[entry.id] = action
-        if wait:
-            self._wait(entry, action, log_path)
-            return
-        worker = threading.Thread(target=self._wait, args=(entry, action, log_path),
-                                  daemon=True, name=f"hook:{entry.id}")
-        self.workers.append(worker)
-        worker.start()
 
     def fire_now(self, claimed: Claimed, now: float) -> None:
         """Fire a claimed entry and wait for its outcome on this thread (for tests and tools)."""
-        self.start(claimed, now, wait=True)
+        self.start(claimed, now)
+        while claimed.entry.id in self.running:
+            time.sleep(WAIT_POLL)
+            self.check_running(now)  # the caller's clock: no timeout while it waits
 
-    # -- running an action -------------------------------------------------------------
+    # -- running actions ---------------------------------------------------------------
 
-    def launch(self, entry: QueueEntry, hook: Hook,
-               cwd: str | None) -> tuple[str, RunningAction | None, Path | None]:
-        """Start the hook's action; an error status if it cannot start."""
+    def launch(self, entry: QueueEntry, hook: Hook, cwd: str | None, now: float) -> None:
+        """Start the hook's action detached and record it; an error status if it cannot start."""
         prompt = ""
         if hook.prompt_file:
             try:
                 prompt = hooks_mod.read_prompt(self.ws, hook.prompt_file)
             except OSError as exc:
-                return f"error: prompt file {hook.prompt_file}: {exc.strerror or exc}", None, None
+                self.finish(entry, f"error: prompt file {hook.prompt_file}: {exc.strerror or exc}",
+                            None)
+                return
         firing = Firing(hook_id=hook.id, host=entry.host, session_id=entry.session_id,
                         harness_session_id=entry.harness_session_id or "", prompt=prompt,
                         prompt_file=hook.prompt_file, cwd=working_folder(self.ws, cwd))
+        log_path = Path(entry.log) if entry.log else self.log_path(entry, now)
         try:
             argv = build_argv(hook.action, firing, self.config().resume, self.ws)
+            proc = actions.start(argv, firing.cwd, firing.environment(self.ws), log_path)
         except ActionError as exc:
-            return f"error: {exc}", None, None
-        stamp = iso(time.time()).replace(":", "").replace("-", "")
-        log_path = self.ws.logs / "hooks" / hook.id / f"{stamp}-{entry.session_id}.log"
-        try:
-            action = RunningAction(argv, firing.cwd, firing.environment(self.ws), log_path)
-        except ActionError as exc:
-            return f"error: {exc}", None, log_path
-        log.info("%s: fired %s for %s session %s (log %s)", self.ws.root, hook.id, entry.host,
-                 entry.session_id, log_path)
-        return "", action, log_path
+            self.finish(entry, f"error: {exc}", log_path if log_path.exists() else None)
+            return
+        # The one ambiguous window: between the claim and this write, a death of this instance
+        # leaves a firing nobody can tell ran or not (recorded `error: interrupted`).
+        self.queue.started(entry.id, Run(proc.pid, proc.start, str(log_path), iso(now)), now)
+        self.running[entry.id] = Running(entry, proc, log_path, now + self.config().action_timeout)
+        self.watch(proc)
+        log.info("%s: fired %s for %s session %s (pid %d, log %s)", self.ws.root, hook.id,
+                 entry.host, entry.session_id, proc.pid, log_path)
 
-    def _wait(self, entry: QueueEntry, action: RunningAction, log_path: Path | None) -> None:
-        try:
-            status = action.wait(self.config().action_timeout)
-            self.finish(entry, status, log_path)
-        except Exception:
-            log.exception("%s: recording firing %s failed", self.ws.root, entry.id)
-        finally:
-            with self.lock:
-                self.running.pop(entry.id, None)
-            try:
-                self.workers.remove(threading.current_thread())
-            except ValueError:
-                pass
-            self.wake()
+    def log_path(self, entry: QueueEntry, now: float) -> Path:
+        stamp = iso(now).replace(":", "").replace("-", "")
+        return self.ws.logs / "hooks" / entry.hook_id / f"{stamp}-{entry.session_id}.log"
+
+    def adopt(self, entry: QueueEntry, now: float) -> None:
+        """Take over an action another instance started: wait for it, and time it out."""
+        assert entry.run is not None
+        started = parse_ts(entry.run.started_at) or now
+        proc = Proc(entry.run.pid, entry.run.start)
+        self.running[entry.id] = Running(entry, proc, Path(entry.run.log),
+                                         started + self.config().action_timeout)
+        self.watch(proc)
+
+    def check_running(self, now: float) -> None:
+        """Record the outcome of every action that ended; time out those past their limit."""
+        for key, run in list(self.running.items()):
+            actions.reap(run.proc.pid)  # our own child: collect it, so it reads as gone
+            if not is_alive(run.proc):
+                del self.running[key]
+                status = (f"error: timed out after {self.config().action_timeout:g}s"
+                          if run.kill_at is not None else actions.outcome(run.log))
+                self.finish(run.entry, status, run.log)
+            elif run.kill_at is None and now >= run.deadline:
+                log.warning("%s: %s ran past actionTimeout; stopping it", self.ws.root, key)
+                actions.signal_group(run.proc, signal.SIGTERM)
+                run.kill_at = now + actions.KILL_GRACE
+            elif run.kill_at is not None and now >= run.kill_at:
+                actions.signal_group(run.proc, signal.SIGKILL)
 
     def finish(self, entry: QueueEntry, status: str, log_path: Path | None) -> None:
         shown = str(log_path) if log_path else None
-        self.queue.finish(entry, status, shown, time.time())
+        if not self.queue.finish(entry, status, shown, time.time()):
+            return  # another instance holds the claim now: it records the outcome
+        if status != "ok" and not status.startswith("skipped"):
+            log.warning("%s: follow-up %s for %s session %s: %s (log %s)", self.ws.root,
+                        entry.hook_id, entry.host, entry.session_id, status, shown)
         if self.on_fired is not None:
             self.on_fired(Fired(str(self.ws.root), entry.hook_id, entry.host, entry.session_id,
                                 entry.harness_session_id, status, shown))
-
-    # -- stopping ----------------------------------------------------------------------
-
-    def stop(self, grace: float) -> None:
-        """Claim nothing more; give running actions `grace` seconds, then interrupt them."""
-        self.stopping = True
-        deadline = time.monotonic() + grace
-        for worker in list(self.workers):
-            worker.join(max(0.0, deadline - time.monotonic()))
-        with self.lock:
-            running = [r for r in self.running.values() if r is not None]
-        for action in running:
-            action.interrupt()
-        for worker in list(self.workers):
-            worker.join(10)
 
 
 def transcript_facts(session: SessionFacts) -> Facts:

@@ -187,6 +187,29 @@ def _action(value: Any, path: str) -> Action:
     return list(value)
 
 
+@dataclass(slots=True)
+class Run:
+    """A started action: the runner's process (pid and start time), its log, when it began.
+    Written before anything waits for it, so any later leader can adopt it."""
+
+    pid: int
+    start: int | None
+    log: str
+    started_at: str
+
+    @classmethod
+    def from_json(cls, data: Any, path: str) -> Run:
+        if not isinstance(data, dict) or type(data.get("pid")) is not int \
+                or not isinstance(data.get("log"), str):
+            fail(path, "must be an object with the action's pid and log")
+        start = data.get("start")
+        return cls(data["pid"], start if type(start) is int else None, data["log"],
+                   _text(data.get("startedAt")) or "")
+
+    def to_json(self) -> Json:
+        return {"pid": self.pid, "start": self.start, "log": self.log, "startedAt": self.started_at}
+
+
 def entry_id(hook_id: str, host: str, session_id: str) -> str:
     return f"{hook_id}:{host}:{session_id}"
 
@@ -205,10 +228,12 @@ class QueueEntry:
     retries: int = 0
     claimed_by: str | None = None
     claimed_at: str | None = None
+    log: str | None = None  # set with the claim: where its action will log (and say it started)
+    run: Run | None = None  # once its action has started: which process, where it logs
     extra: Json = field(default_factory=dict)
 
     KEYS = frozenset(("id", "hookId", "host", "sessionId", "harnessSessionId", "enqueuedAt", "dueAt",
-            "retries", "claimedBy", "claimedAt"))
+            "retries", "claimedBy", "claimedAt", "log", "run"))
 
     @property
     def due(self) -> float:
@@ -239,6 +264,8 @@ class QueueEntry:
             _text(get("enqueuedAt")),
             due if isinstance(due, (str, float, int)) and not isinstance(due, bool) else None,
             retries if type(retries) is int else 0, claimed or None, _text(get("claimedAt")),
+            _text(get("log")),
+            Run.from_json(get("run"), f"{path}.run") if get("run") is not None else None,
             {} if data.keys() <= cls.KEYS else {k: v for k, v in data.items() if k not in cls.KEYS},
         )
 
@@ -249,6 +276,10 @@ class QueueEntry:
                      "retries": self.retries, "claimedBy": self.claimed_by}
         if self.claimed_at is not None:
             out["claimedAt"] = self.claimed_at
+        if self.log is not None:
+            out["log"] = self.log
+        if self.run is not None:
+            out["run"] = self.run.to_json()
         return {**out, **self.extra}
 
 

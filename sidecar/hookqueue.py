@@ -1,7 +1,9 @@
 """The follow-up queue's operations, each one durable change of hooks.json.
 
-add (at session boundaries), claim (before firing: at most once), postpone, release, finish,
-and recover (claims of dead instances become `error: interrupted`, never retried). The queue
+add (at session boundaries), claim (before firing: at most once), started (the action runs,
+detached), postpone, release, finish (by the claim's holder only: once), and recover (a
+leader adopts started actions; claims of dead instances that never started become
+`error: interrupted`, never retried). The queue
 entry for a session is written before the session records it, so a crash in between is
 absorbed by `add`'s duplicate check when the batch is replayed.
 """
@@ -12,8 +14,10 @@ import copy
 import logging
 from collections.abc import Callable
 from dataclasses import dataclass
+from pathlib import Path
 
-from .hookdoc import Hook, HooksDoc, QueueEntry, entry_id
+from .actions import settle_start
+from .hookdoc import Hook, HooksDoc, QueueEntry, Run, entry_id
 from .hooks import HookStore, HooksView
 from .kinds import STALE, EventKind, SessionChange
 from .records import Key
@@ -89,8 +93,9 @@ class FollowUpQueue:
 
         self.store.change(now, change)
 
-    def claim(self, key: str, now: float) -> Claimed | None:
-        """Mark the entry as ours, durably; None if it is gone or someone else has it."""
+    def claim(self, key: str, now: float, log: str | None = None) -> Claimed | None:
+        """Mark the entry as ours, durably, with where its action will log; None if it is gone
+        or someone else has it."""
 
         def edit(doc: HooksDoc) -> Claimed | None:
             entry = doc.entry(key)
@@ -102,6 +107,7 @@ class FollowUpQueue:
                 return None
             entry.claimed_by = self.instance_id
             entry.claimed_at = iso(now)
+            entry.log = log
             return Claimed(copy.copy(entry), copy.copy(hook))
 
         return self.store.change(now, edit)
@@ -135,42 +141,72 @@ class FollowUpQueue:
 
         self._edit_entry(key, now, edit)
 
-    def finish(self, entry: QueueEntry, status: str, log_path: str | None, now: float) -> None:
-        """Remove a fired entry and record the firing in its hook's history."""
+    def started(self, key: str, run: Run, now: float) -> None:
+        """Record, durably, that the claimed entry's action runs: from here on any leader can
+        adopt it and record its real outcome."""
 
-        def edit(doc: HooksDoc) -> None:
-            doc.pending = [e for e in doc.pending if e.id != entry.id]
+        def edit(doc: HooksDoc, entry: QueueEntry) -> None:
+            entry.run = run
+
+        self._edit_entry(key, now, edit)
+
+    def finish(self, entry: QueueEntry, status: str, log_path: str | None, now: float) -> bool:
+        """Remove a fired entry and record the firing in its hook's history, if this instance
+        still holds its claim (so that an outcome is recorded once); whether it did."""
+
+        def edit(doc: HooksDoc) -> bool:
+            current = doc.entry(entry.id)
+            if current is None or current.claimed_by != self.instance_id:
+                return False
+            doc.pending.remove(current)
             hook = doc.hooks.get(entry.hook_id)
             if hook is not None:
                 hook.record_firing(status, now, entry.host, entry.session_id, log_path)
             self.store.note_fired_while_broken(entry.id)
+            return True
 
-        self.store.change(now, edit)
+        return self.store.change(now, edit)
 
-    def recover(self, is_alive: Callable[[str], bool], now: float) -> int:
-        """Record claims held by dead instances as interrupted; they are never retried."""
+    def recover(self, is_alive: Callable[[str], bool], now: float) -> list[QueueEntry]:
+        """Take over the firings other instances left: adopt those whose action started (it
+        runs on without them), and record as interrupted those claimed by a dead instance
+        before their action started (ambiguous: at most once wins). Returns the adopted."""
+        mine = self.instance_id
         pending = self.view(now).pending
-        dead = {e.claimed_by for e in pending
-                if e.claimed_by and e.claimed_by != self.instance_id and not is_alive(e.claimed_by)}
-        if not dead:
-            return 0
+        if not any(e.claimed_by and e.claimed_by != mine and (e.run or not is_alive(e.claimed_by))
+                   for e in pending):
+            return []
 
-        def edit(doc: HooksDoc) -> int:
-            lost = [e for e in doc.pending if e.claimed_by in dead]
-            for entry in lost:
-                doc.pending.remove(entry)
-                hook = doc.hooks.get(entry.hook_id)
-                if hook is not None:
-                    hook.record_firing("error: interrupted", now, entry.host, entry.session_id,
-                                       None)
-                self.store.note_fired_while_broken(entry.id)
-            return len(lost)
+        def edit(doc: HooksDoc) -> tuple[list[QueueEntry], int]:
+            adopted, lost = [], 0
+            for entry in list(doc.pending):
+                if not entry.claimed_by or entry.claimed_by == mine:
+                    continue
+                if entry.run is None and entry.log and not is_alive(entry.claimed_by):
+                    proc = settle_start(Path(entry.log))  # started, or now never will
+                    if proc is not None:
+                        entry.run = Run(proc.pid, proc.start, entry.log, entry.claimed_at or iso(now))
+                if entry.run is not None:  # a leader adopts it, whoever started it
+                    entry.claimed_by, entry.claimed_at = mine, iso(now)
+                    adopted.append(copy.copy(entry))
+                elif not is_alive(entry.claimed_by):
+                    doc.pending.remove(entry)
+                    hook = doc.hooks.get(entry.hook_id)
+                    if hook is not None:
+                        hook.record_firing("error: interrupted", now, entry.host,
+                                           entry.session_id, None)
+                    self.store.note_fired_while_broken(entry.id)
+                    lost += 1
+            return adopted, lost
 
-        lost = self.store.change(now, edit)
+        adopted, lost = self.store.change(now, edit)
         if lost:
-            log.warning("%s: %d follow-up firing(s) interrupted by a dead instance",
-                        self.store.ws.root, lost)
-        return lost
+            log.warning("%s: %d follow-up firing(s) interrupted by a dead instance before "
+                        "their action started", self.store.ws.root, lost)
+        if adopted:
+            log.info("%s: adopted %d running follow-up action(s)", self.store.ws.root,
+                     len(adopted))
+        return adopted
 
 
 def _wants(hook: Hook, change: SessionChange) -> bool:

@@ -250,3 +250,22 @@ def remove(hook_id: str, root: Path | None = RootOption) -> None:
 
     dropped = _apply(store, edit)
     typer.echo(f"removed {hook_id}" + (f"; dropped {dropped} queued firing(s)" if dropped else ""))
+
+
+@hooks_app.command("kill-running")
+def kill_running(root: Path | None = RootOption) -> None:
+    """End every follow-up action that is running now (SIGTERM to its process group); the
+    leader records each as ended by the signal."""
+    import signal
+
+    from .actions import signal_group
+    from .procwatch import Proc
+
+    store = _store(root)
+    ended = [e for e in store.snapshot(now()).pending if e.run is not None
+             and signal_group(Proc(e.run.pid, e.run.start), signal.SIGTERM)]
+    for entry in ended:
+        typer.echo(f"sent SIGTERM to {entry.hook_id} for {entry.host} {entry.session_id} "
+                   f"(pid {entry.run.pid if entry.run else '?'})")
+    if not ended:
+        typer.echo("no follow-up action is running")

@@ -27,8 +27,8 @@ class Proc:
     start: int | None = None  # None where the start time cannot be read (not Linux)
 
 
-def start_time(pid: int) -> int | None:
-    """The process's start time in clock ticks since boot; None if it is gone or unknown."""
+def _stat(pid: int) -> tuple[str, int] | None:
+    """(state, start time in clock ticks since boot) from /proc; None if gone or unknown."""
     try:
         with open(f"/proc/{pid}/stat", "rb") as handle:
             data = handle.read()
@@ -36,9 +36,15 @@ def start_time(pid: int) -> int | None:
         return None
     fields = data[data.rfind(b")") + 2:].split()  # the name may hold spaces and parentheses
     try:
-        return int(fields[19])
+        return fields[0].decode(), int(fields[19])
     except (IndexError, ValueError):
         return None
+
+
+def start_time(pid: int) -> int | None:
+    """The process's start time in clock ticks since boot; None if it is gone or unknown."""
+    stat = _stat(pid)
+    return None if stat is None else stat[1]
 
 
 def is_alive(proc: Proc) -> bool:
@@ -48,12 +54,13 @@ def is_alive(proc: Proc) -> bool:
         return False
     except PermissionError:
         pass  # someone else's process: it exists
-    if proc.start is None:
-        return True
-    now = start_time(proc.pid)
-    if now is None:
+    stat = _stat(proc.pid)
+    if stat is None:
         return not HAS_PROC  # without /proc, kill(0) is all there is to go by
-    return now == proc.start
+    state, start = stat
+    if state == "Z":
+        return False  # it has exited; only its parent has not collected it yet
+    return proc.start is None or start == proc.start
 
 
 def current(pid: int) -> Proc:

@@ -115,13 +115,18 @@ class WorkspaceServer:
         self.hook_store.seed(now)
         self.followups = FollowUps(
             self.ws, self.queue, self.sessions, self.config,
-            lambda other: instances.is_alive(self.ws, other), self.wake.set, self._fired)
+            lambda other: instances.is_alive(self.ws, other), self._watch_action, self._fired)
         for key, pid, start in self.sessions.live_hosts():  # a host may have died meanwhile
             self._watch_host(Proc(pid, start), key)
         self.ingest.start(now)
         return True
 
     # -- host processes ----------------------------------------------------------------------
+
+    def _watch_action(self, proc: Proc) -> None:
+        """An action's process: its exit wakes the loop, which records the outcome."""
+        if self.watch is not None:
+            self.watch(proc, self)
 
     def _watch_host(self, proc: Proc, key: Key) -> None:
         for other, keys in self.hosts.items():
@@ -166,14 +171,12 @@ class WorkspaceServer:
         self.ingest.health.error(self.ws.root, f"unexpected error: {exc}")
 
     def close(self, now: float) -> None:
-        """Hand the workspace over at once; running actions get `stopGrace` to finish."""
+        """Hand the workspace over at once. Running actions are not waited for, killed or
+        repeated: they run detached, and the next leader adopts them."""
         if self.followups is not None:
             self.followups.stopping = True
         locks.release(self.leader)
         self.leader = None
-        if self.followups is not None:
-            self.heartbeat(now)
-            self.followups.stop(self.config().stop_grace)
         self.membership.leave()
 
     # -- plugins ---------------------------------------------------------------------------

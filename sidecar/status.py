@@ -10,6 +10,7 @@ from typing import Any, TypedDict
 
 from . import __version__, hooks, inbox, instances
 from .layout import Workspace
+from .procwatch import Proc, is_alive
 from .sessions import SessionStore, StoreError
 from .timeutil import human_age, parse_ts
 
@@ -40,6 +41,8 @@ class BindingRow(TypedDict):
     harnessSessionId: str | None
     updatedAt: str | None
     ageSeconds: float | None
+    hostPid: int | None  # the host's process, when the session reported it
+    hostAlive: bool | None
 
 
 class HookRow(TypedDict):
@@ -61,6 +64,7 @@ class QueueRow(TypedDict):
     dueInSeconds: float
     retries: int
     claimedBy: str | None
+    running: dict[str, Any] | None  # its action: pid, startedAt, log, and whether it is alive
 
 
 class HooksSection(TypedDict):
@@ -120,6 +124,9 @@ def hooks_section(ws: Workspace, now: float) -> HooksSection:
             "hookId": entry.hook_id, "host": entry.host, "sessionId": entry.session_id,
             "dueInSeconds": 0.0 if due == float("-inf") else round(due - now, 3),
             "retries": entry.retries, "claimedBy": entry.claimed_by,
+            "running": None if entry.run is None else {
+                "pid": entry.run.pid, "startedAt": entry.run.started_at, "log": entry.run.log,
+                "alive": is_alive(Proc(entry.run.pid, entry.run.start))},
         })
     queue.sort(key=lambda q: q["dueInSeconds"])
     return {"hooks": rows, "queue": queue, "error": view.error}
@@ -138,10 +145,13 @@ def workspace_report(ws: Workspace, now: float) -> WorkspaceReport:
     bindings: list[BindingRow] = []
     for (host, session_id), binding in bound:
         updated = parse_ts(binding.updated_at)
+        proc = _host_of(store, binding.harness_session_id)
         bindings.append({
             "host": host, "sessionId": session_id,
             "harnessSessionId": binding.harness_session_id, "updatedAt": binding.updated_at,
             "ageSeconds": None if updated is None else round(now - updated, 3),
+            "hostPid": None if proc is None else proc.pid,
+            "hostAlive": None if proc is None else is_alive(proc),
         })
     bindings.sort(key=lambda b: b["ageSeconds"] if b["ageSeconds"] is not None else 1e18)
     total = store.count_sessions()
@@ -165,6 +175,17 @@ def workspace_report(ws: Workspace, now: float) -> WorkspaceReport:
         "plugins": _plugin_counters(found),
         "errors": errors,
     }
+
+
+def _host_of(store: SessionStore, harness_id: str | None) -> Proc | None:
+    """The host process an active session reported (its record is small and few are active)."""
+    try:
+        record = store.load_session(harness_id) if harness_id else None
+    except (OSError, ValueError):
+        return None
+    if record is None or record.sidecar.host_pid is None:
+        return None
+    return Proc(record.sidecar.host_pid, record.sidecar.host_start)
 
 
 def _plugin_counters(found: list[InstanceRow]) -> dict[str, dict[str, int]]:
@@ -225,6 +246,8 @@ def render_text(report: Report, bindings_shown: int = 20) -> str:
             for b in w["bindings"][:bindings_shown]:
                 lines.append(
                     f"  {b['host']:<12} {b['sessionId']:<40} {_age(b['ageSeconds'])} ago"
+                    + ("" if b["hostPid"] is None else
+                       f"  host pid {b['hostPid']} {'alive' if b['hostAlive'] else 'GONE'}")
                 )
             if len(w["bindings"]) > bindings_shown:
                 lines.append(f"  ... and {len(w['bindings']) - bindings_shown} more (--json)")
@@ -240,8 +263,12 @@ def render_text(report: Report, bindings_shown: int = 20) -> str:
         lines.append(f"queue      {len(w['queue'])}")
         for q in w["queue"][:bindings_shown]:
             due = "due now" if q["dueInSeconds"] <= 0 else f"due in {_age(q['dueInSeconds'])}"
+            run = q["running"]
+            state = ("" if not q["claimedBy"] else "  firing" if run is None else
+                     f"  running pid {run['pid']} since {run['startedAt']} "
+                     f"(held by {q['claimedBy']})")
             lines.append(f"  {q['hookId']:<20} {q['host']:<12} {q['sessionId']:<40} {due}"
-                         f"  retries {q['retries']}" + ("  firing" if q["claimedBy"] else ""))
+                         f"  retries {q['retries']}" + state)
         for name, counts in w["plugins"].items():
             lines.append(f"plugin     {name}: {counts['calls']} calls, {counts['errors']} errors, "
                          f"{counts['hangs']} hangs")

@@ -14,6 +14,7 @@ import pytest
 from freezegun import freeze_time
 
 from conftest import read_json
+from sidecar import procwatch
 from sidecar.config import Config
 from sidecar.events import parse
 from sidecar.followups import FollowUps
@@ -77,6 +78,14 @@ class Harness:
 
     def firings(self):
         return self.fired.read_text().split() if self.fired.exists() else []
+
+
+def wait_out(h, now):
+    """Until every running action ended and its outcome is recorded (the clock held at now)."""
+    deadline = time.monotonic() + 20
+    while h.followups.running and time.monotonic() < deadline:
+        time.sleep(0.02)
+        h.followups.check_running(now)
 
 
 @pytest.fixture
@@ -208,7 +217,7 @@ def test_a_transcript_over_max_context_is_skipped(tmp_path):
 def test_a_claim_of_a_dead_instance_is_recorded_interrupted_never_retried(h):
     h.apply(ev("SessionStart"), ev("SessionEnd", ts=T0 + 1))
     h.hooks.change(T0, lambda d: setattr(d.pending[0], "claimed_by", "dead-one"))
-    assert h.queue.recover(h.alive, T0) == 1
+    assert h.queue.recover(h.alive, T0) == []  # nothing to adopt: its action never started
     assert h.pending() == [] and h.firings() == []
     assert h.hook().last_status == "error: interrupted"
 
@@ -218,7 +227,7 @@ def test_a_claim_of_a_live_instance_is_left_alone(tmp_path):
     h.use_command_hook()
     h.apply(ev("SessionStart"), ev("SessionEnd", ts=T0 + 1))
     h.hooks.change(T0, lambda d: setattr(d.pending[0], "claimed_by", "frozen-one"))
-    assert h.queue.recover(h.alive, T0) == 0 and len(h.pending()) == 1
+    assert h.queue.recover(h.alive, T0) == [] and len(h.pending()) == 1
 
 
 def test_two_schedulers_never_fire_the_same_entry(h, tmp_path):
@@ -260,8 +269,7 @@ def test_a_step_fires_what_is_due_and_sleeps_until_the_next_entry(h):
     assert h.followups.step(T0 + 5) == due  # not due yet: wake exactly when it is
     assert h.firings() == []
     h.followups.step(due)
-    for worker in list(h.followups.workers):
-        worker.join()
+    wait_out(h, due)
     assert h.firings() == ["s1"] and h.pending() == []
     assert h.followups.step(due + 1) == h.followups.next_recovery  # nothing left to wait for
 
@@ -275,10 +283,87 @@ def test_a_step_never_runs_more_actions_than_the_concurrency_allows(tmp_path):
     h.followups.step(T0 + 20)
     assert len(h.followups.running) == 1
     assert sum(1 for e in h.pending() if e.claimed_by) == 1
-    for worker in list(h.followups.workers):
-        worker.join()
+    wait_out(h, T0 + 20)
     h.followups.step(T0 + 21)
     assert len(h.followups.running) == 1
-    for worker in list(h.followups.workers):
-        worker.join()
+    wait_out(h, T0 + 21)
     assert h.pending() == []
+
+
+def sleeper(seconds: float, code: int = 0) -> list[str]:
+    return [sys.executable, "-c", f"import time, sys; time.sleep({seconds}); sys.exit({code})"]
+
+
+def test_an_action_runs_detached_and_its_start_is_recorded_before_anything_waits(h):
+    h.hooks.change(T0, lambda d: setattr(d.hooks["rec"], "action", sleeper(0.3)))
+    h.apply(ev("SessionStart"), ev("SessionEnd", ts=T0 + 1))
+    h.followups.step(T0 + 20)
+    [entry] = h.pending()
+    assert entry.claimed_by == "me" and entry.run is not None
+    assert os.getsid(entry.run.pid) == entry.run.pid  # a session of its own: it outlives us
+    assert h.followups.step(T0 + 21) is not None and len(h.followups.running) == 1
+    while h.followups.running:
+        time.sleep(0.02)
+        h.followups.check_running(T0 + 22)
+    assert h.pending() == [] and h.hook().last_status == "ok"
+
+
+@pytest.mark.parametrize("code,status", [(0, "ok"), (3, "error: exit status 3")])
+def test_a_new_leader_adopts_a_running_action_and_records_its_real_outcome_once(
+        tmp_path, code, status):
+    old = Harness(tmp_path, instance="old")
+    old.use_command_hook()
+    old.hooks.change(T0, lambda d: setattr(d.hooks["rec"], "action", sleeper(0.5, code)))
+    old.apply(ev("SessionStart"), ev("SessionEnd", ts=T0 + 1))
+    old.followups.step(T0 + 20)  # started; then the old instance stops, waiting for nothing
+    assert len(old.followups.running) == 1
+    new = FollowUps(old.ws, FollowUpQueue(HookStore(old.ws, durable=False), "new"), old.sessions,
+                    lambda: old.config, lambda other: True)  # the old one may still be alive
+    new.step(T0 + 21)
+    [entry] = old.pending()
+    assert entry.claimed_by == "new" and list(new.running) == [entry.id]
+    while new.running:
+        time.sleep(0.02)
+        new.check_running(T0 + 22)
+    old.followups.check_running(T0 + 22)  # the old instance no longer holds the claim
+    hook = old.hook()
+    assert [h.status for h in hook.history] == [status]
+    assert old.pending() == []
+
+
+def test_the_leader_that_holds_a_firing_enforces_its_timeout(tmp_path):
+    h = Harness(tmp_path, action_timeout=0.2)
+    h.use_command_hook()
+    h.hooks.change(T0, lambda d: setattr(d.hooks["rec"], "action", sleeper(30)))
+    h.apply(ev("SessionStart"), ev("SessionEnd", ts=T0 + 1))
+    h.followups.step(T0 + 20)
+    [entry] = h.pending()
+    h.followups.check_running(T0 + 20.5)  # past its limit: SIGTERM to the whole group
+    deadline = time.monotonic() + 10
+    while h.followups.running and time.monotonic() < deadline:
+        time.sleep(0.02)
+        h.followups.check_running(T0 + 21)
+    assert h.hook().last_status == "error: timed out after 0.2s"
+    with pytest.raises(ProcessLookupError):
+        os.kill(entry.run.pid, 0)
+
+
+def test_a_claim_whose_instance_died_before_recording_the_start_is_settled_exactly(h, tmp_path):
+    """Either the runner started (adopted, real outcome) or it never will (interrupted)."""
+    from sidecar import runner
+
+    h.apply(ev("SessionStart", session="never"), ev("SessionEnd", session="never", ts=T0 + 1),
+            ev("SessionStart", session="began"), ev("SessionEnd", session="began", ts=T0 + 1))
+    logs = {s: tmp_path / f"{s}.log" for s in ("never", "began")}
+    for entry in h.pending():
+        h.queue.claim(entry.id, T0, str(logs[entry.session_id]))
+        h.hooks.change(T0, lambda d, key=entry.id: setattr(d.entry(key), "claimed_by", "dead-one"))
+    # "began": its runner got as far as saying it started (here: this very process).
+    assert runner.claim_start(str(logs["began"]) + ".started",
+                              {"pid": os.getpid(), "start": procwatch.start_time(os.getpid())})
+    adopted = h.queue.recover(h.alive, T0 + 5)
+    assert [e.session_id for e in adopted] == ["began"] and adopted[0].run.pid == os.getpid()
+    assert h.hook().history[-1].status == "error: interrupted"
+    assert h.hook().history[-1].session_id == "never"
+    # A runner for "never" that starts late finds the firing given up, and runs nothing.
+    assert not runner.claim_start(str(logs["never"]) + ".started", {"pid": 1})

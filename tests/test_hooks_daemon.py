@@ -281,3 +281,24 @@ def test_plugins_are_called_in_order_and_bad_ones_stop_nothing(workspace, start_
     assert report["plugins"]["boom"]["errors"] >= 2
     assert report["plugins"]["stuck"]["hangs"] >= 1
     assert report["sessions"]["completed"] == 1 and report["served"]
+
+
+def test_status_shows_a_running_firing_and_kill_running_ends_it(workspace, start_daemon, tmp_path):
+    set_hooks(workspace, {"slow": command_hook("slow", [sys.executable, "-c",
+                                                        "import time; time.sleep(60)"], delay=0)})
+    start_daemon(workspace.root)
+    end_session(workspace, "s-run")
+
+    def running():
+        queue = orjson.loads(run_cli("status", "--root", str(workspace.root), "--json").stdout)[
+            "workspaces"][0]["queue"]
+        return queue[0]["running"] if queue and queue[0]["running"] else None
+
+    run = wait_until(running, 15)
+    assert run["alive"] is True and run["pid"] > 1
+    text = run_cli("status", "--root", str(workspace.root)).stdout.decode()
+    assert f"running pid {run['pid']}" in text
+    result = run_cli("hooks", "kill-running", "--root", str(workspace.root))
+    assert result.returncode == 0 and b"sent SIGTERM to slow" in result.stdout
+    wait_until(lambda: hook_status(workspace, "slow"), 15)
+    assert hook_status(workspace, "slow") == "error: exit status -15"
