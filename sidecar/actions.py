@@ -19,6 +19,7 @@ from .layout import Workspace
 from .procwatch import Proc, is_alive, start_time
 
 KILL_GRACE = 5.0  # seconds between SIGTERM and SIGKILL for an action's process group
+RUNNER = str(Path(__file__).with_name("runner.py"))  # run by path, without site: fast to start
 
 
 @dataclass
@@ -103,7 +104,7 @@ def start(argv: list[str], cwd: Path, env: dict[str, str], log_path: Path) -> Pr
         log.flush()
         try:
             proc = subprocess.Popen(
-                [sys.executable, "-m", "sidecar.runner", str(log_path), "--", *argv],
+                [sys.executable, "-S", RUNNER, str(log_path), "--", *argv],
                 cwd=cwd, env=env, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
                 start_new_session=True, close_fds=True,
             )
@@ -126,7 +127,7 @@ def settle_start(log_path: Path) -> Proc | None:
     token = log_path.with_name(log_path.name + ".started")
     try:
         log_path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
-        if claim_start(str(token), {"givenUp": True}):
+        if claim_start(str(token), '{"givenUp": true}'):
             return None
         started = json.loads(token.read_bytes())
     except (OSError, ValueError):

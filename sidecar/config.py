@@ -41,7 +41,7 @@ class Config:
     reconcile_interval: float = 2.0
     heartbeat_interval: float = 5.0
     plugin_timeout: float = 5.0
-    stop_grace: float = 10.0
+    stop_grace: float = 10.0  # accepted for old config files; SIGTERM no longer waits for actions
     resume: Mapping[str, tuple[str, ...]] = field(default_factory=lambda: DEFAULT_RESUME)
 
 

@@ -360,10 +360,11 @@ def test_a_claim_whose_instance_died_before_recording_the_start_is_settled_exact
         h.hooks.change(T0, lambda d, key=entry.id: setattr(d.entry(key), "claimed_by", "dead-one"))
     # "began": its runner got as far as saying it started (here: this very process).
     assert runner.claim_start(str(logs["began"]) + ".started",
-                              {"pid": os.getpid(), "start": procwatch.start_time(os.getpid())})
+                              orjson.dumps({"pid": os.getpid(),
+                                            "start": procwatch.start_time(os.getpid())}).decode())
     adopted = h.queue.recover(h.alive, T0 + 5)
     assert [e.session_id for e in adopted] == ["began"] and adopted[0].run.pid == os.getpid()
     assert h.hook().history[-1].status == "error: interrupted"
     assert h.hook().history[-1].session_id == "never"
     # A runner for "never" that starts late finds the firing given up, and runs nothing.
-    assert not runner.claim_start(str(logs["never"]) + ".started", {"pid": 1})
+    assert not runner.claim_start(str(logs["never"]) + ".started", '{"pid": 1}')
