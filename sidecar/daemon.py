@@ -80,6 +80,7 @@ class Daemon:
         self.servers: dict[Path, WorkspaceServer] = {}
         self.threads: dict[Path, threading.Thread] = {}
         self.skipped: set[Path] = set()  # registered folders that are not workspaces
+        self.failing: dict[Path, str] = {}  # workspaces that cannot be served now, and why
         self.observer = Observer()
         self.plugins = PluginRunner(plugins_mod.load(), config.plugin_timeout)
         self.procs = ProcessWatch(self._process_exited)
@@ -109,20 +110,40 @@ class Daemon:
                                 "`sidecar init %s` to serve it, or `sidecar unregister %s`",
                                 root, root, root)
                 continue
-            ws.ensure_runtime()
-            server = WorkspaceServer(ws, self.current_config, self.identity, self.plugins,
-                                     self.stop.is_set, self.watch_process)
-            self.servers[root] = server
-            self.observer.schedule(InboxWatch(server), str(ws.inbox), recursive=False,
-                                   event_filter=[FileCreatedEvent, FileMovedEvent, FileClosedEvent])
-            self.observer.schedule(HooksFileWatch(server), str(ws.runtime), recursive=False,
-                                   event_filter=[FileModifiedEvent, FileMovedEvent,
-                                                 FileClosedEvent, FileCreatedEvent])
-            thread = threading.Thread(target=self._serve, args=(server,), name=f"ws:{root}",
-                                      daemon=True)
-            self.threads[root] = thread
-            thread.start()
-            log.info("%s: serving", root)
+            try:
+                self._start_serving(root, ws)
+            except Exception as exc:  # one workspace that cannot be served stops no other
+                if self.failing.get(root) != str(exc):
+                    log.error("%s: cannot be served (retried every %gs): %s", root,
+                              REGISTRY_INTERVAL, exc)
+                self.failing[root] = str(exc)
+                continue
+            if self.failing.pop(root, None) is not None:
+                log.info("%s: can be served again", root)
+
+    def _start_serving(self, root: Path, ws: Workspace) -> None:
+        ws.ensure_runtime()
+        server = WorkspaceServer(ws, self.current_config, self.identity, self.plugins,
+                                 self.stop.is_set, self.watch_process)
+        watches = []
+        try:
+            watches.append(self.observer.schedule(
+                InboxWatch(server), str(ws.inbox), recursive=False,
+                event_filter=[FileCreatedEvent, FileMovedEvent, FileClosedEvent]))
+            watches.append(self.observer.schedule(
+                HooksFileWatch(server), str(ws.runtime), recursive=False,
+                event_filter=[FileModifiedEvent, FileMovedEvent, FileClosedEvent,
+                              FileCreatedEvent]))
+        except Exception:
+            for watch in watches:
+                self.observer.unschedule(watch)
+            raise
+        self.servers[root] = server
+        thread = threading.Thread(target=self._serve, args=(server,), name=f"ws:{root}",
+                                  daemon=True)
+        self.threads[root] = thread
+        thread.start()
+        log.info("%s: serving", root)
 
     def watch_process(self, proc: Proc, server: WorkspaceServer) -> None:
         """Tell `server` when `proc` exits (one watch however many workspaces ask)."""
@@ -163,8 +184,9 @@ class Daemon:
         applied = sum(s.ingest.health.applied for s in servers)
         errors = sum(s.ingest.health.errors for s in servers)
         leading = sum(1 for s in servers if s.leader is not None)
+        failing = f"; {len(self.failing)} cannot be served" if self.failing else ""
         return (f"serving {len(servers)} workspace(s), leading {leading}; "
-                f"{applied} events applied, {errors} errors")
+                f"{applied} events applied, {errors} errors{failing}")
 
     def _watchdog(self) -> None:
         """Ping systemd's watchdog while every workspace loop keeps going round."""
@@ -205,7 +227,7 @@ class Daemon:
                 self.sync_workspaces()
                 continue
             sig = jsonfile.signature(layout.registry_file())
-            if sig != registry_sig:
+            if sig != registry_sig or self.failing:
                 registry_sig = sig
                 self.sync_workspaces()
 

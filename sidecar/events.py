@@ -6,6 +6,7 @@ up under each host's own names. Anything it does not understand is kept, not ref
 
 from __future__ import annotations
 
+import math
 import re
 from dataclasses import dataclass, field
 from typing import Any
@@ -17,7 +18,7 @@ from .timeutil import parse_ts
 
 MAX_EVENT_BYTES = 1024 * 1024
 ENVELOPE = "sidecarEnvelope"  # `sidecar emit`'s wrapper around a host's payload
-SESSION_ID = re.compile(r"[A-Za-z0-9._:-]{1,128}")
+SESSION_ID = re.compile(r"[A-Za-z0-9._:][A-Za-z0-9._:-]{0,127}")  # never an option: no leading -
 HOST_NAME = re.compile(r"[A-Za-z0-9._-]{1,64}")
 
 _ALIASES = {
@@ -152,7 +153,44 @@ def _load(data: bytes) -> Any:
     except orjson.JSONDecodeError as exc:
         if not data.strip():
             raise BadEvent("empty file") from None
-        raise BadEvent(f"not UTF-8 JSON: {exc}") from None
+        try:
+            return _lenient(data)
+        except ValueError:
+            raise BadEvent(f"not UTF-8 JSON: {exc}") from None
+
+
+def _lenient(data: bytes) -> Any:
+    """Valid JSON orjson refuses: a lone surrogate escape (what JavaScript writes when it cuts a
+    string inside an emoji) becomes U+FFFD, and a number beyond a double (`1e400`) is kept as
+    its text. Anything else still fails."""
+    import json
+
+    try:
+        value = json.loads(data.decode("utf-8"), parse_float=_float_or_text,
+                           parse_int=lambda text: int(text) if len(text) < 4000 else text,
+                           parse_constant=_not_json)
+    except RecursionError:
+        raise ValueError("nested too deeply") from None
+    return _clean(value)
+
+
+def _not_json(text: str) -> Any:
+    raise ValueError(f"{text} is not JSON")  # NaN and Infinity: Python's extension, not JSON
+
+
+def _float_or_text(text: str) -> float | str:
+    number = float(text)
+    return number if math.isfinite(number) else text
+
+
+def _clean(value: Any) -> Any:
+    if isinstance(value, str):
+        return value.encode("utf-16-le", "surrogatepass").decode("utf-16-le", "replace")
+    if isinstance(value, list):
+        return [_clean(v) for v in value]
+    if isinstance(value, dict):
+        return {_clean(k): _clean(v) for k, v in value.items()}
+    return value
 
 
 def _host(payload: dict[str, Any], meta: dict[str, Any]) -> str:
@@ -172,7 +210,8 @@ def _session_id(payload: dict[str, Any], meta: dict[str, Any]) -> str:
     else:
         session_id = _first_text(payload, SESSION_FIELDS, "session id")
     if not SESSION_ID.fullmatch(session_id):
-        raise BadEvent(f"session id {session_id[:140]!r} is not [A-Za-z0-9._:-]{{1,128}}")
+        raise BadEvent(f"session id {session_id[:140]!r} is not [A-Za-z0-9._:-]{{1,128}} "
+                       "not starting with -")
     if session_id in (".", ".."):
         raise BadEvent(f"session id {session_id!r} is a path component, not an id")
     return session_id

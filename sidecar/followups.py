@@ -124,9 +124,9 @@ class FollowUps:
         if hook.prompt_file:
             try:
                 prompt = hooks_mod.read_prompt(self.ws, hook.prompt_file)
-            except OSError as exc:
-                self.finish(entry, f"error: prompt file {hook.prompt_file}: {exc.strerror or exc}",
-                            None)
+            except (OSError, hooks_mod.PromptError) as exc:
+                why = exc.strerror if isinstance(exc, OSError) and exc.strerror else exc
+                self.finish(entry, f"error: prompt file {hook.prompt_file}: {why}", None)
                 return
         firing = Firing(hook_id=hook.id, host=entry.host, session_id=entry.session_id,
                         harness_session_id=entry.harness_session_id or "", prompt=prompt,

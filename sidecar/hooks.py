@@ -11,7 +11,10 @@ writer of both files.
 
 from __future__ import annotations
 
+import errno
 import logging
+import os
+import stat
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -19,7 +22,7 @@ from typing import TypeVar
 
 from . import jsonfile, locks
 from .hookdoc import HISTORY_LIMIT, Hook, HooksDoc, HooksError, QueueEntry, default_doc, parse
-from .kinds import EventKind
+from .kinds import EventKind, SidecarError
 from .layout import Workspace
 from .timeutil import iso, parse_ts
 
@@ -79,7 +82,7 @@ class HookStore:
 
     def read_file(self) -> HooksDoc:
         """The document on disk; HooksError if it is broken, FileNotFoundError if absent."""
-        return parse(self.ws.hooks_file.read_bytes())
+        return parse(_read(self.ws.hooks_file))
 
     def _last_good(self) -> HookState:
         """The state kept beside a broken file, with what was done while it was broken."""
@@ -101,7 +104,7 @@ class HookStore:
         if state is not None and sig == state.signature:
             return state
         try:
-            data = self.ws.hooks_file.read_bytes()
+            data = _read(self.ws.hooks_file)
             doc = parse(data)
         except FileNotFoundError:
             kept = state.doc if state is not None and state.error is None else HooksDoc()
@@ -226,7 +229,7 @@ def _merge_after_repair(doc: HooksDoc, old: HookState) -> HooksDoc:
 def read_view(ws: Workspace) -> HooksView:
     """Hooks and queue as the file says, or as last known good when it is broken; read only."""
     try:
-        return HooksView(*_doc_parts(parse(ws.hooks_file.read_bytes())), None)
+        return HooksView(*_doc_parts(parse(_read(ws.hooks_file))), None)
     except FileNotFoundError:
         return HooksView({}, [], None)
     except HooksError as exc:
@@ -235,13 +238,50 @@ def read_view(ws: Workspace) -> HooksView:
     return HooksView(*_doc_parts(state.doc), error)
 
 
+def _read(path: Path) -> bytes:
+    """hooks.json's bytes; a FIFO or device in its place is a broken file, not a hang."""
+    try:
+        return jsonfile.read_bytes(path)
+    except jsonfile.NotARegularFile as exc:
+        raise HooksError(str(exc)) from None
+
+
 def _doc_parts(doc: HooksDoc) -> tuple[dict[str, Hook], list[QueueEntry]]:
     return doc.hooks, doc.pending
 
 
+MAX_PROMPT_BYTES = 64 * 1024
+
+
+class PromptError(SidecarError):
+    """A prompt file that must not be used: the message says why; the firing fails with it."""
+
+
 def read_prompt(ws: Workspace, prompt_file: str) -> str:
-    """The prompt's text with any YAML frontmatter removed."""
-    text = (ws.context / prompt_file).read_text(encoding="utf-8")
+    """The prompt's text with any YAML frontmatter removed.
+
+    A prompt file is a regular file directly inside `.context/hooks/`, not a symlink (a cloned
+    repository could point one at a credentials file), and at most 64 KiB.
+    """
+    if ws.prompts.is_symlink():
+        raise PromptError(f"{ws.prompts} is a symlink; prompt files are never read through one")
+    try:
+        fd = os.open(ws.context / prompt_file, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK
+                     | os.O_CLOEXEC)
+    except OSError as exc:
+        if exc.errno == errno.ELOOP:
+            raise PromptError("is a symlink, not a regular file") from None
+        raise
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
+            raise PromptError("is not a regular file")
+        data = os.read(fd, MAX_PROMPT_BYTES + 1)
+    finally:
+        os.close(fd)
+    if len(data) > MAX_PROMPT_BYTES:
+        raise PromptError(f"is larger than {MAX_PROMPT_BYTES // 1024} KiB")
+    text = data.decode("utf-8", "replace")
     if text.startswith("---"):
         lines = text.splitlines(keepends=True)
         for i in range(1, len(lines)):

@@ -13,7 +13,10 @@ from . import jsonfile
 from .hookdoc import Hook, HooksDoc, HooksError, new_hook, slug
 from .hooks import HookStore
 from .layout import find_workspace
+from .locks import LockTimeout
 from .timeutil import human_age, now, parse_duration
+
+EXIT_BUSY = 75  # EX_TEMPFAIL: hooks.json is locked by someone else; trying again will do
 
 T = TypeVar("T")
 
@@ -60,6 +63,8 @@ def _apply(store: HookStore, edit: Callable[[HooksDoc], T]) -> T:
         return store.change(now(), edit)
     except HooksError as exc:
         _fail(str(exc))
+    except LockTimeout as exc:
+        _fail(f"{exc}: another sidecar command or a daemon holds it; try again", EXIT_BUSY)
 
 
 def _options(event: str | None, delay: str | None, prompt_file: str | None, no_prompt: bool,

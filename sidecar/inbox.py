@@ -7,6 +7,7 @@ Symlinks are never followed and FIFOs, sockets and folders are never opened for 
 
 from __future__ import annotations
 
+import hashlib
 import os
 import stat
 from dataclasses import dataclass
@@ -139,7 +140,27 @@ def printable(name: str) -> str:
     return name.encode("utf-8", "surrogateescape").decode("utf-8", "replace")
 
 
+MAX_KEPT_NAME = 150  # bytes: room for `.error.json`, a counter and temporary-file decoration
+
+
+def _kept_name(name: str) -> str:
+    """The name a rejected entry gets: its own, or, where that would not leave room for its
+    note (`<name>.error.json`) within the 255 bytes a name may have, a shortened one that stays
+    unique (the note keeps the original)."""
+    raw = name.encode("utf-8", "surrogateescape")
+    if len(raw) <= MAX_KEPT_NAME:
+        return name
+    digest = hashlib.sha256(raw).hexdigest()[:16]
+    return raw[:100].decode("utf-8", "ignore") + "-" + digest
+
+
+def shown(name: str) -> str:
+    """A file name as it may be logged: printable, and no newline can forge a log line."""
+    return printable(name).encode("unicode_escape").decode("ascii")
+
+
 def _free_name(folder: Path, name: str) -> str:
+    name = _kept_name(name)
     candidate, n = name, 1
     while os.path.lexists(folder / candidate) or os.path.lexists(
         folder / f"{candidate}.error.json"

@@ -159,13 +159,15 @@ class Ingestor:
         try:
             if inbox.reject(self.ws, rejection, now):
                 self.health.rejected += 1
-                log.warning("%s: rejected %s: %s", self.ws.root,
-                            inbox.printable(rejection.name), rejection.reason)
+                log.warning("%s: rejected %s: %s", self.ws.root, inbox.shown(rejection.name),
+                            rejection.reason.replace("\n", " "))
         except OSError as exc:
-            self.health.error(self.ws.root, f"cannot set {rejection.name} aside: {exc}")
+            self.health.error(self.ws.root, f"cannot set {inbox.shown(rejection.name)} aside: {exc}")
 
     def _finish(self, result: BatchResult, now: float) -> None:
         inbox.remove(self.ws, result.applied)
+        for name, why in result.rejected:
+            self._reject(inbox.Rejected(name, why), now)
         for name in result.applied:
             self.timers.retry_after.pop(name, None)
         for name in result.retry:

@@ -7,6 +7,7 @@ whole old file or the whole new one, never a torn one, and a crash keeps one of 
 from __future__ import annotations
 
 import os
+import stat
 from pathlib import Path
 from typing import Any
 
@@ -15,9 +16,34 @@ import orjson
 Signature = tuple[int, int, int]
 
 
+MAX_STATE_BYTES = 256 * 1024 * 1024  # far above any real state file; bounds a hostile one
+
+
+class NotARegularFile(ValueError):
+    """A state file's place holds a FIFO, a device, a folder...: it is never read."""
+
+
+def read_bytes(path: Path) -> bytes:
+    """A state file's bytes, read without blocking: a FIFO or device put where a state file
+    belongs is refused (NotARegularFile), never opened for a read that could wait forever."""
+    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
+            raise NotARegularFile(f"{path} is not a regular file")
+        if st.st_size > MAX_STATE_BYTES:
+            raise NotARegularFile(f"{path} is larger than {MAX_STATE_BYTES} bytes")
+        chunks = []
+        while chunk := os.read(fd, 1 << 20):
+            chunks.append(chunk)
+        return b"".join(chunks)
+    finally:
+        os.close(fd)
+
+
 def read_json(path: Path) -> Any:
     """Parse a JSON file (a leading byte-order mark is tolerated)."""
-    data = path.read_bytes()
+    data = read_bytes(path)
     if data.startswith(b"\xef\xbb\xbf"):
         data = data[3:]
     return orjson.loads(data)
@@ -42,7 +68,9 @@ def write_bytes_atomic(path: Path, data: bytes, *, durable: bool = True) -> Sign
     Returns the new file's signature, taken before the rename, so a change someone else makes
     right after it cannot be mistaken for our own write.
     """
-    temp = path.with_name(f".{path.name}.{os.getpid()}.{os.urandom(4).hex()}.tmp")
+    # The temporary name keeps at most 100 bytes of the final one: it must fit in 255 too.
+    stem = path.name.encode("utf-8", "surrogateescape")[:100].decode("utf-8", "ignore")
+    temp = path.with_name(f".{stem}.{os.getpid()}.{os.urandom(4).hex()}.tmp")
     fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o600)
     try:
         try:

@@ -52,6 +52,7 @@ class BatchResult:
     retry: list[str] = field(default_factory=list)  # inbox files to try again later
     changes: list[SessionChange] = field(default_factory=list)
     errors: list[str] = field(default_factory=list)
+    rejected: list[tuple[str, str]] = field(default_factory=list)  # (inbox file, why)
 
 
 @dataclass(frozen=True)
@@ -73,6 +74,7 @@ class Batch:
         self.bindings = bindings
         self.replay = replay
         self.works: dict[Key, Work] = {}
+        self.rejected: list[tuple[str, str]] = []
 
     def plan(self, events: list[Event]) -> list[SessionChange]:
         """Apply the events, in the order they happened, to records in memory."""
@@ -82,12 +84,18 @@ class Batch:
             work = self.works.get(key)
             if work is None:
                 work = self.works[key] = self.store.open_work(key, self.bindings)
-            work.files.append(event.file)
             if work.failed is not None:
+                work.files.append(event.file)
                 continue
-            if work.record is None:
-                work.record = lifecycle.new_record(key, work.harness_id, repo, event, work.applied)
-            lifecycle.apply(work.record, event, work.applied)
+            try:
+                if work.record is None:
+                    work.record = lifecycle.new_record(key, work.harness_id, repo, event,
+                                                       work.applied)
+                lifecycle.apply(work.record, event, work.applied)
+            except Exception as exc:  # one event that cannot be applied never stops the batch
+                self.rejected.append((event.file, f"could not be applied: {exc!r}"))
+                continue
+            work.files.append(event.file)
         for work in self.works.values():
             if work.record is not None:
                 lifecycle.trim_recent(work.record, len(work.files))
@@ -95,7 +103,7 @@ class Batch:
 
     def commit(self, follow_ups: dict[Key, list[str]], now: float) -> BatchResult:
         """Record the follow-ups queued for each session, save the records, then the bindings."""
-        result = BatchResult()
+        result = BatchResult(rejected=list(self.rejected))
         for key, hook_ids in follow_ups.items():
             work = self.works.get(key)
             if work is not None and work.record is not None:
@@ -144,6 +152,8 @@ class SessionStore:
                 data = jsonfile.read_json(self.ws.bindings_file)
             except FileNotFoundError:
                 return Bindings()
+            except jsonfile.NotARegularFile as exc:
+                raise StoreError(f"{exc}; left as it is") from None
             except ValueError:
                 time.sleep(0.02 * (attempt + 1))
                 continue

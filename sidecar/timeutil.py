@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import time
 from datetime import UTC, datetime
 
@@ -18,7 +19,19 @@ def iso(ts: float) -> str:
 
 
 def parse_ts(value: object) -> float | None:
-    """Epoch seconds from RFC 3339 text or a number; None when it is neither."""
+    """Epoch seconds from RFC 3339 text or a number; None when it is neither, or when it is a
+    moment sidecar could not write back (beyond year 9999 in UTC, before year 1)."""
+    seconds = _parse_ts(value)
+    if seconds is None:
+        return None
+    try:
+        iso(seconds)
+    except (ValueError, OverflowError, OSError):
+        return None
+    return seconds
+
+
+def _parse_ts(value: object) -> float | None:
     if isinstance(value, bool):
         return None
     if isinstance(value, (int, float)):
@@ -31,7 +44,10 @@ def parse_ts(value: object) -> float | None:
             return None
         if moment.tzinfo is None:
             moment = moment.replace(tzinfo=UTC)
-        return moment.timestamp()
+        try:
+            return moment.timestamp()
+        except (ValueError, OverflowError, OSError):
+            return None
     return None
 
 
@@ -53,7 +69,9 @@ def parse_duration(value: object) -> float:
             raise ValueError(f"not a duration: {value!r} (try 90, 15m, 24h or 30d)") from None
     else:
         raise ValueError(f"not a duration: {value!r} (try 90, 15m, 24h or 30d)")
-    if not seconds >= 0:
+    if not math.isfinite(seconds):
+        raise ValueError(f"not a finite duration: {value!r} (try 90, 15m, 24h or 30d)")
+    if seconds < 0:
         raise ValueError(f"a duration cannot be negative: {value!r}")
     return seconds
 

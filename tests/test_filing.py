@@ -29,7 +29,7 @@ scalars = st.one_of(st.none(), st.booleans(), st.integers(-10**6, 10**6),
 keys = st.one_of(st.sampled_from(LOOK_ALIKES), st.text(max_size=8))
 nested = st.recursive(scalars, lambda inner: st.one_of(
     st.lists(inner, max_size=4), st.dictionaries(keys, inner, max_size=5)), max_leaves=25)
-session_ids = st.from_regex(r"[A-Za-z0-9._:-]{1,40}", fullmatch=True).filter(
+session_ids = st.from_regex(r"[A-Za-z0-9._:][A-Za-z0-9._:-]{0,39}", fullmatch=True).filter(
     lambda s: s not in (".", ".."))
 names = st.sampled_from(["SessionStart", "PostToolUse", "Stop", "SessionEnd", "AfterTool",
                          "something-new"])

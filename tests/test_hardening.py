@@ -1,0 +1,214 @@
+"""What an adversarial run broke: each case reproduced, and what sidecar does now."""
+
+from __future__ import annotations
+
+import logging
+import os
+import subprocess
+import sys
+import threading
+
+import orjson
+import pytest
+
+from conftest import read_json, run_cli
+from sidecar import events, lifecycle, locks
+from sidecar.config import Config
+from sidecar.hookdoc import new_hook
+from sidecar.hookqueue import FollowUpQueue
+from sidecar.hooks import HookStore
+from sidecar.ingest import Ingestor
+from sidecar.layout import Workspace
+from sidecar.lifecycle import harness_id
+from sidecar.sessions import SessionStore
+
+T0 = 1_795_900_000.0
+
+
+@pytest.fixture
+def ws(tmp_path) -> Workspace:
+    workspace = Workspace(tmp_path / "ws")
+    workspace.ensure_runtime()
+    HookStore(workspace, durable=False).seed(T0)
+    return workspace
+
+
+def ingestor(ws: Workspace) -> Ingestor:
+    store = SessionStore(ws, durable=False)
+    return Ingestor(store, FollowUpQueue(HookStore(ws, durable=False), "me"),
+                    lambda: Config(), lambda changes: None)
+
+
+def drop(ws: Workspace, name: str, data: bytes, mtime: float = T0 - 60) -> None:
+    path = ws.inbox / name
+    path.write_bytes(data)
+    os.utime(path, (mtime, mtime))
+
+
+def record(ws: Workspace, session: str, host: str = "t"):
+    path = ws.session_dir(harness_id(host, session)) / "session.json"
+    return read_json(path) if path.exists() else None
+
+
+# -- prompt files ------------------------------------------------------------------------------
+
+def fire_post_task(ws: Workspace, tmp_path) -> str:
+    """Queue and fire the post-task hook (a command that prints its prompt); its status."""
+    from sidecar.followups import FollowUps
+
+    hooks = HookStore(ws, durable=False)
+    hook = new_hook("post-task", "post-task", T0, action=[sys.executable, "-c", "pass", "{prompt}"])
+    hooks.change(T0, lambda d: d.hooks.update({"post-task": hook}))
+    queue = FollowUpQueue(hooks, "me")
+    store = SessionStore(ws, durable=False)
+    with store.batch() as batch:
+        payload = {"event": "session-end", "session_id": "s", "host": "t", "ts": T0}
+        changes = batch.plan([events.parse(orjson.dumps(payload), "e.json", T0)])
+        batch.commit(queue.add(changes, T0), T0)
+    followups = FollowUps(ws, queue, store, lambda: Config(), lambda other: False)
+    claimed = queue.claim(hooks.snapshot(T0).pending[0].id, T0 + 20)
+    assert claimed is not None
+    followups.fire_now(claimed, T0 + 20)
+    return str(hooks.snapshot(T0).hooks["post-task"].last_status)
+
+
+@pytest.mark.parametrize("make,why", [
+    (lambda p, tmp: p.symlink_to(tmp / "credentials"), "is a symlink, not a regular file"),
+    (lambda p, tmp: p.symlink_to("/dev/zero"), "is a symlink, not a regular file"),
+    (lambda p, tmp: p.write_bytes(b"x" * (64 * 1024 + 1)), "is larger than 64 KiB"),
+])
+def test_a_prompt_file_is_a_small_regular_file_or_the_firing_fails_clearly(ws, tmp_path, make, why):
+    (tmp_path / "credentials").write_text("SECRET=hunter2\n")
+    prompt = ws.prompts / "post-task.md"
+    prompt.unlink()
+    make(prompt, tmp_path)
+    status = fire_post_task(ws, tmp_path)
+    assert status == f"error: prompt file hooks/post-task.md: {why}"
+    logs = list((ws.logs / "hooks").rglob("*.log")) if (ws.logs / "hooks").exists() else []
+    assert not any(b"hunter2" in p.read_bytes() for p in logs)
+
+
+# -- ids and times -------------------------------------------------------------------------------
+
+def test_a_session_id_can_never_become_an_option(workspace):
+    with pytest.raises(events.BadEvent, match="not starting with -"):
+        events.parse(b'{"event": "x", "session_id": "--dangerously-skip-permissions"}', "f", 0)
+    result = run_cli("emit", "session-end", "--session-id=--dangerously-skip-permissions",
+                     cwd=workspace.root)
+    assert result.returncode == 0  # dropped; the daemon rejects it with the reason above
+
+
+@pytest.mark.parametrize("ts", ["9999-12-31T23:59:59-14:00", -62135596801, 1e300])
+def test_a_time_that_cannot_be_used_falls_back_to_the_files_mtime(ws, ts):
+    event = events.parse(orjson.dumps({"event": "x", "session_id": "s", "ts": ts}), "f", 42.0)
+    assert event.ts == 42.0
+    drop(ws, "a.json", orjson.dumps({"event": "session-start", "session_id": "s", "host": "t",
+                                     "ts": ts}))
+    ing = ingestor(ws)
+    ing.start(T0)
+    assert record(ws, "s")["status"] == "active" and ing.health.errors == 0
+
+
+def test_an_event_that_cannot_be_applied_is_rejected_alone(ws, monkeypatch):
+    real = lifecycle.apply
+
+    def brittle(rec, event, out):
+        if event.session_id == "cursed":
+            raise RuntimeError("a bug met an odd event")
+        real(rec, event, out)
+
+    monkeypatch.setattr(lifecycle, "apply", brittle)
+    for i, sid in enumerate(["ok-1", "cursed", "ok-2"]):
+        drop(ws, f"{i}.json", orjson.dumps({"event": "session-start", "session_id": sid,
+                                            "host": "t", "ts": T0 + i}))
+    ing = ingestor(ws)
+    ing.start(T0)
+    assert record(ws, "ok-1") and record(ws, "ok-2")
+    note = read_json(ws.rejected / "1.json.error.json")
+    assert "a bug met an odd event" in note["reason"]
+    assert list(ws.inbox.glob("*.json")) == []
+
+
+@pytest.mark.parametrize("raw,check", [
+    (b'{"event": "x", "session_id": "s", "tool_name": "cut \\ud83d"}',
+     lambda e: e.payload["tool_name"] == "cut \ufffd"),
+    (b'{"event": "x", "session_id": "s", "size": 1e400}',
+     lambda e: e.payload["size"] == "1e400"),
+])
+def test_valid_json_that_orjson_refuses_is_accepted(raw, check):
+    assert check(events.parse(raw, "f", 0.0))
+
+
+# -- files that are not what they should be -------------------------------------------------------
+
+def test_a_fifo_where_the_bindings_belong_blocks_nothing(workspace):
+    os.mkfifo(workspace.bindings_file)
+    drop(workspace, "a.json", b'{"event": "session-start", "session_id": "s", "host": "t"}')
+    ing = ingestor(workspace)
+    worker = threading.Thread(target=ing.start, args=(T0,), daemon=True)
+    worker.start()
+    worker.join(10)
+    assert not worker.is_alive(), "the leader blocked on a FIFO"
+    assert "is not a regular file" in ing.health.last_error
+    assert (workspace.inbox / "a.json").exists()  # kept for a retry, not lost
+    status = subprocess.run([sys.executable, "-m", "sidecar", "status", "--root",
+                             str(workspace.root)], capture_output=True, timeout=20)
+    assert b"is not a regular file" in status.stdout + status.stderr
+
+
+def test_a_bad_file_with_a_very_long_name_is_set_aside(ws, caplog):
+    name = "x" * 225 + "\nWARNING forged.json"  # 245 bytes: its note would need 256
+    drop(ws, name, b"not json", mtime=T0 - 60)
+    ing = ingestor(ws)
+    with caplog.at_level(logging.WARNING, logger="sidecar"):
+        ing.start(T0)
+    assert not (ws.inbox / name).exists()
+    [note] = list(ws.rejected.glob("*.error.json"))
+    assert read_json(note)["file"] == name and len(note.name.encode()) <= 255
+    assert "\nWARNING forged" not in caplog.text and "\\nWARNING forged" in caplog.text
+
+
+# -- clear errors ---------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("delay", ["inf", "nan", "-inf"])
+def test_a_delay_that_is_not_a_finite_duration_is_refused_clearly(workspace, delay):
+    result = run_cli("hooks", "add", "x", "--delay", delay, cwd=workspace.root)
+    assert result.returncode == 1 and b"not a finite duration" in result.stderr
+    assert b"Traceback" not in result.stderr
+
+
+@pytest.mark.slow
+def test_hooks_add_while_the_lock_is_held_says_so_and_exits_75(workspace):
+    with locks.locked(workspace.lock("hooks")):
+        result = run_cli("hooks", "add", "x", "--delay", "5", cwd=workspace.root, timeout=60)
+    assert result.returncode == 75 and b"holds it; try again" in result.stderr
+    assert b"Traceback" not in result.stderr
+
+
+def test_one_workspace_that_cannot_be_served_stops_no_other(tmp_path, workspace, start_daemon):
+    broken = tmp_path / "broken"
+    broken.mkdir()
+    assert run_cli("init", str(broken)).returncode == 0
+    inbox = broken / ".context" / "runtime" / "inbox"
+    import shutil
+
+    shutil.rmtree(inbox)
+    inbox.write_text("a file where the inbox belongs")
+    daemon = start_daemon(wait_leader=False)  # every registered workspace
+    from conftest import wait_until
+
+    wait_until(lambda: run_cli("status", "--root", str(workspace.root)).returncode == 0, 20)
+    wait_until(lambda: "cannot be served" in daemon.output(), 20)
+    assert daemon.proc.poll() is None
+    inbox.unlink()  # repaired: it is taken up without a restart
+    wait_until(lambda: run_cli("status", "--root", str(broken)).returncode == 0, 20)
+    assert "can be served again" in daemon.output()
+
+
+def test_a_hooks_file_with_queue_ids_of_mixed_types_is_shown_broken_not_fired(workspace):
+    doc = read_json(workspace.hooks_file)
+    doc["pending"] = [{"id": 7, "hookId": "post-task", "host": "h", "sessionId": "a"},
+                      {"id": "post-task:h:b", "hookId": "post-task", "host": "h", "sessionId": "b"}]
+    workspace.hooks_file.write_bytes(orjson.dumps(doc))
+    report = orjson.loads(run_cli("status", "--root", str(workspace.root), "--json").stdout)
+    assert "$.pending[0].id: must be a non-empty string, not 7" in report["workspaces"][0]["error"]
