@@ -115,6 +115,16 @@ def start(argv: list[str], cwd: Path, env: dict[str, str], log_path: Path) -> Pr
     return Proc(proc.pid, start_time(proc.pid))
 
 
+def refuse_links(base: Path, folder: Path) -> None:
+    """ActionError if any folder from `base` down to `folder` is a symlink: a log is never
+    written through one (a hand-made link could point it anywhere)."""
+    path = base
+    for part in ("", *folder.relative_to(base).parts):
+        path = path / part if part else base
+        if path.is_symlink():
+            raise ActionError(f"{path} is a symlink; the firing's log is never written through one")
+
+
 def status_file(log_path: Path) -> Path:
     return log_path.with_name(log_path.name + ".status")
 

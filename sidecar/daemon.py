@@ -29,7 +29,7 @@ from . import inbox, jsonfile, layout
 from . import plugins as plugins_mod
 from .config import Config
 from .instances import Identity
-from .layout import Workspace
+from .layout import TamperedRuntime, Workspace
 from .plugins import PluginRunner
 from .procwatch import Proc, ProcessWatch
 from .sdnotify import Notifier
@@ -39,6 +39,7 @@ from .timeutil import now
 log = logging.getLogger("sidecar")
 
 REGISTRY_INTERVAL = 2.0
+SET_ASIDE_RETRY = 2.0  # how often a workspace set aside (a tampered runtime) is looked at again
 
 
 def _name(event: FileSystemEvent) -> str:
@@ -164,6 +165,9 @@ class Daemon:
             while not self.stop.is_set():
                 try:
                     deadline = server.step(now())
+                except TamperedRuntime as exc:  # set aside; the other workspaces go on
+                    server.set_aside(exc)
+                    deadline = now() + SET_ASIDE_RETRY
                 except Exception as exc:  # a bug or a surprise must not end service
                     server.unexpected(exc)
                     deadline = now() + 1.0

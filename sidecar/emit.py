@@ -244,11 +244,17 @@ def drop(workspace: str, data: bytes) -> str:
     temp = os.path.join(inbox, "." + name + ".tmp")
     fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o600)
     try:
-        os.write(fd, data)
-    finally:
-        os.close(fd)
-    final = os.path.join(inbox, name + ".json")
-    os.rename(temp, final)
+        try:
+            view = memoryview(data)
+            while view:  # a short write (a nearly full disk) goes on, or fails whole
+                view = view[os.write(fd, view):]
+        finally:
+            os.close(fd)
+        final = os.path.join(inbox, name + ".json")
+        os.rename(temp, final)
+    except BaseException:
+        os.unlink(temp)  # never leave a temporary file behind (a full disk)
+        raise
     return final
 
 

@@ -25,7 +25,7 @@ from .config import Config
 from .hookdoc import Hook, QueueEntry, Run
 from .hookqueue import Claimed, FollowUpQueue
 from .kinds import Fired, Verdict
-from .layout import Workspace
+from .layout import Workspace, confined
 from .procwatch import Proc, is_alive
 from .scheduler import Facts, decide, next_due
 from .sessions import SessionFacts, SessionStore
@@ -134,6 +134,7 @@ class FollowUps:
         log_path = Path(entry.log) if entry.log else self.log_path(entry, now)
         try:
             argv = build_argv(hook.action, firing, self.config().resume, self.ws)
+            actions.refuse_links(self.ws.logs, log_path.parent)
             proc = actions.start(argv, firing.cwd, firing.environment(self.ws), log_path)
         except ActionError as exc:
             self.finish(entry, f"error: {exc}", log_path if log_path.exists() else None)
@@ -148,7 +149,8 @@ class FollowUps:
 
     def log_path(self, entry: QueueEntry, now: float) -> Path:
         stamp = iso(now).replace(":", "").replace("-", "")
-        return self.ws.logs / "hooks" / entry.hook_id / f"{stamp}-{entry.session_id}.log"
+        session = "".join(c if c.isalnum() or c in "._:-" else "_" for c in entry.session_id)
+        return self.ws.logs / "hooks" / confined(entry.hook_id) / f"{stamp}-{session[:100]}.log"
 
     def adopt(self, entry: QueueEntry, now: float) -> None:
         """Take over an action another instance started: wait for it, and time it out."""

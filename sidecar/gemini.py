@@ -38,7 +38,10 @@ def integrate(settings_path: Path, sidecar: Path | str, uninstall: bool = False)
 
 def trusted(root: Path, home: Path) -> bool:
     """Whether Gemini trusts the folder, so that it runs hooks there at all."""
-    settings = load_json(user_settings(home)) if user_settings(home).exists() else {}
+    try:
+        settings = load_json(user_settings(home)) if user_settings(home).exists() else {}
+    except IntegrateError:
+        settings = {}
     security = settings.get("security")
     folder_trust = security.get("folderTrust") if isinstance(security, dict) else None
     if isinstance(folder_trust, dict) and folder_trust.get("enabled") is False:

@@ -24,6 +24,7 @@ MAX_DELAY = 86400
 DEFAULT_DELAY = 10
 DEFAULT_PROMPT_FILE = "hooks/post-task.md"
 PROMPT_FILE = re.compile(r"hooks/[^/\\]+\.md")
+HOOK_ID = re.compile(r"[A-Za-z0-9_-][A-Za-z0-9._-]{0,63}")
 HOOK_EVENTS = tuple(kind.value for kind in EventKind)
 
 
@@ -117,6 +118,9 @@ class Hook:
         for key in ("id", "name"):
             if not isinstance(data.get(key), str) or not data[key]:
                 fail(f"{path}.{key}", "must be a non-empty string")
+        if not HOOK_ID.fullmatch(data["id"]):
+            fail(f"{path}.id", f"must be a plain name ([a-z0-9._-], like post-task), not "
+                               f"{data['id'][:80]!r}: it names the hook's log folder")
         event = data.get("event", EventKind.SESSION_END.value)
         if event not in HOOK_EVENTS:
             fail(f"{path}.event", f"must be one of {', '.join(HOOK_EVENTS)}, not {event!r}")

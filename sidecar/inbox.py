@@ -135,6 +135,25 @@ def read(ws: Workspace, arrival: Arrival, now: float) -> events.Event | Deferred
         return Rejected(arrival.name, str(exc))
 
 
+TEMPORARY_TTL = 3600.0  # a producer's temporary file older than this was abandoned
+
+
+def clean_temporaries(ws: Workspace, now: float) -> int:
+    """Remove producers' temporary files (dotfiles, `*.tmp`) left for over an hour: a producer
+    that died, or a write that failed on a full disk. Only regular files; returns how many."""
+    removed = 0
+    for entry in os.scandir(ws.inbox):
+        if not is_temporary(entry.name) or not entry.is_file(follow_symlinks=False):
+            continue
+        try:
+            if now - entry.stat(follow_symlinks=False).st_mtime > TEMPORARY_TTL:
+                os.unlink(entry.path)
+                removed += 1
+        except FileNotFoundError:
+            continue
+    return removed
+
+
 def printable(name: str) -> str:
     """A file name as valid UTF-8 text: bytes that are not UTF-8 become U+FFFD."""
     return name.encode("utf-8", "surrogateescape").decode("utf-8", "replace")

@@ -131,6 +131,9 @@ class Ingestor:
         events = self._read(arrivals, now)
         if not events:
             return
+        # A batch tried before may have appended its trace lines and then failed (a full disk
+        # before the record's save): its retry appends only the lines that are not there yet.
+        replay = replay or any(e.file in self.timers.retry_after for e in events)
         try:
             with self.sessions.batch(replay) as batch:
                 changes = batch.plan(events)
@@ -197,6 +200,14 @@ class Ingestor:
             self.report(result.changes)
 
     def prune(self, now: float) -> None:
+        try:
+            removed = inbox.clean_temporaries(self.ws, now)
+        except OSError as exc:
+            self.health.error(self.ws.root, f"cannot clean the inbox's temporaries: {exc}")
+            removed = 0
+        if removed:
+            log.info("%s: removed %d producer temporary file(s) over an hour old", self.ws.root,
+                     removed)
         try:
             pruned = self.sessions.prune(now, self.config().retention)
         except OSError as exc:

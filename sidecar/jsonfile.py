@@ -99,13 +99,21 @@ def write_json_atomic(path: Path, data: Any, *, durable: bool = True) -> None:
 
 
 def append_lines(path: Path, lines: list[Any], *, durable: bool = True) -> None:
-    """Append one JSON document per line, in a single write."""
+    """Append one JSON document per line, all or nothing: a write that fails part way (a full
+    disk) is cut back to where it began, so no torn line is ever left."""
     payload = b"".join(orjson.dumps(line, option=orjson.OPT_APPEND_NEWLINE) for line in lines)
     fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC, 0o600)
     try:
-        os.write(fd, payload)
-        if durable:
-            os.fsync(fd)
+        start = os.fstat(fd).st_size
+        try:
+            view = memoryview(payload)
+            while view:
+                view = view[os.write(fd, view):]
+            if durable:
+                os.fsync(fd)
+        except BaseException:
+            os.ftruncate(fd, start)
+            raise
     finally:
         os.close(fd)
 

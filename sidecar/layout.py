@@ -3,10 +3,30 @@
 from __future__ import annotations
 
 import os
+import re
+import stat
 from dataclasses import dataclass
 from pathlib import Path
 
+from .kinds import SidecarError
+
 CONFIG_ENV = "SIDECAR_CONFIG_HOME"  # overrides the user's config folder (tests use it)
+PLAIN_NAME = re.compile(r"[A-Za-z0-9_:-][A-Za-z0-9._:-]{0,127}")
+
+
+class TamperedRuntime(SidecarError):
+    """`.context/runtime` holds a symlink or a file where a folder belongs."""
+
+
+class UnconfinedName(SidecarError, ValueError):
+    """A name that would lead out of its folder (a path, `..`), refused."""
+
+
+def confined(name: str) -> str:
+    """`name` if it is one plain file name (no separator, not `.` or `..`, no leading dot)."""
+    if not PLAIN_NAME.fullmatch(name):
+        raise UnconfinedName(f"{name[:80]!r} is not a plain name; refused")
+    return name
 
 
 @dataclass(frozen=True)
@@ -63,7 +83,9 @@ class Workspace:
         return self.locks / f"{name}.lock"
 
     def session_dir(self, harness_id: str) -> Path:
-        return self.sessions / harness_id
+        """A session's folder; an id that is not one plain name (a hand-edited binding) is
+        refused, so no derived path leaves `sessions/`."""
+        return self.sessions / confined(harness_id)
 
     def private_dirs(self) -> list[Path]:
         """The runtime folders, created 0700 by `init` and by the daemon."""
@@ -82,12 +104,36 @@ class Workspace:
         return self.runtime.is_dir()
 
     def ensure_runtime(self) -> None:
+        """Create the runtime folders that are missing (private: 0700). A folder that exists is
+        left as it is (sidecar never changes the mode of what it did not create), and one that
+        is a symlink or not a folder at all is refused: see `check_runtime`."""
+        self.check_runtime()
+        self.context.mkdir(parents=True, exist_ok=True)  # the user's folder: its mode is theirs
         for folder in self.private_dirs():
-            folder.mkdir(mode=0o700, parents=True, exist_ok=True)
-            os.chmod(folder, 0o700)
+            try:
+                folder.mkdir(mode=0o700)
+                os.chmod(folder, 0o700)  # mkdir's mode is cut by the umask
+            except FileExistsError:
+                pass
+        self.check_runtime()
         ignore = self.runtime / ".gitignore"
-        if not ignore.exists():
+        if not ignore.is_symlink() and not ignore.exists():
             ignore.write_text("*\n")
+
+    def check_runtime(self) -> None:
+        """Refuse a runtime whose folders are symlinks or not folders: sidecar would write (or
+        change modes) wherever they point. Raises TamperedRuntime, saying which."""
+        for folder in [self.context, *self.private_dirs()]:
+            try:
+                st = os.lstat(folder)
+            except FileNotFoundError:
+                continue
+            if stat.S_ISLNK(st.st_mode):
+                raise TamperedRuntime(f"{folder} is a symlink; sidecar never writes through one. "
+                                      "Replace it with a folder to serve this workspace again")
+            if not stat.S_ISDIR(st.st_mode):
+                raise TamperedRuntime(f"{folder} is not a folder; remove it to serve this "
+                                      "workspace again")
 
 
 def find_workspace(start: Path) -> Workspace | None:

@@ -61,6 +61,7 @@ class WorkspaceServer:
         self.inbox_arrival = threading.Event()  # an event file arrived (watchdog)
         self.next_beat = 0.0
         self.stepped = time.monotonic()  # when its loop last went round
+        self.set_aside_for: str | None = None  # why the workspace is set aside, while it is
 
     @property
     def progress(self) -> float:
@@ -88,8 +89,11 @@ class WorkspaceServer:
         self.heartbeat(now)
 
     def step(self, now: float) -> float:
-        """Do what is due; returns when to step again (sooner if woken)."""
+        """Do what is due; returns when to step again (sooner if woken). TamperedRuntime if
+        the runtime's folders are not what sidecar made (a symlink): nothing is done then."""
         self.stepped = time.monotonic()
+        self.ws.check_runtime()
+        self.set_aside_for = None
         if self.leader is None and not self._try_lead(now):
             self._beat_if_due(now)
             return min(now + STANDBY_RETRY, self.next_beat)
@@ -164,6 +168,12 @@ class WorkspaceServer:
             health.last_error, state.error if state is not None else None,
             self.plugins.counters() if self.plugins is not None else {})
         self.next_beat = now + self.config().heartbeat_interval
+
+    def set_aside(self, exc: BaseException) -> None:
+        """The workspace cannot be served safely now: said once, counted, retried."""
+        if self.set_aside_for != str(exc):
+            self.set_aside_for = str(exc)
+            self.ingest.health.error(self.ws.root, f"set aside: {exc}")
 
     def unexpected(self, exc: BaseException) -> None:
         """A bug or a surprise in a step: logged and counted; the loop goes on."""

@@ -24,7 +24,7 @@ import orjson
 from . import jsonfile, lifecycle, locks
 from .events import Event
 from .kinds import SessionChange, SidecarError
-from .layout import Workspace
+from .layout import PLAIN_NAME, Workspace
 from .lifecycle import Applied, harness_id
 from .records import Bindings, Key, SessionRecord, TraceLine, ts_or
 from .timeutil import iso
@@ -113,7 +113,7 @@ class Batch:
             if work.failed is None and work.record is not None and work.applied.changed:
                 try:
                     self.store.save_session(work.record, work.applied.trace, dedupe=self.replay)
-                except OSError as exc:
+                except (OSError, StoreError) as exc:
                     work.failed = f"cannot save session {work.harness_id}: {exc}"
         fresh = self.store.load_bindings()  # re-read: dotcontext may have written meanwhile
         changed = False
@@ -168,7 +168,10 @@ class SessionStore:
 
     def load_session(self, hid: str) -> SessionRecord | None:
         """The record; None if it is confirmed missing, OSError/ValueError if unreadable."""
-        path = self.ws.session_dir(hid) / "session.json"
+        folder = self.ws.session_dir(hid)
+        if folder.is_symlink():
+            raise StoreError(f"{folder} is a symlink; sidecar never reads or writes through one")
+        path = folder / "session.json"
         try:
             data = jsonfile.read_json(path)
         except FileNotFoundError:
@@ -182,6 +185,8 @@ class SessionStore:
     def save_session(self, record: SessionRecord, trace: list[TraceLine],
                      dedupe: bool = False) -> None:
         folder = self.ws.session_dir(record.id)
+        if folder.is_symlink():
+            raise StoreError(f"{folder} is a symlink; sidecar never reads or writes through one")
         folder.mkdir(mode=0o700, parents=True, exist_ok=True)
         if trace and dedupe:
             seen = _tail_ids(folder / "trace.jsonl", len(trace))
@@ -202,10 +207,12 @@ class SessionStore:
 
     def open_work(self, key: Key, bindings: Bindings) -> Work:
         binding = bindings.get(key)
-        hid = (binding.harness_session_id if binding is not None else None) or harness_id(*key)
+        bound = binding.harness_session_id if binding is not None else None
+        # A binding naming a path (a hand edit) is not followed out of sessions/.
+        hid = bound if bound and PLAIN_NAME.fullmatch(bound) else harness_id(*key)
         try:
             record = self.load_session(hid)
-        except (OSError, ValueError) as exc:
+        except (OSError, ValueError, StoreError) as exc:
             return Work(key, hid, None, failed=f"cannot read session {hid}: {exc}")
         return Work(key, hid, record)
 
@@ -216,7 +223,7 @@ class SessionStore:
             if hid:
                 try:
                     record = self.load_session(hid)
-                except (OSError, ValueError):
+                except (OSError, ValueError, StoreError):
                     record = None
             try:
                 bound = self.load_bindings().get(key) is not None
@@ -237,7 +244,7 @@ class SessionStore:
         for key, binding in bindings:
             try:
                 record = self.load_session(binding.harness_session_id or harness_id(*key))
-            except (OSError, ValueError):
+            except (OSError, ValueError, StoreError):
                 continue
             if record is not None and record.active and record.sidecar.host_pid is not None:
                 found.append((key, record.sidecar.host_pid, record.sidecar.host_start))
@@ -253,7 +260,8 @@ class SessionStore:
             for key, binding in self.load_bindings().items():
                 if not lifecycle.is_stale(binding, now, stale_after):
                     continue
-                if not binding.harness_session_id:
+                if not binding.harness_session_id or not PLAIN_NAME.fullmatch(
+                        binding.harness_session_id):
                     gone.append(key)
                     continue
                 if self._sweep_one(key, binding.harness_session_id, now, stale_after, result):
@@ -270,7 +278,7 @@ class SessionStore:
         """Complete one stale session; whether its binding should go."""
         try:
             record = self.load_session(hid)
-        except (OSError, ValueError) as exc:
+        except (OSError, ValueError, StoreError) as exc:
             result.errors.append(f"sweep: cannot read session {hid}: {exc}")
             return False  # a passing failure: the binding stays for the next sweep
         if record is None or not record.active:
@@ -281,7 +289,7 @@ class SessionStore:
         lifecycle.sweep_stale(record, now, applied)
         try:
             self.save_session(record, applied.trace)
-        except OSError as exc:
+        except (OSError, StoreError) as exc:
             result.errors.append(f"sweep: cannot save session {hid}: {exc}")
             return False
         result.changes.extend(applied.changes)
@@ -302,7 +310,7 @@ class SessionStore:
                 if not entry.is_dir(follow_symlinks=False) or entry.stat().st_mtime >= cutoff:
                     continue
                 record = self.load_session(entry.name)
-            except (OSError, ValueError):
+            except (OSError, ValueError, StoreError):
                 continue
             if record is None or record.active or ts_or(record.completed_at, now) >= cutoff:
                 continue

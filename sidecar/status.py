@@ -6,14 +6,18 @@ stays fast however many completed sessions a workspace keeps.
 
 from __future__ import annotations
 
-from typing import Any, TypedDict
+from collections.abc import Callable
+from typing import Any, TypedDict, TypeVar
 
 from . import __version__, hooks, inbox, instances
+from .kinds import SidecarError
 from .layout import Workspace
 from .procwatch import Proc, is_alive
-from .sessions import SessionStore, StoreError
+from .records import Binding, Key
+from .sessions import SessionStore
 from .timeutil import human_age, parse_ts
 
+T = TypeVar("T")
 REPORT_VERSION = 1
 EXIT_OK, EXIT_UNSERVED, EXIT_NOT_WORKSPACE = 0, 3, 4
 
@@ -132,16 +136,23 @@ def hooks_section(ws: Workspace, now: float) -> HooksSection:
     return {"hooks": rows, "queue": queue, "error": view.error}
 
 
+def _read(errors: list[str], what: str, read: Callable[[], T], default: T) -> T:
+    """One part of the report; a part that cannot be read is said, never a traceback."""
+    try:
+        return read()
+    except (OSError, SidecarError, ValueError) as exc:
+        errors.append(f"cannot read {what}: {exc}")
+        return default
+
+
 def workspace_report(ws: Workspace, now: float) -> WorkspaceReport:
-    arrivals = inbox.scan(ws)
+    errors: list[str] = []
+    no_arrivals: list[inbox.Arrival] = []
+    arrivals = _read(errors, f"the inbox {ws.inbox}", lambda: inbox.scan(ws), no_arrivals)
     oldest = min((a.mtime for a in arrivals), default=None)
     store = SessionStore(ws)
-    errors: list[str] = []
-    try:
-        bound = store.load_bindings().items()
-    except StoreError as exc:
-        errors.append(str(exc))
-        bound = []
+    no_bindings: list[tuple[Key, Binding]] = []
+    bound = _read(errors, "the bindings", lambda: store.load_bindings().items(), no_bindings)
     bindings: list[BindingRow] = []
     for (host, session_id), binding in bound:
         updated = parse_ts(binding.updated_at)
@@ -154,8 +165,11 @@ def workspace_report(ws: Workspace, now: float) -> WorkspaceReport:
             "hostAlive": None if proc is None else is_alive(proc),
         })
     bindings.sort(key=lambda b: b["ageSeconds"] if b["ageSeconds"] is not None else 1e18)
-    total = store.count_sessions()
-    found = instance_rows(ws, now)
+    total = _read(errors, f"the sessions {ws.sessions}", store.count_sessions, 0)
+    no_instances: list[InstanceRow] = []
+    found = _read(errors, f"the instances {ws.instances}", lambda: instance_rows(ws, now),
+                  no_instances)
+    empty: HooksSection = {"hooks": [], "queue": [], "error": None}
     return {
         "root": str(ws.root),
         "served": any(i["live"] for i in found),
@@ -164,14 +178,15 @@ def workspace_report(ws: Workspace, now: float) -> WorkspaceReport:
             "backlog": len(arrivals),
             "oldestAgeSeconds": None if oldest is None else round(max(0.0, now - oldest), 3),
         },
-        "rejected": inbox.count_rejected(ws),
+        "rejected": _read(errors, f"the rejected files {ws.rejected}",
+                          lambda: inbox.count_rejected(ws), 0),
         "sessions": {
             "total": total,
             "active": len(bindings),
             "completed": max(0, total - len(bindings)),
         },
         "bindings": bindings,
-        **hooks_section(ws, now),
+        **_read(errors, f"the hooks {ws.hooks_file}", lambda: hooks_section(ws, now), empty),
         "plugins": _plugin_counters(found),
         "errors": errors,
     }

@@ -212,3 +212,150 @@ def test_a_hooks_file_with_queue_ids_of_mixed_types_is_shown_broken_not_fired(wo
     workspace.hooks_file.write_bytes(orjson.dumps(doc))
     report = orjson.loads(run_cli("status", "--root", str(workspace.root), "--json").stdout)
     assert "$.pending[0].id: must be a non-empty string, not 7" in report["workspaces"][0]["error"]
+
+
+@pytest.mark.parametrize("part", ["hooks.json", "hooks/host-sessions.json", "instances", "inbox",
+                                  "sessions", "inbox/rejected", "locks"])
+def test_status_and_doctor_say_what_is_wrong_instead_of_a_traceback(workspace, part):
+    import shutil
+
+    path = workspace.runtime / part
+    if path.is_dir():
+        shutil.rmtree(path)
+        path.write_text("a file where a folder belongs")
+    else:
+        path.unlink(missing_ok=True)
+        path.mkdir()  # a folder where a file belongs
+    for command in (["status", "--root", str(workspace.root)], ["status", "--json"], ["doctor"]):
+        result = run_cli(*command, cwd=workspace.root)
+        said = (result.stdout + result.stderr).decode()
+        assert "Traceback" not in said, (command, said)
+        assert result.returncode in (1, 3), (command, result.returncode)
+    status = run_cli("status", "--root", str(workspace.root)).stdout.decode()
+    if part != "locks":  # nothing reads locks/ while no instance is registered
+        assert str(path) in status and ("cannot read" in status or "BROKEN" in status), status
+
+
+# -- a full disk ----------------------------------------------------------------------------------
+
+def test_emit_on_a_full_disk_leaves_no_temporary_file(ws, monkeypatch):
+    import errno
+
+    from sidecar import emit as emit_mod
+
+    real_write = os.write
+
+    def full(fd, data):
+        if len(data) > 10:
+            real_write(fd, bytes(data[:10]))  # a short write, then the disk is full
+            return 10
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    monkeypatch.setattr(os, "write", full)
+    with pytest.raises(OSError, match="No space left"):
+        emit_mod.drop(str(ws.root), b'{"event": "x", "session_id": "s"}')
+    monkeypatch.undo()
+    assert os.listdir(ws.inbox) == ["rejected"]  # no event, and no temporary file
+
+
+def test_a_trace_append_that_fails_part_way_is_cut_back_and_a_retry_doubles_nothing(ws, monkeypatch):
+    import errno
+
+    from sidecar import jsonfile
+
+    drop(ws, "a.json", orjson.dumps({"event": "session-start", "session_id": "s", "host": "t",
+                                     "ts": T0 - 10}))
+    ing = ingestor(ws)
+    ing.start(T0)  # the session exists; its trace has two lines
+    trace = ws.session_dir(harness_id("t", "s")) / "trace.jsonl"
+    before = trace.read_bytes()
+    real_write, real_save = os.write, jsonfile.write_json_atomic
+    calls = {"n": 0}
+
+    def half(fd, data):
+        if fd != -1 and len(data) > 40 and b'"turn.end"' in bytes(data):
+            real_write(fd, bytes(data[:40]))
+            raise OSError(errno.ENOSPC, "No space left on device")
+        return real_write(fd, data)
+
+    monkeypatch.setattr(os, "write", half)
+    drop(ws, "b.json", orjson.dumps({"event": "Stop", "session_id": "s", "host": "t",
+                                     "ts": T0 - 5}))
+    ing.step(T0 + 1, woken=True)
+    assert trace.read_bytes() == before  # no torn line
+    monkeypatch.setattr(os, "write", real_write)
+
+    def save_fails_once(path, data, durable=True):  # the trace lands, the record does not
+        if path.name == "session.json" and not calls["n"]:
+            calls["n"] += 1
+            raise OSError(errno.ENOSPC, "No space left on device")
+        return real_save(path, data, durable=durable)
+
+    monkeypatch.setattr(jsonfile, "write_json_atomic", save_fails_once)
+    ing.step(T0 + 3, woken=True)  # the retry: the trace appended, the record save failed
+    ing.step(T0 + 5, woken=True)  # and again: the lines already there are not appended twice
+    ids = [orjson.loads(line)["id"] for line in trace.read_bytes().splitlines()]
+    assert len(ids) == len(set(ids)) == 3 and list(ws.inbox.glob("*.json")) == []
+
+
+def test_abandoned_producer_temporaries_are_removed_after_an_hour(ws):
+    old, fresh = ws.inbox / ".old.tmp", ws.inbox / "fresh.json.tmp"
+    for path, age in ((old, 7200), (fresh, 60)):
+        path.write_bytes(b"{")
+        os.utime(path, (T0 - age, T0 - age))
+    ingestor(ws).start(T0)
+    assert not old.exists() and fresh.exists()
+
+
+# -- never through a symlink ----------------------------------------------------------------------
+
+@pytest.mark.parametrize("part", ["inbox/rejected", "inbox", "sessions", "hooks", "logs"])
+def test_a_symlinked_runtime_folder_is_never_written_through_nor_chmodded(
+        tmp_path, config_home, start_daemon, part):
+    from conftest import wait_until
+
+    good, bad = tmp_path / "good", tmp_path / "bad"
+    for root in (good, bad):
+        root.mkdir()
+        assert run_cli("init", str(root)).returncode == 0
+    target = tmp_path / "elsewhere"
+    target.mkdir(mode=0o755)
+    os.chmod(target, 0o755)
+    (target / "theirs.json").write_bytes(b'{"event": "x", "session_id": "s", "host": "t"}')
+    linked = bad / ".context" / "runtime" / part
+    import shutil
+
+    shutil.rmtree(linked)
+    linked.symlink_to(target)
+    drop(Workspace(bad), "x.json", b"not json") if part != "inbox" else None
+    daemon = start_daemon(good, bad, wait_leader=False)
+    wait_until(lambda: "is a symlink; sidecar never writes through one" in daemon.output(), 15)
+    assert run_cli("emit", "session-start", "--session-id", "g", "--source", "t",
+                   cwd=good).returncode == 0
+    wait_until(lambda: (good / ".context/runtime/sessions" / harness_id("t", "g")).exists(), 15)
+    assert sorted(os.listdir(target)) == ["theirs.json"]  # nothing written, nothing consumed
+    assert oct(target.stat().st_mode & 0o777) == "0o755"  # and its mode left as it was
+    assert daemon.proc.poll() is None
+
+
+def test_derived_paths_stay_inside_their_folders(ws):
+    from sidecar.hookdoc import HooksError
+    from sidecar.records import Binding
+
+    with pytest.raises(HooksError, match=r"hook /tmp/evil\.id: must be a plain name"):
+        new_hook("/tmp/evil", "x", T0).to_json()
+    doc = read_json(ws.hooks_file)
+    doc["hooks"]["post-task"]["id"] = "../../logs-elsewhere"
+    doc["hooks"]["../../logs-elsewhere"] = doc["hooks"].pop("post-task")
+    ws.hooks_file.write_bytes(orjson.dumps(doc))
+    status = orjson.loads(run_cli("status", "--root", str(ws.root), "--json").stdout)
+    assert "must be a plain name" in status["workspaces"][0]["error"]
+    # A binding naming a path (a hand edit) is not followed out of sessions/.
+    store = SessionStore(ws, durable=False)
+    bindings = store.load_bindings()
+    bindings.put(("t", "s"), Binding("../../../escape", "s", "t"))
+    store.save_bindings(bindings)
+    drop(ws, "a.json", orjson.dumps({"event": "Stop", "session_id": "s", "host": "t",
+                                     "ts": T0}))
+    ingestor(ws).start(T0)
+    assert record(ws, "s") is not None and not (ws.root.parent / "escape").exists()

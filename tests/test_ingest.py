@@ -96,14 +96,17 @@ def test_a_file_still_being_written_is_judged_only_after_its_grace(f):
     assert (f.ws.rejected / "half.json").exists() and f.ingest.health.rejected == 1
 
 
-def test_producers_temporary_files_are_left_alone_however_old(f):
+def test_producers_temporary_files_are_never_read_nor_rejected(f):
     for name in (".partial-write", "half.json.tmp"):
         (f.ws.inbox / name).write_bytes(b"{")
-        os.utime(f.ws.inbox / name, (T0 - 86400, T0 - 86400))
+        os.utime(f.ws.inbox / name, (T0 - 1800, T0 - 1800))  # half an hour: still a producer's
     f.ingest.start(T0)
-    f.ingest.step(T0 + 3600, woken=True)
+    f.ingest.step(T0 + 60, woken=True)
     assert (f.ws.inbox / ".partial-write").exists() and (f.ws.inbox / "half.json.tmp").exists()
     assert list(f.ws.rejected.iterdir()) == []
+    # Left for over an hour, they were abandoned (a dead producer, a full disk): removed.
+    f.ingest.prune(T0 + 3600)
+    assert sorted(os.listdir(f.ws.inbox)) == ["rejected"]
 
 
 def test_a_batch_that_cannot_be_saved_stays_and_is_retried_after_a_second(f):
