@@ -15,6 +15,7 @@ from . import status as status_mod
 from .hooks import HookStore
 from .hooks_cli import hooks_app
 from .integrate_cli import integrate_app, uninstall, unregister
+from .kinds import SidecarError
 from .layout import Workspace, find_workspace
 from .setup_cli import doctor, service_app
 from .timeutil import now
@@ -102,8 +103,12 @@ def status(
     root: Path | None = typer.Option(None, "--root", help="The workspace to show."),
     all_: bool = typer.Option(False, "--all", help="Every registered workspace."),
     as_json: bool = typer.Option(False, "--json", help="One versioned JSON document."),
+    session: str | None = typer.Option(None, "--session", help="One host session's timeline "
+                                       "and follow-ups instead."),
 ) -> None:
     """Instances, inbox, rejected files, sessions, bindings, hooks and queue."""
+    if session is not None:
+        _session_status(root, session, as_json)
     if all_:
         workspaces = []
         for registered in config_mod.load_registry():
@@ -123,6 +128,23 @@ def status(
     else:
         typer.echo(status_mod.render_text(report), nl=False)
     raise typer.Exit(status_mod.exit_code(report))
+
+
+def _session_status(root: Path | None, session: str, as_json: bool) -> NoReturn:
+    found = find_workspace(root or Path.cwd())
+    if found is None:
+        fail(f"{root or Path.cwd()} is not a workspace (no .context/)", 4)
+    try:
+        report = status_mod.session_report(found, session)
+    except (OSError, ValueError, SidecarError) as exc:
+        fail(f"cannot read session {session}: {exc}")
+    if report is None:
+        fail(f"no session {session!r} in {found.root}", 1)
+    if as_json:
+        sys.stdout.buffer.write(jsonfile.dumps(report))
+    else:
+        typer.echo(status_mod.render_session(report), nl=False)
+    raise typer.Exit(0)
 
 
 app.add_typer(hooks_app, name="hooks")

@@ -274,3 +274,30 @@ def kill_running(root: Path | None = RootOption) -> None:
                    f"(pid {entry.run.pid if entry.run else '?'})")
     if not ended:
         typer.echo("no follow-up action is running")
+
+
+@hooks_app.command("history")
+def history(
+    hook_id: str | None = typer.Argument(None, help="Only this hook's firings."),
+    session: str | None = typer.Option(None, "--session", help="Only firings for this host "
+                                                               "session id."),
+    as_json: bool = typer.Option(False, "--json", help="One JSON document."),
+    root: Path | None = RootOption,
+) -> None:
+    """Past firings, oldest first: when, which hook, for which session, how it ended, its log."""
+    view = _store(root).snapshot(now())
+    if hook_id is not None and hook_id not in view.hooks:
+        _fail(f"no hook {hook_id!r} (have: {', '.join(view.hooks) or 'none'})")
+    rows = sorted(
+        ({"hookId": h.id, **f.to_json()} for h in view.hooks.values()
+         if hook_id in (None, h.id) for f in h.history
+         if session in (None, f.session_id)),
+        key=lambda row: str(row["at"]))
+    if as_json:
+        sys.stdout.buffer.write(jsonfile.dumps({"firings": rows}))
+        return
+    for row in rows:
+        typer.echo(f"{row['at']}  {row['hookId']:<16} {row['host']:<12} {row['sessionId']:<38} "
+                   f"{row['status']}" + (f"  log {row['log']}" if row["log"] else ""))
+    if not rows:
+        typer.echo("no firings yet")

@@ -9,9 +9,12 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any, TypedDict, TypeVar
 
+import orjson
+
 from . import __version__, hooks, inbox, instances
 from .kinds import SidecarError
 from .layout import Workspace
+from .lifecycle import harness_id
 from .procwatch import Proc, is_alive
 from .records import Binding, Key
 from .sessions import SessionStore
@@ -222,6 +225,60 @@ def build(workspaces: list[Workspace], now: float) -> Report:
         "sidecar": __version__,
         "workspaces": [workspace_report(ws, now) for ws in workspaces],
     }
+
+
+KNOWN_HOSTS = ("claude-code", "codex", "gemini", "opencode", "hermes", "unknown")
+
+
+def session_report(ws: Workspace, session_id: str) -> dict[str, Any] | None:
+    """One host session's story: its record, its timeline, and every follow-up queued for it
+    (pending, postponed, running, or how it ended, with its log); None if it is unknown."""
+    store = SessionStore(ws)
+    view = hooks.read_view(ws)
+    hosts = {h for (h, sid), _ in store.load_bindings().items() if sid == session_id}
+    hosts |= {e.host for e in view.pending if e.session_id == session_id}
+    hosts |= {f.host for h in view.hooks.values() for f in h.history
+              if f.session_id == session_id and f.host}
+    for host in sorted(hosts | set(KNOWN_HOSTS)):
+        record = store.load_session(harness_id(host, session_id))
+        if record is not None:
+            break
+    else:
+        return None
+    trace = ws.session_dir(record.id) / "trace.jsonl"
+    lines = [orjson.loads(line) for line in trace.read_bytes().splitlines()] if trace.exists() else []
+    follow_ups = [{"hookId": e.hook_id, "state": "running" if e.run else
+                   "claimed" if e.claimed_by else "postponed" if e.retries else "pending",
+                   "dueAt": e.due_at, "retries": e.retries,
+                   "why": view.hooks[e.hook_id].last_status if e.retries and e.hook_id in view.hooks
+                   else None, "log": e.run.log if e.run else None}
+                  for e in view.pending if e.session_id == session_id and e.host == host]
+    follow_ups += [{"hookId": h.id, "state": f.status, "at": f.at, "log": f.log}
+                   for h in view.hooks.values() for f in h.history
+                   if f.session_id == session_id and f.host == host]
+    meta = record.sidecar
+    return {"host": host, "sessionId": session_id, "harnessSessionId": record.id,
+            "status": record.status, "completedAt": record.completed_at,
+            "completionReason": meta.completion_reason, "hostPid": meta.host_pid,
+            "queuedHooks": sorted(meta.follow_ups), "followUps": follow_ups,
+            "timeline": [{"at": line.get("createdAt"), "event": line.get("event"),
+                          "message": line.get("message")} for line in lines]}
+
+
+def render_session(report: dict[str, Any]) -> str:
+    lines = [f"session    {report['host']} {report['sessionId']} ({report['harnessSessionId']})",
+             f"status     {report['status']}" + (
+                 f" at {report['completedAt']} ({report['completionReason']})"
+                 if report["completedAt"] else "")]
+    lines += [f"  {t['at']}  {t['event']:<20} {t['message']}" for t in report["timeline"]]
+    for f in report["followUps"]:
+        when = f.get("at") or f.get("dueAt")
+        extra = f" ({f['why']})" if f.get("why") else ""
+        lines.append(f"follow-up  {f['hookId']:<16} {f['state']}{extra}  {when}"
+                     + (f"  log {f['log']}" if f.get("log") else ""))
+    if not report["followUps"]:
+        lines.append("follow-up  none queued")
+    return "\n".join(lines) + "\n"
 
 
 def exit_code(report: Report) -> int:

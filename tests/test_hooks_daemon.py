@@ -302,3 +302,38 @@ def test_status_shows_a_running_firing_and_kill_running_ends_it(workspace, start
     assert result.returncode == 0 and b"sent SIGTERM to slow" in result.stdout
     wait_until(lambda: hook_status(workspace, "slow"), 15)
     assert hook_status(workspace, "slow") == "error: exit status -15"
+
+
+def test_hooks_history_and_status_session_tell_each_firings_story(workspace, start_daemon,
+                                                                    tmp_path):
+    fired = tmp_path / "fired.txt"
+    failing = [sys.executable, "-c", "import sys; sys.exit(3)"]
+    set_hooks(workspace, {"rec": command_hook("rec", recorder(fired), delay=0),
+                          "bad": command_hook("bad", failing, delay=0)})
+    daemon = start_daemon(workspace.root)
+    end_session(workspace, "s-story")
+    wait_until(lambda: hook_status(workspace, "rec") and hook_status(workspace, "bad"), 20)
+
+    listed = orjson.loads(run_cli("hooks", "history", "--json", "--root",
+                                  str(workspace.root)).stdout)["firings"]
+    assert {(f["hookId"], f["status"]) for f in listed} == {("rec", "ok"),
+                                                            ("bad", "error: exit status 3")}
+    assert all(f["sessionId"] == "s-story" and f["log"] for f in listed)
+    only = run_cli("hooks", "history", "bad", "--session", "s-story", "--root",
+                   str(workspace.root)).stdout.decode()
+    assert "error: exit status 3" in only and "rec" not in only
+    assert run_cli("hooks", "history", "nope", "--root", str(workspace.root)).returncode == 1
+
+    story = orjson.loads(run_cli("status", "--session", "s-story", "--json", "--root",
+                                 str(workspace.root)).stdout)
+    assert story["status"] == "completed" and story["completionReason"] == "session-end"
+    assert [t["event"] for t in story["timeline"]][-1] == "session.completed"
+    assert {f["hookId"]: f["state"] for f in story["followUps"]} == {
+        "rec": "ok", "bad": "error: exit status 3"}
+    text = run_cli("status", "--session", "s-story", "--root", str(workspace.root)).stdout.decode()
+    assert "follow-up  bad" in text and "error: exit status 3" in text and "log " in text
+    missing = run_cli("status", "--session", "nobody", "--root", str(workspace.root))
+    assert missing.returncode == 1 and b"no session 'nobody'" in missing.stderr
+    # A failed firing is logged at WARNING with the hook, session, status and log.
+    assert "WARNING" in daemon.output() and "follow-up bad for x session s-story: error: exit " \
+        "status 3" in daemon.output().replace("claude-code", "x")
