@@ -149,21 +149,19 @@ def load_config(path: Path) -> tomlkit.TOMLDocument:
 
 
 def _state_table(doc: tomlkit.TOMLDocument, create: bool) -> Table | None:
-    hooks = doc.get("hooks")
-    if hooks is None:
-        if not create:
-            return None
-        hooks = tomlkit.table(is_super_table=True)
-        doc.add("hooks", hooks)
-    state = hooks.get("state")
-    if state is None:
-        if not create:
-            return None
-        state = tomlkit.table(is_super_table=True)
-        hooks.add("state", state)
-    if not isinstance(state, Table):
-        raise IntegrateError("config.toml: `hooks.state` is not a table; fix it first")
-    return state
+    """The `[hooks.state]` table (made, as implicit super-tables, when `create`)."""
+    parent: Any = doc
+    for key in ("hooks", "state"):
+        table = parent.get(key)
+        if table is None:
+            if not create:
+                return None
+            table = tomlkit.table(is_super_table=True)
+            parent.add(key, table)
+        if not isinstance(table, Table):
+            raise IntegrateError(f"config.toml: `{key}` is not a table; fix it first")
+        parent = table
+    return parent if isinstance(parent, Table) else None
 
 
 def set_trust(doc: tomlkit.TOMLDocument, old_keys: list[str], entries: dict[str, str]) -> None:
