@@ -33,6 +33,8 @@ class Firing:
     prompt: str
     prompt_file: str | None
     cwd: Path
+    permission_mode: str = "acceptEdits"  # Claude Code's, from config.toml
+    codex_sandbox: str = "workspace-write"  # Codex's sandbox_mode, from config.toml
 
     def placeholders(self, ws: Workspace) -> dict[str, str]:
         return {
@@ -43,6 +45,8 @@ class Firing:
             "{host}": self.host,
             "{hook_id}": self.hook_id,
             "{workspace}": str(ws.root),
+            "{permission_mode}": self.permission_mode,
+            "{codex_sandbox}": self.codex_sandbox,
         }
 
     def environment(self, ws: Workspace) -> dict[str, str]:

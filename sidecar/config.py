@@ -17,9 +17,15 @@ from . import jsonfile, layout, locks
 from .kinds import SidecarError
 from .timeutil import parse_duration
 
+# A non-interactive resume can be granted nothing at a prompt, so each one runs with the
+# permissions its prompt needs: Claude Code may edit files (acceptEdits), Codex may write in
+# the workspace (sandbox workspace-write). Both come from config.toml (permissionMode,
+# codexSandbox), and each firing's log shows the argv it ran.
 DEFAULT_RESUME: Mapping[str, tuple[str, ...]] = MappingProxyType({
-    "claude-code": ("claude", "--resume", "{session_id}", "-p", "{prompt}"),
-    "codex": ("codex", "exec", "resume", "--skip-git-repo-check", "--", "{session_id}", "{prompt}"),
+    "claude-code": ("claude", "--permission-mode", "{permission_mode}", "--resume", "{session_id}",
+                    "-p", "{prompt}"),
+    "codex": ("codex", "exec", "resume", "--skip-git-repo-check", "-c",
+              'sandbox_mode="{codex_sandbox}"', "--", "{session_id}", "{prompt}"),
     "gemini": ("gemini", "--resume", "{session_id}", "-p", "{prompt}"),
     "opencode": ("opencode", "run", "--session", "{session_id}", "{prompt}"),
 })
@@ -43,6 +49,8 @@ class Config:
     plugin_timeout: float = 5.0
     stop_grace: float = 10.0  # accepted for old config files; SIGTERM no longer waits for actions
     resume: Mapping[str, tuple[str, ...]] = field(default_factory=lambda: DEFAULT_RESUME)
+    permission_mode: str = "acceptEdits"
+    codex_sandbox: str = "workspace-write"
 
 
 _DURATIONS = {
@@ -54,6 +62,13 @@ _DURATIONS = {
     "heartbeatInterval": "heartbeat_interval",
     "pluginTimeout": "plugin_timeout",
     "stopGrace": "stop_grace",
+}
+
+
+_CHOICES = {
+    "permissionMode": ("permission_mode", ("acceptEdits", "auto", "bypassPermissions", "manual",
+                                           "dontAsk", "plan")),  # Claude Code 2.1.328's choices
+    "codexSandbox": ("codex_sandbox", ("read-only", "workspace-write", "danger-full-access")),
 }
 
 
@@ -80,6 +95,12 @@ def load_config(path: Path | None = None) -> Config:
             values["concurrency"] = value
         elif key == "resume":
             values["resume"] = _resume(value, path)
+        elif key in _CHOICES:
+            field_name, allowed = _CHOICES[key]
+            if value not in allowed:
+                raise ConfigError(f"{path}: {key} must be one of {', '.join(allowed)}, "
+                                  f"not {value!r}")
+            values[field_name] = value
         else:
             raise ConfigError(f"{path}: unknown setting {key!r}")
     return Config(**values)

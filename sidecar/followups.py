@@ -128,9 +128,12 @@ class FollowUps:
                 why = exc.strerror if isinstance(exc, OSError) and exc.strerror else exc
                 self.finish(entry, f"error: prompt file {hook.prompt_file}: {why}", None)
                 return
+        config = self.config()
         firing = Firing(hook_id=hook.id, host=entry.host, session_id=entry.session_id,
                         harness_session_id=entry.harness_session_id or "", prompt=prompt,
-                        prompt_file=hook.prompt_file, cwd=working_folder(self.ws, cwd))
+                        prompt_file=hook.prompt_file, cwd=working_folder(self.ws, cwd),
+                        permission_mode=config.permission_mode,
+                        codex_sandbox=config.codex_sandbox)
         log_path = Path(entry.log) if entry.log else self.log_path(entry, now)
         try:
             argv = build_argv(hook.action, firing, self.config().resume, self.ws)

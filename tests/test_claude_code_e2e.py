@@ -15,8 +15,10 @@ from pathlib import Path
 import orjson
 import pytest
 from hosts.anthropic_stub import AnthropicStub
+from hosts.lifecycle import set_resume
 
 from conftest import SIDECAR, npm_host, read_json, run_cli, wait_until
+from sidecar.config import DEFAULT_RESUME
 from sidecar.lifecycle import harness_id
 
 pytestmark = pytest.mark.e2e
@@ -48,8 +50,8 @@ def test_post_task_resumes_the_real_session_exactly_once(workspace, start_daemon
     doc = read_json(workspace.hooks_file)
     doc["hooks"]["post-task"]["delaySeconds"] = 3
     workspace.hooks_file.write_bytes(orjson.dumps(doc))
-    with open(config_home / "config.toml", "a") as config:
-        config.write(f'[resume]\n"claude-code" = ["{claude}", "--resume", "{{session_id}}", "-p", "{{prompt}}"]\n')
+    # The default resume command, with the permissions its prompt needs, by absolute path.
+    set_resume(config_home, "claude-code", [str(claude), *DEFAULT_RESUME["claude-code"][1:]])
 
     with AnthropicStub() as stub:
         env = {"HOME": str(home), "ANTHROPIC_BASE_URL": stub.url, "ANTHROPIC_API_KEY": "sk-test",
@@ -84,6 +86,7 @@ def test_post_task_resumes_the_real_session_exactly_once(workspace, start_daemon
     assert "session.reopened" in trace
     log = Path(hook["history"][0]["log"]).read_text()
     assert "--resume" in log and session_id in log
+    assert "'--permission-mode', 'acceptEdits'" in log  # the permissions it ran with, shown
     status = run_cli("status", "--root", str(workspace.root))
     assert b"post-task" in status.stdout and b"last ok" in status.stdout
 

@@ -22,6 +22,7 @@ from hosts.lifecycle import assert_whole_lifecycle, prepare_post_task, set_resum
 from hosts.responses_stub import ResponsesStub
 
 from conftest import SIDECAR, npm_host, read_json, run_cli, wait_until
+from sidecar.config import DEFAULT_RESUME
 from sidecar.lifecycle import harness_id
 
 pytestmark = pytest.mark.e2e
@@ -82,8 +83,7 @@ def test_an_integrated_codex_session_is_completed_by_its_end_and_resumed_once(
         workspace, start_daemon, config_home, tmp_path, monkeypatch):
     codex = npm_host("codex", CODEX_VERSION, "codex")
     prepare_post_task(workspace)
-    set_resume(config_home, "codex", [str(codex), "exec", "resume", "--skip-git-repo-check", "--",
-                                      "{session_id}", "{prompt}"])
+    set_resume(config_home, "codex", [str(codex), *DEFAULT_RESUME["codex"][1:]])  # as shipped
     with ResponsesStub() as stub:
         env = codex_env(tmp_path, codex, stub.url)
         for key, value in env.items():
@@ -107,6 +107,8 @@ def test_an_integrated_codex_session_is_completed_by_its_end_and_resumed_once(
         wait_until(lambda: record.exists() and settled(workspace), 120, 0.2)
         requests = list(stub.requests)
     done = assert_whole_lifecycle(workspace, record, requests, "remember banana")
+    log = Path(read_json(workspace.hooks_file)["hooks"]["post-task"]["history"][0]["log"]).read_text()
+    assert """'sandbox_mode="workspace-write"'""" in log  # the sandbox it ran with, shown
     assert done["metadata"]["sidecar"]["transcriptPath"].startswith(env["CODEX_HOME"])
     trace = [line for line in record.with_name("trace.jsonl").read_text().splitlines()]
     assert '"hostEvent":"SessionEnd"' in "".join(trace)  # completed by Codex's own SessionEnd

@@ -72,3 +72,23 @@ def test_run_refuses_a_bad_config_with_a_clear_error(workspace, config_home):
     (config_home / "config.toml").write_text("concurrency = 'many'\n")
     result = run_cli("run", "--root", str(workspace.root), timeout=10)
     assert result.returncode == 2 and b"concurrency" in result.stderr
+
+
+def test_resumes_run_with_the_permissions_their_prompt_needs_and_config_can_change_them(tmp_path):
+    from sidecar.actions import Firing, build_argv
+    from sidecar.layout import Workspace
+
+    firing = Firing("post-task", "claude-code", "s1", "h1", "tidy up", None, tmp_path)
+    config = load_config(tmp_path / "absent.toml")
+    assert build_argv("resume", firing, config.resume, Workspace(tmp_path))[:5] == [
+        "claude", "--permission-mode", "acceptEdits", "--resume", "s1"]
+    codex = Firing("post-task", "codex", "s1", "h1", "tidy up", None, tmp_path,
+                   codex_sandbox="read-only")
+    assert 'sandbox_mode="read-only"' in build_argv("resume", codex, config.resume,
+                                                    Workspace(tmp_path))
+    (tmp_path / "c.toml").write_text('permissionMode = "plan"\ncodexSandbox = "read-only"\n')
+    changed = load_config(tmp_path / "c.toml")
+    assert (changed.permission_mode, changed.codex_sandbox) == ("plan", "read-only")
+    (tmp_path / "bad.toml").write_text('permissionMode = "yolo"\n')
+    with pytest.raises(ConfigError, match="permissionMode must be one of"):
+        load_config(tmp_path / "bad.toml")
