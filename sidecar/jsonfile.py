@@ -13,13 +13,15 @@ from typing import Any
 
 import orjson
 
+from .kinds import SidecarError
+
 Signature = tuple[int, int, int]
 
 
 MAX_STATE_BYTES = 256 * 1024 * 1024  # far above any real state file; bounds a hostile one
 
 
-class NotARegularFile(ValueError):
+class NotARegularFile(SidecarError, ValueError):
     """A state file's place holds a FIFO, a device, a folder...: it is never read."""
 
 

@@ -4,13 +4,28 @@ from __future__ import annotations
 
 import pytest
 
-from sidecar import actions, config, events, hookdoc, integrate, locks, plugins, service, sessions
+from sidecar import (
+    actions,
+    config,
+    events,
+    hookdoc,
+    hooks,
+    integrate,
+    jsonfile,
+    layout,
+    locks,
+    plugins,
+    service,
+    sessions,
+)
 from sidecar.kinds import EventKind, SidecarError
 
 
 @pytest.mark.parametrize("error", [
     actions.ActionError, config.ConfigError, events.BadEvent, hookdoc.HooksError,
     integrate.IntegrateError, locks.LockTimeout, service.ServiceError, sessions.StoreError,
+    service.NoServiceManager, hooks.PromptError, layout.TamperedRuntime, layout.UnconfinedName,
+    jsonfile.NotARegularFile,
 ])
 def test_every_error_sidecar_raises_on_purpose_shares_one_root(error):
     assert issubclass(error, SidecarError)
