@@ -64,6 +64,15 @@ def fsync_dir(folder: Path) -> None:
         os.close(fd)
 
 
+def write_all(fd: int, data: bytes, durable: bool) -> None:
+    """Write every byte (a short write, as on a nearly full disk, goes on), then fsync if asked."""
+    view = memoryview(data)
+    while view:
+        view = view[os.write(fd, view):]
+    if durable:
+        os.fsync(fd)
+
+
 def write_bytes_atomic(path: Path, data: bytes, *, durable: bool = True) -> Signature:
     """Replace `path` with `data` atomically; `durable` adds the fsyncs.
 
@@ -76,11 +85,7 @@ def write_bytes_atomic(path: Path, data: bytes, *, durable: bool = True) -> Sign
     fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o600)
     try:
         try:
-            view = memoryview(data)
-            while view:
-                view = view[os.write(fd, view) :]
-            if durable:
-                os.fsync(fd)
+            write_all(fd, data, durable)
             st = os.fstat(fd)
         finally:
             os.close(fd)
@@ -108,11 +113,7 @@ def append_lines(path: Path, lines: list[Any], *, durable: bool = True) -> None:
     try:
         start = os.fstat(fd).st_size
         try:
-            view = memoryview(payload)
-            while view:
-                view = view[os.write(fd, view):]
-            if durable:
-                os.fsync(fd)
+            write_all(fd, payload, durable)
         except BaseException:
             os.ftruncate(fd, start)
             raise

@@ -133,6 +133,8 @@ class WorkspaceServer:
             self.watch(proc, self)
 
     def _watch_host(self, proc: Proc, key: Key) -> None:
+        if key in self.hosts.get(proc, ()):
+            return  # watched already: the common case, every event of a live session
         for other, keys in self.hosts.items():
             if other != proc:
                 keys.discard(key)  # the session moved to another process (a resume)

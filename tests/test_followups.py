@@ -368,3 +368,12 @@ def test_a_claim_whose_instance_died_before_recording_the_start_is_settled_exact
     assert h.hook().history[-1].session_id == "never"
     # A runner for "never" that starts late finds the firing given up, and runs nothing.
     assert not runner.claim_start(str(logs["never"]) + ".started", '{"pid": 1}')
+
+
+def test_an_action_that_cannot_start_is_an_error_status_with_the_reason(h):
+    h.hooks.change(T0, lambda d: setattr(d.hooks["rec"], "action", ["no-such-binary-5b1e"]))
+    h.apply(ev("SessionStart"), ev("SessionEnd", ts=T0 + 1))
+    with freeze_time(iso(T0 + 20)):
+        h.fire_due()
+    assert h.hook().last_status == "error: cannot start 'no-such-binary-5b1e': No such file or directory"
+    assert h.pending() == []

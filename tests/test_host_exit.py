@@ -123,3 +123,22 @@ def test_only_hook_payloads_report_a_host(workspace, form):
     data, _, _ = emit_mod.build_event(options, ["{}"] if form == "stdin" else ["session-start"])
     meta = orjson.loads(data)["sidecarEnvelope"]
     assert ("hostPid" in meta) == (form == "stdin")
+
+
+def test_without_pidfds_the_watch_still_sees_an_exit(monkeypatch):
+    """Where os.pidfd_open is missing (macOS, old kernels), a check every second stands in."""
+    import threading
+
+    monkeypatch.delattr(os, "pidfd_open", raising=False)
+    exited = threading.Event()
+    seen = []
+    watch = procwatch.ProcessWatch(lambda proc: (seen.append(proc), exited.set()))
+    child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(0.3)"])
+    try:
+        proc = procwatch.current(child.pid)
+        watch.watch(proc)
+        assert not exited.is_set() and procwatch.is_alive(proc)
+        child.wait()
+        assert exited.wait(5) and seen == [proc]
+    finally:
+        watch.stop()

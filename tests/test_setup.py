@@ -82,3 +82,16 @@ def test_uninstall_takes_out_everything_sidecar_wrote_and_purge_its_own_folder(
     assert not unit.exists()
     assert not config_home.exists()  # --purge: registry, config.toml, integrations.json
     assert (workspace.context / "runtime").is_dir()  # the user's workspace data stays
+
+
+def test_uninstall_says_what_it_cannot_undo_and_purges_nothing_then(tmp_path, config_home,
+                                                                     workspace):
+    env = {"HOME": str(tmp_path / "home"), "XDG_CONFIG_HOME": "", "PATH": no_manager_path(tmp_path)}
+    (config_home / "integrations.json").write_text("{not json")  # a corrupt record: read as empty
+    assert run_cli("integrate", "claude-code", cwd=workspace.root, env=env).returncode == 0
+    assert "claude-code" in read_json(config_home / "integrations.json")
+    local = workspace.root / ".claude" / "settings.local.json"
+    local.write_text("{oops")  # the user broke it meanwhile
+    result = run_cli("uninstall", "--purge", cwd=workspace.root, env=env)
+    assert result.returncode == 1 and b"not valid JSON" in result.stderr
+    assert local.read_text() == "{oops" and config_home.exists()  # nothing lost, nothing purged
