@@ -103,7 +103,9 @@ def start(argv: list[str], cwd: Path, env: dict[str, str], log_path: Path) -> Pr
     """Start the action through `sidecar.runner`, in a session of its own, and return its
     process: it outlives this instance, and its outcome lands in `status_file(log_path)`."""
     log_path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
-    with open(log_path, "ab") as log:
+    fd = os.open(log_path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC | os.O_NOFOLLOW,
+                 0o600)
+    with open(fd, "ab") as log:
         log.write(f"$ {argv!r}\n(cwd {cwd})\n".encode())
         log.flush()
         try:

@@ -44,8 +44,8 @@ class Config:
     action_timeout: float = 15 * 60
     concurrency: int = 2
     sweep_interval: float = 60.0
-    reconcile_interval: float = 2.0
-    heartbeat_interval: float = 5.0
+    reconcile_interval: float | None = None  # None: by the kind of folder watch (ingest)
+    heartbeat_interval: float = 60.0
     plugin_timeout: float = 5.0
     stop_grace: float = 10.0  # accepted for old config files; SIGTERM no longer waits for actions
     resume: Mapping[str, tuple[str, ...]] = field(default_factory=lambda: DEFAULT_RESUME)

@@ -1,28 +1,21 @@
-"""`sidecar run`: the process. Threads, file watches, signals, sd_notify, and nothing else.
+"""`sidecar run`: the process. The step loop, the watches, signals, sd_notify, and nothing else.
 
-Each workspace is a `WorkspaceServer` stepped by a thread of its own: step, then sleep until
-the deadline the step returned or until something wakes it (an inbox arrival, a change to
-hooks.json, a finished action, a signal). Signal handlers only set flags.
+Each workspace is a `WorkspaceServer`, stepped by the shared `StepLoop` whenever its deadline
+comes or something wakes it (an inbox arrival, a change to hooks.json, a finished process). The
+process has a fixed number of threads however many workspaces it serves: the loop's workers,
+one folder watch, one process watch, the plugin runner, and this one, which looks at the
+registry and handles signals. Signal handlers only set flags.
 """
 
 from __future__ import annotations
 
+import errno
 import logging
-import os
+import resource
 import signal
 import threading
 import time
 from pathlib import Path
-
-from watchdog.events import (
-    FileClosedEvent,
-    FileCreatedEvent,
-    FileModifiedEvent,
-    FileMovedEvent,
-    FileSystemEvent,
-    FileSystemEventHandler,
-)
-from watchdog.observers import Observer
 
 from . import config as config_mod
 from . import inbox, jsonfile, layout
@@ -30,47 +23,41 @@ from . import plugins as plugins_mod
 from .config import Config
 from .instances import Identity
 from .layout import TamperedRuntime, Workspace
+from .loop import StepLoop
 from .plugins import PluginRunner
 from .procwatch import Proc, ProcessWatch
 from .sdnotify import Notifier
 from .server import WorkspaceServer
 from .timeutil import now
+from .watch import FolderWatch, InotifyWatch, WatchError, folder_watch
 
 log = logging.getLogger("sidecar")
 
 REGISTRY_INTERVAL = 2.0
 SET_ASIDE_RETRY = 2.0  # how often a workspace set aside (a tampered runtime) is looked at again
+FDS_PER_WORKSPACE = 2  # its leader lock and its instance's life lock, held while served
+FDS_SPARE = 64  # kept free for the work itself: state files, logs, pipes, actions starting
 
 
-def _name(event: FileSystemEvent) -> str:
-    path = event.dest_path if isinstance(event, FileMovedEvent) else event.src_path
-    return os.path.basename(os.fsdecode(path))
+def raise_fd_limit() -> int:
+    """Raise the soft limit on open files to the hard one (systemd's soft default is 1,024,
+    which two locks per workspace exhaust at about 500 workspaces); returns the soft limit."""
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if hard == resource.RLIM_INFINITY or hard > soft:
+        try:
+            resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
+            soft = hard
+        except (ValueError, OSError):
+            pass
+    return soft
 
 
-class InboxWatch(FileSystemEventHandler):
-    """Wakes a workspace's server when an event file arrives; ignores everything else."""
-
-    def __init__(self, server: WorkspaceServer) -> None:
-        self.server = server
-
-    def on_any_event(self, event: FileSystemEvent) -> None:
-        if not inbox.is_temporary(_name(event)):
-            self.server.notice_arrival()
-
-
-class HooksFileWatch(FileSystemEventHandler):
-    """Wakes a workspace's server when hooks.json changes (a hand edit, `sidecar hooks`)."""
-
-    def __init__(self, server: WorkspaceServer) -> None:
-        self.server = server
-
-    def on_any_event(self, event: FileSystemEvent) -> None:
-        if _name(event) == "hooks.json":
-            self.server.notice_hooks_change()
+def workspaces_within(fd_limit: int) -> int:
+    return max(0, (fd_limit - FDS_SPARE) // FDS_PER_WORKSPACE)
 
 
 class Daemon:
-    """The process: workspace servers, one watchdog observer, signals, the registry."""
+    """The process: workspace servers, their watches and loop, signals, the registry."""
 
     def __init__(self, roots: list[Path] | None, config: Config) -> None:
         self.fixed_roots = roots
@@ -79,10 +66,13 @@ class Daemon:
         self.stop = threading.Event()
         self.reload = threading.Event()
         self.servers: dict[Path, WorkspaceServer] = {}
-        self.threads: dict[Path, threading.Thread] = {}
+        self.watches: dict[WorkspaceServer, list[object]] = {}
+        self.opened: set[WorkspaceServer] = set()
         self.skipped: set[Path] = set()  # registered folders that are not workspaces
         self.failing: dict[Path, str] = {}  # workspaces that cannot be served now, and why
-        self.observer = Observer()
+        self.fd_limit = raise_fd_limit()
+        self.folders: FolderWatch = folder_watch()
+        self.loop: StepLoop[WorkspaceServer] = StepLoop(self._step, now)
         self.plugins = PluginRunner(plugins_mod.load(), config.plugin_timeout)
         self.procs = ProcessWatch(self._process_exited)
         self.proc_owners: dict[Proc, set[WorkspaceServer]] = {}
@@ -100,8 +90,17 @@ class Daemon:
     def sync_workspaces(self) -> None:
         """Start serving workspaces that appeared (one taken off the registry is served on
         until the next start)."""
-        for root in self.wanted_roots():
+        wanted = self.wanted_roots()
+        if len(wanted) > workspaces_within(self.fd_limit):
+            log.error("%d workspaces need about %d open files, but the limit is %d: raise it "
+                      "(LimitNOFILE= in the service unit, or `ulimit -n`)", len(wanted),
+                      len(wanted) * FDS_PER_WORKSPACE + FDS_SPARE, self.fd_limit)
+        for root in wanted:
             if root in self.servers:
+                continue
+            if len(self.servers) >= workspaces_within(self.fd_limit):
+                # Taking its locks would leave no file free for the others' work.
+                self._failing(root, OSError(errno.EMFILE, "too many open files"))
                 continue
             ws = Workspace(root)
             if not ws.context.is_dir():
@@ -114,37 +113,57 @@ class Daemon:
             try:
                 self._start_serving(root, ws)
             except Exception as exc:  # one workspace that cannot be served stops no other
-                if self.failing.get(root) != str(exc):
-                    log.error("%s: cannot be served (retried every %gs): %s", root,
-                              REGISTRY_INTERVAL, exc)
-                self.failing[root] = str(exc)
+                self._failing(root, exc)
                 continue
             if self.failing.pop(root, None) is not None:
                 log.info("%s: can be served again", root)
 
+    def _too_many_files(self) -> str:
+        return (f"too many open files: the limit is {self.fd_limit}, and each workspace needs "
+                f"{FDS_PER_WORKSPACE}; raise LimitNOFILE= in the service unit (or `ulimit -n`)")
+
+    def _failing(self, root: Path, exc: BaseException) -> None:
+        why = str(exc)
+        if isinstance(exc, OSError) and exc.errno == errno.EMFILE:
+            why = self._too_many_files()
+        if self.failing.get(root) != why:
+            log.error("%s: cannot be served (retried every %gs): %s", root, REGISTRY_INTERVAL,
+                      why)
+        self.failing[root] = why
+
     def _start_serving(self, root: Path, ws: Workspace) -> None:
         ws.ensure_runtime()
         server = WorkspaceServer(ws, self.current_config, self.identity, self.plugins,
-                                 self.stop.is_set, self.watch_process)
-        watches = []
-        try:
-            watches.append(self.observer.schedule(
-                InboxWatch(server), str(ws.inbox), recursive=False,
-                event_filter=[FileCreatedEvent, FileMovedEvent, FileClosedEvent]))
-            watches.append(self.observer.schedule(
-                HooksFileWatch(server), str(ws.runtime), recursive=False,
-                event_filter=[FileModifiedEvent, FileMovedEvent, FileClosedEvent,
-                              FileCreatedEvent]))
-        except Exception:
-            for watch in watches:
-                self.observer.unschedule(watch)
-            raise
+                                 self.stop.is_set, self.watch_process,
+                                 watch_reliable=isinstance(self.folders, InotifyWatch))
+        server.wake = lambda: self.loop.wake(server)
+        self._watch_folders(server)
         self.servers[root] = server
-        thread = threading.Thread(target=self._serve, args=(server,), name=f"ws:{root}",
-                                  daemon=True)
-        self.threads[root] = thread
-        thread.start()
+        self.loop.add(server, now())
         log.info("%s: serving", root)
+
+    def _watch_folders(self, server: WorkspaceServer) -> None:
+        """Watch the inbox for arrivals and the runtime folder for changes to hooks.json."""
+        def on_inbox(name: str | None) -> None:
+            if name is None or not inbox.is_temporary(name):
+                server.notice_arrival()
+
+        def on_runtime(name: str | None) -> None:
+            if name is None or name == "hooks.json":
+                server.notice_hooks_change()
+
+        for handle in self.watches.pop(server, []):
+            self.folders.remove(handle)
+        handles: list[object] = []
+        self.watches[server] = handles  # empty until both are watched: tried again at each step
+        try:
+            handles.append(self.folders.add(server.ws.inbox, on_inbox))
+            handles.append(self.folders.add(server.ws.runtime, on_runtime))
+        except Exception:
+            for handle in handles:
+                self.folders.remove(handle)
+            handles.clear()
+            raise
 
     def watch_process(self, proc: Proc, server: WorkspaceServer) -> None:
         """Tell `server` when `proc` exits (one watch however many workspaces ask)."""
@@ -158,25 +177,34 @@ class Daemon:
         for server in owners:
             server.notice_host_exit(proc)
 
-    def _serve(self, server: WorkspaceServer) -> None:
-        """Step one workspace until the process stops."""
+    def _step(self, server: WorkspaceServer, at: float) -> float:
+        """One step of one workspace, on a loop worker; returns when to step it again."""
         try:
-            server.open(now())
-            while not self.stop.is_set():
-                try:
-                    deadline = server.step(now())
-                except TamperedRuntime as exc:  # set aside; the other workspaces go on
-                    server.set_aside(exc)
-                    deadline = now() + SET_ASIDE_RETRY
-                except Exception as exc:  # a bug or a surprise must not end service
-                    server.unexpected(exc)
-                    deadline = now() + 1.0
-                server.wake.wait(max(0.0, deadline - now()))
-                server.wake.clear()
-        except Exception:
-            log.exception("%s: the workspace server failed", server.ws.root)
-        finally:
-            server.close(now())
+            if server not in self.opened:
+                server.open(at)
+                self.opened.add(server)
+            deadline = server.step(at)
+            handles = self.watches.get(server, [])
+            if not handles or any(self.folders.lost(h) for h in handles):
+                self._watch_folders(server)  # its folder was replaced: watch the new one
+                server.notice_arrival()  # and list it: files may have come meanwhile
+                deadline = now()
+        except TamperedRuntime as exc:  # set aside; the other workspaces go on
+            server.set_aside(exc)
+            deadline = now() + SET_ASIDE_RETRY
+        except WatchError as exc:  # its folder is not there (yet): looked at again soon
+            server.set_aside(exc)
+            deadline = now() + SET_ASIDE_RETRY
+        except OSError as exc:
+            if exc.errno != errno.EMFILE:
+                server.unexpected(exc)
+                return now() + 1.0
+            server.set_aside(self._too_many_files())  # said once; served once files free up
+            deadline = now() + SET_ASIDE_RETRY
+        except Exception as exc:  # a bug or a surprise must not end service
+            server.unexpected(exc)
+            deadline = now() + 1.0
+        return deadline
 
     def install_signals(self) -> None:
         signal.signal(signal.SIGTERM, lambda *_: self.stop.set())
@@ -193,13 +221,14 @@ class Daemon:
                 f"{applied} events applied, {errors} errors{failing}")
 
     def _watchdog(self) -> None:
-        """Ping systemd's watchdog while every workspace loop keeps going round."""
+        """Ping systemd's watchdog while no workspace's step is stuck."""
         interval = self.notifier.watchdog_interval or 0.0
         period = interval / 2 if interval else 5.0
         while not self.stop.wait(period):
             if interval:
-                stale = [s for s in self.servers.values()
-                         if time.monotonic() - s.progress > interval / 2]
+                limit = time.monotonic() - interval / 2
+                stale = [s for s, since in self.loop.busy_since().items()
+                         if max(since, s.ingest.progress) < limit]
                 if stale:
                     log.warning("watchdog: no progress in %s",
                                 ", ".join(str(s.ws.root) for s in stale))
@@ -208,11 +237,12 @@ class Daemon:
             self.notifier.status(self.status_line())
 
     def run(self) -> int:
-        self.observer.start()
+        self.folders.start()
+        self.loop.start()
         try:
             self.sync_workspaces()
-            if not self.servers and self.fixed_roots is not None:
-                log.error("no workspace to serve")
+            if not self.servers and not self.failing and self.fixed_roots is not None:
+                log.error("no workspace to serve")  # (one that cannot be served now is retried)
                 return 1
             self.notifier.ready(self.status_line())
             if self.notifier.enabled:
@@ -238,12 +268,12 @@ class Daemon:
     def _shutdown(self) -> None:
         self.stop.set()
         self.notifier.stopping()
-        for server in self.servers.values():
-            server.wake.set()
-        for thread in self.threads.values():
-            thread.join(timeout=30)
-        self.observer.stop()
-        self.observer.join(timeout=5)
+        self.loop.stop(timeout=30)  # a batch in hand is finished; nothing new starts
+        busy = self.loop.busy_since()
+        for server in self.opened:
+            if server not in busy:  # one still stepping keeps its locks until the process ends
+                server.close(now())
+        self.folders.stop()
         self.procs.stop()
         self.plugins.stop()
         log.info("stopped")

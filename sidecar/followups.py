@@ -80,11 +80,18 @@ class FollowUps:
         while len(self.running) < self.config().concurrency:
             due = next_due(self.queue.view(now).pending, set(self.running), now)
             if due.entry is None:
-                return _earliest(due.wake_at, self.next_recovery, *self._deadlines())
+                return _earliest(due.wake_at, self._recovery_due(now), *self._deadlines())
             claimed = self.queue.claim(due.entry.id, now, str(self.log_path(due.entry, now)))
             if claimed is not None:
                 self.start(claimed, now)
-        return _earliest(self.next_recovery, *self._deadlines())  # a finishing action wakes us
+        return _earliest(self._recovery_due(now), *self._deadlines())  # an exit wakes us too
+
+    def _recovery_due(self, now: float) -> float | None:
+        """When to look for claims other instances left; None while there are none (a new
+        claim changes hooks.json, which wakes the loop)."""
+        mine = self.queue.instance_id
+        others = any(e.claimed_by and e.claimed_by != mine for e in self.queue.view(now).pending)
+        return self.next_recovery if others else None
 
     def _deadlines(self) -> list[float]:
         return [r.kill_at if r.kill_at is not None else r.deadline for r in self.running.values()]

@@ -119,10 +119,18 @@ class HookStore:
         self.state = HookState(doc, None, sig)
         if doc.drop_orphans() or repaired:
             self._write(doc)  # the file is valid, so writing over it loses nothing
-        else:
+        elif not self._kept_already(data):
             # Someone else wrote a good version: keep it as the copy a later break falls back on.
             jsonfile.write_bytes_atomic(self.last_good_file, data, durable=self.durable)
         return self.state
+
+    def _kept_already(self, data: bytes) -> bool:
+        """Whether the last-good copy holds `data` (the usual case at start-up: a durable
+        write saved for each of many workspaces)."""
+        try:
+            return jsonfile.read_bytes(self.last_good_file) == data
+        except (OSError, SidecarError):
+            return False
 
     def _broken(self, state: HookState | None, error: str, sig: jsonfile.Signature | None,
                 now: float) -> HookState:

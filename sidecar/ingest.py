@@ -13,6 +13,7 @@ records it, and an event leaves the inbox only once everything it changed is sav
 from __future__ import annotations
 
 import logging
+import math
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -29,6 +30,8 @@ log = logging.getLogger("sidecar")
 BATCH_MAX = 2000  # events per batch: bounds memory and the time between state writes
 RETRY_SECONDS = 1.0  # a batch that could not be saved is tried again this much later
 PRUNE_INTERVAL = 3600.0
+RELIABLE_RECONCILE = 600.0  # inbox listings without a wake-up, where overflows are reported
+UNRELIABLE_RECONCILE = 2.0  # and where they are not
 
 
 @dataclass
@@ -63,13 +66,15 @@ class Ingestor:
 
     def __init__(self, sessions: SessionStore, queue: FollowUpQueue, config: Callable[[], Config],
                  report: Callable[[list[SessionChange]], None],
-                 stopping: Callable[[], bool] = lambda: False) -> None:
+                 stopping: Callable[[], bool] = lambda: False,
+                 watch_reliable: bool = False) -> None:
         self.ws = sessions.ws
         self.sessions = sessions
         self.queue = queue
         self.config = config
         self.report = report  # plugins hear of every change
         self.stopping = stopping
+        self.watch_reliable = watch_reliable  # the folder watch reports overflows (inotify)
         self.health = Health()
         self.timers = Timers()
         self.progress = time.monotonic()  # when a batch last finished (for the watchdog)
@@ -81,22 +86,19 @@ class Ingestor:
         # A batch replayed after a crash must find its queue entries before anything fires;
         # trace lines a dead leader had appended are not appended again.
         self.drain(now, replay=True)
-        cfg = self.config()
-        self.timers.reconcile = now + cfg.reconcile_interval
-        self.timers.sweep = now + cfg.sweep_interval
+        self.timers.reconcile = now + self.reconcile_interval()
         self.timers.prune = now + PRUNE_INTERVAL
 
     def step(self, now: float, woken: bool = False) -> float:
         """Do what is due; returns the time of the next deadline."""
-        cfg, timers = self.config(), self.timers
+        timers = self.timers
         reconcile = now >= timers.reconcile
         if woken or reconcile or (timers.grace is not None and now >= timers.grace):
             self.drain(now)  # one listing serves a wake-up, the reconcile and a grace expiry
         if reconcile:
-            timers.reconcile = now + cfg.reconcile_interval
+            timers.reconcile = now + self.reconcile_interval()
         if now >= timers.sweep:
             self.sweep(now)
-            timers.sweep = now + cfg.sweep_interval
         if now >= timers.prune:
             self.prune(now)
             timers.prune = now + PRUNE_INTERVAL
@@ -104,6 +106,14 @@ class Ingestor:
         if timers.grace is not None:
             deadlines.append(timers.grace)
         return min(deadlines)
+
+    def reconcile_interval(self) -> float:
+        """How often the inbox is listed without a wake-up: as configured, else rarely where
+        the folder watch says when it missed something (inotify), often where it does not."""
+        configured = self.config().reconcile_interval
+        if configured is not None:
+            return configured
+        return RELIABLE_RECONCILE if self.watch_reliable else UNRELIABLE_RECONCILE
 
     # -- the inbox -----------------------------------------------------------------------
 
@@ -180,6 +190,8 @@ class Ingestor:
             self.health.error(self.ws.root, error)
         self.health.applied += len(result.applied)
         if result.changes:
+            # A session this batch touched goes stale no sooner than staleAfter from now.
+            self.timers.sweep = min(self.timers.sweep, now + self.config().stale_after)
             self.report(result.changes)
         if any(c.kind in (EventKind.SESSION_START, EventKind.SESSION_RESET)
                for c in result.changes):
@@ -188,11 +200,18 @@ class Ingestor:
     # -- sweep and retention -------------------------------------------------------------
 
     def sweep(self, now: float) -> None:
+        """Complete the sessions gone stale, and set the timer for when the next one can: no
+        timer while no session is active (every batch that touches one sets it again)."""
+        cfg = self.config()
+        self.timers.sweep = now + cfg.sweep_interval  # a failed sweep is tried again then
         try:
-            result = self.sessions.sweep(now, self.config().stale_after)
+            result = self.sessions.sweep(now, cfg.stale_after)
         except (SidecarError, OSError) as exc:
             self.health.error(self.ws.root, f"stale sweep failed: {exc}")
             return
+        if not result.spared:
+            next_stale = math.inf if result.next_stale is None else result.next_stale
+            self.timers.sweep = max(next_stale, now + cfg.sweep_interval)
         for error in result.errors:
             self.health.error(self.ws.root, error)
         if result.changes:

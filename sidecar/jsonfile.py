@@ -28,7 +28,7 @@ class NotARegularFile(SidecarError, ValueError):
 def read_bytes(path: Path) -> bytes:
     """A state file's bytes, read without blocking: a FIFO or device put where a state file
     belongs is refused (NotARegularFile), never opened for a read that could wait forever."""
-    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC | os.O_NOFOLLOW)
     try:
         st = os.fstat(fd)
         if not stat.S_ISREG(st.st_mode):
@@ -109,7 +109,8 @@ def append_lines(path: Path, lines: list[Any], *, durable: bool = True) -> None:
     """Append one JSON document per line, all or nothing: a write that fails part way (a full
     disk) is cut back to where it began, so no torn line is ever left."""
     payload = b"".join(orjson.dumps(line, option=orjson.OPT_APPEND_NEWLINE) for line in lines)
-    fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC, 0o600)
+    fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC | os.O_NOFOLLOW,
+                 0o600)  # a symlink in its place is refused (ELOOP), never appended through
     try:
         start = os.fstat(fd).st_size
         try:

@@ -6,6 +6,7 @@ import os
 import re
 import stat
 from dataclasses import dataclass
+from functools import cached_property
 from pathlib import Path
 
 from .kinds import SidecarError
@@ -31,51 +32,52 @@ def confined(name: str) -> str:
 
 @dataclass(frozen=True)
 class Workspace:
-    """A folder with a `.context/`; sidecar owns `.context/runtime/`."""
+    """A folder with a `.context/`; sidecar owns `.context/runtime/`. Its paths are made once
+    (a daemon serving a thousand workspaces would otherwise spend its start building them)."""
 
     root: Path
 
-    @property
+    @cached_property
     def context(self) -> Path:
         return self.root / ".context"
 
-    @property
+    @cached_property
     def runtime(self) -> Path:
         return self.context / "runtime"
 
-    @property
+    @cached_property
     def inbox(self) -> Path:
         return self.runtime / "inbox"
 
-    @property
+    @cached_property
     def rejected(self) -> Path:
         return self.inbox / "rejected"
 
-    @property
+    @cached_property
     def hooks_file(self) -> Path:
         return self.runtime / "hooks.json"
 
-    @property
+    @cached_property
     def bindings_file(self) -> Path:
         return self.runtime / "hooks" / "host-sessions.json"
 
-    @property
+    @cached_property
     def sessions(self) -> Path:
         return self.runtime / "sessions"
 
-    @property
+    @cached_property
     def prompts(self) -> Path:
         return self.context / "hooks"
 
-    @property
+    @cached_property
     def locks(self) -> Path:
         return self.runtime / "locks"
 
-    @property
+    @cached_property
     def instances(self) -> Path:
         return self.runtime / "instances"
 
-    @property
+    @cached_property
     def logs(self) -> Path:
         return self.runtime / "logs"
 

@@ -24,7 +24,9 @@ class LockTimeout(SidecarError):
 
 
 def _open(path: Path) -> IO[bytes]:
-    fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
+    # O_NOFOLLOW: a lock file replaced by a symlink is refused (ELOOP), never opened (and
+    # created) wherever the link points.
+    fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC | os.O_NOFOLLOW, 0o600)
     return os.fdopen(fd, "r+b", buffering=0)
 
 

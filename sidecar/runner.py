@@ -30,7 +30,7 @@ def write_atomic(path: str, text: str, exclusive: bool = False) -> bool:
     """Write `text` to `path` by write-then-rename; with `exclusive`, by a hard link that fails
     (returning False) if `path` exists."""
     temp = f"{path}.{os.getpid()}.tmp"
-    fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, 0o600)
     try:
         os.write(fd, text.encode())
         os.fsync(fd)

@@ -11,9 +11,8 @@ from __future__ import annotations
 import logging
 import queue
 import threading
-import time
 from collections.abc import Callable
-from typing import IO
+from typing import IO, NamedTuple
 
 import orjson
 
@@ -34,6 +33,17 @@ from .sessions import SessionStore
 log = logging.getLogger("sidecar")
 
 STANDBY_RETRY = 0.2  # seconds between a stand-by's attempts at the leader lock
+BEAT_MIN = 1.0  # seconds between instance-file writes while what they report keeps changing
+
+
+class Reportable(NamedTuple):
+    """What the instance file says besides who and when."""
+
+    role: str
+    counters: dict[str, int]
+    last_error: str
+    hooks_error: str | None
+    plugins: dict[str, dict[str, int]]
 
 
 class WorkspaceServer:
@@ -42,7 +52,8 @@ class WorkspaceServer:
     def __init__(self, ws: Workspace, config: Callable[[], Config], identity: Identity,
                  plugins: PluginRunner | None = None,
                  stopping: Callable[[], bool] = lambda: False,
-                 watch: Callable[[Proc, WorkspaceServer], None] | None = None) -> None:
+                 watch: Callable[[Proc, WorkspaceServer], None] | None = None,
+                 watch_reliable: bool = False) -> None:
         self.ws = ws
         self.config = config
         self.identity = identity
@@ -51,52 +62,47 @@ class WorkspaceServer:
         self.sessions = SessionStore(ws)
         self.hook_store = HookStore(ws)
         self.queue = FollowUpQueue(self.hook_store, identity.id)
-        self.ingest = Ingestor(self.sessions, self.queue, config, self._report, stopping)
+        self.ingest = Ingestor(self.sessions, self.queue, config, self._report, stopping,
+                               watch_reliable)
         self.followups: FollowUps | None = None
         self.leader: IO[bytes] | None = None
         self.watch = watch  # the process watch: tells `notice_host_exit` when a host is gone
         self.hosts: dict[Proc, set[Key]] = {}  # host process -> its active sessions
         self.exited: queue.SimpleQueue[Proc] = queue.SimpleQueue()
-        self.wake = threading.Event()  # anything that should make the loop step now
-        self.inbox_arrival = threading.Event()  # an event file arrived (watchdog)
+        self.wake: Callable[[], None] = lambda: None  # the loop's: step this workspace now
+        self.inbox_arrival = threading.Event()  # an event file arrived (the folder watch)
         self.next_beat = 0.0
-        self.stepped = time.monotonic()  # when its loop last went round
+        self.beaten = 0.0  # when the instance file was last written
+        self.reported: Reportable | None = None  # what it said then
         self.set_aside_for: str | None = None  # why the workspace is set aside, while it is
-
-    @property
-    def progress(self) -> float:
-        """When this workspace last showed progress: a step, or a batch inside a long one."""
-        return max(self.stepped, self.ingest.progress)
 
     # -- what the watches call -------------------------------------------------------------
 
     def notice_arrival(self) -> None:
         self.inbox_arrival.set()
-        self.wake.set()
+        self.wake()
 
     def notice_hooks_change(self) -> None:
-        self.wake.set()
+        self.wake()
 
     def notice_host_exit(self, proc: Proc) -> None:
         self.exited.put(proc)
-        self.wake.set()
+        self.wake()
 
     # -- the step ----------------------------------------------------------------------------
 
     def open(self, now: float) -> None:
         self.ws.ensure_runtime()
-        self.membership.join()
-        self.heartbeat(now)
+        self.membership.join()  # the first step writes the instance file
 
     def step(self, now: float) -> float:
         """Do what is due; returns when to step again (sooner if woken). TamperedRuntime if
         the runtime's folders are not what sidecar made (a symlink): nothing is done then."""
-        self.stepped = time.monotonic()
         self.ws.check_runtime()
-        self.set_aside_for = None
         if self.leader is None and not self._try_lead(now):
-            self._beat_if_due(now)
-            return min(now + STANDBY_RETRY, self.next_beat)
+            self.set_aside_for = None
+            return min(now + STANDBY_RETRY, self._beat_if_due(now))
+        self.set_aside_for = None  # served again: a new reason to set it aside is said anew
         arrived = self.inbox_arrival.is_set()
         if arrived:
             self.inbox_arrival.clear()  # before listing: an arrival from now on is not lost
@@ -106,8 +112,7 @@ class WorkspaceServer:
             due = self.followups.step(now)
             if due is not None:
                 deadline = min(deadline, due)
-        self._beat_if_due(now)
-        return min(deadline, self.next_beat)
+        return min(deadline, self._beat_if_due(now))
 
     def _try_lead(self, now: float) -> bool:
         self.leader = locks.try_lock(self.ws.lock("leader"))
@@ -156,22 +161,32 @@ class WorkspaceServer:
                 emit.drop(str(self.ws.root), orjson.dumps(event))
                 self.inbox_arrival.set()
 
-    def _beat_if_due(self, now: float) -> None:
-        if now >= self.next_beat:
+    def _beat_if_due(self, now: float) -> float:
+        """Rewrite the instance file when what it reports changed (at most once a second) or
+        `heartbeatInterval` passed; returns when to look again. Liveness is the life lock's,
+        so an idle workspace costs one write a heartbeatInterval."""
+        changed = self._reportable() != self.reported
+        if now >= self.next_beat or (changed and now >= self.beaten + BEAT_MIN):
             self.heartbeat(now)
             if self.leader is not None:
                 self.membership.clean_dead()
+            changed = False
+        return self.beaten + BEAT_MIN if changed else self.next_beat
 
-    def heartbeat(self, now: float) -> None:
+    def _reportable(self) -> Reportable:
         health = self.ingest.health
         state = self.hook_store.state
-        self.membership.heartbeat(
-            "leader" if self.leader is not None else "standby", health.counters(),
-            health.last_error, state.error if state is not None else None,
-            self.plugins.counters() if self.plugins is not None else {})
+        return Reportable("leader" if self.leader is not None else "standby", health.counters(),
+                          health.last_error, state.error if state is not None else None,
+                          self.plugins.counters() if self.plugins is not None else {})
+
+    def heartbeat(self, now: float) -> None:
+        self.reported = self._reportable()
+        self.membership.heartbeat(*self.reported)
+        self.beaten = now
         self.next_beat = now + self.config().heartbeat_interval
 
-    def set_aside(self, exc: BaseException) -> None:
+    def set_aside(self, exc: BaseException | str) -> None:
         """The workspace cannot be served safely now: said once, counted, retried."""
         if self.set_aside_for != str(exc):
             self.set_aside_for = str(exc)

@@ -53,6 +53,10 @@ class BatchResult:
     changes: list[SessionChange] = field(default_factory=list)
     errors: list[str] = field(default_factory=list)
     rejected: list[tuple[str, str]] = field(default_factory=list)  # (inbox file, why)
+    # The sweep's: when the next binding goes stale (None: no binding), and whether a stale
+    # one was spared (its transcript is recent, or it could not be read): look again soon.
+    next_stale: float | None = None
+    spared: bool = False
 
 
 @dataclass(frozen=True)
@@ -259,6 +263,8 @@ class SessionStore:
             gone: list[Key] = []
             for key, binding in self.load_bindings().items():
                 if not lifecycle.is_stale(binding, now, stale_after):
+                    stale_at = binding.touched + stale_after
+                    result.next_stale = min(result.next_stale or stale_at, stale_at)
                     continue
                 if not binding.harness_session_id or not PLAIN_NAME.fullmatch(
                         binding.harness_session_id):
@@ -266,6 +272,8 @@ class SessionStore:
                     continue
                 if self._sweep_one(key, binding.harness_session_id, now, stale_after, result):
                     gone.append(key)
+                else:
+                    result.spared = True
             if gone:
                 fresh = self.load_bindings()
                 for key in gone:

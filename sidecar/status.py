@@ -13,7 +13,7 @@ import orjson
 
 from . import __version__, hooks, inbox, instances
 from .kinds import SidecarError
-from .layout import Workspace
+from .layout import TamperedRuntime, Workspace
 from .lifecycle import harness_id
 from .procwatch import Proc, is_alive
 from .records import Binding, Key
@@ -149,6 +149,10 @@ def _read(errors: list[str], what: str, read: Callable[[], T], default: T) -> T:
 
 
 def workspace_report(ws: Workspace, now: float) -> WorkspaceReport:
+    try:
+        ws.check_runtime()
+    except TamperedRuntime as exc:  # nothing is read through a symlink, even to count it
+        return _set_aside_report(ws, f"cannot read the runtime: {exc}")
     errors: list[str] = []
     no_arrivals: list[inbox.Arrival] = []
     arrivals = _read(errors, f"the inbox {ws.inbox}", lambda: inbox.scan(ws), no_arrivals)
@@ -193,6 +197,13 @@ def workspace_report(ws: Workspace, now: float) -> WorkspaceReport:
         "plugins": _plugin_counters(found),
         "errors": errors,
     }
+
+
+def _set_aside_report(ws: Workspace, error: str) -> WorkspaceReport:
+    return {"root": str(ws.root), "served": False, "instances": [],
+            "inbox": {"backlog": 0, "oldestAgeSeconds": None}, "rejected": 0,
+            "sessions": {"total": 0, "active": 0, "completed": 0}, "bindings": [],
+            "hooks": [], "queue": [], "error": None, "plugins": {}, "errors": [error]}
 
 
 def _host_of(store: SessionStore, harness_id: str | None) -> Proc | None:

@@ -155,9 +155,12 @@ def test_a_frozen_leader_keeps_its_claims_and_carries_on(workspace, start_daemon
     assert read_json(workspace.session_dir(harness_id("chaos", "while-frozen")) / "session.json")["status"] == "completed"
 
 
-def test_a_flooded_watcher_still_applies_everything(workspace, start_daemon, tmp_path):
+def test_a_flooded_watcher_still_applies_everything(workspace, start_daemon, config_home):
     """20,000 files arrive while the daemon is frozen: the kernel's event queue overflows."""
     use_hooks(workspace, {})
+    # The default reconcile (a listing every 10 minutes where inotify reports overflows): it is
+    # the overflow notice, not a timer, that makes the daemon list the inbox again.
+    (config_home / "config.toml").write_text("heartbeatInterval = 0.5\n")
     daemon = start_daemon(workspace.root)
     limit = Path("/proc/sys/fs/inotify/max_queued_events")
     os.kill(daemon.pid, signal.SIGSTOP)

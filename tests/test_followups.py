@@ -271,7 +271,7 @@ def test_a_step_fires_what_is_due_and_sleeps_until_the_next_entry(h):
     h.followups.step(due)
     wait_out(h, due)
     assert h.firings() == ["s1"] and h.pending() == []
-    assert h.followups.step(due + 1) == h.followups.next_recovery  # nothing left to wait for
+    assert h.followups.step(due + 1) is None  # nothing left to wait for: no timer at all
 
 
 def test_a_step_never_runs_more_actions_than_the_concurrency_allows(tmp_path):

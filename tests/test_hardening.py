@@ -4,9 +4,12 @@ from __future__ import annotations
 
 import logging
 import os
+import shutil
 import subprocess
 import sys
+import tempfile
 import threading
+from pathlib import Path
 
 import orjson
 import pytest
@@ -359,3 +362,70 @@ def test_derived_paths_stay_inside_their_folders(ws):
                                      "ts": T0}))
     ingestor(ws).start(T0)
     assert record(ws, "s") is not None and not (ws.root.parent / "escape").exists()
+
+
+@pytest.mark.parametrize("part", ["locks/bindings.lock", "trace.jsonl", "session.json"])
+def test_a_symlinked_runtime_file_is_never_written_through(ws, tmp_path, part):
+    """A file inside the runtime replaced by a symlink (a lock, a session's trace or record):
+    the write is refused where it stands and the link's target is left as it was."""
+    ingest = ingestor(ws)
+    drop(ws, "a.json", orjson.dumps({"event": "session-start", "session_id": "s", "host": "t",
+                                     "ts": T0}))
+    ingest.start(T0)
+    folder = ws.session_dir(harness_id("t", "s"))
+    target = tmp_path / "theirs"
+    target.write_bytes(b"their own text\n")
+    linked = ws.runtime / part if part.startswith("locks/") else folder / part
+    linked.unlink()
+    linked.symlink_to(target)
+    drop(ws, "b.json", orjson.dumps({"event": "turn-end", "session_id": "s", "host": "t",
+                                     "ts": T0 + 1}))
+    ingest.step(T0 + 2, woken=True)
+    assert target.read_bytes() == b"their own text\n"
+    assert "symbolic links" in ingest.health.last_error  # ELOOP, said as the error it is
+    assert (ws.inbox / "b.json").exists()  # the event waits for the repair, not lost
+    linked.unlink()  # repaired (the record is rewritten from what sidecar holds)
+    if part == "session.json":
+        return
+    ingest.step(T0 + 5, woken=True)
+    assert not (ws.inbox / "b.json").exists()
+    trace = (folder / "trace.jsonl").read_text()
+    assert trace.count('"inboxFile":"b.json"') == 1  # applied once the link is gone, once
+
+
+@pytest.mark.skipif(os.geteuid() != 0 or not shutil.which("setpriv"),
+                    reason="needs root and setpriv to act as an unprivileged user")
+def test_an_unprivileged_user_cannot_steer_a_root_daemon_into_root_only_files(tmp_path, config_home,
+                                                                           start_daemon):
+    """A root daemon serves a workspace that belongs to an unprivileged user (uid 65534). The
+    user replaces inbox/rejected with a link to a root-only folder and drops a bad event: the
+    daemon writes nothing there, changes no mode, and says why; the user's status says so too."""
+    from conftest import wait_until
+
+    top = Path(tempfile.mkdtemp(prefix="sidecar-unpriv-"))  # traversable by the user
+    try:
+        os.chmod(top, 0o755)
+        root = top / "ws"
+        root.mkdir()
+        assert run_cli("init", str(root)).returncode == 0
+        subprocess.run(["chown", "-R", "65534:65534", str(root)], check=True)
+        secret = tmp_path / "root-only"
+        secret.mkdir(mode=0o700)
+        (secret / "shadow").write_bytes(b"root's\n")
+        as_user = ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", "sh", "-c"]
+        runtime = root / ".context/runtime"
+        script = (f"rm -rf {runtime}/inbox/rejected && ln -s {secret} {runtime}/inbox/rejected"
+                  f" && printf 'not json' > {runtime}/inbox/bad.json")
+        assert subprocess.run([*as_user, script]).returncode == 0
+        daemon = start_daemon(root, wait_leader=False)
+        wait_until(lambda: "is a symlink; sidecar never writes through one" in daemon.output(), 15)
+        assert sorted(os.listdir(secret)) == ["shadow"]
+        assert oct(secret.stat().st_mode & 0o777) == "0o700" and secret.stat().st_uid == 0
+        assert (runtime / "inbox/bad.json").exists()  # left for the user to see, not consumed
+        status = orjson.loads(run_cli("status", "--root", str(root), "--json").stdout)
+        assert not status["workspaces"][0]["served"]
+        assert "inbox/rejected is a symlink" in status["workspaces"][0]["errors"][0]
+        assert status["workspaces"][0]["rejected"] == 0  # not counted through the link
+        assert daemon.proc.poll() is None
+    finally:
+        shutil.rmtree(top, ignore_errors=True)
