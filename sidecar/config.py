@@ -46,6 +46,7 @@ class Config:
     sweep_interval: float = 60.0
     reconcile_interval: float | None = None  # None: by the kind of folder watch (ingest)
     heartbeat_interval: float = 60.0
+    limit_backoff_scale: float = 1.0  # resume-after-limit's back-off and margin, scaled
     plugin_timeout: float = 5.0
     stop_grace: float = 10.0  # accepted for old config files; SIGTERM no longer waits for actions
     resume: Mapping[str, tuple[str, ...]] = field(default_factory=lambda: DEFAULT_RESUME)
@@ -93,6 +94,8 @@ def load_config(path: Path | None = None) -> Config:
             if not isinstance(value, int) or isinstance(value, bool) or not 1 <= value <= 64:
                 raise ConfigError(f"{path}: concurrency must be a whole number from 1 to 64")
             values["concurrency"] = value
+        elif key == "limitBackoffScale":
+            values["limit_backoff_scale"] = _scale(value, path)
         elif key == "resume":
             values["resume"] = _resume(value, path)
         elif key in _CHOICES:
@@ -104,6 +107,13 @@ def load_config(path: Path | None = None) -> Config:
         else:
             raise ConfigError(f"{path}: unknown setting {key!r}")
     return Config(**values)
+
+
+def _scale(value: Any, path: Path) -> float:
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 < value <= 1000:
+        raise ConfigError(f"{path}: limitBackoffScale must be a number above 0 (1 is the "
+                          f"documented back-off; 0.001 makes its minutes about seconds)")
+    return float(value)
 
 
 def _resume(value: Any, path: Path) -> Mapping[str, tuple[str, ...]]:

@@ -41,6 +41,7 @@ _ALIASES = {
         "AfterAgent",
         "on_session_end",  # hermes fires it after every turn, not once per session
     ],
+    EventKind.TURN_FAILED: ["turn-failed", "StopFailure"],
     EventKind.TOOL_USE: ["tool-use", "PostToolUse", "post_tool_use", "AfterTool"],
 }
 
@@ -81,6 +82,9 @@ class Event:
     hook_id: str | None = None  # the follow-up hook whose run produced it (SIDECAR_HOOK_ID)
     host_pid: int | None = None  # the host's process, and its start time (a reused pid differs)
     host_start: int | None = None
+    # A session end's last turn, as the host's transcript tells it: (error kind, text); set
+    # by the session store, which reads the transcript (rules read no files).
+    turn_failure: tuple[str, str] | None = None
 
     @property
     def sort_key(self) -> tuple[float, str]:
@@ -101,6 +105,21 @@ class Event:
     @property
     def reason(self) -> str | None:
         return self.text("reason")
+
+    @property
+    def error_kind(self) -> str:
+        """A failed turn's error kind, as the host names it (Claude Code: `rate_limit`)."""
+        return normalise(self.text("error") or self.text("errorKind") or "unknown").replace(
+            "-", "_")
+
+    @property
+    def error_message(self) -> str:
+        """A failed turn's text: where a host states when its limit resets."""
+        for key in ("last_assistant_message", "error_message", "errorMessage", "message"):
+            text = self.text(key)
+            if text:
+                return text[:2000]
+        return ""
 
     @property
     def tool_name(self) -> str | None:

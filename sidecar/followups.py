@@ -209,7 +209,7 @@ def transcript_facts(session: SessionFacts) -> Facts:
         except OSError:
             pass  # a missing transcript holds nothing back
     return Facts(live=session.live, cron=session.cron, subagent=session.subagent,
-                 transcript_size=size, transcript_mtime=mtime)
+                 transcript_size=size, transcript_mtime=mtime, limited=session.limited)
 
 
 def _earliest(*times: float | None) -> float | None:

@@ -372,7 +372,3 @@ def new_hook(hook_id: str, name: str, created: float, **fields: Any) -> Hook:
     """A hook from JSON-named fields (`delaySeconds=30`, `action=[...]`), validated."""
     return Hook.from_json({"id": hook_id, "name": name, "createdAt": iso(created), **fields},
                           f"hook {hook_id}")
-
-
-def default_doc(created: float) -> HooksDoc:
-    return HooksDoc(hooks={"post-task": new_hook("post-task", "post-task", created)})

@@ -19,8 +19,10 @@ from pathlib import Path
 from .actions import settle_start
 from .hookdoc import Hook, HooksDoc, QueueEntry, Run, entry_id
 from .hooks import HookStore, HooksView
-from .kinds import STALE, EventKind, SessionChange
+from .kinds import LIMIT_ERRORS, STALE, EventKind, SessionChange
 from .records import Key
+from .resets import MAX_TRIES, next_try
+from .scheduler import TRANSCRIPT_QUIET
 from .timeutil import iso
 
 log = logging.getLogger("sidecar")
@@ -47,13 +49,18 @@ class FollowUpQueue:
     def view(self, now: float) -> HooksView:
         return self.store.snapshot(now)
 
-    def add(self, changes: list[SessionChange], now: float) -> dict[Key, list[str]]:
-        """Queue every enabled hook that listens for these changes, once per host session.
+    def add(self, changes: list[SessionChange], now: float,
+            backoff_scale: float = 1.0) -> dict[Key, list[str]]:
+        """Queue every enabled hook that listens for these changes, once per host session
+        (a turn-failed hook: once per try of a limit episode, see `_add_limit_try`).
 
         Returns, per session, the hooks to record in its record: those queued now and those
         a replayed batch finds queued already.
         """
-        wanted = [c for c in changes if c.kind is not None and not c.from_hook]
+        # A follow-up's own run queues nothing, but its failed turn is the next try of the
+        # limit episode that resumed it (bounded by resets.MAX_TRIES).
+        wanted = [c for c in changes if c.kind is not None
+                  and (not c.from_hook or c.kind == EventKind.TURN_FAILED)]
         if not wanted:
             return {}
         listened = self.store.listened_events(now)
@@ -67,6 +74,11 @@ class FollowUpQueue:
                 key = (change.host, change.session_id)
                 for hook in doc.hooks.values():
                     if not hook.enabled or hook.event != change.kind or not _wants(hook, change):
+                        continue
+                    if change.kind == EventKind.TURN_FAILED:
+                        _add_limit_try(doc, hook, change, now, backoff_scale, queued)
+                        continue
+                    if change.from_hook:
                         continue
                     if hook.id in change.follow_ups_done or hook.id in recorded.get(key, []):
                         continue
@@ -210,10 +222,41 @@ class FollowUpQueue:
 
 
 def _wants(hook: Hook, change: SessionChange) -> bool:
-    """Whether the hook is queued for this end reason: by default every one but `stale` (a
-    session nobody touched for a day is not a finished task)."""
+    """Whether the hook is queued for this change's reason. A session's end: by default every
+    reason but `stale` (a session nobody touched for a day is not a finished task), and never
+    while a usage limit holds (the task is not finished either). A failed turn: its error
+    kind, by default any usage limit."""
+    if change.kind == EventKind.TURN_FAILED:
+        return change.reason in (LIMIT_ERRORS if hook.reasons is None else hook.reasons) \
+            and change.limit_failures > 0
     if change.kind != EventKind.SESSION_END:
         return True
+    if change.limited:
+        return False
     if hook.reasons is None:
         return change.reason != STALE
     return change.reason in hook.reasons
+
+
+def _add_limit_try(doc: HooksDoc, hook: Hook, change: SessionChange, now: float,
+                   backoff_scale: float, queued: set[str]) -> None:
+    """Queue the next try of a limit episode: when the host's message says the limit resets,
+    else after the back-off; nothing while a try is pending already, nothing after the last."""
+    base = entry_id(hook.id, change.host, change.session_id)
+    if any(e.id.startswith(base + "#") and not e.claimed_by for e in doc.pending):
+        return  # one try waiting at a time (a claimed one is running: this may be its failure)
+    key_id = f"{base}#{change.limit_failures}"  # a replayed batch finds it queued already
+    if key_id in queued:
+        return
+    due = next_try(change.limit_message, change.ts, change.limit_failures - 1, backoff_scale)
+    if due is not None:  # not before the failed turn's transcript can be quiet (else postponed)
+        due = max(due, change.ts + TRANSCRIPT_QUIET + 0.5)
+    if due is None:
+        log.warning("%s: %s session %s is still limited after %d tries; not resumed again",
+                    hook.id, change.host, change.session_id, MAX_TRIES)
+        return
+    doc.pending.append(QueueEntry(
+        id=key_id, hook_id=hook.id, host=change.host, session_id=change.session_id,
+        harness_session_id=change.harness_session_id, enqueued_at=iso(now),
+        due_at=iso(due + hook.delay_seconds)))
+    queued.add(key_id)

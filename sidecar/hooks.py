@@ -21,9 +21,10 @@ from pathlib import Path
 from typing import TypeVar
 
 from . import jsonfile, locks
-from .hookdoc import HISTORY_LIMIT, Hook, HooksDoc, HooksError, QueueEntry, default_doc, parse
+from .hookdoc import HISTORY_LIMIT, Hook, HooksDoc, HooksError, QueueEntry, parse
 from .kinds import EventKind, SidecarError
 from .layout import Workspace
+from .seeds import PROMPTS, default_doc, needs_seeding, seed_missing
 from .timeutil import iso, parse_ts
 
 log = logging.getLogger("sidecar")
@@ -31,17 +32,6 @@ log = logging.getLogger("sidecar")
 T = TypeVar("T")
 BROKEN_SINCE = "sidecarBrokenSince"  # kept in hooks.last-good.json only while hooks.json is broken
 FIRED_WHILE_BROKEN = "sidecarFiredWhileBroken"
-DEFAULT_PROMPT = """---
-description: runs once, shortly after an agent's session ends, in that same conversation
----
-The task in this conversation has ended. Before you finish for good, please:
-
-1. Save anything worth remembering about this task for next time.
-2. Update any documentation the change made out of date.
-3. Remove temporary files or debugging code you left behind.
-
-Keep it short, and do not start new work. Reply DONE when you are finished.
-"""
 
 
 @dataclass
@@ -201,18 +191,23 @@ class HookStore:
             return HooksView(dict(state.doc.hooks), list(state.doc.pending), state.error)
 
     def seed(self, now: float) -> bool:
-        """Give a fresh workspace its `post-task` hook and prompt, each only if missing."""
+        """Give a workspace its seeded hooks (`post-task`, and `resume-after-limit` switched
+        off) and their prompts, each only if missing and only once (see hookdoc.SEEDED)."""
         created = False
-        prompt = self.ws.prompts / "post-task.md"
-        if not prompt.exists():
-            self.ws.prompts.mkdir(parents=True, exist_ok=True)
-            prompt.write_text(DEFAULT_PROMPT)
-            created = True
+        for name, text in PROMPTS.items():
+            prompt = self.ws.prompts / name
+            if not prompt.is_symlink() and not prompt.exists():
+                self.ws.prompts.mkdir(parents=True, exist_ok=True)
+                prompt.write_text(text)
+                created = True
         with locks.locked(self.lock_file):
             if not self.ws.hooks_file.exists():
                 self.state = None
                 self._write(default_doc(now))
-                created = True
+                return True
+        view = self.snapshot(now)  # brings self.state up to date
+        if view.error is None and self.state is not None and needs_seeding(self.state.doc):
+            self.change(now, lambda doc: seed_missing(doc, now))
         return created
 
 

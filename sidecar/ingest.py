@@ -147,7 +147,8 @@ class Ingestor:
         try:
             with self.sessions.batch(replay) as batch:
                 changes = batch.plan(events)
-                result = batch.commit(self.queue.add(changes, now), now)
+                queued = self.queue.add(changes, now, self.config().limit_backoff_scale)
+                result = batch.commit(queued, now)
         except (SidecarError, OSError) as exc:
             self.health.error(self.ws.root, f"batch of {len(events)} left in the inbox: {exc}")
             for event in events:

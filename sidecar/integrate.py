@@ -20,7 +20,8 @@ import orjson
 from . import jsonfile
 from .kinds import SidecarError
 
-CLAUDE_EVENTS = ["SessionStart", "UserPromptSubmit", "PostToolUse", "Stop", "SessionEnd"]
+CLAUDE_EVENTS = ["SessionStart", "UserPromptSubmit", "PostToolUse", "Stop", "StopFailure",
+                 "SessionEnd"]
 
 
 class IntegrateError(SidecarError):

@@ -19,6 +19,7 @@ class EventKind(StrEnum):
     SESSION_RESET = "session-reset"
     TURN_START = "turn-start"
     TURN_END = "turn-end"
+    TURN_FAILED = "turn-failed"  # a turn the API refused (Claude Code's StopFailure)
     TOOL_USE = "tool-use"
 
 
@@ -29,6 +30,10 @@ class Verdict(StrEnum):
     POSTPONE = "postpone"
     SKIP = "skip"
 
+
+# The error kinds of a failed turn that mean a usage or rate limit: the task is not finished,
+# and `resume-after-limit` may carry it on once the limit resets.
+LIMIT_ERRORS = frozenset({"rate_limit", "usage_limit", "quota_exceeded", "resource_exhausted"})
 
 STALE = "stale"  # the completion reason of the stale sweep
 HOST_EXITED = "host-exited"  # the completion reason when the host's process is gone
@@ -59,6 +64,11 @@ class SessionChange:
     follow_ups_done: frozenset[str] = field(default_factory=frozenset)
     host_pid: int | None = None  # the host's process, while the session is active
     host_start: int | None = None
+    # A usage limit: a session-end while one holds (`limited`) queues no session-end hook;
+    # a turn-failed names how many limit failures this episode has had, and the host's text.
+    limited: bool = False
+    limit_failures: int = 0
+    limit_message: str = ""
 
 
 @dataclass(frozen=True)

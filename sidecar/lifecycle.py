@@ -11,8 +11,8 @@ import uuid
 from dataclasses import dataclass, field
 
 from .events import Event
-from .kinds import DEFAULT_END_REASON, HOST_EXITED, STALE, EventKind, SessionChange
-from .records import Binding, Bindings, Key, SessionRecord, TraceLine, ts_or
+from .kinds import DEFAULT_END_REASON, HOST_EXITED, LIMIT_ERRORS, STALE, EventKind, SessionChange
+from .records import Binding, Bindings, Key, LimitEpisode, SessionRecord, TraceLine, ts_or
 from .timeutil import iso
 
 NAMESPACE = uuid.UUID("6f1c2a4e-8d1b-4c53-9a57-3e0f5b1d7c21")
@@ -24,6 +24,7 @@ _TRACE_NAMES = {
     EventKind.TOOL_USE: "tool.use",
     EventKind.TURN_START: "turn.start",
     EventKind.TURN_END: "turn.end",
+    EventKind.TURN_FAILED: "turn.failed",
 }
 
 
@@ -77,6 +78,9 @@ def change(record: SessionRecord, kind: EventKind | None, ts: float, reason: str
         from_hook=bool(meta.started_by_hook or (event is not None and event.hook_id)),
         follow_ups_done=frozenset(meta.follow_ups),
         host_pid=meta.host_pid, host_start=meta.host_start,
+        limited=meta.limit is not None,
+        limit_failures=meta.limit.failures if meta.limit is not None else 0,
+        limit_message=meta.limit.message if meta.limit is not None else "",
     )
 
 
@@ -124,6 +128,8 @@ def _end(record: SessionRecord, event: Event, out: Applied) -> None:
         _trace(record, event, event.name, "an earlier host process exited; the session goes on", out)
         return
     touch(record, event.ts)
+    if event.turn_failure is not None and not meta.turn_failed:
+        _failed_turn_at_end(record, event, out)  # the host told only its transcript
     reason = event.reason or DEFAULT_END_REASON
     complete(record, event.ts, reason, event, out)
     out.changes.append(change(record, EventKind.SESSION_END, event.ts, reason, event))
@@ -138,8 +144,44 @@ def _activity(record: SessionRecord, event: Event, out: Applied) -> None:
     touch(record, event.ts)
     name = _TRACE_NAMES.get(event.kind) if event.kind is not None else None
     message = (event.tool_name or event.name) if event.kind == EventKind.TOOL_USE else event.name
+    reason = ""
+    record.sidecar.turn_failed = event.kind == EventKind.TURN_FAILED or (
+        record.sidecar.turn_failed and event.kind not in (EventKind.TURN_START, EventKind.TURN_END))
+    if event.kind == EventKind.TURN_FAILED:
+        reason = event.error_kind
+        message = f"{reason}: {event.error_message}" if event.error_message else reason
+        _limit_failed(record, event.ts, reason, event.error_message)
+    elif event.kind == EventKind.TURN_END and record.sidecar.limit is not None:
+        record.sidecar.limit = None  # a turn ended well: the limit has passed
+        message = f"{event.name} (the usage limit has passed)"
     _trace(record, event, name or event.name, message, out)
-    out.changes.append(change(record, event.kind, event.ts, "", event))
+    out.changes.append(change(record, event.kind, event.ts, reason, event))
+
+
+def _failed_turn_at_end(record: SessionRecord, event: Event, out: Applied) -> None:
+    """A session end whose last turn failed, by the transcript, with no turn-failed event:
+    the same as if one had come just before it."""
+    assert event.turn_failure is not None
+    error, text = event.turn_failure
+    record.sidecar.turn_failed = True
+    _limit_failed(record, event.ts, error, text)
+    line = trace_line(record.id, event, "turn.failed", f"{error}: {text} (from the transcript)",
+                      event.ts)
+    out.add_line(record, line, event.ts)
+    out.changes.append(change(record, EventKind.TURN_FAILED, event.ts, error, event))
+
+
+def _limit_failed(record: SessionRecord, ts: float, error: str, text: str) -> None:
+    """A turn failed on a usage limit: open the episode, or count one more failure in it (a
+    resume that hit the limit again is the next try of the same episode, not a new one)."""
+    if error not in LIMIT_ERRORS:
+        return
+    episode = record.sidecar.limit
+    if episode is None:
+        record.sidecar.limit = LimitEpisode(iso(ts), 1, error, text)
+    else:
+        episode.failures += 1
+        episode.error, episode.message = error, text
 
 
 def _remember(record: SessionRecord, event: Event) -> None:

@@ -34,6 +34,7 @@ CALLBACKS: dict[str, tuple[str, ...]] = {
     EventKind.SESSION_RESET: ("on_session_reset",),
     EventKind.TURN_START: ("on_turn_start",),
     EventKind.TURN_END: ("on_turn_end",),
+    EventKind.TURN_FAILED: ("on_turn_failed",),
     EventKind.TOOL_USE: ("on_tool_use",),
     HOOK_FIRED: ("on_hook_fired",),
 }

@@ -33,10 +33,38 @@ def _rest(data: Json, known: frozenset[str]) -> Json:
     return {k: v for k, v in data.items() if k not in known}
 
 
+def _tokens(value: Any) -> dict[str, int] | None:
+    if not isinstance(value, dict):
+        return None
+    return {k: _count(v) for k, v in value.items() if isinstance(k, str)}
+
+
 def ts_or(value: str | None, default: float) -> float:
     """Epoch seconds of a stored timestamp, or `default` when it is missing or unreadable."""
     parsed = parse_ts(value)
     return default if parsed is None else parsed
+
+
+@dataclass
+class LimitEpisode:
+    """A usage limit the session is under: since its first failed turn, until a turn ends
+    well. `failures` counts its failed turns (the first, then each resume that failed too)."""
+
+    since: str
+    failures: int
+    error: str
+    message: str
+
+    @classmethod
+    def from_json(cls, data: Any) -> LimitEpisode | None:
+        if not isinstance(data, dict) or not isinstance(data.get("since"), str):
+            return None
+        return cls(data["since"], max(1, _count(data.get("failures"))),
+                   _text(data.get("error")) or "", _text(data.get("message")) or "")
+
+    def to_json(self) -> Json:
+        return {"since": self.since, "failures": self.failures, "error": self.error,
+                "message": self.message}
 
 
 @dataclass
@@ -53,10 +81,13 @@ class SidecarMeta:
     host_start: int | None = None
     recent_events: list[str] = field(default_factory=list)
     follow_ups: dict[str, Json] = field(default_factory=dict)
+    limit: LimitEpisode | None = None
+    turn_failed: bool = False  # the current turn failed (its failure is counted already)
+    tokens: dict[str, int] | None = None  # from the transcript at completion
     extra: Json = field(default_factory=dict)
 
     KEYS = frozenset(("cwd", "transcriptPath", "cron", "subagent", "startedByHook", "completionReason",
-            "recentEvents", "followUps", "hostPid", "hostStart"))
+            "recentEvents", "followUps", "hostPid", "hostStart", "limit", "turnFailed", "tokens"))
 
     @classmethod
     def from_json(cls, data: Any) -> SidecarMeta:
@@ -76,6 +107,9 @@ class SidecarMeta:
             recent_events=[e for e in recent if isinstance(e, str)] if isinstance(recent, list) else [],
             follow_ups={k: v for k, v in follow_ups.items() if isinstance(v, dict)}
             if isinstance(follow_ups, dict) else {},
+            limit=LimitEpisode.from_json(data.get("limit")),
+            turn_failed=data.get("turnFailed") is True,
+            tokens=_tokens(data.get("tokens")),
             extra=_rest(data, cls.KEYS),
         )
 
@@ -90,6 +124,12 @@ class SidecarMeta:
             out["recentEvents"] = self.recent_events
         if self.follow_ups:
             out["followUps"] = self.follow_ups
+        if self.limit is not None:
+            out["limit"] = self.limit.to_json()
+        if self.turn_failed:
+            out["turnFailed"] = True
+        if self.tokens is not None:
+            out["tokens"] = self.tokens
         return {**out, **self.extra}
 
 

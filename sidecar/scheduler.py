@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from .hookdoc import Hook, QueueEntry
-from .kinds import Verdict
+from .kinds import EventKind, Verdict
 
 TRANSCRIPT_QUIET = 2.0  # a transcript written this recently means the session is not done
 
@@ -24,6 +24,7 @@ class Facts:
     subagent: bool = False
     transcript_size: int | None = None  # None: no transcript, or none that can be read
     transcript_mtime: float | None = None
+    limited: bool = False  # a usage limit holds
 
 
 @dataclass(frozen=True)
@@ -42,6 +43,8 @@ def decide(hook: Hook, facts: Facts, now: float) -> Decision:
     if hook.max_context_k and size is not None and size / 4 / 1000 > hook.max_context_k:
         return Decision(Verdict.SKIP, f"context of about {size // 4000}K tokens is over "
                                       f"maxContextK {hook.max_context_k}")
+    if hook.event == EventKind.TURN_FAILED and not facts.limited:
+        return Decision(Verdict.SKIP, "the usage limit has passed: a later turn ended well")
     if facts.live:
         return Decision(Verdict.POSTPONE, "session is live again")
     mtime = facts.transcript_mtime

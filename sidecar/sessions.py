@@ -21,9 +21,9 @@ from pathlib import Path
 
 import orjson
 
-from . import jsonfile, lifecycle, locks
+from . import jsonfile, lifecycle, locks, transcripts, usage
 from .events import Event
-from .kinds import SessionChange, SidecarError
+from .kinds import EventKind, SessionChange, SidecarError
 from .layout import PLAIN_NAME, Workspace
 from .lifecycle import Applied, harness_id
 from .records import Bindings, Key, SessionRecord, TraceLine, ts_or
@@ -44,6 +44,7 @@ class Work:
     files: list[str] = field(default_factory=list)
     applied: Applied = field(default_factory=Applied)
     failed: str | None = None
+    tokens_grew: usage.Growth | None = None  # at a completion: for the workspace's totals
 
 
 @dataclass
@@ -68,6 +69,25 @@ class SessionFacts:
     subagent: bool = False
     transcript_path: str | None = None
     cwd: str | None = None
+    limited: bool = False  # a usage limit holds (its episode is open)
+
+
+def _read_transcript(record: SessionRecord, event: Event) -> usage.Growth | None:
+    """At a session's end, what only the host's transcript says: whether the last turn failed
+    (unless a turn-failed event said so already) and the session's token figures. A
+    transcript that cannot be read leaves both out, never the end."""
+    path = event.transcript_path or record.sidecar.transcript_path
+    if not record.sidecar.turn_failed:
+        failure = transcripts.last_turn_failure(event.host, path)
+        if failure is not None:
+            event.turn_failure = (failure.kind, failure.message)
+    tokens = transcripts.token_totals(event.host, path)
+    if tokens is None:
+        return None
+    grew = usage.Growth(usage.grown(record.sidecar.tokens, tokens.to_json()),
+                        first=record.sidecar.tokens is None)
+    record.sidecar.tokens = tokens.to_json()
+    return grew
 
 
 class Batch:
@@ -95,6 +115,8 @@ class Batch:
                 if work.record is None:
                     work.record = lifecycle.new_record(key, work.harness_id, repo, event,
                                                        work.applied)
+                if event.kind == EventKind.SESSION_END and work.record.active:
+                    work.tokens_grew = _read_transcript(work.record, event)
                 lifecycle.apply(work.record, event, work.applied)
             except Exception as exc:  # one event that cannot be applied never stops the batch
                 self.rejected.append((event.file, f"could not be applied: {exc!r}"))
@@ -133,6 +155,11 @@ class Batch:
                 changed |= lifecycle.sync_binding(fresh, work.key, work.record, repo)
         if changed:
             self.store.save_bindings(fresh)
+        grew = [w.tokens_grew for w in self.works.values() if w.failed is None and w.tokens_grew]
+        try:
+            usage.add(self.store.ws, grew, self.store.durable)
+        except (OSError, SidecarError) as exc:
+            result.errors.append(f"cannot add to the token totals: {exc}")
         return result
 
 
@@ -237,7 +264,8 @@ class SessionStore:
             return SessionFacts(live=bound)
         meta = record.sidecar
         return SessionFacts(live=record.active or bound, cron=meta.cron, subagent=meta.subagent,
-                            transcript_path=meta.transcript_path, cwd=meta.cwd)
+                            transcript_path=meta.transcript_path, cwd=meta.cwd,
+                            limited=meta.limit is not None)
 
     def live_hosts(self) -> list[tuple[Key, int, int | None]]:
         """(session, host pid, host start time) for every active session whose host is known:

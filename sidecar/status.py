@@ -11,7 +11,7 @@ from typing import Any, TypedDict, TypeVar
 
 import orjson
 
-from . import __version__, hooks, inbox, instances
+from . import __version__, hooks, inbox, instances, usage
 from .kinds import SidecarError
 from .layout import TamperedRuntime, Workspace
 from .lifecycle import harness_id
@@ -87,6 +87,7 @@ class WorkspaceReport(HooksSection):
     inbox: dict[str, Any]
     rejected: int
     sessions: dict[str, int]
+    tokens: dict[str, int] | None  # the workspace's totals (usage.json); None before any
     bindings: list[BindingRow]
     plugins: dict[str, dict[str, int]]
     errors: list[str]
@@ -192,6 +193,7 @@ def workspace_report(ws: Workspace, now: float) -> WorkspaceReport:
             "active": len(bindings),
             "completed": max(0, total - len(bindings)),
         },
+        "tokens": usage.totals(ws),
         "bindings": bindings,
         **_read(errors, f"the hooks {ws.hooks_file}", lambda: hooks_section(ws, now), empty),
         "plugins": _plugin_counters(found),
@@ -202,7 +204,8 @@ def workspace_report(ws: Workspace, now: float) -> WorkspaceReport:
 def _set_aside_report(ws: Workspace, error: str) -> WorkspaceReport:
     return {"root": str(ws.root), "served": False, "instances": [],
             "inbox": {"backlog": 0, "oldestAgeSeconds": None}, "rejected": 0,
-            "sessions": {"total": 0, "active": 0, "completed": 0}, "bindings": [],
+            "sessions": {"total": 0, "active": 0, "completed": 0}, "tokens": None,
+            "bindings": [],
             "hooks": [], "queue": [], "error": None, "plugins": {}, "errors": [error]}
 
 
@@ -272,6 +275,7 @@ def session_report(ws: Workspace, session_id: str) -> dict[str, Any] | None:
             "status": record.status, "completedAt": record.completed_at,
             "completionReason": meta.completion_reason, "hostPid": meta.host_pid,
             "queuedHooks": sorted(meta.follow_ups), "followUps": follow_ups,
+            "tokens": meta.tokens, "limit": meta.limit.to_json() if meta.limit else None,
             "timeline": [{"at": line.get("createdAt"), "event": line.get("event"),
                           "message": line.get("message")} for line in lines]}
 
@@ -281,6 +285,12 @@ def render_session(report: dict[str, Any]) -> str:
              f"status     {report['status']}" + (
                  f" at {report['completedAt']} ({report['completionReason']})"
                  if report["completedAt"] else "")]
+    if report["tokens"]:
+        lines.append(f"tokens     {_tokens(report['tokens'])}")
+    if report["limit"]:
+        limit = report["limit"]
+        lines.append(f"limit      {limit['error']} since {limit['since']}, {limit['failures']} "
+                     f"failed turn(s): {limit['message']}")
     lines += [f"  {t['at']}  {t['event']:<20} {t['message']}" for t in report["timeline"]]
     for f in report["followUps"]:
         when = f.get("at") or f.get("dueAt")
@@ -290,6 +300,11 @@ def render_session(report: dict[str, Any]) -> str:
     if not report["followUps"]:
         lines.append("follow-up  none queued")
     return "\n".join(lines) + "\n"
+
+
+def _tokens(t: dict[str, int]) -> str:
+    return (f"input {t.get('input', 0):,}, output {t.get('output', 0):,}, cache read "
+            f"{t.get('cacheRead', 0):,}, cache write {t.get('cacheWrite', 0):,}")
 
 
 def exit_code(report: Report) -> int:
@@ -324,6 +339,9 @@ def render_text(report: Report, bindings_shown: int = 20) -> str:
                                                        if w["rejected"] else ""))
         s = w["sessions"]
         lines.append(f"sessions   {s['active']} active, {s['completed']} completed")
+        if w["tokens"]:
+            lines.append(f"tokens     {_tokens(w['tokens'])} ({w['tokens'].get('sessions', 0)} "
+                         "session(s) with figures)")
         if w["bindings"]:
             lines.append(f"bindings   {len(w['bindings'])}")
             for b in w["bindings"][:bindings_shown]:

@@ -10,16 +10,18 @@ from __future__ import annotations
 import os
 import shlex
 import subprocess
+import time
 from pathlib import Path
 
 import orjson
 import pytest
-from hosts.anthropic_stub import AnthropicStub
+from hosts.anthropic_stub import AnthropicStub, LimitedAnthropicStub
 from hosts.lifecycle import set_resume
 
 from conftest import SIDECAR, npm_host, read_json, run_cli, wait_until
 from sidecar.config import DEFAULT_RESUME
 from sidecar.lifecycle import harness_id
+from sidecar.timeutil import parse_ts
 
 pytestmark = pytest.mark.e2e
 
@@ -32,12 +34,12 @@ def claude_binary() -> Path:
     return npm_host("claude-code", CLAUDE_VERSION, "claude")
 
 
-def write_claude_hooks(root: Path) -> None:
+def write_claude_hooks(root: Path, events: list[str] = CLAUDE_EVENTS) -> None:
     command = f"{shlex.quote(SIDECAR)} emit --source claude-code"
     entry = [{"matcher": "*", "hooks": [{"type": "command", "command": command}]}]
     (root / ".claude").mkdir()
     (root / ".claude" / "settings.json").write_text(
-        orjson.dumps({"hooks": {event: entry for event in CLAUDE_EVENTS}}).decode())
+        orjson.dumps({"hooks": {event: entry for event in events}}).decode())
 
 
 def test_post_task_resumes_the_real_session_exactly_once(workspace, start_daemon, config_home, tmp_path):
@@ -129,3 +131,66 @@ def test_hooks_written_by_integrate_drive_a_daemon_started_as_the_unit_starts_it
             daemon.terminate()
             assert daemon.wait(20) == 0
             log.close()
+
+
+def test_a_turn_refused_by_a_usage_limit_is_resumed_once_the_limit_resets(
+        workspace, start_daemon, config_home, tmp_path):
+    """The API refuses the first turn (a reset stated a few seconds ahead) and the first resume
+    (no reset stated: the back-off, scaled down). The session's end queues no post-task; the
+    second try resumes the same conversation; one episode, two tries, and nothing after."""
+    claude = claude_binary()
+    home = tmp_path / "home"
+    home.mkdir()
+    write_claude_hooks(workspace.root, [*CLAUDE_EVENTS, "StopFailure"])
+    limit_prompt = workspace.prompts / "resume-after-limit.md"
+    limit_prompt.write_text(limit_prompt.read_text() + "\nLIMIT-MARKER-77c1\n")
+    assert run_cli("hooks", "enable", "resume-after-limit", cwd=workspace.root).returncode == 0
+    doc = read_json(workspace.hooks_file)
+    doc["hooks"]["post-task"]["delaySeconds"] = 1
+    workspace.hooks_file.write_bytes(orjson.dumps(doc))
+    with open(config_home / "config.toml", "a") as config:
+        config.write("limitBackoffScale = 0.002\n")  # 15 minutes become 1.8 s
+    set_resume(config_home, "claude-code", [str(claude), *DEFAULT_RESUME["claude-code"][1:]])
+    reset = int(time.time()) + 4
+    messages = [f"Claude AI usage limit reached|{reset}",
+                "This request would exceed your account's rate limit. Please try again later."]
+
+    with LimitedAnthropicStub(messages) as stub:
+        env = {"HOME": str(home), "ANTHROPIC_BASE_URL": stub.url, "ANTHROPIC_API_KEY": "sk-test",
+               "DISABLE_TELEMETRY": "1", "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1"}
+        start_daemon(workspace.root, env=env)
+        first = subprocess.run([str(claude), "-p", "do the task"], cwd=workspace.root,
+                               env={**os.environ, **env}, capture_output=True,
+                               stdin=subprocess.DEVNULL, timeout=180)
+        assert first.returncode == 1 and b"429" in first.stdout + first.stderr
+
+        def hooks():
+            return read_json(workspace.hooks_file)["hooks"]
+
+        def settled():
+            history = hooks()["resume-after-limit"]["history"]
+            return len(history) == 2 and not read_json(workspace.hooks_file)["pending"] \
+                and not list(workspace.inbox.glob("*.json"))
+
+        wait_until(settled, 120, 0.2)
+        time.sleep(2)  # long enough for a wrong post-task (1 s delay) to be queued and fire
+        history = hooks()["resume-after-limit"]["history"]
+        answered = [r for r in stub.requests if r["body"].get("stream")
+                    and r["body"] not in stub.refused]
+
+    assert [h["status"] for h in history] == ["error: exit status 1", "ok"]
+    fired_at = [parse_ts(h["at"]) for h in history]
+    assert fired_at[0] >= reset  # not before the limit said it resets
+    assert len(stub.refused) == 2  # the first turn, then the first try
+    [resumed] = answered  # the second try reached the model, once
+    text = orjson.dumps(resumed["body"]).decode()
+    assert "do the task" in text and "LIMIT-MARKER-77c1" in text  # the same conversation
+    assert hooks()["post-task"]["history"] == []  # the task was not finished by the first end
+    assert read_json(workspace.hooks_file)["pending"] == []
+    session_id = history[-1]["sessionId"]
+    record = read_json(workspace.session_dir(harness_id("claude-code", session_id)) / "session.json")
+    assert record["status"] == "completed" and "limit" not in record["metadata"]["sidecar"]
+    trace = [orjson.loads(line) for line in
+             (workspace.session_dir(record["id"]) / "trace.jsonl").read_bytes().splitlines()]
+    assert [t["event"] for t in trace].count("turn.failed") == 2
+    assert "the usage limit has passed" in trace[[t["event"] for t in trace].index("turn.end")]["message"]

@@ -13,13 +13,15 @@ import os
 import shutil
 import subprocess
 import sys
+import time
 import tomllib
 from pathlib import Path
 
+import orjson
 import pytest
 import tomlkit
 from hosts.lifecycle import assert_whole_lifecycle, prepare_post_task, set_resume, settled
-from hosts.responses_stub import ResponsesStub
+from hosts.responses_stub import LimitedResponsesStub, ResponsesStub
 
 from conftest import SIDECAR, npm_host, read_json, run_cli, wait_until
 from sidecar.config import DEFAULT_RESUME
@@ -162,3 +164,55 @@ def test_codex_settings_survive_its_own_edits_a_reintegration_and_an_uninstall(
     assert after.startswith(original.rstrip("\n"))
     assert tomllib.loads(after) == {**tomllib.loads(original), "mcp_servers": with_mcp["mcp_servers"]}
     assert not (Path(env["CODEX_HOME"]) / "hooks.json").exists()  # sidecar created it
+
+
+def test_a_codex_turn_refused_by_the_usage_limit_is_resumed_once_it_resets(
+        workspace, start_daemon, config_home, tmp_path, monkeypatch):
+    """Codex sends no hook for a refused turn; its rollout says so, and the reset time it
+    prints ("try again at 6:16 AM", a few seconds ahead): the end queues no post-task, and
+    resume-after-limit resumes the same conversation once."""
+    codex = npm_host("codex", CODEX_VERSION, "codex")
+    prepare_post_task(workspace, delay=1)
+    assert run_cli("hooks", "enable", "resume-after-limit", cwd=workspace.root).returncode == 0
+    with open(config_home / "config.toml", "a") as config:
+        config.write("limitBackoffScale = 0.01\n")
+    set_resume(config_home, "codex", [str(codex), *DEFAULT_RESUME["codex"][1:]])
+    with LimitedResponsesStub(refusals=1, resets_in=2) as stub:
+        env = codex_env(tmp_path, codex, stub.url)
+        for key, value in env.items():
+            monkeypatch.setenv(key, value)
+        assert run_cli("integrate", "codex", env=env).returncode == 0
+        start_daemon(workspace.root, env=env)
+        first = subprocess.run([str(codex), "exec", "--skip-git-repo-check", "remember banana"],
+                               cwd=workspace.root, env={**os.environ, **env}, capture_output=True,
+                               text=True, stdin=subprocess.DEVNULL, timeout=180)
+        assert "try again at" in first.stderr, first.stderr[-2000:]
+        session_id = next(line.split("session id:")[1].strip()
+                          for line in first.stderr.splitlines() if "session id:" in line)
+
+        def limit_hook():
+            return read_json(workspace.hooks_file)["hooks"]["resume-after-limit"]
+
+        wait_until(lambda: limit_hook()["lastStatus"] is not None and not
+                   read_json(workspace.hooks_file)["pending"] and
+                   not list(workspace.inbox.glob("*.json")), 150, 0.2)
+        time.sleep(2)  # a wrong post-task (1 s delay) would be queued and fire by now
+        turns = [r for r in stub.requests if r["body"]]
+
+    history = limit_hook()["history"]
+    assert [(h["status"], h["sessionId"]) for h in history] == [("ok", session_id)]
+    assert len(turns) == 2  # the refused turn, then the resumed one
+    assert "remember banana" in orjson.dumps(turns[1]["body"]).decode()  # the same conversation
+    assert "Continue where you left off" in orjson.dumps(turns[1]["body"]).decode()
+    assert read_json(workspace.hooks_file)["hooks"]["post-task"]["history"] == []
+    record = read_json(workspace.session_dir(harness_id("codex", session_id)) / "session.json")
+    assert record["status"] == "completed" and "limit" not in record["metadata"]["sidecar"]
+    assert record["metadata"]["sidecar"]["tokens"]["input"] > 0  # the resumed turn's figures
+    trace = record_trace(workspace, record["id"])
+    assert any(t["event"] == "turn.failed" and "(from the transcript)" in t["message"]
+               for t in trace)
+
+
+def record_trace(ws, harness_session_id: str) -> list[dict]:
+    return [orjson.loads(line) for line in
+            (ws.session_dir(harness_session_id) / "trace.jsonl").read_bytes().splitlines()]

@@ -32,7 +32,7 @@ def test_add_list_update_disable_enable_remove(workspace):
 
     assert b"post-task-2" in cli(workspace, "list").stdout
     listed = orjson.loads(cli(workspace, "list", "--json").stdout)
-    assert set(listed["hooks"]) == {"post-task", "post-task-2"}
+    assert set(listed["hooks"]) == {"post-task", "post-task-2", "resume-after-limit"}
 
     assert cli(workspace, "update", "post-task-2", "--delay", "5", "--resume").returncode == 0
     hook = read_json(workspace.hooks_file)["hooks"]["post-task-2"]
@@ -43,7 +43,7 @@ def test_add_list_update_disable_enable_remove(workspace):
     assert cli(workspace, "enable", "post-task-2").returncode == 0
     assert read_json(workspace.hooks_file)["hooks"]["post-task-2"]["enabled"] is True
     assert cli(workspace, "remove", "post-task-2").returncode == 0
-    assert set(read_json(workspace.hooks_file)["hooks"]) == {"post-task"}
+    assert set(read_json(workspace.hooks_file)["hooks"]) == {"post-task", "resume-after-limit"}
 
 
 @pytest.mark.parametrize("args,message", [

@@ -13,6 +13,7 @@ import pytest
 
 from conftest import SIDECAR, read_json, run_cli
 from sidecar import codex, gemini, integrate
+from sidecar.integrate import CLAUDE_EVENTS
 
 USER_SETTINGS = {
     "model": "opus",
@@ -62,7 +63,7 @@ def test_claude_code_user_settings(tmp_path, config_home):
     home = tmp_path / "home"
     result = run_cli("integrate", "claude-code", "--user", env={"HOME": str(home)}, cwd=tmp_path)
     assert result.returncode == 0
-    assert len(ours(read_json(home / ".claude/settings.json"))) == 5
+    assert len(ours(read_json(home / ".claude/settings.json"))) == len(CLAUDE_EVENTS) == 6  # StopFailure too
 
 
 def test_a_broken_settings_file_is_left_alone(workspace):

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from .loopback import LoopbackStub, Reply, json_reply, sse_event
+from .loopback import LoopbackStub, Refusal, Reply, json_reply, sse_event
 
 
 def text_stream(text: str, model: str) -> bytes:
@@ -40,3 +40,25 @@ class AnthropicStub(LoopbackStub):
             "content": [{"type": "text", "text": "All done."}],
             "stop_reason": "end_turn", "stop_sequence": None,
             "usage": {"input_tokens": 10, "output_tokens": 5}})
+
+
+class LimitedAnthropicStub(AnthropicStub):
+    """Refuses the first `refusals` message requests as the API refuses a usage limit: HTTP
+    429, a `rate_limit_error` body whose message is the next of `messages`, and
+    `x-should-retry: false` (so Claude Code gives the turn up at once instead of retrying)."""
+
+    def __init__(self, messages: list[str]) -> None:
+        super().__init__()
+        self.messages = list(messages)
+        self.refused: list[dict[str, Any]] = []
+
+    def reply(self, path: str, body: dict[str, Any]) -> Reply | Refusal:
+        if path.startswith("/v1/messages") and "count_tokens" not in path:
+            with self.lock:
+                message = self.messages.pop(0) if self.messages else None
+                if message is not None:
+                    self.refused.append(body)
+            if message is not None:
+                return Refusal(429, {"x-should-retry": "false"}, {
+                    "type": "error", "error": {"type": "rate_limit_error", "message": message}})
+        return super().reply(path, body)

@@ -10,6 +10,13 @@ from typing import Any
 Reply = tuple[str, bytes]  # content type, body
 
 
+class Refusal(tuple):  # type: ignore[type-arg]
+    """An error answer: `Refusal(429, {"retry-after": "5"}, body)` (JSON)."""
+
+    def __new__(cls, status: int, headers: dict[str, str], body: Any) -> Refusal:
+        return super().__new__(cls, (status, headers, json.dumps(body).encode()))
+
+
 def json_reply(data: Any) -> Reply:
     return "application/json", json.dumps(data).encode()
 
@@ -40,8 +47,15 @@ class LoopbackStub:
                     stub.requests.append({"path": self.path, "body": body})
                 if stub.held.is_set():
                     stub.released.wait(120)
-                content_type, data = stub.reply(self.path, body)
-                self.send_response(200)
+                answer = stub.reply(self.path, body)
+                if isinstance(answer, Refusal):
+                    status, headers, data = answer
+                    content_type = "application/json"
+                else:
+                    (content_type, data), status, headers = answer, 200, {}
+                self.send_response(status)
+                for name, value in headers.items():
+                    self.send_header(name, value)
                 self.send_header("Content-Type", content_type)
                 self.send_header("Content-Length", str(len(data)))
                 self.end_headers()
@@ -61,7 +75,7 @@ class LoopbackStub:
         self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
         self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
 
-    def reply(self, path: str, body: dict[str, Any]) -> Reply:
+    def reply(self, path: str, body: dict[str, Any]) -> Reply | Refusal:
         raise NotImplementedError
 
     @property

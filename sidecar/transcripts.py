@@ -1,0 +1,175 @@
+"""What the daemon reads from a host's own transcript: a turn that failed on a usage limit
+(where the host sends no hook for it) and the session's token counts.
+
+Transcripts belong to the hosts; they are read, never written, only if they are regular
+files, and only their last MAX_TAIL bytes for a failure. A transcript that is missing or
+unreadable gives nothing: the figures are left out, never the event.
+
+- Codex 0.169.0 sends no hook when the API refuses a turn on a usage limit; its rollout file
+  (`transcript_path`) ends that turn with an `event_msg` `task_complete` whose `error` has
+  `codex_error_info: "usage_limit_exceeded"` and the text it prints ("... try again at
+  6:16 AM."). Its token figures are `token_count` events (`info.total_token_usage`).
+- Claude Code 2.1.328 writes each assistant message with the API's `usage` (input, output,
+  cache creation, cache read); a message is written once per content block, with the same
+  `message.id`, so each id is counted once. A refused turn is an assistant entry with
+  `isApiErrorMessage: true`, `error: "rate_limit"` and the API's text; its StopFailure hook
+  is not waited for, so a `claude -p` that exits at once can end before it is delivered.
+"""
+
+from __future__ import annotations
+
+import os
+import stat
+from dataclasses import dataclass
+from typing import Any
+
+import orjson
+
+MAX_TAIL = 256 * 1024  # bytes read from a transcript's end to find how its last turn ended
+MAX_TRANSCRIPT = 64 * 1024 * 1024  # larger transcripts are not read for token figures
+CODEX_LIMIT_ERRORS = {"usage_limit_exceeded": "usage_limit"}
+
+
+@dataclass(frozen=True)
+class Failure:
+    kind: str  # the canonical error kind (see kinds.LIMIT_ERRORS)
+    message: str
+
+
+@dataclass(frozen=True)
+class Tokens:
+    input: int = 0
+    output: int = 0
+    cache_read: int = 0
+    cache_write: int = 0
+
+    def to_json(self) -> dict[str, int]:
+        return {"input": self.input, "output": self.output, "cacheRead": self.cache_read,
+                "cacheWrite": self.cache_write}
+
+
+def _read(path: str, limit: int | None) -> bytes | None:
+    """The file's bytes (its last `limit` when given); None if it is missing, not a regular
+    file or unreadable (a FIFO is never opened for a read that could wait)."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+    except OSError:
+        return None
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
+            return None
+        if limit is None:
+            if st.st_size > MAX_TRANSCRIPT:
+                return None
+        elif st.st_size > limit:
+            os.lseek(fd, st.st_size - limit, os.SEEK_SET)
+        chunks = []
+        while chunk := os.read(fd, 1 << 20):
+            chunks.append(chunk)
+        return b"".join(chunks)
+    except OSError:
+        return None
+    finally:
+        os.close(fd)
+
+
+def _lines(data: bytes) -> list[Any]:
+    found = []
+    for line in data.splitlines():
+        try:
+            found.append(orjson.loads(line))
+        except ValueError:
+            continue  # a line cut by the tail's start, or torn by a crash
+    return found
+
+
+def last_turn_failure(host: str, path: str | None) -> Failure | None:
+    """How the transcript's last turn failed, if it did: Codex says so only there, and
+    Claude Code's StopFailure hook can be cut off when the process exits at once."""
+    if host not in ("codex", "claude-code") or not path:
+        return None
+    data = _read(path, MAX_TAIL)
+    if data is None:
+        return None
+    entries = [e for e in _lines(data) if isinstance(e, dict)]
+    return _codex_failure(entries) if host == "codex" else _claude_failure(entries)
+
+
+def _claude_failure(entries: list[dict[str, Any]]) -> Failure | None:
+    """The last assistant entry, if it is the API's refusal (`isApiErrorMessage`)."""
+    for entry in reversed(entries):
+        if entry.get("type") != "assistant":
+            continue
+        if entry.get("isApiErrorMessage") is not True:
+            return None
+        message = entry.get("message")
+        content = message.get("content") if isinstance(message, dict) else None
+        text = " ".join(c.get("text", "") for c in content if isinstance(c, dict)) \
+            if isinstance(content, list) else ""
+        return Failure(str(entry.get("error") or "unknown"), text)
+    return None
+
+
+def _codex_failure(entries: list[dict[str, Any]]) -> Failure | None:
+    """The last `task_complete`, if it ended with an error."""
+    for entry in reversed(entries):
+        payload = entry.get("payload") if isinstance(entry, dict) else None
+        if not isinstance(payload, dict) or payload.get("type") != "task_complete":
+            continue
+        error = payload.get("error")
+        if not isinstance(error, dict):
+            return None  # the last turn completed
+        kind = CODEX_LIMIT_ERRORS.get(str(error.get("codex_error_info")))
+        message = error.get("message")
+        return Failure(kind or str(error.get("codex_error_info") or "unknown"),
+                       message if isinstance(message, str) else "")
+    return None
+
+
+def _count(value: Any) -> int:
+    return value if isinstance(value, int) and not isinstance(value, bool) and value > 0 else 0
+
+
+def token_totals(host: str, path: str | None) -> Tokens | None:
+    """The session's token figures from its transcript; None where they cannot be read."""
+    if not path or host not in ("claude-code", "codex"):
+        return None
+    data = _read(path, None)
+    if data is None:
+        return None
+    entries = [e for e in _lines(data) if isinstance(e, dict)]
+    return _claude_tokens(entries) if host == "claude-code" else _codex_tokens(entries)
+
+
+def _claude_tokens(entries: list[dict[str, Any]]) -> Tokens | None:
+    seen: set[str] = set()
+    totals = [0, 0, 0, 0]
+    for entry in entries:
+        message = entry.get("message")
+        if entry.get("type") != "assistant" or not isinstance(message, dict):
+            continue
+        usage = message.get("usage")
+        key = str(message.get("id") or entry.get("uuid"))
+        if not isinstance(usage, dict) or key in seen:
+            continue
+        seen.add(key)
+        for i, name in enumerate(("input_tokens", "output_tokens", "cache_read_input_tokens",
+                                  "cache_creation_input_tokens")):
+            totals[i] += _count(usage.get(name))
+    return Tokens(*totals) if seen else None
+
+
+def _codex_tokens(entries: list[dict[str, Any]]) -> Tokens | None:
+    last = None
+    for entry in entries:
+        payload = entry.get("payload")
+        if isinstance(payload, dict) and payload.get("type") == "token_count":
+            info = payload.get("info")
+            if isinstance(info, dict) and isinstance(info.get("total_token_usage"), dict):
+                last = info["total_token_usage"]  # running totals: the last one is the session's
+    if last is None:
+        return None
+    cached = _count(last.get("cached_input_tokens"))
+    return Tokens(input=max(0, _count(last.get("input_tokens")) - cached),
+                  output=_count(last.get("output_tokens")), cache_read=cached)

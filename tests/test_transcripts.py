@@ -1,0 +1,55 @@
+"""Reading the hosts' own transcripts (recorded from the real programs against loopback
+stubs): a turn Codex ended on a usage limit, and each session's token figures."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+from sidecar.transcripts import Failure, Tokens, last_turn_failure, token_totals
+
+TRANSCRIPTS = Path(__file__).parent / "fixtures" / "transcripts"
+
+
+def test_codex_says_only_in_its_transcript_that_a_turn_hit_the_usage_limit():
+    failure = last_turn_failure("codex", str(TRANSCRIPTS / "codex-0.169.0.usage-limit.jsonl"))
+    assert isinstance(failure, Failure) and failure.kind == "usage_limit"
+    assert "try again at" in failure.message
+
+
+def test_a_codex_session_whose_last_turn_completed_did_not_fail():
+    assert last_turn_failure("codex", str(TRANSCRIPTS / "codex-0.169.0.jsonl")) is None
+    assert last_turn_failure("claude-code", str(TRANSCRIPTS / "codex-0.169.0.usage-limit.jsonl")) is None
+
+
+def test_claude_code_tokens_count_each_api_message_once():
+    # Two turns: the stub answered 100/200 input, 7/14 output, 1000/2000 cache reads and
+    # 10/20 cache writes; Claude Code writes a message once per content block.
+    assert token_totals("claude-code", str(TRANSCRIPTS / "claude-code-2.1.328.jsonl")) == \
+        Tokens(input=300, output=21, cache_read=3000, cache_write=30)
+
+
+def test_codex_tokens_are_its_last_running_total_with_cached_input_apart():
+    # Two turns: 1000 + 2000 input of which 400 + 800 cached, 30 + 60 output.
+    assert token_totals("codex", str(TRANSCRIPTS / "codex-0.169.0.jsonl")) == \
+        Tokens(input=1800, output=90, cache_read=1200, cache_write=0)
+
+
+@pytest.mark.parametrize("make", [
+    lambda p: None,  # missing
+    lambda p: p.write_bytes(b"not json at all\n"),
+    lambda p: os.mkfifo(p),  # never opened for a read that could wait
+    lambda p: p.mkdir(),
+])
+def test_a_transcript_that_is_missing_or_unreadable_gives_no_figures(tmp_path, make):
+    path = tmp_path / "t.jsonl"
+    make(path)
+    assert token_totals("claude-code", str(path)) is None
+    assert last_turn_failure("codex", str(path)) is None
+
+
+def test_hosts_without_a_reader_give_none():
+    assert token_totals("gemini-cli", str(TRANSCRIPTS / "claude-code-2.1.328.jsonl")) is None
+    assert token_totals("claude-code", None) is None
