@@ -49,9 +49,12 @@ class Firing:
             "{codex_sandbox}": self.codex_sandbox,
         }
 
-    def environment(self, ws: Workspace) -> dict[str, str]:
+    def environment(self, ws: Workspace, agent_env: Mapping[str, str]) -> dict[str, str]:
+        """The daemon's environment, the environment file's variables over it, then the
+        firing's own."""
         return {
             **os.environ,
+            **agent_env,
             "SIDECAR_HOOK_ID": self.hook_id,
             "SIDECAR_SESSION_ID": self.session_id,
             "SIDECAR_HARNESS_SESSION_ID": self.harness_session_id,

@@ -14,6 +14,7 @@ from types import MappingProxyType
 from typing import Any
 
 from . import jsonfile, layout, locks
+from .agentenv import read_env_file
 from .kinds import SidecarError
 from .timeutil import parse_duration
 
@@ -47,6 +48,8 @@ class Config:
     reconcile_interval: float | None = None  # None: by the kind of folder watch (ingest)
     heartbeat_interval: float = 60.0
     limit_backoff_scale: float = 1.0  # resume-after-limit's back-off and margin, scaled
+    # The environment file's variables (agentenv.env_file()), given to every follow-up.
+    agent_env: Mapping[str, str] = field(default_factory=dict)
     plugin_timeout: float = 5.0
     stop_grace: float = 10.0  # accepted for old config files; SIGTERM no longer waits for actions
     resume: Mapping[str, tuple[str, ...]] = field(default_factory=lambda: DEFAULT_RESUME)
@@ -80,7 +83,7 @@ def load_config(path: Path | None = None) -> Config:
         with open(path, "rb") as handle:
             data = tomllib.load(handle)
     except FileNotFoundError:
-        return Config()
+        data = {}
     except (OSError, tomllib.TOMLDecodeError) as exc:
         raise ConfigError(f"{path}: {exc}") from None
     values: dict[str, Any] = {}
@@ -106,6 +109,7 @@ def load_config(path: Path | None = None) -> Config:
             values[field_name] = value
         else:
             raise ConfigError(f"{path}: unknown setting {key!r}")
+    values["agent_env"] = MappingProxyType(read_env_file(path.with_name("environment")))
     return Config(**values)
 
 

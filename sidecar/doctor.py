@@ -8,7 +8,7 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
-from . import codex, gemini, integrate, opencode, service, status
+from . import agentenv, codex, gemini, integrate, opencode, service, status
 from . import config as config_mod
 from .layout import Workspace, find_workspace
 from .timeutil import now
@@ -49,7 +49,7 @@ def check(cwd: Path, home: Path, platform: str = sys.platform,
         _service(platform, home, registered, unserved, fix),
         _on_path(),
         *_workspace(cwd, ws, unserved, fix),
-        *_hosts(ws, home),
+        *_hosts(ws, home, platform),
         *_inotify(proc),
     ]
 
@@ -111,7 +111,7 @@ def _integration(name: str, binary: str, integrated: bool, fix: str) -> Finding:
     return Finding(False, f"{name} is installed but not integrated", fix)
 
 
-def _hosts(ws: Workspace | None, home: Path) -> list[Finding]:
+def _hosts(ws: Workspace | None, home: Path, platform: str) -> list[Finding]:
     root = ws.root if ws else None
     codex_home = Path(os.environ.get("CODEX_HOME") or home / ".codex")
     claude = any(_settings_have_emit(p) for p in integrate.claude_settings(root, home))
@@ -132,11 +132,54 @@ def _hosts(ws: Workspace | None, home: Path) -> list[Finding]:
                                 "sidecar integrate claude-code (or codex, gemini, opencode)"))
     if codex_on:
         findings.append(_codex_trust(codex_home, root or home))
+    on = [h for h, yes in (("claude-code", claude), ("codex", codex_on), ("gemini", gemini_on),
+                           ("opencode", opencode_on)) if yes]
+    findings.extend(_agent_environment(on, home, platform, codex_home))
     if gemini_on and root is not None and not gemini.trusted(root, home):
         findings.append(Finding(
             False, f"Gemini CLI does not trust {root}, so it runs no hooks there",
             f"trust the folder when Gemini asks, or add \"{root}\": \"TRUST_FOLDER\" to "
             f"{home / '.gemini' / 'trustedFolders.json'}"))
+    return findings
+
+
+SYSTEMD_USER_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin"  # a unit without PATH
+
+
+def service_environment(home: Path, platform: str) -> dict[str, str]:
+    """What a follow-up run by the daemon would have, with the environment file over it: the
+    installed unit's Environment= (a service does not start from a shell), or, with no unit
+    installed, this shell's (a daemon started by hand starts from one)."""
+    unit = service.systemd_unit_path(home) if platform.startswith("linux") else None
+    if unit is not None and unit.exists():
+        env = {"HOME": str(home), **agentenv.unit_environment(unit.read_text())}
+        env.setdefault("PATH", SYSTEMD_USER_PATH)
+    else:
+        env = dict(os.environ)
+    env.update(agentenv.read_env_file())
+    return env
+
+
+def _agent_environment(hosts: list[str], home: Path, platform: str,
+                       codex_home: Path) -> list[Finding]:
+    """For each integrated host: does its resume command resolve in the service's
+    environment, with the variables it needs?"""
+    try:
+        resume = config_mod.load_config().resume
+    except config_mod.ConfigError as exc:
+        return [Finding(False, f"config.toml cannot be read: {exc}", "fix the named key")]
+    env = service_environment(home, platform)
+    findings: list[Finding] = []
+    for host in hosts:
+        argv = resume.get(host)
+        if argv is None or not os.path.isabs(argv[0]) and shutil.which(argv[0]) is None:
+            continue  # not installed here: the integration finding says so
+        needed = agentenv.codex_needed(codex_home) if host == "codex" else ()
+        problems = agentenv.problems(host, argv, env, os.environ, needed)
+        findings.extend(Finding(False, p) for p in problems)
+        if not problems:
+            findings.append(Finding(True, f"{host}: the resume command resolves in the "
+                                          f"service's environment ({argv[0]})"))
     return findings
 
 

@@ -145,7 +145,8 @@ class FollowUps:
         try:
             argv = build_argv(hook.action, firing, self.config().resume, self.ws)
             actions.refuse_links(self.ws.logs, log_path.parent)
-            proc = actions.start(argv, firing.cwd, firing.environment(self.ws), log_path)
+            proc = actions.start(argv, firing.cwd,
+                                 firing.environment(self.ws, self.config().agent_env), log_path)
         except ActionError as exc:
             self.finish(entry, f"error: {exc}", log_path if log_path.exists() else None)
             return

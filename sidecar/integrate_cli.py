@@ -13,11 +13,11 @@ from typing import NoReturn
 
 import typer
 
+from . import agentenv, layout, owned
 from . import codex as codex_mod
 from . import config as config_mod
 from . import gemini as gemini_mod
 from . import integrate as integrate_mod
-from . import layout, owned
 from . import opencode as opencode_mod
 from . import service as service_mod
 from .hooks import HookStore
@@ -80,6 +80,18 @@ def _run(host: str | None, place: Path, write: Callable[[], bool], uninstall: bo
                      lambda record: record.update(integrated=True) if keep else record.clear())
     verb = "removed sidecar's entries from" if uninstall else "sidecar's hooks are in"
     typer.echo(f"{verb} {shown or place}" + ("" if changed else " (already so; nothing changed)"))
+    _record_executable(host or "codex", uninstall)
+
+
+def _record_executable(host: str, uninstall: bool) -> None:
+    """The host's executable by absolute path in [resume]: a service's PATH may not have it."""
+    try:
+        said = agentenv.record_executable(host, config_mod.DEFAULT_RESUME[host], uninstall)
+    except (OSError, ValueError) as exc:  # a config.toml tomlkit cannot read: said, not fatal
+        typer.echo(f"note: the resume command for {host} was not recorded: {exc}", err=True)
+        return
+    if said:
+        typer.echo(said)
 
 
 @integrate_app.command("claude-code")
@@ -177,6 +189,9 @@ def uninstall(purge: bool = typer.Option(False, "--purge", help="Also remove the
     }
     for host, take_out in undo.items():
         for place in owned.places(host):
+            if place == agentenv.RESUME_PLACE:
+                _record_executable(host, uninstall=True)
+                continue
             try:
                 take_out(Path(place))
                 owned.change(host, place, lambda record: record.clear())

@@ -14,7 +14,9 @@ import subprocess
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
+from xml.sax.saxutils import escape
 
+from . import agentenv
 from .kinds import SidecarError
 
 LABEL = "org.agent-sidecar.sidecar"
@@ -91,14 +93,21 @@ def sidecar_path() -> Path:
     raise ServiceError("cannot find the `sidecar` command; install the package first")
 
 
-def render_unit(command: Path) -> str:
-    return template("sidecar.service").replace("@SIDECAR@", str(command))
+def render_unit(command: Path, path: str | None = None) -> str:
+    """The unit, with the installing shell's PATH (`path`, default this process's) and the
+    environment file in sidecar's config folder."""
+    path = os.environ.get("PATH", "") if path is None else path
+    return (template("sidecar.service").replace("@SIDECAR@", str(command))
+            .replace("@PATH@", path.replace("\\", "\\\\").replace('"', '\\"'))
+            .replace("@ENVFILE@", str(agentenv.env_file())))
 
 
-def render_plist(command: Path, home: Path) -> str:
+def render_plist(command: Path, home: Path, path: str | None = None) -> str:
     logs = home / "Library" / "Logs" / "sidecar"
+    path = os.environ.get("PATH", "") if path is None else path
     return (template("sidecar.plist").replace("@SIDECAR@", str(command))
-            .replace("@LOGS@", str(logs)).replace("@LABEL@", LABEL))
+            .replace("@LOGS@", str(logs)).replace("@LABEL@", LABEL)
+            .replace("@PATH@", escape(path)))
 
 
 def run(argv: list[str], check: bool = True) -> subprocess.CompletedProcess[str]:

@@ -16,7 +16,7 @@ from pathlib import Path
 import orjson
 import pytest
 from hosts.anthropic_stub import AnthropicStub, LimitedAnthropicStub
-from hosts.lifecycle import set_resume
+from hosts.lifecycle import prepare_post_task, set_resume, settled
 
 from conftest import SIDECAR, npm_host, read_json, run_cli, wait_until
 from sidecar.config import DEFAULT_RESUME
@@ -194,3 +194,58 @@ def test_a_turn_refused_by_a_usage_limit_is_resumed_once_the_limit_resets(
              (workspace.session_dir(record["id"]) / "trace.jsonl").read_bytes().splitlines()]
     assert [t["event"] for t in trace].count("turn.failed") == 2
     assert "the usage limit has passed" in trace[[t["event"] for t in trace].index("turn.end")]["message"]
+
+
+def test_a_daemon_with_a_bare_environment_resumes_with_what_integrate_and_the_environment_file_give(
+        workspace, config_home, tmp_path):
+    """The service's environment is not the user's: `env -i` with PATH=/usr/bin:/bin. The
+    executable comes from `integrate` (recorded by absolute path), the API's address and key
+    from the environment file; doctor names the key while the file lacks it."""
+    from sidecar import service
+
+    claude = claude_binary()
+    home = tmp_path / "home"
+    home.mkdir()
+    prepare_post_task(workspace)
+    with AnthropicStub() as stub:
+        keys = {"ANTHROPIC_BASE_URL": stub.url, "ANTHROPIC_API_KEY": "sk-test",
+                "DISABLE_TELEMETRY": "1", "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1"}
+        shell = {"HOME": str(home), "PATH": f"{claude.parent}{os.pathsep}/usr/bin:/bin", **keys}
+        result = run_cli("integrate", "claude-code", cwd=workspace.root, env=shell)
+        assert result.returncode == 0 and f"resume runs {claude}".encode() in result.stdout
+        # The unit `service install` writes from a shell whose PATH lacks claude's folder.
+        unit = service.systemd_unit_path(home)
+        unit.parent.mkdir(parents=True)
+        unit.write_text(service.render_unit(Path(SIDECAR), "/usr/bin:/bin"))
+        said = run_cli("doctor", cwd=workspace.root, env=shell).stdout.decode()
+        assert "ANTHROPIC_API_KEY is set in your shell but missing from the service's " \
+               "environment" in said, said
+        (config_home / "environment").write_text(
+            "".join(f"{k}={v}\n" for k, v in keys.items()))
+        said = run_cli("doctor", cwd=workspace.root, env=shell).stdout.decode()
+        assert "ANTHROPIC_API_KEY" not in said and \
+            f"claude-code: the resume command resolves in the service's environment ({claude})" \
+            in said, said
+
+        log = open(tmp_path / "bare-daemon.log", "wb")
+        daemon = subprocess.Popen(
+            ["env", "-i", f"HOME={home}", "PATH=/usr/bin:/bin",
+             f"SIDECAR_CONFIG_HOME={config_home}", SIDECAR, "run", "--root", str(workspace.root)],
+            stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
+        try:
+            wait_until(lambda: list(workspace.instances.glob("*.json")), 15)
+            first = subprocess.run([str(claude), "-p", "do the task"], cwd=workspace.root,
+                                   env={**os.environ, **shell}, capture_output=True,
+                                   stdin=subprocess.DEVNULL, timeout=180)
+            assert first.returncode == 0, first.stderr.decode()[-2000:]
+            wait_until(lambda: settled(workspace), 120, 0.2)
+            requests = list(stub.requests)
+        finally:
+            daemon.terminate()
+            assert daemon.wait(20) == 0
+            log.close()
+    hook = read_json(workspace.hooks_file)["hooks"]["post-task"]
+    assert [h["status"] for h in hook["history"]] == ["ok"], (tmp_path / "bare-daemon.log").read_text()
+    resumed = [r for r in requests if MARKER in orjson.dumps(r["body"]).decode()]
+    assert len(resumed) == 1 and "do the task" in orjson.dumps(resumed[0]["body"]).decode()
+    assert f"'{claude}'" in Path(hook["history"][0]["log"]).read_text()  # by absolute path

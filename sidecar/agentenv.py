@@ -1,0 +1,186 @@
+"""The agent's environment: what a follow-up needs to find and run a host under the service.
+
+A service does not start from the user's shell, so a `claude` installed in `~/.local/bin` or
+under nvm is not on its PATH, and a key exported in a shell profile is not in its environment.
+Three things close the gap:
+
+- `sidecar integrate <host>` records the absolute path of the host's executable (as the
+  user's PATH finds it) in `[resume]` of config.toml, edited with tomlkit (comments and
+  layout stay); an entry the user wrote is left alone.
+- `sidecar service install` writes the installing shell's PATH into the unit (or LaunchAgent)
+  and points the unit at `environment` in sidecar's config folder, which the daemon also
+  reads itself for every action (launchd has no environment files): the place for the keys
+  a host reads from the environment.
+- `doctor` checks, for every integrated host, that its resume command resolves in that
+  environment, and names each variable the host needs that it lacks.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import tomllib
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+import tomlkit
+
+from . import layout, owned
+
+ENV_LINE = re.compile(r"\s*(?:export\s+)?([A-Za-z_][A-Za-z0-9_]*)\s*=\s*(.*)")
+# Variables a host reads its credentials or endpoint from: flagged when the user's shell has
+# one and the service's environment lacks it (a login keeps Claude Code's key elsewhere).
+KEY_VARIABLES: dict[str, tuple[str, ...]] = {
+    "claude-code": ("ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN", "ANTHROPIC_BASE_URL",
+                    "CLAUDE_CODE_USE_BEDROCK", "CLAUDE_CODE_USE_VERTEX"),
+    "codex": ("OPENAI_API_KEY", "CODEX_HOME"),
+    "gemini": ("GEMINI_API_KEY", "GOOGLE_API_KEY", "GOOGLE_GEMINI_BASE_URL",
+               "GOOGLE_CLOUD_PROJECT"),
+    "opencode": ("OPENAI_API_KEY", "ANTHROPIC_API_KEY", "OPENCODE_CONFIG"),
+}
+EXECUTABLES = {"claude-code": "claude", "codex": "codex", "gemini": "gemini",
+               "opencode": "opencode"}
+RESUME_PLACE = "resume"  # where `owned` remembers the executables sidecar recorded
+
+
+def env_file() -> Path:
+    return layout.config_home() / "environment"
+
+
+def read_env_file(path: Path | None = None) -> dict[str, str]:
+    """`KEY=value` lines (systemd's EnvironmentFile syntax: `#` comments, optional quotes
+    and `export`); a missing file is empty."""
+    try:
+        text = (path or env_file()).read_text()
+    except (FileNotFoundError, IsADirectoryError, UnicodeDecodeError):
+        return {}
+    found = {}
+    for line in text.splitlines():
+        if line.lstrip().startswith(("#", ";")):
+            continue
+        match = ENV_LINE.fullmatch(line)
+        if match:
+            value = match.group(2).strip()
+            if len(value) >= 2 and value[0] == value[-1] and value[0] in "'\"":
+                value = value[1:-1]
+            found[match.group(1)] = value
+    return found
+
+
+def record_executable(host: str, default: tuple[str, ...], uninstall: bool = False) -> str | None:
+    """Write the host's executable, by absolute path, into `[resume]` of config.toml (or take
+    it back out on uninstall); returns what it did, or None where it did nothing."""
+    name = EXECUTABLES.get(host)
+    if name is None:
+        return None
+    path = layout.config_file()
+    doc = _load(path)
+    resume = doc.get("resume")
+    current = list(resume[host]) if resume is not None and host in resume else None
+    record = owned.read(host, RESUME_PLACE)
+    mine = record.get("argv")
+    if uninstall:
+        if current is None or current != mine:
+            return None  # not sidecar's (or changed since): the user's
+        del resume[host]
+        text = tomlkit.dumps(doc)
+        if not resume:
+            del doc["resume"]
+            text = tomlkit.dumps(doc)
+            if record.get("table") and text.endswith("\n\n"):
+                text = text[:-1]  # the blank line tomlkit put before the table it added
+        _save(path, text)
+        owned.change(host, RESUME_PLACE, lambda record: record.clear())
+        return f"removed the resume command sidecar recorded for {host} from {path}"
+    if current is not None and current != mine and current[0] != name:
+        return None  # the user's own command: left as written
+    found = shutil.which(name)
+    if found is None:
+        return None  # not installed here: the default (by name) stays
+    argv = [str(Path(found).absolute()), *(current[1:] if current else default[1:])]
+    if argv == current:
+        return None
+    created = resume is None
+    if resume is None:
+        resume = tomlkit.table()
+        doc["resume"] = resume
+    resume[host] = argv
+    _save(path, tomlkit.dumps(doc))
+    owned.change(host, RESUME_PLACE,
+                 lambda record: record.update(argv=argv, table=created or record.get("table")))
+    return f"resume runs {argv[0]} (recorded in {path})"
+
+
+def _load(path: Path) -> Any:
+    try:
+        return tomlkit.parse(path.read_text())
+    except FileNotFoundError:
+        return tomlkit.document()
+
+
+def _save(path: Path, text: str) -> None:
+    path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+    temp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    temp.write_text(text)
+    os.replace(temp, path)
+
+
+def codex_needed(codex_home: Path) -> tuple[str, ...]:
+    """The variable Codex's model provider reads its key from (`env_key`), if it names one."""
+    try:
+        data = tomllib.loads((codex_home / "config.toml").read_text())
+    except (OSError, tomllib.TOMLDecodeError, UnicodeDecodeError):
+        return ()
+    provider = data.get("model_provider")
+    providers = data.get("model_providers")
+    if not isinstance(provider, str) or not isinstance(providers, dict):
+        return ()
+    entry = providers.get(provider)
+    key = entry.get("env_key") if isinstance(entry, dict) else None
+    return (key,) if isinstance(key, str) and key else ()
+
+
+def unit_environment(unit_text: str) -> dict[str, str]:
+    """The `Environment=` values a systemd unit sets (PATH among them)."""
+    found: dict[str, str] = {}
+    for line in unit_text.splitlines():
+        if not line.startswith("Environment="):
+            continue
+        value = line.split("=", 1)[1].strip()
+        if value.startswith('"') and value.endswith('"'):
+            value = value[1:-1]
+        key, _, rest = value.partition("=")
+        found[key] = rest
+    return found
+
+
+def resolve(argv0: str, path_value: str) -> str | None:
+    """Where the service would find `argv0`: itself if absolute (and executable), else the
+    first match on `path_value`."""
+    if os.path.isabs(argv0):
+        return argv0 if os.access(argv0, os.X_OK) else None
+    return shutil.which(argv0, path=path_value)
+
+
+def problems(host: str, argv: tuple[str, ...], service_env: Mapping[str, str],
+             shell_env: Mapping[str, str], needed: tuple[str, ...] = ()) -> list[str]:
+    """What stops `host`'s resume in the service's environment: the executable it cannot
+    find, each variable the host needs (`needed`) or the user's shell has that it lacks."""
+    found: list[str] = []
+    path_value = service_env.get("PATH", "")
+    if resolve(argv[0], path_value) is None:
+        where = "does not exist or is not executable" if os.path.isabs(argv[0]) else \
+            f"is not on the service's PATH ({path_value or 'empty'})"
+        found.append(f"{host}: the resume command's {argv[0]!r} {where}; run `sidecar integrate "
+                     f"{host}` to record it by absolute path, or set [resume] in config.toml")
+    for name in needed:
+        if name not in service_env:
+            found.append(f"{host}: {name} is missing from the service's environment; add "
+                         f"`{name}=...` to {env_file()}")
+    for name in KEY_VARIABLES.get(host, ()):
+        if name in shell_env and name not in service_env and name not in needed:
+            found.append(f"{host}: {name} is set in your shell but missing from the service's "
+                         f"environment; add `{name}=...` to {env_file()}")
+    return found
