@@ -110,6 +110,7 @@ def trim_recent(record: SessionRecord, batch_files: int) -> None:
 
 def _start(record: SessionRecord, event: Event, out: Applied) -> None:
     source = event.text("source") or ""
+    record.sidecar.turn_failed = False  # a new run: its first turn has not failed
     if not record.active:
         reopen(record, event, source or event.name, out)
     assert event.kind is not None
@@ -145,14 +146,17 @@ def _activity(record: SessionRecord, event: Event, out: Applied) -> None:
     name = _TRACE_NAMES.get(event.kind) if event.kind is not None else None
     message = (event.tool_name or event.name) if event.kind == EventKind.TOOL_USE else event.name
     reason = ""
+    failed_turn = record.sidecar.turn_failed
     record.sidecar.turn_failed = event.kind == EventKind.TURN_FAILED or (
-        record.sidecar.turn_failed and event.kind not in (EventKind.TURN_START, EventKind.TURN_END))
+        failed_turn and event.kind not in (EventKind.TURN_START, EventKind.TURN_END))
     if event.kind == EventKind.TURN_FAILED:
         reason = event.error_kind
         message = f"{reason}: {event.error_message}" if event.error_message else reason
         _limit_failed(record, event.ts, reason, event.error_message)
-    elif event.kind == EventKind.TURN_END and record.sidecar.limit is not None:
-        record.sidecar.limit = None  # a turn ended well: the limit has passed
+    elif event.kind == EventKind.TURN_END and record.sidecar.limit is not None and not failed_turn:
+        # A turn ended well: the limit has passed. (opencode ends a refused turn with an idle
+        # status too: that end closes nothing.)
+        record.sidecar.limit = None
         message = f"{event.name} (the usage limit has passed)"
     _trace(record, event, name or event.name, message, out)
     out.changes.append(change(record, event.kind, event.ts, reason, event))

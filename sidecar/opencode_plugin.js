@@ -90,8 +90,12 @@ export const SidecarPlugin = async ({ directory }) => {
         busy.add(id)
         drop("turn-start", id, { hostEvent: event.type })
       } else if (event.type === "session.error") {
+        // A turn the API refused, after opencode's own retries: a 429 is a usage limit.
         const error = props.error || {}
-        drop("session.error", id, { error: error.name || "error" })
+        const data = error.data || {}
+        const kind = data.statusCode === 429 ? "rate_limit" : error.name || "error"
+        drop("turn-failed", id, { error: kind, error_message: String(data.message || ""),
+                                  hostEvent: event.type })
       }
     },
     "tool.execute.after": async (input) => {

@@ -81,7 +81,7 @@ def _read_transcript(record: SessionRecord, event: Event) -> usage.Growth | None
         failure = transcripts.last_turn_failure(event.host, path)
         if failure is not None:
             event.turn_failure = (failure.kind, failure.message)
-    tokens = transcripts.token_totals(event.host, path)
+    tokens = transcripts.token_totals(event.host, path, event.session_id)
     if tokens is None:
         return None
     grew = usage.Growth(usage.grown(record.sidecar.tokens, tokens.to_json()),

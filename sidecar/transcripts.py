@@ -9,6 +9,8 @@ unreadable gives nothing: the figures are left out, never the event.
   (`transcript_path`) ends that turn with an `event_msg` `task_complete` whose `error` has
   `codex_error_info: "usage_limit_exceeded"` and the text it prints ("... try again at
   6:16 AM."). Its token figures are `token_count` events (`info.total_token_usage`).
+- Gemini CLI 0.61.0 writes each model message with its `tokens`; opencode 1.18.33 keeps a
+  session's totals in its SQLite database (`~/.local/share/opencode/opencode.db`).
 - Claude Code 2.1.328 writes each assistant message with the API's `usage` (input, output,
   cache creation, cache read); a message is written once per content block, with the same
   `message.id`, so each id is counted once. A refused turn is an assistant entry with
@@ -131,15 +133,18 @@ def _count(value: Any) -> int:
     return value if isinstance(value, int) and not isinstance(value, bool) and value > 0 else 0
 
 
-def token_totals(host: str, path: str | None) -> Tokens | None:
-    """The session's token figures from its transcript; None where they cannot be read."""
-    if not path or host not in ("claude-code", "codex"):
+def token_totals(host: str, path: str | None, session_id: str = "") -> Tokens | None:
+    """The session's token figures from its transcript (opencode: its database); None
+    where they cannot be read."""
+    if host == "opencode":
+        return _opencode_tokens(opencode_db(), session_id)
+    readers = {"claude-code": _claude_tokens, "codex": _codex_tokens, "gemini": _gemini_tokens}
+    if not path or host not in readers:
         return None
     data = _read(path, None)
     if data is None:
         return None
-    entries = [e for e in _lines(data) if isinstance(e, dict)]
-    return _claude_tokens(entries) if host == "claude-code" else _codex_tokens(entries)
+    return readers[host]([e for e in _lines(data) if isinstance(e, dict)])
 
 
 def _claude_tokens(entries: list[dict[str, Any]]) -> Tokens | None:
@@ -173,3 +178,49 @@ def _codex_tokens(entries: list[dict[str, Any]]) -> Tokens | None:
     cached = _count(last.get("cached_input_tokens"))
     return Tokens(input=max(0, _count(last.get("input_tokens")) - cached),
                   output=_count(last.get("output_tokens")), cache_read=cached)
+
+
+def _gemini_tokens(entries: list[dict[str, Any]]) -> Tokens | None:
+    """Gemini CLI writes each message as a line, and rewrites the list in `$set` lines: each
+    message id counts once. `input` includes the cached part; thoughts are output."""
+    messages: dict[str, dict[str, Any]] = {}
+    for entry in entries:
+        found = entry.get("$set", {}).get("messages") if isinstance(entry.get("$set"), dict) \
+            else [entry]
+        for message in found if isinstance(found, list) else []:
+            if isinstance(message, dict) and message.get("type") == "gemini" \
+                    and isinstance(message.get("tokens"), dict):
+                messages[str(message.get("id"))] = message["tokens"]
+    if not messages:
+        return None
+    t = {k: sum(_count(m.get(k)) for m in messages.values())
+         for k in ("input", "output", "cached", "thoughts")}
+    return Tokens(input=max(0, t["input"] - t["cached"]), output=t["output"] + t["thoughts"],
+                  cache_read=t["cached"])
+
+
+def opencode_db() -> str:
+    data = os.environ.get("XDG_DATA_HOME") or os.path.join(os.path.expanduser("~"), ".local",
+                                                          "share")
+    return os.path.join(data, "opencode", "opencode.db")
+
+
+def _opencode_tokens(db: str, session_id: str) -> Tokens | None:
+    """opencode 1.18.33 keeps each session's totals in its SQLite database, read only."""
+    import sqlite3
+    from contextlib import closing
+
+    if not session_id or not os.path.isfile(db):
+        return None
+    try:
+        with closing(sqlite3.connect(f"file:{db}?mode=ro", uri=True, timeout=1.0)) as con:
+            row = con.execute("SELECT tokens_input, tokens_output, tokens_reasoning, "
+                              "tokens_cache_read, tokens_cache_write FROM session WHERE id = ?",
+                              (session_id,)).fetchone()
+    except sqlite3.Error:
+        return None
+    if row is None:
+        return None
+    tin, tout, reasoning, cache_read, cache_write = (_count(v) for v in row)
+    return Tokens(input=tin, output=tout + reasoning, cache_read=cache_read,
+                  cache_write=cache_write)

@@ -306,3 +306,13 @@ def test_status_shows_the_token_totals_and_a_sessions_figures_and_limit(h):
     limited = run_cli("status", "--root", root, "--session", "s2").stdout.decode()
     assert "limit      rate_limit since" in limited and "1 failed turn(s)" in limited
     assert "resume-after-limit" in limited  # its try, queued, with its due time
+
+
+def test_a_turn_end_that_closes_a_refused_turn_closes_no_episode(h):
+    """opencode ends a refused turn with an idle status (a turn-end) right after its error."""
+    h.apply(ev("SessionStart", T0), ev("turn-failed", T0 + 1, error="rate_limit",
+                                       error_message="Please try again in 20s."),
+            ev("Stop", T0 + 1.001), ev("SessionEnd", T0 + 2))
+    assert h.record()["metadata"]["sidecar"]["limit"]["failures"] == 1
+    assert [e.hook_id for e in h.pending()] == [LIMIT_HOOK]  # and no post-task
+    assert parse_ts(h.pending()[0].due_at) == pytest.approx(T0 + 1 + 20 + RESET_MARGIN)

@@ -10,12 +10,13 @@ from __future__ import annotations
 import json
 import os
 import subprocess
+import time
 
 import pytest
-from hosts.chat_stub import ChatStub
+from hosts.chat_stub import ChatStub, LimitedChatStub
 from hosts.lifecycle import assert_whole_lifecycle, prepare_post_task, set_resume, settled
 
-from conftest import npm_host, run_cli, wait_until
+from conftest import npm_host, read_json, run_cli, wait_until
 from sidecar.lifecycle import harness_id
 
 pytestmark = pytest.mark.e2e
@@ -99,3 +100,43 @@ def test_integrate_never_replaces_a_plugin_file_that_is_not_sidecars(workspace):
     assert b"nothing changed" in run_cli("integrate", "opencode", "--root", str(project)).stdout
     assert run_cli("integrate", "opencode", "--uninstall", "--root", str(project)).returncode == 0
     assert not theirs.exists()
+
+
+def test_an_opencode_turn_refused_by_a_rate_limit_is_resumed_once_it_resets(
+        workspace, start_daemon, config_home, tmp_path):
+    """opencode retries a 429 itself, then reports `session.error` (statusCode 429) and an idle
+    status: the plugin makes it a turn-failed, the end queues no post-task, and
+    resume-after-limit resumes the same session once the stated reset has come."""
+    opencode = npm_host("opencode", OPENCODE_VERSION, "opencode")
+    prepare_post_task(workspace, delay=1)
+    assert run_cli("hooks", "enable", "resume-after-limit", cwd=workspace.root).returncode == 0
+    with open(config_home / "config.toml", "a") as config:
+        config.write("limitBackoffScale = 0.01\n")  # the minute after a stated reset: 0.6 s
+    set_resume(config_home, "opencode", [str(opencode), "run", "--session", "{session_id}",
+                                         "{prompt}"])
+    assert run_cli("integrate", "opencode", cwd=workspace.root).returncode == 0
+    with LimitedChatStub("Rate limit reached for requests. Please try again in 3s.") as stub:
+        env = opencode_setup(tmp_path, workspace.root, stub.url)
+        start_daemon(workspace.root, env=env)
+        first = subprocess.run([str(opencode), "run", "--format", "json", "remember", "banana"],
+                               cwd=workspace.root, env={**os.environ, **env,
+                                                        "PWD": str(workspace.root)},
+                               capture_output=True, text=True, stdin=subprocess.DEVNULL, timeout=180)
+        assert first.returncode == 1 and stub.refused, first.stdout[-2000:]
+        session_id = json.loads(first.stdout.splitlines()[0])["sessionID"]
+        stub.refusing = False  # the limit resets
+
+        def limit_hook():
+            return read_json(workspace.hooks_file)["hooks"]["resume-after-limit"]
+
+        wait_until(lambda: limit_hook()["lastStatus"] is not None
+                   and not read_json(workspace.hooks_file)["pending"]
+                   and not list(workspace.inbox.glob("*.json")), 120, 0.2)
+        time.sleep(2)  # a wrong post-task (1 s delay) would be queued and fire by now
+        answered = [r for r in stub.requests[stub.refused:] if r["body"]]
+    assert [(h["status"], h["sessionId"]) for h in limit_hook()["history"]] == [("ok", session_id)]
+    resumed = [r for r in answered if "Continue where you left off" in json.dumps(r["body"])]
+    assert len(resumed) == 1 and "remember banana" in json.dumps(resumed[0]["body"])
+    assert read_json(workspace.hooks_file)["hooks"]["post-task"]["history"] == []
+    record = read_json(workspace.session_dir(harness_id("opencode", session_id)) / "session.json")
+    assert record["status"] == "completed" and "limit" not in record["metadata"]["sidecar"]

@@ -51,5 +51,25 @@ def test_a_transcript_that_is_missing_or_unreadable_gives_no_figures(tmp_path, m
 
 
 def test_hosts_without_a_reader_give_none():
-    assert token_totals("gemini-cli", str(TRANSCRIPTS / "claude-code-2.1.328.jsonl")) is None
+    assert token_totals("hermes", str(TRANSCRIPTS / "claude-code-2.1.328.jsonl")) is None
     assert token_totals("claude-code", None) is None
+
+
+def test_gemini_tokens_count_each_message_once_with_cached_input_apart():
+    # Two turns: 1000 + 2000 prompt tokens of which 400 + 800 cached, 30 + 60 output and
+    # 5 + 10 thinking; Gemini CLI also rewrites its message list in `$set` lines.
+    assert token_totals("gemini", str(TRANSCRIPTS / "gemini-cli-0.61.0.jsonl")) == \
+        Tokens(input=1800, output=105, cache_read=1200, cache_write=0)
+
+
+def test_opencode_tokens_are_its_sessions_totals_in_its_database(monkeypatch, tmp_path):
+    # The session row of the database the real opencode 1.18.33 wrote for two turns.
+    data = tmp_path / "share"
+    (data / "opencode").mkdir(parents=True)
+    (data / "opencode" / "opencode.db").write_bytes((TRANSCRIPTS / "opencode-1.18.33.db").read_bytes())
+    monkeypatch.setenv("XDG_DATA_HOME", str(data))
+    assert token_totals("opencode", None, "ses_dcfa51527ffeRezOj8hMNsbJ2h") == \
+        Tokens(input=3000, output=150, cache_read=2000, cache_write=0)
+    assert token_totals("opencode", None, "ses_unknown") is None
+    (data / "opencode" / "opencode.db").write_bytes(b"not a database")
+    assert token_totals("opencode", None, "ses_dcfa51527ffeRezOj8hMNsbJ2h") is None

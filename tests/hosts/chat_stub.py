@@ -6,7 +6,7 @@ import json
 import time
 from typing import Any
 
-from .loopback import LoopbackStub, Reply, json_reply
+from .loopback import LoopbackStub, Refusal, Reply, json_reply
 
 
 def chunk(delta: dict[str, Any], finish: str | None = None, usage: bool = False) -> bytes:
@@ -30,3 +30,23 @@ class ChatStub(LoopbackStub):
         stream = (chunk({"role": "assistant", "content": "Done."}) + chunk({}, "stop")
                   + chunk({}, None, usage=True) + b"data: [DONE]\n\n")
         return "text/event-stream", stream
+
+
+class LimitedChatStub(ChatStub):
+    """Refuses every turn while `refusing` is set, the way an OpenAI-compatible API refuses a
+    rate limit: HTTP 429 with a `rate_limit_exceeded` body (`retry-after-ms` keeps opencode's
+    own retries short)."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__()
+        self.message = message
+        self.refusing = True
+        self.refused = 0
+
+    def reply(self, path: str, body: dict[str, Any]) -> Reply | Refusal:
+        if body and self.refusing:
+            with self.lock:
+                self.refused += 1
+            return Refusal(429, {"retry-after-ms": "50"}, {"error": {
+                "message": self.message, "type": "requests", "code": "rate_limit_exceeded"}})
+        return super().reply(path, body)
