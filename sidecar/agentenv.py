@@ -79,20 +79,13 @@ def record_executable(host: str, default: tuple[str, ...], uninstall: bool = Fal
     doc = _load(path)
     resume = doc.get("resume")
     current = list(resume[host]) if resume is not None and host in resume else None
-    record = owned.read(host, RESUME_PLACE)
-    mine = record.get("argv")
+    ours = owned.read(host, RESUME_PLACE)
+    mine = ours.get("argv")
     if uninstall:
+        owned.change(host, RESUME_PLACE, lambda record: record.clear())
         if current is None or current != mine:
             return None  # not sidecar's (or changed since): the user's
-        del resume[host]
-        text = tomlkit.dumps(doc)
-        if not resume:
-            del doc["resume"]
-            text = tomlkit.dumps(doc)
-            if record.get("table") and text.endswith("\n\n"):
-                text = text[:-1]  # the blank line tomlkit put before the table it added
-        _save(path, text)
-        owned.change(host, RESUME_PLACE, lambda record: record.clear())
+        _take_out(path, doc, host, bool(ours.get("table")))
         return f"removed the resume command sidecar recorded for {host} from {path}"
     if current is not None and current != mine and current[0] != name:
         return None  # the user's own command: left as written
@@ -111,6 +104,18 @@ def record_executable(host: str, default: tuple[str, ...], uninstall: bool = Fal
     owned.change(host, RESUME_PLACE,
                  lambda record: record.update(argv=argv, table=created or record.get("table")))
     return f"resume runs {argv[0]} (recorded in {path})"
+
+
+def _take_out(path: Path, doc: Any, host: str, table_was_ours: bool) -> None:
+    """Remove the host's entry (and `[resume]` if sidecar added it and it is now empty)."""
+    resume = doc["resume"]
+    del resume[host]
+    if not resume:
+        del doc["resume"]
+    text = tomlkit.dumps(doc)
+    if not resume and table_was_ours and text.endswith("\n\n"):
+        text = text[:-1]  # the blank line tomlkit put before the table it added
+    _save(path, text)
 
 
 def _load(path: Path) -> Any:
