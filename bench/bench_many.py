@@ -9,16 +9,15 @@ from __future__ import annotations
 
 import os
 import shutil
-import signal
 import subprocess
 import tempfile
 import time
 from pathlib import Path
 
 import orjson
-from common import SIDECAR, report, time_command
+from common import SIDECAR, report, stop, time_command
 
-from sidecar.hooks import HookStore
+from sidecar.hooks import initialise
 from sidecar.layout import Workspace
 
 
@@ -27,10 +26,7 @@ def make_workspaces(top: Path, count: int) -> list[Path]:
     for i in range(count):
         root = top / f"ws-{i:04d}"
         root.mkdir()
-        ws = Workspace(root)
-        ws.context.mkdir()
-        ws.ensure_runtime()
-        HookStore(ws).seed(time.time())
+        initialise(Workspace(root), time.time())
         roots.append(root)
     (top / "config" / "workspaces.json").write_bytes(
         orjson.dumps({"workspaces": [str(r) for r in roots]}))
@@ -111,14 +107,7 @@ def many(count: int = 1000, idle_seconds: float = 30.0) -> None:
                    f"one workspace {status_floor * 1000:.0f} ms",
                    f"{status_all / status_floor:.1f}x; target < 1 s")
         finally:
-            stop_at = time.perf_counter()
-            proc.send_signal(signal.SIGTERM)
-            try:
-                proc.wait(60)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                proc.wait()
-            stopped = time.perf_counter() - stop_at
+            stopped = stop(proc)
         report(f"{count} workspaces: SIGTERM to exit", f"{stopped * 1000:.0f} ms",
                "", "target < 1 s")
     finally:

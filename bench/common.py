@@ -43,12 +43,19 @@ def daemon(root: Path, env: dict[str, str]) -> Iterator[subprocess.Popen]:
         wait_for_leader(root, proc.pid)
         yield proc
     finally:
-        proc.send_signal(signal.SIGTERM)
-        try:
-            proc.wait(30)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
+        stop(proc)
+
+
+def stop(proc: subprocess.Popen, timeout: float = 60) -> float:
+    """SIGTERM, then SIGKILL after `timeout`; returns the seconds until it exited."""
+    start = time.perf_counter()
+    proc.send_signal(signal.SIGTERM)
+    try:
+        proc.wait(timeout)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait()
+    return time.perf_counter() - start
 
 
 def wait_for_leader(root: Path, pid: int, timeout: float = 30) -> None:

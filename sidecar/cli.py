@@ -12,7 +12,7 @@ import typer
 from . import __version__, jsonfile, layout
 from . import config as config_mod
 from . import status as status_mod
-from .hooks import HookStore
+from .hooks import initialise
 from .hooks_cli import hooks_app
 from .integrate_cli import integrate_app, uninstall, unregister
 from .kinds import SidecarError
@@ -59,9 +59,7 @@ def init(directory: Path = typer.Argument(Path("."), help="The workspace folder.
         fail(f"{root} is not a folder")
     ws = Workspace(root)
     fresh = not ws.is_initialised()
-    ws.context.mkdir(exist_ok=True)
-    ws.ensure_runtime()
-    seeded = HookStore(ws).seed(now())
+    seeded = initialise(ws, now())
     registered = config_mod.register(root)
     typer.echo(f"{'initialised' if fresh else 'already initialised'}: {ws.context}")
     if seeded:

@@ -211,6 +211,14 @@ class HookStore:
         return created
 
 
+def initialise(ws: Workspace, now: float) -> bool:
+    """Make a folder a workspace: its `.context/`, the runtime folders and the seeded hooks
+    (each only if missing); returns whether a hook or prompt was written."""
+    ws.context.mkdir(exist_ok=True)
+    ws.ensure_runtime()
+    return HookStore(ws).seed(now)
+
+
 def _merge_after_repair(doc: HooksDoc, old: HookState) -> HooksDoc:
     """The user's fixed file, plus queue work done while it was broken."""
     ids = {e.id for e in doc.pending}

@@ -20,7 +20,7 @@ from . import gemini as gemini_mod
 from . import integrate as integrate_mod
 from . import opencode as opencode_mod
 from . import service as service_mod
-from .hooks import HookStore
+from .hooks import initialise
 from .layout import Workspace, find_workspace
 from .timeutil import now
 
@@ -57,10 +57,7 @@ def project_root(root: Path | None, init: bool = False, uninstall: bool = False)
     if not init:
         _fail(f"{start} is not a sidecar workspace, so its events would go nowhere; run "
               f"`sidecar init {start}` first, or add --init", EXIT_NOT_WORKSPACE)
-    ws = Workspace(start)
-    ws.context.mkdir(exist_ok=True)
-    ws.ensure_runtime()
-    HookStore(ws).seed(now())
+    initialise(Workspace(start), now())
     config_mod.register(start)
     typer.echo(f"initialised and registered {start}")
     return start

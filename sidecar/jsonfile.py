@@ -6,6 +6,7 @@ whole old file or the whole new one, never a torn one, and a crash keeps one of 
 
 from __future__ import annotations
 
+import errno
 import os
 import stat
 from pathlib import Path
@@ -64,6 +65,23 @@ def fsync_dir(folder: Path) -> None:
         os.close(fd)
 
 
+def refuse_symlinked_folders(path: Path) -> None:
+    """Right before a write inside a workspace's `.context/runtime`: every folder from the
+    runtime down to `path`'s own is checked with lstat, and one that is a symlink is refused
+    (ELOOP), so nothing is written through it. (The file itself is opened with O_NOFOLLOW or
+    created with O_EXCL.) A path outside a runtime is not checked."""
+    parts = path.parts
+    for i in range(len(parts) - 2):
+        if parts[i] == ".context" and parts[i + 1] == "runtime":
+            folder = Path(*parts[: i + 2])
+            for part in ("", *parts[i + 2 : -1]):
+                folder = folder / part if part else folder
+                if os.path.islink(folder):
+                    raise OSError(errno.ELOOP, "is a symlink; sidecar never writes through one",
+                                  str(folder))
+            return
+
+
 def write_all(fd: int, data: bytes, durable: bool) -> None:
     """Write every byte (a short write, as on a nearly full disk, goes on), then fsync if asked."""
     view = memoryview(data)
@@ -79,6 +97,7 @@ def write_bytes_atomic(path: Path, data: bytes, *, durable: bool = True) -> Sign
     Returns the new file's signature, taken before the rename, so a change someone else makes
     right after it cannot be mistaken for our own write.
     """
+    refuse_symlinked_folders(path)
     # The temporary name keeps at most 100 bytes of the final one: it must fit in 255 too.
     stem = path.name.encode("utf-8", "surrogateescape")[:100].decode("utf-8", "ignore")
     temp = path.with_name(f".{stem}.{os.getpid()}.{os.urandom(4).hex()}.tmp")
@@ -109,6 +128,7 @@ def append_lines(path: Path, lines: list[Any], *, durable: bool = True) -> None:
     """Append one JSON document per line, all or nothing: a write that fails part way (a full
     disk) is cut back to where it began, so no torn line is ever left."""
     payload = b"".join(orjson.dumps(line, option=orjson.OPT_APPEND_NEWLINE) for line in lines)
+    refuse_symlinked_folders(path)
     fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC | os.O_NOFOLLOW,
                  0o600)  # a symlink in its place is refused (ELOOP), never appended through
     try:

@@ -16,6 +16,7 @@ from typing import IO
 
 import portalocker
 
+from .jsonfile import refuse_symlinked_folders
 from .kinds import SidecarError
 
 
@@ -26,6 +27,7 @@ class LockTimeout(SidecarError):
 def _open(path: Path) -> IO[bytes]:
     # O_NOFOLLOW: a lock file replaced by a symlink is refused (ELOOP), never opened (and
     # created) wherever the link points.
+    refuse_symlinked_folders(path)
     fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC | os.O_NOFOLLOW, 0o600)
     return os.fdopen(fd, "r+b", buffering=0)
 

@@ -216,8 +216,7 @@ class SessionStore:
     def save_session(self, record: SessionRecord, trace: list[TraceLine],
                      dedupe: bool = False) -> None:
         folder = self.ws.session_dir(record.id)
-        if folder.is_symlink():
-            raise StoreError(f"{folder} is a symlink; sidecar never reads or writes through one")
+        jsonfile.refuse_symlinked_folders(folder / "session.json")
         folder.mkdir(mode=0o700, parents=True, exist_ok=True)
         if trace and dedupe:
             seen = _tail_ids(folder / "trace.jsonl", len(trace))

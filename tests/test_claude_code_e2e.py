@@ -34,6 +34,17 @@ def claude_binary() -> Path:
     return npm_host("claude-code", CLAUDE_VERSION, "claude")
 
 
+def claude_env(home: Path, stub_url: str) -> dict[str, str]:
+    """Claude Code offline against the stub, with a throwaway home."""
+    return {"HOME": str(home), "ANTHROPIC_BASE_URL": stub_url, "ANTHROPIC_API_KEY": "sk-test",
+            "DISABLE_TELEMETRY": "1", "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1"}
+
+
+def run_claude(claude: Path, cwd: Path, env: dict[str, str], *args: str):
+    return subprocess.run([str(claude), *args], cwd=cwd, env={**os.environ, **env},
+                          capture_output=True, stdin=subprocess.DEVNULL, timeout=180)
+
+
 def write_claude_hooks(root: Path, events: list[str] = CLAUDE_EVENTS) -> None:
     command = f"{shlex.quote(SIDECAR)} emit --source claude-code"
     entry = [{"matcher": "*", "hooks": [{"type": "command", "command": command}]}]
@@ -56,12 +67,9 @@ def test_post_task_resumes_the_real_session_exactly_once(workspace, start_daemon
     set_resume(config_home, "claude-code", [str(claude), *DEFAULT_RESUME["claude-code"][1:]])
 
     with AnthropicStub() as stub:
-        env = {"HOME": str(home), "ANTHROPIC_BASE_URL": stub.url, "ANTHROPIC_API_KEY": "sk-test",
-               "DISABLE_TELEMETRY": "1", "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1"}
+        env = claude_env(home, stub.url)
         start_daemon(workspace.root, env=env)
-        first = subprocess.run([str(claude), "-p", "do the task"], cwd=workspace.root,
-                               env={**os.environ, **env}, capture_output=True,
-                               stdin=subprocess.DEVNULL, timeout=180)
+        first = run_claude(claude, workspace.root, env, "-p", "do the task")
         assert first.returncode == 0, first.stderr.decode()[-2000:]
 
         def post_task():
@@ -107,16 +115,13 @@ def test_hooks_written_by_integrate_drive_a_daemon_started_as_the_unit_starts_it
     unit = service.render_unit(service.sidecar_path())
     exec_start = next(line.split("=", 1)[1] for line in unit.splitlines() if line.startswith("ExecStart="))
     with AnthropicStub() as stub:
-        env = {**os.environ, "HOME": str(home), "ANTHROPIC_BASE_URL": stub.url,
-               "ANTHROPIC_API_KEY": "sk-test", "DISABLE_TELEMETRY": "1",
-               "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1"}
+        env = {**os.environ, **claude_env(home, stub.url)}
         log = open(tmp_path / "unit.log", "wb")
         daemon = subprocess.Popen(shlex.split(exec_start), env=env, stdout=log, stderr=subprocess.STDOUT,
                                   stdin=subprocess.DEVNULL)
         try:
             wait_until(lambda: list(workspace.instances.glob("*.json")), 15)
-            run = subprocess.run([str(claude), "-p", "hello"], cwd=workspace.root, env=env,
-                                 capture_output=True, stdin=subprocess.DEVNULL, timeout=180)
+            run = run_claude(claude, workspace.root, env, "-p", "hello")
             assert run.returncode == 0, run.stderr.decode()[-2000:]
             def report():
                 return orjson.loads(run_cli("status", "--root", str(workspace.root), "--json").stdout)["workspaces"][0]
@@ -156,12 +161,9 @@ def test_a_turn_refused_by_a_usage_limit_is_resumed_once_the_limit_resets(
                 "This request would exceed your account's rate limit. Please try again later."]
 
     with LimitedAnthropicStub(messages) as stub:
-        env = {"HOME": str(home), "ANTHROPIC_BASE_URL": stub.url, "ANTHROPIC_API_KEY": "sk-test",
-               "DISABLE_TELEMETRY": "1", "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1"}
+        env = claude_env(home, stub.url)
         start_daemon(workspace.root, env=env)
-        first = subprocess.run([str(claude), "-p", "do the task"], cwd=workspace.root,
-                               env={**os.environ, **env}, capture_output=True,
-                               stdin=subprocess.DEVNULL, timeout=180)
+        first = run_claude(claude, workspace.root, env, "-p", "do the task")
         assert first.returncode == 1 and b"429" in first.stdout + first.stderr
 
         def hooks():
@@ -208,8 +210,7 @@ def test_a_daemon_with_a_bare_environment_resumes_with_what_integrate_and_the_en
     home.mkdir()
     prepare_post_task(workspace)
     with AnthropicStub() as stub:
-        keys = {"ANTHROPIC_BASE_URL": stub.url, "ANTHROPIC_API_KEY": "sk-test",
-                "DISABLE_TELEMETRY": "1", "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1"}
+        keys = {k: v for k, v in claude_env(home, stub.url).items() if k != "HOME"}
         shell = {"HOME": str(home), "PATH": f"{claude.parent}{os.pathsep}/usr/bin:/bin", **keys}
         result = run_cli("integrate", "claude-code", cwd=workspace.root, env=shell)
         assert result.returncode == 0 and f"resume runs {claude}".encode() in result.stdout
@@ -234,9 +235,7 @@ def test_a_daemon_with_a_bare_environment_resumes_with_what_integrate_and_the_en
             stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
         try:
             wait_until(lambda: list(workspace.instances.glob("*.json")), 15)
-            first = subprocess.run([str(claude), "-p", "do the task"], cwd=workspace.root,
-                                   env={**os.environ, **shell}, capture_output=True,
-                                   stdin=subprocess.DEVNULL, timeout=180)
+            first = run_claude(claude, workspace.root, shell, "-p", "do the task")
             assert first.returncode == 0, first.stderr.decode()[-2000:]
             wait_until(lambda: settled(workspace), 120, 0.2)
             requests = list(stub.requests)

@@ -429,3 +429,30 @@ def test_an_unprivileged_user_cannot_steer_a_root_daemon_into_root_only_files(tm
         assert daemon.proc.poll() is None
     finally:
         shutil.rmtree(top, ignore_errors=True)
+
+
+@pytest.mark.parametrize("part", ["sessions", "locks", "hooks", "inbox/rejected"])
+def test_every_write_checks_its_folders_not_only_each_step(ws, tmp_path, part):
+    """A folder swapped for a symlink after a step's check: the write itself refuses it."""
+    from sidecar import inbox
+    from sidecar.records import Bindings
+
+    target = tmp_path / "elsewhere"
+    target.mkdir()
+    linked = ws.runtime / part
+    shutil.rmtree(linked)
+    linked.symlink_to(target)
+    store = SessionStore(ws, durable=False)
+    record = lifecycle.new_record(("t", "s"), harness_id("t", "s"), str(ws.root),
+                                  events.parse(b'{"event":"x","session_id":"s","host":"t"}',
+                                               "a.json", T0), lifecycle.Applied())
+    writes = {
+        "sessions": lambda: store.save_session(record, []),
+        "locks": lambda: locks.try_lock(ws.lock("leader")),
+        "hooks": lambda: store.save_bindings(Bindings()),
+        "inbox/rejected": lambda: inbox.reject(ws, inbox.Rejected("bad.json", "bad"), T0),
+    }
+    (ws.inbox / "bad.json").write_bytes(b"x") if part != "inbox/rejected" else None
+    with pytest.raises(OSError, match="is a symlink; sidecar never writes through one"):
+        writes[part]()
+    assert list(target.iterdir()) == []

@@ -15,7 +15,7 @@ import pytest
 
 from conftest import SIDECAR, emit, read_json, wait_until
 from sidecar.config import Config
-from sidecar.hooks import HookStore
+from sidecar.hooks import initialise
 from sidecar.instances import Identity
 from sidecar.layout import Workspace
 from sidecar.lifecycle import harness_id
@@ -32,10 +32,7 @@ def make_workspaces(top: Path, count: int) -> list[Path]:
     for i in range(count):
         root = top / f"ws-{i:03d}"
         root.mkdir()
-        ws = Workspace(root)
-        ws.context.mkdir()
-        ws.ensure_runtime()
-        HookStore(ws).seed(time.time())
+        initialise(Workspace(root), time.time())
         roots.append(root)
     return roots
 

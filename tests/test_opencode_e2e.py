@@ -42,6 +42,13 @@ def opencode_setup(tmp_path, root, stub_url):
             "OPENCODE_DISABLE_MODELS_FETCH": "1", "OPENCODE_DISABLE_AUTOUPDATE": "1"}
 
 
+def run_opencode(opencode, root, env, *words: str) -> subprocess.CompletedProcess:
+    """`opencode run` in `root`: it takes its project from PWD, not the working directory."""
+    return subprocess.run([str(opencode), "run", *words], cwd=root,
+                          env={**os.environ, **env, "PWD": str(root)}, capture_output=True,
+                          text=True, stdin=subprocess.DEVNULL, timeout=180)
+
+
 def test_an_opencode_session_is_completed_at_exit_and_resumed_once(workspace, start_daemon,
                                                                    config_home, tmp_path):
     opencode = npm_host("opencode", OPENCODE_VERSION, "opencode")
@@ -55,11 +62,8 @@ def test_an_opencode_session_is_completed_at_exit_and_resumed_once(workspace, st
     with ChatStub() as stub:
         env = opencode_setup(tmp_path, workspace.root, stub.url)
         start_daemon(workspace.root, env=env)
-        # opencode takes its project from PWD, not from the working directory.
-        first = subprocess.run([str(opencode), "run", "--format", "json", "remember", "banana"],
-                               cwd=workspace.root, env={**os.environ, **env,
-                                                        "PWD": str(workspace.root)},
-                               capture_output=True, text=True, stdin=subprocess.DEVNULL, timeout=180)
+        first = run_opencode(opencode, workspace.root, env, "--format", "json", "remember",
+                             "banana")
         assert first.returncode == 0, first.stderr[-3000:]
         session_id = json.loads(first.stdout.splitlines()[0])["sessionID"]
         record = workspace.session_dir(harness_id("opencode", session_id)) / "session.json"
@@ -118,10 +122,8 @@ def test_an_opencode_turn_refused_by_a_rate_limit_is_resumed_once_it_resets(
     with LimitedChatStub("Rate limit reached for requests. Please try again in 3s.") as stub:
         env = opencode_setup(tmp_path, workspace.root, stub.url)
         start_daemon(workspace.root, env=env)
-        first = subprocess.run([str(opencode), "run", "--format", "json", "remember", "banana"],
-                               cwd=workspace.root, env={**os.environ, **env,
-                                                        "PWD": str(workspace.root)},
-                               capture_output=True, text=True, stdin=subprocess.DEVNULL, timeout=180)
+        first = run_opencode(opencode, workspace.root, env, "--format", "json", "remember",
+                             "banana")
         assert first.returncode == 1 and stub.refused, first.stdout[-2000:]
         session_id = json.loads(first.stdout.splitlines()[0])["sessionID"]
         stub.refusing = False  # the limit resets
