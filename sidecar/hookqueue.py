@@ -249,12 +249,11 @@ def _add_limit_try(doc: HooksDoc, hook: Hook, change: SessionChange, now: float,
     if key_id in queued:
         return
     due = next_try(change.limit_message, change.ts, change.limit_failures - 1, backoff_scale)
-    if due is not None:  # not before the failed turn's transcript can be quiet (else postponed)
-        due = max(due, change.ts + TRANSCRIPT_QUIET + 0.5)
     if due is None:
         log.warning("%s: %s session %s is still limited after %d tries; not resumed again",
                     hook.id, change.host, change.session_id, MAX_TRIES)
         return
+    due = max(due, change.ts + TRANSCRIPT_QUIET + 0.5)  # else postponed: transcript not quiet
     doc.pending.append(QueueEntry(
         id=key_id, hook_id=hook.id, host=change.host, session_id=change.session_id,
         harness_session_id=change.harness_session_id, enqueued_at=iso(now),
