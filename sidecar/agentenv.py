@@ -28,6 +28,7 @@ from typing import Any
 import tomlkit
 
 from . import layout, owned
+from .integrate import save_toml
 
 ENV_LINE = re.compile(r"\s*(?:export\s+)?([A-Za-z_][A-Za-z0-9_]*)\s*=\s*(.*)")
 # Variables a host reads its credentials or endpoint from: flagged when the user's shell has
@@ -100,7 +101,7 @@ def record_executable(host: str, default: tuple[str, ...], uninstall: bool = Fal
         resume = tomlkit.table()
         doc["resume"] = resume
     resume[host] = argv
-    _save(path, tomlkit.dumps(doc))
+    save_toml(path, doc)
     owned.change(host, RESUME_PLACE,
                  lambda record: record.update(argv=argv, table=created or record.get("table")))
     return f"resume runs {argv[0]} (recorded in {path})"
@@ -112,10 +113,7 @@ def _take_out(path: Path, doc: Any, host: str, table_was_ours: bool) -> None:
     del resume[host]
     if not resume:
         del doc["resume"]
-    text = tomlkit.dumps(doc)
-    if not resume and table_was_ours and text.endswith("\n\n"):
-        text = text[:-1]  # the blank line tomlkit put before the table it added
-    _save(path, text)
+    save_toml(path, doc, tidy_end=not resume and table_was_ours)
 
 
 def _load(path: Path) -> Any:
@@ -123,13 +121,6 @@ def _load(path: Path) -> Any:
         return tomlkit.parse(path.read_text())
     except FileNotFoundError:
         return tomlkit.document()
-
-
-def _save(path: Path, text: str) -> None:
-    path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
-    temp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    temp.write_text(text)
-    os.replace(temp, path)
 
 
 def codex_needed(codex_home: Path) -> tuple[str, ...]:

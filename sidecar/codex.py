@@ -26,8 +26,16 @@ import tomlkit
 from tomlkit.exceptions import TOMLKitError
 from tomlkit.items import Table
 
-from . import jsonfile, owned
-from .integrate import IntegrateError, emit_command, is_ours, load_json, merge_hooks, save_json
+from . import owned
+from .integrate import (
+    IntegrateError,
+    emit_command,
+    is_ours,
+    load_json,
+    merge_hooks,
+    save_json,
+    save_toml,
+)
 
 EVENTS = ["SessionStart", "UserPromptSubmit", "PostToolUse", "Stop", "SessionEnd"]
 SHORT_TIMEOUT = {"session_end": 1, "interrupt": 1}  # Codex 0.169.0 clamps these before hashing
@@ -211,20 +219,6 @@ def disable_hooks(doc: tomlkit.TOMLDocument) -> None:
             del doc["features"]
 
 
-def save_config(path: Path, doc: tomlkit.TOMLDocument, tidy_end: bool = False) -> bool:
-    """Write the document back; `tidy_end` drops the blank line tomlkit leaves where a table
-    sidecar added at the end was taken out again."""
-    text = tomlkit.dumps(doc)
-    if tidy_end and text.endswith("\n\n"):
-        text = text.rstrip("\n") + "\n"
-    old = path.read_text() if path.exists() else None
-    if old == text or (old is None and not text.strip()):
-        return False
-    path.parent.mkdir(parents=True, exist_ok=True)
-    jsonfile.write_bytes_atomic(path, text.encode())
-    return True
-
-
 # -- the integration ---------------------------------------------------------------------
 
 
@@ -246,13 +240,13 @@ def integrate(codex_home: Path, sidecar: Path, uninstall: bool = False,
         return _uninstall(hooks_path, config_path, config, merged, old_keys, mine, place)
     set_hooks = enable_hooks(config, config_path) or bool(mine.get("setFeaturesHooks"))
     changed = save_json(hooks_path, merged)
-    changed |= save_config(config_path, config)  # Codex lists hooks only once they are on
+    changed |= save_toml(config_path, config)  # Codex lists hooks only once they are on
     entries = our_handlers(hooks_path, merged)
     answers = {h.get("key"): h for h in ask(codex or codex_executable(), codex_home.parent) or []}
     entries = {key: str(answers[key].get("currentHash") or digest) if key in answers else digest
                for key, digest in entries.items()}
     set_trust(config, old_keys, entries)
-    changed |= save_config(config_path, config)
+    changed |= save_toml(config_path, config)
 
     def remember(record: dict[str, Any]) -> None:
         record["trustKeys"] = sorted(entries)
@@ -277,7 +271,7 @@ def _uninstall(hooks_path: Path, config_path: Path, config: tomlkit.TOMLDocument
     if mine.get("setFeaturesHooks"):
         disable_hooks(config)
     if config_path.exists():
-        changed |= save_config(config_path, config, tidy_end=True)
+        changed |= save_toml(config_path, config, tidy_end=True)
     owned.change("codex", place, lambda record: record.clear())
     return changed
 

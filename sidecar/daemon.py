@@ -195,14 +195,11 @@ class Daemon:
         except WatchError as exc:  # its folder is not there (yet): looked at again soon
             server.set_aside(exc)
             deadline = now() + SET_ASIDE_RETRY
-        except OSError as exc:
-            if exc.errno != errno.EMFILE:
-                server.unexpected(exc)
-                return now() + 1.0
-            server.set_aside(self._too_many_files())  # said once; served once files free up
-            deadline = now() + SET_ASIDE_RETRY
-        except Exception as exc:  # a bug or a surprise must not end service
-            server.unexpected(exc)
+        except Exception as exc:
+            if isinstance(exc, OSError) and exc.errno == errno.EMFILE:
+                server.set_aside(self._too_many_files())  # said once; served once files free
+                return now() + SET_ASIDE_RETRY
+            server.unexpected(exc)  # a bug or a surprise must not end service
             deadline = now() + 1.0
         return deadline
 

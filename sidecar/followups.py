@@ -77,20 +77,22 @@ class FollowUps:
                 self.adopt(entry, now)
             self.next_recovery = now + RECOVERY_INTERVAL
         self.check_running(now)
-        while len(self.running) < self.config().concurrency:
-            due = next_due(self.queue.view(now).pending, set(self.running), now)
+        while True:
+            pending = self.queue.view(now).pending
+            if len(self.running) >= self.config().concurrency:
+                return _earliest(self._recovery_due(pending), *self._deadlines())  # an exit wakes us
+            due = next_due(pending, set(self.running), now)
             if due.entry is None:
-                return _earliest(due.wake_at, self._recovery_due(now), *self._deadlines())
+                return _earliest(due.wake_at, self._recovery_due(pending), *self._deadlines())
             claimed = self.queue.claim(due.entry.id, now, str(self.log_path(due.entry, now)))
             if claimed is not None:
                 self.start(claimed, now)
-        return _earliest(self._recovery_due(now), *self._deadlines())  # an exit wakes us too
 
-    def _recovery_due(self, now: float) -> float | None:
+    def _recovery_due(self, pending: list[QueueEntry]) -> float | None:
         """When to look for claims other instances left; None while there are none (a new
         claim changes hooks.json, which wakes the loop)."""
         mine = self.queue.instance_id
-        others = any(e.claimed_by and e.claimed_by != mine for e in self.queue.view(now).pending)
+        others = any(e.claimed_by and e.claimed_by != mine for e in pending)
         return self.next_recovery if others else None
 
     def _deadlines(self) -> list[float]:

@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 import orjson
+import tomlkit
 
 from . import jsonfile
 from .kinds import SidecarError
@@ -104,6 +105,20 @@ def save_json(path: Path, data: dict[str, Any]) -> bool:
         return False
     path.parent.mkdir(parents=True, exist_ok=True)
     jsonfile.write_bytes_atomic(path, new)
+    return True
+
+
+def save_toml(path: Path, doc: Any, tidy_end: bool = False) -> bool:
+    """Write a tomlkit document back, only if it changed; `tidy_end` drops the blank line
+    tomlkit leaves where a table sidecar added at the end was taken out again."""
+    text = tomlkit.dumps(doc)
+    if tidy_end and text.endswith("\n\n"):
+        text = text.rstrip("\n") + "\n"
+    old = path.read_text() if path.exists() else None
+    if old == text or (old is None and not text.strip()):
+        return False
+    path.parent.mkdir(parents=True, exist_ok=True)
+    jsonfile.write_bytes_atomic(path, text.encode())
     return True
 
 

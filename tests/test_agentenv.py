@@ -7,8 +7,6 @@ import os
 import stat
 from pathlib import Path
 
-import pytest
-
 from conftest import run_cli
 from sidecar import agentenv, service
 from sidecar.config import DEFAULT_RESUME, load_config
@@ -93,19 +91,33 @@ def test_doctor_names_the_executable_and_the_variable_the_service_lacks(
            "(/usr/bin:/bin)" in said
 
 
-@pytest.mark.parametrize("provider_env, said", [
-    ("STUB_KEY", "codex: STUB_KEY is missing from the service's environment"),
-])
-def test_doctor_names_the_variable_codexs_provider_needs(workspace, config_home, tmp_path,
-                                                        provider_env, said):
+def test_doctor_names_the_variable_codexs_provider_needs(workspace, config_home, tmp_path):
     from sidecar import doctor
 
     codex_home = tmp_path / "codex"
     codex_home.mkdir()
     (codex_home / "config.toml").write_text(
-        f'model_provider = "stub"\n[model_providers.stub]\nenv_key = "{provider_env}"\n')
-    assert agentenv.codex_needed(codex_home) == (provider_env,)
+        'model_provider = "stub"\n[model_providers.stub]\nenv_key = "STUB_KEY"\n')
+    assert agentenv.codex_needed(codex_home) == ("STUB_KEY",)
     found = agentenv.problems("codex", ("/bin/sh",), {"PATH": "/usr/bin"}, {},
                               agentenv.codex_needed(codex_home))
+    said = "codex: STUB_KEY is missing from the service's environment"
     assert any(said in f for f in found)
-    assert doctor is not None
+    # And through doctor's own check, with no unit installed (this shell's environment).
+    (config_home / "config.toml").write_text('[resume]\ncodex = ["/bin/sh", "{session_id}"]\n')
+    findings = doctor._agent_environment(["codex"], tmp_path / "home", "linux", codex_home)
+    assert [f.what for f in findings if not f.ok] == [
+        f"{said}; add `STUB_KEY=...` to {config_home / 'environment'}"]
+    (config_home / "environment").write_text("STUB_KEY=x\n")
+    findings = doctor._agent_environment(["codex"], tmp_path / "home", "linux", codex_home)
+    assert all(f.ok for f in findings) and findings
+
+
+def test_a_config_toml_that_cannot_be_read_stops_no_integration(workspace, config_home, tmp_path):
+    claude = fake_host(tmp_path / "bin", "claude")
+    (config_home / "config.toml").write_text("this is = = not toml\n")
+    env = {"PATH": f"{claude.parent}{os.pathsep}{os.environ['PATH']}", "HOME": str(tmp_path)}
+    result = run_cli("integrate", "claude-code", cwd=workspace.root, env=env)
+    assert result.returncode == 0 and b"sidecar's hooks are in" in result.stdout
+    assert b"the resume command for claude-code was not recorded" in result.stderr
+    assert (config_home / "config.toml").read_text() == "this is = = not toml\n"  # untouched

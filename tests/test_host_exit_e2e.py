@@ -48,7 +48,9 @@ def assert_ends_as_host_exit(workspace, start_daemon, daemon, host, kill):
     wait_until(lambda: read_json(record)["status"] == "completed", 5, 0.02)
     took = time.monotonic() - killed
     assert read_json(record)["metadata"]["sidecar"]["completionReason"] == "host-exited"
-    assert read_json(workspace.bindings_file)["bindings"].get(host, {}) == {}
+    # The record is saved before the bindings (a crash between leaves the binding to clean):
+    # the binding goes a moment after the record says completed.
+    wait_until(lambda: read_json(workspace.bindings_file)["bindings"].get(host, {}) == {}, 2)
     assert took < 2, f"completed {took:.2f} s after the kill"
 
 

@@ -190,3 +190,24 @@ def test_the_serving_loop_survives_an_unexpected_error_and_steps_again(ws, monke
     s.close(T0 + 1)
     d.folders.stop()
     shutil.rmtree(ws.runtime / "instances", ignore_errors=True)
+
+
+def test_running_out_of_open_files_in_a_step_sets_the_workspace_aside_once(ws, monkeypatch,
+                                                                          caplog):
+    """EMFILE (the process's file limit, which a test cannot safely exhaust beside pytest)."""
+    import errno
+
+    d = daemon_mod.Daemon([ws.root], CONFIG)
+    s = server(ws)
+
+    def no_files(now):
+        raise OSError(errno.EMFILE, "Too many open files")
+
+    monkeypatch.setattr(s, "step", no_files)
+    for _ in range(3):
+        assert d._step(s, T0) == pytest.approx(time.time() + daemon_mod.SET_ASIDE_RETRY, abs=0.5)
+    assert s.ingest.health.errors == 1  # said once, not at every retry
+    assert "raise LimitNOFILE= in the service unit" in s.ingest.health.last_error
+    assert "Traceback" not in caplog.text
+    s.close(T0)
+    d.folders.stop()

@@ -280,3 +280,24 @@ def test_one_inotify_watch_serves_many_folders_and_says_when_one_is_gone(tmp_pat
             watch.add(link, print)  # never watched through a symlink
     finally:
         watch.stop()
+
+
+def test_the_watchdog_fallback_reports_names_and_refuses_a_missing_folder(tmp_path):
+    """Where there is no inotify (macOS) watchdog's observer does the watching."""
+    from sidecar.watch import WatchdogWatch
+
+    watch = WatchdogWatch()
+    seen: list[str | None] = []
+    folder = tmp_path / "inbox"
+    folder.mkdir()
+    handle = watch.add(folder, seen.append)
+    watch.start()
+    try:
+        (folder / "a.json").write_bytes(b"{}")
+        wait_until(lambda: "a.json" in seen, 5)
+        assert not watch.lost(handle)
+        watch.remove(handle)
+        with pytest.raises(WatchError):
+            watch.add(tmp_path / "missing", seen.append)
+    finally:
+        watch.stop()
