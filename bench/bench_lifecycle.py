@@ -90,6 +90,8 @@ def sigterm_handoff(runs: int = 5) -> None:
                     delaySeconds=0, promptFile=None,
                     action=[sys.executable, "-c", "import time; time.sleep(8)"])
                 hooks.write_bytes(orjson.dumps(doc))
+                subprocess.run([SIDECAR, "hooks", "trust", "post-task", "--yes", "--root",
+                                str(root)], env=env, check=True, capture_output=True)
                 with daemon(root, env) as old:
                     standby = subprocess.Popen([SIDECAR, "run", "--root", str(root)], env=env,
                                                stdout=subprocess.DEVNULL,

@@ -7,6 +7,7 @@ prompt, paths) are substituted into single argv elements and nothing runs throug
 from __future__ import annotations
 
 import json
+import logging
 import os
 import subprocess
 import sys
@@ -14,9 +15,13 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from . import jsonfile, safedir
 from .kinds import SidecarError
 from .layout import Workspace
+from .owner import Account
 from .procwatch import Proc, is_alive, start_time
+
+log = logging.getLogger("sidecar")
 
 KILL_GRACE = 5.0  # seconds between SIGTERM and SIGKILL for an action's process group
 RUNNER = str(Path(__file__).with_name("runner.py"))  # run by path, without site: fast to start
@@ -49,12 +54,11 @@ class Firing:
             "{codex_sandbox}": self.codex_sandbox,
         }
 
-    def environment(self, ws: Workspace, agent_env: Mapping[str, str]) -> dict[str, str]:
-        """The daemon's environment, the environment file's variables over it, then the
-        firing's own."""
+    def environment(self, ws: Workspace, base: Mapping[str, str]) -> dict[str, str]:
+        """`base` (the daemon's environment and the environment file's variables over it, or
+        the owner's clean one), then the firing's own variables."""
         return {
-            **os.environ,
-            **agent_env,
+            **base,
             "SIDECAR_HOOK_ID": self.hook_id,
             "SIDECAR_SESSION_ID": self.session_id,
             "SIDECAR_HARNESS_SESSION_ID": self.harness_session_id,
@@ -102,65 +106,107 @@ def working_folder(ws: Workspace, cwd: str | None) -> Path:
     return root
 
 
-def start(argv: list[str], cwd: Path, env: dict[str, str], log_path: Path) -> Proc:
+def start(argv: list[str], cwd: Path, env: dict[str, str], log_path: Path,
+          account: Account | None = None) -> Proc:
     """Start the action through `sidecar.runner`, in a session of its own, and return its
-    process: it outlives this instance, and its outcome lands in `status_file(log_path)`."""
-    log_path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
-    fd = os.open(log_path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC | os.O_NOFOLLOW,
-                 0o600)
-    with open(fd, "ab") as log:
-        log.write(f"$ {argv!r}\n(cwd {cwd})\n".encode())
-        log.flush()
-        try:
-            proc = subprocess.Popen(
-                [sys.executable, "-S", RUNNER, str(log_path), "--", *argv],
-                cwd=cwd, env=env, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
-                start_new_session=True, close_fds=True,
-            )
-        except OSError as exc:
-            raise ActionError(f"cannot start {argv[0]!r}: {exc.strerror or exc}") from None
+    process: it outlives this instance, and its outcome lands in `status_file(log_path)`.
+    With `account`, the runner and the action run as that user (uid, gid, groups).
+
+    The log's folder is made and opened without following a link, and the runner gets it as
+    a descriptor, so nothing of the firing is ever written through a symlinked folder."""
+    try:
+        folder = safedir.open_dir(log_path.parent, create=True)
+    except OSError as exc:
+        raise ActionError(f"{exc.filename}: {exc.strerror}; the firing's log is never "
+                          "written through a link") from None
+    try:
+        fd = os.open(log_path.name, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC
+                     | os.O_NOFOLLOW, 0o600, dir_fd=folder)
+        safedir.give_to_owner(fd, folder)
+        with open(fd, "ab") as log_file:
+            as_who = "" if account is None else f" as {account.name} (uid {account.uid})"
+            log_file.write(f"$ {argv!r}\n(cwd {cwd}){as_who}\n".encode())
+            log_file.flush()
+            try:
+                proc = subprocess.Popen(
+                    [sys.executable, "-S", RUNNER, str(folder), log_path.name, "--", *argv],
+                    cwd=cwd, env=env, stdin=subprocess.DEVNULL, stdout=log_file,
+                    stderr=subprocess.STDOUT, start_new_session=True, close_fds=True,
+                    pass_fds=(folder,), user=account.uid if account else None,
+                    group=account.gid if account else None,
+                    extra_groups=list(account.groups) if account else None)
+            except OSError as exc:
+                if account is not None and exc.filename in (None, sys.executable):
+                    raise ActionError(  # the runner itself, as the owner
+                        f"cannot start sidecar's runner ({sys.executable}) as {account.name}: "
+                        f"{exc.strerror or exc}; install sidecar where that user can run it"
+                    ) from None
+                raise ActionError(f"cannot start {argv[0]!r}: {exc.strerror or exc}") from None
+    finally:
+        os.close(folder)
     # Not waited for through this Popen: any instance may be the one that sees it end.
     proc.returncode = 0  # keeps subprocess from warning about a child it never waited for
     return Proc(proc.pid, start_time(proc.pid))
-
-
-def refuse_links(base: Path, folder: Path) -> None:
-    """ActionError if any folder from `base` down to `folder` is a symlink: a log is never
-    written through one (a hand-made link could point it anywhere)."""
-    path = base
-    for part in ("", *folder.relative_to(base).parts):
-        path = path / part if part else base
-        if path.is_symlink():
-            raise ActionError(f"{path} is a symlink; the firing's log is never written through one")
 
 
 def status_file(log_path: Path) -> Path:
     return log_path.with_name(log_path.name + ".status")
 
 
-def settle_start(log_path: Path) -> Proc | None:
+def settle_start(log_path: Path, runs_as: int) -> Proc | None:
     """For a firing whose instance died before recording its start: the runner's process if
-    it started, else None, having made sure it never will (see `sidecar.runner`)."""
+    it started, else None, having made sure it never will (see `sidecar.runner`).
+
+    The start token lies in the workspace, which its owner can write: a live pid in it counts
+    only if that process is the runner of this very log, running as `runs_as` and leading
+    its own process group, so a planted pid is never adopted, and so never signalled."""
     from .runner import claim_start
 
-    token = log_path.with_name(log_path.name + ".started")
+    token = log_path.name + ".started"
     try:
-        log_path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
-        if claim_start(str(token), '{"givenUp": true}'):
-            return None
-        started = json.loads(token.read_bytes())
-    except (OSError, ValueError):
+        with safedir.opened(log_path.parent, create=True) as folder:
+            if claim_start(folder, token, '{"givenUp": true}'):
+                return None
+        started = json.loads(jsonfile.read_bytes(log_path.with_name(token)))
+    except (OSError, ValueError, SidecarError):
         return None
-    pid = started.get("pid")
-    return Proc(pid, started.get("start")) if isinstance(pid, int) else None
+    pid, begun = started.get("pid"), started.get("start")
+    if type(pid) is not int or type(begun) is not int or pid <= 1:
+        return None
+    proc = Proc(pid, begun)
+    if is_alive(proc) and not is_runner_of(proc, log_path, runs_as):
+        log.warning("%s: its start token names pid %d, which is not this firing's runner; "
+                    "not adopted", log_path, pid)
+        return None
+    return proc
+
+
+def is_runner_of(proc: Proc, log_path: Path, runs_as: int) -> bool:
+    """Whether `proc` is `sidecar.runner` for `log_path`, run as `runs_as`, leading its group."""
+    try:
+        with open(f"/proc/{proc.pid}/cmdline", "rb") as handle:
+            args = handle.read().split(b"\0")
+        owner = os.stat(f"/proc/{proc.pid}").st_uid
+        group = os.getpgid(proc.pid)
+    except OSError:
+        return False
+    runner = RUNNER.encode()
+    if runner not in args or owner != runs_as or group != proc.pid or not is_alive(proc):
+        return False
+    at = args.index(runner)
+    return args[at + 2:at + 4] == [log_path.name.encode(), b"--"]
 
 
 def outcome(log_path: Path) -> str:
     """The recorded outcome of an action that has ended: ok, or error: why."""
     try:
-        status = json.loads(status_file(log_path).read_bytes())
-    except (OSError, ValueError):
+        status = json.loads(jsonfile.read_bytes(status_file(log_path)))
+    except safedir.LinkRefused:
+        raise  # `logs` was swapped for a link: read it again once the workspace is repaired
+    except (OSError, ValueError, SidecarError):
         return "error: interrupted"  # the runner itself was killed before it could say
+    if not isinstance(status, dict):
+        return "error: interrupted"
     if "error" in status:
         return f"error: {status['error']}"
     code = status.get("exit")

@@ -57,6 +57,11 @@ def read_env_file(path: Path | None = None) -> dict[str, str]:
         text = (path or env_file()).read_text()
     except (FileNotFoundError, IsADirectoryError, UnicodeDecodeError):
         return {}
+    return parse_env(text)
+
+
+def parse_env(text: str) -> dict[str, str]:
+    """The variables of an environment file's text."""
     found = {}
     for line in text.splitlines():
         if line.lstrip().startswith(("#", ";")):

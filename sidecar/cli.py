@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import logging
+import shlex
 import sys
 from pathlib import Path
 from typing import NoReturn
 
 import typer
 
-from . import __version__, jsonfile, layout
+from . import __version__, foreign, jsonfile, layout
 from . import config as config_mod
 from . import status as status_mod
 from .hooks import initialise
@@ -59,12 +60,37 @@ def init(directory: Path = typer.Argument(Path("."), help="The workspace folder.
         fail(f"{root} is not a folder")
     ws = Workspace(root)
     fresh = not ws.is_initialised()
-    seeded = initialise(ws, now())
+    registered_before = root in config_mod.load_registry()
+    try:
+        ws.check_runtime()
+        moved = foreign.set_aside(ws, registered_before, now())
+        had_hooks = ws.hooks_file.exists()
+        seeded = initialise(ws, now())
+    except (OSError, SidecarError) as exc:
+        fail(f"cannot initialise {root}: {exc}")
     registered = config_mod.register(root)
     typer.echo(f"{'initialised' if fresh else 'already initialised'}: {ws.context}")
+    if moved is not None:
+        _say_moved(ws, *moved)
     if seeded:
-        typer.echo("wrote the default post-task hook and its prompt (.context/hooks/post-task.md)")
+        typer.echo("wrote the default prompts (.context/hooks/)" if had_hooks else
+                   "wrote the default post-task hook and its prompt (.context/hooks/post-task.md)")
     typer.echo(f"{'registered' if registered else 'already registered'} in {layout.registry_file()}")
+
+
+def _say_moved(ws: Workspace, found: foreign.Found, aside: Path) -> None:
+    typer.echo("found state in .context/runtime that this machine's sidecar did not write:")
+    for what in found.what:
+        typer.echo(f"  - {what}")
+    typer.echo(f"moved it to {aside.relative_to(ws.root)}/; none of it runs")
+    commands = [h for h in found.hooks.values() if isinstance(h.action, list)]
+    if found.hooks:
+        typer.echo(f"kept its hook definitions ({', '.join(found.hooks)}) without their queue; "
+                   "a command hook runs only once you trust it:")
+    for hook in commands:
+        assert isinstance(hook.action, list)
+        typer.echo(f"  {hook.id}: {shlex.join(hook.action)}  (to run it: sidecar hooks trust "
+                   f"{hook.id})")
 
 
 @app.command()

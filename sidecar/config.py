@@ -86,6 +86,12 @@ def load_config(path: Path | None = None) -> Config:
         data = {}
     except (OSError, tomllib.TOMLDecodeError) as exc:
         raise ConfigError(f"{path}: {exc}") from None
+    return parse_config(data, path, read_env_file(path.with_name("environment")))
+
+
+def parse_config(data: Mapping[str, Any], path: Path, agent_env: Mapping[str, str]) -> Config:
+    """Settings from config.toml's table (`path` names it in errors) and the environment
+    file's variables; ConfigError names a bad key."""
     values: dict[str, Any] = {}
     for key, value in data.items():
         if key in _DURATIONS:
@@ -109,7 +115,7 @@ def load_config(path: Path | None = None) -> Config:
             values[field_name] = value
         else:
             raise ConfigError(f"{path}: unknown setting {key!r}")
-    values["agent_env"] = MappingProxyType(read_env_file(path.with_name("environment")))
+    values["agent_env"] = MappingProxyType(dict(agent_env))
     return Config(**values)
 
 

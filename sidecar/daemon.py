@@ -26,6 +26,7 @@ from .layout import TamperedRuntime, Workspace
 from .loop import StepLoop
 from .plugins import PluginRunner
 from .procwatch import Proc, ProcessWatch
+from .safedir import LinkRefused
 from .sdnotify import Notifier
 from .server import WorkspaceServer
 from .timeutil import now
@@ -189,7 +190,7 @@ class Daemon:
                 self._watch_folders(server)  # its folder was replaced: watch the new one
                 server.notice_arrival()  # and list it: files may have come meanwhile
                 deadline = now()
-        except TamperedRuntime as exc:  # set aside; the other workspaces go on
+        except (TamperedRuntime, LinkRefused) as exc:  # set aside; the others go on
             server.set_aside(exc)
             deadline = now() + SET_ASIDE_RETRY
         except WatchError as exc:  # its folder is not there (yet): looked at again soon

@@ -3,13 +3,15 @@
 from __future__ import annotations
 
 import os
+import shlex
 import shutil
 import sys
 from dataclasses import dataclass
 from pathlib import Path
 
-from . import agentenv, codex, gemini, integrate, opencode, service, status
+from . import agentenv, codex, gemini, hooks, integrate, opencode, service, status, trust
 from . import config as config_mod
+from .kinds import SidecarError
 from .layout import Workspace, find_workspace
 from .timeutil import now
 
@@ -97,7 +99,19 @@ def _workspace(cwd: Path, ws: Workspace | None, unserved: list[Path], fix: str) 
     findings = [Finding(True, f"workspace {ws.root} is registered")]
     if ws.root in unserved:
         findings.append(Finding(False, f"no live instance serves {ws.root}", fix))
-    return findings
+    return findings + _trust(ws)
+
+
+def _trust(ws: Workspace) -> list[Finding]:
+    """Command hooks that will not run until trusted: each with the exact command."""
+    try:
+        view = hooks.read_view(ws)
+        untrusted = trust.untrusted(ws, view.hooks.values())
+    except (OSError, SidecarError) as exc:
+        return [Finding(False, f"cannot read {ws.hooks_file}: {exc}", "")]
+    return [Finding(False, f"hook {h.id}'s command is not trusted on this machine, so it does "
+                           f"not run: {shlex.join(h.action)}", f"sidecar hooks trust {h.id}")
+            for h in untrusted if isinstance(h.action, list)]
 
 
 def _integration(name: str, binary: str, integrated: bool, fix: str) -> Finding:

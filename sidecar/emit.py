@@ -234,28 +234,93 @@ def build_event(options: dict[str, str],
     return envelope(raw, meta), "", top_level_string(raw, "cwd") or ""
 
 
+def registry_file() -> str:
+    """The user's registry of workspaces, as layout.registry_file() finds it."""
+    home = os.environ.get("SIDECAR_CONFIG_HOME")
+    if not home:
+        xdg = os.environ.get("XDG_CONFIG_HOME") or os.path.join(os.path.expanduser("~"), ".config")
+        home = os.path.join(xdg, "sidecar")
+    return os.path.join(home, "workspaces.json")
+
+
+def registered(workspace: str) -> bool:
+    """Whether this machine's user ran `sidecar init` for `workspace` (it is in their registry).
+
+    A `.context/` that came with a clone, and was never initialised here, gets nothing: a
+    user-level hook (Codex's, Gemini's) runs in every folder. The registry is small JSON that
+    sidecar writes itself, so the quoted path is looked for as bytes: no JSON parser."""
+    try:
+        fd = os.open(registry_file(), os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+    except OSError:
+        return False
+    try:
+        data = os.read(fd, 1 << 24)
+    finally:
+        os.close(fd)
+    quoted = json_string(os.path.realpath(workspace)).encode("utf-8", "surrogateescape")
+    return quoted in data
+
+
+class Refused(OSError):
+    """The workspace's runtime is not one sidecar writes into (a symlink, not initialised)."""
+
+
+DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
+
+
+def open_inbox(workspace: str) -> int:
+    """The inbox folder, reached from the workspace without following a link (openat with
+    O_NOFOLLOW at each step: a shipped or swapped symlink is refused, never written through).
+    A missing runtime or inbox of a registered workspace is made, 0700."""
+    fd = os.open(workspace, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+    try:
+        for i, name in enumerate(INBOX_PARTS):
+            try:
+                child = os.open(name, DIR_FLAGS, dir_fd=fd)
+            except FileNotFoundError:
+                if i == 0:
+                    raise
+                os.mkdir(name, 0o700, dir_fd=fd)
+                child = os.open(name, DIR_FLAGS, dir_fd=fd)
+            except NotADirectoryError:
+                shown = os.path.join(workspace, *INBOX_PARTS[:i + 1])
+                raise Refused(f"{shown} is a symlink or not a folder; sidecar never writes "
+                              "through one; nothing emitted") from None
+            os.close(fd)
+            fd = child
+    except BaseException:
+        os.close(fd)
+        raise
+    return fd
+
+
 def drop(workspace: str, data: bytes) -> str:
-    """Write `data` into the workspace's inbox by write-then-rename; returns the file name."""
-    inbox = os.path.join(workspace, *INBOX_PARTS)
-    if not os.path.isdir(inbox):
-        os.makedirs(inbox, mode=0o700, exist_ok=True)
+    """Write `data` into the workspace's inbox by write-then-rename; returns the file name.
+    Refused (nothing written) where the workspace was never initialised on this machine."""
+    if not registered(workspace):
+        raise Refused(f"{workspace} was not initialised on this machine (run `sidecar init` "
+                      "there); nothing emitted")
+    inbox = open_inbox(workspace)
     # Names sort in arrival order; pid and random bytes keep concurrent producers apart.
     name = f"{time.time_ns():020d}-{os.getpid()}-{os.urandom(3).hex()}"
-    temp = os.path.join(inbox, "." + name + ".tmp")
-    fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o600)
+    temp = "." + name + ".tmp"
     try:
+        fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC | os.O_NOFOLLOW,
+                     0o600, dir_fd=inbox)
         try:
-            view = memoryview(data)
-            while view:  # a short write (a nearly full disk) goes on, or fails whole
-                view = view[os.write(fd, view):]
-        finally:
-            os.close(fd)
-        final = os.path.join(inbox, name + ".json")
-        os.rename(temp, final)
-    except BaseException:
-        os.unlink(temp)  # never leave a temporary file behind (a full disk)
-        raise
-    return final
+            try:
+                view = memoryview(data)
+                while view:  # a short write (a nearly full disk) goes on, or fails whole
+                    view = view[os.write(fd, view):]
+            finally:
+                os.close(fd)
+            os.rename(temp, name + ".json", src_dir_fd=inbox, dst_dir_fd=inbox)
+        except BaseException:
+            os.unlink(temp, dir_fd=inbox)  # never leave a temporary file behind (a full disk)
+            raise
+    finally:
+        os.close(inbox)
+    return os.path.join(workspace, *INBOX_PARTS, name + ".json")
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -289,7 +354,11 @@ def _emit(options: dict[str, str], positionals: list[str]) -> None:
     if workspace is None and "root" not in options and start != os.getcwd():
         workspace = find_workspace(os.getcwd())
     if workspace is not None:
-        drop(workspace, data)
+        try:
+            drop(workspace, data)
+        except Refused as exc:
+            if sys.stderr.isatty() or "symlink" in str(exc):  # a link is worth a line always
+                sys.stderr.write(f"sidecar emit: {exc}\n")
     elif sys.stderr.isatty():  # a person trying it by hand; a host's hook stays quiet
         sys.stderr.write(f"sidecar emit: no workspace (.context/) at or above {start}; "
                          "run `sidecar init` there; nothing emitted\n")

@@ -18,10 +18,10 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from . import actions
+from . import actions, owner, trust
 from . import hooks as hooks_mod
 from .actions import ActionError, Firing, build_argv, working_folder
-from .config import Config
+from .config import Config, ConfigError
 from .hookdoc import Hook, QueueEntry, Run
 from .hookqueue import Claimed, FollowUpQueue
 from .kinds import Fired, Verdict
@@ -128,7 +128,15 @@ class FollowUps:
     # -- running actions ---------------------------------------------------------------
 
     def launch(self, entry: QueueEntry, hook: Hook, cwd: str | None, now: float) -> None:
-        """Start the hook's action detached and record it; an error status if it cannot start."""
+        """Start the hook's action detached and record it; an error status if it cannot start.
+
+        A command from hooks.json runs only if the workspace's owner trusted it (trust.py);
+        where the owner is not this process's user, it runs as the owner (owner.py)."""
+        if isinstance(hook.action, list) and not trust.is_trusted(self.ws, hook.action):
+            log.warning("%s: %s's command %s is not trusted on this machine; not run (sidecar "
+                        "hooks trust %s)", self.ws.root, hook.id, hook.action, hook.id)
+            self.finish(entry, trust.NOT_TRUSTED, None)
+            return
         prompt = ""
         if hook.prompt_file:
             try:
@@ -137,24 +145,31 @@ class FollowUps:
                 why = exc.strerror if isinstance(exc, OSError) and exc.strerror else exc
                 self.finish(entry, f"error: prompt file {hook.prompt_file}: {why}", None)
                 return
-        config = self.config()
+        try:
+            account = owner.foreign_owner(self.ws)
+            config = self.config() if account is None else owner.owner_config(account)
+        except (owner.CannotActAsOwner, ConfigError) as exc:
+            self.finish(entry, f"error: {exc}", None)
+            return
         firing = Firing(hook_id=hook.id, host=entry.host, session_id=entry.session_id,
                         harness_session_id=entry.harness_session_id or "", prompt=prompt,
                         prompt_file=hook.prompt_file, cwd=working_folder(self.ws, cwd),
                         permission_mode=config.permission_mode,
                         codex_sandbox=config.codex_sandbox)
-        log_path = Path(entry.log) if entry.log else self.log_path(entry, now)
+        base = ({**os.environ, **config.agent_env} if account is None
+                else owner.owner_environment(account, dict(config.agent_env)))
+        log_path = self.ws.firing_log(entry.hook_id, entry.log or "") or self.log_path(entry, now)
         try:
-            argv = build_argv(hook.action, firing, self.config().resume, self.ws)
-            actions.refuse_links(self.ws.logs, log_path.parent)
-            proc = actions.start(argv, firing.cwd,
-                                 firing.environment(self.ws, self.config().agent_env), log_path)
+            argv = build_argv(hook.action, firing, config.resume, self.ws)
+            proc = actions.start(argv, firing.cwd, firing.environment(self.ws, base), log_path,
+                                 account)
         except ActionError as exc:
             self.finish(entry, f"error: {exc}", log_path if log_path.exists() else None)
             return
         # The one ambiguous window: between the claim and this write, a death of this instance
         # leaves a firing nobody can tell ran or not (recorded `error: interrupted`).
-        self.queue.started(entry.id, Run(proc.pid, proc.start, str(log_path), iso(now)), now)
+        run = trust.sign(self.ws, entry.id, Run(proc.pid, proc.start, str(log_path), iso(now)))
+        self.queue.started(entry.id, run, now)
         self.running[entry.id] = Running(entry, proc, log_path, now + self.config().action_timeout)
         self.watch(proc)
         log.info("%s: fired %s for %s session %s (pid %d, log %s)", self.ws.root, hook.id,
@@ -167,10 +182,11 @@ class FollowUps:
 
     def adopt(self, entry: QueueEntry, now: float) -> None:
         """Take over an action another instance started: wait for it, and time it out."""
-        assert entry.run is not None
+        assert entry.run is not None  # its MAC checked by the queue's recovery
         started = parse_ts(entry.run.started_at) or now
         proc = Proc(entry.run.pid, entry.run.start)
-        self.running[entry.id] = Running(entry, proc, Path(entry.run.log),
+        log_path = self.ws.firing_log(entry.hook_id, entry.run.log) or self.log_path(entry, now)
+        self.running[entry.id] = Running(entry, proc, log_path,
                                          started + self.config().action_timeout)
         self.watch(proc)
 
@@ -179,9 +195,9 @@ class FollowUps:
         for key, run in list(self.running.items()):
             actions.reap(run.proc.pid)  # our own child: collect it, so it reads as gone
             if not is_alive(run.proc):
-                del self.running[key]
                 status = (f"error: timed out after {self.config().action_timeout:g}s"
                           if run.kill_at is not None else actions.outcome(run.log))
+                del self.running[key]  # after the outcome is read: a tampered `logs` retries
                 self.finish(run.entry, status, run.log)
             elif run.kill_at is None and now >= run.deadline:
                 log.warning("%s: %s ran past actionTimeout; stopping it", self.ws.root, key)

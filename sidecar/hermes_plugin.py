@@ -16,7 +16,7 @@ from typing import Any
 
 import orjson
 
-from .emit import drop, find_workspace
+from .emit import drop, find_workspace, registered
 from .procwatch import start_time
 
 log = logging.getLogger("sidecar.hermes")
@@ -50,8 +50,8 @@ def forward(hook: str, **kwargs: Any) -> None:
         if event is None:
             return
         workspace = find_workspace(os.environ.get("SIDECAR_WORKSPACE") or os.getcwd())
-        if workspace is None:
-            log.debug("sidecar: no workspace at or above %s", os.getcwd())
+        if workspace is None or not registered(workspace):
+            log.debug("sidecar: no workspace initialised here at or above %s", os.getcwd())
             return
         drop(workspace, orjson.dumps(event))
     except Exception:  # a plugin must never break the agent

@@ -15,6 +15,7 @@ from typing import Any, NoReturn
 import orjson
 
 from .kinds import EventKind, SidecarError
+from .layout import HOOK_NAME
 from .timeutil import iso, parse_ts
 
 Json = dict[str, Any]
@@ -24,7 +25,7 @@ MAX_DELAY = 86400
 DEFAULT_DELAY = 10
 DEFAULT_PROMPT_FILE = "hooks/post-task.md"
 PROMPT_FILE = re.compile(r"hooks/[^/\\]+\.md")
-HOOK_ID = re.compile(r"[A-Za-z0-9_-][A-Za-z0-9._-]{0,63}")
+HOOK_ID = HOOK_NAME  # a hook id names its log folder: one plain name
 HOOK_EVENTS = tuple(kind.value for kind in EventKind)
 
 
@@ -194,12 +195,14 @@ def _action(value: Any, path: str) -> Action:
 @dataclass(slots=True)
 class Run:
     """A started action: the runner's process (pid and start time), its log, when it began.
-    Written before anything waits for it, so any later leader can adopt it."""
+    Written before anything waits for it, so any later leader can adopt it. `mac` proves
+    this user's sidecar wrote it (see trust.sign): a record without one is never adopted."""
 
     pid: int
     start: int | None
     log: str
     started_at: str
+    mac: str | None = None
 
     @classmethod
     def from_json(cls, data: Any, path: str) -> Run:
@@ -208,10 +211,11 @@ class Run:
             fail(path, "must be an object with the action's pid and log")
         start = data.get("start")
         return cls(data["pid"], start if type(start) is int else None, data["log"],
-                   _text(data.get("startedAt")) or "")
+                   _text(data.get("startedAt")) or "", _text(data.get("mac")))
 
     def to_json(self) -> Json:
-        return {"pid": self.pid, "start": self.start, "log": self.log, "startedAt": self.started_at}
+        return {"pid": self.pid, "start": self.start, "log": self.log, "startedAt": self.started_at,
+                "mac": self.mac}
 
 
 def entry_id(hook_id: str, host: str, session_id: str) -> str:

@@ -14,8 +14,8 @@ import copy
 import logging
 from collections.abc import Callable
 from dataclasses import dataclass
-from pathlib import Path
 
+from . import owner, trust
 from .actions import settle_start
 from .hookdoc import Hook, HooksDoc, QueueEntry, Run, entry_id
 from .hooks import HookStore, HooksView
@@ -28,6 +28,8 @@ from .timeutil import iso
 log = logging.getLogger("sidecar")
 
 MAX_POSTPONES = 10
+FOREIGN_RUN = ("error: its run record was not written by this user's sidecar; nothing was "
+               "adopted or signalled")
 POSTPONE_SECONDS = 60.0
 
 
@@ -189,24 +191,28 @@ class FollowUpQueue:
                    for e in pending):
             return []
 
+        ws = self.store.ws
+        runs_as = owner.runs_as(ws)
+
         def edit(doc: HooksDoc) -> tuple[list[QueueEntry], int]:
             adopted, lost = [], 0
             for entry in list(doc.pending):
                 if not entry.claimed_by or entry.claimed_by == mine:
                     continue
-                if entry.run is None and entry.log and not is_alive(entry.claimed_by):
-                    proc = settle_start(Path(entry.log))  # started, or now never will
+                if entry.run is not None and not trust.is_ours(ws, entry.id, entry.run):
+                    _drop(doc, entry, FOREIGN_RUN, now)  # planted: never adopted, never signalled
+                    continue
+                log_path = ws.firing_log(entry.hook_id, entry.log or "")
+                if entry.run is None and log_path and not is_alive(entry.claimed_by):
+                    proc = settle_start(log_path, runs_as)  # started, or now never will
                     if proc is not None:
-                        entry.run = Run(proc.pid, proc.start, entry.log, entry.claimed_at or iso(now))
+                        entry.run = trust.sign(ws, entry.id, Run(
+                            proc.pid, proc.start, str(log_path), entry.claimed_at or iso(now)))
                 if entry.run is not None:  # a leader adopts it, whoever started it
                     entry.claimed_by, entry.claimed_at = mine, iso(now)
                     adopted.append(copy.copy(entry))
                 elif not is_alive(entry.claimed_by):
-                    doc.pending.remove(entry)
-                    hook = doc.hooks.get(entry.hook_id)
-                    if hook is not None:
-                        hook.record_firing("error: interrupted", now, entry.host,
-                                           entry.session_id, None)
+                    _drop(doc, entry, "error: interrupted", now)
                     self.store.note_fired_while_broken(entry.id)
                     lost += 1
             return adopted, lost
@@ -219,6 +225,13 @@ class FollowUpQueue:
             log.info("%s: adopted %d running follow-up action(s)", self.store.ws.root,
                      len(adopted))
         return adopted
+
+
+def _drop(doc: HooksDoc, entry: QueueEntry, status: str, now: float) -> None:
+    doc.pending.remove(entry)
+    hook = doc.hooks.get(entry.hook_id)
+    if hook is not None:
+        hook.record_firing(status, now, entry.host, entry.session_id, None)
 
 
 def _wants(hook: Hook, change: SessionChange) -> bool:

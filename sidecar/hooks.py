@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TypeVar
 
-from . import jsonfile, locks
+from . import jsonfile, locks, safedir
 from .hookdoc import HISTORY_LIMIT, Hook, HooksDoc, HooksError, QueueEntry, parse
 from .kinds import EventKind, SidecarError
 from .layout import Workspace
@@ -195,11 +195,14 @@ class HookStore:
         off) and their prompts, each only if missing and only once (see hookdoc.SEEDED)."""
         created = False
         for name, text in PROMPTS.items():
-            prompt = self.ws.prompts / name
-            if not prompt.is_symlink() and not prompt.exists():
-                self.ws.prompts.mkdir(parents=True, exist_ok=True)
-                prompt.write_text(text)
-                created = True
+            try:  # never through a symlinked `hooks/`, never over anything in the prompt's place
+                fd = safedir.open_file(self.ws.prompts / name, os.O_WRONLY | os.O_CREAT | os.O_EXCL,
+                                       0o644, create_dirs=True)
+            except FileExistsError:
+                continue
+            with open(fd, "wb") as prompt:
+                prompt.write(text.encode())
+            created = True
         with locks.locked(self.lock_file):
             if not self.ws.hooks_file.exists():
                 self.state = None
@@ -214,7 +217,6 @@ class HookStore:
 def initialise(ws: Workspace, now: float) -> bool:
     """Make a folder a workspace: its `.context/`, the runtime folders and the seeded hooks
     (each only if missing); returns whether a hook or prompt was written."""
-    ws.context.mkdir(exist_ok=True)
     ws.ensure_runtime()
     return HookStore(ws).seed(now)
 
@@ -274,14 +276,14 @@ def read_prompt(ws: Workspace, prompt_file: str) -> str:
     A prompt file is a regular file directly inside `.context/hooks/`, not a symlink (a cloned
     repository could point one at a credentials file), and at most 64 KiB.
     """
-    if ws.prompts.is_symlink():
-        raise PromptError(f"{ws.prompts} is a symlink; prompt files are never read through one")
     try:
-        fd = os.open(ws.context / prompt_file, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK
-                     | os.O_CLOEXEC)
+        fd = safedir.open_file(ws.context / prompt_file, os.O_RDONLY | os.O_NONBLOCK)
     except OSError as exc:
-        if exc.errno == errno.ELOOP:
+        if exc.errno == errno.ELOOP and exc.filename == Path(prompt_file).name:  # the file
             raise PromptError("is a symlink, not a regular file") from None
+        if exc.errno == errno.ELOOP:  # a folder above it
+            raise PromptError(f"{exc.filename} is a symlink; prompt files are never read "
+                              "through one") from None
         raise
     try:
         st = os.fstat(fd)

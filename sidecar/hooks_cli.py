@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+import shlex
 import sys
 from collections.abc import Callable
 from pathlib import Path
@@ -9,11 +11,12 @@ from typing import Any, NoReturn, TypeVar
 
 import typer
 
-from . import jsonfile
+from . import jsonfile, trust
 from .hookdoc import Hook, HooksDoc, HooksError, new_hook, slug
 from .hooks import HookStore
 from .layout import find_workspace
 from .locks import LockTimeout
+from .owner import owner_uid
 from .timeutil import human_age, now, parse_duration
 
 EXIT_BUSY = 75  # EX_TEMPFAIL: hooks.json is locked by someone else; trying again will do
@@ -117,10 +120,13 @@ def list_hooks(root: Path | None = RootOption,
         return
     if view.error:
         typer.echo(f"hooks.json is broken: {view.error} (showing the last good hooks)")
+    untrusted = {h.id for h in trust.untrusted(store.ws, view.hooks.values())}
     for hook in view.hooks.values():
-        action = "resume" if hook.action == "resume" else " ".join(hook.action)
+        action = "resume" if hook.action == "resume" else shlex.join(hook.action)
+        mark = "  (not trusted on this machine: sidecar hooks trust " + hook.id + ")" \
+            if hook.id in untrusted else ""
         typer.echo(f"{hook.id:<20} {'on ' if hook.enabled else 'off'}  {hook.event:<13} "
-                   f"{hook.delay_seconds:>6}s  {action}  last: {hook.last_status or '-'}")
+                   f"{hook.delay_seconds:>6}s  {action}  last: {hook.last_status or '-'}{mark}")
     t = now()
     for entry in view.pending:
         when = "due" if entry.due <= t else f"in {human_age(entry.due - t)}"
@@ -166,7 +172,20 @@ def add(
             doc.drop_orphans()
         return hook_id
 
-    typer.echo(f"added {_apply(store, edit)}")
+    added = _apply(store, edit)
+    if ctx.args:
+        _trust(store, list(ctx.args))  # the user wrote it here: it is theirs
+    typer.echo(f"added {added}")
+
+
+def _trust(store: HookStore, action: list[str]) -> None:
+    """Trust `action` for this user; where the workspace is someone else's, say that only its
+    owner's trust counts (a root daemon acts as the owner, with the owner's trust)."""
+    owner = owner_uid(store.ws)
+    if owner != os.geteuid():
+        typer.echo(f"note: {store.ws.root} belongs to uid {owner}; its command runs only once "
+                   "that user trusts it (`sidecar hooks trust` run as them)", err=True)
+    trust.trust(store.ws, action, now())
 
 
 def _prompt_exists(store: HookStore, prompt_file: str | None) -> None:
@@ -209,13 +228,19 @@ def update(
         doc.hooks[hook_id] = changed
 
     _apply(store, edit)
+    if ctx.args:
+        _trust(store, list(ctx.args))  # the user wrote it here: it is theirs
     typer.echo(f"updated {hook_id}")
 
 
 def _existing(doc: HooksDoc, hook_id: str) -> Hook:
-    hook = doc.hooks.get(hook_id)
+    return _existing_in(doc.hooks, hook_id)
+
+
+def _existing_in(hooks: dict[str, Hook], hook_id: str) -> Hook:
+    hook = hooks.get(hook_id)
     if hook is None:
-        _fail(f"no hook {hook_id!r} (have: {', '.join(doc.hooks) or 'none'})")
+        _fail(f"no hook {hook_id!r} (have: {', '.join(hooks) or 'none'})")
     return hook
 
 
@@ -257,6 +282,35 @@ def remove(hook_id: str, root: Path | None = RootOption) -> None:
     typer.echo(f"removed {hook_id}" + (f"; dropped {dropped} queued firing(s)" if dropped else ""))
 
 
+@hooks_app.command("trust")
+def trust_hook(
+    hook_id: str = typer.Argument(..., help="The command hook to trust."),
+    yes: bool = typer.Option(False, "--yes", "-y", help="Do not ask; trust what is shown."),
+    root: Path | None = RootOption,
+) -> None:
+    """Show a command hook's exact command, then trust it on this machine, for this workspace.
+
+    A command that arrived with a clone, a pull or a hand edit runs only once trusted; a
+    later change to it needs trusting again.
+    """
+    store = _store(root)
+    hook = _existing_in(store.snapshot(now()).hooks, hook_id)
+    if not isinstance(hook.action, list):
+        typer.echo(f"{hook_id} resumes the session with your own [resume] command; it needs no trust")
+        return
+    typer.echo(f"{hook_id} runs, in {store.ws.root}:\n  {shlex.join(hook.action)}")
+    if trust.is_trusted(store.ws, hook.action):
+        typer.echo("already trusted on this machine")
+        return
+    if not yes:
+        if not sys.stdin.isatty():
+            _fail("not trusted: add --yes to trust it without a question", 1)
+        if not typer.confirm("Trust this command on this machine?", default=False):
+            _fail("not trusted", 1)
+    _trust(store, hook.action)
+    typer.echo(f"trusted {hook_id} (in {trust.trust_file()})")
+
+
 @hooks_app.command("kill-running")
 def kill_running(root: Path | None = RootOption) -> None:
     """End every follow-up action that is running now (SIGTERM to its process group); the
@@ -267,7 +321,10 @@ def kill_running(root: Path | None = RootOption) -> None:
     from .procwatch import Proc
 
     store = _store(root)
+    # Only processes this user's sidecar started (a run record with a valid MAC): a pid
+    # planted in hooks.json is never signalled.
     ended = [e for e in store.snapshot(now()).pending if e.run is not None
+             and trust.is_ours(store.ws, e.id, e.run)
              and signal_group(Proc(e.run.pid, e.run.start), signal.SIGTERM)]
     for entry in ended:
         typer.echo(f"sent SIGTERM to {entry.hook_id} for {entry.host} {entry.session_id} "

@@ -11,9 +11,8 @@ import hashlib
 import os
 import stat
 from dataclasses import dataclass
-from pathlib import Path
 
-from . import events, jsonfile
+from . import events, jsonfile, safedir
 from .layout import Workspace
 from .timeutil import iso
 
@@ -50,30 +49,32 @@ def is_temporary(name: str) -> bool:
 
 def scan(ws: Workspace) -> list[Arrival]:
     """Every arrival in the inbox, oldest name first (names sort in arrival order)."""
-    arrivals = []
     try:
-        entries = list(os.scandir(ws.inbox))
+        with safedir.opened(ws.inbox) as folder:  # never a symlinked inbox (ELOOP)
+            arrivals = [a for entry in os.scandir(folder) if (a := _arrival(entry)) is not None]
     except FileNotFoundError:
         return []
-    for entry in entries:
-        name = entry.name
-        if is_temporary(name) or name == "rejected":
-            continue
-        try:
-            st = entry.stat(follow_symlinks=False)
-        except FileNotFoundError:
-            continue
-        if stat.S_ISLNK(st.st_mode):
-            kind = "symlink"
-        elif stat.S_ISREG(st.st_mode):
-            kind = "file"
-        elif stat.S_ISDIR(st.st_mode):
-            kind = "dir"
-        else:
-            kind = "other"
-        arrivals.append(Arrival(name, st.st_mtime, kind))
     arrivals.sort(key=lambda a: a.name)
     return arrivals
+
+
+def _arrival(entry: os.DirEntry[str]) -> Arrival | None:
+    name = entry.name
+    if is_temporary(name) or name == "rejected":
+        return None
+    try:
+        st = entry.stat(follow_symlinks=False)
+    except FileNotFoundError:
+        return None
+    if stat.S_ISLNK(st.st_mode):
+        kind = "symlink"
+    elif stat.S_ISREG(st.st_mode):
+        kind = "file"
+    elif stat.S_ISDIR(st.st_mode):
+        kind = "dir"
+    else:
+        kind = "other"
+    return Arrival(name, st.st_mtime, kind)
 
 
 _NOT_A_FILE = {
@@ -102,11 +103,12 @@ def read(ws: Workspace, arrival: Arrival, now: float) -> events.Event | Deferred
     judged = _judge_name(arrival, now)
     if judged is not None:
         return judged
-    path = ws.inbox / arrival.name
     try:
-        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
+        fd = safedir.open_file(ws.inbox / arrival.name, os.O_RDONLY | os.O_NONBLOCK)
     except FileNotFoundError:
         return None
+    except safedir.LinkRefused:
+        raise  # the inbox itself was swapped: the event is fine, the workspace is set aside
     except OSError as exc:
         return Rejected(arrival.name, f"cannot be opened safely: {exc.strerror}")
     try:
@@ -142,15 +144,16 @@ def clean_temporaries(ws: Workspace, now: float) -> int:
     """Remove producers' temporary files (dotfiles, `*.tmp`) left for over an hour: a producer
     that died, or a write that failed on a full disk. Only regular files; returns how many."""
     removed = 0
-    for entry in os.scandir(ws.inbox):
-        if not is_temporary(entry.name) or not entry.is_file(follow_symlinks=False):
-            continue
-        try:
-            if now - entry.stat(follow_symlinks=False).st_mtime > TEMPORARY_TTL:
-                os.unlink(entry.path)
-                removed += 1
-        except FileNotFoundError:
-            continue
+    with safedir.opened(ws.inbox) as folder:
+        for entry in os.scandir(folder):
+            if not is_temporary(entry.name) or not entry.is_file(follow_symlinks=False):
+                continue
+            try:
+                if now - entry.stat(follow_symlinks=False).st_mtime > TEMPORARY_TTL:
+                    os.unlink(entry.name, dir_fd=folder)
+                    removed += 1
+            except FileNotFoundError:
+                continue
     return removed
 
 
@@ -178,58 +181,64 @@ def shown(name: str) -> str:
     return printable(name).encode("unicode_escape").decode("ascii")
 
 
-def _free_name(folder: Path, name: str) -> str:
+def _exists(folder: int, name: str) -> bool:
+    try:
+        os.stat(name, dir_fd=folder, follow_symlinks=False)
+    except FileNotFoundError:
+        return False
+    return True
+
+
+def _free_name(folder: int, name: str) -> str:
     name = _kept_name(name)
     candidate, n = name, 1
-    while os.path.lexists(folder / candidate) or os.path.lexists(
-        folder / f"{candidate}.error.json"
-    ):
+    while _exists(folder, candidate) or _exists(folder, f"{candidate}.error.json"):
         candidate = f"{name}.{n}"
         n += 1
     return candidate
 
 
 def reject(ws: Workspace, rejection: Rejected, now: float) -> str | None:
-    """Set a bad entry aside in `rejected/` beside `<name>.error.json`; returns its new name."""
-    ws.rejected.mkdir(mode=0o700, parents=True, exist_ok=True)
-    source = ws.inbox / rejection.name
-    target_name = _free_name(ws.rejected, rejection.name)
-    target = ws.rejected / target_name
-    note = {
-        "file": printable(rejection.name),
-        "reason": rejection.reason,
-        "rejectedAt": iso(now),
-    }
-    jsonfile.write_json_atomic(ws.rejected / f"{target_name}.error.json", note)
-    try:
-        if os.path.isdir(source) and not os.path.islink(source):
-            os.rename(source, target)
-        else:
-            # link + unlink rather than rename: a rename out of a watched folder makes watchdog
-            # hold later events while it waits to pair the move.
-            os.link(source, target, follow_symlinks=False)
-            os.unlink(source)
-    except FileNotFoundError:
-        os.unlink(ws.rejected / f"{target_name}.error.json")
-        return None
-    return target_name
+    """Set a bad entry aside in `rejected/` beside `<name>.error.json`; returns its new name.
+
+    Both folders are opened once, without following a link, and every step works relative to
+    them: a folder swapped for a symlink meanwhile is never written through (see safedir)."""
+    with safedir.opened(ws.inbox) as inbox, safedir.opened(ws.rejected, create=True) as rejected:
+        target = _free_name(rejected, rejection.name)
+        note = {"file": printable(rejection.name), "reason": rejection.reason,
+                "rejectedAt": iso(now)}
+        jsonfile.replace_in(rejected, f"{target}.error.json", jsonfile.dumps(note))
+        name = rejection.name
+        try:
+            st = os.stat(name, dir_fd=inbox, follow_symlinks=False)
+            if stat.S_ISDIR(st.st_mode):
+                os.rename(name, target, src_dir_fd=inbox, dst_dir_fd=rejected)
+            else:
+                # link + unlink rather than rename: a rename out of a watched folder makes
+                # watchdog hold later events while it waits to pair the move.
+                os.link(name, target, src_dir_fd=inbox, dst_dir_fd=rejected,
+                        follow_symlinks=False)
+                os.unlink(name, dir_fd=inbox)
+        except FileNotFoundError:
+            os.unlink(f"{target}.error.json", dir_fd=rejected)
+            return None
+        return target
 
 
 def remove(ws: Workspace, names: list[str]) -> None:
     """Delete applied event files; one already gone is fine."""
-    for name in names:
-        try:
-            os.unlink(ws.inbox / name)
-        except FileNotFoundError:
-            pass
+    with safedir.opened(ws.inbox) as inbox:
+        for name in names:
+            try:
+                os.unlink(name, dir_fd=inbox)
+            except FileNotFoundError:
+                pass
 
 
 def count_rejected(ws: Workspace) -> int:
     try:
-        return sum(
-            1
-            for entry in os.scandir(ws.rejected)
-            if not entry.name.endswith(".error.json") and not is_temporary(entry.name)
-        )
+        with safedir.opened(ws.rejected) as folder:
+            return sum(1 for entry in os.scandir(folder)
+                       if not entry.name.endswith(".error.json") and not is_temporary(entry.name))
     except FileNotFoundError:
         return 0

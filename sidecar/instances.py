@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any
 
-from . import __version__, jsonfile, locks
+from . import __version__, jsonfile, locks, safedir
 from .layout import Workspace
 from .timeutil import iso, now, parse_ts
 
@@ -156,10 +156,7 @@ def _registered(ws: Workspace) -> list[str]:
 
 
 def _unlink(path: Path) -> None:
-    try:
-        path.unlink()
-    except FileNotFoundError:
-        pass
+    safedir.unlink(path)  # never through a symlinked folder
 
 
 def seen(ws: Workspace) -> list[Seen]:

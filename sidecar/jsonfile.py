@@ -6,7 +6,6 @@ whole old file or the whole new one, never a torn one, and a crash keeps one of 
 
 from __future__ import annotations
 
-import errno
 import os
 import stat
 from pathlib import Path
@@ -14,6 +13,7 @@ from typing import Any
 
 import orjson
 
+from . import safedir
 from .kinds import SidecarError
 
 Signature = tuple[int, int, int]
@@ -28,8 +28,9 @@ class NotARegularFile(SidecarError, ValueError):
 
 def read_bytes(path: Path) -> bytes:
     """A state file's bytes, read without blocking: a FIFO or device put where a state file
-    belongs is refused (NotARegularFile), never opened for a read that could wait forever."""
-    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC | os.O_NOFOLLOW)
+    belongs is refused (NotARegularFile), never opened for a read that could wait forever.
+    Neither the file nor a folder of a runtime is followed through a link (see safedir)."""
+    fd = safedir.open_file(path, os.O_RDONLY | os.O_NONBLOCK)
     try:
         st = os.fstat(fd)
         if not stat.S_ISREG(st.st_mode):
@@ -57,31 +58,6 @@ def dumps(data: Any, *, pretty: bool = True) -> bytes:
     return orjson.dumps(data, option=option | orjson.OPT_APPEND_NEWLINE)
 
 
-def fsync_dir(folder: Path) -> None:
-    fd = os.open(folder, os.O_RDONLY | os.O_DIRECTORY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
-
-
-def refuse_symlinked_folders(path: Path) -> None:
-    """Right before a write inside a workspace's `.context/runtime`: every folder from the
-    runtime down to `path`'s own is checked with lstat, and one that is a symlink is refused
-    (ELOOP), so nothing is written through it. (The file itself is opened with O_NOFOLLOW or
-    created with O_EXCL.) A path outside a runtime is not checked."""
-    parts = path.parts
-    for i in range(len(parts) - 2):
-        if parts[i] == ".context" and parts[i + 1] == "runtime":
-            folder = Path(*parts[: i + 2])
-            for part in ("", *parts[i + 2 : -1]):
-                folder = folder / part if part else folder
-                if os.path.islink(folder):
-                    raise OSError(errno.ELOOP, "is a symlink; sidecar never writes through one",
-                                  str(folder))
-            return
-
-
 def write_all(fd: int, data: bytes, durable: bool) -> None:
     """Write every byte (a short write, as on a nearly full disk, goes on), then fsync if asked."""
     view = memoryview(data)
@@ -97,26 +73,32 @@ def write_bytes_atomic(path: Path, data: bytes, *, durable: bool = True) -> Sign
     Returns the new file's signature, taken before the rename, so a change someone else makes
     right after it cannot be mistaken for our own write.
     """
-    refuse_symlinked_folders(path)
+    with safedir.opened(path.parent) as folder:
+        return replace_in(folder, path.name, data, durable)
+
+
+def replace_in(folder: int, name: str, data: bytes, durable: bool = True) -> Signature:
+    """`write_bytes_atomic` inside a folder already opened (a descriptor from safedir)."""
     # The temporary name keeps at most 100 bytes of the final one: it must fit in 255 too.
-    stem = path.name.encode("utf-8", "surrogateescape")[:100].decode("utf-8", "ignore")
-    temp = path.with_name(f".{stem}.{os.getpid()}.{os.urandom(4).hex()}.tmp")
-    fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o600)
+    stem = name.encode("utf-8", "surrogateescape")[:100].decode("utf-8", "ignore")
+    temp = f".{stem}.{os.getpid()}.{os.urandom(4).hex()}.tmp"
+    fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o600, dir_fd=folder)
     try:
         try:
+            safedir.give_to_owner(fd, folder)
             write_all(fd, data, durable)
             st = os.fstat(fd)
         finally:
             os.close(fd)
-        os.replace(temp, path)
+        os.replace(temp, name, src_dir_fd=folder, dst_dir_fd=folder)
     except BaseException:
         try:
-            os.unlink(temp)
+            os.unlink(temp, dir_fd=folder)
         except FileNotFoundError:
             pass
         raise
     if durable:
-        fsync_dir(path.parent)
+        os.fsync(folder)
     return (st.st_ino, st.st_size, st.st_mtime_ns)
 
 
@@ -128,9 +110,8 @@ def append_lines(path: Path, lines: list[Any], *, durable: bool = True) -> None:
     """Append one JSON document per line, all or nothing: a write that fails part way (a full
     disk) is cut back to where it began, so no torn line is ever left."""
     payload = b"".join(orjson.dumps(line, option=orjson.OPT_APPEND_NEWLINE) for line in lines)
-    refuse_symlinked_folders(path)
-    fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC | os.O_NOFOLLOW,
-                 0o600)  # a symlink in its place is refused (ELOOP), never appended through
+    # A symlink in its place, or in place of a folder, is refused (ELOOP), never appended through.
+    fd = safedir.open_file(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT)
     try:
         start = os.fstat(fd).st_size
         try:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import errno
 import os
 import re
 import stat
@@ -9,10 +10,13 @@ from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path
 
+from . import safedir
 from .kinds import SidecarError
 
 CONFIG_ENV = "SIDECAR_CONFIG_HOME"  # overrides the user's config folder (tests use it)
 PLAIN_NAME = re.compile(r"[A-Za-z0-9_:-][A-Za-z0-9._:-]{0,127}")
+LOG_NAME = re.compile(r"[A-Za-z0-9_:-][A-Za-z0-9._:-]{0,199}\.log")
+HOOK_NAME = re.compile(r"[A-Za-z0-9_-][A-Za-z0-9._-]{0,63}")  # a hook id (hookdoc)
 
 
 class TamperedRuntime(SidecarError):
@@ -81,6 +85,14 @@ class Workspace:
     def logs(self) -> Path:
         return self.runtime / "logs"
 
+    def firing_log(self, hook_id: str, name: str) -> Path | None:
+        """A firing's log: always in `logs/hooks/<hook>/`; of a path read from hooks.json only
+        its last part counts, and only if it is a plain `*.log` name (None otherwise)."""
+        name = Path(name).name
+        if not LOG_NAME.fullmatch(name) or not HOOK_NAME.fullmatch(hook_id):
+            return None
+        return self.logs / "hooks" / hook_id / name
+
     def lock(self, name: str) -> Path:
         return self.locks / f"{name}.lock"
 
@@ -108,19 +120,22 @@ class Workspace:
     def ensure_runtime(self) -> None:
         """Create the runtime folders that are missing (private: 0700). A folder that exists is
         left as it is (sidecar never changes the mode of what it did not create), and one that
-        is a symlink or not a folder at all is refused: see `check_runtime`."""
+        is a symlink or not a folder at all is refused (TamperedRuntime: see `check_runtime`);
+        every folder is made and opened without following a link (see safedir)."""
         self.check_runtime()
-        self.context.mkdir(parents=True, exist_ok=True)  # the user's folder: its mode is theirs
-        for folder in self.private_dirs():
-            try:
-                folder.mkdir(mode=0o700)
-                os.chmod(folder, 0o700)  # mkdir's mode is cut by the umask
-            except FileExistsError:
-                pass
-        self.check_runtime()
-        ignore = self.runtime / ".gitignore"
-        if not ignore.is_symlink() and not ignore.exists():
-            ignore.write_text("*\n")
+        self.root.mkdir(parents=True, exist_ok=True)
+        try:
+            for folder in self.private_dirs():
+                safedir.make_dirs(folder)
+            fd = safedir.open_file(self.runtime / ".gitignore", os.O_WRONLY | os.O_CREAT | os.O_EXCL)
+        except FileExistsError:
+            return
+        except OSError as exc:
+            if exc.errno in (errno.ELOOP, errno.ENOTDIR):
+                self.check_runtime()  # names the folder
+            raise
+        with open(fd, "wb") as ignore:
+            ignore.write(b"*\n")
 
     def check_runtime(self) -> None:
         """Refuse a runtime whose folders are symlinks or not folders: sidecar would write (or

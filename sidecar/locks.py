@@ -16,7 +16,7 @@ from typing import IO
 
 import portalocker
 
-from .jsonfile import refuse_symlinked_folders
+from . import safedir
 from .kinds import SidecarError
 
 
@@ -25,10 +25,9 @@ class LockTimeout(SidecarError):
 
 
 def _open(path: Path) -> IO[bytes]:
-    # O_NOFOLLOW: a lock file replaced by a symlink is refused (ELOOP), never opened (and
-    # created) wherever the link points.
-    refuse_symlinked_folders(path)
-    fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC | os.O_NOFOLLOW, 0o600)
+    # A lock file (or a folder above it) replaced by a symlink is refused (ELOOP), never
+    # opened (and created) wherever the link points.
+    fd = safedir.open_file(path, os.O_RDWR | os.O_CREAT)
     return os.fdopen(fd, "r+b", buffering=0)
 
 

@@ -1,9 +1,12 @@
-"""`python -S runner.py LOG -- ARGV...`: run one follow-up action, detached.
+"""`python -S runner.py FD LOG -- ARGV...`: run one follow-up action, detached.
 
 The daemon starts this in a session of its own, so the action does not depend on the
 instance that started it: when that instance stops or dies, the action runs on, and whichever
 instance leads next reads the outcome this writes (`{"exit": N}` or `{"error": why}`) into
-`LOG.status`, by write-then-rename, when the action ends.
+`LOG.status`, by write-then-rename, when the action ends. FD is the log's folder, opened by
+the daemon without following a link; every file here is made relative to it (`dir_fd=`), so
+a folder swapped for a symlink meanwhile is never written through. The action does not
+inherit it.
 
 Before it runs anything it creates `LOG.started` (holding its pid and start time) with a hard
 link, which fails if the file exists: a leader that finds a claim whose instance died before
@@ -26,11 +29,12 @@ def _json_string(text: str) -> str:
     return '"' + "".join(out) + '"'
 
 
-def write_atomic(path: str, text: str, exclusive: bool = False) -> bool:
-    """Write `text` to `path` by write-then-rename; with `exclusive`, by a hard link that fails
-    (returning False) if `path` exists."""
-    temp = f"{path}.{os.getpid()}.tmp"
-    fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, 0o600)
+def write_atomic(folder: int, name: str, text: str, exclusive: bool = False) -> bool:
+    """Write `text` to `name` in `folder` by write-then-rename; with `exclusive`, by a hard
+    link that fails (returning False) if `name` exists."""
+    temp = f".{name}.{os.getpid()}.tmp"
+    fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW | os.O_CLOEXEC,
+                 0o600, dir_fd=folder)
     try:
         os.write(fd, text.encode())
         os.fsync(fd)
@@ -38,20 +42,20 @@ def write_atomic(path: str, text: str, exclusive: bool = False) -> bool:
         os.close(fd)
     try:
         if exclusive:
-            os.link(temp, path)
+            os.link(temp, name, src_dir_fd=folder, dst_dir_fd=folder, follow_symlinks=False)
         else:
-            os.replace(temp, path)
+            os.replace(temp, name, src_dir_fd=folder, dst_dir_fd=folder)
         return True
     except FileExistsError:
         return False
     finally:
         if exclusive:
-            os.unlink(temp)
+            os.unlink(temp, dir_fd=folder)
 
 
-def claim_start(token: str, content: str) -> bool:
+def claim_start(folder: int, token: str, content: str) -> bool:
     """Create `token` holding `content` (JSON), atomically; False if someone came first."""
-    return write_atomic(token, content, exclusive=True)
+    return write_atomic(folder, token, content, exclusive=True)
 
 
 def _start_time() -> str:
@@ -64,11 +68,13 @@ def _start_time() -> str:
 
 
 def main(argv: list[str]) -> int:
-    if len(argv) < 3 or argv[1] != "--":
-        sys.stderr.write("usage: runner.py LOG -- ARGV...\n")
+    if len(argv) < 4 or argv[2] != "--" or not argv[0].isdigit():
+        sys.stderr.write("usage: runner.py FD LOG -- ARGV...\n")
         return 2
-    log, command = argv[0], argv[2:]
-    if not claim_start(f"{log}.started", f'{{"pid": {os.getpid()}, "start": {_start_time()}}}'):
+    folder, log, command = int(argv[0]), argv[1], argv[3:]
+    os.set_inheritable(folder, False)  # the log's folder is the runner's, not the action's
+    if not claim_start(folder, f"{log}.started",
+                       f'{{"pid": {os.getpid()}, "start": {_start_time()}}}'):
         sys.stderr.write("sidecar runner: the firing was given up before it started\n")
         return 0
     # SIGTERM to the group (a timeout, `sidecar hooks kill-running`) is for the action: this
@@ -78,7 +84,7 @@ def main(argv: list[str]) -> int:
         pid = os.posix_spawnp(command[0], command, os.environ)  # same process group as this
     except OSError as exc:
         why = f"cannot start {command[0]!r}: {exc.strerror or exc}"
-        write_atomic(f"{log}.status", f'{{"error": {_json_string(why)}}}')
+        write_atomic(folder, f"{log}.status", f'{{"error": {_json_string(why)}}}')
         return 127
     while True:
         try:
@@ -86,7 +92,7 @@ def main(argv: list[str]) -> int:
             break
         except InterruptedError:
             continue
-    write_atomic(f"{log}.status", f'{{"exit": {os.waitstatus_to_exitcode(status)}}}')
+    write_atomic(folder, f"{log}.status", f'{{"exit": {os.waitstatus_to_exitcode(status)}}}')
     return 0
 
 

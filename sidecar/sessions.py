@@ -21,7 +21,7 @@ from pathlib import Path
 
 import orjson
 
-from . import jsonfile, lifecycle, locks, transcripts, usage
+from . import jsonfile, lifecycle, locks, safedir, transcripts, usage
 from .events import Event
 from .kinds import EventKind, SessionChange, SidecarError
 from .layout import PLAIN_NAME, Workspace
@@ -194,15 +194,12 @@ class SessionStore:
         raise StoreError(f"{self.ws.bindings_file} is not a JSON object; left as it is")
 
     def save_bindings(self, bindings: Bindings) -> None:
-        self.ws.bindings_file.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+        safedir.make_dirs(self.ws.bindings_file.parent)
         jsonfile.write_json_atomic(self.ws.bindings_file, bindings.to_json(), durable=self.durable)
 
     def load_session(self, hid: str) -> SessionRecord | None:
         """The record; None if it is confirmed missing, OSError/ValueError if unreadable."""
-        folder = self.ws.session_dir(hid)
-        if folder.is_symlink():
-            raise StoreError(f"{folder} is a symlink; sidecar never reads or writes through one")
-        path = folder / "session.json"
+        path = self.ws.session_dir(hid) / "session.json"  # read never through a link (ELOOP)
         try:
             data = jsonfile.read_json(path)
         except FileNotFoundError:
@@ -216,8 +213,7 @@ class SessionStore:
     def save_session(self, record: SessionRecord, trace: list[TraceLine],
                      dedupe: bool = False) -> None:
         folder = self.ws.session_dir(record.id)
-        jsonfile.refuse_symlinked_folders(folder / "session.json")
-        folder.mkdir(mode=0o700, parents=True, exist_ok=True)
+        safedir.make_dirs(folder)  # never through a symlinked folder (ELOOP)
         if trace and dedupe:
             seen = _tail_ids(folder / "trace.jsonl", len(trace))
             trace = [line for line in trace if line.id not in seen]
@@ -349,7 +345,8 @@ class SessionStore:
                 continue
             if record is None or record.active or ts_or(record.completed_at, now) >= cutoff:
                 continue
-            shutil.rmtree(entry.path, ignore_errors=True)
+            with safedir.opened(self.ws.sessions) as folder:  # never through a link
+                shutil.rmtree(entry.name, dir_fd=folder, ignore_errors=True)
             pruned += 1
         return pruned
 
@@ -364,7 +361,7 @@ class SessionStore:
 def _tail_ids(path: Path, lines: int) -> set[str]:
     """The ids of the last trace lines, enough to cover `lines` lines of ours."""
     try:
-        with open(path, "rb") as handle:
+        with open(safedir.open_file(path, os.O_RDONLY), "rb") as handle:
             size = handle.seek(0, os.SEEK_END)
             start = max(0, size - (lines * 4096 + 4096))
             handle.seek(start)

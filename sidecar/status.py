@@ -6,12 +6,13 @@ stays fast however many completed sessions a workspace keeps.
 
 from __future__ import annotations
 
+import shlex
 from collections.abc import Callable
 from typing import Any, TypedDict, TypeVar
 
 import orjson
 
-from . import __version__, hooks, inbox, instances, usage
+from . import __version__, hooks, inbox, instances, trust, usage
 from .kinds import SidecarError
 from .layout import TamperedRuntime, Workspace
 from .lifecycle import harness_id
@@ -62,6 +63,7 @@ class HookRow(TypedDict):
     lastStatus: str | None
     lastFiredAt: str | None
     lastLog: str | None
+    trusted: bool  # a command hook's exact command is trusted on this machine (resume: true)
 
 
 class QueueRow(TypedDict):
@@ -117,11 +119,13 @@ def instance_rows(ws: Workspace, now: float) -> list[InstanceRow]:
 def hooks_section(ws: Workspace, now: float) -> HooksSection:
     """Hooks and queue as the file says, or as last known good when it is broken (read-only)."""
     view = hooks.read_view(ws)
+    untrusted = {h.id for h in trust.untrusted(ws, view.hooks.values())}
     rows: list[HookRow] = [
         {
             "id": h.id, "name": h.name, "enabled": h.enabled, "event": h.event.value,
             "delaySeconds": h.delay_seconds, "action": h.action, "lastStatus": h.last_status,
             "lastFiredAt": h.last_fired_at, "lastLog": h.history[-1].log if h.history else None,
+            "trusted": h.id not in untrusted,
         }
         for h in view.hooks.values()
     ]
@@ -315,6 +319,17 @@ def _age(seconds: float | None) -> str:
     return "-" if seconds is None else human_age(seconds)
 
 
+def _hook_lines(h: HookRow) -> list[str]:
+    lines = [f"  {h['id']:<20} {'on ' if h['enabled'] else 'off'} {h['event']:<13} "
+             f"delay {h['delaySeconds']}s  last {h['lastStatus'] or '-'}"
+             + (f" at {h['lastFiredAt']}" if h["lastFiredAt"] else "")
+             + (f"  log {h['lastLog']}" if h["lastLog"] else "")]
+    if not h["trusted"] and isinstance(h["action"], list):
+        lines.append(f"    NOT TRUSTED on this machine, so not run: {shlex.join(h['action'])}"
+                     f"  (to run it: sidecar hooks trust {h['id']})")
+    return lines
+
+
 def render_text(report: Report, bindings_shown: int = 20) -> str:
     lines: list[str] = []
     for w in report["workspaces"]:
@@ -354,13 +369,7 @@ def render_text(report: Report, bindings_shown: int = 20) -> str:
                 lines.append(f"  ... and {len(w['bindings']) - bindings_shown} more (--json)")
         lines.append(f"hooks      {len(w['hooks'])}" + ("" if not w["error"] else
                                                           f"  BROKEN: {w['error']}"))
-        for h in w["hooks"]:
-            lines.append(
-                f"  {h['id']:<20} {'on ' if h['enabled'] else 'off'} {h['event']:<13} "
-                f"delay {h['delaySeconds']}s  last {h['lastStatus'] or '-'}"
-                + (f" at {h['lastFiredAt']}" if h["lastFiredAt"] else "")
-                + (f"  log {h['lastLog']}" if h["lastLog"] else "")
-            )
+        lines += [line for h in w["hooks"] for line in _hook_lines(h)]
         lines.append(f"queue      {len(w['queue'])}")
         for q in w["queue"][:bindings_shown]:
             due = "due now" if q["dueInSeconds"] <= 0 else f"due in {_age(q['dueInSeconds'])}"

@@ -54,6 +54,22 @@ def read_json(path: Path):
     return orjson.loads(path.read_bytes())
 
 
+@pytest.fixture(autouse=True)
+def _own_config_folder(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """No test reads or writes the real user's sidecar folder (trust, the run key...)."""
+    monkeypatch.setenv("SIDECAR_CONFIG_HOME", str(tmp_path / "config"))
+
+
+def trust_commands(ws) -> None:
+    """Trust every command hook of the workspace, as its user would with `sidecar hooks trust`
+    (a hand-written hooks.json, as these tests write, is not trusted by itself)."""
+    from sidecar import hooks, trust
+
+    for hook in hooks.read_view(ws).hooks.values():
+        if isinstance(hook.action, list):
+            trust.trust(ws, hook.action, time.time())
+
+
 @pytest.fixture
 def config_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     home = tmp_path / "config"

@@ -14,7 +14,7 @@ from pathlib import Path
 import orjson
 import pytest
 
-from conftest import read_json, wait_until
+from conftest import read_json, trust_commands, wait_until
 from sidecar.lifecycle import harness_id
 
 pytestmark = pytest.mark.slow
@@ -32,6 +32,7 @@ def use_hooks(ws, hooks: dict) -> None:
     doc = read_json(ws.hooks_file)
     doc["hooks"] = hooks
     ws.hooks_file.write_bytes(orjson.dumps(doc))
+    trust_commands(ws)
 
 
 def inbox_events(ws) -> list[str]:

@@ -183,12 +183,29 @@ def test_names_sort_in_arrival_order(workspace):
 
 
 def test_inbox_is_created_private_when_missing(tmp_path, config_home):
+    from sidecar.config import register
+
     root = tmp_path / "dotcontext-only"
     (root / ".context").mkdir(parents=True)
+    register(root)  # initialised here once; its runtime was removed since
     emit(root, None, "x", "--session-id", "s")
     inbox = root / ".context/runtime/inbox"
     assert len(list(inbox.glob("*.json"))) == 1
     assert oct(inbox.stat().st_mode & 0o777) == "0o700"
+
+
+def test_a_context_folder_never_initialised_here_gets_nothing(tmp_path, config_home):
+    """A clone that ships `.context/` (even a runtime) is not a workspace of this machine: a
+    user-level hook (Codex's, Gemini's) runs in every folder, and drops nothing there."""
+    root = tmp_path / "clone"
+    (root / ".context/runtime/inbox").mkdir(parents=True)
+    result = emit(root, orjson.dumps({"hook_event_name": "SessionStart", "session_id": "s",
+                                      "cwd": str(root)}), "--source", "codex")
+    assert result.returncode == 0 and result.stdout == b'{"continue": true}\n'
+    assert list((root / ".context/runtime/inbox").iterdir()) == []
+    assert run_cli("init", str(root)).returncode == 0
+    emit(root, None, "x", "--session-id", "s")
+    assert len(list((root / ".context/runtime/inbox").glob("*.json"))) == 1
 
 
 def test_hot_path_imports_nothing_heavy(workspace):

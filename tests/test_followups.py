@@ -13,8 +13,7 @@ import orjson
 import pytest
 from freezegun import freeze_time
 
-from conftest import read_json
-from sidecar import procwatch
+from conftest import read_json, trust_commands
 from sidecar.config import Config
 from sidecar.events import parse
 from sidecar.followups import FollowUps
@@ -54,6 +53,12 @@ class Harness:
                 str(self.fired)]
         hook = new_hook("rec", "rec", T0, action=argv, promptFile=None, delaySeconds=10, **fields)
         self.hooks.change(T0, lambda d: setattr(d, "hooks", {"rec": hook}))
+        trust_commands(self.ws)
+
+    def set_action(self, argv, hook_id="rec"):
+        """Change a hook's command, as `sidecar hooks update ID -- ARGV` does (trusting it)."""
+        self.hooks.change(T0, lambda d: setattr(d.hooks[hook_id], "action", argv))
+        trust_commands(self.ws)
 
     def apply(self, *events, crash_after_queue=False):
         """One batch as ingestion runs it: plan, queue the follow-ups, commit."""
@@ -277,8 +282,7 @@ def test_a_step_fires_what_is_due_and_sleeps_until_the_next_entry(h):
 def test_a_step_never_runs_more_actions_than_the_concurrency_allows(tmp_path):
     h = Harness(tmp_path, concurrency=1)
     h.use_command_hook()
-    h.hooks.change(T0, lambda d: setattr(d.hooks["rec"], "action",
-                                         [sys.executable, "-c", "import time; time.sleep(0.5)"]))
+    h.set_action([sys.executable, "-c", "import time; time.sleep(0.5)"])
     h.apply(*(ev(kind, session=s, ts=T0) for s in ("a", "b") for kind in ("SessionStart", "SessionEnd")))
     h.followups.step(T0 + 20)
     assert len(h.followups.running) == 1
@@ -295,7 +299,7 @@ def sleeper(seconds: float, code: int = 0) -> list[str]:
 
 
 def test_an_action_runs_detached_and_its_start_is_recorded_before_anything_waits(h):
-    h.hooks.change(T0, lambda d: setattr(d.hooks["rec"], "action", sleeper(0.3)))
+    h.set_action(sleeper(0.3))
     h.apply(ev("SessionStart"), ev("SessionEnd", ts=T0 + 1))
     h.followups.step(T0 + 20)
     [entry] = h.pending()
@@ -313,7 +317,7 @@ def test_a_new_leader_adopts_a_running_action_and_records_its_real_outcome_once(
         tmp_path, code, status):
     old = Harness(tmp_path, instance="old")
     old.use_command_hook()
-    old.hooks.change(T0, lambda d: setattr(d.hooks["rec"], "action", sleeper(0.5, code)))
+    old.set_action(sleeper(0.5, code))
     old.apply(ev("SessionStart"), ev("SessionEnd", ts=T0 + 1))
     old.followups.step(T0 + 20)  # started; then the old instance stops, waiting for nothing
     assert len(old.followups.running) == 1
@@ -334,7 +338,7 @@ def test_a_new_leader_adopts_a_running_action_and_records_its_real_outcome_once(
 def test_the_leader_that_holds_a_firing_enforces_its_timeout(tmp_path):
     h = Harness(tmp_path, action_timeout=0.2)
     h.use_command_hook()
-    h.hooks.change(T0, lambda d: setattr(d.hooks["rec"], "action", sleeper(30)))
+    h.set_action(sleeper(30))
     h.apply(ev("SessionStart"), ev("SessionEnd", ts=T0 + 1))
     h.followups.step(T0 + 20)
     [entry] = h.pending()
@@ -350,28 +354,33 @@ def test_the_leader_that_holds_a_firing_enforces_its_timeout(tmp_path):
 
 def test_a_claim_whose_instance_died_before_recording_the_start_is_settled_exactly(h, tmp_path):
     """Either the runner started (adopted, real outcome) or it never will (interrupted)."""
-    from sidecar import runner
+    from sidecar import actions, runner, safedir
 
     h.apply(ev("SessionStart", session="never"), ev("SessionEnd", session="never", ts=T0 + 1),
             ev("SessionStart", session="began"), ev("SessionEnd", session="began", ts=T0 + 1))
-    logs = {s: tmp_path / f"{s}.log" for s in ("never", "began")}
+    logs = {e.session_id: h.followups.log_path(e, T0) for e in h.pending()}
     for entry in h.pending():
         h.queue.claim(entry.id, T0, str(logs[entry.session_id]))
         h.hooks.change(T0, lambda d, key=entry.id: setattr(d.entry(key), "claimed_by", "dead-one"))
-    # "began": its runner got as far as saying it started (here: this very process).
-    assert runner.claim_start(str(logs["began"]) + ".started",
-                              orjson.dumps({"pid": os.getpid(),
-                                            "start": procwatch.start_time(os.getpid())}).decode())
+    # "began": its runner started (a real one, as the dead instance would have started it).
+    proc = actions.start([sys.executable, "-c", "import time; time.sleep(0.3)"], tmp_path,
+                         dict(os.environ), logs["began"])
+    started = logs["began"].with_name(logs["began"].name + ".started")
+    deadline = time.monotonic() + 10
+    while not started.exists() and time.monotonic() < deadline:
+        time.sleep(0.01)
     adopted = h.queue.recover(h.alive, T0 + 5)
-    assert [e.session_id for e in adopted] == ["began"] and adopted[0].run.pid == os.getpid()
+    assert [e.session_id for e in adopted] == ["began"] and adopted[0].run.pid == proc.pid
+    assert adopted[0].run.mac  # the adopting instance vouches for it from now on
     assert h.hook().history[-1].status == "error: interrupted"
     assert h.hook().history[-1].session_id == "never"
     # A runner for "never" that starts late finds the firing given up, and runs nothing.
-    assert not runner.claim_start(str(logs["never"]) + ".started", '{"pid": 1}')
+    with safedir.opened(logs["never"].parent) as folder:
+        assert not runner.claim_start(folder, logs["never"].name + ".started", '{"pid": 1}')
 
 
 def test_an_action_that_cannot_start_is_an_error_status_with_the_reason(h):
-    h.hooks.change(T0, lambda d: setattr(d.hooks["rec"], "action", ["no-such-binary-5b1e"]))
+    h.set_action(["no-such-binary-5b1e"])
     h.apply(ev("SessionStart"), ev("SessionEnd", ts=T0 + 1))
     with freeze_time(iso(T0 + 20)):
         h.fire_due()

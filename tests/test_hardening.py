@@ -14,7 +14,7 @@ from pathlib import Path
 import orjson
 import pytest
 
-from conftest import read_json, run_cli
+from conftest import read_json, run_cli, trust_commands
 from sidecar import events, lifecycle, locks
 from sidecar.config import Config
 from sidecar.hookdoc import new_hook
@@ -62,6 +62,7 @@ def fire_post_task(ws: Workspace, tmp_path) -> str:
     hooks = HookStore(ws, durable=False)
     hook = new_hook("post-task", "post-task", T0, action=[sys.executable, "-c", "pass", "{prompt}"])
     hooks.change(T0, lambda d: d.hooks.update({"post-task": hook}))
+    trust_commands(ws)
     queue = FollowUpQueue(hooks, "me")
     store = SessionStore(ws, durable=False)
     with store.batch() as batch:
@@ -254,6 +255,9 @@ def test_emit_on_a_full_disk_leaves_no_temporary_file(ws, monkeypatch):
             return 10
         raise OSError(errno.ENOSPC, "No space left on device")
 
+    from sidecar.config import register
+
+    register(ws.root)
     monkeypatch.setattr(os, "write", full)
     with pytest.raises(OSError, match="No space left"):
         emit_mod.drop(str(ws.root), b'{"event": "x", "session_id": "s"}')

@@ -9,7 +9,7 @@ from pathlib import Path
 import orjson
 import pytest
 
-from conftest import SIDECAR, emit, read_json, run_cli, wait_until
+from conftest import SIDECAR, emit, read_json, run_cli, trust_commands, wait_until
 from sidecar.lifecycle import harness_id
 
 
@@ -17,6 +17,7 @@ def set_hooks(ws, hooks: dict) -> None:
     doc = read_json(ws.hooks_file)
     doc["hooks"] = hooks
     ws.hooks_file.write_bytes(orjson.dumps(doc))
+    trust_commands(ws)
 
 
 def command_hook(hook_id: str, argv: list[str], delay: int = 1, **fields) -> dict:

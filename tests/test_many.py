@@ -27,17 +27,20 @@ linux_only = pytest.mark.skipif(not os.path.exists("/proc/self/task"), reason="n
 
 
 def make_workspaces(top: Path, count: int) -> list[Path]:
-    """Workspaces as `sidecar init` makes them, without a thousand process starts."""
+    """Workspaces as `sidecar init` makes them (registered, so hooks drop events into them),
+    without a thousand process starts."""
     roots = []
     for i in range(count):
         root = top / f"ws-{i:03d}"
         root.mkdir()
         initialise(Workspace(root), time.time())
         roots.append(root)
+    register(Path(os.environ["SIDECAR_CONFIG_HOME"]), roots)
     return roots
 
 
 def register(config_home: Path, roots: list[Path]) -> None:
+    config_home.mkdir(exist_ok=True)
     (config_home / "workspaces.json").write_bytes(
         orjson.dumps({"workspaces": [str(r) for r in roots]}))
 

@@ -1,0 +1,127 @@
+"""Whose workspace it is, and acting as them: a daemon never has more rights than the owner.
+
+A workspace belongs to the owner of its root folder. When the daemon's user is someone else
+(root serving a user), every action for that workspace runs as the owner: their uid, gid and
+supplementary groups, and a clean environment with their HOME, holding only their own
+sidecar environment file. Their settings (trust, `config.toml`) are read from their own
+config folder (`~/.config/sidecar`, their home from the password database), and only files
+that belong to them are read there, so a link in their home cannot make root read its own.
+A daemon that is not root cannot switch users, and says so instead of acting.
+"""
+
+from __future__ import annotations
+
+import os
+import pwd
+import stat
+import tomllib
+from dataclasses import dataclass
+from pathlib import Path
+
+from . import layout
+from .agentenv import parse_env
+from .config import Config, ConfigError, parse_config
+from .kinds import SidecarError
+from .layout import Workspace
+
+SAFE_PATH = "/usr/local/bin:/usr/bin:/bin"  # an owner's PATH when the daemon's is not theirs
+MAX_OWNED_BYTES = 1024 * 1024
+
+
+class CannotActAsOwner(SidecarError):
+    """The workspace's owner is not the daemon's user, and the daemon cannot become them."""
+
+
+@dataclass(frozen=True)
+class Account:
+    """The user an action runs as."""
+
+    uid: int
+    gid: int
+    groups: tuple[int, ...]
+    name: str
+    home: str
+    shell: str
+
+
+def owner_uid(ws: Workspace) -> int:
+    return os.stat(ws.root).st_uid
+
+
+def foreign_owner(ws: Workspace) -> Account | None:
+    """The owner to act as, or None where the daemon's user owns the workspace.
+    CannotActAsOwner where it is someone else and this process is not root."""
+    uid = owner_uid(ws)
+    if uid == os.geteuid():
+        return None
+    if os.geteuid() != 0:
+        raise CannotActAsOwner(
+            f"{ws.root} belongs to uid {uid}, and this sidecar runs as uid {os.geteuid()}, "
+            "which cannot act as its owner; nothing was run (serve it as its owner)")
+    try:
+        entry = pwd.getpwuid(uid)
+    except KeyError:
+        raise CannotActAsOwner(f"{ws.root} belongs to uid {uid}, which has no account here; "
+                               "nothing was run") from None
+    groups = tuple(os.getgrouplist(entry.pw_name, entry.pw_gid))
+    return Account(uid, entry.pw_gid, groups, entry.pw_name, entry.pw_dir, entry.pw_shell)
+
+
+def runs_as(ws: Workspace) -> int:
+    """The uid this process's actions for `ws` run as: the owner's where it is root."""
+    return owner_uid(ws) if os.geteuid() == 0 else os.geteuid()
+
+
+def config_home_of(uid: int) -> Path:
+    """A user's sidecar folder: this process's own (which honours SIDECAR_CONFIG_HOME and
+    XDG_CONFIG_HOME) for its own user, else `~/.config/sidecar` of that user's home."""
+    if uid == os.geteuid():
+        return layout.config_home()
+    try:
+        home = pwd.getpwuid(uid).pw_dir
+    except KeyError:
+        return Path("/nonexistent")
+    return Path(home) / ".config" / "sidecar"
+
+
+def read_owned(path: Path, uid: int) -> bytes | None:
+    """A regular file's bytes if it belongs to `uid` (or root) and nobody else may write it;
+    None if it is missing or fails that test. Never opened through a final symlink."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
+    except OSError:
+        return None
+    try:
+        st = os.fstat(fd)
+        if (not stat.S_ISREG(st.st_mode) or st.st_uid not in (uid, 0)
+                or st.st_mode & 0o022 or st.st_size > MAX_OWNED_BYTES):
+            return None
+        return os.read(fd, MAX_OWNED_BYTES)
+    finally:
+        os.close(fd)
+
+
+def owner_config(account: Account) -> Config:
+    """The owner's own settings (`config.toml` and `environment` in their sidecar folder),
+    read only where the files are theirs: what their actions resume with, and the variables
+    they get. Absent files give the defaults; ConfigError names a bad one."""
+    folder = config_home_of(account.uid)
+    path = folder / "config.toml"
+    data = read_owned(path, account.uid)
+    try:
+        table = tomllib.loads(data.decode("utf-8", "replace")) if data else {}
+    except tomllib.TOMLDecodeError as exc:
+        raise ConfigError(f"{path}: {exc}") from None
+    env = read_owned(folder / "environment", account.uid)
+    return parse_config(table, path, parse_env(env.decode("utf-8", "replace")) if env else {})
+
+
+def owner_environment(account: Account, own_file: dict[str, str]) -> dict[str, str]:
+    """A clean environment for an action run as `account`: who they are, a PATH, the
+    locale, then their own sidecar environment file (`own_file`, already read)."""
+    env = {"HOME": account.home, "USER": account.name, "LOGNAME": account.name,
+           "SHELL": account.shell or "/bin/sh", "PATH": SAFE_PATH}
+    for key in ("LANG", "LC_ALL", "TZ"):
+        if key in os.environ:
+            env[key] = os.environ[key]
+    return {**env, **own_file}
