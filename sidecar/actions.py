@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import logging
 import os
+import stat
 import subprocess
 import sys
 from collections.abc import Mapping, Sequence
@@ -121,9 +122,12 @@ def start(argv: list[str], cwd: Path, env: dict[str, str], log_path: Path,
                           "written through a link") from None
     try:
         fd = os.open(log_path.name, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC
-                     | os.O_NOFOLLOW, 0o600, dir_fd=folder)
-        safedir.give_to_owner(fd, folder)
+                     | os.O_NOFOLLOW | os.O_NONBLOCK, 0o600, dir_fd=folder)  # never a FIFO's wait
         with open(fd, "ab") as log_file:
+            if not stat.S_ISREG(os.fstat(fd).st_mode):
+                raise ActionError(f"{log_path} is not a regular file; the firing's log is never "
+                                  "written there")
+            safedir.give_to_owner(fd, folder)
             as_who = "" if account is None else f" as {account.name} (uid {account.uid})"
             log_file.write(f"$ {argv!r}\n(cwd {cwd}){as_who}\n".encode())
             log_file.flush()
@@ -155,11 +159,12 @@ def status_file(log_path: Path) -> Path:
 
 def settle_start(log_path: Path, runs_as: int) -> Proc | None:
     """For a firing whose instance died before recording its start: the runner's process if
-    it started, else None, having made sure it never will (see `sidecar.runner`).
+    it started and still runs, else None (it has ended, or now never will: see
+    `sidecar.runner`), whose outcome `outcome(log_path)` then tells.
 
-    The start token lies in the workspace, which its owner can write: a live pid in it counts
-    only if that process is the runner of this very log, running as `runs_as` and leading
-    its own process group, so a planted pid is never adopted, and so never signalled."""
+    The start token lies in the workspace, which its owner can write: its pid counts only if
+    that process runs now and is the runner of this very log, running as `runs_as` and
+    leading its own process group, so a planted pid is never adopted, signed or signalled."""
     from .runner import claim_start
 
     token = log_path.name + ".started"
@@ -174,7 +179,9 @@ def settle_start(log_path: Path, runs_as: int) -> Proc | None:
     if type(pid) is not int or type(begun) is not int or pid <= 1:
         return None
     proc = Proc(pid, begun)
-    if is_alive(proc) and not is_runner_of(proc, log_path, runs_as):
+    if not is_alive(proc):
+        return None  # ended already: nothing to adopt
+    if not is_runner_of(proc, log_path, runs_as):
         log.warning("%s: its start token names pid %d, which is not this firing's runner; "
                     "not adopted", log_path, pid)
         return None

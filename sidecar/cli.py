@@ -3,14 +3,13 @@
 from __future__ import annotations
 
 import logging
-import shlex
 import sys
 from pathlib import Path
 from typing import NoReturn
 
 import typer
 
-from . import __version__, foreign, jsonfile, layout
+from . import __version__, foreign, jsonfile, layout, trust
 from . import config as config_mod
 from . import status as status_mod
 from .hooks import initialise
@@ -89,7 +88,7 @@ def _say_moved(ws: Workspace, found: foreign.Found, aside: Path) -> None:
                    "a command hook runs only once you trust it:")
     for hook in commands:
         assert isinstance(hook.action, list)
-        typer.echo(f"  {hook.id}: {shlex.join(hook.action)}  (to run it: sidecar hooks trust "
+        typer.echo(f"  {hook.id}: {trust.shown(hook.action)}  (to run it: sidecar hooks trust "
                    f"{hook.id})")
 
 

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import os
-import shlex
 import shutil
 import sys
 from dataclasses import dataclass
@@ -110,7 +109,7 @@ def _trust(ws: Workspace) -> list[Finding]:
     except (OSError, SidecarError) as exc:
         return [Finding(False, f"cannot read {ws.hooks_file}: {exc}", "")]
     return [Finding(False, f"hook {h.id}'s command is not trusted on this machine, so it does "
-                           f"not run: {shlex.join(h.action)}", f"sidecar hooks trust {h.id}")
+                           f"not run: {trust.shown(h.action)}", f"sidecar hooks trust {h.id}")
             for h in untrusted if isinstance(h.action, list)]
 
 

@@ -271,6 +271,7 @@ DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
 def open_inbox(workspace: str) -> int:
     """The inbox folder, reached from the workspace without following a link (openat with
     O_NOFOLLOW at each step: a shipped or swapped symlink is refused, never written through).
+    The same walk as `safedir.open_dir`, kept here because emit imports nothing of sidecar's.
     A missing runtime or inbox of a registered workspace is made, 0700."""
     fd = os.open(workspace, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
     try:

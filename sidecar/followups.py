@@ -161,6 +161,7 @@ class FollowUps:
         log_path = self.ws.firing_log(entry.hook_id, entry.log or "") or self.log_path(entry, now)
         try:
             argv = build_argv(hook.action, firing, config.resume, self.ws)
+            trust.run_key()  # made before the start: a run is never left unsigned, unwatched
             proc = actions.start(argv, firing.cwd, firing.environment(self.ws, base), log_path,
                                  account)
         except ActionError as exc:

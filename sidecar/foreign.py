@@ -14,13 +14,12 @@ prompts the host with the user's own command, and a command hook runs only once 
 from __future__ import annotations
 
 import os
-import shlex
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import orjson
 
-from . import jsonfile, safedir
+from . import jsonfile, safedir, trust
 from .hookdoc import Hook, HooksDoc, HooksError, parse
 from .kinds import SidecarError
 from .layout import Workspace
@@ -59,7 +58,7 @@ def _hooks_file(path: Path, found: Found) -> None:
         return
     commands = [h for h in doc.hooks.values() if isinstance(h.action, list)]
     if commands or doc.pending:
-        shown = "; ".join(f"{h.id}: {shlex.join(h.action)}" for h in commands
+        shown = "; ".join(f"{h.id}: {trust.shown(h.action)}" for h in commands
                           if isinstance(h.action, list))
         found.what.append(f"{path.name} with {len(commands)} command hook(s)"
                           + (f" ({shown})" if shown else "") + f" and {len(doc.pending)} "

@@ -16,7 +16,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from . import owner, trust
-from .actions import settle_start
+from .actions import outcome, settle_start
 from .hookdoc import Hook, HooksDoc, QueueEntry, Run, entry_id
 from .hooks import HookStore, HooksView
 from .kinds import LIMIT_ERRORS, STALE, EventKind, SessionChange
@@ -211,8 +211,9 @@ class FollowUpQueue:
                 if entry.run is not None:  # a leader adopts it, whoever started it
                     entry.claimed_by, entry.claimed_at = mine, iso(now)
                     adopted.append(copy.copy(entry))
-                elif not is_alive(entry.claimed_by):
-                    _drop(doc, entry, "error: interrupted", now)
+                elif not is_alive(entry.claimed_by):  # ended already, or given up now
+                    _drop(doc, entry, outcome(log_path) if log_path else "error: interrupted",
+                          now)
                     self.store.note_fired_while_broken(entry.id)
                     lost += 1
             return adopted, lost

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import os
-import shlex
 import sys
 from collections.abc import Callable
 from pathlib import Path
@@ -122,7 +121,7 @@ def list_hooks(root: Path | None = RootOption,
         typer.echo(f"hooks.json is broken: {view.error} (showing the last good hooks)")
     untrusted = {h.id for h in trust.untrusted(store.ws, view.hooks.values())}
     for hook in view.hooks.values():
-        action = "resume" if hook.action == "resume" else shlex.join(hook.action)
+        action = trust.shown(hook.action) if isinstance(hook.action, list) else "resume"
         mark = "  (not trusted on this machine: sidecar hooks trust " + hook.id + ")" \
             if hook.id in untrusted else ""
         typer.echo(f"{hook.id:<20} {'on ' if hook.enabled else 'off'}  {hook.event:<13} "
@@ -298,7 +297,7 @@ def trust_hook(
     if not isinstance(hook.action, list):
         typer.echo(f"{hook_id} resumes the session with your own [resume] command; it needs no trust")
         return
-    typer.echo(f"{hook_id} runs, in {store.ws.root}:\n  {shlex.join(hook.action)}")
+    typer.echo(f"{hook_id} runs, in {store.ws.root}:\n  {trust.shown(hook.action)}")
     if trust.is_trusted(store.ws, hook.action):
         typer.echo("already trusted on this machine")
         return

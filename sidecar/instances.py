@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import IO, Any
 
 from . import __version__, jsonfile, locks, safedir
-from .layout import Workspace
+from .layout import PLAIN_NAME, Workspace
 from .timeutil import iso, now, parse_ts
 
 log = logging.getLogger("sidecar")
@@ -96,6 +96,10 @@ def life_lock(ws: Workspace, instance_id: str) -> Path:
 
 
 def is_alive(ws: Workspace, instance_id: str) -> bool:
+    """Whether that instance lives; an id that is not a plain name (read from a hand-edited
+    `claimedBy`) names no instance, and never a path."""
+    if not PLAIN_NAME.fullmatch(instance_id):
+        return False
     return locks.is_held(life_lock(ws, instance_id))
 
 

@@ -111,9 +111,12 @@ def append_lines(path: Path, lines: list[Any], *, durable: bool = True) -> None:
     disk) is cut back to where it began, so no torn line is ever left."""
     payload = b"".join(orjson.dumps(line, option=orjson.OPT_APPEND_NEWLINE) for line in lines)
     # A symlink in its place, or in place of a folder, is refused (ELOOP), never appended through.
-    fd = safedir.open_file(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT)
+    fd = safedir.open_file(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NONBLOCK)
     try:
-        start = os.fstat(fd).st_size
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):  # a FIFO in its place: never a write that waits
+            raise NotARegularFile(f"{path} is not a regular file")
+        start = st.st_size
         try:
             write_all(fd, payload, durable)
         except BaseException:

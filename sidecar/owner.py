@@ -45,7 +45,30 @@ class Account:
 
 
 def owner_uid(ws: Workspace) -> int:
-    return os.stat(ws.root).st_uid
+    """Who controls the workspace: the owner of its root folder, found by walking its path
+    from `/` without following a link. A folder on the way that someone else could rename or
+    replace (owned by another user, or writable by others without the sticky bit) decides
+    instead, so a workspace is taken for root's only if every folder leading to it is root's.
+    CannotActAsOwner where the path holds a link or two users could change it."""
+    path = Path(os.path.abspath(ws.root))
+    controller: int | None = None
+    shown = Path("/")
+    for part in ("/", *path.parts[1:]):
+        shown = shown / part if part != "/" else shown
+        st = os.lstat(shown)
+        if stat.S_ISLNK(st.st_mode):
+            raise CannotActAsOwner(f"{shown} is a symlink; a workspace is acted for only "
+                                   "through real folders (nothing was run)")
+        uid = st.st_uid
+        if st.st_mode & 0o002 and not st.st_mode & stat.S_ISVTX and shown != path:
+            raise CannotActAsOwner(f"{shown} may be changed by anyone; nothing was run")
+        if uid == 0:
+            continue
+        if controller is not None and controller != uid:
+            raise CannotActAsOwner(f"{shown} belongs to uid {uid}, inside a folder of uid "
+                                   f"{controller}, who could replace it; nothing was run")
+        controller = uid
+    return 0 if controller is None else controller
 
 
 def foreign_owner(ws: Workspace) -> Account | None:
@@ -85,16 +108,50 @@ def config_home_of(uid: int) -> Path:
 
 
 def read_owned(path: Path, uid: int) -> bytes | None:
-    """A regular file's bytes if it belongs to `uid` (or root) and nobody else may write it;
-    None if it is missing or fails that test. Never opened through a final symlink."""
+    """A regular file's bytes read for `uid`; None if it is missing or fails the tests.
+
+    For this process's own user, its own file (which may be a dotfiles link). For another
+    user, from their home down every folder and the file itself are opened without following
+    a link and must belong to them, and nobody else may write the file: a link in their home
+    can never make root read its own files."""
+    if uid == os.geteuid():
+        try:
+            fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+        except OSError:
+            return None
+        return _read_checked(fd, None)
     try:
-        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
+        home = Path(pwd.getpwuid(uid).pw_dir)
+        names = path.relative_to(home).parts
+    except (KeyError, ValueError):
+        return None
+    try:
+        folder = os.open(home, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
     except OSError:
         return None
     try:
+        for name in names[:-1]:
+            child = os.open(name, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC,
+                            dir_fd=folder)
+            os.close(folder)
+            folder = child
+            if os.fstat(folder).st_uid != uid:
+                return None
+        fd = os.open(names[-1], os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC,
+                     dir_fd=folder)
+    except OSError:
+        return None
+    finally:
+        os.close(folder)
+    return _read_checked(fd, uid)
+
+
+def _read_checked(fd: int, uid: int | None) -> bytes | None:
+    try:
         st = os.fstat(fd)
-        if (not stat.S_ISREG(st.st_mode) or st.st_uid not in (uid, 0)
-                or st.st_mode & 0o022 or st.st_size > MAX_OWNED_BYTES):
+        if (not stat.S_ISREG(st.st_mode) or st.st_mode & 0o022 or st.st_size > MAX_OWNED_BYTES
+                or (uid is not None and st.st_uid != uid)
+                or (uid is None and st.st_uid != os.geteuid())):
             return None
         return os.read(fd, MAX_OWNED_BYTES)
     finally:

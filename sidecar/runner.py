@@ -33,7 +33,7 @@ def write_atomic(folder: int, name: str, text: str, exclusive: bool = False) -> 
     """Write `text` to `name` in `folder` by write-then-rename; with `exclusive`, by a hard
     link that fails (returning False) if `name` exists."""
     temp = f".{name}.{os.getpid()}.tmp"
-    fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW | os.O_CLOEXEC,
+    fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC,
                  0o600, dir_fd=folder)
     try:
         os.write(fd, text.encode())

@@ -60,6 +60,38 @@ def give_to_owner(fd: int, folder_fd: int) -> None:
         os.fchown(fd, owner.st_uid, owner.st_gid)
 
 
+def _open_base(base: str) -> int:
+    """The workspace root, every folder of its (absolute, registered) path opened without
+    following a link: a folder above the workspace swapped for a link cannot move it."""
+    path = Path(os.path.abspath(base))
+    fd = os.open("/", os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+    shown = Path("/")
+    try:
+        for name in path.parts[1:]:
+            shown = shown / name
+            child = _down(fd, name, shown)
+            os.close(fd)
+            fd = child
+    except BaseException:
+        os.close(fd)
+        raise
+    return fd
+
+
+def _down(fd: int, name: str, shown: Path) -> int:
+    """The folder `name` inside `fd`, never through a link (LinkRefused)."""
+    try:
+        return os.open(name, DIR_FLAGS, dir_fd=fd)
+    except NotADirectoryError:
+        raise _refusal(fd, name, shown) from None
+
+
+def _plain(name: str, shown: Path) -> str:
+    if name in (".", "..") or "/" in name:
+        raise LinkRefused(errno.EINVAL, "is not a plain folder name; refused", str(shown))
+    return name
+
+
 def open_dir(folder: Path, *, create: bool = False) -> int:
     """A descriptor of `folder`, reached without following a link from `.context` down.
 
@@ -68,11 +100,11 @@ def open_dir(folder: Path, *, create: bool = False) -> int:
     LinkRefused (ELOOP) names a folder that is a symlink.
     """
     base, names = _split(folder)
-    fd = os.open(base, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+    fd = _open_base(base) if names else os.open(base, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
     shown = Path(base)
     try:
         for depth, name in enumerate(names):
-            shown = shown / name
+            shown = shown / _plain(name, shown / name)
             private = depth >= 1 and names[1] == "runtime"
             made = False
             if create:
@@ -81,10 +113,7 @@ def open_dir(folder: Path, *, create: bool = False) -> int:
                     made = True
                 except FileExistsError:
                     pass
-            try:
-                child = os.open(name, DIR_FLAGS, dir_fd=fd)
-            except NotADirectoryError:
-                raise _refusal(fd, name, shown) from None
+            child = _down(fd, name, shown)
             try:
                 if made and private:
                     os.fchmod(child, 0o700)  # mkdir's mode is cut by the umask
@@ -119,7 +148,7 @@ def make_dirs(folder: Path) -> None:
 def open_file(path: Path, flags: int, mode: int = 0o600, *, create_dirs: bool = False) -> int:
     """Open `path` (never through a link: O_NOFOLLOW) inside its safely opened folder."""
     with opened(path.parent, create=create_dirs) as folder:
-        fd = os.open(path.name, flags | os.O_NOFOLLOW | os.O_CLOEXEC, mode, dir_fd=folder)
+        fd = os.open(_plain(path.name, path), flags | os.O_NOFOLLOW | os.O_CLOEXEC, mode, dir_fd=folder)
         if flags & os.O_CREAT:
             try:
                 give_to_owner(fd, folder)

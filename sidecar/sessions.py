@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import stat
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -361,7 +362,9 @@ class SessionStore:
 def _tail_ids(path: Path, lines: int) -> set[str]:
     """The ids of the last trace lines, enough to cover `lines` lines of ours."""
     try:
-        with open(safedir.open_file(path, os.O_RDONLY), "rb") as handle:
+        with open(safedir.open_file(path, os.O_RDONLY | os.O_NONBLOCK), "rb") as handle:
+            if not stat.S_ISREG(os.fstat(handle.fileno()).st_mode):
+                return set()  # a FIFO in its place is never read
             size = handle.seek(0, os.SEEK_END)
             start = max(0, size - (lines * 4096 + 4096))
             handle.seek(start)

