@@ -215,3 +215,43 @@ def test_a_prompt_is_never_read_through_a_symlinked_hooks_folder(ws, tmp_path):
     with pytest.raises(PromptError, match="symlink") as caught:
         read_prompt(ws, "hooks/post-task.md")
     assert "the secret" not in str(caught.value)
+
+
+# -- a folder swapped in the middle of a step loses nothing --------------------------------------
+
+def test_an_inbox_swapped_while_an_event_is_read_rejects_nothing(tmp_path):
+    """The event is good; its folder was swapped for a link for a moment. It must wait for
+    the workspace to be repaired, never be set aside as a bad file."""
+    ws = Workspace(tmp_path / "ws")
+    ws.ensure_runtime()
+    (ws.inbox / "a.json").write_bytes(b'{"event": "session-start", "session_id": "s"}')
+    [arrival] = inbox.scan(ws)
+    real = ws.inbox.with_name("inbox.real")
+    ws.inbox.rename(real)
+    plant_link(ws.inbox, outside(tmp_path))
+    with pytest.raises(safedir.LinkRefused):
+        inbox.read(ws, arrival, 1e10)
+    ws.inbox.unlink()
+    real.rename(ws.inbox)
+    assert (ws.inbox / "a.json").exists() and list(ws.rejected.iterdir()) == []
+    assert inbox.read(ws, arrival, 1e10).session_id == "s"
+
+
+def test_an_outcome_is_read_again_once_a_swapped_logs_folder_is_repaired(tmp_path):
+    """An action that ended while `logs` was a link: its real outcome is recorded later,
+    not `error: interrupted` for good."""
+    from sidecar import actions
+
+    ws = Workspace(tmp_path / "ws")
+    ws.ensure_runtime()
+    log = ws.logs / "hooks" / "h" / "x.log"
+    log.parent.mkdir(parents=True)
+    actions.status_file(log).write_text('{"exit": 0}')
+    real = ws.logs.with_name("logs.real")
+    ws.logs.rename(real)
+    plant_link(ws.logs, outside(tmp_path, "hooks", "h"))
+    with pytest.raises(safedir.LinkRefused):
+        actions.outcome(log)
+    ws.logs.unlink()
+    real.rename(ws.logs)
+    assert actions.outcome(log) == "ok"
