@@ -262,7 +262,11 @@ def registered(workspace: str) -> bool:
 
 
 class Refused(OSError):
-    """The workspace's runtime is not one sidecar writes into (a symlink, not initialised)."""
+    """The workspace's runtime is a symlink or not a folder: always worth a line on stderr."""
+
+
+class NotInitialised(Refused):
+    """Never initialised on this machine: quiet, since user-level hooks run everywhere."""
 
 
 DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
@@ -299,8 +303,8 @@ def drop(workspace: str, data: bytes) -> str:
     """Write `data` into the workspace's inbox by write-then-rename; returns the file name.
     Refused (nothing written) where the workspace was never initialised on this machine."""
     if not registered(workspace):
-        raise Refused(f"{workspace} was not initialised on this machine (run `sidecar init` "
-                      "there); nothing emitted")
+        raise NotInitialised(f"{workspace} was not initialised on this machine (run `sidecar "
+                             "init` there); nothing emitted")
     inbox = open_inbox(workspace)
     # Names sort in arrival order; pid and random bytes keep concurrent producers apart.
     name = f"{time.time_ns():020d}-{os.getpid()}-{os.urandom(3).hex()}"
@@ -358,7 +362,7 @@ def _emit(options: dict[str, str], positionals: list[str]) -> None:
         try:
             drop(workspace, data)
         except Refused as exc:
-            if sys.stderr.isatty() or "symlink" in str(exc):  # a link is worth a line always
+            if sys.stderr.isatty() or not isinstance(exc, NotInitialised):
                 sys.stderr.write(f"sidecar emit: {exc}\n")
     elif sys.stderr.isatty():  # a person trying it by hand; a host's hook stays quiet
         sys.stderr.write(f"sidecar emit: no workspace (.context/) at or above {start}; "

@@ -17,10 +17,8 @@ import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
-import orjson
-
 from . import jsonfile, safedir, trust
-from .hookdoc import Hook, HooksDoc, HooksError, parse
+from .hookdoc import Hook, HooksDoc, parse
 from .kinds import SidecarError
 from .layout import Workspace
 from .seeds import default_doc
@@ -116,11 +114,7 @@ def _carry_over(ws: Workspace, hooks: dict[str, Hook], now: float) -> None:
     for hook_id, hook in hooks.items():
         hook.last_status, hook.last_fired_at, hook.history = None, None, []
         doc.hooks[hook_id] = hook
-    try:
-        data = jsonfile.dumps(doc.to_json())
-        parse(data)  # what is written must read back
-    except (HooksError, orjson.JSONEncodeError):
-        return
+    data = jsonfile.dumps(doc.to_json())
     safedir.make_dirs(ws.runtime)
     jsonfile.write_bytes_atomic(ws.hooks_file, data)
     jsonfile.write_bytes_atomic(ws.runtime / "hooks.last-good.json", data)

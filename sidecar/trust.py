@@ -27,7 +27,7 @@ import orjson
 from . import jsonfile, layout, locks
 from .hookdoc import Hook, Run
 from .layout import Workspace
-from .owner import config_home_of, owner_uid, read_owned
+from .owner import CannotActAsOwner, config_home_of, owner_uid, read_owned
 from .timeutil import iso
 
 TRUST_FILE = "trust.json"
@@ -62,8 +62,12 @@ def _entries(data: bytes | None, key: str) -> dict[str, object]:
 
 def trusted_digests(ws: Workspace) -> set[str]:
     """The argv digests the workspace's owner trusted for it (read from the owner's folder,
-    only if the file is theirs and nobody else may write it)."""
-    uid = owner_uid(ws)
+    only if the file is theirs and nobody else may write it); none where the workspace has no
+    owner to act for (a link on its path, two users who could replace it)."""
+    try:
+        uid = owner_uid(ws)
+    except CannotActAsOwner:
+        return set()
     data = read_owned(config_home_of(uid) / TRUST_FILE, uid)
     return set(_entries(data, workspace_key(ws)))
 
@@ -74,19 +78,18 @@ def is_trusted(ws: Workspace, action: list[str]) -> bool:
 
 def untrusted(ws: Workspace, hooks: Iterable[Hook]) -> list[Hook]:
     """The enabled command hooks whose command the owner has not trusted."""
-    commands = [h for h in hooks if h.enabled and isinstance(h.action, list)]
+    commands = [(h, h.action) for h in hooks if h.enabled and isinstance(h.action, list)]
     if not commands:
         return []
     known = trusted_digests(ws)
-    return [h for h in commands if isinstance(h.action, list) and digest(h.action) not in known]
+    return [h for h, action in commands if digest(action) not in known]
 
 
 def trust(ws: Workspace, action: list[str], now: float) -> None:
     """Record, in this user's own folder, that they trust `action` in this workspace."""
-    home = layout.config_home()
-    home.mkdir(mode=0o700, parents=True, exist_ok=True)
-    path = home / TRUST_FILE
-    with locks.locked(home / "trust.lock"):
+    path = trust_file()
+    path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+    with locks.locked(path.with_name("trust.lock")):
         try:
             doc = jsonfile.read_json(path)
         except FileNotFoundError:

@@ -464,3 +464,19 @@ def test_blind_symlink_toggling_plants_nothing_outside_the_workspace(top, owner,
                            for h in hook(ws, "fire")["history"]), 60)
     assert snapshot(secret) == before
     assert daemon.proc.poll() is None
+
+
+def test_an_owners_unreadable_settings_fail_the_firing_clearly(top, owner, config_home, root_daemon):
+    """The owner's config.toml decides how their actions run; a broken one stops the firing
+    with its path and the parser's words, and nothing runs (never root's settings instead)."""
+    out = top / "ws" / "ran.txt"
+    argv = ["sh", "-c", 'id -u > "$0"', str(out)]
+    ws = owned_workspace(top, owner, {"cmd": command_hook("cmd", argv)})
+    trust_as_owner(ws, argv, owner)
+    (owner.config / "config.toml").write_text("permissionMode = \n")
+    owner.chown(owner.config)
+    daemon = root_daemon(ws.root)
+    end_session(ws, "s1")
+    status = wait_until(lambda: hook(ws, "cmd").get("lastStatus"), 30)
+    assert status.startswith(f"error: {owner.config / 'config.toml'}: "), f"{status}\n{daemon.output()}"
+    assert not out.exists()

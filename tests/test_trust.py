@@ -319,3 +319,18 @@ def test_a_claim_owner_that_is_a_path_names_no_instance(tmp_path, config_home):
     outside.write_bytes(b"")
     assert not is_alive(ws, "../../elsewhere")
     assert not (ws.locks / "instance-..").exists()
+
+
+def test_a_workspace_reached_through_a_link_trusts_nothing(tmp_path, config_home):
+    """status and doctor ask for trust too: a link on the path means no owner to trust for,
+    so every command reads untrusted (never an error, never the link's target's trust)."""
+    from sidecar.hookdoc import new_hook
+
+    real = Workspace(tmp_path / "real")
+    real.ensure_runtime()
+    argv = ["true"]
+    trust.trust(real, argv, 0.0)
+    (tmp_path / "link").symlink_to(real.root)
+    hook = new_hook("cmd", "cmd", 0.0, action=argv, promptFile=None)
+    assert trust.untrusted(real, [hook]) == []
+    assert trust.untrusted(Workspace(tmp_path / "link"), [hook]) == [hook]
