@@ -9,12 +9,15 @@ from __future__ import annotations
 import json
 import logging
 import os
+import re
 import stat
 import subprocess
 import sys
+import tempfile
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import IO
 
 from . import jsonfile, safedir
 from .kinds import SidecarError
@@ -73,25 +76,44 @@ class ActionError(SidecarError):
     """The action cannot be started; the message becomes the hook's `lastStatus`."""
 
 
+PLACEHOLDER = re.compile(r"\{[a-z_]+\}")
+STDIN = "<"  # a template element `<{prompt}`: not an argument, the program's standard input
+
+
 def substitute(template: list[str], values: dict[str, str]) -> list[str]:
-    """Fill placeholders inside each element; every element stays exactly one argument."""
-    argv = []
-    for element in template:
-        for key, value in values.items():
-            element = element.replace(key, value)
-        argv.append(element)
-    return argv
+    """Fill placeholders inside each element, in one pass over the template: a value (a
+    prompt that mentions `{workspace}`, say) is never searched for placeholders itself.
+    Every element stays exactly one argument."""
+    def fill(match: re.Match[str]) -> str:
+        return values.get(match.group(0), match.group(0))
+
+    return [PLACEHOLDER.sub(fill, element) for element in template]
+
+
+@dataclass(frozen=True)
+class Command:
+    """What a firing runs: its argv, and the text it gets on standard input (None: none)."""
+
+    argv: list[str]
+    stdin: str | None = None
 
 
 def build_argv(action: str | list[str], firing: Firing, resume: Mapping[str, Sequence[str]],
-               ws: Workspace) -> list[str]:
+               ws: Workspace) -> Command:
     if action == "resume":
         template = resume.get(firing.host)
         if template is None:
             raise ActionError(f"no resume command for host {firing.host!r} "
                               "(set [resume] in config.toml)")
-        return substitute(list(template), firing.placeholders(ws))
-    return substitute(list(action), firing.placeholders(ws))
+    else:
+        template = action
+    # Some hosts take a prompt best on standard input: opencode re-quotes an argument that
+    # holds a space, so `<{prompt}` hands it the text exactly as written.
+    words = [e for e in template if not e.startswith(STDIN + "{")]
+    given = [e[len(STDIN):] for e in template if e.startswith(STDIN + "{")]
+    values = firing.placeholders(ws)
+    stdin = substitute(given[-1:], values)[0] if given else None
+    return Command(substitute(words, values), stdin)
 
 
 def working_folder(ws: Workspace, cwd: str | None) -> Path:
@@ -108,10 +130,11 @@ def working_folder(ws: Workspace, cwd: str | None) -> Path:
 
 
 def start(argv: list[str], cwd: Path, env: dict[str, str], log_path: Path,
-          account: Account | None = None) -> Proc:
+          account: Account | None = None, stdin: str | None = None) -> Proc:
     """Start the action through `sidecar.runner`, in a session of its own, and return its
     process: it outlives this instance, and its outcome lands in `status_file(log_path)`.
-    With `account`, the runner and the action run as that user (uid, gid, groups).
+    With `account`, the runner and the action run as that user (uid, gid, groups). `stdin`
+    is given to the action on its standard input (an unlinked file: nothing waits on a pipe).
 
     The log's folder is made and opened without following a link, and the runner gets it as
     a descriptor, so nothing of the firing is ever written through a symlinked folder."""
@@ -120,6 +143,7 @@ def start(argv: list[str], cwd: Path, env: dict[str, str], log_path: Path,
     except OSError as exc:
         raise ActionError(f"{exc.filename}: {exc.strerror}; the firing's log is never "
                           "written through a link") from None
+    given = _input(stdin)
     try:
         fd = os.open(log_path.name, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC
                      | os.O_NOFOLLOW | os.O_NONBLOCK, 0o600, dir_fd=folder)  # never a FIFO's wait
@@ -134,7 +158,7 @@ def start(argv: list[str], cwd: Path, env: dict[str, str], log_path: Path,
             try:
                 proc = subprocess.Popen(
                     [sys.executable, "-S", RUNNER, str(folder), log_path.name, "--", *argv],
-                    cwd=cwd, env=env, stdin=subprocess.DEVNULL, stdout=log_file,
+                    cwd=cwd, env=env, stdin=given, stdout=log_file,
                     stderr=subprocess.STDOUT, start_new_session=True, close_fds=True,
                     pass_fds=(folder,), user=account.uid if account else None,
                     group=account.gid if account else None,
@@ -148,9 +172,21 @@ def start(argv: list[str], cwd: Path, env: dict[str, str], log_path: Path,
                 raise ActionError(f"cannot start {argv[0]!r}: {exc.strerror or exc}") from None
     finally:
         os.close(folder)
+        if not isinstance(given, int):
+            given.close()  # the runner holds its own copy
     # Not waited for through this Popen: any instance may be the one that sees it end.
     proc.returncode = 0  # keeps subprocess from warning about a child it never waited for
     return Proc(proc.pid, start_time(proc.pid))
+
+
+def _input(text: str | None) -> int | IO[bytes]:
+    """The action's standard input: the text in an unlinked file, else nothing."""
+    if text is None:
+        return subprocess.DEVNULL
+    handle = tempfile.TemporaryFile()
+    handle.write(text.encode())
+    handle.seek(0)
+    return handle
 
 
 def status_file(log_path: Path) -> Path:

@@ -28,7 +28,8 @@ DEFAULT_RESUME: Mapping[str, tuple[str, ...]] = MappingProxyType({
     "codex": ("codex", "exec", "resume", "--skip-git-repo-check", "-c",
               'sandbox_mode="{codex_sandbox}"', "--", "{session_id}", "{prompt}"),
     "gemini": ("gemini", "--resume", "{session_id}", "-p", "{prompt}"),
-    "opencode": ("opencode", "run", "--session", "{session_id}", "{prompt}"),
+    # opencode re-quotes an argument holding a space: the prompt goes on standard input.
+    "opencode": ("opencode", "run", "--session", "{session_id}", "<{prompt}"),
 })
 
 

@@ -18,7 +18,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from . import actions, owner, trust
+from . import actions, owner, session_ids, trust
 from . import hooks as hooks_mod
 from .actions import ActionError, Firing, build_argv, working_folder
 from .config import Config, ConfigError
@@ -103,7 +103,8 @@ class FollowUps:
         entry, hook = claimed.entry, claimed.hook
         try:
             session = self.sessions.facts(entry.harness_session_id, (entry.host, entry.session_id))
-            decision = decide(hook, transcript_facts(session), now)
+            facts = transcript_facts(session, session_ids.misfit(entry.host, entry.session_id))
+            decision = decide(hook, facts, now)
             if decision.verdict == Verdict.POSTPONE:
                 self.queue.postpone(entry.id, decision.reason, now)
                 return
@@ -160,10 +161,10 @@ class FollowUps:
                 else owner.owner_environment(account, dict(config.agent_env)))
         log_path = self.ws.firing_log(entry.hook_id, entry.log or "") or self.log_path(entry, now)
         try:
-            argv = build_argv(hook.action, firing, config.resume, self.ws)
+            command = build_argv(hook.action, firing, config.resume, self.ws)
             trust.run_key()  # made before the start: a run is never left unsigned, unwatched
-            proc = actions.start(argv, firing.cwd, firing.environment(self.ws, base), log_path,
-                                 account)
+            proc = actions.start(command.argv, firing.cwd, firing.environment(self.ws, base),
+                                 log_path, account, command.stdin)
         except ActionError as exc:
             self.finish(entry, f"error: {exc}", log_path if log_path.exists() else None)
             return
@@ -219,7 +220,7 @@ class FollowUps:
                                 entry.harness_session_id, status, shown))
 
 
-def transcript_facts(session: SessionFacts) -> Facts:
+def transcript_facts(session: SessionFacts, id_misfit: str | None = None) -> Facts:
     """The scheduler's facts: the session's, and its transcript's size and age."""
     size = mtime = None
     if session.transcript_path:
@@ -229,7 +230,8 @@ def transcript_facts(session: SessionFacts) -> Facts:
         except OSError:
             pass  # a missing transcript holds nothing back
     return Facts(live=session.live, cron=session.cron, subagent=session.subagent,
-                 transcript_size=size, transcript_mtime=mtime, limited=session.limited)
+                 transcript_size=size, transcript_mtime=mtime, limited=session.limited,
+                 id_misfit=id_misfit)
 
 
 def _earliest(*times: float | None) -> float | None:

@@ -2,8 +2,8 @@
 
 Each has one reader (`from_json`, which validates and names the JSON path at fault) and one
 writer (`to_json`). Keys a record does not know are kept as they are. The document carries a
-`version`; a file without one is from before versions and is migrated on load (`delayMinutes`
-becomes `delaySeconds`).
+`version`; `delayMinutes` (from before versions, or a hand edit after older docs) becomes
+`delaySeconds` on load, whatever the version.
 """
 
 from __future__ import annotations
@@ -101,6 +101,8 @@ class Hook:
     skip_subagents: bool = True
     max_context_k: int = 0
     reasons: list[str] | None = None  # end reasons that queue it; None: every one but `stale`
+    also_interrupted: bool = False  # a session-end hook: also when the last turn never ended
+    again_after_user_turn: bool = False  # once more each time the user's own turn ends after it
     created_at: str | None = None
     last_status: str | None = None
     last_fired_at: str | None = None
@@ -109,7 +111,7 @@ class Hook:
 
     KEYS = frozenset(("id", "name", "event", "delaySeconds", "promptFile", "action", "enabled", "skipCron",
             "skipSubagents", "maxContextK", "createdAt", "lastStatus", "lastFiredAt", "history",
-            "reasons"))
+            "reasons", "alsoInterrupted", "againAfterUserTurn"))
 
     @classmethod
     def from_json(cls, data: Any, path: str) -> Hook:
@@ -139,6 +141,8 @@ class Hook:
             skip_subagents=_flag(data, "skipSubagents", True, path),
             max_context_k=_whole(data.get("maxContextK", 0), f"{path}.maxContextK", 0, None),
             reasons=_reasons(data.get("reasons"), f"{path}.reasons"),
+            also_interrupted=_flag(data, "alsoInterrupted", False, path),
+            again_after_user_turn=_flag(data, "againAfterUserTurn", False, path),
             created_at=_text(data.get("createdAt")),
             last_status=_text(data.get("lastStatus")),
             last_fired_at=_text(data.get("lastFiredAt")),
@@ -153,6 +157,8 @@ class Hook:
             "action": self.action, "enabled": self.enabled, "skipCron": self.skip_cron,
             "skipSubagents": self.skip_subagents, "maxContextK": self.max_context_k,
             **({} if self.reasons is None else {"reasons": self.reasons}),
+            **({"alsoInterrupted": True} if self.also_interrupted else {}),
+            **({"againAfterUserTurn": True} if self.again_after_user_turn else {}),
             "createdAt": self.created_at, "lastStatus": self.last_status,
             "lastFiredAt": self.last_fired_at, "history": [h.to_json() for h in self.history],
             **self.extra,
@@ -316,8 +322,9 @@ class HooksDoc:
             fail("$.pending", "must be a list")
         doc = cls(extra={k: v for k, v in data.items() if k not in ("version", "hooks", "pending")})
         for hook_id, raw in hooks.items():
-            if version < 1:
-                raw = _migrate_delay_minutes(raw, f"$.hooks.{hook_id}")
+            # Whatever the version: a hand edit from older docs may add `delayMinutes` to a
+            # versioned file, and its delay must never fall back to the default silently.
+            raw = _migrate_delay_minutes(raw, f"$.hooks.{hook_id}")
             hook = Hook.from_json(raw, f"$.hooks.{hook_id}")
             if hook.id != hook_id:
                 fail(f"$.hooks.{hook_id}.id", f"must equal its key {hook_id!r}, not {hook.id!r}")

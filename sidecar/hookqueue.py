@@ -19,7 +19,7 @@ from . import owner, trust
 from .actions import outcome, settle_start
 from .hookdoc import Hook, HooksDoc, QueueEntry, Run, entry_id
 from .hooks import HookStore, HooksView
-from .kinds import LIMIT_ERRORS, STALE, EventKind, SessionChange
+from .kinds import INTERRUPTED, LIMIT_ERRORS, STALE, EventKind, SessionChange
 from .records import Key
 from .resets import MAX_TRIES, next_try
 from .scheduler import TRANSCRIPT_QUIET
@@ -80,9 +80,15 @@ class FollowUpQueue:
                     if change.kind == EventKind.TURN_FAILED:
                         _add_limit_try(doc, hook, change, now, backoff_scale, queued)
                         continue
-                    if change.from_hook:
+                    if change.from_hook or hook.id in recorded.get(key, []):
                         continue
-                    if hook.id in change.follow_ups_done or hook.id in recorded.get(key, []):
+                    if hook.id in change.follow_ups_done and not (
+                            hook.again_after_user_turn and hook.id in change.user_turn_since):
+                        _note_skip(hook, change, _already_ran(hook, change), now)
+                        continue
+                    if change.kind == EventKind.SESSION_END and change.interrupted \
+                            and not hook.also_interrupted:
+                        _note_skip(hook, change, INTERRUPTED, now)  # not done: a later end may
                         continue
                     recorded.setdefault(key, []).append(hook.id)
                     key_id = entry_id(hook.id, change.host, change.session_id)
@@ -233,6 +239,25 @@ def _drop(doc: HooksDoc, entry: QueueEntry, status: str, now: float) -> None:
     hook = doc.hooks.get(entry.hook_id)
     if hook is not None:
         hook.record_firing(status, now, entry.host, entry.session_id, None)
+
+
+def _already_ran(hook: Hook, change: SessionChange) -> str:
+    """Why a hook is not queued again for a session it was queued for: once per session."""
+    ran = next((f.at for f in reversed(hook.history) if f.session_id == change.session_id
+                and f.host == change.host and f.status and not f.status.startswith("skipped")),
+               None)
+    if ran is None:
+        return f"skipped: {hook.id} is queued for this conversation already (once per session)"
+    return f"skipped: {hook.id} already ran for this conversation at {ran} (once per session)"
+
+
+def _note_skip(hook: Hook, change: SessionChange, status: str, now: float) -> None:
+    """Say in the hook's history why a session's change did not queue it, once per session
+    and reason (a replayed batch, or each later turn of the session, adds nothing)."""
+    if any(f.session_id == change.session_id and f.host == change.host and f.status == status
+           for f in hook.history):
+        return
+    hook.record_firing(status, now, change.host, change.session_id, None)
 
 
 def _wants(hook: Hook, change: SessionChange) -> bool:

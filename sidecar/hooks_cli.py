@@ -104,6 +104,27 @@ SubagentOpt = typer.Option(None, "--skip-subagents/--no-skip-subagents",
 ContextOpt = typer.Option(None, "--max-context-k",
                           help="Skip transcripts over this many thousand tokens (0: no cap).")
 ResumeOpt = typer.Option(False, "--resume", help="Make the action `resume` again.")
+ReasonsOpt = typer.Option(None, "--reasons", help="End reasons that queue a session-end hook, "
+                          "comma-separated (e.g. exit,host-exited); `default`: all but stale.")
+InterruptedOpt = typer.Option(None, "--also-interrupted/--not-interrupted",
+                              help="Also fire for a session whose last turn never ended "
+                              "(Ctrl-C, a kill); by default such a session is left alone.")
+AgainOpt = typer.Option(None, "--again-after-user-turn/--once-per-session",
+                        help="Run again for a conversation once the user's own next turn "
+                        "ends after it ran; by default a hook runs once per session.")
+
+
+def _turn_options(reasons: str | None, also_interrupted: bool | None,
+                  again: bool | None) -> dict[str, Any]:
+    fields: dict[str, Any] = {}
+    if reasons is not None:
+        listed = [r.strip() for r in reasons.split(",") if r.strip()]
+        fields["reasons"] = None if listed == ["default"] else listed
+    if also_interrupted is not None:
+        fields["alsoInterrupted"] = also_interrupted
+    if again is not None:
+        fields["againAfterUserTurn"] = again
+    return fields
 
 
 @hooks_app.command("list")
@@ -144,6 +165,9 @@ def add(
     skip_cron: bool | None = CronOpt,
     skip_subagents: bool | None = SubagentOpt,
     max_context_k: int | None = ContextOpt,
+    reasons: str | None = ReasonsOpt,
+    also_interrupted: bool | None = InterruptedOpt,
+    again: bool | None = AgainOpt,
     disabled: bool = typer.Option(False, "--disabled", help="Add it switched off."),
     replace: bool = typer.Option(False, "--replace", help="Overwrite a hook of the same name."),
     root: Path | None = RootOption,
@@ -155,7 +179,7 @@ def add(
     """
     store = _store(root)
     fields = _options(event, delay, prompt_file, no_prompt, skip_cron, skip_subagents,
-                      max_context_k, ctx.args)
+                      max_context_k, ctx.args) | _turn_options(reasons, also_interrupted, again)
     fields["enabled"] = not disabled
     if ctx.args and "promptFile" not in fields:
         fields["promptFile"] = None  # a command gets {prompt} only when asked for
@@ -205,13 +229,16 @@ def update(
     skip_cron: bool | None = CronOpt,
     skip_subagents: bool | None = SubagentOpt,
     max_context_k: int | None = ContextOpt,
+    reasons: str | None = ReasonsOpt,
+    also_interrupted: bool | None = InterruptedOpt,
+    again: bool | None = AgainOpt,
     resume: bool = ResumeOpt,
     root: Path | None = RootOption,
 ) -> None:
     """Change a hook's settings; a command after `--` replaces its action."""
     store = _store(root)
     fields = _options(event, delay, prompt_file, no_prompt, skip_cron, skip_subagents,
-                      max_context_k, ctx.args)
+                      max_context_k, ctx.args) | _turn_options(reasons, also_interrupted, again)
     if name is not None:
         fields["name"] = name
     if resume:

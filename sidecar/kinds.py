@@ -38,6 +38,7 @@ LIMIT_ERRORS = frozenset({"rate_limit", "usage_limit", "quota_exceeded", "resour
 STALE = "stale"  # the completion reason of the stale sweep
 HOST_EXITED = "host-exited"  # the completion reason when the host's process is gone
 DEFAULT_END_REASON = "session-end"  # the completion reason of an end event that gives none
+INTERRUPTED = "skipped: the last turn was interrupted"  # a session-end hook's default for it
 
 
 # -- plain values handed between modules ---------------------------------------------------
@@ -69,6 +70,12 @@ class SessionChange:
     limited: bool = False
     limit_failures: int = 0
     limit_message: str = ""
+    # A session-end whose last turn began and never ended (Ctrl-C, a kill, the host gone
+    # mid-turn): the user stopped the agent, so by default nothing resumes it.
+    interrupted: bool = False
+    # The hooks in `follow_ups_done` queued before the user's own latest turn ended (a turn
+    # of theirs, not of a follow-up's run): those a hook may run again for.
+    user_turn_since: frozenset[str] = field(default_factory=frozenset)
 
 
 @dataclass(frozen=True)

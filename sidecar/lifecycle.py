@@ -81,7 +81,21 @@ def change(record: SessionRecord, kind: EventKind | None, ts: float, reason: str
         limited=meta.limit is not None,
         limit_failures=meta.limit.failures if meta.limit is not None else 0,
         limit_message=meta.limit.message if meta.limit is not None else "",
+        interrupted=meta.turn_open,
+        user_turn_since=_queued_before(meta.follow_ups, meta.user_turn_ended_at),
     )
+
+
+def _queued_before(follow_ups: dict[str, dict[str, object]], user_turn_ended: str | None
+                   ) -> frozenset[str]:
+    """The hooks queued for the session before the user's own latest turn ended."""
+    ended = ts_or(user_turn_ended, float("-inf"))
+    return frozenset(hook_id for hook_id, queued in follow_ups.items()
+                     if ts_or(_text(queued.get("queuedAt")), float("inf")) < ended)
+
+
+def _text(value: object) -> str | None:
+    return value if isinstance(value, str) else None
 
 
 def apply(record: SessionRecord, event: Event, out: Applied) -> None:
@@ -111,6 +125,7 @@ def trim_recent(record: SessionRecord, batch_files: int) -> None:
 def _start(record: SessionRecord, event: Event, out: Applied) -> None:
     source = event.text("source") or ""
     record.sidecar.turn_failed = False  # a new run: its first turn has not failed
+    record.sidecar.turn_open = False  # nor begun: a turn left open ended with its process
     if not record.active:
         reopen(record, event, source or event.name, out)
     assert event.kind is not None
@@ -147,6 +162,7 @@ def _activity(record: SessionRecord, event: Event, out: Applied) -> None:
     message = (event.tool_name or event.name) if event.kind == EventKind.TOOL_USE else event.name
     reason = ""
     failed_turn = record.sidecar.turn_failed
+    _follow_turns(record, event)
     record.sidecar.turn_failed = event.kind == EventKind.TURN_FAILED or (
         failed_turn and event.kind not in (EventKind.TURN_START, EventKind.TURN_END))
     if event.kind == EventKind.TURN_FAILED:
@@ -160,6 +176,21 @@ def _activity(record: SessionRecord, event: Event, out: Applied) -> None:
         message = f"{event.name} (the usage limit has passed)"
     _trace(record, event, name or event.name, message, out)
     out.changes.append(change(record, event.kind, event.ts, reason, event))
+
+
+def _follow_turns(record: SessionRecord, event: Event) -> None:
+    """Keep whether a turn is open, and when the user's own last turn ended. A turn the user
+    starts (not a follow-up's run: it carries no hook id) lifts the loop guard: what the
+    session does from there on is the user's work, which may queue follow-ups again."""
+    meta = record.sidecar
+    if event.kind == EventKind.TURN_START:
+        meta.turn_open = True
+        if event.hook_id is None:
+            meta.started_by_hook = None
+    elif event.kind in (EventKind.TURN_END, EventKind.TURN_FAILED):
+        meta.turn_open = False
+        if event.kind == EventKind.TURN_END and meta.started_by_hook is None:
+            meta.user_turn_ended_at = iso(event.ts)
 
 
 def _failed_turn_at_end(record: SessionRecord, event: Event, out: Applied) -> None:

@@ -83,11 +83,14 @@ class SidecarMeta:
     follow_ups: dict[str, Json] = field(default_factory=dict)
     limit: LimitEpisode | None = None
     turn_failed: bool = False  # the current turn failed (its failure is counted already)
+    turn_open: bool = False  # a turn began and has not ended (nor failed) yet
+    user_turn_ended_at: str | None = None  # the last end of a turn the user ran themselves
     tokens: dict[str, int] | None = None  # from the transcript at completion
     extra: Json = field(default_factory=dict)
 
     KEYS = frozenset(("cwd", "transcriptPath", "cron", "subagent", "startedByHook", "completionReason",
-            "recentEvents", "followUps", "hostPid", "hostStart", "limit", "turnFailed", "tokens"))
+            "recentEvents", "followUps", "hostPid", "hostStart", "limit", "turnFailed", "tokens",
+            "turnOpen", "userTurnEndedAt"))
 
     @classmethod
     def from_json(cls, data: Any) -> SidecarMeta:
@@ -109,6 +112,8 @@ class SidecarMeta:
             if isinstance(follow_ups, dict) else {},
             limit=LimitEpisode.from_json(data.get("limit")),
             turn_failed=data.get("turnFailed") is True,
+            turn_open=data.get("turnOpen") is True,
+            user_turn_ended_at=_text(data.get("userTurnEndedAt")),
             tokens=_tokens(data.get("tokens")),
             extra=_rest(data, cls.KEYS),
         )
@@ -118,7 +123,8 @@ class SidecarMeta:
         optional = (("cwd", self.cwd), ("transcriptPath", self.transcript_path),
                     ("startedByHook", self.started_by_hook),
                     ("completionReason", self.completion_reason),
-                    ("hostPid", self.host_pid), ("hostStart", self.host_start))
+                    ("hostPid", self.host_pid), ("hostStart", self.host_start),
+                    ("userTurnEndedAt", self.user_turn_ended_at))
         out.update((k, v) for k, v in optional if v is not None)
         if self.recent_events:
             out["recentEvents"] = self.recent_events
@@ -128,6 +134,8 @@ class SidecarMeta:
             out["limit"] = self.limit.to_json()
         if self.turn_failed:
             out["turnFailed"] = True
+        if self.turn_open:
+            out["turnOpen"] = True
         if self.tokens is not None:
             out["tokens"] = self.tokens
         return {**out, **self.extra}

@@ -25,6 +25,7 @@ class Facts:
     transcript_size: int | None = None  # None: no transcript, or none that can be read
     transcript_mtime: float | None = None
     limited: bool = False  # a usage limit holds
+    id_misfit: str | None = None  # why the session id cannot be its host's (session_ids.py)
 
 
 @dataclass(frozen=True)
@@ -34,7 +35,11 @@ class Decision:
 
 
 def decide(hook: Hook, facts: Facts, now: float) -> Decision:
-    """Fire, postpone (the session is not done) or skip (it should never fire)."""
+    """Fire, postpone (the session is not done) or skip (it should never fire).
+
+    Only a resume waits for the session to be quiet (not live again, its transcript still):
+    it would race the host on the same conversation. A command does not touch the session,
+    so it runs when it is due."""
     if hook.skip_cron and facts.cron:
         return Decision(Verdict.SKIP, "cron session")
     if hook.skip_subagents and facts.subagent:
@@ -45,6 +50,10 @@ def decide(hook: Hook, facts: Facts, now: float) -> Decision:
                                       f"maxContextK {hook.max_context_k}")
     if hook.event == EventKind.TURN_FAILED and not facts.limited:
         return Decision(Verdict.SKIP, "the usage limit has passed: a later turn ended well")
+    if hook.action != "resume":
+        return Decision(Verdict.FIRE)  # a command runs when it is due: it races no session
+    if facts.id_misfit is not None:
+        return Decision(Verdict.SKIP, facts.id_misfit)
     if facts.live:
         return Decision(Verdict.POSTPONE, "session is live again")
     mtime = facts.transcript_mtime

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 import shlex
+import signal
 import subprocess
 import time
 from pathlib import Path
@@ -16,7 +17,7 @@ from pathlib import Path
 import orjson
 import pytest
 from hosts.anthropic_stub import AnthropicStub, LimitedAnthropicStub
-from hosts.lifecycle import prepare_post_task, set_resume, settled
+from hosts.lifecycle import assert_prompt_arrived_exactly, prepare_post_task, set_resume, settled
 
 from conftest import SIDECAR, npm_host, read_json, run_cli, wait_until
 from sidecar.config import DEFAULT_RESUME
@@ -58,11 +59,7 @@ def test_post_task_resumes_the_real_session_exactly_once(workspace, start_daemon
     home = tmp_path / "home"
     home.mkdir()
     write_claude_hooks(workspace.root)
-    (workspace.prompts / "post-task.md").write_text(
-        f"---\ndescription: test prompt\n---\n{MARKER}: save memories and tidy up.\n")
-    doc = read_json(workspace.hooks_file)
-    doc["hooks"]["post-task"]["delaySeconds"] = 3
-    workspace.hooks_file.write_bytes(orjson.dumps(doc))
+    prepare_post_task(workspace)
     # The default resume command, with the permissions its prompt needs, by absolute path.
     set_resume(config_home, "claude-code", [str(claude), *DEFAULT_RESUME["claude-code"][1:]])
 
@@ -84,6 +81,7 @@ def test_post_task_resumes_the_real_session_exactly_once(workspace, start_daemon
 
     assert len(resumed) == 1
     assert "do the task" in orjson.dumps(resumed[0]["body"]).decode()  # the same conversation
+    assert_prompt_arrived_exactly(resumed[0])
     hook = post_task()
     assert len(hook["history"]) == 1 and hook["history"][0]["status"] == "ok"
     assert read_json(workspace.hooks_file)["pending"] == []
@@ -255,3 +253,54 @@ def test_a_daemon_with_a_bare_environment_resumes_with_what_integrate_and_the_en
     resumed = [r for r in requests if MARKER in orjson.dumps(r["body"]).decode()]
     assert len(resumed) == 1 and "do the task" in orjson.dumps(resumed[0]["body"]).decode()
     assert f"'{claude}'" in Path(hook["history"][0]["log"]).read_text()  # by absolute path
+
+
+@pytest.mark.parametrize("stop", [signal.SIGINT, signal.SIGKILL], ids=["ctrl-c", "kill"])
+def test_a_session_the_user_stops_mid_turn_is_never_resumed(workspace, start_daemon, config_home,
+                                                            tmp_path, stop):
+    """`claude -p "a long task"`, then Ctrl-C (SIGINT to its process group, as a terminal sends
+    it) or a kill while the model is still answering: the session ends, by its own SessionEnd
+    (reason `other`, as for a normal end) or by the process watch, and post-task says why it
+    did not run instead of resuming the conversation with edit rights."""
+    claude = claude_binary()
+    home = tmp_path / "home"
+    home.mkdir()
+    write_claude_hooks(workspace.root)
+    prepare_post_task(workspace, delay=1)
+    set_resume(config_home, "claude-code", [str(claude), *DEFAULT_RESUME["claude-code"][1:]])
+    with AnthropicStub() as stub:
+        env = claude_env(home, stub.url)
+        start_daemon(workspace.root, env=env)
+        stub.hold()  # the model is still answering
+        host = subprocess.Popen([str(claude), "-p", "a long task"], cwd=workspace.root,
+                                env={**os.environ, **env}, stdin=subprocess.DEVNULL,
+                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                                start_new_session=True)
+        try:
+            wait_until(lambda: any("a long task" in orjson.dumps(r["body"]).decode()
+                                   for r in stub.requests), 60, 0.1)
+            os.killpg(host.pid, stop)
+            host.wait(30)
+        finally:
+            if host.poll() is None:
+                os.killpg(host.pid, signal.SIGKILL)
+                host.wait()
+        stub.release()
+
+        def post_task():
+            return read_json(workspace.hooks_file)["hooks"]["post-task"]
+
+        wait_until(lambda: post_task()["history"], 30, 0.1)
+        time.sleep(3)  # past the hook's delay: a wrong firing would have started by now
+        requests = list(stub.requests)
+    [said] = post_task()["history"]
+    assert said["status"] == "skipped: the last turn was interrupted"
+    assert read_json(workspace.hooks_file)["pending"] == []
+    assert not [r for r in requests if MARKER in orjson.dumps(r["body"]).decode()]
+    record = read_json(workspace.session_dir(harness_id("claude-code", said["sessionId"]))
+                       / "session.json")
+    assert record["status"] == "completed"
+    assert record["metadata"]["sidecar"]["completionReason"] == (
+        "other" if stop == signal.SIGINT else "host-exited")
+    status = run_cli("status", "--root", str(workspace.root)).stdout.decode()
+    assert "skipped: the last turn was interrupted" in status, status

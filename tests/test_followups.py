@@ -25,6 +25,7 @@ from sidecar.sessions import SessionStore
 from sidecar.timeutil import iso, now
 
 T0 = 1_795_900_000.0
+SID = "5b428364-70de-498a-b886-4c3dc8ffa7fe"  # of Claude Code's shape, for resumes
 _names = itertools.count()
 
 
@@ -51,9 +52,19 @@ class Harness:
         argv = [sys.executable, "-c",
                 "import os,sys; open(sys.argv[1],'a').write(os.environ['SIDECAR_SESSION_ID']+'\\n')",
                 str(self.fired)]
-        hook = new_hook("rec", "rec", T0, action=argv, promptFile=None, delaySeconds=10, **fields)
+        hook = new_hook("rec", "rec", T0, action=argv, **{"promptFile": None, "delaySeconds": 10,
+                                                          **fields})
         self.hooks.change(T0, lambda d: setattr(d, "hooks", {"rec": hook}))
         trust_commands(self.ws)
+
+    def use_resume_hook(self, **fields):
+        """Make `rec` a resume, whose resume command records each firing in fired.txt."""
+        argv = (sys.executable, "-c", "import os,sys; open(sys.argv[1],'a').write("
+                "os.environ['SIDECAR_SESSION_ID']+'\\n')", str(self.fired))
+        self.config = Config(**{**self.config.__dict__, "resume": {"claude-code": argv}})
+        hook = new_hook("rec", "rec", T0, action="resume", **{"promptFile": None,
+                                                              "delaySeconds": 10, **fields})
+        self.hooks.change(T0, lambda d: setattr(d, "hooks", {"rec": hook}))
 
     def set_action(self, argv, hook_id="rec"):
         """Change a hook's command, as `sidecar hooks update ID -- ARGV` does (trusting it)."""
@@ -155,9 +166,10 @@ def test_sweeps_do_not_queue_follow_ups(h):
     assert h.pending() == []
 
 
-def test_a_session_live_again_is_postponed_then_skipped(h):
-    h.apply(ev("SessionStart"), ev("SessionEnd", ts=T0 + 1))
-    h.apply(ev("SessionStart", ts=T0 + 5, source="resume"))  # the user came back
+def test_a_resume_of_a_session_live_again_is_postponed_then_skipped(h):
+    h.use_resume_hook()
+    h.apply(ev("SessionStart", session=SID), ev("SessionEnd", session=SID, ts=T0 + 1))
+    h.apply(ev("SessionStart", session=SID, ts=T0 + 5, source="resume"))  # the user came back
     t = T0 + 20
     for attempt in range(1, MAX_POSTPONES + 1):
         with freeze_time(iso(t)):
@@ -173,16 +185,18 @@ def test_a_session_live_again_is_postponed_then_skipped(h):
     assert h.hook().last_status.startswith("skipped: session is live again after 10")
 
 
-def test_a_transcript_still_changing_postpones_and_a_missing_one_does_not(h, tmp_path):
+def test_a_transcript_still_changing_postpones_a_resume_and_a_missing_one_does_not(h, tmp_path):
+    h.use_resume_hook()
     transcript = tmp_path / "t.jsonl"
     transcript.write_text("{}\n")
-    h.apply(ev("SessionStart", transcript_path=str(transcript)), ev("SessionEnd", ts=T0 + 1))
+    h.apply(ev("SessionStart", session=SID, transcript_path=str(transcript)),
+            ev("SessionEnd", session=SID, ts=T0 + 1))
     h.fire_due()  # real time: the transcript was written just now
     assert h.hook().last_status == "postponed: transcript still changing (1/10)"
     transcript.unlink()
     h.hooks.change(now(), lambda d: setattr(d.pending[0], "due_at", None))
     h.fire_due()
-    assert h.firings() == ["s1"] and h.hook().last_status == "ok"
+    assert h.firings() == [SID] and h.hook().last_status == "ok"
 
 
 @pytest.mark.parametrize("extra,hook_fields,reason", [

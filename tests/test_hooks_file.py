@@ -78,9 +78,21 @@ def test_delay_minutes_is_migrated_to_seconds():
     assert hook.delay_seconds == 150 and "delayMinutes" not in hook.to_json()
 
 
+def test_a_versioned_file_with_delay_minutes_only_is_migrated_not_defaulted():
+    """A hand edit from older docs: the version is there, and the delay is in minutes."""
+    doc = default_doc(T0).to_json()
+    del doc["hooks"]["post-task"]["delaySeconds"]
+    doc["hooks"]["post-task"]["delayMinutes"] = 5
+    hook = parse(orjson.dumps(doc)).hooks["post-task"]
+    assert hook.delay_seconds == 300 and "delayMinutes" not in hook.to_json()
+    doc["hooks"]["post-task"]["delayMinutes"] = "soon"
+    with pytest.raises(HooksError, match=r"\$\.hooks\.post-task\.delayMinutes: must be a number"):
+        parse(orjson.dumps(doc))
+
+
 def test_a_versioned_file_keeps_an_unknown_key_and_a_newer_version_is_refused():
     doc = default_doc(T0).to_json()
-    doc["hooks"]["post-task"]["delayMinutes"] = 5  # not a migration once versioned: kept as is
+    doc["hooks"]["post-task"]["delayMinutes"] = 5  # delaySeconds, given too, wins
     doc["hooks"]["post-task"]["myNote"] = "mine"
     hook = parse(orjson.dumps(doc)).hooks["post-task"]
     assert hook.delay_seconds == 10 and hook.to_json()["myNote"] == "mine"

@@ -17,12 +17,13 @@ from sidecar import procwatch
 from sidecar.lifecycle import harness_id
 
 # A stand-in host: it runs its hooks the way Claude Code and Codex do (`sh -c`, payload on
-# stdin), then lives on until it is killed.
+# stdin), then lives on until it is killed: between turns, or mid-turn for a session whose
+# id says `busy`.
 HOST = """
 import subprocess, sys, time
 sidecar, root = sys.argv[1], sys.argv[2]
 for sid in sys.argv[3:]:
-    for name in ("SessionStart", "UserPromptSubmit"):
+    for name in ("SessionStart", "UserPromptSubmit") + (() if "busy" in sid else ("Stop",)):
         payload = '{"hook_event_name": "%s", "session_id": "%s", "cwd": "%s"}' % (name, sid, root)
         subprocess.run(["sh", "-c", sidecar + " emit --source claude-code"], input=payload.encode(),
                        check=True, capture_output=True)
@@ -63,26 +64,33 @@ def test_emit_names_the_host_not_the_shell_that_ran_the_hook(workspace):
 def test_a_killed_hosts_sessions_end_as_host_exited_and_a_live_hosts_never(
         workspace, start_daemon):
     daemon = start_daemon(workspace.root)
-    host = start_host(workspace, "s-a", "s-b")  # two sessions in one process (Codex /new)
+    host = start_host(workspace, "s-a", "s-busy")  # two sessions in one process (Codex /new)
     alive = start_host(workspace, "s-alive")
     try:
-        wait_until(lambda: all(record(workspace, s) for s in ("s-a", "s-b", "s-alive")))
+        wait_until(lambda: all(record(workspace, s) for s in ("s-a", "s-busy", "s-alive")))
         # The daemon restarts while the hosts live: nothing is completed, the watch comes back.
         assert daemon.stop() == 0
         start_daemon(workspace.root)
         time.sleep(0.5)  # the new leader has re-armed; a wrong completion would come at once
-        assert all(record(workspace, s)["status"] == "active" for s in ("s-a", "s-b", "s-alive"))
+        assert all(record(workspace, s)["status"] == "active" for s in ("s-a", "s-busy", "s-alive"))
         os.killpg(host.pid, signal.SIGKILL)
         killed_at = time.monotonic()
         wait_until(lambda: all(record(workspace, s)["status"] == "completed"
-                               for s in ("s-a", "s-b")), 2)
+                               for s in ("s-a", "s-busy")), 2)
         took = time.monotonic() - killed_at
-        for s in ("s-a", "s-b"):
+        # The batch saves the records, then the bindings: wait for its end, not its middle.
+        wait_until(lambda: set(read_json(workspace.bindings_file)["bindings"]["claude-code"])
+                   == {"s-alive"}, 2)
+        for s in ("s-a", "s-busy"):
             assert record(workspace, s)["metadata"]["sidecar"]["completionReason"] == "host-exited"
         bindings = read_json(workspace.bindings_file)["bindings"]["claude-code"]
         assert set(bindings) == {"s-alive"}
-        queued = {e["sessionId"] for e in read_json(workspace.hooks_file)["pending"]}
-        assert queued == {"s-a", "s-b"}  # follow-ups as for a normal end
+        hooks = read_json(workspace.hooks_file)
+        # Between turns: follow-ups as for a normal end. Killed mid-turn: the user's agent
+        # was stopped, and nothing resumes it.
+        assert {e["sessionId"] for e in hooks["pending"]} == {"s-a"}
+        assert [(f["sessionId"], f["status"]) for f in hooks["hooks"]["post-task"]["history"]] \
+            == [("s-busy", "skipped: the last turn was interrupted")]
         assert record(workspace, "s-alive")["status"] == "active"
         assert took < 2
     finally:
@@ -91,10 +99,19 @@ def test_a_killed_hosts_sessions_end_as_host_exited_and_a_live_hosts_never(
 
 
 def test_a_host_that_died_while_no_daemon_ran_is_ended_at_start(workspace, start_daemon):
-    stop_host(start_host(workspace, "s-gone"))
-    start_daemon(workspace.root)  # applies the inbox, then finds the host gone
-    wait_until(lambda: (record(workspace, "s-gone") or {}).get("status") == "completed", 5)
-    assert record(workspace, "s-gone")["metadata"]["sidecar"]["completionReason"] == "host-exited"
+    # As after a reboot: the host died (one session between turns, one mid-turn) while no
+    # daemon ran; the next daemon applies the inbox, then finds the host gone.
+    stop_host(start_host(workspace, "s-gone", "s-gone-busy"))
+    start_daemon(workspace.root)
+    for session in ("s-gone", "s-gone-busy"):
+        wait_until(lambda session=session: (record(workspace, session) or {}).get("status") == "completed", 5)
+        assert record(workspace, session)["metadata"]["sidecar"]["completionReason"] == \
+            "host-exited"
+    wait_until(lambda: read_json(workspace.hooks_file)["hooks"]["post-task"]["history"], 5)
+    hooks = read_json(workspace.hooks_file)
+    assert [e["sessionId"] for e in hooks["pending"]] == ["s-gone"]
+    assert [(f["sessionId"], f["status"]) for f in hooks["hooks"]["post-task"]["history"]] == \
+        [("s-gone-busy", "skipped: the last turn was interrupted")]
 
 
 def test_an_exit_report_for_an_earlier_process_does_not_end_a_resumed_session(workspace):

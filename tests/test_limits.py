@@ -31,7 +31,10 @@ LIMITED = ("API Error: Request rejected (429) · This request would exceed your 
            "limit. Please try again later.")  # Claude Code 2.1.328's text, with no reset in it
 
 
-def ev(name, ts, session="s1", hook_id=None, **extra):
+S1 = "0b4cb7a4-5d8e-4a6f-9f0e-2c1d3b4a5e6f"  # a session id of Claude Code's shape
+
+
+def ev(name, ts, session=S1, hook_id=None, **extra):
     payload = {"hook_event_name": name, "session_id": session, "ts": ts, **extra}
     wrapped = {"sidecarEnvelope": {"version": 1, "host": "claude-code", "ts": ts,
                                    **({"hookId": hook_id} if hook_id else {})},
@@ -63,11 +66,11 @@ class Harness:
         return self.hooks.snapshot(T0).pending
 
     def record(self):
-        path = self.ws.session_dir(harness_id("claude-code", "s1")) / "session.json"
+        path = self.ws.session_dir(harness_id("claude-code", S1)) / "session.json"
         return read_json(path)
 
     def verdict(self, at):
-        facts = self.sessions.facts(harness_id("claude-code", "s1"), ("claude-code", "s1"))
+        facts = self.sessions.facts(harness_id("claude-code", S1), ("claude-code", S1))
         hook = self.hooks.snapshot(at).hooks[LIMIT_HOOK]
         return decide(hook, transcript_facts(facts), at).verdict
 
@@ -212,7 +215,7 @@ def test_the_try_fires_with_the_limit_prompt_in_the_same_session(tmp_path):
         time.sleep(0.02)
         followups.check_running(due + 1)
     argv = argv_file.read_text()
-    assert "'s1'" in argv and "Continue where you left off" in argv
+    assert repr(S1) in argv and "Continue where you left off" in argv
     hook = h.hooks.snapshot(due + 2).hooks[LIMIT_HOOK]
     assert [f.status for f in hook.history] == ["ok"]
 
@@ -301,7 +304,7 @@ def test_status_shows_the_token_totals_and_a_sessions_figures_and_limit(h):
                                 "sessions": 1}
     text = run_cli("status", "--root", root).stdout.decode()
     assert "tokens     input 300, output 21, cache read 3,000, cache write 30 (1 session(s)" in text
-    one = orjson.loads(run_cli("status", "--root", root, "--session", "s1", "--json").stdout)
+    one = orjson.loads(run_cli("status", "--root", root, "--session", S1, "--json").stdout)
     assert one["tokens"]["cacheRead"] == 3000 and one["limit"] is None
     limited = run_cli("status", "--root", root, "--session", "s2").stdout.decode()
     assert "limit      rate_limit since" in limited and "1 failed turn(s)" in limited

@@ -54,7 +54,7 @@ def test_an_opencode_session_is_completed_at_exit_and_resumed_once(workspace, st
     opencode = npm_host("opencode", OPENCODE_VERSION, "opencode")
     prepare_post_task(workspace)
     set_resume(config_home, "opencode", [str(opencode), "run", "--session", "{session_id}",
-                                         "{prompt}"])
+                                         "<{prompt}"])
     result = run_cli("integrate", "opencode", cwd=workspace.root)
     assert result.returncode == 0, result.stderr
     plugin = workspace.root / ".opencode" / "plugins" / "sidecar.js"
@@ -117,7 +117,7 @@ def test_an_opencode_turn_refused_by_a_rate_limit_is_resumed_once_it_resets(
     with open(config_home / "config.toml", "a") as config:
         config.write("limitBackoffScale = 0.01\n")  # the minute after a stated reset: 0.6 s
     set_resume(config_home, "opencode", [str(opencode), "run", "--session", "{session_id}",
-                                         "{prompt}"])
+                                         "<{prompt}"])
     assert run_cli("integrate", "opencode", cwd=workspace.root).returncode == 0
     with LimitedChatStub("Rate limit reached for requests. Please try again in 3s.") as stub:
         env = opencode_setup(tmp_path, workspace.root, stub.url)

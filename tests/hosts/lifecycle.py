@@ -11,6 +11,9 @@ from pathlib import Path
 from typing import Any
 
 MARKER = "POST-TASK-MARKER-5b1e"
+# The prompt a host must receive, to the byte: quotes, two spaces and a line break included,
+# since a host that re-quotes or re-splits an argument would change exactly these.
+PROMPT = f'{MARKER}: save memories and tidy up. Say "done"  when finished.\nThank you.'
 
 
 def read(path: Path) -> Any:
@@ -20,8 +23,7 @@ def read(path: Path) -> Any:
 def prepare_post_task(ws: Any, delay: int = 3) -> None:
     """A recognisable prompt, and a short delay so the test does not wait ten seconds (but
     over the 2 s a transcript must be quiet, so no postponement of a minute)."""
-    (ws.prompts / "post-task.md").write_text(
-        f"---\ndescription: test prompt\n---\n{MARKER}: save memories and tidy up.\n")
+    (ws.prompts / "post-task.md").write_text(f"---\ndescription: test prompt\n---\n{PROMPT}\n")
     doc = read(ws.hooks_file)
     doc["hooks"]["post-task"]["delaySeconds"] = delay
     ws.hooks_file.write_text(json.dumps(doc))
@@ -43,6 +45,27 @@ def settled(ws: Any) -> bool:
         and not read(ws.hooks_file)["pending"]
 
 
+def user_texts(body: dict[str, Any]) -> list[str]:
+    """The text blocks of the last user message of a model request, in any API's shape:
+    Anthropic messages and chat completions (`messages`), OpenAI responses (`input`),
+    Gemini (`contents` of `parts`)."""
+    for key, parts in (("messages", "content"), ("input", "content"), ("contents", "parts")):
+        turns = [t for t in body.get(key) or [] if isinstance(t, dict) and t.get("role") == "user"]
+        if turns:
+            content = turns[-1].get(parts)
+            if isinstance(content, str):
+                return [content]
+            return [c["text"] for c in content or [] if isinstance(c, dict)
+                    and isinstance(c.get("text"), str)]
+    return []
+
+
+def assert_prompt_arrived_exactly(request: dict[str, Any]) -> None:
+    """The resumed run's prompt reached the model as written in the prompt file."""
+    texts = user_texts(request["body"])
+    assert PROMPT in texts or PROMPT + "\n" in texts, texts
+
+
 def assert_whole_lifecycle(ws: Any, record_path: Path, requests: list[dict[str, Any]],
                            first_prompt: str, end_reason: str | None = None) -> dict[str, Any]:
     """Everything a user is promised about one session and its follow-up; returns the record."""
@@ -58,6 +81,7 @@ def assert_whole_lifecycle(ws: Any, record_path: Path, requests: list[dict[str, 
     resumed = [r for r in requests if MARKER in json.dumps(r["body"])]
     assert len(resumed) == 1, f"{len(resumed)} resumed requests reached the model"
     assert first_prompt in json.dumps(resumed[0]["body"]), "the resumed run lost the earlier turn"
+    assert_prompt_arrived_exactly(resumed[0])
     assert read(ws.hooks_file)["pending"] == []  # the resumed run's own end queued nothing
     trace = [json.loads(line)["event"] for line in
              record_path.with_name("trace.jsonl").read_bytes().splitlines()]
