@@ -17,6 +17,7 @@ from .hooks_cli import hooks_app
 from .integrate_cli import integrate_app, uninstall, unregister
 from .kinds import SidecarError
 from .layout import Workspace, find_workspace
+from .reload_cli import reload
 from .setup_cli import doctor, service_app
 from .timeutil import now
 
@@ -184,6 +185,7 @@ app.add_typer(service_app, name="service")
 app.add_typer(integrate_app, name="integrate")
 app.command()(doctor)
 app.command()(unregister)
+app.command()(reload)
 app.command()(uninstall)
 
 

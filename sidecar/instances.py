@@ -177,6 +177,14 @@ def seen(ws: Workspace) -> list[Seen]:
     return found
 
 
+def leader(ws: Workspace, me: str) -> InstanceInfo | None:
+    """The live instance, other than `me`, whose file says it leads the workspace."""
+    for other in seen(ws):
+        if other.live and other.info.role == "leader" and other.info.id != me:
+            return other.info
+    return None
+
+
 def heartbeat_age(info: InstanceInfo, at: float) -> float | None:
     beat = parse_ts(info.heartbeat_at)
     return None if beat is None else round(at - beat, 3)
