@@ -11,10 +11,9 @@ from typing import Any, TypedDict, TypeVar
 
 import orjson
 
-from . import __version__, hooks, inbox, instances, trust, usage
+from . import __version__, hooks, inbox, instances, session_lookup, trust, usage
 from .kinds import SidecarError
 from .layout import TamperedRuntime, Workspace
-from .lifecycle import harness_id
 from .procwatch import Proc, is_alive
 from .records import Binding, Key
 from .sessions import SessionStore
@@ -256,12 +255,10 @@ def session_report(ws: Workspace, session_id: str) -> dict[str, Any] | None:
     hosts |= {e.host for e in view.pending if e.session_id == session_id}
     hosts |= {f.host for h in view.hooks.values() for f in h.history
               if f.session_id == session_id and f.host}
-    for host in sorted(hosts | set(KNOWN_HOSTS)):
-        record = store.load_session(harness_id(host, session_id))
-        if record is not None:
-            break
-    else:
+    found = session_lookup.find_record(store, session_id, hosts | set(KNOWN_HOSTS))
+    if found is None:
         return None
+    host, record = found
     trace = ws.session_dir(record.id) / "trace.jsonl"
     lines = [orjson.loads(line) for line in trace.read_bytes().splitlines()] if trace.exists() else []
     follow_ups = [{"hookId": e.hook_id, "state": "running" if e.run else
