@@ -9,8 +9,8 @@ from typing import NoReturn
 
 import typer
 
-from . import __version__, foreign, jsonfile, layout, trust
 from . import config as config_mod
+from . import foreign, jsonfile, layout, trust
 from . import status as status_mod
 from .hooks import initialise
 from .hooks_cli import hooks_app
@@ -30,7 +30,7 @@ app = typer.Typer(
 
 def _print_version(value: bool) -> None:
     if value:
-        typer.echo(__version__)
+        version()
         raise typer.Exit()
 
 
@@ -191,8 +191,10 @@ app.command()(uninstall)
 
 @app.command()
 def version() -> None:
-    """Print the version."""
-    typer.echo(__version__)
+    """Print the version and the commit it was built from."""
+    from .build import shown
+
+    typer.echo(shown())
 
 
 def main() -> int:

@@ -29,6 +29,7 @@ class InstanceRow(TypedDict):
     pid: int | None
     hostname: str | None
     version: str | None
+    build: str | None
     role: str | None
     startedAt: str | None
     heartbeatAt: str | None
@@ -106,6 +107,7 @@ def instance_rows(ws: Workspace, now: float) -> list[InstanceRow]:
         info = seen.info
         rows.append({
             "id": info.id, "pid": info.pid, "hostname": info.hostname, "version": info.version,
+            "build": info.build,
             "role": info.role, "startedAt": info.started_at, "heartbeatAt": info.heartbeat_at,
             "heartbeatAgeSeconds": instances.heartbeat_age(info, now), "live": seen.live,
             "applied": info.applied, "rejected": info.rejected, "errors": info.errors,
@@ -335,7 +337,7 @@ def render_text(report: Report, bindings_shown: int = 20) -> str:
         for inst in w["instances"]:
             state = inst["role"] if inst["live"] else "dead"
             lines.append(
-                f"  instance {inst['id']}  pid {inst['pid']}  v{inst['version']}  {state}  "
+                f"  instance {inst['id']}  pid {inst['pid']}  v{inst['build'] or inst['version']}  {state}  "
                 f"started {inst['startedAt']}  heartbeat {_age(inst['heartbeatAgeSeconds'])} ago"
                 + (f"  last error: {inst['lastError']}" if inst["lastError"] and inst["live"] else "")
             )
