@@ -9,14 +9,15 @@ from typing import NoReturn
 
 import typer
 
-from . import __version__, foreign, jsonfile, layout, trust
 from . import config as config_mod
+from . import foreign, jsonfile, layout, trust
 from . import status as status_mod
 from .hooks import initialise
 from .hooks_cli import hooks_app
 from .integrate_cli import integrate_app, uninstall, unregister
 from .kinds import SidecarError
 from .layout import Workspace, find_workspace
+from .reload_cli import reload
 from .setup_cli import doctor, service_app
 from .timeutil import now
 
@@ -29,7 +30,7 @@ app = typer.Typer(
 
 def _print_version(value: bool) -> None:
     if value:
-        typer.echo(__version__)
+        version()
         raise typer.Exit()
 
 
@@ -59,15 +60,18 @@ def init(directory: Path = typer.Argument(Path("."), help="The workspace folder.
         fail(f"{root} is not a folder")
     ws = Workspace(root)
     fresh = not ws.is_initialised()
-    registered_before = root in config_mod.load_registry()
     try:
+        registered_before = root in config_mod.load_registry()
         ws.check_runtime()
         moved = foreign.set_aside(ws, registered_before, now())
         had_hooks = ws.hooks_file.exists()
         seeded = initialise(ws, now())
     except (OSError, SidecarError) as exc:
         fail(f"cannot initialise {root}: {exc}")
-    registered = config_mod.register(root)
+    try:
+        registered = config_mod.register(root)
+    except config_mod.RegistryError as exc:
+        fail(f"{ws.context} is initialised but not registered: {exc}")
     typer.echo(f"{'initialised' if fresh else 'already initialised'}: {ws.context}")
     if moved is not None:
         _say_moved(ws, *moved)
@@ -75,6 +79,8 @@ def init(directory: Path = typer.Argument(Path("."), help="The workspace folder.
         typer.echo("wrote the default prompts (.context/hooks/)" if had_hooks else
                    "wrote the default post-task hook and its prompt (.context/hooks/post-task.md)")
     typer.echo(f"{'registered' if registered else 'already registered'} in {layout.registry_file()}")
+    typer.echo("next: sidecar integrate <host> (claude-code, codex, gemini or opencode), so the "
+               "host's hooks drop its events here")
 
 
 def _say_moved(ws: Workspace, found: foreign.Found, aside: Path) -> None:
@@ -134,7 +140,11 @@ def status(
         _session_status(root, session, as_json)
     if all_:
         workspaces = []
-        for registered in config_mod.load_registry():
+        try:
+            roots = config_mod.load_registry()
+        except config_mod.RegistryError as exc:
+            fail(str(exc), 2)
+        for registered in roots:
             if Workspace(registered).context.is_dir():
                 workspaces.append(Workspace(registered))
             else:
@@ -175,13 +185,16 @@ app.add_typer(service_app, name="service")
 app.add_typer(integrate_app, name="integrate")
 app.command()(doctor)
 app.command()(unregister)
+app.command()(reload)
 app.command()(uninstall)
 
 
 @app.command()
 def version() -> None:
-    """Print the version."""
-    typer.echo(__version__)
+    """Print the version and the commit it was built from."""
+    from .build import shown
+
+    typer.echo(shown())
 
 
 def main() -> int:

@@ -138,20 +138,46 @@ def _resume(value: Any, path: Path) -> Mapping[str, tuple[str, ...]]:
     return MappingProxyType(resume)
 
 
+class RegistryError(SidecarError):
+    """workspaces.json cannot be read: the message says why, and that it is left as it is."""
+
+
+def last_good_registry() -> Path:
+    """A copy of what sidecar last wrote to the registry, to restore it by hand from."""
+    return layout.registry_file().with_name("workspaces.last-good.json")
+
+
 def load_registry() -> list[Path]:
-    """The registered workspace roots, in registration order."""
+    """The registered workspace roots, in registration order (none if there is no registry);
+    RegistryError if it cannot be read: nothing may then act as if it were empty."""
+    path = layout.registry_file()
     try:
-        data = jsonfile.read_json(layout.registry_file())
+        data = jsonfile.read_json(path)
     except FileNotFoundError:
         return []
-    except (OSError, ValueError):
-        return []
-    roots = data.get("workspaces", []) if isinstance(data, dict) else []
-    return [Path(root) for root in roots if isinstance(root, str)]
+    except (OSError, ValueError) as exc:
+        raise RegistryError(_unreadable(path, str(exc))) from None
+    roots = data.get("workspaces") if isinstance(data, dict) else None
+    if not isinstance(roots, list) or not all(isinstance(root, str) for root in roots):
+        raise RegistryError(_unreadable(path, 'not {"workspaces": [folder, ...]}'))
+    return [Path(root) for root in roots]
+
+
+def _unreadable(path: Path, why: str) -> str:
+    backup = last_good_registry()
+    restore = f"; the last good copy is {backup}" if backup.is_file() else ""
+    return f"the registry {path} cannot be read ({why}); left as it is{restore}"
+
+
+def _write_registry(roots: list[str]) -> None:
+    """Replace the registry, and keep the same copy beside it as the last good one."""
+    jsonfile.write_json_atomic(layout.registry_file(), {"workspaces": roots})
+    jsonfile.write_json_atomic(last_good_registry(), {"workspaces": roots})
 
 
 def register(root: Path) -> bool:
-    """Add `root` to the registry; False when it was there already."""
+    """Add `root` to the registry; False when it was there already. RegistryError, and
+    nothing written, if the registry cannot be read."""
     home = layout.config_home()
     home.mkdir(mode=0o700, parents=True, exist_ok=True)
     with locks.locked(home / "workspaces.lock"):
@@ -159,12 +185,13 @@ def register(root: Path) -> bool:
         if str(root) in roots:
             return False
         roots.append(str(root))
-        jsonfile.write_json_atomic(layout.registry_file(), {"workspaces": roots})
+        _write_registry(roots)
     return True
 
 
 def unregister(root: Path) -> bool:
-    """Take `root` off the registry; False when it was not there."""
+    """Take `root` off the registry; False when it was not there. RegistryError, and
+    nothing written, if the registry cannot be read."""
     home = layout.config_home()
     if not layout.registry_file().exists():
         return False
@@ -173,5 +200,5 @@ def unregister(root: Path) -> bool:
         if str(root) not in roots:
             return False
         roots.remove(str(root))
-        jsonfile.write_json_atomic(layout.registry_file(), {"workspaces": roots})
+        _write_registry(roots)
     return True

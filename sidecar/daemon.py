@@ -35,6 +35,7 @@ from .watch import FolderWatch, InotifyWatch, WatchError, folder_watch
 log = logging.getLogger("sidecar")
 
 REGISTRY_INTERVAL = 2.0
+SKIPPED_NAMED = 5  # registered folders that are not workspaces named one by one, at most
 SET_ASIDE_RETRY = 2.0  # how often a workspace set aside (a tampered runtime) is looked at again
 FDS_PER_WORKSPACE = 2  # its leader lock and its instance's life lock, held while served
 FDS_SPARE = 64  # kept free for the work itself: state files, logs, pipes, actions starting
@@ -71,6 +72,9 @@ class Daemon:
         self.opened: set[WorkspaceServer] = set()
         self.skipped: set[Path] = set()  # registered folders that are not workspaces
         self.failing: dict[Path, str] = {}  # workspaces that cannot be served now, and why
+        self.retiring: set[WorkspaceServer] = set()  # taken off the registry: handed over
+        self.registry_error: str | None = None  # why the registry cannot be read, while so
+        self.resync = False  # a workspace was handed over: it may have been registered again
         self.fd_limit = raise_fd_limit()
         self.folders: FolderWatch = folder_watch()
         self.loop: StepLoop[WorkspaceServer] = StepLoop(self._step, now)
@@ -83,33 +87,42 @@ class Daemon:
     def current_config(self) -> Config:
         return self.config
 
-    def wanted_roots(self) -> list[Path]:
+    def wanted_roots(self) -> list[Path] | None:
+        """The workspaces to serve; None while the registry cannot be read (said once for
+        each reason): those served go on being served, and none is added or dropped."""
         if self.fixed_roots is not None:
             return self.fixed_roots
-        return config_mod.load_registry()
+        try:
+            roots = config_mod.load_registry()
+        except config_mod.RegistryError as exc:
+            if self.registry_error != str(exc):
+                log.error("%s; serving what was served until it can be read", exc)
+            self.registry_error = str(exc)
+            return None
+        if self.registry_error is not None:
+            log.info("the registry can be read again")
+            self.registry_error = None
+        return roots
 
     def sync_workspaces(self) -> None:
-        """Start serving workspaces that appeared (one taken off the registry is served on
-        until the next start)."""
+        """Serve the workspaces wanted: start serving those that appeared, and stop serving
+        those taken off the registry."""
         wanted = self.wanted_roots()
-        if len(wanted) > workspaces_within(self.fd_limit):
+        if wanted is None:
+            return
+        self._retire(set(wanted))
+        workspaces = self._workspaces(wanted)
+        if len(workspaces) > workspaces_within(self.fd_limit):
             log.error("%d workspaces need about %d open files, but the limit is %d: raise it "
-                      "(LimitNOFILE= in the service unit, or `ulimit -n`)", len(wanted),
-                      len(wanted) * FDS_PER_WORKSPACE + FDS_SPARE, self.fd_limit)
-        for root in wanted:
+                      "(LimitNOFILE= in the service unit, or `ulimit -n`)", len(workspaces),
+                      len(workspaces) * FDS_PER_WORKSPACE + FDS_SPARE, self.fd_limit)
+        for ws in workspaces:
+            root = ws.root
             if root in self.servers:
                 continue
             if len(self.servers) >= workspaces_within(self.fd_limit):
                 # Taking its locks would leave no file free for the others' work.
                 self._failing(root, OSError(errno.EMFILE, "too many open files"))
-                continue
-            ws = Workspace(root)
-            if not ws.context.is_dir():
-                if root not in self.skipped:  # once, not at every look at the registry
-                    self.skipped.add(root)
-                    log.warning("%s: registered but not a workspace (any more); skipped. Run "
-                                "`sidecar init %s` to serve it, or `sidecar unregister %s`",
-                                root, root, root)
                 continue
             try:
                 self._start_serving(root, ws)
@@ -118,6 +131,37 @@ class Daemon:
                 continue
             if self.failing.pop(root, None) is not None:
                 log.info("%s: can be served again", root)
+
+    def _workspaces(self, wanted: list[Path]) -> list[Workspace]:
+        """The wanted folders that are workspaces; the others are skipped, each said once
+        (at most a few by name: a registry of thousands of dead entries is one line more)."""
+        found, gone = [], []
+        for root in wanted:
+            ws = Workspace(root)
+            if ws.context.is_dir():
+                found.append(ws)
+            elif root not in self.skipped:  # once, not at every look at the registry
+                self.skipped.add(root)
+                gone.append(root)
+        for root in gone[:SKIPPED_NAMED]:
+            log.warning("%s: registered but not a workspace (any more); skipped. Run "
+                        "`sidecar init %s` to serve it, or `sidecar unregister %s`",
+                        root, root, root)
+        if len(gone) > SKIPPED_NAMED:
+            log.warning("and %d more registered folders are not workspaces; skipped (`sidecar "
+                        "status --all` names them)", len(gone) - SKIPPED_NAMED)
+        return found
+
+    def _retire(self, wanted: set[Path]) -> None:
+        """Stop serving the workspaces taken off the registry: each is handed over by its own
+        step (never while it is being stepped), as at a stop."""
+        for root, server in list(self.servers.items()):
+            if root not in wanted and server not in self.retiring:
+                self.retiring.add(server)
+                self.loop.wake(server)
+        self.skipped &= wanted
+        for root in [r for r in self.failing if r not in wanted]:
+            del self.failing[root]
 
     def _too_many_files(self) -> str:
         return (f"too many open files: the limit is {self.fd_limit}, and each workspace needs "
@@ -178,8 +222,12 @@ class Daemon:
         for server in owners:
             server.notice_host_exit(proc)
 
-    def _step(self, server: WorkspaceServer, at: float) -> float:
-        """One step of one workspace, on a loop worker; returns when to step it again."""
+    def _step(self, server: WorkspaceServer, at: float) -> float | None:
+        """One step of one workspace, on a loop worker; returns when to step it again
+        (None: no more, it is no longer served)."""
+        if server in self.retiring:
+            self._stop_serving(server, at)
+            return None
         try:
             if server not in self.opened:
                 server.open(at)
@@ -204,6 +252,16 @@ class Daemon:
             deadline = now() + 1.0
         return deadline
 
+    def _stop_serving(self, server: WorkspaceServer, at: float) -> None:
+        server.close(at)
+        for handle in self.watches.pop(server, []):
+            self.folders.remove(handle)
+        self.opened.discard(server)
+        self.servers.pop(server.ws.root, None)
+        self.retiring.discard(server)
+        self.resync = True
+        log.info("%s: no longer registered; stopped serving it", server.ws.root)
+
     def install_signals(self) -> None:
         signal.signal(signal.SIGTERM, lambda *_: self.stop.set())
         signal.signal(signal.SIGINT, lambda *_: self.stop.set())
@@ -215,6 +273,8 @@ class Daemon:
         errors = sum(s.ingest.health.errors for s in servers)
         leading = sum(1 for s in servers if s.leader is not None)
         failing = f"; {len(self.failing)} cannot be served" if self.failing else ""
+        if self.registry_error is not None:
+            failing += "; the registry cannot be read"
         return (f"serving {len(servers)} workspace(s), leading {leading}; "
                 f"{applied} events applied, {errors} errors{failing}")
 
@@ -259,7 +319,8 @@ class Daemon:
                 self.sync_workspaces()
                 continue
             sig = jsonfile.signature(layout.registry_file())
-            if sig != registry_sig or self.failing:
+            if sig != registry_sig or self.failing or self.resync:
+                self.resync = False
                 registry_sig = sig
                 self.sync_workspaces()
 
@@ -268,7 +329,7 @@ class Daemon:
         self.notifier.stopping()
         self.loop.stop(timeout=30)  # a batch in hand is finished; nothing new starts
         busy = self.loop.busy_since()
-        for server in self.opened:
+        for server in list(self.opened):
             if server not in busy:  # one still stepping keeps its locks until the process ends
                 server.close(now())
         self.folders.stop()

@@ -42,14 +42,21 @@ def _settings_have_emit(path: Path) -> bool:
 def check(cwd: Path, home: Path, platform: str = sys.platform,
           proc: Path = Path("/proc/sys/fs/inotify")) -> list[Finding]:
     ws = find_workspace(cwd)
-    registered = [root for root in config_mod.load_registry() if Workspace(root).context.is_dir()]
+    try:
+        roots: list[Path] | None = config_mod.load_registry()
+        unreadable = []
+    except config_mod.RegistryError as exc:  # nothing is served from it, nor can be added
+        roots, unreadable = None, [Finding(False, str(exc), "make it valid JSON again (or "
+                                           "copy the last good copy over it)")]
+    registered = [root for root in roots or [] if Workspace(root).context.is_dir()]
     unserved = [root for root in registered
                 if not status.workspace_report(Workspace(root), now())["served"]]
     fix = _serve_fix(platform)
     return [
+        *unreadable,
         _service(platform, home, registered, unserved, fix),
         _on_path(),
-        *_workspace(cwd, ws, unserved, fix),
+        *_workspace(cwd, ws, roots, unserved, fix),
         *_hosts(ws, home, platform),
         *_inotify(proc),
     ]
@@ -90,10 +97,13 @@ def _on_path() -> Finding:
                    f"add {where} to PATH, or re-run `sidecar integrate` (it writes absolute paths)")
 
 
-def _workspace(cwd: Path, ws: Workspace | None, unserved: list[Path], fix: str) -> list[Finding]:
+def _workspace(cwd: Path, ws: Workspace | None, roots: list[Path] | None, unserved: list[Path],
+               fix: str) -> list[Finding]:
     if ws is None:
         return [Finding(False, f"{cwd} is not in a workspace", f"sidecar init {cwd}")]
-    if ws.root not in config_mod.load_registry():
+    if roots is None:
+        return _trust(ws)  # whether it is registered cannot be told: said above
+    if ws.root not in roots:
         return [Finding(False, f"workspace {ws.root} is not registered", f"sidecar init {ws.root}")]
     findings = [Finding(True, f"workspace {ws.root} is registered")]
     if ws.root in unserved:

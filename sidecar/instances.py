@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import IO, Any
 
 from . import __version__, jsonfile, locks, safedir
+from .build import build_id
 from .layout import PLAIN_NAME, Workspace
 from .timeutil import iso, now, parse_ts
 
@@ -33,6 +34,7 @@ class Identity:
     pid: int = field(default_factory=os.getpid)
     started: float = field(default_factory=now)
     hostname: str = field(default_factory=socket.gethostname)
+    build: str = field(default_factory=build_id)  # version and commit: two builds told apart
 
 
 @dataclass
@@ -46,6 +48,7 @@ class InstanceInfo:
     started_at: str | None
     heartbeat_at: str | None
     role: str | None  # "leader" or "standby"
+    build: str | None = None  # `0.1.0+<commit>`; the version alone if the commit is unknown
     applied: int = 0
     rejected: int = 0
     errors: int = 0
@@ -68,7 +71,8 @@ class InstanceInfo:
         return cls(
             id=instance_id, pid=pid if isinstance(pid, int) else None,
             hostname=text("hostname"), version=text("version"), started_at=text("startedAt"),
-            heartbeat_at=text("heartbeatAt"), role=text("role"), applied=count("applied"),
+            heartbeat_at=text("heartbeatAt"), role=text("role"), build=text("build"),
+            applied=count("applied"),
             rejected=count("rejected"), errors=count("errors"), last_error=text("lastError") or "",
             hooks_error=text("hooksError"),
             plugins={k: v for k, v in plugins.items() if isinstance(v, dict)}
@@ -78,7 +82,8 @@ class InstanceInfo:
     def to_json(self) -> Json:
         return {"id": self.id, "pid": self.pid, "hostname": self.hostname,
                 "version": self.version, "startedAt": self.started_at,
-                "heartbeatAt": self.heartbeat_at, "role": self.role, "lastError": self.last_error,
+                "heartbeatAt": self.heartbeat_at, "role": self.role, "build": self.build,
+                "lastError": self.last_error,
                 "hooksError": self.hooks_error, "plugins": self.plugins, "applied": self.applied,
                 "rejected": self.rejected, "errors": self.errors}
 
@@ -125,7 +130,7 @@ class Membership:
         me = self.identity
         info = InstanceInfo(
             id=me.id, pid=me.pid, hostname=me.hostname, version=__version__,
-            started_at=iso(me.started), heartbeat_at=iso(now()), role=role,
+            started_at=iso(me.started), heartbeat_at=iso(now()), role=role, build=me.build,
             applied=counters.get("applied", 0), rejected=counters.get("rejected", 0),
             errors=counters.get("errors", 0), last_error=last_error, hooks_error=hooks_error,
             plugins=plugins,
@@ -175,6 +180,14 @@ def seen(ws: Workspace) -> list[Seen]:
             found.append(Seen(InstanceInfo.from_json(instance_id, data),
                               is_alive(ws, instance_id)))
     return found
+
+
+def leader(ws: Workspace, me: str) -> InstanceInfo | None:
+    """The live instance, other than `me`, whose file says it leads the workspace."""
+    for other in seen(ws):
+        if other.live and other.info.role == "leader" and other.info.id != me:
+            return other.info
+    return None
 
 
 def heartbeat_age(info: InstanceInfo, at: float) -> float | None:

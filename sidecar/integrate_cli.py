@@ -58,7 +58,10 @@ def project_root(root: Path | None, init: bool = False, uninstall: bool = False)
         _fail(f"{start} is not a sidecar workspace, so its events would go nowhere; run "
               f"`sidecar init {start}` first, or add --init", EXIT_NOT_WORKSPACE)
     initialise(Workspace(start), now())
-    config_mod.register(start)
+    try:
+        config_mod.register(start)
+    except config_mod.RegistryError as exc:
+        _fail(str(exc))
     typer.echo(f"initialised and registered {start}")
     return start
 
@@ -78,6 +81,8 @@ def _run(host: str | None, place: Path, write: Callable[[], bool], uninstall: bo
     verb = "removed sidecar's entries from" if uninstall else "sidecar's hooks are in"
     typer.echo(f"{verb} {shown or place}" + ("" if changed else " (already so; nothing changed)"))
     _record_executable(host or "codex", uninstall)
+    if not uninstall:
+        typer.echo("next: sidecar doctor (checks that hooks reach a daemon that serves this)")
 
 
 def _record_executable(host: str, uninstall: bool) -> None:
@@ -161,10 +166,13 @@ def unregister(directory: Path = typer.Argument(Path("."), help="The workspace f
     """Stop serving a workspace: take it off the registry. Its .context/ is left as it is."""
     root = Path(directory).absolute()
     candidates = {root, root.resolve()} if root.exists() else {root}
-    removed = [r for r in candidates if config_mod.unregister(r)]
+    try:
+        removed = [r for r in candidates if config_mod.unregister(r)]
+    except config_mod.RegistryError as exc:
+        _fail(str(exc))
     if not removed:
         _fail(f"{root} is not registered (see {layout.registry_file()})")
-    typer.echo(f"unregistered {removed[0]}; running daemons stop serving it at their next start")
+    typer.echo(f"unregistered {removed[0]}; running daemons stop serving it within seconds")
 
 
 def uninstall(purge: bool = typer.Option(False, "--purge", help="Also remove the registry, "

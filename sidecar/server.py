@@ -34,6 +34,7 @@ log = logging.getLogger("sidecar")
 
 STANDBY_RETRY = 0.2  # seconds between a stand-by's attempts at the leader lock
 BEAT_MIN = 1.0  # seconds between instance-file writes while what they report keeps changing
+LEADER_LOOKS = 10  # a stand-by's looks for the leader's file (it follows the lock) before it speaks
 
 
 class Reportable(NamedTuple):
@@ -75,6 +76,7 @@ class WorkspaceServer:
         self.beaten = 0.0  # when the instance file was last written
         self.reported: Reportable | None = None  # what it said then
         self.set_aside_for: str | None = None  # why the workspace is set aside, while it is
+        self.leader_looks = 0  # looks for who leads since standing by; past LEADER_LOOKS: said
 
     # -- what the watches call -------------------------------------------------------------
 
@@ -101,6 +103,7 @@ class WorkspaceServer:
         self.ws.check_runtime()
         if self.leader is None and not self._try_lead(now):
             self.set_aside_for = None
+            self._say_standing_by()
             return min(now + STANDBY_RETRY, self._beat_if_due(now))
         self.set_aside_for = None  # served again: a new reason to set it aside is said anew
         arrived = self.inbox_arrival.is_set()
@@ -119,6 +122,7 @@ class WorkspaceServer:
         if self.leader is None:
             return False
         log.info("%s: leading (instance %s)", self.ws.root, self.identity.id)
+        self.leader_looks = 0
         self.heartbeat(now)
         self.membership.clean_dead()
         self.hook_store.seed(now)
@@ -129,6 +133,24 @@ class WorkspaceServer:
             self._watch_host(Proc(pid, start), key)
         self.ingest.start(now)
         return True
+
+    def _say_standing_by(self) -> None:
+        """Say once who leads instead, so a second `sidecar run` started by mistake is not a
+        silent stand-by. The leader writes its file just after taking the lock: it is looked
+        for a few times before the line is said without it."""
+        if self.leader_looks > LEADER_LOOKS:
+            return
+        self.leader_looks += 1
+        other = instances.leader(self.ws, self.identity.id)
+        if other is None and self.leader_looks <= LEADER_LOOKS:
+            return
+        self.leader_looks = LEADER_LOOKS + 1
+        who = "another instance"
+        if other is not None:
+            where = f" on {other.hostname}" if other.hostname != self.identity.hostname else ""
+            who += f" (pid {other.pid}{where}, started {other.started_at})"
+        log.info("%s: %s leads; this one stands by (instance %s)", self.ws.root, who,
+                 self.identity.id)
 
     # -- host processes ----------------------------------------------------------------------
 

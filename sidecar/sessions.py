@@ -11,6 +11,7 @@ inbox files it applied, so a batch replayed after a crash changes nothing twice.
 
 from __future__ import annotations
 
+import logging
 import os
 import shutil
 import stat
@@ -29,6 +30,8 @@ from .layout import PLAIN_NAME, Workspace
 from .lifecycle import Applied, harness_id
 from .records import Bindings, Key, SessionRecord, TraceLine, ts_or
 from .timeutil import iso
+
+log = logging.getLogger("sidecar")
 
 
 class StoreError(SidecarError):
@@ -78,11 +81,15 @@ def _read_transcript(record: SessionRecord, event: Event) -> usage.Growth | None
     (unless a turn-failed event said so already) and the session's token figures. A
     transcript that cannot be read leaves both out, never the end."""
     path = event.transcript_path or record.sidecar.transcript_path
-    if not record.sidecar.turn_failed:
-        failure = transcripts.last_turn_failure(event.host, path)
-        if failure is not None:
-            event.turn_failure = (failure.kind, failure.message)
-    tokens = transcripts.token_totals(event.host, path, event.session_id)
+    try:
+        failure = None if record.sidecar.turn_failed else \
+            transcripts.last_turn_failure(event.host, path)
+        tokens = transcripts.token_totals(event.host, path, event.session_id)
+    except Exception as exc:  # the file an event names cannot undo the end (MemoryError...)
+        log.warning("%s: transcript %s not read: %r", record.id, path, exc)
+        return None
+    if failure is not None:
+        event.turn_failure = (failure.kind, failure.message)
     if tokens is None:
         return None
     grew = usage.Growth(usage.grown(record.sidecar.tokens, tokens.to_json()),

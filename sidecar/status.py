@@ -11,10 +11,9 @@ from typing import Any, TypedDict, TypeVar
 
 import orjson
 
-from . import __version__, hooks, inbox, instances, trust, usage
+from . import __version__, hooks, inbox, instances, session_lookup, trust, usage
 from .kinds import SidecarError
 from .layout import TamperedRuntime, Workspace
-from .lifecycle import harness_id
 from .procwatch import Proc, is_alive
 from .records import Binding, Key
 from .sessions import SessionStore
@@ -30,6 +29,7 @@ class InstanceRow(TypedDict):
     pid: int | None
     hostname: str | None
     version: str | None
+    build: str | None
     role: str | None
     startedAt: str | None
     heartbeatAt: str | None
@@ -107,6 +107,7 @@ def instance_rows(ws: Workspace, now: float) -> list[InstanceRow]:
         info = seen.info
         rows.append({
             "id": info.id, "pid": info.pid, "hostname": info.hostname, "version": info.version,
+            "build": info.build,
             "role": info.role, "startedAt": info.started_at, "heartbeatAt": info.heartbeat_at,
             "heartbeatAgeSeconds": instances.heartbeat_age(info, now), "live": seen.live,
             "applied": info.applied, "rejected": info.rejected, "errors": info.errors,
@@ -256,12 +257,10 @@ def session_report(ws: Workspace, session_id: str) -> dict[str, Any] | None:
     hosts |= {e.host for e in view.pending if e.session_id == session_id}
     hosts |= {f.host for h in view.hooks.values() for f in h.history
               if f.session_id == session_id and f.host}
-    for host in sorted(hosts | set(KNOWN_HOSTS)):
-        record = store.load_session(harness_id(host, session_id))
-        if record is not None:
-            break
-    else:
+    found = session_lookup.find_record(store, session_id, hosts | set(KNOWN_HOSTS))
+    if found is None:
         return None
+    host, record = found
     trace = ws.session_dir(record.id) / "trace.jsonl"
     lines = [orjson.loads(line) for line in trace.read_bytes().splitlines()] if trace.exists() else []
     follow_ups = [{"hookId": e.hook_id, "state": "running" if e.run else
@@ -338,7 +337,7 @@ def render_text(report: Report, bindings_shown: int = 20) -> str:
         for inst in w["instances"]:
             state = inst["role"] if inst["live"] else "dead"
             lines.append(
-                f"  instance {inst['id']}  pid {inst['pid']}  v{inst['version']}  {state}  "
+                f"  instance {inst['id']}  pid {inst['pid']}  v{inst['build'] or inst['version']}  {state}  "
                 f"started {inst['startedAt']}  heartbeat {_age(inst['heartbeatAgeSeconds'])} ago"
                 + (f"  last error: {inst['lastError']}" if inst["lastError"] and inst["live"] else "")
             )

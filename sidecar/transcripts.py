@@ -2,8 +2,11 @@
 (where the host sends no hook for it) and the session's token counts.
 
 Transcripts belong to the hosts; they are read, never written, only if they are regular
-files, and only their last MAX_TAIL bytes for a failure. A transcript that is missing or
-unreadable gives nothing: the figures are left out, never the event.
+files, and only their last MAX_TAIL bytes for a failure. An event names the path, so it is
+untrusted: every read stops at a hard cap whatever the file's size says (/proc/self/pagemap
+says 0 and never ends), and the token figures are streamed a line at a time, never kept. A
+transcript that is missing, unreadable or too large gives nothing: the figures are left out,
+never the event.
 
 - Codex 0.169.0 sends no hook when the API refuses a turn on a usage limit; its rollout file
   (`transcript_path`) ends that turn with an `event_msg` `task_complete` whose `error` has
@@ -22,6 +25,7 @@ from __future__ import annotations
 
 import os
 import stat
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -29,6 +33,8 @@ import orjson
 
 MAX_TAIL = 256 * 1024  # bytes read from a transcript's end to find how its last turn ended
 MAX_TRANSCRIPT = 64 * 1024 * 1024  # larger transcripts are not read for token figures
+MAX_LINE = 8 * 1024 * 1024  # a longer line is skipped: it is never one that holds figures
+CHUNK = 1 << 20
 CODEX_LIMIT_ERRORS = {"usage_limit_exceeded": "usage_limit"}
 
 
@@ -50,40 +56,103 @@ class Tokens:
                 "cacheWrite": self.cache_write}
 
 
-def _read(path: str, limit: int | None) -> bytes | None:
-    """The file's bytes (its last `limit` when given); None if it is missing, not a regular
-    file or unreadable (a FIFO is never opened for a read that could wait)."""
+class Unreadable(Exception):
+    """The transcript gives nothing: missing, not a regular file, unreadable or too large."""
+
+
+def _open(path: str) -> int:
+    """A descriptor of the regular file at `path` (a FIFO is never opened for a read that
+    could wait); Unreadable otherwise."""
     try:
         fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
-    except OSError:
-        return None
+    except OSError as exc:
+        raise Unreadable(str(exc)) from None
     try:
-        st = os.fstat(fd)
-        if not stat.S_ISREG(st.st_mode):
-            return None
-        if limit is None:
-            if st.st_size > MAX_TRANSCRIPT:
-                return None
-        elif st.st_size > limit:
-            os.lseek(fd, st.st_size - limit, os.SEEK_SET)
-        chunks = []
-        while chunk := os.read(fd, 1 << 20):
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise Unreadable(f"{path} is not a regular file")
+    except BaseException:
+        os.close(fd)
+        raise
+    return fd
+
+
+def _tail(path: str) -> bytes:
+    """The file's last MAX_TAIL bytes, or its first ones if its size is untrue: a file such
+    as /proc/self/pagemap says 0 and never ends, so the read stops at MAX_TAIL whatever
+    `st_size` says."""
+    fd = _open(path)
+    try:
+        size = os.fstat(fd).st_size
+        if size > MAX_TAIL:
+            os.lseek(fd, size - MAX_TAIL, os.SEEK_SET)
+        chunks: list[bytes] = []
+        left = MAX_TAIL
+        while left and (chunk := os.read(fd, min(left, CHUNK))):
             chunks.append(chunk)
+            left -= len(chunk)
         return b"".join(chunks)
-    except OSError:
-        return None
+    except OSError as exc:
+        raise Unreadable(str(exc)) from None
     finally:
         os.close(fd)
 
 
+def _blocks(fd: int) -> Iterator[bytes]:
+    """The file's whole lines, a block of them per CHUNK read, never more than MAX_TRANSCRIPT
+    bytes in all (Unreadable past that, whatever `st_size` said). A line over MAX_LINE is
+    skipped, so at most about MAX_LINE + CHUNK bytes are held at once."""
+    read = 0
+    rest = b""
+    overlong = False  # inside a line too long to keep: skipped up to its end
+    while chunk := os.read(fd, CHUNK):
+        read += len(chunk)
+        if read > MAX_TRANSCRIPT:
+            raise Unreadable(f"more than {MAX_TRANSCRIPT} bytes")
+        start = 0
+        if overlong:
+            start = chunk.find(b"\n") + 1
+            if not start:
+                continue  # the skipped line goes on
+            overlong = False
+        buffer = rest + chunk[start:] if rest else chunk[start:]
+        cut = buffer.rfind(b"\n")
+        if cut >= 0:
+            yield buffer[:cut]
+        rest = buffer[cut + 1:]
+        if len(rest) > MAX_LINE:
+            rest, overlong = b"", True
+    if rest and not overlong:
+        yield rest
+
+
+def _entries(path: str, needle: bytes) -> Iterator[dict[str, Any]]:
+    """The transcript's JSON objects on lines that hold `needle`, one at a time: none is kept
+    here, and a line without the needle is not even parsed."""
+    fd = _open(path)
+    try:
+        if os.fstat(fd).st_size > MAX_TRANSCRIPT:
+            raise Unreadable(f"more than {MAX_TRANSCRIPT} bytes")
+        for block in _blocks(fd):
+            if needle not in block:
+                continue  # most blocks: not split, not parsed
+            for line in block.split(b"\n"):
+                if needle in line and isinstance(entry := _parse(line), dict):
+                    yield entry
+    except OSError as exc:
+        raise Unreadable(str(exc)) from None
+    finally:
+        os.close(fd)
+
+
+def _parse(line: bytes) -> Any:
+    try:
+        return orjson.loads(line)
+    except ValueError:
+        return None  # a line cut by the tail's start, or torn by a crash
+
+
 def _lines(data: bytes) -> list[Any]:
-    found = []
-    for line in data.splitlines():
-        try:
-            found.append(orjson.loads(line))
-        except ValueError:
-            continue  # a line cut by the tail's start, or torn by a crash
-    return found
+    return [entry for line in data.splitlines() if (entry := _parse(line)) is not None]
 
 
 def last_turn_failure(host: str, path: str | None) -> Failure | None:
@@ -91,8 +160,9 @@ def last_turn_failure(host: str, path: str | None) -> Failure | None:
     Claude Code's StopFailure hook can be cut off when the process exits at once."""
     if host not in ("codex", "claude-code") or not path:
         return None
-    data = _read(path, MAX_TAIL)
-    if data is None:
+    try:
+        data = _tail(path)
+    except Unreadable:
         return None
     entries = [e for e in _lines(data) if isinstance(e, dict)]
     return _codex_failure(entries) if host == "codex" else _claude_failure(entries)
@@ -138,16 +208,16 @@ def token_totals(host: str, path: str | None, session_id: str = "") -> Tokens | 
     where they cannot be read."""
     if host == "opencode":
         return _opencode_tokens(opencode_db(), session_id)
-    readers = {"claude-code": _claude_tokens, "codex": _codex_tokens, "gemini": _gemini_tokens}
-    if not path or host not in readers:
+    if not path or host not in READERS:
         return None
-    data = _read(path, None)
-    if data is None:
+    reader, needle = READERS[host]
+    try:
+        return reader(_entries(path, needle))
+    except Unreadable:
         return None
-    return readers[host]([e for e in _lines(data) if isinstance(e, dict)])
 
 
-def _claude_tokens(entries: list[dict[str, Any]]) -> Tokens | None:
+def _claude_tokens(entries: Iterable[dict[str, Any]]) -> Tokens | None:
     seen: set[str] = set()
     totals = [0, 0, 0, 0]
     for entry in entries:
@@ -165,7 +235,7 @@ def _claude_tokens(entries: list[dict[str, Any]]) -> Tokens | None:
     return Tokens(*totals) if seen else None
 
 
-def _codex_tokens(entries: list[dict[str, Any]]) -> Tokens | None:
+def _codex_tokens(entries: Iterable[dict[str, Any]]) -> Tokens | None:
     last = None
     for entry in entries:
         payload = entry.get("payload")
@@ -180,7 +250,7 @@ def _codex_tokens(entries: list[dict[str, Any]]) -> Tokens | None:
                   output=_count(last.get("output_tokens")), cache_read=cached)
 
 
-def _gemini_tokens(entries: list[dict[str, Any]]) -> Tokens | None:
+def _gemini_tokens(entries: Iterable[dict[str, Any]]) -> Tokens | None:
     """Gemini CLI writes each message as a line, and rewrites the list in `$set` lines: each
     message id counts once. `input` includes the cached part; thoughts are output."""
     messages: dict[str, dict[str, Any]] = {}
@@ -197,6 +267,12 @@ def _gemini_tokens(entries: list[dict[str, Any]]) -> Tokens | None:
          for k in ("input", "output", "cached", "thoughts")}
     return Tokens(input=max(0, t["input"] - t["cached"]), output=t["output"] + t["thoughts"],
                   cache_read=t["cached"])
+
+
+# Each host's reader, and the bytes a line must hold to carry figures for it.
+READERS: dict[str, tuple[Callable[[Iterable[dict[str, Any]]], Tokens | None], bytes]] = {
+    "claude-code": (_claude_tokens, b'"usage"'), "codex": (_codex_tokens, b'"token_count"'),
+    "gemini": (_gemini_tokens, b'"tokens"')}
 
 
 def opencode_db() -> str:

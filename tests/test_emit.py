@@ -220,7 +220,8 @@ def test_hot_path_imports_nothing_heavy(workspace):
     imported = {line.split("|")[-1].strip() for line in code.stderr.decode().splitlines()
                 if line.startswith("import time:")}
     assert "sidecar.emit" in imported
-    assert not imported & {"typer", "watchdog", "orjson", "json", "re", "portalocker"}
+    assert not imported & {"typer", "watchdog", "orjson", "json", "re", "portalocker", "sidecar.build",
+                            "subprocess"}
 
 
 def test_python_m_sidecar_emit_works_like_the_command(workspace):

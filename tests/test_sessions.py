@@ -273,3 +273,19 @@ def test_a_replayed_batch_after_a_crash_between_trace_and_record_repeats_no_trac
     ids = [line["id"] for line in trace(ws)]
     assert len(ids) == len(set(ids)) == 3
     assert record(ws)["traceCount"] == 3
+
+
+def test_a_transcript_whose_reading_fails_still_lets_the_session_complete(ws, store, monkeypatch,
+                                                                          caplog):
+    # Running out of memory cannot be caused here without harming the machine: the reader
+    # is made to fail as it would, and the end must be applied all the same.
+    from sidecar import transcripts
+
+    def exhausted(*args, **kwargs):
+        raise MemoryError
+
+    monkeypatch.setattr(transcripts, "token_totals", exhausted)
+    apply(store, [ev("SessionStart"), ev("SessionEnd", ts=T0 + 1, transcript_path="/t.jsonl")])
+    assert record(ws)["status"] == "completed"
+    assert "tokens" not in record(ws)["metadata"]["sidecar"]
+    assert "transcript /t.jsonl not read" in caplog.text

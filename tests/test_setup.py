@@ -20,11 +20,16 @@ def no_manager_path(tmp_path: Path) -> str:
 
 
 def test_version():
+    # The version and the commit this code was built from (tests/test_build.py shows where
+    # the commit comes from); the version alone, said so, when it cannot be told.
     from sidecar import __version__
+    from sidecar.build import commit
 
+    found = commit()
+    expected = f"{__version__}+{found[:12]}" if found else f"{__version__} (commit unknown)"
     for args in (["--version"], ["version"]):
         result = run_cli(*args)
-        assert result.returncode == 0 and result.stdout.decode().strip() == __version__
+        assert result.returncode == 0 and result.stdout.decode().strip() == expected
 
 
 def test_a_deleted_workspace_is_skipped_with_a_warning_and_can_be_unregistered(

@@ -101,3 +101,22 @@ def test_all_shows_every_registered_workspace(tmp_path, config_home, start_daemo
     assert [w["root"] for w in report["workspaces"]] == [str(r) for r in roots]
     assert [w["served"] for w in report["workspaces"]] == [True, False]
     assert result.returncode == 3
+
+
+def test_session_status_finds_a_completed_session_of_a_host_it_does_not_know(workspace):
+    from sidecar.events import parse
+    from sidecar.sessions import SessionStore
+
+    store = SessionStore(workspace, durable=False)
+    events = [parse(orjson.dumps({"event": kind, "session_id": "aid-1", "host": "aider",
+                                  "ts": 1_795_900_000.0 + i}), f"{i:020d}.json", 1_795_900_000.0)
+              for i, kind in enumerate(("session-start", "session-end"))]
+    with store.batch() as batch:
+        batch.plan(events)
+        batch.commit({}, 1_795_900_001.0)
+    assert store.load_bindings().items() == []  # completed: nothing binds it any more
+    result = run_cli("status", "--session", "aid-1", "--json", "--root", str(workspace.root))
+    assert result.returncode == 0, result.stderr
+    report = orjson.loads(result.stdout)
+    assert (report["host"], report["status"]) == ("aider", "completed")
+    assert [t["event"] for t in report["timeline"]][-1] == "session.completed"

@@ -73,3 +73,49 @@ def test_opencode_tokens_are_its_sessions_totals_in_its_database(monkeypatch, tm
     assert token_totals("opencode", None, "ses_unknown") is None
     (data / "opencode" / "opencode.db").write_bytes(b"not a database")
     assert token_totals("opencode", None, "ses_dcfa51527ffeRezOj8hMNsbJ2h") is None
+
+
+# -- a transcript is named by an event, so it is untrusted: bounded whatever it is ------------
+
+def test_a_file_that_says_it_is_empty_but_never_ends_is_read_only_to_the_cap():
+    # /proc/self/pagemap is a regular file whose st_size is 0, yet reads give gigabytes.
+    import tracemalloc
+
+    from sidecar.transcripts import MAX_TRANSCRIPT
+
+    tracemalloc.start()
+    try:
+        assert token_totals("claude-code", "/proc/self/pagemap") is None
+        assert last_turn_failure("codex", "/proc/self/pagemap") is None
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert peak < 2 * MAX_TRANSCRIPT
+
+
+def test_a_transcript_of_many_lines_is_streamed_not_kept(tmp_path):
+    # Lines that are JSON but carry no figures are not kept, however many there are.
+    import tracemalloc
+
+    path = tmp_path / "t.jsonl"
+    real = (TRANSCRIPTS / "claude-code-2.1.328.jsonl").read_bytes()
+    path.write_bytes(b"{}\n" * 2_000_000 + real)
+    tracemalloc.start()
+    try:
+        assert token_totals("claude-code", str(path)) == \
+            Tokens(input=300, output=21, cache_read=3000, cache_write=30)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert peak < 3 * path.stat().st_size
+
+
+def test_an_overlong_line_is_skipped_and_the_rest_still_counted(tmp_path):
+    from sidecar.transcripts import MAX_LINE
+
+    path = tmp_path / "t.jsonl"
+    real = (TRANSCRIPTS / "claude-code-2.1.328.jsonl").read_bytes()
+    huge = b'{"type":"assistant","usage":"' + b"x" * (MAX_LINE + 10) + b'"}\n'
+    path.write_bytes(huge + real + huge[:-1])
+    assert token_totals("claude-code", str(path)) == \
+        Tokens(input=300, output=21, cache_read=3000, cache_write=30)

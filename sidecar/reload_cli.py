@@ -1,0 +1,109 @@
+"""`sidecar reload`: SIGHUP to every live daemon that serves the workspaces, which re-reads
+config.toml and the environment file and looks at the registry again.
+
+A daemon is found by its instance files (`runtime/instances/`), live only while its life lock
+is held. The pid in such a file is signalled only if it is this machine's and its process is a
+`sidecar run`: a file in a workspace cannot make `reload` (perhaps run as root) signal some
+other process.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import subprocess
+from pathlib import Path
+from typing import NoReturn
+
+import typer
+
+from . import config as config_mod
+from . import instances
+from .layout import Workspace, find_workspace
+
+EXIT_UNSERVED = 3  # no live daemon serves these workspaces (as `status` says it)
+
+
+def command_line(pid: int) -> list[str] | None:
+    """The process's arguments; None if it is gone or they cannot be read."""
+    try:
+        with open(f"/proc/{pid}/cmdline", "rb") as handle:
+            return [a.decode(errors="replace") for a in handle.read().split(b"\0") if a]
+    except FileNotFoundError:
+        if os.path.exists("/proc/self/cmdline"):
+            return None  # gone
+    except OSError:
+        return None
+    try:  # no /proc (macOS): ps prints the command line, split at spaces
+        shown = subprocess.run(["ps", "-o", "command=", "-p", str(pid)], capture_output=True,
+                               text=True, timeout=5)
+    except (OSError, subprocess.SubprocessError):
+        return None
+    return shown.stdout.split() if shown.returncode == 0 else None
+
+
+def is_sidecar_run(pid: int) -> bool:
+    args = command_line(pid) or []
+    for i, arg in enumerate(args):
+        if os.path.basename(arg) == "sidecar":
+            return "run" in args[i + 1:]
+    return False
+
+
+def live_daemons(workspaces: list[Workspace]) -> dict[int, list[Path]]:
+    """Each live daemon of this machine that serves some of the workspaces: pid -> roots."""
+    here = socket.gethostname()
+    found: dict[int, list[Path]] = {}
+    for ws in workspaces:
+        for seen in instances.seen(ws):
+            pid = seen.info.pid
+            if seen.live and pid is not None and pid > 0 and seen.info.hostname == here:
+                found.setdefault(pid, []).append(ws.root)
+    return found
+
+
+def _workspaces(root: Path | None) -> list[Workspace]:
+    if root is not None:
+        ws = find_workspace(root)
+        if ws is None:
+            _fail(f"{root} is not a workspace (no .context/)", 4)
+        return [ws]
+    try:
+        roots = config_mod.load_registry()
+    except config_mod.RegistryError as exc:
+        _fail(str(exc), 2)
+    return [Workspace(r) for r in roots if Workspace(r).context.is_dir()]
+
+
+def _fail(message: str, code: int = 1) -> NoReturn:
+    typer.echo(f"sidecar: {message}", err=True)
+    raise typer.Exit(code)
+
+
+def reload(root: Path | None = typer.Option(None, "--root", help="Only the daemons that serve "
+                                            "this workspace (default: every registered one)."),
+           ) -> None:
+    """Tell the running daemons to re-read config.toml and the environment file (SIGHUP)."""
+    daemons = live_daemons(_workspaces(root))
+    signalled = 0
+    for pid, roots in sorted(daemons.items()):
+        if not is_sidecar_run(pid):
+            typer.echo(f"sidecar: pid {pid} (named by {roots[0]}/.context/runtime/instances) is "
+                       f"not a `sidecar run`; not signalled", err=True)
+            continue
+        try:
+            os.kill(pid, signal.SIGHUP)
+        except ProcessLookupError:
+            continue  # it ended meanwhile
+        except PermissionError:
+            typer.echo(f"sidecar: pid {pid} is another user's daemon; not signalled (run "
+                       f"`sidecar reload` as that user, or `systemctl reload` its service)",
+                       err=True)
+            continue
+        signalled += 1
+        typer.echo(f"sent SIGHUP to the daemon with pid {pid} (serving {len(roots)} of these "
+                   f"workspace(s))")
+    if not signalled:
+        _fail("no running daemon of yours serves " + (str(root) if root else
+              "the registered workspaces") + "; nothing to reload", EXIT_UNSERVED)

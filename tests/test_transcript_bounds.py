@@ -1,0 +1,61 @@
+"""The daemon reads a transcript an event names with a hard bound: a file that never ends, or
+one of millions of lines, neither holds much memory nor keeps its session from completing."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+from pathlib import Path
+
+import orjson
+import pytest
+
+from conftest import SIDECAR, emit, read_json, wait_until
+from sidecar.layout import Workspace
+from sidecar.lifecycle import harness_id
+from sidecar.transcripts import MAX_TRANSCRIPT
+
+
+def _record(ws: Workspace, session: str):
+    path = ws.session_dir(harness_id("claude-code", session)) / "session.json"
+    return read_json(path) if path.exists() else None
+
+
+def _serve_one_session(ws: Workspace, log: Path, transcript: str) -> tuple[dict, int]:
+    """Run a real daemon for one session ending with `transcript`; its record and the
+    daemon's peak resident memory in bytes."""
+    with open(log, "wb") as out:
+        proc = subprocess.Popen([SIDECAR, "run", "--root", str(ws.root)], stdout=out,
+                                stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
+    try:
+        for event in ("session-start", "session-end"):
+            doc = {"event": event, "session_id": "big", "host": "claude-code",
+                   "transcript_path": transcript}
+            assert emit(ws.root, orjson.dumps(doc)).returncode == 0
+        wait_until(lambda: (_record(ws, "big") or {}).get("status") == "completed", 60)
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        _, status, usage = os.wait4(proc.pid, 0)
+        proc.returncode = os.waitstatus_to_exitcode(status)
+    return _record(ws, "big"), usage.ru_maxrss * 1024  # Linux counts it in KiB
+
+
+@pytest.mark.slow
+def test_a_transcript_that_never_ends_does_not_stop_the_completion(workspace, tmp_path):
+    record, peak = _serve_one_session(workspace, tmp_path / "daemon.log", "/proc/self/pagemap")
+    assert record["status"] == "completed"
+    assert "tokens" not in record["metadata"]["sidecar"]
+    assert peak < 3 * MAX_TRANSCRIPT
+
+
+@pytest.mark.slow
+def test_a_large_transcript_of_empty_lines_holds_little_memory(workspace, tmp_path):
+    transcript = tmp_path / "t.jsonl"
+    with open(transcript, "wb") as out:
+        for _ in range(21):
+            out.write(b"{}\n" * 1_000_000)  # 63 MB, just under the cap
+    assert transcript.stat().st_size < MAX_TRANSCRIPT
+    record, peak = _serve_one_session(workspace, tmp_path / "daemon.log", str(transcript))
+    assert record["status"] == "completed"
+    assert peak < 3 * MAX_TRANSCRIPT
