@@ -149,3 +149,22 @@ def test_a_host_installed_but_not_used_is_a_note_and_doctor_is_green(
     assert "note    Codex is installed but not integrated" in out, out
     assert "(to use it: sidecar integrate codex)" in out
     assert "PROBLEM" not in out and result.returncode == 0, out
+
+
+def test_a_daemon_that_cannot_act_for_the_workspace_reports_why_and_doctor_says_it(
+        tmp_path, config_home):
+    from sidecar import doctor, runenv
+    from sidecar.config import Config
+    from sidecar.layout import Workspace
+
+    real = tmp_path / "real"
+    (real / "ws").mkdir(parents=True)
+    (tmp_path / "link").symlink_to(real)
+    report = runenv.report(Workspace(tmp_path / "link" / "ws"), Config())
+    assert report == {"error": f"{tmp_path / 'link'} is a symlink; a workspace is acted for "
+                               "only through real folders (nothing was run)"}
+    running = runenv.Reported(4242, {"PATH": ""}, (), report["error"])
+    (config_home / "config.toml").write_text('[resume]\n"claude-code" = ["/bin/sh"]\n')
+    [finding] = doctor._agent_environment(["claude-code"], tmp_path, "linux", tmp_path, running)
+    assert not finding.ok
+    assert finding.what == f"the running sidecar (pid 4242) cannot run follow-ups: {report['error']}"

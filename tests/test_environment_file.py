@@ -59,3 +59,21 @@ def test_a_fifo_as_the_environment_file_stops_neither_run_nor_doctor(
     doctor = run_cli("doctor", cwd=workspace.root, timeout=30)
     assert f"PROBLEM {said}" in doctor.stdout.decode()
     assert b"Traceback" not in doctor.stderr
+
+
+def test_an_environment_file_too_large_to_be_one_is_refused_whole(tmp_path):
+    path = tmp_path / "environment"
+    path.write_bytes(b"A=b\n" * (agentenv.MAX_ENV_BYTES // 4 + 1))
+    read = agentenv.read_env_file(path)
+    assert read.variables == {}
+    assert read.problems == (f"{path} is larger than 1024 KiB; no variable was read from it",)
+
+
+def test_a_fifo_as_config_toml_is_refused_not_waited_for(tmp_path, config_home, workspace):
+    (config_home / "config.toml").unlink()
+    os.mkfifo(config_home / "config.toml")
+    said = f"{config_home / 'config.toml'} is not a regular file; it is never read"
+    result = run_cli("run", "--root", str(workspace.root), timeout=30)
+    assert result.returncode == 2 and said in result.stderr.decode()
+    doctor = run_cli("doctor", cwd=workspace.root, timeout=30)
+    assert b"Traceback" not in doctor.stderr

@@ -31,6 +31,7 @@ import pytest
 
 from conftest import SIDECAR, DaemonProcess, _is_serving, emit, read_json, run_cli, wait_until
 from sidecar import actions, trust
+from sidecar import owner as owner_mod
 from sidecar.hookqueue import FOREIGN_RUN
 from sidecar.layout import Workspace
 from sidecar.lifecycle import harness_id
@@ -510,5 +511,12 @@ def test_a_root_daemon_reports_the_owners_environment_and_reads_no_link_of_their
         assert env["envFileProblems"] == [
             f"{owner.config / 'environment'}: line 2 is not UTF-8 text; skipped"]
         assert "sk-theirs" not in str(record)
+        # A file others may write is not the owner's word: refused, and said.
+        os.chmod(owner.config / "environment", 0o666)
+        account = owner_mod.foreign_owner(ws)
+        assert account is not None
+        assert owner_mod.owner_config(account).env_problems == (
+            f"{owner.config / 'environment'} is not a regular file that only {owner.name} can "
+            "write; no variable was read from it",)
     finally:
         shutil.rmtree(owner.home / ".codex", ignore_errors=True)
