@@ -12,7 +12,11 @@ Three things close the gap:
   reads itself for every action (launchd has no environment files): the place for the keys
   a host reads from the environment.
 - `doctor` checks, for every integrated host, that its resume command resolves in that
-  environment, and names each variable the host needs that it lacks.
+  environment, and names each variable the host needs that it lacks. Where a daemon runs,
+  that environment is the one it reports (runenv), whoever started it.
+
+A bad line of the environment file is skipped and named, never the whole file lost; only a
+regular file is read (a FIFO would hang the daemon and doctor).
 """
 
 from __future__ import annotations

@@ -39,7 +39,7 @@ def report(ws: Workspace, config: Config) -> Json:
     try:
         account = owner.foreign_owner(ws)
         settings = config if account is None else owner.owner_config(account)
-    except (owner.CannotActAsOwner, ConfigError) as exc:
+    except (owner.CannotActAsOwner, ConfigError, OSError) as exc:  # OSError: a folder gone
         return {"error": str(exc)}
     env = follow_up_base(account, settings)
     wanted = agentenv.host_variables() | set(_codex_key(account, env))

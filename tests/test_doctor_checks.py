@@ -163,6 +163,8 @@ def test_a_daemon_that_cannot_act_for_the_workspace_reports_why_and_doctor_says_
     report = runenv.report(Workspace(tmp_path / "link" / "ws"), Config())
     assert report == {"error": f"{tmp_path / 'link'} is a symlink; a workspace is acted for "
                                "only through real folders (nothing was run)"}
+    gone = runenv.report(Workspace(tmp_path / "gone" / "ws"), Config())  # deleted meanwhile
+    assert gone == {"error": f"[Errno 2] No such file or directory: '{tmp_path / 'gone'}'"}
     running = runenv.Reported(4242, {"PATH": ""}, (), report["error"])
     (config_home / "config.toml").write_text('[resume]\n"claude-code" = ["/bin/sh"]\n')
     [finding] = doctor._agent_environment(["claude-code"], tmp_path, "linux", tmp_path, running)
