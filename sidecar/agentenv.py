@@ -12,7 +12,11 @@ Three things close the gap:
   reads itself for every action (launchd has no environment files): the place for the keys
   a host reads from the environment.
 - `doctor` checks, for every integrated host, that its resume command resolves in that
-  environment, and names each variable the host needs that it lacks.
+  environment, and names each variable the host needs that it lacks. Where a daemon runs,
+  that environment is the one it reports (runenv), whoever started it.
+
+A bad line of the environment file is skipped and named, never the whole file lost; only a
+regular file is read (a FIFO would hang the daemon and doctor).
 """
 
 from __future__ import annotations
@@ -20,8 +24,10 @@ from __future__ import annotations
 import os
 import re
 import shutil
+import stat
 import tomllib
 from collections.abc import Mapping
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -50,29 +56,78 @@ def env_file() -> Path:
     return layout.config_home() / "environment"
 
 
-def read_env_file(path: Path | None = None) -> dict[str, str]:
-    """`KEY=value` lines (systemd's EnvironmentFile syntax: `#` comments, optional quotes
-    and `export`); a missing file is empty."""
+MAX_ENV_BYTES = 1024 * 1024  # far above any real environment file
+
+
+@dataclass(frozen=True)
+class EnvFile:
+    """An environment file's variables, and what in it could not be used (each a line that
+    names the file and the line): one bad line never costs the others."""
+
+    variables: dict[str, str] = field(default_factory=dict)
+    problems: tuple[str, ...] = ()
+
+
+class NotASettingsFile(ValueError):
+    """A FIFO, a folder, a device or a huge file where a settings file belongs: never read."""
+
+
+def read_settings_file(path: Path, limit: int = MAX_ENV_BYTES) -> bytes:
+    """A settings file's bytes (the environment file, config.toml), opened without blocking
+    and read only if it is a regular file: a FIFO there would hang whoever reads it.
+    FileNotFoundError if it is missing, NotASettingsFile (saying why, after the path) if it
+    is not a regular file or larger than `limit`, OSError if it cannot be read."""
+    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
     try:
-        text = (path or env_file()).read_text()
-    except (FileNotFoundError, IsADirectoryError, UnicodeDecodeError):
-        return {}
-    return parse_env(text)
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise NotASettingsFile("is not a regular file")
+        data = os.read(fd, limit + 1)
+    finally:
+        os.close(fd)
+    if len(data) > limit:
+        raise NotASettingsFile(f"is larger than {limit // 1024} KiB")
+    return data
 
 
-def parse_env(text: str) -> dict[str, str]:
-    """The variables of an environment file's text."""
-    found = {}
-    for line in text.splitlines():
-        if line.lstrip().startswith(("#", ";")):
+def read_env_file(path: Path | None = None) -> EnvFile:
+    """`KEY=value` lines (systemd's EnvironmentFile syntax: `#` comments, optional quotes
+    and `export`); a missing file is empty, one that cannot be read gives no variable and
+    says why."""
+    path = path or env_file()
+    try:
+        data = read_settings_file(path)
+    except FileNotFoundError:
+        return EnvFile()
+    except NotASettingsFile as exc:
+        return EnvFile(problems=(f"{path} {exc}; no variable was read from it",))
+    except OSError as exc:
+        return EnvFile(problems=(f"{path} cannot be read ({exc.strerror}); no variable was "
+                                 "read from it",))
+    return parse_env(data, path)
+
+
+def parse_env(data: bytes, path: Path) -> EnvFile:
+    """The variables of an environment file's bytes; each line that is not UTF-8 or not
+    `KEY=value` is skipped and named (`path` in the message)."""
+    found: dict[str, str] = {}
+    problems: list[str] = []
+    for number, raw in enumerate(data.splitlines(), 1):
+        try:
+            line = raw.decode("utf-8")
+        except UnicodeDecodeError:
+            problems.append(f"{path}: line {number} is not UTF-8 text; skipped")
+            continue
+        if not line.strip() or line.lstrip().startswith(("#", ";")):
             continue
         match = ENV_LINE.fullmatch(line)
-        if match:
-            value = match.group(2).strip()
-            if len(value) >= 2 and value[0] == value[-1] and value[0] in "'\"":
-                value = value[1:-1]
-            found[match.group(1)] = value
-    return found
+        if not match:
+            problems.append(f"{path}: line {number} is not KEY=value; skipped")
+            continue
+        value = match.group(2).strip()
+        if len(value) >= 2 and value[0] == value[-1] and value[0] in "'\"":
+            value = value[1:-1]
+        found[match.group(1)] = value
+    return EnvFile(found, tuple(problems))
 
 
 def record_executable(host: str, default: tuple[str, ...], uninstall: bool = False) -> str | None:
@@ -131,8 +186,16 @@ def _load(path: Path) -> Any:
 def codex_needed(codex_home: Path) -> tuple[str, ...]:
     """The variable Codex's model provider reads its key from (`env_key`), if it names one."""
     try:
-        data = tomllib.loads((codex_home / "config.toml").read_text())
-    except (OSError, tomllib.TOMLDecodeError, UnicodeDecodeError):
+        return codex_env_key(read_settings_file(codex_home / "config.toml"))
+    except (OSError, ValueError):
+        return ()
+
+
+def codex_env_key(config_toml: bytes) -> tuple[str, ...]:
+    """`env_key` of the model provider a Codex config.toml's bytes choose, if it names one."""
+    try:
+        data = tomllib.loads(config_toml.decode("utf-8"))
+    except (tomllib.TOMLDecodeError, UnicodeDecodeError):
         return ()
     provider = data.get("model_provider")
     providers = data.get("model_providers")
@@ -141,6 +204,11 @@ def codex_needed(codex_home: Path) -> tuple[str, ...]:
     entry = providers.get(provider)
     key = entry.get("env_key") if isinstance(entry, dict) else None
     return (key,) if isinstance(key, str) and key else ()
+
+
+def host_variables() -> set[str]:
+    """Every variable some host reads its credentials or endpoint from."""
+    return {name for names in KEY_VARIABLES.values() for name in names}
 
 
 def unit_environment(unit_text: str) -> dict[str, str]:
@@ -165,23 +233,33 @@ def resolve(argv0: str, path_value: str) -> str | None:
     return shutil.which(argv0, path=path_value)
 
 
+SERVICE = "the service's environment"
+
+
 def problems(host: str, argv: tuple[str, ...], service_env: Mapping[str, str],
-             shell_env: Mapping[str, str], needed: tuple[str, ...] = ()) -> list[str]:
-    """What stops `host`'s resume in the service's environment: the executable it cannot
-    find, each variable the host needs (`needed`) or the user's shell has that it lacks."""
+             shell_env: Mapping[str, str], needed: tuple[str, ...] = (), where: str = SERVICE,
+             reload: str = "") -> list[str]:
+    """What stops `host`'s resume in the environment follow-ups get (`service_env`, named
+    `where`): the executable it cannot find, each variable the host needs (`needed`) or the
+    user's shell has that it lacks. `reload` says how to make a running daemon read the
+    environment file again, for a variable the file has and the daemon does not."""
     found: list[str] = []
     path_value = service_env.get("PATH", "")
     if resolve(argv[0], path_value) is None:
-        where = "does not exist or is not executable" if os.path.isabs(argv[0]) else \
-            f"is not on the service's PATH ({path_value or 'empty'})"
-        found.append(f"{host}: the resume command's {argv[0]!r} {where}; run `sidecar integrate "
+        on = "the service's PATH" if where == SERVICE else f"the PATH of {where}"
+        why = "does not exist or is not executable" if os.path.isabs(argv[0]) else \
+            f"is not on {on} ({path_value or 'empty'})"
+        found.append(f"{host}: the resume command's {argv[0]!r} {why}; run `sidecar integrate "
                      f"{host}` to record it by absolute path, or set [resume] in config.toml")
-    for name in needed:
-        if name not in service_env:
-            found.append(f"{host}: {name} is missing from the service's environment; add "
-                         f"`{name}=...` to {env_file()}")
-    for name in KEY_VARIABLES.get(host, ()):
-        if name in shell_env and name not in service_env and name not in needed:
-            found.append(f"{host}: {name} is set in your shell but missing from the service's "
-                         f"environment; add `{name}=...` to {env_file()}")
+    in_file = read_env_file().variables if reload else {}
+    lacking = [(name, "is missing from") for name in needed if name not in service_env]
+    lacking += [(name, "is set in your shell but missing from")
+                for name in KEY_VARIABLES.get(host, ())
+                if name in shell_env and name not in service_env and name not in needed]
+    for name, how in lacking:
+        if name in in_file:
+            found.append(f"{host}: {name} is in {env_file()} but not in {where}, which read "
+                         f"the file before; {reload}")
+        else:
+            found.append(f"{host}: {name} {how} {where}; add `{name}=...` to {env_file()}")
     return found

@@ -14,7 +14,7 @@ from types import MappingProxyType
 from typing import Any
 
 from . import jsonfile, layout, locks
-from .agentenv import read_env_file
+from .agentenv import EnvFile, NotASettingsFile, read_env_file, read_settings_file
 from .kinds import SidecarError
 from .timeutil import parse_duration
 
@@ -31,6 +31,9 @@ DEFAULT_RESUME: Mapping[str, tuple[str, ...]] = MappingProxyType({
     # opencode re-quotes an argument holding a space: the prompt goes on standard input.
     "opencode": ("opencode", "run", "--session", "{session_id}", "<{prompt}"),
 })
+
+
+MAX_CONFIG_BYTES = 1024 * 1024
 
 
 class ConfigError(SidecarError):
@@ -51,6 +54,7 @@ class Config:
     limit_backoff_scale: float = 1.0  # resume-after-limit's back-off and margin, scaled
     # The environment file's variables (agentenv.env_file()), given to every follow-up.
     agent_env: Mapping[str, str] = field(default_factory=dict)
+    env_problems: tuple[str, ...] = ()  # the file's lines that could not be used, named
     plugin_timeout: float = 5.0
     stop_grace: float = 10.0  # accepted for old config files; SIGTERM no longer waits for actions
     resume: Mapping[str, tuple[str, ...]] = field(default_factory=lambda: DEFAULT_RESUME)
@@ -81,18 +85,19 @@ def load_config(path: Path | None = None) -> Config:
     """Read config.toml; ConfigError names the key and what is wrong with it."""
     path = path or layout.config_file()
     try:
-        with open(path, "rb") as handle:
-            data = tomllib.load(handle)
+        data = tomllib.loads(read_settings_file(path, MAX_CONFIG_BYTES).decode("utf-8"))
     except FileNotFoundError:
         data = {}
-    except (OSError, tomllib.TOMLDecodeError) as exc:
+    except NotASettingsFile as exc:
+        raise ConfigError(f"{path} {exc}; it is never read") from None
+    except (OSError, ValueError) as exc:  # not UTF-8, not TOML
         raise ConfigError(f"{path}: {exc}") from None
     return parse_config(data, path, read_env_file(path.with_name("environment")))
 
 
-def parse_config(data: Mapping[str, Any], path: Path, agent_env: Mapping[str, str]) -> Config:
+def parse_config(data: Mapping[str, Any], path: Path, env: EnvFile) -> Config:
     """Settings from config.toml's table (`path` names it in errors) and the environment
-    file's variables; ConfigError names a bad key."""
+    file; ConfigError names a bad key."""
     values: dict[str, Any] = {}
     for key, value in data.items():
         if key in _DURATIONS:
@@ -116,7 +121,8 @@ def parse_config(data: Mapping[str, Any], path: Path, agent_env: Mapping[str, st
             values[field_name] = value
         else:
             raise ConfigError(f"{path}: unknown setting {key!r}")
-    values["agent_env"] = MappingProxyType(dict(agent_env))
+    values["agent_env"] = MappingProxyType(dict(env.variables))
+    values["env_problems"] = env.problems
     return Config(**values)
 
 

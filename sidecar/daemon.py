@@ -343,6 +343,7 @@ class Daemon:
         try:
             self.config = config_mod.load_config()
             log.info("configuration reloaded")
+            say_env_problems(self.config)
         except config_mod.ConfigError as exc:
             log.error("configuration not reloaded: %s", exc)
         self.notifier.send("READY=1", f"STATUS={self.status_line()}")
@@ -357,7 +358,15 @@ def configure_logging(level: int = logging.INFO) -> None:
     root.setLevel(level)
 
 
+def say_env_problems(config: Config) -> None:
+    """Each line of the environment file that follow-ups do not get, logged: a key dropped
+    without a word is a follow-up failing for no visible reason."""
+    for problem in config.env_problems:
+        log.warning("%s", problem)
+
+
 def serve(roots: list[Path] | None, config: Config) -> int:
+    say_env_problems(config)
     daemon = Daemon(roots, config)
     daemon.install_signals()
     return daemon.run()

@@ -5,24 +5,16 @@ from __future__ import annotations
 import os
 import shutil
 import sys
-from dataclasses import dataclass
 from pathlib import Path
 
-from . import agentenv, codex, gemini, hooks, integrate, opencode, service, status, trust
+from . import agentenv, codex, gemini, hookcheck, integrate, opencode, runenv, service, status
 from . import config as config_mod
-from .kinds import SidecarError
+from .findings import Finding, note
 from .layout import Workspace, find_workspace
 from .timeutil import now
 
 MIN_WATCHES = 8192
 MIN_INSTANCES = 64
-
-
-@dataclass
-class Finding:
-    ok: bool
-    what: str
-    fix: str = ""
 
 
 def _settings_have_emit(path: Path) -> bool:
@@ -52,14 +44,38 @@ def check(cwd: Path, home: Path, platform: str = sys.platform,
     unserved = [root for root in registered
                 if not status.workspace_report(Workspace(root), now())["served"]]
     fix = _serve_fix(platform)
+    running = _running(ws, registered)
     return [
         *unreadable,
         _service(platform, home, registered, unserved, fix),
         _on_path(),
         *_workspace(cwd, ws, roots, unserved, fix),
-        *_hosts(ws, home, platform),
+        *_hosts(ws, home, platform, running),
+        *_env_file(running),
         *_inotify(proc),
     ]
+
+
+def _running(ws: Workspace | None, registered: list[Path]) -> runenv.Reported | None:
+    """What the running daemon reports of the environment follow-ups get: the one serving
+    this workspace, else the first that serves a registered one."""
+    roots = ([ws.root] if ws is not None and ws.root in registered else []) + registered
+    for root in roots:
+        found = runenv.reported(Workspace(root))
+        if found is not None:
+            return found
+    return None
+
+
+def _env_file(running: runenv.Reported | None) -> list[Finding]:
+    """Lines of the environment file that follow-ups do not get (as read here, and as the
+    running daemon read it)."""
+    problems = dict.fromkeys([*agentenv.read_env_file().problems,
+                              *(running.problems if running else ())])
+    reread = "" if running is None else \
+        f"; then make the running sidecar read it again: kill -HUP {running.pid}"
+    return [Finding(False, problem, f"correct it in {agentenv.env_file()}{reread}")
+            for problem in problems]
 
 
 def _serve_fix(platform: str) -> str:
@@ -67,7 +83,7 @@ def _serve_fix(platform: str) -> str:
     try:
         service.check_manager(platform)
     except service.NoServiceManager as exc:
-        return str(exc).split("What works on this machine: ", 1)[-1]
+        return exc.ways
     return "sidecar service install"
 
 
@@ -102,39 +118,29 @@ def _workspace(cwd: Path, ws: Workspace | None, roots: list[Path] | None, unserv
     if ws is None:
         return [Finding(False, f"{cwd} is not in a workspace", f"sidecar init {cwd}")]
     if roots is None:
-        return _trust(ws)  # whether it is registered cannot be told: said above
+        return hookcheck.check(ws)  # whether it is registered cannot be told: said above
     if ws.root not in roots:
         return [Finding(False, f"workspace {ws.root} is not registered", f"sidecar init {ws.root}")]
     findings = [Finding(True, f"workspace {ws.root} is registered")]
     if ws.root in unserved:
         findings.append(Finding(False, f"no live instance serves {ws.root}", fix))
-    return findings + _trust(ws)
-
-
-def _trust(ws: Workspace) -> list[Finding]:
-    """Command hooks that will not run until trusted: each with the exact command."""
-    try:
-        view = hooks.read_view(ws)
-        untrusted = trust.untrusted(ws, view.hooks.values())
-    except (OSError, SidecarError) as exc:
-        return [Finding(False, f"cannot read {ws.hooks_file}: {exc}", "")]
-    return [Finding(False, f"hook {h.id}'s command is not trusted on this machine, so it does "
-                           f"not run: {trust.shown(h.action)}", f"sidecar hooks trust {h.id}")
-            for h in untrusted if isinstance(h.action, list)]
+    return findings + hookcheck.check(ws)
 
 
 def _integration(name: str, binary: str, integrated: bool, fix: str) -> Finding:
-    """A host that is integrated is fine; one that is installed but not integrated is a
-    problem; one that is not installed here has nothing to integrate."""
+    """A host that is integrated is fine; one that is installed but not integrated is worth
+    a note (the user may not use it: a one-host project is all green); one that is not
+    installed here has nothing to integrate."""
     if integrated:
         return Finding(True, f"{name} hooks go through sidecar")
     if shutil.which(binary) is None:
         return Finding(True, f"{name} is not installed here (`{binary}` is not on PATH): "
                              "nothing to integrate")
-    return Finding(False, f"{name} is installed but not integrated", fix)
+    return note(f"{name} is installed but not integrated (to use it: {fix})")
 
 
-def _hosts(ws: Workspace | None, home: Path, platform: str) -> list[Finding]:
+def _hosts(ws: Workspace | None, home: Path, platform: str,
+           running: runenv.Reported | None) -> list[Finding]:
     root = ws.root if ws else None
     codex_home = Path(os.environ.get("CODEX_HOME") or home / ".codex")
     claude = any(_settings_have_emit(p) for p in integrate.claude_settings(root, home))
@@ -157,7 +163,7 @@ def _hosts(ws: Workspace | None, home: Path, platform: str) -> list[Finding]:
         findings.append(_codex_trust(codex_home, root or home))
     on = [h for h, yes in (("claude-code", claude), ("codex", codex_on), ("gemini", gemini_on),
                            ("opencode", opencode_on)) if yes]
-    findings.extend(_agent_environment(on, home, platform, codex_home))
+    findings.extend(_agent_environment(on, home, platform, codex_home, running))
     if gemini_on and root is not None and not gemini.trusted(root, home):
         findings.append(Finding(
             False, f"Gemini CLI does not trust {root}, so it runs no hooks there",
@@ -179,30 +185,38 @@ def service_environment(home: Path, platform: str) -> dict[str, str]:
         env.setdefault("PATH", SYSTEMD_USER_PATH)
     else:
         env = dict(os.environ)
-    env.update(agentenv.read_env_file())
+    env.update(agentenv.read_env_file().variables)
     return env
 
 
-def _agent_environment(hosts: list[str], home: Path, platform: str,
-                       codex_home: Path) -> list[Finding]:
-    """For each integrated host: does its resume command resolve in the service's
-    environment, with the variables it needs?"""
+def _agent_environment(hosts: list[str], home: Path, platform: str, codex_home: Path,
+                       running: runenv.Reported | None = None) -> list[Finding]:
+    """For each integrated host: does its resume command resolve in the environment
+    follow-ups get, with the variables it needs? That is what the running daemon reports,
+    whoever started it; with none running, the service's (or this shell's) as it would be."""
     try:
         resume = config_mod.load_config().resume
     except config_mod.ConfigError as exc:
         return [Finding(False, f"config.toml cannot be read: {exc}", "fix the named key")]
-    env = service_environment(home, platform)
+    if running is not None and running.error is not None:
+        return [Finding(False, f"the running sidecar (pid {running.pid}) cannot run "
+                               f"follow-ups: {running.error}")]
+    env = service_environment(home, platform) if running is None else running.env
+    where = agentenv.SERVICE if running is None else \
+        f"the running sidecar's environment (pid {running.pid})"
+    reload = "" if running is None else \
+        f"make it read the file again: kill -HUP {running.pid}"
     findings: list[Finding] = []
     for host in hosts:
         argv = resume.get(host)
         if argv is None or not os.path.isabs(argv[0]) and shutil.which(argv[0]) is None:
             continue  # not installed here: the integration finding says so
         needed = agentenv.codex_needed(codex_home) if host == "codex" else ()
-        problems = agentenv.problems(host, argv, env, os.environ, needed)
+        problems = agentenv.problems(host, argv, env, os.environ, needed, where, reload)
         findings.extend(Finding(False, p) for p in problems)
         if not problems:
-            findings.append(Finding(True, f"{host}: the resume command resolves in the "
-                                          f"service's environment ({argv[0]})"))
+            findings.append(Finding(True, f"{host}: the resume command resolves in {where} "
+                                          f"({argv[0]})"))
     return findings
 
 
@@ -237,7 +251,7 @@ def _inotify(proc: Path) -> list[Finding]:
 def render(findings: list[Finding]) -> str:
     lines = []
     for f in findings:
-        lines.append(f"{'ok     ' if f.ok else 'PROBLEM'} {f.what}")
+        lines.append(f"{'note   ' if f.note else 'ok     ' if f.ok else 'PROBLEM'} {f.what}")
         if f.fix:
             lines.append(f"        fix: {f.fix}")
     return "\n".join(lines) + "\n"

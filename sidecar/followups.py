@@ -18,7 +18,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from . import actions, owner, session_ids, trust
+from . import actions, owner, runenv, session_ids, trust
 from . import hooks as hooks_mod
 from .actions import ActionError, Firing, build_argv, working_folder
 from .config import Config, ConfigError
@@ -157,8 +157,7 @@ class FollowUps:
                         prompt_file=hook.prompt_file, cwd=working_folder(self.ws, cwd),
                         permission_mode=config.permission_mode,
                         codex_sandbox=config.codex_sandbox)
-        base = ({**os.environ, **config.agent_env} if account is None
-                else owner.owner_environment(account, dict(config.agent_env)))
+        base = runenv.follow_up_base(account, config)
         log_path = self.ws.firing_log(entry.hook_id, entry.log or "") or self.log_path(entry, now)
         try:
             command = build_argv(hook.action, firing, config.resume, self.ws)

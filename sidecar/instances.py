@@ -55,6 +55,8 @@ class InstanceInfo:
     last_error: str = ""
     hooks_error: str | None = None
     plugins: dict[str, dict[str, int]] = field(default_factory=dict)
+    # The environment its follow-ups get: PATH, user, names of host variables set (runenv).
+    environment: Json | None = None
 
     @classmethod
     def from_json(cls, instance_id: str, data: Json) -> InstanceInfo:
@@ -68,6 +70,7 @@ class InstanceInfo:
 
         pid = data.get("pid")
         plugins = data.get("plugins")
+        environment = data.get("environment")
         return cls(
             id=instance_id, pid=pid if isinstance(pid, int) else None,
             hostname=text("hostname"), version=text("version"), started_at=text("startedAt"),
@@ -77,6 +80,7 @@ class InstanceInfo:
             hooks_error=text("hooksError"),
             plugins={k: v for k, v in plugins.items() if isinstance(v, dict)}
             if isinstance(plugins, dict) else {},
+            environment=environment if isinstance(environment, dict) else None,
         )
 
     def to_json(self) -> Json:
@@ -85,7 +89,8 @@ class InstanceInfo:
                 "heartbeatAt": self.heartbeat_at, "role": self.role, "build": self.build,
                 "lastError": self.last_error,
                 "hooksError": self.hooks_error, "plugins": self.plugins, "applied": self.applied,
-                "rejected": self.rejected, "errors": self.errors}
+                "rejected": self.rejected, "errors": self.errors,
+                "environment": self.environment}
 
 
 @dataclass(frozen=True)
@@ -125,7 +130,8 @@ class Membership:
         self.lock = locks.try_lock(life_lock(self.ws, self.identity.id))
 
     def heartbeat(self, role: str, counters: dict[str, int], last_error: str,
-                  hooks_error: str | None, plugins: dict[str, dict[str, int]]) -> None:
+                  hooks_error: str | None, plugins: dict[str, dict[str, int]],
+                  environment: Json | None = None) -> None:
         """Rewrite this instance's file: who it is, what it does, when it last did it."""
         me = self.identity
         info = InstanceInfo(
@@ -133,7 +139,7 @@ class Membership:
             started_at=iso(me.started), heartbeat_at=iso(now()), role=role, build=me.build,
             applied=counters.get("applied", 0), rejected=counters.get("rejected", 0),
             errors=counters.get("errors", 0), last_error=last_error, hooks_error=hooks_error,
-            plugins=plugins,
+            plugins=plugins, environment=environment,
         )
         try:
             jsonfile.write_json_atomic(self.file, info.to_json(), durable=False)

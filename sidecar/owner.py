@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from . import layout
-from .agentenv import parse_env
+from .agentenv import EnvFile, parse_env
 from .config import Config, ConfigError, parse_config
 from .kinds import SidecarError
 from .layout import Workspace
@@ -169,8 +169,13 @@ def owner_config(account: Account) -> Config:
         table = tomllib.loads(data.decode("utf-8", "replace")) if data else {}
     except tomllib.TOMLDecodeError as exc:
         raise ConfigError(f"{path}: {exc}") from None
-    env = read_owned(folder / "environment", account.uid)
-    return parse_config(table, path, parse_env(env.decode("utf-8", "replace")) if env else {})
+    env_path = folder / "environment"
+    env = read_owned(env_path, account.uid)
+    if env is not None:
+        return parse_config(table, path, parse_env(env, env_path))
+    refused = (f"{env_path} is not a regular file that only {account.name} can write; no "
+               "variable was read from it",) if os.path.lexists(env_path) else ()
+    return parse_config(table, path, EnvFile(problems=refused))
 
 
 def owner_environment(account: Account, own_file: dict[str, str]) -> dict[str, str]:

@@ -12,11 +12,11 @@ import logging
 import queue
 import threading
 from collections.abc import Callable
-from typing import IO, NamedTuple
+from typing import IO, Any, NamedTuple
 
 import orjson
 
-from . import emit, instances, locks
+from . import emit, instances, locks, runenv
 from .config import Config
 from .followups import FollowUps
 from .hookqueue import FollowUpQueue
@@ -45,6 +45,7 @@ class Reportable(NamedTuple):
     last_error: str
     hooks_error: str | None
     plugins: dict[str, dict[str, int]]
+    environment: dict[str, Any]  # what its follow-ups get (runenv): for doctor
 
 
 class WorkspaceServer:
@@ -66,6 +67,7 @@ class WorkspaceServer:
         self.ingest = Ingestor(self.sessions, self.queue, config, self._report, stopping,
                                watch_reliable)
         self.followups: FollowUps | None = None
+        self.environment = runenv.Reporter(ws, config)
         self.leader: IO[bytes] | None = None
         self.watch = watch  # the process watch: tells `notice_host_exit` when a host is gone
         self.hosts: dict[Proc, set[Key]] = {}  # host process -> its active sessions
@@ -200,7 +202,8 @@ class WorkspaceServer:
         state = self.hook_store.state
         return Reportable("leader" if self.leader is not None else "standby", health.counters(),
                           health.last_error, state.error if state is not None else None,
-                          self.plugins.counters() if self.plugins is not None else {})
+                          self.plugins.counters() if self.plugins is not None else {},
+                          self.environment.current())
 
     def heartbeat(self, now: float) -> None:
         self.reported = self._reportable()

@@ -21,6 +21,11 @@ from .kinds import SidecarError
 
 LABEL = "org.agent-sidecar.sidecar"
 UNIT = "sidecar.service"
+# Said after the ways to serve: a `sidecar run` started by hand (or by any supervisor) has its
+# starter's environment, and the environment file is where the keys follow-ups need belong.
+ENV_FILE_NOTE = (". Either way, put the variables your agents need (ANTHROPIC_API_KEY=...) in "
+                 "{}: `sidecar run` reads it at start and on SIGHUP, whoever starts it, and "
+                 "`sidecar doctor` checks what the running one has")
 
 
 class ServiceError(SidecarError):
@@ -28,7 +33,12 @@ class ServiceError(SidecarError):
 
 
 class NoServiceManager(ServiceError):
-    """No user service manager can be reached here; the message says what works instead."""
+    """No user service manager can be reached here; the message says what works instead
+    (`ways`, alone, is that part)."""
+
+    def __init__(self, message: str, ways: str) -> None:
+        super().__init__(message)
+        self.ways = ways
 
 
 def hand_run_command(command: Path) -> str:
@@ -59,8 +69,10 @@ def check_manager(platform: str = sys.platform) -> None:
     if _linger(user) == "no" and os.getuid() != 0:
         ways.insert(0, f"let systemd keep a user manager for you: loginctl enable-linger {user} "
                        "(then log in again) and re-run `sidecar service install`")
+    works = "; or ".join(ways)
     raise NoServiceManager(f"no systemd user manager is reachable here ({said}); nothing was "
-                           "installed. What works on this machine: " + "; or ".join(ways))
+                           f"installed. What works on this machine: {works}"
+                           + ENV_FILE_NOTE.format(agentenv.env_file()), works)
 
 
 def _linger(user: str) -> str:

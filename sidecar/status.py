@@ -11,7 +11,7 @@ from typing import Any, TypedDict, TypeVar
 
 import orjson
 
-from . import __version__, hooks, inbox, instances, session_lookup, trust, usage
+from . import __version__, hooks, inbox, instances, logtail, session_lookup, trust, usage
 from .kinds import SidecarError
 from .layout import TamperedRuntime, Workspace
 from .procwatch import Proc, is_alive
@@ -62,6 +62,7 @@ class HookRow(TypedDict):
     lastStatus: str | None
     lastFiredAt: str | None
     lastLog: str | None
+    lastLine: str | None  # a failed firing's: the last line its log says (logtail)
     trusted: bool  # a command hook's exact command is trusted on this machine (resume: true)
 
 
@@ -125,7 +126,7 @@ def hooks_section(ws: Workspace, now: float) -> HooksSection:
             "id": h.id, "name": h.name, "enabled": h.enabled, "event": h.event.value,
             "delaySeconds": h.delay_seconds, "action": h.action, "lastStatus": h.last_status,
             "lastFiredAt": h.last_fired_at, "lastLog": h.history[-1].log if h.history else None,
-            "trusted": h.id not in untrusted,
+            "lastLine": logtail.failure_line(ws, h), "trusted": h.id not in untrusted,
         }
         for h in view.hooks.values()
     ]
@@ -320,6 +321,7 @@ def _age(seconds: float | None) -> str:
 def _hook_lines(h: HookRow) -> list[str]:
     lines = [f"  {h['id']:<20} {'on ' if h['enabled'] else 'off'} {h['event']:<13} "
              f"delay {h['delaySeconds']}s  last {h['lastStatus'] or '-'}"
+             + (f": {h['lastLine']}" if h["lastLine"] else "")
              + (f" at {h['lastFiredAt']}" if h["lastFiredAt"] else "")
              + (f"  log {h['lastLog']}" if h["lastLog"] else "")]
     if not h["trusted"] and isinstance(h["action"], list):

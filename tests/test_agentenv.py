@@ -24,9 +24,11 @@ def test_the_environment_file_reads_like_systemds(tmp_path):
     path = tmp_path / "environment"
     path.write_text("# keys for the agents\nANTHROPIC_API_KEY=sk-1\nexport OPENAI_API_KEY='sk 2'\n"
                     'GEMINI_API_KEY="g"\n; a comment\nnot a line\n')
-    assert agentenv.read_env_file(path) == {"ANTHROPIC_API_KEY": "sk-1",
-                                            "OPENAI_API_KEY": "sk 2", "GEMINI_API_KEY": "g"}
-    assert agentenv.read_env_file(tmp_path / "missing") == {}
+    read = agentenv.read_env_file(path)
+    assert read.variables == {"ANTHROPIC_API_KEY": "sk-1",
+                              "OPENAI_API_KEY": "sk 2", "GEMINI_API_KEY": "g"}
+    assert read.problems == (f"{path}: line 6 is not KEY=value; skipped",)
+    assert agentenv.read_env_file(tmp_path / "missing") == agentenv.EnvFile()
 
 
 def test_integrate_records_the_hosts_executable_and_keeps_the_users_config(

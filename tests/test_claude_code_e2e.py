@@ -304,3 +304,29 @@ def test_a_session_the_user_stops_mid_turn_is_never_resumed(workspace, start_dae
         "other" if stop == signal.SIGINT else "host-exited")
     status = run_cli("status", "--root", str(workspace.root)).stdout.decode()
     assert "skipped: the last turn was interrupted" in status, status
+
+
+def test_a_resume_that_is_not_logged_in_shows_what_claude_said(
+        workspace, start_daemon, config_home, tmp_path, monkeypatch):
+    """A session run with a key; its follow-up, from a daemon started without one, meets the
+    real `claude` saying `Not logged in · Please run /login` (exit 1): `status` shows that
+    line beside the outcome, and `doctor` notes the failure."""
+    claude = claude_binary()
+    home = tmp_path / "home"
+    home.mkdir()
+    for name in ("ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN", "ANTHROPIC_BASE_URL"):
+        monkeypatch.delenv(name, raising=False)
+    write_claude_hooks(workspace.root)
+    prepare_post_task(workspace)
+    set_resume(config_home, "claude-code", [str(claude), *DEFAULT_RESUME["claude-code"][1:]])
+    with AnthropicStub() as stub:
+        start_daemon(workspace.root, env={"HOME": str(home), "DISABLE_TELEMETRY": "1",
+                                          "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1"})
+        first = run_claude(claude, workspace.root, claude_env(home, stub.url), "-p", "do the task")
+        assert first.returncode == 0, first.stderr.decode()[-2000:]
+        wait_until(lambda: settled(workspace), 120, 0.2)
+    said = "error: exit status 1: Not logged in · Please run /login"
+    status = run_cli("status", "--root", str(workspace.root)).stdout.decode()
+    assert f"last {said} at " in status, status
+    doctor = run_cli("doctor", cwd=workspace.root, env={"HOME": str(home)}).stdout.decode()
+    assert f"note    hook post-task's last follow-up failed: {said}" in doctor, doctor

@@ -314,12 +314,13 @@ def test_without_a_user_manager_doctor_recommends_what_works_and_accepts_a_hand_
     assert "PROBLEM" not in out and result.returncode == 0, out
 
 
-def test_doctor_calls_an_installed_host_that_is_not_integrated_a_problem(workspace, tmp_path):
+def test_doctor_notes_an_installed_host_that_is_not_integrated(workspace, tmp_path):
     bin_dir = tmp_path / "hostbin"
     bin_dir.mkdir()
     (bin_dir / "gemini").write_text("#!/bin/sh\nexit 0\n")
     (bin_dir / "gemini").chmod(0o755)
     env = {"HOME": str(tmp_path / "home"), "PATH": f"{bin_dir}:{fake_systemctl(tmp_path, True)}"}
     out = run_cli("doctor", cwd=workspace.root, env=env).stdout.decode()
-    assert "PROBLEM Gemini CLI is installed but not integrated" in out
-    assert "fix: sidecar integrate gemini" in out
+    assert "note    Gemini CLI is installed but not integrated (to use it: sidecar integrate " \
+        "gemini)" in out
+    assert "PROBLEM Gemini CLI" not in out

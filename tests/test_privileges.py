@@ -31,6 +31,7 @@ import pytest
 
 from conftest import SIDECAR, DaemonProcess, _is_serving, emit, read_json, run_cli, wait_until
 from sidecar import actions, trust
+from sidecar import owner as owner_mod
 from sidecar.hookqueue import FOREIGN_RUN
 from sidecar.layout import Workspace
 from sidecar.lifecycle import harness_id
@@ -480,3 +481,42 @@ def test_an_owners_unreadable_settings_fail_the_firing_clearly(top, owner, confi
     status = wait_until(lambda: hook(ws, "cmd").get("lastStatus"), 30)
     assert status.startswith(f"error: {owner.config / 'config.toml'}: "), f"{status}\n{daemon.output()}"
     assert not out.exists()
+
+
+def test_a_root_daemon_reports_the_owners_environment_and_reads_no_link_of_theirs(
+        top, owner, config_home, root_daemon, tmp_path):
+    """What doctor checks is what the owner's follow-ups get: their clean environment with
+    their environment file (its bad line named), never root's variables; a link in their
+    home never makes root read a file of its own to find a variable name."""
+    ws = owned_workspace(top, owner)
+    owner.config.mkdir(parents=True, exist_ok=True)
+    (owner.config / "environment").write_bytes(
+        b"ANTHROPIC_API_KEY=sk-theirs\nBAD=caf\xe9\nNAMED_BY_ROOT=x\n")
+    os.chmod(owner.config / "environment", 0o600)
+    roots_own = tmp_path / "root-codex.toml"  # root's: names a variable the owner also sets
+    roots_own.write_text('model_provider = "p"\n[model_providers.p]\nenv_key = "NAMED_BY_ROOT"\n')
+    (owner.home / ".codex").mkdir(exist_ok=True)
+    (owner.home / ".codex" / "config.toml").unlink(missing_ok=True)
+    (owner.home / ".codex" / "config.toml").symlink_to(roots_own)
+    owner.chown(owner.home / ".config")
+    owner.chown(owner.home / ".codex")
+    try:
+        root_daemon(ws.root, env={"OPENAI_API_KEY": "root's", "PATH": os.environ["PATH"]})
+        [record] = [read_json(p) for p in ws.instances.glob("*.json")]
+        env = record["environment"]
+        assert env["user"] == owner.name and env["path"] == SAFE_PATH
+        # The owner's, not root's OPENAI_API_KEY; and not NAMED_BY_ROOT: only root's file,
+        # reached through the owner's link, names it.
+        assert env["variables"] == ["ANTHROPIC_API_KEY"]
+        assert env["envFileProblems"] == [
+            f"{owner.config / 'environment'}: line 2 is not UTF-8 text; skipped"]
+        assert "sk-theirs" not in str(record)
+        # A file others may write is not the owner's word: refused, and said.
+        os.chmod(owner.config / "environment", 0o666)
+        account = owner_mod.foreign_owner(ws)
+        assert account is not None
+        assert owner_mod.owner_config(account).env_problems == (
+            f"{owner.config / 'environment'} is not a regular file that only {owner.name} can "
+            "write; no variable was read from it",)
+    finally:
+        shutil.rmtree(owner.home / ".codex", ignore_errors=True)

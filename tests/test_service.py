@@ -229,6 +229,9 @@ def test_without_a_user_manager_install_writes_nothing_and_says_what_works(
     said = result.stderr.decode()
     assert "no systemd user manager is reachable" in said and "Failed to connect to bus" in said
     assert f"{service.sidecar_path()} run" in said  # the exact command for another supervisor
+    # ...and where that run finds the keys its follow-ups need, whoever starts it.
+    assert f"put the variables your agents need (ANTHROPIC_API_KEY=...) in " \
+           f"{config_home / 'environment'}" in said
     if os.getuid() != 0:
         assert "loginctl enable-linger" in said
     assert not (tmp_path / "home" / ".config").exists()
