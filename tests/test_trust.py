@@ -232,12 +232,12 @@ def test_a_run_record_proves_who_wrote_it(tmp_path, config_home):
 
 def test_a_daemon_that_cannot_become_the_owner_runs_nothing(tmp_path, config_home, monkeypatch):
     """Not root, and the workspace is someone else's: the firing says so and nothing runs."""
-    from test_followups import Harness, ev
+    from test_followups import SID, Harness, ev
 
     from sidecar.timeutil import iso
 
     h = Harness(tmp_path)  # the seeded post-task hook: a resume, which needs no trust
-    h.apply(ev("SessionStart"), ev("SessionEnd", ts=1_795_900_001.0))
+    h.apply(ev("SessionStart", session=SID), ev("SessionEnd", session=SID, ts=1_795_900_001.0))
     owner_uid = os.stat(h.ws.root).st_uid
     monkeypatch.setattr(os, "geteuid", lambda: owner_uid + 4242)
     from freezegun import freeze_time
