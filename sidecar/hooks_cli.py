@@ -10,7 +10,7 @@ from typing import Any, NoReturn, TypeVar
 
 import typer
 
-from . import jsonfile, trust
+from . import jsonfile, logtail, trust
 from .hookdoc import Hook, HooksDoc, HooksError, new_hook, slug
 from .hooks import HookStore
 from .layout import find_workspace
@@ -368,12 +368,14 @@ def history(
     root: Path | None = RootOption,
 ) -> None:
     """Past firings, oldest first: when, which hook, for which session, how it ended, its log."""
-    view = _store(root).snapshot(now())
+    store = _store(root)
+    view = store.snapshot(now())
     if hook_id is not None and hook_id not in view.hooks:
         _fail(f"no hook {hook_id!r} (have: {', '.join(view.hooks) or 'none'})")
     rows = sorted(
-        ({"hookId": h.id, **f.to_json()} for h in view.hooks.values()
-         if hook_id in (None, h.id) for f in h.history
+        ({"hookId": h.id, **f.to_json(), "lastLine": logtail.last_line(store.ws, h.id, f.log)
+          if (f.status or "").startswith("error") else None}
+         for h in view.hooks.values() if hook_id in (None, h.id) for f in h.history
          if session in (None, f.session_id)),
         key=lambda row: str(row["at"]))
     if as_json:
@@ -381,6 +383,7 @@ def history(
         return
     for row in rows:
         typer.echo(f"{row['at']}  {row['hookId']:<16} {row['host']:<12} {row['sessionId']:<38} "
-                   f"{row['status']}" + (f"  log {row['log']}" if row["log"] else ""))
+                   f"{row['status']}" + (f": {row['lastLine']}" if row["lastLine"] else "")
+                   + (f"  log {row['log']}" if row["log"] else ""))
     if not rows:
         typer.echo("no firings yet")

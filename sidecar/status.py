@@ -270,7 +270,9 @@ def session_report(ws: Workspace, session_id: str) -> dict[str, Any] | None:
                    "why": view.hooks[e.hook_id].last_status if e.retries and e.hook_id in view.hooks
                    else None, "log": e.run.log if e.run else None}
                   for e in view.pending if e.session_id == session_id and e.host == host]
-    follow_ups += [{"hookId": h.id, "state": f.status, "at": f.at, "log": f.log}
+    follow_ups += [{"hookId": h.id, "state": f.status, "at": f.at, "log": f.log,
+                    "lastLine": logtail.last_line(ws, h.id, f.log)
+                    if (f.status or "").startswith("error") else None}
                    for h in view.hooks.values() for f in h.history
                    if f.session_id == session_id and f.host == host]
     meta = record.sidecar
@@ -297,7 +299,7 @@ def render_session(report: dict[str, Any]) -> str:
     lines += [f"  {t['at']}  {t['event']:<20} {t['message']}" for t in report["timeline"]]
     for f in report["followUps"]:
         when = f.get("at") or f.get("dueAt")
-        extra = f" ({f['why']})" if f.get("why") else ""
+        extra = f" ({f['why']})" if f.get("why") else f": {f['lastLine']}" if f.get("lastLine") else ""
         lines.append(f"follow-up  {f['hookId']:<16} {f['state']}{extra}  {when}"
                      + (f"  log {f['log']}" if f.get("log") else ""))
     if not report["followUps"]:

@@ -39,6 +39,10 @@ def test_a_failed_follow_up_shows_the_last_line_its_log_said(workspace, start_da
     report = orjson.loads(run_cli("status", "--json", "--root", str(workspace.root)).stdout)
     [hook] = report["workspaces"][0]["hooks"]
     assert hook["lastLine"] == LOGIN and hook["lastLog"]
+    history = run_cli("hooks", "history", "--root", str(workspace.root)).stdout.decode()
+    assert f"error: exit status 1: {LOGIN}  log " in history, history
+    session = run_cli("status", "--root", str(workspace.root), "--session", "s-fail").stdout
+    assert f"error: exit status 1: {LOGIN}" in session.decode(), session
 
 
 def test_the_last_line_is_read_from_the_tail_safely_and_shown_escaped(workspace, tmp_path):
