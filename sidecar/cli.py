@@ -14,11 +14,12 @@ from . import config as config_mod
 from . import status as status_mod
 from .hooks import initialise
 from .hooks_cli import hooks_app
-from .integrate_cli import integrate_app, uninstall, unregister
+from .integrate_cli import integrate_app, unregister
 from .kinds import SidecarError
 from .layout import Workspace, find_workspace
 from .setup_cli import doctor, service_app
 from .timeutil import now
+from .uninstall import uninstall
 
 app = typer.Typer(
     add_completion=False,

@@ -193,3 +193,22 @@ def test_an_event_that_is_not_a_list_is_refused_in_one_line(workspace, env, hook
     assert result.returncode == 1 and result.stderr.decode().count("\n") == 1
     assert b"is not a list; fix it first" in result.stderr
     assert read_json(local) == {"hooks": hooks}
+
+
+def test_folders_sidecar_made_go_once_empty_and_the_users_stay(workspace, env):
+    assert run("integrate", "opencode", cwd=workspace.root, env=env).returncode == 0
+    assert (workspace.root / ".opencode" / "plugins" / "sidecar.js").is_file()
+    result = run("integrate", "opencode", "--uninstall", cwd=workspace.root, env=env)
+    assert result.returncode == 0 and not (workspace.root / ".opencode").exists()
+    assert b"sidecar created it" in result.stdout
+
+    mine = workspace.root / ".opencode" / "opencode.json"  # the user's folder, from before
+    mine.parent.mkdir()
+    mine.write_text("{}\n")
+    assert run("integrate", "opencode", cwd=workspace.root, env=env).returncode == 0
+    (workspace.root / ".opencode" / "plugins" / "notes.txt").write_text("mine\n")
+    assert run("integrate", "opencode", "--uninstall", cwd=workspace.root,
+               env=env).returncode == 0
+    assert mine.read_text() == "{}\n"  # not sidecar's: stays, though it holds `{}`
+    assert (workspace.root / ".opencode" / "plugins" / "notes.txt").read_text() == "mine\n"
+    assert not (workspace.root / ".opencode" / "plugins" / "sidecar.js").exists()
