@@ -28,6 +28,7 @@ from . import integrate as integrate_mod
 from . import opencode as opencode_mod
 from . import service as service_mod
 from .integrate_cli import record_resume_executable
+from .kinds import SidecarError
 from .layout import Workspace, find_workspace
 
 STOP_WAIT = 10.0  # seconds a daemon gets to finish its step and let go of its workspaces
@@ -105,7 +106,10 @@ def _served_roots() -> list[Path]:
     """The registered workspaces, and the one holding the current folder (a daemon started by
     hand may serve one that is not registered)."""
     roots = config_mod.load_registry()
-    here = find_workspace(Path.cwd())
+    try:
+        here = find_workspace(Path.cwd())
+    except OSError:  # the current folder was removed
+        here = None
     return roots + ([here.root] if here is not None and here.root not in roots else [])
 
 
@@ -116,7 +120,13 @@ def _live_daemons(roots: list[Path]) -> dict[int, list[tuple[Workspace, str]]]:
         ws = Workspace(root)
         if not ws.context.is_dir():
             continue
-        for seen in instances.seen(ws):
+        try:
+            ws.check_runtime()  # nothing is read through a link, even to find a pid
+            served = instances.seen(ws)
+        except (OSError, SidecarError) as exc:
+            typer.echo(f"cannot tell what serves {root}: {exc}", err=True)
+            continue
+        for seen in served:
             info = seen.info
             if seen.live and info.pid is not None and info.hostname == socket.gethostname():
                 found.setdefault(info.pid, []).append((ws, info.id))

@@ -158,3 +158,21 @@ def test_uninstall_says_what_it_cannot_undo_and_purges_nothing_then(tmp_path, co
     result = run_cli("uninstall", "--purge", cwd=workspace.root, env=env)
     assert result.returncode == 1 and b"not valid JSON" in result.stderr
     assert local.read_text() == "{oops" and config_home.exists()  # nothing lost, nothing purged
+
+
+def test_uninstall_looks_through_no_link_for_daemons_and_runs_from_a_removed_folder(
+        tmp_path, config_home, workspace):
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    shutil.rmtree(workspace.instances)
+    workspace.instances.symlink_to(elsewhere)  # a tampered runtime: never read through
+    gone = tmp_path / "gone"
+    gone.mkdir()
+    env = {"HOME": str(tmp_path / "home"), "XDG_CONFIG_HOME": "", "PATH": no_manager_path(tmp_path)}
+    result = subprocess.run(  # from a folder removed under it
+        ["sh", "-c", f'cd "{gone}" && rmdir "{gone}" && exec "{SIDECAR}" uninstall'],
+        capture_output=True, env={**os.environ, **env}, timeout=30)
+    assert result.returncode == 0, result.stderr
+    assert b"Traceback" not in result.stderr
+    assert f"cannot tell what serves {workspace.root}".encode() in result.stderr
+    assert b"is a symlink" in result.stderr

@@ -8,6 +8,7 @@ read-only file, or one of a shape sidecar cannot edit, is refused with one line.
 from __future__ import annotations
 
 import json
+import os
 import stat
 from pathlib import Path
 
@@ -175,13 +176,21 @@ def test_a_symlinked_gemini_settings_file_neither_crashes_integrate_nor_doctor(w
     assert doctor.returncode in (0, 1) and b"gemini" in doctor.stdout.lower()
 
 
-def test_a_link_loop_in_place_of_a_settings_file_is_one_line(workspace, env):
+@pytest.mark.parametrize("thing", ["link loop", "FIFO", "key twice"])
+def test_a_settings_file_sidecar_cannot_edit_is_one_line(workspace, env, thing):
     local = workspace.root / ".claude" / "settings.local.json"
     local.parent.mkdir()
-    local.symlink_to(local)
+    if thing == "link loop":
+        local.symlink_to(local)
+    elif thing == "FIFO":
+        os.mkfifo(local)  # never opened for a read that would wait
+    else:
+        local.write_text('{"hooks": {}, "model": "a", "hooks": {}}\n')
     result = run("integrate", "claude-code", cwd=workspace.root, env=env)
     assert result.returncode == 1 and result.stderr.decode().count("\n") == 1
-    assert b"cannot be read" in result.stderr
+    said = {"link loop": b"cannot be read", "FIFO": b"is not a regular file",
+            "key twice": b"has a key twice; fix it first"}[thing]
+    assert said in result.stderr
 
 
 @pytest.mark.parametrize("hooks", [{"SessionEnd": "x"}, {"Stop": {"hooks": []}}])
