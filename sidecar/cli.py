@@ -14,12 +14,13 @@ from . import foreign, jsonfile, layout, trust
 from . import status as status_mod
 from .hooks import initialise
 from .hooks_cli import hooks_app
-from .integrate_cli import integrate_app, uninstall, unregister
+from .integrate_cli import integrate_app, unregister
 from .kinds import SidecarError
 from .layout import Workspace, find_workspace
 from .reload_cli import reload
 from .setup_cli import doctor, service_app
 from .timeutil import now
+from .uninstall import uninstall
 
 app = typer.Typer(
     add_completion=False,

@@ -33,6 +33,7 @@ from .integrate import (
     is_ours,
     load_json,
     merge_hooks,
+    read_text,
     save_json,
     save_toml,
 )
@@ -74,7 +75,8 @@ def our_handlers(hooks_path: Path, settings: dict[str, Any]) -> dict[str, str]:
     """Trust key -> computed hash for each of sidecar's handlers, at its place in the file."""
     canonical = os.path.realpath(hooks_path)  # Codex resolves symlinks before building keys
     found = {}
-    for event, groups in settings.get("hooks", {}).items():
+    hooks = settings.get("hooks")
+    for event, groups in hooks.items() if isinstance(hooks, dict) else ():
         for g, group in enumerate(groups if isinstance(groups, list) else []):
             handlers = group.get("hooks", []) if isinstance(group, dict) else []
             for h, handler in enumerate(handlers if isinstance(handlers, list) else []):
@@ -146,13 +148,13 @@ OLD_MARKERS = ("# >>> sidecar integrate codex: trust for sidecar's hooks (manage
 
 def load_config(path: Path) -> tomlkit.TOMLDocument:
     try:
-        text = path.read_text()
+        text = read_text(path)
+        if text is None:
+            return tomlkit.document()
         lines = text.splitlines(keepends=True)
         text = "".join(line for line in lines if line.rstrip("\n") not in OLD_MARKERS)
         return tomlkit.parse(text)
-    except FileNotFoundError:
-        return tomlkit.document()
-    except (TOMLKitError, UnicodeDecodeError) as exc:
+    except TOMLKitError as exc:
         raise IntegrateError(f"{path} is not valid TOML ({exc}); fix it first") from None
 
 

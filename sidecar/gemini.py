@@ -28,18 +28,18 @@ def project_settings(root: Path) -> Path:
 
 def integrate(settings_path: Path, sidecar: Path | str, uninstall: bool = False) -> bool:
     """Write (or remove) sidecar's hooks in one Gemini settings file; True if it changed."""
-    settings = load_json(settings_path)
+    settings = load_json(settings_path, comments=True)  # Gemini strips comments as it reads
     if uninstall and not settings:
         return False
     command = None if uninstall else emit_command(sidecar, "gemini")
     merged = merge_hooks(settings, EVENTS, command, "*", settings_path, HANDLER)
-    return save_json(settings_path, merged)
+    return save_json(settings_path, merged, comments=True)
 
 
 def trusted(root: Path, home: Path) -> bool:
     """Whether Gemini trusts the folder, so that it runs hooks there at all."""
     try:
-        settings = load_json(user_settings(home)) if user_settings(home).exists() else {}
+        settings = load_json(user_settings(home), comments=True)
     except IntegrateError:
         settings = {}
     security = settings.get("security")

@@ -15,10 +15,9 @@ import shlex
 from pathlib import Path
 from typing import Any
 
-import orjson
 import tomlkit
 
-from . import jsonfile
+from . import jsonedit, userfile
 from .kinds import SidecarError
 
 CLAUDE_EVENTS = ["SessionStart", "UserPromptSubmit", "PostToolUse", "Stop", "StopFailure",
@@ -45,16 +44,36 @@ def is_ours(handler: Any) -> bool:
     return len(argv) >= 2 and os.path.basename(argv[0]) == "sidecar" and argv[1] == "emit"
 
 
-def load_json(path: Path) -> dict[str, Any]:
-    try:
-        data = jsonfile.read_json(path)
-    except FileNotFoundError:
+def load_json(path: Path, comments: bool = False) -> dict[str, Any]:
+    """A host's settings (`comments`: `//` and `/* */` allowed, as the host allows them)."""
+    text = read_text(path)
+    if text is None:
         return {}
-    except ValueError as exc:
+    try:
+        data = jsonedit.loads(text, comments)
+    except jsonedit.JsonEditError as exc:
         raise IntegrateError(f"{path} is not valid JSON ({exc}); fix it first") from None
     if not isinstance(data, dict):
         raise IntegrateError(f"{path} does not hold a JSON object; fix it first")
     return data
+
+
+def read_text(path: Path) -> str | None:
+    """A user's file, through the user's own links; None if there is none."""
+    try:
+        data = userfile.read_bytes(path)
+        return None if data is None else data.decode()
+    except userfile.UserFileError as exc:
+        raise IntegrateError(str(exc)) from None
+    except UnicodeDecodeError:
+        raise IntegrateError(f"{path} is not UTF-8 text; fix it first") from None
+
+
+def _write(path: Path, text: str) -> None:
+    try:
+        userfile.write_bytes(path, text.encode())
+    except userfile.UserFileError as exc:
+        raise IntegrateError(str(exc)) from None
 
 
 def merge_hooks(settings: dict[str, Any], events: list[str], command: str | None,
@@ -68,19 +87,14 @@ def merge_hooks(settings: dict[str, Any], events: list[str], command: str | None
     hooks = settings.get("hooks", {})
     if not isinstance(hooks, dict):
         raise IntegrateError(f"{path}: `hooks` is not an object; fix it first")
+    for event in events if command is not None else []:
+        if not isinstance(hooks.get(event, []), list):
+            raise IntegrateError(f"{path}: `hooks.{event}` is not a list; fix it first")
     for event in list(hooks):
         groups = hooks[event]
         if not isinstance(groups, list):
             continue
-        kept = []
-        for group in groups:
-            if isinstance(group, dict) and isinstance(group.get("hooks"), list):
-                handlers = [h for h in group["hooks"] if not is_ours(h)]
-                if not handlers and group["hooks"]:
-                    continue  # a group that held only sidecar's handler goes with it
-                kept.append({**group, "hooks": handlers})
-            else:
-                kept.append(group)
+        kept = _without_ours(groups)
         if kept:
             hooks[event] = kept
         else:
@@ -99,12 +113,31 @@ def merge_hooks(settings: dict[str, Any], events: list[str], command: str | None
     return settings
 
 
-def save_json(path: Path, data: dict[str, Any]) -> bool:
-    new = orjson.dumps(data, option=orjson.OPT_INDENT_2) + b"\n"
-    if path.exists() and path.read_bytes() == new:
+def _without_ours(groups: list[Any]) -> list[Any]:
+    """An event's groups less sidecar's handlers; a group that held only those goes too."""
+    kept = []
+    for group in groups:
+        if isinstance(group, dict) and isinstance(group.get("hooks"), list):
+            handlers = [h for h in group["hooks"] if not is_ours(h)]
+            if not handlers and group["hooks"]:
+                continue
+            kept.append({**group, "hooks": handlers})
+        else:
+            kept.append(group)
+    return kept
+
+
+def save_json(path: Path, data: dict[str, Any], comments: bool = False) -> bool:
+    """Write `data` back into the file, changing only what differs (see jsonedit): every
+    other byte, and the file's link and mode, stay as they are. True if it changed."""
+    old = read_text(path)
+    try:
+        new = jsonedit.dumps_new(data) if old is None else jsonedit.rewrite(old, data, comments)
+    except jsonedit.JsonEditError as exc:
+        raise IntegrateError(f"{path}: {exc}") from None
+    if new == old:
         return False
-    path.parent.mkdir(parents=True, exist_ok=True)
-    jsonfile.write_bytes_atomic(path, new)
+    _write(path, new)
     return True
 
 
@@ -114,11 +147,10 @@ def save_toml(path: Path, doc: Any, tidy_end: bool = False) -> bool:
     text = tomlkit.dumps(doc)
     if tidy_end and text.endswith("\n\n"):
         text = text.rstrip("\n") + "\n"
-    old = path.read_text() if path.exists() else None
+    old = read_text(path)
     if old == text or (old is None and not text.strip()):
         return False
-    path.parent.mkdir(parents=True, exist_ok=True)
-    jsonfile.write_bytes_atomic(path, text.encode())
+    _write(path, text)
     return True
 
 

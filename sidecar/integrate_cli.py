@@ -1,12 +1,12 @@
-"""`sidecar integrate ...`, `sidecar unregister` and `sidecar uninstall`: in and back out.
+"""`sidecar integrate ...` and `sidecar unregister`: in, and back out.
 
-Every integration sidecar writes is remembered (`owned`), so `sidecar uninstall` can take each
-one back out, leaving each host's files as the user had them, minus sidecar's entries.
+Every integration sidecar writes is remembered (`owned`), so `sidecar uninstall` (in
+`uninstall`) can take each one back out, leaving each host's files as the user had them,
+minus sidecar's entries.
 """
 
 from __future__ import annotations
 
-import shutil
 from collections.abc import Callable
 from pathlib import Path
 from typing import NoReturn
@@ -67,25 +67,33 @@ def project_root(root: Path | None, init: bool = False, uninstall: bool = False)
 
 
 def _run(host: str | None, place: Path, write: Callable[[], bool], uninstall: bool,
-         shown: Path | None = None) -> None:
+         shown: Path | None = None, files: list[Path] | None = None) -> None:
     """Run one host's integration, remember it (or forget it), and say what it did. (Codex
-    remembers its own, with more: `host` is None for it.)"""
+    remembers its own, with more: `host` is None for it.) `files`: what it writes, if not
+    `place`; the files and folders it creates are remembered, and removed again once empty."""
+    files = files or [place]
+    before = owned.absent(files)
     try:
         changed = write()
     except integrate_mod.IntegrateError as exc:
         _fail(str(exc))
+    if uninstall:
+        for removed in owned.remove_created(files):
+            typer.echo(f"removed {removed} (sidecar created it; nothing else is in it)")
+    else:
+        owned.note_created(before)
     if host is not None:
         keep = not uninstall
         owned.change(host, str(place),
                      lambda record: record.update(integrated=True) if keep else record.clear())
     verb = "removed sidecar's entries from" if uninstall else "sidecar's hooks are in"
     typer.echo(f"{verb} {shown or place}" + ("" if changed else " (already so; nothing changed)"))
-    _record_executable(host or "codex", uninstall)
+    record_resume_executable(host or "codex", uninstall)
     if not uninstall:
         typer.echo("next: sidecar doctor (checks that hooks reach a daemon that serves this)")
 
 
-def _record_executable(host: str, uninstall: bool) -> None:
+def record_resume_executable(host: str, uninstall: bool) -> None:
     """The host's executable by absolute path in [resume]: a service's PATH may not have it."""
     try:
         said = agentenv.record_executable(host, config_mod.DEFAULT_RESUME[host], uninstall)
@@ -128,7 +136,7 @@ def integrate_codex(uninstall: bool = UninstallOpt) -> None:
     codex_home = codex_mod.home()
     _run(None, codex_home,
          lambda: codex_mod.integrate(codex_home, _sidecar(), uninstall), uninstall,
-         codex_home / "hooks.json")
+         codex_home / "hooks.json", [codex_home / "hooks.json", codex_home / "config.toml"])
 
 
 @integrate_app.command("gemini")
@@ -173,39 +181,3 @@ def unregister(directory: Path = typer.Argument(Path("."), help="The workspace f
     if not removed:
         _fail(f"{root} is not registered (see {layout.registry_file()})")
     typer.echo(f"unregistered {removed[0]}; running daemons stop serving it within seconds")
-
-
-def uninstall(purge: bool = typer.Option(False, "--purge", help="Also remove the registry, "
-                                         "config.toml and the rest of sidecar's own folder.")) -> None:
-    """Remove the service and every integration sidecar wrote (each host's files as the user had
-    them, minus sidecar's entries). Workspaces' .context/ folders are left alone."""
-    failures = 0
-    try:
-        plan = service_mod.uninstall()
-        typer.echo(f"service: {'; '.join(plan.notes) or f'removed {plan.path}'}")
-    except service_mod.ServiceError as exc:
-        failures += 1
-        typer.echo(f"service: {exc}", err=True)
-    undo: dict[str, Callable[[Path], bool]] = {
-        "claude-code": lambda p: integrate_mod.claude_code(p, "sidecar", uninstall=True),
-        "gemini": lambda p: gemini_mod.integrate(p, "sidecar", uninstall=True),
-        "opencode": lambda p: opencode_mod.integrate(p, uninstall=True),
-        "codex": lambda p: codex_mod.integrate(p, Path("sidecar"), uninstall=True),
-    }
-    for host, take_out in undo.items():
-        for place in owned.places(host):
-            if place == agentenv.RESUME_PLACE:
-                _record_executable(host, uninstall=True)
-                continue
-            try:
-                take_out(Path(place))
-                owned.change(host, place, lambda record: record.clear())
-                typer.echo(f"{host}: removed sidecar's entries from {place}")
-            except integrate_mod.IntegrateError as exc:
-                failures += 1
-                typer.echo(f"{host}: {exc}", err=True)
-    if purge and not failures:
-        shutil.rmtree(layout.config_home(), ignore_errors=True)
-        typer.echo(f"removed {layout.config_home()} (registry, config.toml, integrations)")
-    typer.echo("workspaces keep their .context/ folders; remove them by hand if you wish")
-    raise typer.Exit(1 if failures else 0)

@@ -5,7 +5,11 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import subprocess
+import sys
 from pathlib import Path
+
+import pytest
 
 from conftest import SIDECAR, read_json, run_cli, wait_until
 
@@ -66,7 +70,8 @@ def test_uninstall_takes_out_everything_sidecar_wrote_and_purge_its_own_folder(
     (codex_home / "config.toml").write_text('# mine\nmodel = "gpt-5.5"\n')
     local = workspace.root / ".claude" / "settings.local.json"
     local.parent.mkdir()
-    local.write_text(json.dumps({"permissions": {"allow": ["Bash(ls:*)"]}}))
+    mine = b'{\n    "permissions": {"allow": ["Bash(ls:*)"]},\n    "model": "opus"\n}\n'
+    local.write_bytes(mine)  # four spaces, a one-line object: the user's own layout
     env = {"HOME": str(home), "CODEX_HOME": str(codex_home), "XDG_CONFIG_HOME": "",
            "PATH": no_manager_path(tmp_path)}
     for host in (["claude-code"], ["claude-code", "--user"], ["gemini"], ["codex"], ["opencode"]):
@@ -78,15 +83,86 @@ def test_uninstall_takes_out_everything_sidecar_wrote_and_purge_its_own_folder(
 
     result = run_cli("uninstall", "--purge", cwd=workspace.root, env=env)
     assert result.returncode == 0, result.stdout + result.stderr
-    assert read_json(local) == {"permissions": {"allow": ["Bash(ls:*)"]}}
-    assert read_json(home / ".claude" / "settings.json") == {}
+    assert local.read_bytes() == mine
+    assert not (home / ".claude").exists()  # sidecar made it for its hooks alone
     assert read_json(home / ".gemini" / "settings.json") == {"ui": {"theme": "dark"}}
     assert (codex_home / "config.toml").read_text() == '# mine\nmodel = "gpt-5.5"\n'
     assert not (codex_home / "hooks.json").exists()
-    assert not (workspace.root / ".opencode" / "plugins" / "sidecar.js").exists()
+    assert not (workspace.root / ".opencode").exists()  # made for the plugin, and empty now
     assert not unit.exists()
     assert not config_home.exists()  # --purge: registry, config.toml, integrations.json
     assert (workspace.context / "runtime").is_dir()  # the user's workspace data stays
+    assert b"pipx uninstall agent-sidecar" in result.stdout
+
+    again = run_cli("uninstall", "--purge", cwd=workspace.root, env=env)
+    assert again.returncode == 0, again.stderr
+    assert b"nothing left to remove" in again.stdout and not config_home.exists()
+
+
+def test_uninstall_stops_a_daemon_started_by_hand(tmp_path, config_home, workspace,
+                                                  start_daemon):
+    daemon = start_daemon(workspace.root)
+    env = {"HOME": str(tmp_path / "home"), "XDG_CONFIG_HOME": "", "PATH": no_manager_path(tmp_path)}
+    result = run_cli("uninstall", "--purge", cwd=tmp_path, env=env)
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert f"stopped the daemon serving {workspace.root} (pid {daemon.pid})".encode() \
+        in result.stdout
+    assert daemon.proc.wait(15) == 0
+    status = run_cli("status", "--root", str(workspace.root))
+    assert b"served     NO" in status.stdout
+
+
+def test_uninstall_with_a_registry_it_cannot_read_purges_nothing(tmp_path, config_home, workspace):
+    """Which daemons serve a workspace cannot be told from a broken registry: uninstall says
+    so, removes what it can, and keeps sidecar's folder (the registry and its last good copy)."""
+    registry = config_home / "workspaces.json"
+    registry.write_text(registry.read_text().rstrip().rstrip("}").rstrip() + ",}")  # a trailing comma
+    broken = registry.read_bytes()
+    env = {"HOME": str(tmp_path / "home"), "XDG_CONFIG_HOME": "", "PATH": no_manager_path(tmp_path)}
+    result = run_cli("uninstall", "--purge", cwd=tmp_path, env=env)
+    assert result.returncode == 1, result.stdout + result.stderr
+    assert b"nothing is purged" in result.stderr and b"Traceback" not in result.stderr
+    assert registry.read_bytes() == broken
+
+
+HOLDER = """
+import os, signal, socket, sys, time
+from pathlib import Path
+from sidecar import instances, jsonfile, locks
+from sidecar.layout import Workspace
+ws, uid = Workspace(Path(sys.argv[1])), int(sys.argv[2])
+signal.signal(signal.SIGTERM, signal.SIG_IGN)  # a daemon stuck in a step
+lock = locks.try_lock(instances.life_lock(ws, "holder000001"))
+jsonfile.write_json_atomic(ws.instances / "holder000001.json", {
+    "pid": os.getpid(), "hostname": socket.gethostname(), "role": "leader"})
+if uid != os.getuid():
+    os.setuid(uid)
+print("ready", flush=True)
+time.sleep(120)
+"""
+
+
+@pytest.mark.parametrize("whose", ["mine", "another user's"])
+def test_a_daemon_that_cannot_be_stopped_is_named_with_its_pid_and_nothing_is_purged(
+        tmp_path, config_home, workspace, whose):
+    if whose != "mine" and os.geteuid() != 0:
+        pytest.skip("running a process as another user needs root")
+    uid = os.getuid() if whose == "mine" else 65534
+    holder = subprocess.Popen([sys.executable, "-c", HOLDER, str(workspace.root), str(uid)],
+                              stdout=subprocess.PIPE)
+    try:
+        assert holder.stdout is not None and holder.stdout.readline() == b"ready\n"
+        env = {"HOME": str(tmp_path / "home"), "XDG_CONFIG_HOME": "",
+               "PATH": no_manager_path(tmp_path)}
+        result = run_cli("uninstall", "--purge", cwd=tmp_path, env=env)
+        assert result.returncode == 1
+        why = "did not stop in time" if whose == "mine" else "is another user's"
+        assert (f"pid {holder.pid} still serves {workspace.root} ({why}): stop it with "
+                f"`kill {holder.pid}`").encode() in result.stderr
+        assert holder.poll() is None and config_home.exists()
+    finally:
+        holder.kill()
+        holder.communicate()
 
 
 def test_uninstall_says_what_it_cannot_undo_and_purges_nothing_then(tmp_path, config_home,
@@ -100,3 +176,21 @@ def test_uninstall_says_what_it_cannot_undo_and_purges_nothing_then(tmp_path, co
     result = run_cli("uninstall", "--purge", cwd=workspace.root, env=env)
     assert result.returncode == 1 and b"not valid JSON" in result.stderr
     assert local.read_text() == "{oops" and config_home.exists()  # nothing lost, nothing purged
+
+
+def test_uninstall_looks_through_no_link_for_daemons_and_runs_from_a_removed_folder(
+        tmp_path, config_home, workspace):
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    shutil.rmtree(workspace.instances)
+    workspace.instances.symlink_to(elsewhere)  # a tampered runtime: never read through
+    gone = tmp_path / "gone"
+    gone.mkdir()
+    env = {"HOME": str(tmp_path / "home"), "XDG_CONFIG_HOME": "", "PATH": no_manager_path(tmp_path)}
+    result = subprocess.run(  # from a folder removed under it
+        ["sh", "-c", f'cd "{gone}" && rmdir "{gone}" && exec "{SIDECAR}" uninstall'],
+        capture_output=True, env={**os.environ, **env}, timeout=30)
+    assert result.returncode == 0, result.stderr
+    assert b"Traceback" not in result.stderr
+    assert f"cannot tell what serves {workspace.root}".encode() in result.stderr
+    assert b"is a symlink" in result.stderr

@@ -1,0 +1,100 @@
+"""The user's own files outside any `.context/`: read and replaced where they really are.
+
+A host's settings (`~/.claude/settings.json`, `$CODEX_HOME/config.toml`, ...) and sidecar's
+own config.toml are often links into a dotfiles repository (stow, chezmoi). Such a link is
+the user's choice, so it is followed: the file it points to is replaced (atomically, beside
+itself) and the link stays a link. The replacement keeps the old file's mode and owner. A
+file without its owner's write permission (0444) is the user saying it must not change:
+sidecar refuses, with one line, and writes nothing. Nothing here is used inside
+`.context/runtime`, where no link is ever followed (see safedir).
+"""
+
+from __future__ import annotations
+
+import os
+import stat
+from pathlib import Path
+
+from . import jsonfile, safedir
+from .kinds import SidecarError
+
+MAX_BYTES = 16 * 1024 * 1024  # far above any settings file
+
+
+class UserFileError(SidecarError):
+    """A user's file cannot be read or replaced safely; nothing was written."""
+
+
+def read_bytes(path: Path) -> bytes | None:
+    """The file's bytes through the user's links, or None if there is none; a FIFO or device
+    is refused, never opened for a read that could wait."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+    except FileNotFoundError:
+        return None
+    except OSError as exc:
+        raise UserFileError(f"{path}: cannot be read ({exc.strerror})") from None
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
+            raise UserFileError(f"{path} is not a regular file; left as it is")
+        if st.st_size > MAX_BYTES:
+            raise UserFileError(f"{path} is larger than {MAX_BYTES} bytes; left as it is")
+        chunks = []
+        while chunk := os.read(fd, 1 << 20):
+            chunks.append(chunk)
+        return b"".join(chunks)
+    except OSError as exc:
+        raise UserFileError(f"{path}: cannot be read ({exc.strerror})") from None
+    finally:
+        os.close(fd)
+
+
+def write_bytes(path: Path, data: bytes) -> None:
+    """Replace the file `path` is, or points to, with `data`: link, mode and owner kept."""
+    target = Path(os.path.realpath(path))
+    try:
+        st: os.stat_result | None = os.stat(target)
+    except FileNotFoundError:
+        st = None
+    except OSError as exc:
+        raise UserFileError(f"{path}: cannot be read ({exc.strerror})") from None
+    if st is not None and not stat.S_ISREG(st.st_mode):
+        raise UserFileError(f"{path} is not a regular file; left as it is")
+    if st is not None and not st.st_mode & stat.S_IWUSR:
+        raise UserFileError(f"{path} is read-only (mode {stat.S_IMODE(st.st_mode):04o}); "
+                            f"left as it is: make it writable (chmod u+w) to let sidecar edit it")
+    try:
+        target.parent.mkdir(parents=True, exist_ok=True)
+        folder = os.open(target.parent, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+        try:
+            _replace(folder, target.name, data, st)
+        finally:
+            os.close(folder)
+    except OSError as exc:
+        raise UserFileError(f"{path}: cannot be written ({exc.strerror}); left as it was") \
+            from None
+
+
+def _replace(folder: int, name: str, data: bytes, old: os.stat_result | None) -> None:
+    temp = f".{name[:100]}.{os.getpid()}.{os.urandom(4).hex()}.tmp"
+    fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o600, dir_fd=folder)
+    try:
+        try:
+            if old is None:
+                safedir.give_to_owner(fd, folder)  # root creating one in a user's folder
+            else:
+                os.fchmod(fd, stat.S_IMODE(old.st_mode))
+                if os.geteuid() == 0 and (old.st_uid, old.st_gid) != (0, 0):
+                    os.fchown(fd, old.st_uid, old.st_gid)  # root editing a user's file
+            jsonfile.write_all(fd, data, durable=True)
+        finally:
+            os.close(fd)
+        os.replace(temp, name, src_dir_fd=folder, dst_dir_fd=folder)
+    except BaseException:
+        try:
+            os.unlink(temp, dir_fd=folder)
+        except FileNotFoundError:
+            pass
+        raise
+    os.fsync(folder)
