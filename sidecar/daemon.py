@@ -4,14 +4,23 @@ Each workspace is a `WorkspaceServer`, stepped by the shared `StepLoop` whenever
 comes or something wakes it (an inbox arrival, a change to hooks.json, a finished process). The
 process has a fixed number of threads however many workspaces it serves: the loop's workers,
 one folder watch, one process watch, the plugin runner, and this one, which looks at the
-registry and handles signals. Signal handlers only set flags.
+registry and handles signals.
+
+Signal handlers only note the signal; the C-level handler also writes a byte to a wake-up
+pipe, which this thread waits on. So a flood of signals re-enters no code and takes no lock,
+SIGTERM is heard whatever came before it, and any number of SIGHUPs waiting is one reload.
+
+The loop sleeps on the monotonic clock; a workspace's step works in wall-clock time, and its
+deadline is turned into a monotonic one at once (`_step`).
 """
 
 from __future__ import annotations
 
 import errno
 import logging
+import os
 import resource
+import select
 import signal
 import threading
 import time
@@ -65,7 +74,6 @@ class Daemon:
         self.config = config  # replaced whole on reload, never changed in place
         self.identity = Identity()
         self.stop = threading.Event()
-        self.reload = threading.Event()
         self.servers: dict[Path, WorkspaceServer] = {}
         self.watches: dict[WorkspaceServer, list[object]] = {}
         self.opened: set[WorkspaceServer] = set()
@@ -73,12 +81,15 @@ class Daemon:
         self.failing: dict[Path, str] = {}  # workspaces that cannot be served now, and why
         self.fd_limit = raise_fd_limit()
         self.folders: FolderWatch = folder_watch()
-        self.loop: StepLoop[WorkspaceServer] = StepLoop(self._step, now)
+        self.loop: StepLoop[WorkspaceServer] = StepLoop(self._step, time.monotonic)
         self.plugins = PluginRunner(plugins_mod.load(), config.plugin_timeout)
         self.procs = ProcessWatch(self._process_exited)
         self.proc_owners: dict[Proc, set[WorkspaceServer]] = {}
         self.proc_lock = threading.Lock()
         self.notifier = Notifier()
+        self.stop_signalled = False  # set by the signal handlers, acted on by the main thread
+        self.reload_signalled = False
+        self.woken_by_signal: int | None = None  # the wake-up pipe's read end, once installed
 
     def current_config(self) -> Config:
         return self.config
@@ -140,7 +151,7 @@ class Daemon:
         server.wake = lambda: self.loop.wake(server)
         self._watch_folders(server)
         self.servers[root] = server
-        self.loop.add(server, now())
+        self.loop.add(server, time.monotonic())
         log.info("%s: serving", root)
 
     def _watch_folders(self, server: WorkspaceServer) -> None:
@@ -178,8 +189,11 @@ class Daemon:
         for server in owners:
             server.notice_host_exit(proc)
 
-    def _step(self, server: WorkspaceServer, at: float) -> float:
-        """One step of one workspace, on a loop worker; returns when to step it again."""
+    def _step(self, server: WorkspaceServer, mono: float) -> float:
+        """One step of one workspace, on a loop worker, at the monotonic time `mono`; returns
+        when to step it again, on the monotonic clock (the step's own deadline is a wall-clock
+        time: what is left of it is what counts)."""
+        at = now()
         try:
             if server not in self.opened:
                 server.open(at)
@@ -189,25 +203,51 @@ class Daemon:
             if not handles or any(self.folders.lost(h) for h in handles):
                 self._watch_folders(server)  # its folder was replaced: watch the new one
                 server.notice_arrival()  # and list it: files may have come meanwhile
-                deadline = now()
+                return time.monotonic()
         except (TamperedRuntime, LinkRefused) as exc:  # set aside; the others go on
             server.set_aside(exc)
-            deadline = now() + SET_ASIDE_RETRY
+            return mono + SET_ASIDE_RETRY
         except WatchError as exc:  # its folder is not there (yet): looked at again soon
             server.set_aside(exc)
-            deadline = now() + SET_ASIDE_RETRY
+            return mono + SET_ASIDE_RETRY
         except Exception as exc:
             if isinstance(exc, OSError) and exc.errno == errno.EMFILE:
                 server.set_aside(self._too_many_files())  # said once; served once files free
-                return now() + SET_ASIDE_RETRY
+                return mono + SET_ASIDE_RETRY
             server.unexpected(exc)  # a bug or a surprise must not end service
-            deadline = now() + 1.0
-        return deadline
+            return mono + 1.0
+        return mono + (deadline - at)
 
     def install_signals(self) -> None:
-        signal.signal(signal.SIGTERM, lambda *_: self.stop.set())
-        signal.signal(signal.SIGINT, lambda *_: self.stop.set())
-        signal.signal(signal.SIGHUP, lambda *_: self.reload.set())
+        """From the main thread: SIGTERM and SIGINT stop, SIGHUP reloads (see the module)."""
+        read_end, write_end = os.pipe2(os.O_NONBLOCK | os.O_CLOEXEC)
+        signal.set_wakeup_fd(write_end, warn_on_full_buffer=False)  # open while the process is
+        self.woken_by_signal = read_end
+        for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
+            signal.signal(sig, self._noted)
+
+    def _noted(self, signum: int, frame: object) -> None:
+        # Only a flag: anything more (a lock, a reload) could be re-entered by the next signal.
+        if signum == signal.SIGHUP:
+            self.reload_signalled = True
+        else:
+            self.stop_signalled = True
+
+    def _wait_for_signal(self, timeout: float) -> bool:
+        """Wait up to `timeout` for a signal (or `stop`); whether the daemon is to stop."""
+        pipe = self.woken_by_signal
+        if pipe is None:
+            self.stop.wait(timeout)  # no signals handled (a daemon run from a test)
+        elif not self.stop_signalled and not self.stop.is_set():
+            select.select([pipe], [], [], timeout)
+            try:
+                while os.read(pipe, 4096):
+                    pass  # the bytes only woke us; the flags say which signals came
+            except BlockingIOError:
+                pass
+        if self.stop_signalled:
+            self.stop.set()
+        return self.stop.is_set()
 
     def status_line(self) -> str:
         servers = list(self.servers.values())
@@ -219,7 +259,8 @@ class Daemon:
                 f"{applied} events applied, {errors} errors{failing}")
 
     def _watchdog(self) -> None:
-        """Ping systemd's watchdog while no workspace's step is stuck."""
+        """Ping systemd's watchdog while no workspace's step is stuck and the loop steps what
+        is due (a loop that stopped stepping hangs no step, but serves nothing either)."""
         interval = self.notifier.watchdog_interval or 0.0
         period = interval / 2 if interval else 5.0
         while not self.stop.wait(period):
@@ -227,9 +268,12 @@ class Daemon:
                 limit = time.monotonic() - interval / 2
                 stale = [s for s, since in self.loop.busy_since().items()
                          if max(since, s.ingest.progress) < limit]
+                stalled = self.loop.stalled_for()
                 if stale:
                     log.warning("watchdog: no progress in %s",
                                 ", ".join(str(s.ws.root) for s in stale))
+                elif stalled > interval / 2:
+                    log.warning("watchdog: the step loop left due work waiting %.0fs", stalled)
                 else:
                     self.notifier.watchdog()
             self.notifier.status(self.status_line())
@@ -251,13 +295,19 @@ class Daemon:
         return 0
 
     def _watch_registry(self) -> None:
+        """Until told to stop: reload on SIGHUP (once for any number waiting), and look at the
+        registry every REGISTRY_INTERVAL."""
         registry_sig = jsonfile.signature(layout.registry_file())
-        while not self.stop.wait(REGISTRY_INTERVAL):
-            if self.reload.is_set():
-                self.reload.clear()
+        next_look = time.monotonic() + REGISTRY_INTERVAL
+        while not self._wait_for_signal(max(0.0, next_look - time.monotonic())):
+            if self.reload_signalled:
+                self.reload_signalled = False  # before the reload: one sent during it counts
                 self._reload_config()
                 self.sync_workspaces()
                 continue
+            if time.monotonic() < next_look:
+                continue
+            next_look = time.monotonic() + REGISTRY_INTERVAL
             sig = jsonfile.signature(layout.registry_file())
             if sig != registry_sig or self.failing:
                 registry_sig = sig

@@ -4,6 +4,9 @@ It registers the instance, competes for the workspace's leader lock (a stand-by 
 200 ms, so a successor takes over well within a second of the leader's death), and while it
 leads, steps ingestion and the follow-ups. This is where a workspace's parts are wired
 together; the daemon only runs the loop, the watches and the signals.
+
+A step notices when the wall clock was stepped (clocksteps.py) and moves every wall-clock
+timer of the workspace, and the due times of its waiting follow-ups, by as much.
 """
 
 from __future__ import annotations
@@ -17,13 +20,14 @@ from typing import IO, NamedTuple
 import orjson
 
 from . import emit, instances, locks
+from .clocksteps import StepDetector
 from .config import Config
 from .followups import FollowUps
 from .hookqueue import FollowUpQueue
 from .hooks import HookStore
 from .ingest import Ingestor
 from .instances import Identity, Membership
-from .kinds import HOST_EXITED, EventKind, Fired, SessionChange
+from .kinds import HOST_EXITED, EventKind, Fired, SessionChange, SidecarError
 from .layout import Workspace
 from .plugins import PluginRunner
 from .procwatch import Proc
@@ -75,6 +79,7 @@ class WorkspaceServer:
         self.beaten = 0.0  # when the instance file was last written
         self.reported: Reportable | None = None  # what it said then
         self.set_aside_for: str | None = None  # why the workspace is set aside, while it is
+        self.clock = StepDetector()
 
     # -- what the watches call -------------------------------------------------------------
 
@@ -99,6 +104,9 @@ class WorkspaceServer:
         """Do what is due; returns when to step again (sooner if woken). TamperedRuntime if
         the runtime's folders are not what sidecar made (a symlink): nothing is done then."""
         self.ws.check_runtime()
+        jump = self.clock.stepped(now)
+        if jump:
+            self._clock_stepped(jump, now)
         if self.leader is None and not self._try_lead(now):
             self.set_aside_for = None
             return min(now + STANDBY_RETRY, self._beat_if_due(now))
@@ -113,6 +121,23 @@ class WorkspaceServer:
             if due is not None:
                 deadline = min(deadline, due)
         return min(deadline, self._beat_if_due(now))
+
+    def _clock_stepped(self, jump: float, now: float) -> None:
+        """Every timer keeps the time it had left, and a waiting follow-up the delay it had
+        left (a stand-by's queue is its leader's to move)."""
+        log.info("%s: the wall clock was stepped by %+.0fs; timers and due times follow",
+                 self.ws.root, jump)
+        self.next_beat += jump
+        self.beaten += jump
+        self.ingest.clock_stepped(jump)
+        if self.followups is None:
+            return
+        self.followups.clock_stepped(jump)
+        try:
+            self.queue.shift_due(jump, now)
+        except (SidecarError, OSError) as exc:
+            self.ingest.health.error(self.ws.root, f"cannot move the follow-ups' due times by "
+                                     f"the clock's step of {jump:+.0f}s: {exc}")
 
     def _try_lead(self, now: float) -> bool:
         self.leader = locks.try_lock(self.ws.lock("leader"))

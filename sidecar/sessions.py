@@ -15,7 +15,7 @@ import os
 import shutil
 import stat
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -280,14 +280,17 @@ class SessionStore:
 
     # -- sweep and retention -------------------------------------------------------------
 
-    def sweep(self, now: float, stale_after: float) -> BatchResult:
-        """Complete (reason `stale`) and unbind every session untouched for `stale_after`."""
+    def sweep(self, now: float, stale_after: float,
+              seen_ago: Callable[[Key], float | None] = lambda key: None) -> BatchResult:
+        """Complete (reason `stale`) and unbind every session untouched for `stale_after`
+        (`seen_ago`: how long ago, by the monotonic clock, an event of it was applied)."""
         result = BatchResult()
         with locks.locked(self.lock_file):
             gone: list[Key] = []
             for key, binding in self.load_bindings().items():
-                if not lifecycle.is_stale(binding, now, stale_after):
-                    stale_at = binding.touched + stale_after
+                idle = lifecycle.idle_for(binding, now, seen_ago(key))
+                if idle < stale_after:
+                    stale_at = now - idle + stale_after
                     result.next_stale = min(result.next_stale or stale_at, stale_at)
                     continue
                 if not binding.harness_session_id or not PLAIN_NAME.fullmatch(
