@@ -4,8 +4,8 @@ A step lists the inbox when woken (watchdog saw an arrival), when the reconcile 
 (arrivals before start-up, events the kernel's queue dropped) or when a file's grace period
 ends; applies what is ready in batches; and runs the stale sweep and retention pruning on
 their timers. It has no threads and reads the wall-clock time only from its callers; when
-the wall clock is stepped, the caller moves its timers with `clock_stepped`, and the stale
-sweep judges a session it applied events of by the monotonic clock.
+the wall clock is stepped, the caller moves its timers with `clock_stepped` (and when it last
+applied an event of each session: the stale sweep spares a session seen that recently).
 
 A batch reads: `changes = batch.plan(events)` -> `queued = queue.add(changes)` ->
 `batch.commit(queued)` -> `inbox.remove(applied)`, so a follow-up is queued before its session
@@ -91,7 +91,7 @@ class Ingestor:
         self.health = Health()
         self.timers = Timers()
         self.progress = time.monotonic()  # when a batch last finished (for the watchdog)
-        self.seen: dict[Key, float] = {}  # session -> when an event of it was applied (monotonic)
+        self.seen: dict[Key, float] = {}  # session -> when an event of it was last applied
 
     def start(self, now: float) -> None:
         """Sweep, prune, then apply what waits in the inbox, as a new leader does."""
@@ -122,12 +122,11 @@ class Ingestor:
         return min(deadlines)
 
     def clock_stepped(self, jump: float) -> None:
+        """The wall clock was stepped by `jump` seconds: every timer keeps the time it had
+        left, and every session the age it had (so ages here are monotonic ones)."""
         self.timers.shift(jump)
-
-    def seen_ago(self, key: Key) -> float | None:
-        """How long ago, by the monotonic clock, this instance applied an event of `key`."""
-        seen = self.seen.get(key)
-        return None if seen is None else time.monotonic() - seen
+        for key in self.seen:
+            self.seen[key] += jump
 
     def reconcile_interval(self) -> float:
         """How often the inbox is listed without a wake-up: as configured, else rarely where
@@ -177,9 +176,8 @@ class Ingestor:
                 self.timers.retry_after[event.file] = now + RETRY_SECONDS
             self._defer(now + RETRY_SECONDS)
             return
-        applied_at = time.monotonic()
         for event in events:
-            self.seen[(event.host, event.session_id)] = applied_at
+            self.seen[(event.host, event.session_id)] = now
         self._finish(result, now)
 
     def _read(self, arrivals: list[inbox.Arrival], now: float) -> list[Event]:
@@ -231,11 +229,11 @@ class Ingestor:
         cfg = self.config()
         self.timers.sweep = now + cfg.sweep_interval  # a failed sweep is tried again then
         try:
-            result = self.sessions.sweep(now, cfg.stale_after, self.seen_ago)
+            result = self.sessions.sweep(now, cfg.stale_after, lambda key: self._seen_ago(key, now))
         except (SidecarError, OSError) as exc:
             self.health.error(self.ws.root, f"stale sweep failed: {exc}")
             return
-        oldest = time.monotonic() - cfg.stale_after  # forgotten: the wall clock says enough
+        oldest = now - cfg.stale_after  # forgotten: `updatedAt` says as much
         self.seen = {key: at for key, at in self.seen.items() if at > oldest}
         if not result.spared:
             next_stale = math.inf if result.next_stale is None else result.next_stale
@@ -245,6 +243,11 @@ class Ingestor:
         if result.changes:
             log.info("%s: swept %d stale session(s)", self.ws.root, len(result.changes))
             self.report(result.changes)
+
+    def _seen_ago(self, key: Key, now: float) -> float | None:
+        """How long ago this instance applied an event of `key` (None: not since it led)."""
+        seen = self.seen.get(key)
+        return None if seen is None else now - seen
 
     def prune(self, now: float) -> None:
         try:

@@ -247,8 +247,8 @@ def sweep_stale(record: SessionRecord, now: float, out: Applied) -> None:
 
 def idle_for(binding: Binding, now: float, seen_ago: float | None) -> float:
     """How long nobody touched the session: by its `updatedAt`, unless this instance applied
-    an event of it more recently by the monotonic clock (`seen_ago`), so a wall clock stepped
-    forward makes no session stale."""
+    an event of it more recently (`seen_ago`, measured across any step of the wall clock), so
+    a wall clock stepped forward makes no session stale."""
     age = now - binding.touched
     return age if seen_ago is None else min(age, seen_ago)
 

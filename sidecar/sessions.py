@@ -283,7 +283,8 @@ class SessionStore:
     def sweep(self, now: float, stale_after: float,
               seen_ago: Callable[[Key], float | None] = lambda key: None) -> BatchResult:
         """Complete (reason `stale`) and unbind every session untouched for `stale_after`
-        (`seen_ago`: how long ago, by the monotonic clock, an event of it was applied)."""
+        (`seen_ago`: how long ago this instance applied an event of it, measured across any
+        step of the wall clock)."""
         result = BatchResult()
         with locks.locked(self.lock_file):
             gone: list[Key] = []

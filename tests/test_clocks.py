@@ -21,6 +21,7 @@ from test_daemon import bindings, inbox_empty, session_record
 from test_hooks_daemon import command_hook, hook_status, lines, recorder, set_hooks
 
 from conftest import emit, read_json, wait_until
+from sidecar.clocksteps import StepDetector
 
 LIBFAKETIME = ("/usr/lib/*/faketime/libfaketimeMT.so.1", "/usr/lib/faketime/libfaketimeMT.so.1",
                "/usr/local/lib/faketime/libfaketimeMT.so.1")
@@ -64,6 +65,7 @@ def start_session(ws, session: str) -> None:
     emit(ws.root, None, "session-start", "--session-id", session, "--source", "claude-code")
 
 
+@pytest.mark.slow
 def test_ingestion_goes_on_when_the_clock_steps_back_and_forward(workspace, start_daemon,
                                                                   fake_clock):
     daemon = start_daemon(workspace.root, env=fake_clock.env)
@@ -82,6 +84,7 @@ def test_ingestion_goes_on_when_the_clock_steps_back_and_forward(workspace, star
     assert daemon.proc.poll() is None
 
 
+@pytest.mark.slow
 def test_a_forward_step_times_out_no_running_action(workspace, start_daemon, config_home,
                                                    fake_clock, tmp_path):
     with open(config_home / "config.toml", "a") as config:
@@ -98,6 +101,7 @@ def test_a_forward_step_times_out_no_running_action(workspace, start_daemon, con
     assert hook_status(workspace, "slow") == "ok"
 
 
+@pytest.mark.slow
 def test_a_forward_step_sweeps_no_session_touched_just_before(workspace, start_daemon,
                                                               fake_clock):
     start_daemon(workspace.root, env=fake_clock.env)
@@ -110,6 +114,7 @@ def test_a_forward_step_sweeps_no_session_touched_just_before(workspace, start_d
     assert "fresh" in bindings(workspace)["claude-code"]
 
 
+@pytest.mark.slow
 def test_a_follow_up_queued_before_a_backward_step_fires_after_its_delay(
         workspace, start_daemon, fake_clock, tmp_path):
     fired = tmp_path / "fired.txt"
@@ -128,6 +133,7 @@ def environment_of(pid: int) -> dict[str, str]:
     return dict(item.decode().split("=", 1) for item in raw if b"=" in item)
 
 
+@pytest.mark.slow
 def test_the_fake_clock_is_the_daemons_alone(workspace, start_daemon, fake_clock):
     """The set-up itself: the daemon runs under libfaketime, this test process does not."""
     daemon = start_daemon(workspace.root, env=fake_clock.env)
@@ -146,3 +152,17 @@ def test_the_fake_clock_is_the_daemons_alone(workspace, start_daemon, fake_clock
         return False
 
     wait_until(heartbeat_back, 30)
+
+
+def test_a_step_of_the_wall_clock_is_told_from_its_running_and_from_drift():
+    mono = [100.0]
+    detector = StepDetector(lambda: mono[0])
+    assert detector.stepped(1_000.0) == 0.0  # the first look: nothing to compare with
+    mono[0] += 60
+    assert detector.stepped(1_060.5) == 0.0  # ran, and slewed half a second: no step
+    mono[0] += 5
+    assert detector.stepped(1_065.5 - 3600) == -3600.0  # set back an hour
+    mono[0] += 5
+    assert detector.stepped(1_070.5 + 25 * 3600 - 3600) == 25 * 3600.0  # and forward a day
+    mono[0] += 3600  # an hour's sleep with a drift NTP allows is still no step
+    assert detector.stepped(1_070.5 + 25 * 3600 + 3600 + 3.5 - 3600) == 0.0

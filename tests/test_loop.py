@@ -11,6 +11,8 @@ import socket
 import threading
 from pathlib import Path
 
+import pytest
+
 from conftest import wait_until
 from sidecar.config import Config
 from sidecar.daemon import Daemon
@@ -66,6 +68,7 @@ def test_a_loop_that_leaves_due_work_waiting_says_for_how_long():
         loop.stop(5)
 
 
+@pytest.mark.slow
 def test_the_watchdog_is_not_fed_while_the_loop_leaves_due_work_waiting(tmp_path: Path,
                                                                         config_home):
     address = str(tmp_path / "notify.sock")

@@ -7,6 +7,7 @@ import signal
 import threading
 
 import orjson
+import pytest
 from test_daemon import inbox_empty
 
 from conftest import read_json, wait_until
@@ -27,6 +28,7 @@ def applied(ws, pid: int) -> int:
     return 0
 
 
+@pytest.mark.slow
 def test_a_sighup_storm_loses_no_event_and_sigterm_still_stops_the_daemon(workspace,
                                                                          start_daemon):
     daemon = start_daemon(workspace.root)
