@@ -10,9 +10,6 @@ difference, and the workspace moves its timers and stored due times by as much.
 
 from __future__ import annotations
 
-import time
-from collections.abc import Callable
-
 TOLERANCE = 2.0  # seconds a step must exceed: two clock reads are never exactly together
 DRIFT = 0.001  # and the share of the time between steps NTP may slew the clock (500 ppm)
 
@@ -20,14 +17,12 @@ DRIFT = 0.001  # and the share of the time between steps NTP may slew the clock 
 class StepDetector:
     """Tells, at each call, how far the wall clock was stepped since the previous call."""
 
-    def __init__(self, monotonic: Callable[[], float] = time.monotonic) -> None:
-        self.monotonic = monotonic
+    def __init__(self) -> None:
         self.last: tuple[float, float] | None = None  # (wall, monotonic) at the last call
 
-    def stepped(self, wall: float) -> float:
-        """Seconds the wall clock `wall` was stepped by since the last call (forward is
-        positive); 0.0 when it only ran, and at the first call."""
-        mono = self.monotonic()
+    def stepped(self, wall: float, mono: float) -> float:
+        """Seconds the wall clock was stepped by since the last call, given both clocks' times
+        now (forward is positive); 0.0 when it only ran, and at the first call."""
         last, self.last = self.last, (wall, mono)
         if last is None:
             return 0.0

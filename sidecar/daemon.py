@@ -195,6 +195,9 @@ class Daemon:
         time: what is left of it is what counts)."""
         at = now()
         try:
+            jump = server.clock.stepped(at, mono)
+            if jump:
+                server.clock_stepped(jump, at)
             if server not in self.opened:
                 server.open(at)
                 self.opened.add(server)

@@ -5,8 +5,9 @@ It registers the instance, competes for the workspace's leader lock (a stand-by 
 leads, steps ingestion and the follow-ups. This is where a workspace's parts are wired
 together; the daemon only runs the loop, the watches and the signals.
 
-A step notices when the wall clock was stepped (clocksteps.py) and moves every wall-clock
-timer of the workspace, and the due times of its waiting follow-ups, by as much.
+When the wall clock was stepped (the daemon's loop tells, clocksteps.py), `clock_stepped`
+moves every wall-clock timer of the workspace, and the due times of its waiting follow-ups, by
+as much.
 """
 
 from __future__ import annotations
@@ -79,7 +80,7 @@ class WorkspaceServer:
         self.beaten = 0.0  # when the instance file was last written
         self.reported: Reportable | None = None  # what it said then
         self.set_aside_for: str | None = None  # why the workspace is set aside, while it is
-        self.clock = StepDetector()
+        self.clock = StepDetector()  # fed by the loop's step with both clocks' times
 
     # -- what the watches call -------------------------------------------------------------
 
@@ -104,9 +105,6 @@ class WorkspaceServer:
         """Do what is due; returns when to step again (sooner if woken). TamperedRuntime if
         the runtime's folders are not what sidecar made (a symlink): nothing is done then."""
         self.ws.check_runtime()
-        jump = self.clock.stepped(now)
-        if jump:
-            self._clock_stepped(jump, now)
         if self.leader is None and not self._try_lead(now):
             self.set_aside_for = None
             return min(now + STANDBY_RETRY, self._beat_if_due(now))
@@ -122,7 +120,7 @@ class WorkspaceServer:
                 deadline = min(deadline, due)
         return min(deadline, self._beat_if_due(now))
 
-    def _clock_stepped(self, jump: float, now: float) -> None:
+    def clock_stepped(self, jump: float, now: float) -> None:
         """Every timer keeps the time it had left, and a waiting follow-up the delay it had
         left (a stand-by's queue is its leader's to move)."""
         log.info("%s: the wall clock was stepped by %+.0fs; timers and due times follow",

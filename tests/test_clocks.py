@@ -155,14 +155,10 @@ def test_the_fake_clock_is_the_daemons_alone(workspace, start_daemon, fake_clock
 
 
 def test_a_step_of_the_wall_clock_is_told_from_its_running_and_from_drift():
-    mono = [100.0]
-    detector = StepDetector(lambda: mono[0])
-    assert detector.stepped(1_000.0) == 0.0  # the first look: nothing to compare with
-    mono[0] += 60
-    assert detector.stepped(1_060.5) == 0.0  # ran, and slewed half a second: no step
-    mono[0] += 5
-    assert detector.stepped(1_065.5 - 3600) == -3600.0  # set back an hour
-    mono[0] += 5
-    assert detector.stepped(1_070.5 + 25 * 3600 - 3600) == 25 * 3600.0  # and forward a day
-    mono[0] += 3600  # an hour's sleep with a drift NTP allows is still no step
-    assert detector.stepped(1_070.5 + 25 * 3600 + 3600 + 3.5 - 3600) == 0.0
+    detector = StepDetector()
+    assert detector.stepped(1_000.0, 100.0) == 0.0  # the first look: nothing to compare with
+    assert detector.stepped(1_060.5, 160.0) == 0.0  # ran, and slewed half a second: no step
+    assert detector.stepped(1_065.5 - 3600, 165.0) == -3600.0  # set back an hour
+    assert detector.stepped(1_070.5 + 24 * 3600, 170.0) == 25 * 3600.0  # and on a day
+    # An hour between steps, with a drift NTP's slewing allows, is still no step.
+    assert detector.stepped(1_070.5 + 25 * 3600 + 3.5, 3770.0) == 0.0
