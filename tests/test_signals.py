@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-import os
 import signal
-import threading
+import subprocess
+import sys
 
 import orjson
 import pytest
@@ -13,8 +13,10 @@ from test_daemon import inbox_empty
 from conftest import read_json, wait_until
 
 STORMS = 5
-SIGNALS = 1000  # per storm, sent as fast as this process can
+SENDERS = 3  # processes sending at once, each as fast as it can
+SIGNALS = 20000  # per sender and storm
 EVENTS = 400  # per storm, dropped into the inbox while it rages
+SEND = "import os, signal, sys\nfor _ in range(int(sys.argv[2])): os.kill(int(sys.argv[1]), signal.SIGHUP)"
 
 
 def applied(ws, pid: int) -> int:
@@ -33,18 +35,15 @@ def test_a_sighup_storm_loses_no_event_and_sigterm_still_stops_the_daemon(worksp
                                                                          start_daemon):
     daemon = start_daemon(workspace.root)
     for storm in range(STORMS):
-        def hups() -> None:
-            for _ in range(SIGNALS):
-                os.kill(daemon.pid, signal.SIGHUP)
-
-        sender = threading.Thread(target=hups)
-        sender.start()
+        senders = [subprocess.Popen([sys.executable, "-c", SEND, str(daemon.pid), str(SIGNALS)])
+                   for _ in range(SENDERS)]
         for i in range(EVENTS):
             name = f"{storm}-{i:04d}"
             event = {"event": "tool-use", "session_id": f"s{i % 20}", "host": "t",
                      "tool_name": "x", "id": name}
             (workspace.inbox / f"{name}.json").write_bytes(orjson.dumps(event))
-        sender.join()
+        for sender in senders:
+            assert sender.wait(60) == 0
         assert daemon.proc.poll() is None, daemon.output()
         wait_until(lambda: inbox_empty(workspace), 60)
     wait_until(lambda: applied(workspace, daemon.pid) == STORMS * EVENTS, 30)
@@ -55,4 +54,4 @@ def test_a_sighup_storm_loses_no_event_and_sigterm_still_stops_the_daemon(worksp
     assert "Traceback" not in output and "RecursionError" not in output, output
     assert "configuration reloaded" in output
     # Reloads coalesce: a flood is a handful of reloads, never one per signal.
-    assert output.count("configuration reloaded") < STORMS * SIGNALS // 10
+    assert output.count("configuration reloaded") < STORMS * SENDERS * SIGNALS // 10
