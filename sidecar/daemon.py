@@ -4,7 +4,13 @@ Each workspace is a `WorkspaceServer`, stepped by the shared `StepLoop` whenever
 comes or something wakes it (an inbox arrival, a change to hooks.json, a finished process). The
 process has a fixed number of threads however many workspaces it serves: the loop's workers,
 one folder watch, one process watch, the plugin runner, and this one, which looks at the
-registry and handles signals. Signal handlers only set flags.
+registry and handles signals.
+
+Signal handlers only note the signal (signalflags.py): a flood of them re-enters no code,
+and any number of SIGHUPs waiting is one reload.
+
+The loop sleeps on the monotonic clock; a workspace's step works in wall-clock time, and its
+deadline is turned into a monotonic one at once (`_step`).
 """
 
 from __future__ import annotations
@@ -12,7 +18,6 @@ from __future__ import annotations
 import errno
 import logging
 import resource
-import signal
 import threading
 import time
 from pathlib import Path
@@ -29,6 +34,7 @@ from .procwatch import Proc, ProcessWatch
 from .safedir import LinkRefused
 from .sdnotify import Notifier
 from .server import WorkspaceServer
+from .signalflags import SignalFlags
 from .timeutil import now
 from .watch import FolderWatch, InotifyWatch, WatchError, folder_watch
 
@@ -66,7 +72,6 @@ class Daemon:
         self.config = config  # replaced whole on reload, never changed in place
         self.identity = Identity()
         self.stop = threading.Event()
-        self.reload = threading.Event()
         self.servers: dict[Path, WorkspaceServer] = {}
         self.watches: dict[WorkspaceServer, list[object]] = {}
         self.opened: set[WorkspaceServer] = set()
@@ -77,12 +82,13 @@ class Daemon:
         self.resync = False  # a workspace was handed over: it may have been registered again
         self.fd_limit = raise_fd_limit()
         self.folders: FolderWatch = folder_watch()
-        self.loop: StepLoop[WorkspaceServer] = StepLoop(self._step, now)
+        self.loop: StepLoop[WorkspaceServer] = StepLoop(self._step, time.monotonic)
         self.plugins = PluginRunner(plugins_mod.load(), config.plugin_timeout)
         self.procs = ProcessWatch(self._process_exited)
         self.proc_owners: dict[Proc, set[WorkspaceServer]] = {}
         self.proc_lock = threading.Lock()
         self.notifier = Notifier()
+        self.signals = SignalFlags()  # set by the handlers, acted on by the main thread
 
     def current_config(self) -> Config:
         return self.config
@@ -184,7 +190,7 @@ class Daemon:
         server.wake = lambda: self.loop.wake(server)
         self._watch_folders(server)
         self.servers[root] = server
-        self.loop.add(server, now())
+        self.loop.add(server, time.monotonic())
         log.info("%s: serving", root)
 
     def _watch_folders(self, server: WorkspaceServer) -> None:
@@ -222,13 +228,18 @@ class Daemon:
         for server in owners:
             server.notice_host_exit(proc)
 
-    def _step(self, server: WorkspaceServer, at: float) -> float | None:
-        """One step of one workspace, on a loop worker; returns when to step it again
-        (None: no more, it is no longer served)."""
+    def _step(self, server: WorkspaceServer, mono: float) -> float | None:
+        """One step of one workspace, on a loop worker, at the monotonic time `mono`; returns
+        when to step it again, on the monotonic clock (the step's own deadline is a wall-clock
+        time: what is left of it is what counts), or None once it is no longer served."""
+        at = now()
         if server in self.retiring:
             self._stop_serving(server, at)
             return None
         try:
+            jump = server.clock.stepped(at, mono)
+            if jump:
+                server.clock_stepped(jump, at)
             if server not in self.opened:
                 server.open(at)
                 self.opened.add(server)
@@ -237,20 +248,20 @@ class Daemon:
             if not handles or any(self.folders.lost(h) for h in handles):
                 self._watch_folders(server)  # its folder was replaced: watch the new one
                 server.notice_arrival()  # and list it: files may have come meanwhile
-                deadline = now()
+                return time.monotonic()
         except (TamperedRuntime, LinkRefused) as exc:  # set aside; the others go on
             server.set_aside(exc)
-            deadline = now() + SET_ASIDE_RETRY
+            return mono + SET_ASIDE_RETRY
         except WatchError as exc:  # its folder is not there (yet): looked at again soon
             server.set_aside(exc)
-            deadline = now() + SET_ASIDE_RETRY
+            return mono + SET_ASIDE_RETRY
         except Exception as exc:
             if isinstance(exc, OSError) and exc.errno == errno.EMFILE:
                 server.set_aside(self._too_many_files())  # said once; served once files free
-                return now() + SET_ASIDE_RETRY
+                return mono + SET_ASIDE_RETRY
             server.unexpected(exc)  # a bug or a surprise must not end service
-            deadline = now() + 1.0
-        return deadline
+            return mono + 1.0
+        return mono + (deadline - at)
 
     def _stop_serving(self, server: WorkspaceServer, at: float) -> None:
         server.close(at)
@@ -261,11 +272,6 @@ class Daemon:
         self.retiring.discard(server)
         self.resync = True
         log.info("%s: no longer registered; stopped serving it", server.ws.root)
-
-    def install_signals(self) -> None:
-        signal.signal(signal.SIGTERM, lambda *_: self.stop.set())
-        signal.signal(signal.SIGINT, lambda *_: self.stop.set())
-        signal.signal(signal.SIGHUP, lambda *_: self.reload.set())
 
     def status_line(self) -> str:
         servers = list(self.servers.values())
@@ -279,7 +285,8 @@ class Daemon:
                 f"{applied} events applied, {errors} errors{failing}")
 
     def _watchdog(self) -> None:
-        """Ping systemd's watchdog while no workspace's step is stuck."""
+        """Ping systemd's watchdog while no workspace's step is stuck and the loop steps what
+        is due (a loop that stopped stepping hangs no step, but serves nothing either)."""
         interval = self.notifier.watchdog_interval or 0.0
         period = interval / 2 if interval else 5.0
         while not self.stop.wait(period):
@@ -287,9 +294,12 @@ class Daemon:
                 limit = time.monotonic() - interval / 2
                 stale = [s for s, since in self.loop.busy_since().items()
                          if max(since, s.ingest.progress) < limit]
+                stalled = self.loop.stalled_for()
                 if stale:
                     log.warning("watchdog: no progress in %s",
                                 ", ".join(str(s.ws.root) for s in stale))
+                elif stalled > interval / 2:
+                    log.warning("watchdog: the step loop left due work waiting %.0fs", stalled)
                 else:
                     self.notifier.watchdog()
             self.notifier.status(self.status_line())
@@ -311,13 +321,19 @@ class Daemon:
         return 0
 
     def _watch_registry(self) -> None:
+        """Until told to stop: reload on SIGHUP (once for any number waiting), and look at the
+        registry every REGISTRY_INTERVAL."""
         registry_sig = jsonfile.signature(layout.registry_file())
-        while not self.stop.wait(REGISTRY_INTERVAL):
-            if self.reload.is_set():
-                self.reload.clear()
+        next_look = time.monotonic() + REGISTRY_INTERVAL
+        while not self.signals.wait(max(0.0, next_look - time.monotonic()), self.stop):
+            if self.signals.reload:
+                self.signals.reload = False  # before the reload: one sent during it counts
                 self._reload_config()
                 self.sync_workspaces()
                 continue
+            if time.monotonic() < next_look:
+                continue
+            next_look = time.monotonic() + REGISTRY_INTERVAL
             sig = jsonfile.signature(layout.registry_file())
             if sig != registry_sig or self.failing or self.resync:
                 self.resync = False
@@ -368,5 +384,5 @@ def say_env_problems(config: Config) -> None:
 def serve(roots: list[Path] | None, config: Config) -> int:
     say_env_problems(config)
     daemon = Daemon(roots, config)
-    daemon.install_signals()
+    daemon.signals.install()
     return daemon.run()

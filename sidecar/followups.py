@@ -88,6 +88,15 @@ class FollowUps:
             if claimed is not None:
                 self.start(claimed, now)
 
+    def clock_stepped(self, jump: float) -> None:
+        """The wall clock was stepped by `jump` seconds: a running action's actionTimeout and
+        the next look for left claims keep the time they had left (durations are monotonic)."""
+        self.next_recovery += jump
+        for run in self.running.values():
+            run.deadline += jump
+            if run.kill_at is not None:
+                run.kill_at += jump
+
     def _recovery_due(self, pending: list[QueueEntry]) -> float | None:
         """When to look for claims other instances left; None while there are none (a new
         claim changes hooks.json, which wakes the loop)."""
@@ -182,9 +191,13 @@ class FollowUps:
         return self.ws.logs / "hooks" / confined(entry.hook_id) / f"{stamp}-{session[:100]}.log"
 
     def adopt(self, entry: QueueEntry, now: float) -> None:
-        """Take over an action another instance started: wait for it, and time it out."""
+        """Take over an action another instance started: wait for it, and time it out.
+
+        Its actionTimeout counts from the start it recorded, by the wall clock, and never
+        from a start in the future (a clock stepped back since): at most a full actionTimeout
+        from now. A step this instance did not see is not undone."""
         assert entry.run is not None  # its MAC checked by the queue's recovery
-        started = parse_ts(entry.run.started_at) or now
+        started = min(parse_ts(entry.run.started_at) or now, now)
         proc = Proc(entry.run.pid, entry.run.start)
         log_path = self.ws.firing_log(entry.hook_id, entry.run.log) or self.log_path(entry, now)
         self.running[entry.id] = Running(entry, proc, log_path,

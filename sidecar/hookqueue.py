@@ -23,7 +23,7 @@ from .kinds import INTERRUPTED, LIMIT_ERRORS, STALE, EventKind, SessionChange
 from .records import Key
 from .resets import MAX_TRIES, next_try
 from .scheduler import TRANSCRIPT_QUIET
-from .timeutil import iso
+from .timeutil import iso, parse_ts
 
 log = logging.getLogger("sidecar")
 
@@ -184,6 +184,25 @@ class FollowUpQueue:
                 hook.record_firing(status, now, entry.host, entry.session_id, log_path)
             self.store.note_fired_while_broken(entry.id)
             return True
+
+        return self.store.change(now, edit)
+
+    def shift_due(self, jump: float, now: float) -> int:
+        """The wall clock was stepped by `jump` seconds: every waiting entry's due time moves
+        with it, so a delay lasts what it said whichever way the clock went. Returns how many
+        moved (an unreadable due time stays due at once)."""
+        if not any(not e.claimed_by and parse_ts(e.due_at) is not None
+                   for e in self.view(now).pending):
+            return 0  # nothing waits: hooks.json is left untouched
+
+        def edit(doc: HooksDoc) -> int:
+            moved = 0
+            for entry in doc.pending:
+                due = parse_ts(entry.due_at)
+                if not entry.claimed_by and due is not None:
+                    entry.due_at = iso(due + jump)
+                    moved += 1
+            return moved
 
         return self.store.change(now, edit)
 

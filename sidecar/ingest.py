@@ -3,7 +3,9 @@
 A step lists the inbox when woken (watchdog saw an arrival), when the reconcile timer is due
 (arrivals before start-up, events the kernel's queue dropped) or when a file's grace period
 ends; applies what is ready in batches; and runs the stale sweep and retention pruning on
-their timers. It has no threads and reads the time only from its callers.
+their timers. It has no threads and reads the wall-clock time only from its callers; when
+the wall clock is stepped, the caller moves its timers with `clock_stepped` (and when it last
+applied an event of each session: the stale sweep spares a session seen that recently).
 
 A batch reads: `changes = batch.plan(events)` -> `queued = queue.add(changes)` ->
 `batch.commit(queued)` -> `inbox.remove(applied)`, so a follow-up is queued before its session
@@ -23,6 +25,7 @@ from .config import Config
 from .events import Event
 from .hookqueue import FollowUpQueue
 from .kinds import EventKind, SessionChange, SidecarError
+from .records import Key
 from .sessions import BatchResult, SessionStore
 
 log = logging.getLogger("sidecar")
@@ -60,6 +63,16 @@ class Timers:
     grace: float | None = None  # the earliest time a held-back file is looked at again
     retry_after: dict[str, float] = field(default_factory=dict)
 
+    def shift(self, jump: float) -> None:
+        """The wall clock was stepped by `jump` seconds: every timer keeps the time it had left."""
+        self.reconcile += jump
+        self.sweep += jump
+        self.prune += jump
+        if self.grace is not None:
+            self.grace += jump
+        for name in self.retry_after:
+            self.retry_after[name] += jump
+
 
 class Ingestor:
     """Turns one workspace's inbox into session state, a batch at a time."""
@@ -78,6 +91,7 @@ class Ingestor:
         self.health = Health()
         self.timers = Timers()
         self.progress = time.monotonic()  # when a batch last finished (for the watchdog)
+        self.seen: dict[Key, float] = {}  # session -> when an event of it was last applied
 
     def start(self, now: float) -> None:
         """Sweep, prune, then apply what waits in the inbox, as a new leader does."""
@@ -106,6 +120,13 @@ class Ingestor:
         if timers.grace is not None:
             deadlines.append(timers.grace)
         return min(deadlines)
+
+    def clock_stepped(self, jump: float) -> None:
+        """The wall clock was stepped by `jump` seconds: every timer keeps the time it had
+        left, and every session the age it had (so ages here are monotonic ones)."""
+        self.timers.shift(jump)
+        for key in self.seen:
+            self.seen[key] += jump
 
     def reconcile_interval(self) -> float:
         """How often the inbox is listed without a wake-up: as configured, else rarely where
@@ -155,6 +176,8 @@ class Ingestor:
                 self.timers.retry_after[event.file] = now + RETRY_SECONDS
             self._defer(now + RETRY_SECONDS)
             return
+        for event in events:
+            self.seen[(event.host, event.session_id)] = now
         self._finish(result, now)
 
     def _read(self, arrivals: list[inbox.Arrival], now: float) -> list[Event]:
@@ -206,10 +229,12 @@ class Ingestor:
         cfg = self.config()
         self.timers.sweep = now + cfg.sweep_interval  # a failed sweep is tried again then
         try:
-            result = self.sessions.sweep(now, cfg.stale_after)
+            result = self.sessions.sweep(now, cfg.stale_after, lambda key: self._seen_ago(key, now))
         except (SidecarError, OSError) as exc:
             self.health.error(self.ws.root, f"stale sweep failed: {exc}")
             return
+        oldest = now - cfg.stale_after  # forgotten: `updatedAt` says as much
+        self.seen = {key: at for key, at in self.seen.items() if at > oldest}
         if not result.spared:
             next_stale = math.inf if result.next_stale is None else result.next_stale
             self.timers.sweep = max(next_stale, now + cfg.sweep_interval)
@@ -218,6 +243,11 @@ class Ingestor:
         if result.changes:
             log.info("%s: swept %d stale session(s)", self.ws.root, len(result.changes))
             self.report(result.changes)
+
+    def _seen_ago(self, key: Key, now: float) -> float | None:
+        """How long ago this instance applied an event of `key` (None: not since it led)."""
+        seen = self.seen.get(key)
+        return None if seen is None else now - seen
 
     def prune(self, now: float) -> None:
         try:

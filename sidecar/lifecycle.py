@@ -276,8 +276,12 @@ def sweep_stale(record: SessionRecord, now: float, out: Applied) -> None:
     out.changes.append(change(record, EventKind.SESSION_END, now, STALE))
 
 
-def is_stale(binding: Binding, now: float, stale_after: float) -> bool:
-    return now - binding.touched >= stale_after
+def idle_for(binding: Binding, now: float, seen_ago: float | None) -> float:
+    """How long nobody touched the session: by its `updatedAt`, unless this instance applied
+    an event of it more recently (`seen_ago`, measured across any step of the wall clock), so
+    a wall clock stepped forward makes no session stale."""
+    age = now - binding.touched
+    return age if seen_ago is None else min(age, seen_ago)
 
 
 def sync_binding(bindings: Bindings, key: Key, record: SessionRecord, repo: str) -> bool:

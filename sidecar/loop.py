@@ -5,6 +5,9 @@ deadline; a wake-up (an inbox arrival, a finished process, a signal) moves it to
 fixed pool of threads takes whatever is due, earliest first, and never steps one workspace in
 two threads at once, so a workspace that blocks for a while (a lock another program holds)
 delays only itself. Nothing wakes for a workspace that has nothing due.
+
+Deadlines are on the monotonic clock: a wall clock set back or forward (by hand, by NTP, by a
+suspend) neither stretches a sleep nor makes the heap's order lie.
 """
 
 from __future__ import annotations
@@ -25,8 +28,8 @@ class StepLoop(Generic[T]):
     """`add` a target with its first deadline; `wake` it; `run_step(target, now)` is called from
     the pool when due and returns the target's next deadline (None: drop the target)."""
 
-    def __init__(self, run_step: Callable[[T, float], float | None], clock: Callable[[], float],
-                 workers: int = WORKERS) -> None:
+    def __init__(self, run_step: Callable[[T, float], float | None],
+                 clock: Callable[[], float] = time.monotonic, workers: int = WORKERS) -> None:
         self.run_step = run_step
         self.clock = clock
         self.cond = threading.Condition()
@@ -63,6 +66,15 @@ class StepLoop(Generic[T]):
         with self.cond:
             return dict(self.busy)
 
+    def stalled_for(self) -> float:
+        """How long a due target has waited while a worker sat idle (0.0: none has): a loop
+        that stopped stepping, which no hung step shows. While every worker is busy, waiting
+        is the steps' doing, and `busy_since` tells whether they hang."""
+        with self.cond:
+            if self.stopped or len(self.busy) >= len(self.threads) or not self.due:
+                return 0.0
+            return max(0.0, self.clock() - min(self.due.values()))
+
     def stop(self, timeout: float) -> None:
         """Let steps in hand finish (up to `timeout`), then return; nothing new starts."""
         with self.cond:
@@ -75,11 +87,12 @@ class StepLoop(Generic[T]):
 
     def _schedule(self, target: T, when: float) -> None:
         current = self.due.get(target)
-        if current is not None and current <= when:
-            return
-        self.due[target] = when
-        heapq.heappush(self.heap, (when, next(self.order), target))
-        self.cond.notify()  # an idle worker looks again (the earliest may have changed)
+        if current is None or when < current:
+            self.due[target] = when
+            heapq.heappush(self.heap, (when, next(self.order), target))
+        # An idle worker looks again, even when the deadline stands: it may be due already
+        # while a worker still sleeps on a wait computed before.
+        self.cond.notify()
 
     def _take(self) -> T | None:
         """The earliest due target, taken out of the heap; None once stopped."""

@@ -4,6 +4,10 @@ It registers the instance, competes for the workspace's leader lock (a stand-by 
 200 ms, so a successor takes over well within a second of the leader's death), and while it
 leads, steps ingestion and the follow-ups. This is where a workspace's parts are wired
 together; the daemon only runs the loop, the watches and the signals.
+
+When the wall clock was stepped (the daemon's loop tells, clocksteps.py), `clock_stepped`
+moves every wall-clock timer of the workspace, and the due times of its waiting follow-ups, by
+as much.
 """
 
 from __future__ import annotations
@@ -17,13 +21,14 @@ from typing import IO, Any, NamedTuple
 import orjson
 
 from . import emit, instances, locks, runenv
+from .clocksteps import StepDetector
 from .config import Config
 from .followups import FollowUps
 from .hookqueue import FollowUpQueue
 from .hooks import HookStore
 from .ingest import Ingestor
 from .instances import Identity, Membership
-from .kinds import HOST_EXITED, EventKind, Fired, SessionChange
+from .kinds import HOST_EXITED, EventKind, Fired, SessionChange, SidecarError
 from .layout import Workspace
 from .plugins import PluginRunner
 from .procwatch import Proc
@@ -79,6 +84,7 @@ class WorkspaceServer:
         self.reported: Reportable | None = None  # what it said then
         self.set_aside_for: str | None = None  # why the workspace is set aside, while it is
         self.leader_looks = 0  # looks for who leads since standing by; past LEADER_LOOKS: said
+        self.clock = StepDetector()  # fed by the loop's step with both clocks' times
 
     # -- what the watches call -------------------------------------------------------------
 
@@ -118,6 +124,23 @@ class WorkspaceServer:
             if due is not None:
                 deadline = min(deadline, due)
         return min(deadline, self._beat_if_due(now))
+
+    def clock_stepped(self, jump: float, now: float) -> None:
+        """Every timer keeps the time it had left, and a waiting follow-up the delay it had
+        left (a stand-by's queue is its leader's to move)."""
+        log.info("%s: the wall clock was stepped by %+.0fs; timers and due times follow",
+                 self.ws.root, jump)
+        self.next_beat += jump
+        self.beaten += jump
+        self.ingest.clock_stepped(jump)
+        if self.followups is None:
+            return
+        self.followups.clock_stepped(jump)
+        try:
+            self.queue.shift_due(jump, now)
+        except (SidecarError, OSError) as exc:
+            self.ingest.health.error(self.ws.root, f"cannot move the follow-ups' due times by "
+                                     f"the clock's step of {jump:+.0f}s: {exc}")
 
     def _try_lead(self, now: float) -> bool:
         self.leader = locks.try_lock(self.ws.lock("leader"))

@@ -16,14 +16,14 @@ import os
 import shutil
 import stat
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import orjson
 
-from . import jsonfile, lifecycle, locks, safedir, transcripts, usage
+from . import endfacts, jsonfile, lifecycle, locks, safedir, usage
 from .events import Event
 from .kinds import EventKind, SessionChange, SidecarError
 from .layout import PLAIN_NAME, Workspace
@@ -76,28 +76,6 @@ class SessionFacts:
     limited: bool = False  # a usage limit holds (its episode is open)
 
 
-def _read_transcript(record: SessionRecord, event: Event) -> usage.Growth | None:
-    """At a session's end, what only the host's transcript says: whether the last turn failed
-    (unless a turn-failed event said so already) and the session's token figures. A
-    transcript that cannot be read leaves both out, never the end."""
-    path = event.transcript_path or record.sidecar.transcript_path
-    try:
-        failure = None if record.sidecar.turn_failed else \
-            transcripts.last_turn_failure(event.host, path)
-        tokens = transcripts.token_totals(event.host, path, event.session_id)
-    except Exception as exc:  # the file an event names cannot undo the end (MemoryError...)
-        log.warning("%s: transcript %s not read: %r", record.id, path, exc)
-        return None
-    if failure is not None:
-        event.turn_failure = (failure.kind, failure.message)
-    if tokens is None:
-        return None
-    grew = usage.Growth(usage.grown(record.sidecar.tokens, tokens.to_json()),
-                        first=record.sidecar.tokens is None)
-    record.sidecar.tokens = tokens.to_json()
-    return grew
-
-
 class Batch:
     """Apply one batch of events: plan in memory, then commit with the follow-ups queued."""
 
@@ -124,7 +102,7 @@ class Batch:
                     work.record = lifecycle.new_record(key, work.harness_id, repo, event,
                                                        work.applied)
                 if event.kind == EventKind.SESSION_END and work.record.active:
-                    work.tokens_grew = _read_transcript(work.record, event)
+                    work.tokens_grew = endfacts.read_transcript(work.record, event)
                 lifecycle.apply(work.record, event, work.applied)
             except Exception as exc:  # one event that cannot be applied never stops the batch
                 self.rejected.append((event.file, f"could not be applied: {exc!r}"))
@@ -287,14 +265,18 @@ class SessionStore:
 
     # -- sweep and retention -------------------------------------------------------------
 
-    def sweep(self, now: float, stale_after: float) -> BatchResult:
-        """Complete (reason `stale`) and unbind every session untouched for `stale_after`."""
+    def sweep(self, now: float, stale_after: float,
+              seen_ago: Callable[[Key], float | None] = lambda key: None) -> BatchResult:
+        """Complete (reason `stale`) and unbind every session untouched for `stale_after`
+        (`seen_ago`: how long ago this instance applied an event of it, measured across any
+        step of the wall clock)."""
         result = BatchResult()
         with locks.locked(self.lock_file):
             gone: list[Key] = []
             for key, binding in self.load_bindings().items():
-                if not lifecycle.is_stale(binding, now, stale_after):
-                    stale_at = binding.touched + stale_after
+                idle = lifecycle.idle_for(binding, now, seen_ago(key))
+                if idle < stale_after:
+                    stale_at = now - idle + stale_after
                     result.next_stale = min(result.next_stale or stale_at, stale_at)
                     continue
                 if not binding.harness_session_id or not PLAIN_NAME.fullmatch(
@@ -322,7 +304,7 @@ class SessionStore:
             return False  # a passing failure: the binding stays for the next sweep
         if record is None or not record.active:
             return True  # confirmed missing, or completed already
-        if _transcript_recent(record, now, stale_after):
+        if endfacts.transcript_recent(record, now, stale_after):
             return False
         applied = Applied()
         lifecycle.sweep_stale(record, now, applied)
@@ -385,14 +367,3 @@ def _tail_ids(path: Path, lines: int) -> set[str]:
         except (ValueError, KeyError, TypeError):
             continue
     return ids
-
-
-def _transcript_recent(record: SessionRecord, now: float, window: float) -> bool:
-    """Whether the session's transcript was written within `window`: it is still going."""
-    path = record.sidecar.transcript_path
-    if not path:
-        return False
-    try:
-        return now - os.stat(Path(path)).st_mtime < window
-    except OSError:
-        return False

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Installs, once, the real programs the end-to-end tests drive: Claude Code, Codex, Gemini CLI
 # and opencode (npm) and hermes-agent (its own virtual environment) into a cache folder, and
-# systemd-analyze. Where a package manager is missing or an install fails it says so, and the
+# systemd-analyze and libfaketime (the clock tests step a daemon's wall clock). Where a package manager is missing or an install fails it says so, and the
 # tests that need that host skip saying why.
 set -euo pipefail
 CACHE="${SIDECAR_TEST_HOSTS:-${XDG_CACHE_HOME:-$HOME/.cache}/sidecar-test-hosts}"
@@ -52,4 +52,10 @@ fi
 if ! command -v systemd-analyze >/dev/null 2>&1 && command -v apt-get >/dev/null 2>&1 && [ "$(id -u)" = 0 ]; then
     echo "install-hosts: installing systemd (for systemd-analyze verify)" >&2
     apt-get update -qq >/dev/null && apt-get install -y -qq systemd >/dev/null || true
+fi
+
+if ! ls /usr/lib/*/faketime/libfaketimeMT.so.1 /usr/lib/faketime/libfaketimeMT.so.1 >/dev/null 2>&1 \
+        && command -v apt-get >/dev/null 2>&1 && [ "$(id -u)" = 0 ]; then
+    echo "install-hosts: installing libfaketime (for tests/test_clocks.py)" >&2
+    apt-get update -qq >/dev/null && apt-get install -y -qq faketime libfaketime >/dev/null || true
 fi

@@ -136,6 +136,19 @@ def test_the_sweep_runs_on_its_timer_and_reports_to_plugins(f):
     assert f.reported[-1].reason == "stale" and f.queue.view(T0).pending == []
 
 
+def test_a_wall_clock_stepped_forward_makes_no_session_stale(f):
+    f.ingest.start(T0)
+    f.drop("a", "session-start", "s1", T0)
+    f.ingest.step(T0 + 1, woken=True)
+    day = 25 * 3600.0
+    f.ingest.clock_stepped(day)  # as the server does when it sees the step
+    assert f.ingest.step(T0 + day + 2) > T0 + day + 2  # its timers moved along: none is late
+    f.ingest.sweep(T0 + day + 2)  # a day old by the wall clock, a second by what was seen
+    assert f.record("s1")["status"] == "active"
+    f.ingest.sweep(T0 + day + 1 + CONFIG.stale_after)  # stale by both
+    assert f.record("s1")["metadata"]["sidecar"]["completionReason"] == "stale"
+
+
 def test_a_stop_between_batches_leaves_the_rest_in_the_inbox(f, monkeypatch):
     monkeypatch.setattr("sidecar.ingest.BATCH_MAX", 3)
     f.ingest.start(T0)
@@ -183,9 +196,10 @@ def test_the_serving_loop_survives_an_unexpected_error_and_steps_again(ws, monke
         return now
 
     monkeypatch.setattr(s, "step", flaky_step)
-    assert d._step(s, T0) == pytest.approx(time.time() + 1.0, abs=0.5)  # tried again in 1 s
-    d._step(s, T0 + 1)  # and stepped as usual after
-    assert calls == [T0, T0 + 1]
+    # The loop's time is monotonic (here 50 s); the step gets the wall clock's.
+    assert d._step(s, 50.0) == 51.0  # tried again in 1 s
+    d._step(s, 51.0)  # and stepped as usual after
+    assert calls == [pytest.approx(time.time(), abs=5)] * 2
     assert s.ingest.health.errors == 1 and "a surprise" in s.ingest.health.last_error
     s.close(T0 + 1)
     d.folders.stop()
@@ -205,7 +219,7 @@ def test_running_out_of_open_files_in_a_step_sets_the_workspace_aside_once(ws, m
 
     monkeypatch.setattr(s, "step", no_files)
     for _ in range(3):
-        assert d._step(s, T0) == pytest.approx(time.time() + daemon_mod.SET_ASIDE_RETRY, abs=0.5)
+        assert d._step(s, 50.0) == 50.0 + daemon_mod.SET_ASIDE_RETRY
     assert s.ingest.health.errors == 1  # said once, not at every retry
     assert "raise LimitNOFILE= in the service unit" in s.ingest.health.last_error
     assert "Traceback" not in caplog.text
