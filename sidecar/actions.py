@@ -143,7 +143,12 @@ def start(argv: list[str], cwd: Path, env: dict[str, str], log_path: Path,
     except OSError as exc:
         raise ActionError(f"{exc.filename}: {exc.strerror}; the firing's log is never "
                           "written through a link") from None
-    given = _input(stdin)
+    try:
+        given = _input(stdin)
+    except OSError as exc:  # no room for a temporary file, say
+        os.close(folder)
+        raise ActionError(f"cannot give {argv[0]!r} its standard input: "
+                          f"{exc.strerror or exc}") from None
     try:
         fd = os.open(log_path.name, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC
                      | os.O_NOFOLLOW | os.O_NONBLOCK, 0o600, dir_fd=folder)  # never a FIFO's wait

@@ -264,7 +264,10 @@ class Daemon:
         return mono + (deadline - at)
 
     def _stop_serving(self, server: WorkspaceServer, at: float) -> None:
-        server.close(at)
+        try:
+            server.close(at)
+        except Exception:  # a tampered runtime, say: it is no longer served all the same
+            log.exception("%s: not closed cleanly as it stopped being served", server.ws.root)
         for handle in self.watches.pop(server, []):
             self.folders.remove(handle)
         self.opened.discard(server)

@@ -165,9 +165,12 @@ class Hook:
         }
 
     def record_firing(self, status: str, at: float, host: str | None, session_id: str | None,
-                      log: str | None) -> None:
+                      log: str | None, fired: bool = True) -> None:
+        """One more entry of the history; `fired=False` for a note made when the hook was not
+        even queued (it leaves `lastFiredAt` alone)."""
         self.last_status = status
-        self.last_fired_at = iso(at)
+        if fired:
+            self.last_fired_at = iso(at)
         self.history.append(FiringRecord(iso(at), status, host, session_id, log))
         del self.history[:-HISTORY_LIMIT]
 

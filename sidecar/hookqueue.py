@@ -190,16 +190,20 @@ class FollowUpQueue:
     def shift_due(self, jump: float, now: float) -> int:
         """The wall clock was stepped by `jump` seconds: every waiting entry's due time moves
         with it, so a delay lasts what it said whichever way the clock went. Returns how many
-        moved (an unreadable due time stays due at once)."""
-        if not any(not e.claimed_by and parse_ts(e.due_at) is not None
-                   for e in self.view(now).pending):
+        moved (an unreadable due time stays due at once). A usage limit's try stays: it is due
+        when the limit resets, a time on the wall clock (often the host's own words)."""
+        def moves(entry: QueueEntry) -> bool:
+            return not entry.claimed_by and "#" not in entry.id and \
+                parse_ts(entry.due_at) is not None
+
+        if not any(moves(e) for e in self.view(now).pending):
             return 0  # nothing waits: hooks.json is left untouched
 
         def edit(doc: HooksDoc) -> int:
             moved = 0
             for entry in doc.pending:
                 due = parse_ts(entry.due_at)
-                if not entry.claimed_by and due is not None:
+                if moves(entry) and due is not None:
                     entry.due_at = iso(due + jump)
                     moved += 1
             return moved
@@ -276,7 +280,7 @@ def _note_skip(hook: Hook, change: SessionChange, status: str, now: float) -> No
     if any(f.session_id == change.session_id and f.host == change.host and f.status == status
            for f in hook.history):
         return
-    hook.record_firing(status, now, change.host, change.session_id, None)
+    hook.record_firing(status, now, change.host, change.session_id, None, fired=False)
 
 
 def _wants(hook: Hook, change: SessionChange) -> bool:

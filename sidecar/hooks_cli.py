@@ -119,6 +119,8 @@ def _turn_options(reasons: str | None, also_interrupted: bool | None,
     fields: dict[str, Any] = {}
     if reasons is not None:
         listed = [r.strip() for r in reasons.split(",") if r.strip()]
+        if not listed:
+            _fail("--reasons needs at least one end reason (like exit,host-exited), or default")
         fields["reasons"] = None if listed == ["default"] else listed
     if also_interrupted is not None:
         fields["alsoInterrupted"] = also_interrupted

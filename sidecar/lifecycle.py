@@ -199,6 +199,7 @@ def _failed_turn_at_end(record: SessionRecord, event: Event, out: Applied) -> No
     assert event.turn_failure is not None
     error, text = event.turn_failure
     record.sidecar.turn_failed = True
+    record.sidecar.turn_open = False  # it ended, badly: not a turn the user interrupted
     _limit_failed(record, event.ts, error, text)
     line = trace_line(record.id, event, "turn.failed", f"{error}: {text} (from the transcript)",
                       event.ts)

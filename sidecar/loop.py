@@ -14,10 +14,13 @@ from __future__ import annotations
 
 import heapq
 import itertools
+import logging
 import threading
 import time
 from collections.abc import Callable
 from typing import Generic, TypeVar
+
+log = logging.getLogger("sidecar")
 
 T = TypeVar("T")
 
@@ -118,7 +121,11 @@ class StepLoop(Generic[T]):
 
     def _work(self) -> None:
         while (target := self._take()) is not None:
-            deadline = self.run_step(target, self.clock())
+            try:
+                deadline = self.run_step(target, self.clock())
+            except Exception:  # a step that escapes its own handling must not end the worker
+                log.exception("a step failed; tried again in a second")
+                deadline = self.clock() + 1.0
             with self.cond:
                 del self.busy[target]
                 if target in self.woken:

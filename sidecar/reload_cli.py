@@ -12,7 +12,6 @@ from __future__ import annotations
 import os
 import signal
 import socket
-import subprocess
 from pathlib import Path
 from typing import NoReturn
 
@@ -20,35 +19,11 @@ import typer
 
 from . import config as config_mod
 from . import instances
+from .daemonproc import is_sidecar_run
+from .kinds import SidecarError
 from .layout import Workspace, find_workspace
 
 EXIT_UNSERVED = 3  # no live daemon serves these workspaces (as `status` says it)
-
-
-def command_line(pid: int) -> list[str] | None:
-    """The process's arguments; None if it is gone or they cannot be read."""
-    try:
-        with open(f"/proc/{pid}/cmdline", "rb") as handle:
-            return [a.decode(errors="replace") for a in handle.read().split(b"\0") if a]
-    except FileNotFoundError:
-        if os.path.exists("/proc/self/cmdline"):
-            return None  # gone
-    except OSError:
-        return None
-    try:  # no /proc (macOS): ps prints the command line, split at spaces
-        shown = subprocess.run(["ps", "-o", "command=", "-p", str(pid)], capture_output=True,
-                               text=True, timeout=5)
-    except (OSError, subprocess.SubprocessError):
-        return None
-    return shown.stdout.split() if shown.returncode == 0 else None
-
-
-def is_sidecar_run(pid: int) -> bool:
-    args = command_line(pid) or []
-    for i, arg in enumerate(args):
-        if os.path.basename(arg) == "sidecar":
-            return "run" in args[i + 1:]
-    return False
 
 
 def live_daemons(workspaces: list[Workspace]) -> dict[int, list[Path]]:
@@ -56,7 +31,13 @@ def live_daemons(workspaces: list[Workspace]) -> dict[int, list[Path]]:
     here = socket.gethostname()
     found: dict[int, list[Path]] = {}
     for ws in workspaces:
-        for seen in instances.seen(ws):
+        try:
+            ws.check_runtime()  # nothing is read through a link, even to find a pid
+            served = instances.seen(ws)
+        except (OSError, SidecarError) as exc:
+            typer.echo(f"sidecar: cannot tell what serves {ws.root}: {exc}", err=True)
+            continue
+        for seen in served:
             pid = seen.info.pid
             if seen.live and pid is not None and pid > 0 and seen.info.hostname == here:
                 found.setdefault(pid, []).append(ws.root)

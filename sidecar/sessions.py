@@ -119,8 +119,9 @@ class Batch:
         for key, hook_ids in follow_ups.items():
             work = self.works.get(key)
             if work is not None and work.record is not None:
-                for hook_id in hook_ids:
-                    work.record.sidecar.follow_ups.setdefault(hook_id, {"queuedAt": iso(now)})
+                for hook_id in hook_ids:  # queued again (againAfterUserTurn): the new time
+                    done = work.record.sidecar.follow_ups
+                    done[hook_id] = {**done.get(hook_id, {}), "queuedAt": iso(now)}
         for work in self.works.values():
             if work.failed is None and work.record is not None and work.applied.changed:
                 try:

@@ -27,6 +27,7 @@ from . import gemini as gemini_mod
 from . import integrate as integrate_mod
 from . import opencode as opencode_mod
 from . import service as service_mod
+from .daemonproc import is_sidecar_run
 from .integrate_cli import record_resume_executable
 from .kinds import SidecarError
 from .layout import Workspace, find_workspace
@@ -138,8 +139,13 @@ def _live_daemons(roots: list[Path]) -> dict[int, list[tuple[Workspace, str]]]:
             continue
         for seen in served:
             info = seen.info
-            if seen.live and info.pid is not None and info.hostname == socket.gethostname():
-                found.setdefault(info.pid, []).append((ws, info.id))
+            if not seen.live or info.pid is None or info.hostname != socket.gethostname():
+                continue
+            if not is_sidecar_run(info.pid):  # a planted file: its pid is never signalled
+                typer.echo(f"pid {info.pid}, named by {ws.instances}/{info.id}.json, is not a "
+                           "`sidecar run`; not signalled", err=True)
+                continue
+            found.setdefault(info.pid, []).append((ws, info.id))
     return found
 
 

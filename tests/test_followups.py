@@ -71,13 +71,13 @@ class Harness:
         self.hooks.change(T0, lambda d: setattr(d.hooks[hook_id], "action", argv))
         trust_commands(self.ws)
 
-    def apply(self, *events, crash_after_queue=False):
-        """One batch as ingestion runs it: plan, queue the follow-ups, commit."""
+    def apply(self, *events, crash_after_queue=False, at=T0):
+        """One batch as ingestion runs it, at `at`: plan, queue the follow-ups, commit."""
         with self.sessions.batch() as batch:
-            queued = self.queue.add(batch.plan(list(events)), T0)
+            queued = self.queue.add(batch.plan(list(events)), at)
             if crash_after_queue:
                 raise OSError("power cut")
-            return batch.commit(queued, T0)
+            return batch.commit(queued, at)
 
     def pending(self):
         return self.hooks.snapshot(now()).pending

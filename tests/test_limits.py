@@ -23,7 +23,7 @@ from sidecar.resets import BACKOFF_FIRST, MAX_TRIES, RESET_MARGIN
 from sidecar.scheduler import decide
 from sidecar.seeds import LIMIT_HOOK
 from sidecar.sessions import SessionStore
-from sidecar.timeutil import parse_ts
+from sidecar.timeutil import iso, parse_ts
 
 T0 = 1_795_900_000.0
 _names = itertools.count()
@@ -319,3 +319,18 @@ def test_a_turn_end_that_closes_a_refused_turn_closes_no_episode(h):
     assert h.record()["metadata"]["sidecar"]["limit"]["failures"] == 1
     assert [e.hook_id for e in h.pending()] == [LIMIT_HOOK]  # and no post-task
     assert parse_ts(h.pending()[0].due_at) == pytest.approx(T0 + 1 + 20 + RESET_MARGIN)
+
+
+def test_a_step_of_the_wall_clock_moves_a_delay_but_not_the_time_a_limit_resets(tmp_path):
+    """A post-task delay lasts what it says whichever way the clock is stepped; a limit's try
+    is due when the limit resets, a time on the wall clock, and stays there."""
+    h = Harness(Workspace(tmp_path / "ws"))
+    h.apply(ev("SessionStart", T0), failed(T0 + 1), ev("SessionEnd", T0 + 2))
+    h.apply(ev("SessionStart", T0 + 3, session="s2"), ev("SessionEnd", T0 + 4, session="s2"))
+    before = {e.id: e.due_at for e in h.pending()}
+    assert any("#" in key for key in before) and any("#" not in key for key in before)
+    h.queue.shift_due(3600.0, T0 + 5)  # the clock was set an hour forward
+    after = {e.id: e.due_at for e in h.pending()}
+    for key, due in before.items():
+        expected = due if "#" in key else iso(parse_ts(due) + 3600)
+        assert after[key] == expected, key

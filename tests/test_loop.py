@@ -102,3 +102,24 @@ def test_the_watchdog_is_not_fed_while_the_loop_leaves_due_work_waiting(tmp_path
         watchdog.join(5)
         daemon.loop.stop(5)
         sock.close()
+
+
+def test_a_step_that_raises_leaves_the_worker_stepping_the_rest():
+    """One worker: if a failing step ended it, the other target would never be stepped."""
+    stepped: list[str] = []
+
+    def step(name: str, at: float) -> float | None:
+        stepped.append(name)
+        if name == "bad" and stepped.count("bad") == 1:
+            raise OSError("a tampered runtime, closing")
+        return None
+
+    loop: StepLoop[str] = StepLoop(step, workers=1)
+    loop.start()
+    try:
+        loop.add("bad", 0.0)
+        wait_until(lambda: "bad" in stepped, 5)
+        loop.add("good", 0.0)
+        wait_until(lambda: "good" in stepped and stepped.count("bad") == 2, 5)
+    finally:
+        loop.stop(5)

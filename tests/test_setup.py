@@ -130,8 +130,9 @@ import os, signal, socket, sys, time
 from pathlib import Path
 from sidecar import instances, jsonfile, locks
 from sidecar.layout import Workspace
-ws, uid = Workspace(Path(sys.argv[1])), int(sys.argv[2])
-signal.signal(signal.SIGTERM, signal.SIG_IGN)  # a daemon stuck in a step
+ws, uid = Workspace(Path(sys.argv[2])), int(sys.argv[3])
+if sys.argv[4:] != ["mortal"]:
+    signal.signal(signal.SIGTERM, signal.SIG_IGN)  # a daemon stuck in a step
 lock = locks.try_lock(instances.life_lock(ws, "holder000001"))
 jsonfile.write_json_atomic(ws.instances / "holder000001.json", {
     "pid": os.getpid(), "hostname": socket.gethostname(), "role": "leader"})
@@ -148,7 +149,11 @@ def test_a_daemon_that_cannot_be_stopped_is_named_with_its_pid_and_nothing_is_pu
     if whose != "mine" and os.geteuid() != 0:
         pytest.skip("running a process as another user needs root")
     uid = os.getuid() if whose == "mine" else 65534
-    holder = subprocess.Popen([sys.executable, "-c", HOLDER, str(workspace.root), str(uid)],
+    # A stand-in for a daemon stuck in a step: run as `.../sidecar run`, as a daemon is.
+    stuck = tmp_path / "stuck" / "sidecar"
+    stuck.parent.mkdir()
+    stuck.write_text(HOLDER)
+    holder = subprocess.Popen([sys.executable, str(stuck), "run", str(workspace.root), str(uid)],
                               stdout=subprocess.PIPE)
     try:
         assert holder.stdout is not None and holder.stdout.readline() == b"ready\n"
@@ -163,6 +168,26 @@ def test_a_daemon_that_cannot_be_stopped_is_named_with_its_pid_and_nothing_is_pu
     finally:
         holder.kill()
         holder.communicate()
+
+
+def test_a_planted_instance_file_never_makes_uninstall_signal_another_process(
+        tmp_path, config_home, workspace):
+    """An instance file names the pid of a process that is not sidecar (the runtime is the
+    workspace owner's to write): uninstall, perhaps run as root, never signals it."""
+    victim = subprocess.Popen([sys.executable, "-c", HOLDER, "x", str(workspace.root),
+                               str(os.getuid()), "mortal"], stdout=subprocess.PIPE)
+    try:
+        assert victim.stdout is not None and victim.stdout.readline() == b"ready\n"
+        env = {"HOME": str(tmp_path / "home"), "XDG_CONFIG_HOME": "",
+               "PATH": no_manager_path(tmp_path)}
+        result = run_cli("uninstall", cwd=tmp_path, env=env)
+        assert f"pid {victim.pid}, named by".encode() in result.stderr
+        assert b"is not a `sidecar run`; not signalled" in result.stderr
+        assert victim.poll() is None  # a SIGTERM would have ended it
+        assert b"stopped the daemon" not in result.stdout
+    finally:
+        victim.kill()
+        victim.communicate()
 
 
 def test_uninstall_says_what_it_cannot_undo_and_purges_nothing_then(tmp_path, config_home,

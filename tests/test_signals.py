@@ -53,5 +53,6 @@ def test_a_sighup_storm_loses_no_event_and_sigterm_still_stops_the_daemon(worksp
     output = daemon.output()
     assert "Traceback" not in output and "RecursionError" not in output, output
     assert "configuration reloaded" in output
-    # Reloads coalesce: a flood is a handful of reloads, never one per signal.
-    assert output.count("configuration reloaded") < STORMS * SENDERS * SIGNALS // 10
+    # Reloads coalesce: SIGHUPs waiting while a reload runs are one more reload. (Measured:
+    # about one reload per thousand signals here; one per hundred would mean they do not.)
+    assert output.count("configuration reloaded") < STORMS * SENDERS * SIGNALS // 100

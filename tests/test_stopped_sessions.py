@@ -41,6 +41,7 @@ def test_a_session_stopped_mid_turn_queues_nothing_and_says_why(h):
     assert h.pending() == []
     assert history(h) == [("s1", INTERRUPTED)]
     assert h.hook().last_status == "skipped: the last turn was interrupted"
+    assert h.hook().last_fired_at is None  # a note, not a firing
 
 
 def test_a_session_ended_between_turns_is_followed_up_as_before(h):
@@ -52,6 +53,14 @@ def test_a_session_ended_between_turns_is_followed_up_as_before(h):
 def test_a_failed_last_turn_is_not_an_interrupted_one(h):
     h.apply(ev("SessionStart"), ev("UserPromptSubmit", ts=T0 + 1),
             ev("StopFailure", ts=T0 + 2, error="server_error"), ev("SessionEnd", ts=T0 + 3))
+    assert [e.session_id for e in h.pending()] == ["s1"]
+
+
+def test_a_last_turn_failed_by_the_transcript_alone_is_not_an_interrupted_one(h):
+    """Codex tells a refused turn only in its rollout file: the end learns it from there."""
+    end = ev("SessionEnd", ts=T0 + 3)
+    end.turn_failure = ("server_error", "the API failed")  # as the transcript tells it
+    h.apply(ev("SessionStart"), ev("UserPromptSubmit", ts=T0 + 1), end)
     assert [e.session_id for e in h.pending()] == ["s1"]
 
 
@@ -91,6 +100,9 @@ def test_hooks_add_and_update_set_reasons_and_the_interrupted_choice(workspace):
     hook = read_json(workspace.hooks_file)["hooks"]["notify"]
     assert "reasons" not in hook and "alsoInterrupted" not in hook
     assert hook["againAfterUserTurn"] is True
+    refused = run_cli("hooks", "update", "notify", "--reasons", " , ", cwd=workspace.root)
+    assert refused.returncode == 1 and b"at least one end reason" in refused.stderr
+    assert "reasons" not in read_json(workspace.hooks_file)["hooks"]["notify"]
 
 
 # -- once per session, said -----------------------------------------------------------------
@@ -131,6 +143,25 @@ def test_a_hook_may_run_again_after_the_users_own_next_turn(tmp_path):
     with freeze_time(iso(T0 + 90)):
         h.fire_due()
     assert h.firings() == ["s1", "s1"]
+
+
+def test_a_hook_that_ran_again_needs_another_turn_of_the_users_to_run_once_more(tmp_path):
+    """Each batch is applied when it comes, as a daemon does: the second queuing is the one a
+    later turn of the user's must follow."""
+    h = Harness(tmp_path)
+    h.use_command_hook(againAfterUserTurn=True)
+    h.apply(ev("SessionStart"), ev("SessionEnd", ts=T0 + 1), at=T0 + 2)
+    with freeze_time(iso(T0 + 20)):
+        h.fire_due()
+    h.apply(ev("SessionStart", ts=T0 + 60, source="resume"), ev("UserPromptSubmit", ts=T0 + 61),
+            ev("Stop", ts=T0 + 62), ev("SessionEnd", ts=T0 + 63), at=T0 + 64)
+    with freeze_time(iso(T0 + 90)):
+        h.fire_due()
+    assert h.firings() == ["s1", "s1"]
+    # The user opens the conversation and leaves it without a turn: not a third time.
+    h.apply(ev("SessionStart", ts=T0 + 120, source="resume"), ev("SessionEnd", ts=T0 + 121),
+            at=T0 + 122)
+    assert h.pending() == []
 
 
 def test_a_turn_end_hook_that_runs_again_fires_after_each_of_the_users_turns(tmp_path):
@@ -234,3 +265,19 @@ def test_a_prompt_given_on_standard_input_arrives_exactly(tmp_path):
         h.fire_due()
     assert h.hook().last_status == "ok"
     assert out.read_text() == prompt
+
+
+def test_a_prompt_that_cannot_be_put_on_standard_input_is_an_error_status(tmp_path, monkeypatch):
+    import tempfile
+
+    h = Harness(tmp_path)
+    (h.ws.prompts / "p.md").write_text("hello\n")
+    h.use_resume_hook(promptFile="hooks/p.md")
+    h.config = type(h.config)(resume={"claude-code": (sys.executable, "-c", "pass", "<{prompt}")})
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path / "no-such-folder"))  # no room for it
+    h.apply(ev("SessionStart", session=SID), ev("SessionEnd", session=SID, ts=T0 + 1))
+    with freeze_time(iso(T0 + 20)):
+        h.fire_due()
+    assert h.hook().last_status.startswith(f"error: cannot give {sys.executable!r} its standard "
+                                           "input: No such file or directory")
+    assert h.pending() == []
