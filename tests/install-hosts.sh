@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Installs, once, the real programs the end-to-end tests drive: Claude Code, Codex, Gemini CLI
 # and opencode (npm) and hermes-agent (its own virtual environment) into a cache folder, and
-# systemd-analyze and libfaketime (the clock tests step a daemon's wall clock). Where a package manager is missing or an install fails it says so, and the
-# tests that need that host skip saying why.
+# systemd-analyze and libfaketime (the clock tests step a daemon's wall clock). Where a
+# package manager is missing or an install fails it says so, and the tests that need that
+# host skip saying why.
 set -euo pipefail
 CACHE="${SIDECAR_TEST_HOSTS:-${XDG_CACHE_HOME:-$HOME/.cache}/sidecar-test-hosts}"
 CLAUDE_VERSION=2.1.328
