@@ -30,13 +30,18 @@ def read_bytes(path: Path) -> bytes:
     """A state file's bytes, read without blocking: a FIFO or device put where a state file
     belongs is refused (NotARegularFile), never opened for a read that could wait forever.
     Neither the file nor a folder of a runtime is followed through a link (see safedir)."""
-    fd = safedir.open_file(path, os.O_RDONLY | os.O_NONBLOCK)
+    return read_open(safedir.open_file(path, os.O_RDONLY | os.O_NONBLOCK), path, MAX_STATE_BYTES)
+
+
+def read_open(fd: int, path: Path, limit: int) -> bytes:
+    """All of the file open at `fd` (closed after), if it is a regular file of at most `limit`
+    bytes; NotARegularFile otherwise."""
     try:
         st = os.fstat(fd)
         if not stat.S_ISREG(st.st_mode):
             raise NotARegularFile(f"{path} is not a regular file")
-        if st.st_size > MAX_STATE_BYTES:
-            raise NotARegularFile(f"{path} is larger than {MAX_STATE_BYTES} bytes")
+        if st.st_size > limit:
+            raise NotARegularFile(f"{path} is larger than {limit} bytes")
         chunks = []
         while chunk := os.read(fd, 1 << 20):
             chunks.append(chunk)

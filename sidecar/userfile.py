@@ -35,19 +35,11 @@ def read_bytes(path: Path) -> bytes | None:
     except OSError as exc:
         raise UserFileError(f"{path}: cannot be read ({exc.strerror})") from None
     try:
-        st = os.fstat(fd)
-        if not stat.S_ISREG(st.st_mode):
-            raise UserFileError(f"{path} is not a regular file; left as it is")
-        if st.st_size > MAX_BYTES:
-            raise UserFileError(f"{path} is larger than {MAX_BYTES} bytes; left as it is")
-        chunks = []
-        while chunk := os.read(fd, 1 << 20):
-            chunks.append(chunk)
-        return b"".join(chunks)
+        return jsonfile.read_open(fd, path, MAX_BYTES)
+    except jsonfile.NotARegularFile as exc:
+        raise UserFileError(f"{exc}; left as it is") from None
     except OSError as exc:
         raise UserFileError(f"{path}: cannot be read ({exc.strerror})") from None
-    finally:
-        os.close(fd)
 
 
 def write_bytes(path: Path, data: bytes) -> None:
