@@ -8,7 +8,11 @@ Instance files lie in a workspace's runtime, which its owner can write: before `
 from __future__ import annotations
 
 import os
+import socket
 import subprocess
+
+from . import instances
+from .layout import Workspace
 
 
 def command_line(pid: int) -> list[str] | None:
@@ -37,3 +41,14 @@ def is_sidecar_run(pid: int) -> bool:
         if os.path.basename(arg) == "sidecar":
             return "run" in args[i + 1:]
     return False
+
+
+def live_here(ws: Workspace) -> list[tuple[int, str]]:
+    """(pid, instance id) of each live instance of this machine that serves `ws`, read
+    through no link; OSError or SidecarError if its runtime cannot be read safely. The pids
+    are as the instance files say: check `is_sidecar_run` before signalling one."""
+    ws.check_runtime()  # nothing is read through a link, even to find a pid
+    here = socket.gethostname()
+    return [(seen.info.pid, seen.info.id) for seen in instances.seen(ws)
+            if seen.live and seen.info.pid is not None and seen.info.pid > 0
+            and seen.info.hostname == here]

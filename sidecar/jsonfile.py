@@ -82,15 +82,23 @@ def write_bytes_atomic(path: Path, data: bytes, *, durable: bool = True) -> Sign
         return replace_in(folder, path.name, data, durable)
 
 
-def replace_in(folder: int, name: str, data: bytes, durable: bool = True) -> Signature:
-    """`write_bytes_atomic` inside a folder already opened (a descriptor from safedir)."""
+def replace_in(folder: int, name: str, data: bytes, durable: bool = True,
+               like: os.stat_result | None = None) -> Signature:
+    """`write_bytes_atomic` inside a folder already opened (a descriptor from safedir). With
+    `like` (the file being replaced), the new one keeps its mode, and its owner where root
+    writes it; else it is 0600 and the folder's owner's."""
     # The temporary name keeps at most 100 bytes of the final one: it must fit in 255 too.
     stem = name.encode("utf-8", "surrogateescape")[:100].decode("utf-8", "ignore")
     temp = f".{stem}.{os.getpid()}.{os.urandom(4).hex()}.tmp"
     fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o600, dir_fd=folder)
     try:
         try:
-            safedir.give_to_owner(fd, folder)
+            if like is None:
+                safedir.give_to_owner(fd, folder)
+            else:
+                os.fchmod(fd, stat.S_IMODE(like.st_mode))
+                if os.geteuid() == 0 and (like.st_uid, like.st_gid) != (0, 0):
+                    os.fchown(fd, like.st_uid, like.st_gid)  # root editing a user's file
             write_all(fd, data, durable)
             st = os.fstat(fd)
         finally:

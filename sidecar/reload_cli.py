@@ -11,15 +11,13 @@ from __future__ import annotations
 
 import os
 import signal
-import socket
 from pathlib import Path
 from typing import NoReturn
 
 import typer
 
 from . import config as config_mod
-from . import instances
-from .daemonproc import is_sidecar_run
+from .daemonproc import is_sidecar_run, live_here
 from .kinds import SidecarError
 from .layout import Workspace, find_workspace
 
@@ -28,19 +26,15 @@ EXIT_UNSERVED = 3  # no live daemon serves these workspaces (as `status` says it
 
 def live_daemons(workspaces: list[Workspace]) -> dict[int, list[Path]]:
     """Each live daemon of this machine that serves some of the workspaces: pid -> roots."""
-    here = socket.gethostname()
     found: dict[int, list[Path]] = {}
     for ws in workspaces:
         try:
-            ws.check_runtime()  # nothing is read through a link, even to find a pid
-            served = instances.seen(ws)
+            served = live_here(ws)
         except (OSError, SidecarError) as exc:
             typer.echo(f"sidecar: cannot tell what serves {ws.root}: {exc}", err=True)
             continue
-        for seen in served:
-            pid = seen.info.pid
-            if seen.live and pid is not None and pid > 0 and seen.info.hostname == here:
-                found.setdefault(pid, []).append(ws.root)
+        for pid, _ in served:
+            found.setdefault(pid, []).append(ws.root)
     return found
 
 

@@ -12,7 +12,6 @@ from __future__ import annotations
 import os
 import shutil
 import signal
-import socket
 import sys
 import time
 from collections.abc import Callable
@@ -27,7 +26,7 @@ from . import gemini as gemini_mod
 from . import integrate as integrate_mod
 from . import opencode as opencode_mod
 from . import service as service_mod
-from .daemonproc import is_sidecar_run
+from .daemonproc import is_sidecar_run, live_here
 from .integrate_cli import record_resume_executable
 from .kinds import SidecarError
 from .layout import Workspace, find_workspace
@@ -132,20 +131,16 @@ def _live_daemons(roots: list[Path]) -> dict[int, list[tuple[Workspace, str]]]:
         if not ws.context.is_dir():
             continue
         try:
-            ws.check_runtime()  # nothing is read through a link, even to find a pid
-            served = instances.seen(ws)
+            served = live_here(ws)
         except (OSError, SidecarError) as exc:
             typer.echo(f"cannot tell what serves {root}: {exc}", err=True)
             continue
-        for seen in served:
-            info = seen.info
-            if not seen.live or info.pid is None or info.hostname != socket.gethostname():
-                continue
-            if not is_sidecar_run(info.pid):  # a planted file: its pid is never signalled
-                typer.echo(f"pid {info.pid}, named by {ws.instances}/{info.id}.json, is not a "
+        for pid, instance_id in served:
+            if not is_sidecar_run(pid):  # a planted file: its pid is never signalled
+                typer.echo(f"pid {pid}, named by {ws.instances}/{instance_id}.json, is not a "
                            "`sidecar run`; not signalled", err=True)
                 continue
-            found.setdefault(info.pid, []).append((ws, info.id))
+            found.setdefault(pid, []).append((ws, instance_id))
     return found
 
 

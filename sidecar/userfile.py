@@ -15,7 +15,7 @@ import os
 import stat
 from pathlib import Path
 
-from . import jsonfile, safedir
+from . import jsonfile
 from .kinds import SidecarError
 
 MAX_BYTES = 16 * 1024 * 1024  # far above any settings file
@@ -60,7 +60,7 @@ def write_bytes(path: Path, data: bytes) -> None:
         target.parent.mkdir(parents=True, exist_ok=True)
         folder = os.open(target.parent, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
         try:
-            _replace(folder, target.name, data, st)
+            jsonfile.replace_in(folder, target.name, data, durable=True, like=st)
         finally:
             os.close(folder)
     except OSError as exc:
@@ -68,25 +68,3 @@ def write_bytes(path: Path, data: bytes) -> None:
             from None
 
 
-def _replace(folder: int, name: str, data: bytes, old: os.stat_result | None) -> None:
-    temp = f".{name[:100]}.{os.getpid()}.{os.urandom(4).hex()}.tmp"
-    fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o600, dir_fd=folder)
-    try:
-        try:
-            if old is None:
-                safedir.give_to_owner(fd, folder)  # root creating one in a user's folder
-            else:
-                os.fchmod(fd, stat.S_IMODE(old.st_mode))
-                if os.geteuid() == 0 and (old.st_uid, old.st_gid) != (0, 0):
-                    os.fchown(fd, old.st_uid, old.st_gid)  # root editing a user's file
-            jsonfile.write_all(fd, data, durable=True)
-        finally:
-            os.close(fd)
-        os.replace(temp, name, src_dir_fd=folder, dst_dir_fd=folder)
-    except BaseException:
-        try:
-            os.unlink(temp, dir_fd=folder)
-        except FileNotFoundError:
-            pass
-        raise
-    os.fsync(folder)
