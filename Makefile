@@ -32,7 +32,7 @@ test: install
 check: install
 	$(BIN)/ruff check .
 	$(BIN)/mypy
-	@awk 'FNR == 401 { print FILENAME " is over 400 lines"; bad = 1 } END { exit bad }' sidecar/*.py
+	@awk 'FNR == 401 { print FILENAME " is over 400 lines"; bad = 1 } END { exit bad }' $$(find sidecar -name '*.py')
 
 bench: install
 	$(BIN)/python bench/run_all.py

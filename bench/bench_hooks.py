@@ -53,9 +53,9 @@ def due_to_start(count: int = 40, delay: int = 1) -> None:
 
 
 def save_and_reload(entries: int = 10_000) -> None:
-    from sidecar.hooks import HookStore
+    from sidecar.followups.seeds import default_doc
+    from sidecar.followups.store import HookStore
     from sidecar.layout import Workspace
-    from sidecar.seeds import default_doc
 
     with sandbox() as (root, env):
         ws = Workspace(root)

@@ -17,7 +17,7 @@ from pathlib import Path
 import orjson
 from common import SIDECAR, report, stop, time_command
 
-from sidecar.hooks import initialise
+from sidecar.followups.store import initialise
 from sidecar.layout import Workspace
 
 

@@ -5,6 +5,6 @@ if len(sys.argv) > 1 and sys.argv[1] == "emit":
     from sidecar.emit import main as emit_main
 
     sys.exit(emit_main())
-from sidecar.cli import main
+from sidecar.cli.main import main
 
 sys.exit(main())

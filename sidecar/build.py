@@ -14,7 +14,7 @@ import re
 import subprocess
 from pathlib import Path
 
-from . import __version__
+from sidecar import __version__
 
 PACKAGE = Path(__file__).resolve().parent
 COMMIT = re.compile(r"[0-9a-f]{7,64}")

@@ -13,10 +13,10 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import Any
 
-from . import jsonfile, layout, locks
-from .agentenv import EnvFile, NotASettingsFile, read_env_file, read_settings_file
-from .kinds import SidecarError
-from .timeutil import parse_duration
+from sidecar import jsonfile, layout, locks
+from sidecar.errors import SidecarError
+from sidecar.install.environment import EnvFile, NotASettingsFile, read_env_file, read_settings_file
+from sidecar.timeutil import parse_duration
 
 # A non-interactive resume can be granted nothing at a prompt, so each one runs with the
 # permissions its prompt needs: Claude Code may edit files (acceptEdits), Codex may write in

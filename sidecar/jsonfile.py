@@ -13,8 +13,8 @@ from typing import Any
 
 import orjson
 
-from . import safedir
-from .kinds import SidecarError
+from sidecar import safedir
+from sidecar.errors import SidecarError
 
 Signature = tuple[int, int, int]
 

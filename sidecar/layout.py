@@ -10,8 +10,8 @@ from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path
 
-from . import safedir
-from .kinds import SidecarError
+from sidecar import safedir
+from sidecar.errors import SidecarError
 
 CONFIG_ENV = "SIDECAR_CONFIG_HOME"  # overrides the user's config folder (tests use it)
 PLAIN_NAME = re.compile(r"[A-Za-z0-9_:-][A-Za-z0-9._:-]{0,127}")

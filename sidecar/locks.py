@@ -16,8 +16,8 @@ from typing import IO
 
 import portalocker
 
-from . import safedir
-from .kinds import SidecarError
+from sidecar import safedir
+from sidecar.errors import SidecarError
 
 
 class LockTimeout(SidecarError):

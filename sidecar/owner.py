@@ -18,11 +18,11 @@ import tomllib
 from dataclasses import dataclass
 from pathlib import Path
 
-from . import layout
-from .agentenv import EnvFile, parse_env
-from .config import Config, ConfigError, parse_config
-from .kinds import SidecarError
-from .layout import Workspace
+from sidecar import layout
+from sidecar.config import Config, ConfigError, parse_config
+from sidecar.errors import SidecarError
+from sidecar.install.environment import EnvFile, parse_env
+from sidecar.layout import Workspace
 
 SAFE_PATH = "/usr/local/bin:/usr/bin:/bin"  # an owner's PATH when the daemon's is not theirs
 MAX_OWNED_BYTES = 1024 * 1024

@@ -63,9 +63,9 @@ def _own_config_folder(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
 def trust_commands(ws) -> None:
     """Trust every command hook of the workspace, as its user would with `sidecar hooks trust`
     (a hand-written hooks.json, as these tests write, is not trusted by itself)."""
-    from sidecar import hooks, trust
+    from sidecar.followups import store, trust
 
-    for hook in hooks.read_view(ws).hooks.values():
+    for hook in store.read_view(ws).hooks.values():
         if isinstance(hook.action, list):
             trust.trust(ws, hook.action, time.time())
 

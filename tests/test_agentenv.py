@@ -8,8 +8,9 @@ import stat
 from pathlib import Path
 
 from conftest import run_cli
-from sidecar import agentenv, service
 from sidecar.config import DEFAULT_RESUME, load_config
+from sidecar.install import environment as agentenv
+from sidecar.install import service
 
 
 def fake_host(folder: Path, name: str) -> Path:
@@ -94,7 +95,7 @@ def test_doctor_names_the_executable_and_the_variable_the_service_lacks(
 
 
 def test_doctor_names_the_variable_codexs_provider_needs(workspace, config_home, tmp_path):
-    from sidecar import doctor
+    from sidecar.doctor import checks
 
     codex_home = tmp_path / "codex"
     codex_home.mkdir()
@@ -107,11 +108,11 @@ def test_doctor_names_the_variable_codexs_provider_needs(workspace, config_home,
     assert any(said in f for f in found)
     # And through doctor's own check, with no unit installed (this shell's environment).
     (config_home / "config.toml").write_text('[resume]\ncodex = ["/bin/sh", "{session_id}"]\n')
-    findings = doctor._agent_environment(["codex"], tmp_path / "home", "linux", codex_home)
+    findings = checks._agent_environment(["codex"], tmp_path / "home", "linux", codex_home)
     assert [f.what for f in findings if not f.ok] == [
         f"{said}; add `STUB_KEY=...` to {config_home / 'environment'}"]
     (config_home / "environment").write_text("STUB_KEY=x\n")
-    findings = doctor._agent_environment(["codex"], tmp_path / "home", "linux", codex_home)
+    findings = checks._agent_environment(["codex"], tmp_path / "home", "linux", codex_home)
     assert all(f.ok for f in findings) and findings
 
 

@@ -15,7 +15,7 @@ import orjson
 import pytest
 
 from conftest import read_json, trust_commands, wait_until
-from sidecar.lifecycle import harness_id
+from sidecar.sessions.rules import harness_id
 
 pytestmark = pytest.mark.slow
 

@@ -21,7 +21,7 @@ from hosts.lifecycle import assert_prompt_arrived_exactly, prepare_post_task, se
 
 from conftest import SIDECAR, npm_host, read_json, run_cli, wait_until
 from sidecar.config import DEFAULT_RESUME
-from sidecar.lifecycle import harness_id
+from sidecar.sessions.rules import harness_id
 from sidecar.timeutil import parse_ts
 
 pytestmark = pytest.mark.e2e
@@ -101,7 +101,7 @@ def test_post_task_resumes_the_real_session_exactly_once(workspace, start_daemon
 
 def test_hooks_written_by_integrate_drive_a_daemon_started_as_the_unit_starts_it(
         workspace, config_home, tmp_path):
-    from sidecar import service
+    from sidecar.install import service
 
     claude = claude_binary()
     home = tmp_path / "home"
@@ -208,7 +208,7 @@ def test_a_daemon_with_a_bare_environment_resumes_with_what_integrate_and_the_en
     """The service's environment is not the user's: `env -i` with PATH=/usr/bin:/bin. The
     executable comes from `integrate` (recorded by absolute path), the API's address and key
     from the environment file; doctor names the key while the file lacks it."""
-    from sidecar import service
+    from sidecar.install import service
 
     claude = claude_binary()
     home = tmp_path / "home"

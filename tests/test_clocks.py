@@ -21,7 +21,7 @@ from test_daemon import bindings, inbox_empty, session_record
 from test_hooks_daemon import command_hook, hook_status, lines, recorder, set_hooks
 
 from conftest import emit, read_json, wait_until
-from sidecar.clocksteps import StepDetector
+from sidecar.daemon.clocksteps import StepDetector
 
 LIBFAKETIME = ("/usr/lib/*/faketime/libfaketimeMT.so.1", "/usr/lib/faketime/libfaketimeMT.so.1",
                "/usr/local/lib/faketime/libfaketimeMT.so.1")

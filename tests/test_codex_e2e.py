@@ -25,7 +25,7 @@ from hosts.responses_stub import LimitedResponsesStub, ResponsesStub
 
 from conftest import SIDECAR, npm_host, read_json, run_cli, wait_until
 from sidecar.config import DEFAULT_RESUME
-from sidecar.lifecycle import harness_id
+from sidecar.sessions.rules import harness_id
 
 pytestmark = pytest.mark.e2e
 
@@ -74,7 +74,7 @@ def relocated_install(prefix: Path) -> Path:
 
 def codex_hooks(codex: Path, cwd: Path) -> list[dict]:
     """sidecar's hooks as Codex lists them (in this process's environment)."""
-    from sidecar import codex as codex_mod
+    from sidecar.hosts import codex as codex_mod
 
     answers = codex_mod.ask(str(codex), cwd)
     assert answers is not None, "codex app-server did not answer hooks/list"

@@ -11,7 +11,7 @@ import pytest
 
 from conftest import FIXTURES, emit, inbox_files, read_json, run_cli, wait_until
 from sidecar.layout import Workspace
-from sidecar.lifecycle import harness_id
+from sidecar.sessions.rules import harness_id
 
 CLAUDE_SEQUENCE = ["SessionStart.json", "UserPromptSubmit.json", "PostToolUse.json",
                    "Stop.json", "SessionEnd.json"]

@@ -14,7 +14,7 @@ from test_hooks_daemon import command_hook, end_session, hook_status, set_hooks
 from test_integrate import fake_systemctl
 
 from conftest import SIDECAR, read_json, run_cli, wait_until
-from sidecar import logtail
+from sidecar.followups import logtail
 
 LOGIN = "Not logged in · Please run /login"
 
@@ -157,8 +157,9 @@ def test_a_host_installed_but_not_used_is_a_note_and_doctor_is_green(
 
 def test_a_daemon_that_cannot_act_for_the_workspace_reports_why_and_doctor_says_it(
         tmp_path, config_home):
-    from sidecar import doctor, runenv
     from sidecar.config import Config
+    from sidecar.doctor import checks
+    from sidecar.followups import environment as runenv
     from sidecar.layout import Workspace
 
     real = tmp_path / "real"
@@ -171,6 +172,6 @@ def test_a_daemon_that_cannot_act_for_the_workspace_reports_why_and_doctor_says_
     assert gone == {"error": f"[Errno 2] No such file or directory: '{tmp_path / 'gone'}'"}
     running = runenv.Reported(4242, {"PATH": ""}, (), report["error"])
     (config_home / "config.toml").write_text('[resume]\n"claude-code" = ["/bin/sh"]\n')
-    [finding] = doctor._agent_environment(["claude-code"], tmp_path, "linux", tmp_path, running)
+    [finding] = checks._agent_environment(["claude-code"], tmp_path, "linux", tmp_path, running)
     assert not finding.ok
     assert finding.what == f"the running sidecar (pid 4242) cannot run follow-ups: {report['error']}"

@@ -10,7 +10,7 @@ import orjson
 import pytest
 
 from conftest import SIDECAR, emit, fixture_payload, inbox_files, read_json, run_cli
-from sidecar import events
+from sidecar.inbox import events
 
 CLAUDE = [
     "SessionStart.json",

@@ -9,7 +9,7 @@ import sys
 from test_hooks_daemon import command_hook, end_session, hook_status, set_hooks
 
 from conftest import run_cli, wait_until
-from sidecar import agentenv
+from sidecar.install import environment as agentenv
 
 
 def test_a_line_that_is_not_utf8_is_reported_and_every_other_line_kept(tmp_path):

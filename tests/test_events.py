@@ -6,8 +6,8 @@ import orjson
 import pytest
 
 from conftest import FIXTURES, fixture_payload
-from sidecar import events
-from sidecar.events import BadEvent, parse
+from sidecar.inbox import events
+from sidecar.inbox.events import BadEvent, parse
 
 SPEC_ALIASES = {
     "session-start": ["SessionStart", "on_session_start", "session:start", "SESSION_START",

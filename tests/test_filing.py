@@ -16,9 +16,9 @@ from hypothesis import strategies as st
 
 from conftest import FIXTURES, emit, fixture_payload, inbox_files, read_json, wait_until
 from sidecar import emit as emit_mod
-from sidecar import events
-from sidecar.hermes_plugin import event_for
-from sidecar.lifecycle import harness_id
+from sidecar.hosts.hermes import event_for
+from sidecar.inbox import events
+from sidecar.sessions.rules import harness_id
 
 LOOK_ALIKES = ["host", "ts", "session_id", "sessionId", "thread-id", "cwd", "sidecarHookId",
                "hook_event_name", "event", "type", "hook", "payload", "sidecarEnvelope"]
@@ -112,7 +112,7 @@ def test_every_recorded_opencode_event_is_filed_under_its_own_session(workspace,
     if node is None:
         pytest.skip("node is not installed, so the opencode plugin cannot run here")
     plugin = tmp_path / "sidecar.mjs"
-    shutil.copy(Path(emit_mod.__file__).with_name("opencode_plugin.js"), plugin)
+    shutil.copy(Path(emit_mod.__file__).parent / "hosts" / "opencode_plugin.js", plugin)
     harness = tmp_path / "harness.mjs"
     harness.write_text(NODE_HARNESS)
     result = subprocess.run([node, str(harness), str(plugin), str(FIXTURES / "opencode-1.18.33")],

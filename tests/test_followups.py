@@ -15,13 +15,13 @@ from freezegun import freeze_time
 
 from conftest import read_json, trust_commands
 from sidecar.config import Config
-from sidecar.events import parse
-from sidecar.followups import FollowUps
-from sidecar.hookdoc import new_hook
-from sidecar.hookqueue import MAX_POSTPONES, FollowUpQueue
-from sidecar.hooks import HookStore
+from sidecar.followups.fire import FollowUps
+from sidecar.followups.model import new_hook
+from sidecar.followups.queue import MAX_POSTPONES, FollowUpQueue
+from sidecar.followups.store import HookStore
+from sidecar.inbox.events import parse
 from sidecar.layout import Workspace
-from sidecar.sessions import SessionStore
+from sidecar.sessions.store import SessionStore
 from sidecar.timeutil import iso, now
 
 T0 = 1_795_900_000.0
@@ -368,7 +368,8 @@ def test_the_leader_that_holds_a_firing_enforces_its_timeout(tmp_path):
 
 def test_a_claim_whose_instance_died_before_recording_the_start_is_settled_exactly(h, tmp_path):
     """Either the runner started (adopted, real outcome) or it never will (interrupted)."""
-    from sidecar import actions, runner, safedir
+    from sidecar import safedir
+    from sidecar.followups import actions, runner
 
     h.apply(ev("SessionStart", session="never"), ev("SessionEnd", session="never", ts=T0 + 1),
             ev("SessionStart", session="began"), ev("SessionEnd", session="began", ts=T0 + 1))

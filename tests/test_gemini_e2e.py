@@ -16,7 +16,7 @@ from hosts.gemini_stub import GeminiStub
 from hosts.lifecycle import assert_whole_lifecycle, prepare_post_task, set_resume, settled
 
 from conftest import npm_host, read_json, run_cli, wait_until
-from sidecar.lifecycle import harness_id
+from sidecar.sessions.rules import harness_id
 
 pytestmark = pytest.mark.e2e
 

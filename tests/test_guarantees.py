@@ -17,8 +17,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from conftest import emit, read_json, trust_commands, wait_until
-from sidecar import events
-from sidecar.lifecycle import harness_id
+from sidecar.inbox import events
+from sidecar.sessions.rules import harness_id
 
 HERE = Path(__file__).parent
 

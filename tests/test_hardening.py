@@ -15,15 +15,17 @@ import orjson
 import pytest
 
 from conftest import read_json, run_cli, trust_commands
-from sidecar import events, lifecycle, locks
+from sidecar import locks
 from sidecar.config import Config
-from sidecar.hookdoc import new_hook
-from sidecar.hookqueue import FollowUpQueue
-from sidecar.hooks import HookStore
-from sidecar.ingest import Ingestor
+from sidecar.daemon.ingest import Ingestor
+from sidecar.followups.model import new_hook
+from sidecar.followups.queue import FollowUpQueue
+from sidecar.followups.store import HookStore
+from sidecar.inbox import events
 from sidecar.layout import Workspace
-from sidecar.lifecycle import harness_id
-from sidecar.sessions import SessionStore
+from sidecar.sessions import rules
+from sidecar.sessions.rules import harness_id
+from sidecar.sessions.store import SessionStore
 
 T0 = 1_795_900_000.0
 
@@ -57,7 +59,7 @@ def record(ws: Workspace, session: str, host: str = "t"):
 
 def fire_post_task(ws: Workspace, tmp_path) -> str:
     """Queue and fire the post-task hook (a command that prints its prompt); its status."""
-    from sidecar.followups import FollowUps
+    from sidecar.followups.fire import FollowUps
 
     hooks = HookStore(ws, durable=False)
     hook = new_hook("post-task", "post-task", T0, action=[sys.executable, "-c", "pass", "{prompt}"])
@@ -114,14 +116,14 @@ def test_a_time_that_cannot_be_used_falls_back_to_the_files_mtime(ws, ts):
 
 
 def test_an_event_that_cannot_be_applied_is_rejected_alone(ws, monkeypatch):
-    real = lifecycle.apply
+    real = rules.apply
 
     def brittle(rec, event, out):
         if event.session_id == "cursed":
             raise RuntimeError("a bug met an odd event")
         real(rec, event, out)
 
-    monkeypatch.setattr(lifecycle, "apply", brittle)
+    monkeypatch.setattr(rules, "apply", brittle)
     for i, sid in enumerate(["ok-1", "cursed", "ok-2"]):
         drop(ws, f"{i}.json", orjson.dumps({"event": "session-start", "session_id": sid,
                                             "host": "t", "ts": T0 + i}))
@@ -346,8 +348,8 @@ def test_a_symlinked_runtime_folder_is_never_written_through_nor_chmodded(
 
 
 def test_derived_paths_stay_inside_their_folders(ws):
-    from sidecar.hookdoc import HooksError
-    from sidecar.records import Binding
+    from sidecar.followups.model import HooksError
+    from sidecar.sessions.model import Binding
 
     with pytest.raises(HooksError, match=r"hook /tmp/evil\.id: must be a plain name"):
         new_hook("/tmp/evil", "x", T0).to_json()
@@ -438,8 +440,8 @@ def test_an_unprivileged_user_cannot_steer_a_root_daemon_into_root_only_files(tm
 @pytest.mark.parametrize("part", ["sessions", "locks", "hooks", "inbox/rejected"])
 def test_every_write_checks_its_folders_not_only_each_step(ws, tmp_path, part):
     """A folder swapped for a symlink after a step's check: the write itself refuses it."""
-    from sidecar import inbox
-    from sidecar.records import Bindings
+    from sidecar.inbox import folder as inbox
+    from sidecar.sessions.model import Bindings
 
     target = tmp_path / "elsewhere"
     target.mkdir()
@@ -447,9 +449,9 @@ def test_every_write_checks_its_folders_not_only_each_step(ws, tmp_path, part):
     shutil.rmtree(linked)
     linked.symlink_to(target)
     store = SessionStore(ws, durable=False)
-    record = lifecycle.new_record(("t", "s"), harness_id("t", "s"), str(ws.root),
+    record = rules.new_record(("t", "s"), harness_id("t", "s"), str(ws.root),
                                   events.parse(b'{"event":"x","session_id":"s","host":"t"}',
-                                               "a.json", T0), lifecycle.Applied())
+                                               "a.json", T0), rules.Applied())
     writes = {
         "sessions": lambda: store.save_session(record, []),
         "locks": lambda: locks.try_lock(ws.lock("leader")),

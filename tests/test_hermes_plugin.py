@@ -10,7 +10,7 @@ import orjson
 import pytest
 
 from conftest import FIXTURES, HOSTS_CACHE, read_json, wait_until
-from sidecar.lifecycle import harness_id
+from sidecar.sessions.rules import harness_id
 
 pytestmark = pytest.mark.e2e
 
@@ -46,7 +46,7 @@ def plugin_site(tmp_path: Path) -> Path:
     info.mkdir(parents=True)
     (info / "METADATA").write_text("Metadata-Version: 2.1\nName: agent-sidecar\nVersion: 0.1.0\n")
     pyproject = (PROJECT / "pyproject.toml").read_text()
-    assert 'sidecar = "sidecar.hermes_plugin"' in pyproject  # the entry point users get
+    assert 'sidecar = "sidecar.hosts.hermes"' in pyproject  # the entry point users get
     (info / "entry_points.txt").write_text("[hermes_agent.plugins]\nsidecar = sidecar.hermes_plugin\n")
     return site
 

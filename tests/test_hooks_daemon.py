@@ -10,7 +10,7 @@ import orjson
 import pytest
 
 from conftest import SIDECAR, emit, read_json, run_cli, trust_commands, wait_until
-from sidecar.lifecycle import harness_id
+from sidecar.sessions.rules import harness_id
 
 
 def set_hooks(ws, hooks: dict) -> None:

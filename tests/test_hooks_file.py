@@ -8,10 +8,10 @@ import orjson
 import pytest
 
 from conftest import read_json
-from sidecar.hookdoc import QueueEntry, parse, slug
-from sidecar.hooks import HooksError, HookStore, read_prompt
+from sidecar.followups.model import QueueEntry, parse, slug
+from sidecar.followups.seeds import default_doc
+from sidecar.followups.store import HooksError, HookStore, read_prompt
 from sidecar.layout import Workspace
-from sidecar.seeds import default_doc
 from sidecar.timeutil import parse_ts
 
 T0 = 1_795_900_000.0

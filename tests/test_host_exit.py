@@ -14,7 +14,7 @@ import pytest
 from conftest import SIDECAR, read_json, wait_until
 from sidecar import emit as emit_mod
 from sidecar import procwatch
-from sidecar.lifecycle import harness_id
+from sidecar.sessions.rules import harness_id
 
 # A stand-in host: it runs its hooks the way Claude Code and Codex do (`sh -c`, payload on
 # stdin), then lives on until it is killed: between turns, or mid-turn for a session whose
@@ -115,8 +115,8 @@ def test_a_host_that_died_while_no_daemon_ran_is_ended_at_start(workspace, start
 
 
 def test_an_exit_report_for_an_earlier_process_does_not_end_a_resumed_session(workspace):
-    from sidecar.events import parse
-    from sidecar.lifecycle import Applied, apply, new_record
+    from sidecar.inbox.events import parse
+    from sidecar.sessions.rules import Applied, apply, new_record
 
     def event(name, pid, **extra):
         body = {"event": name, "session_id": "s", "host": "h", "ts": time.time(),

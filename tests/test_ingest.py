@@ -11,18 +11,18 @@ import orjson
 import pytest
 
 from conftest import read_json
-from sidecar import daemon as daemon_mod
 from sidecar import locks
 from sidecar.config import Config
-from sidecar.hookqueue import FollowUpQueue
-from sidecar.hooks import HookStore
-from sidecar.ingest import RETRY_SECONDS, Ingestor
-from sidecar.instances import Identity
-from sidecar.kinds import EventKind
+from sidecar.daemon import process as daemon_mod
+from sidecar.daemon.ingest import RETRY_SECONDS, Ingestor
+from sidecar.daemon.instances import Identity
+from sidecar.daemon.workspace import STANDBY_RETRY, WorkspaceServer
+from sidecar.followups.queue import FollowUpQueue
+from sidecar.followups.store import HookStore
 from sidecar.layout import Workspace
-from sidecar.lifecycle import harness_id
-from sidecar.server import STANDBY_RETRY, WorkspaceServer
-from sidecar.sessions import SessionStore
+from sidecar.sessions.rules import harness_id
+from sidecar.sessions.store import SessionStore
+from sidecar.vocabulary import EventKind
 
 T0 = 1_795_900_000.0
 CONFIG = Config(reconcile_interval=2.0, sweep_interval=60.0, stale_after=3600.0)
@@ -150,7 +150,7 @@ def test_a_wall_clock_stepped_forward_makes_no_session_stale(f):
 
 
 def test_a_stop_between_batches_leaves_the_rest_in_the_inbox(f, monkeypatch):
-    monkeypatch.setattr("sidecar.ingest.BATCH_MAX", 3)
+    monkeypatch.setattr("sidecar.daemon.ingest.BATCH_MAX", 3)
     f.ingest.start(T0)
     for i in range(7):
         f.drop(f"e{i}", "session-start", f"s{i}", T0 + i)

@@ -75,7 +75,7 @@ def test_run_refuses_a_bad_config_with_a_clear_error(workspace, config_home):
 
 
 def test_resumes_run_with_the_permissions_their_prompt_needs_and_config_can_change_them(tmp_path):
-    from sidecar.actions import Firing, build_argv
+    from sidecar.followups.actions import Firing, build_argv
     from sidecar.layout import Workspace
 
     firing = Firing("post-task", "claude-code", "s1", "h1", "tidy up", None, tmp_path)

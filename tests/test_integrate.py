@@ -12,8 +12,9 @@ from pathlib import Path
 import pytest
 
 from conftest import SIDECAR, read_json, run_cli
-from sidecar import codex, gemini, integrate
-from sidecar.integrate import CLAUDE_EVENTS
+from sidecar.hosts import codex, gemini
+from sidecar.hosts import settings as integrate
+from sidecar.hosts.settings import CLAUDE_EVENTS
 
 USER_SETTINGS = {
     "model": "opus",
@@ -179,13 +180,13 @@ def test_doctor_names_problems_and_fixes(workspace, tmp_path):
 
 
 def test_doctor_spots_a_low_inotify_limit(tmp_path, workspace):
-    from sidecar import doctor
+    from sidecar.doctor import checks
 
     proc = tmp_path / "proc"
     proc.mkdir()
     (proc / "max_user_watches").write_text("1024\n")
     (proc / "max_user_instances").write_text("128\n")
-    findings = doctor.check(workspace.root, tmp_path / "home", "linux", proc)
+    findings = checks.check(workspace.root, tmp_path / "home", "linux", proc)
     low = [f for f in findings if "max_user_watches" in f.what]
     assert low and not low[0].ok and "sysctl fs.inotify.max_user_watches" in low[0].fix
 

@@ -9,7 +9,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from sidecar import integrate, jsonedit
+from sidecar.hosts import jsonedit
+from sidecar.hosts import settings as integrate
 
 scalars = st.none() | st.booleans() | st.integers(-10**6, 10**6) | st.text(max_size=8)
 values = st.recursive(scalars, lambda inner: st.lists(inner, max_size=4)

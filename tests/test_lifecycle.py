@@ -6,12 +6,12 @@ import itertools
 
 import orjson
 
-from sidecar import lifecycle
-from sidecar.events import parse
-from sidecar.kinds import STALE, EventKind
-from sidecar.lifecycle import Applied, harness_id
-from sidecar.records import Bindings, SessionRecord
+from sidecar.inbox.events import parse
+from sidecar.sessions import rules as lifecycle
+from sidecar.sessions.model import Bindings, SessionRecord
+from sidecar.sessions.rules import Applied, harness_id
 from sidecar.timeutil import iso
+from sidecar.vocabulary import STALE, EventKind
 
 T0 = 1_795_900_000.0
 KEY = ("claude-code", "s1")

@@ -12,18 +12,18 @@ import pytest
 
 from conftest import read_json
 from sidecar.config import Config
-from sidecar.events import parse
-from sidecar.followups import FollowUps, transcript_facts
-from sidecar.hookqueue import FollowUpQueue
-from sidecar.hooks import HookStore
-from sidecar.kinds import Verdict
+from sidecar.followups.decide import decide
+from sidecar.followups.fire import FollowUps, transcript_facts
+from sidecar.followups.queue import FollowUpQueue
+from sidecar.followups.resets import BACKOFF_FIRST, MAX_TRIES, RESET_MARGIN
+from sidecar.followups.seeds import LIMIT_HOOK
+from sidecar.followups.store import HookStore
+from sidecar.inbox.events import parse
 from sidecar.layout import Workspace
-from sidecar.lifecycle import harness_id
-from sidecar.resets import BACKOFF_FIRST, MAX_TRIES, RESET_MARGIN
-from sidecar.scheduler import decide
-from sidecar.seeds import LIMIT_HOOK
-from sidecar.sessions import SessionStore
+from sidecar.sessions.rules import harness_id
+from sidecar.sessions.store import SessionStore
 from sidecar.timeutil import iso, parse_ts
+from sidecar.vocabulary import Verdict
 
 T0 = 1_795_900_000.0
 _names = itertools.count()
@@ -274,7 +274,7 @@ def test_codex_says_only_in_its_rollout_that_the_usage_limit_refused_the_turn(tm
 
 
 def test_token_figures_are_kept_per_session_and_summed_per_workspace(h):
-    from sidecar import usage
+    from sidecar.sessions import tokens as usage
 
     claude = str(TRANSCRIPTS / "claude-code-2.1.328.jsonl")
     h.apply(ev("SessionStart", T0), ev("SessionEnd", T0 + 1, transcript_path=claude))

@@ -15,9 +15,9 @@ import pytest
 
 from conftest import wait_until
 from sidecar.config import Config
-from sidecar.daemon import Daemon
-from sidecar.loop import StepLoop
-from sidecar.sdnotify import Notifier
+from sidecar.daemon.loop import StepLoop
+from sidecar.daemon.process import Daemon
+from sidecar.daemon.sdnotify import Notifier
 
 
 class HandClock:

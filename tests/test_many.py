@@ -15,13 +15,13 @@ import pytest
 
 from conftest import SIDECAR, emit, read_json, wait_until
 from sidecar.config import Config
-from sidecar.hooks import initialise
-from sidecar.instances import Identity
+from sidecar.daemon.instances import Identity
+from sidecar.daemon.loop import StepLoop
+from sidecar.daemon.watch import InotifyWatch, WatchError
+from sidecar.daemon.workspace import WorkspaceServer
+from sidecar.followups.store import initialise
 from sidecar.layout import Workspace
-from sidecar.lifecycle import harness_id
-from sidecar.loop import StepLoop
-from sidecar.server import WorkspaceServer
-from sidecar.watch import InotifyWatch, WatchError
+from sidecar.sessions.rules import harness_id
 
 linux_only = pytest.mark.skipif(not os.path.exists("/proc/self/task"), reason="needs /proc")
 
@@ -145,7 +145,7 @@ def test_a_low_open_file_limit_is_named_and_the_workspaces_within_it_are_served(
 def test_a_workspace_that_cannot_be_watched_stops_no_other(tmp_path, config_home):
     """The inotify watch limit cannot be lowered for one test, so the kernel's answer is
     played by a folder watch that refuses one workspace the way it does at the limit."""
-    from sidecar.daemon import Daemon
+    from sidecar.daemon.process import Daemon
 
     roots = make_workspaces(tmp_path, 3)
     daemon = Daemon(roots, Config())
@@ -287,7 +287,7 @@ def test_one_inotify_watch_serves_many_folders_and_says_when_one_is_gone(tmp_pat
 
 def test_the_watchdog_fallback_reports_names_and_refuses_a_missing_folder(tmp_path):
     """Where there is no inotify (macOS) watchdog's observer does the watching."""
-    from sidecar.watch import WatchdogWatch
+    from sidecar.daemon.watch import WatchdogWatch
 
     watch = WatchdogWatch()
     seen: list[str | None] = []

@@ -16,10 +16,11 @@ from pathlib import Path
 import pytest
 
 from conftest import emit
-from sidecar import inbox, jsonfile, locks, safedir
+from sidecar import jsonfile, locks, safedir
+from sidecar.inbox import folder as inbox
 from sidecar.layout import Workspace
 
-PLUGIN = Path(__file__).parent.parent / "sidecar" / "opencode_plugin.js"
+PLUGIN = Path(__file__).parent.parent / "sidecar" / "hosts" / "opencode_plugin.js"
 LINK_REFUSED = "is a symlink; sidecar never writes through one"
 CONTINUE = b'{"continue": true}\n'
 
@@ -206,7 +207,7 @@ def test_reject_refuses_a_rejected_folder_swapped_for_a_symlink(ws, tmp_path):
 def test_a_prompt_is_never_read_through_a_symlinked_hooks_folder(ws, tmp_path):
     """Attack: a clone ships `.context/hooks` as a symlink to a folder holding a `post-task.md`
     of someone else's (a secret): it would have been read and sent to an agent as the prompt."""
-    from sidecar.hooks import PromptError, read_prompt
+    from sidecar.followups.store import PromptError, read_prompt
 
     target = outside(tmp_path)
     (target / "post-task.md").write_text("the secret\n")
@@ -240,7 +241,7 @@ def test_an_inbox_swapped_while_an_event_is_read_rejects_nothing(tmp_path):
 def test_an_outcome_is_read_again_once_a_swapped_logs_folder_is_repaired(tmp_path):
     """An action that ended while `logs` was a link: its real outcome is recorded later,
     not `error: interrupted` for good."""
-    from sidecar import actions
+    from sidecar.followups import actions
 
     ws = Workspace(tmp_path / "ws")
     ws.ensure_runtime()

@@ -17,7 +17,7 @@ from hosts.chat_stub import ChatStub, LimitedChatStub
 from hosts.lifecycle import assert_whole_lifecycle, prepare_post_task, set_resume, settled
 
 from conftest import npm_host, read_json, run_cli, wait_until
-from sidecar.lifecycle import harness_id
+from sidecar.sessions.rules import harness_id
 
 pytestmark = pytest.mark.e2e
 

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import logging
 
-from sidecar import plugins
-from sidecar.kinds import EventKind
+from sidecar.daemon import plugins
+from sidecar.vocabulary import EventKind
 
 
 def test_a_plugin_that_fails_to_load_is_logged_and_the_others_load(tmp_path, monkeypatch, caplog):

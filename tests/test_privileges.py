@@ -30,13 +30,13 @@ import orjson
 import pytest
 
 from conftest import SIDECAR, DaemonProcess, _is_serving, emit, read_json, run_cli, wait_until
-from sidecar import actions, trust
 from sidecar import owner as owner_mod
-from sidecar.hookqueue import FOREIGN_RUN
+from sidecar.followups import actions, trust
+from sidecar.followups.queue import FOREIGN_RUN
 from sidecar.layout import Workspace
-from sidecar.lifecycle import harness_id
 from sidecar.owner import SAFE_PATH
 from sidecar.procwatch import Proc, is_alive, start_time
+from sidecar.sessions.rules import harness_id
 
 TOOLS = ("setpriv", "useradd", "userdel")
 TOGGLER = Path(__file__).with_name("symlink_toggler.py")

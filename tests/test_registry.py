@@ -13,7 +13,7 @@ import pytest
 
 from conftest import SIDECAR, emit, run_cli, wait_until
 from sidecar.layout import Workspace
-from sidecar.lifecycle import harness_id
+from sidecar.sessions.rules import harness_id
 
 
 def _served(root: Path) -> bool:

@@ -7,7 +7,14 @@ from zoneinfo import ZoneInfo
 
 import pytest
 
-from sidecar.resets import BACKOFF_CAP, MAX_TRIES, RESET_MARGIN, backoff, next_try, parse_reset
+from sidecar.followups.resets import (
+    BACKOFF_CAP,
+    MAX_TRIES,
+    RESET_MARGIN,
+    backoff,
+    next_try,
+    parse_reset,
+)
 
 UTC = dt.UTC
 # 2026-12-01 10:00:00 UTC, a Tuesday; 11:00 in Berlin, 05:00 in New York.

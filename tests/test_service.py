@@ -14,8 +14,8 @@ from pathlib import Path
 import pytest
 
 from conftest import run_cli, wait_until
-from sidecar import service
-from sidecar.sdnotify import Notifier
+from sidecar.daemon.sdnotify import Notifier
+from sidecar.install import service
 
 
 @pytest.mark.e2e

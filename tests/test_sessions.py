@@ -13,9 +13,9 @@ from freezegun import freeze_time
 
 from conftest import FIXTURES, read_json
 from sidecar import jsonfile
-from sidecar.events import parse
+from sidecar.inbox.events import parse
 from sidecar.layout import Workspace
-from sidecar.sessions import SessionStore, harness_id
+from sidecar.sessions.store import SessionStore, harness_id
 from sidecar.timeutil import iso, now
 
 T0 = 1_795_900_000.0
@@ -279,7 +279,7 @@ def test_a_transcript_whose_reading_fails_still_lets_the_session_complete(ws, st
                                                                           caplog):
     # Running out of memory cannot be caused here without harming the machine: the reader
     # is made to fail as it would, and the end must be applied all the same.
-    from sidecar import transcripts
+    from sidecar.hosts import transcripts
 
     def exhausted(*args, **kwargs):
         raise MemoryError

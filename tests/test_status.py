@@ -104,8 +104,8 @@ def test_all_shows_every_registered_workspace(tmp_path, config_home, start_daemo
 
 
 def test_session_status_finds_a_completed_session_of_a_host_it_does_not_know(workspace):
-    from sidecar.events import parse
-    from sidecar.sessions import SessionStore
+    from sidecar.inbox.events import parse
+    from sidecar.sessions.store import SessionStore
 
     store = SessionStore(workspace, durable=False)
     events = [parse(orjson.dumps({"event": kind, "session_id": "aid-1", "host": "aider",

@@ -15,9 +15,9 @@ from freezegun import freeze_time
 from test_followups import SID, T0, Harness, ev
 
 from conftest import read_json, run_cli, trust_commands
-from sidecar.hookdoc import new_hook
-from sidecar.kinds import INTERRUPTED
+from sidecar.followups.model import new_hook
 from sidecar.timeutil import iso
+from sidecar.vocabulary import INTERRUPTED
 
 
 @pytest.fixture
@@ -217,7 +217,7 @@ def test_a_resume_of_an_id_the_host_never_issues_is_skipped_not_run(tmp_path):
     ("opencode", "ses_dd4eb69eeffeJGgJGOX3UnY9cm", "ses_short"),
 ])
 def test_each_host_knows_its_id_shape(host, good, bad):
-    from sidecar.session_ids import misfit
+    from sidecar.hosts.session_ids import misfit
 
     assert misfit(host, good) is None
     assert misfit(host, bad) is not None and host in misfit(host, bad)

@@ -11,9 +11,9 @@ import orjson
 import pytest
 
 from conftest import SIDECAR, emit, read_json, wait_until
+from sidecar.hosts.transcripts import MAX_TRANSCRIPT
 from sidecar.layout import Workspace
-from sidecar.lifecycle import harness_id
-from sidecar.transcripts import MAX_TRANSCRIPT
+from sidecar.sessions.rules import harness_id
 
 
 def _record(ws: Workspace, session: str):

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from sidecar.transcripts import Failure, Tokens, last_turn_failure, token_totals
+from sidecar.hosts.transcripts import Failure, Tokens, last_turn_failure, token_totals
 
 TRANSCRIPTS = Path(__file__).parent / "fixtures" / "transcripts"
 
@@ -81,7 +81,7 @@ def test_a_file_that_says_it_is_empty_but_never_ends_is_read_only_to_the_cap():
     # /proc/self/pagemap is a regular file whose st_size is 0, yet reads give gigabytes.
     import tracemalloc
 
-    from sidecar.transcripts import MAX_TRANSCRIPT
+    from sidecar.hosts.transcripts import MAX_TRANSCRIPT
 
     tracemalloc.start()
     try:
@@ -111,7 +111,7 @@ def test_a_transcript_of_many_lines_is_streamed_not_kept(tmp_path):
 
 
 def test_an_overlong_line_is_skipped_and_the_rest_still_counted(tmp_path):
-    from sidecar.transcripts import MAX_LINE
+    from sidecar.hosts.transcripts import MAX_LINE
 
     path = tmp_path / "t.jsonl"
     real = (TRANSCRIPTS / "claude-code-2.1.328.jsonl").read_bytes()

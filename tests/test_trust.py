@@ -14,8 +14,8 @@ import orjson
 import pytest
 
 from conftest import emit, read_json, run_cli, wait_until
-from sidecar import trust
-from sidecar.hookdoc import Run
+from sidecar.followups import trust
+from sidecar.followups.model import Run
 from sidecar.layout import Workspace
 
 needs_git = pytest.mark.skipif(shutil.which("git") is None, reason="needs git")
@@ -311,7 +311,7 @@ def test_a_fifo_where_a_trace_belongs_is_refused_at_once(tmp_path, config_home):
 
 
 def test_a_claim_owner_that_is_a_path_names_no_instance(tmp_path, config_home):
-    from sidecar.instances import is_alive
+    from sidecar.daemon.instances import is_alive
 
     ws = Workspace(tmp_path / "ws")
     ws.ensure_runtime()
@@ -324,7 +324,7 @@ def test_a_claim_owner_that_is_a_path_names_no_instance(tmp_path, config_home):
 def test_a_workspace_reached_through_a_link_trusts_nothing(tmp_path, config_home):
     """status and doctor ask for trust too: a link on the path means no owner to trust for,
     so every command reads untrusted (never an error, never the link's target's trust)."""
-    from sidecar.hookdoc import new_hook
+    from sidecar.followups.model import new_hook
 
     real = Workspace(tmp_path / "real")
     real.ensure_runtime()

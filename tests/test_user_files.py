@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from conftest import SIDECAR, read_json, run_cli
-from sidecar import integrate
+from sidecar.hosts import settings as integrate
 
 LAYOUTS = {
     "four spaces, one-line objects": (

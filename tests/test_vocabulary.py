@@ -4,27 +4,21 @@ from __future__ import annotations
 
 import pytest
 
-from sidecar import (
-    actions,
-    config,
-    events,
-    hookdoc,
-    hooks,
-    integrate,
-    jsonfile,
-    layout,
-    locks,
-    plugins,
-    service,
-    sessions,
-)
-from sidecar.kinds import EventKind, SidecarError
+from sidecar import config, jsonfile, layout, locks
+from sidecar.daemon import plugins
+from sidecar.errors import SidecarError
+from sidecar.followups import actions, model, store
+from sidecar.hosts import settings
+from sidecar.inbox import events
+from sidecar.install import service
+from sidecar.sessions import store as sessions
+from sidecar.vocabulary import EventKind
 
 
 @pytest.mark.parametrize("error", [
-    actions.ActionError, config.ConfigError, events.BadEvent, hookdoc.HooksError,
-    integrate.IntegrateError, locks.LockTimeout, service.ServiceError, sessions.StoreError,
-    service.NoServiceManager, hooks.PromptError, layout.TamperedRuntime, layout.UnconfinedName,
+    actions.ActionError, config.ConfigError, events.BadEvent, model.HooksError,
+    settings.IntegrateError, locks.LockTimeout, service.ServiceError, sessions.StoreError,
+    service.NoServiceManager, store.PromptError, layout.TamperedRuntime, layout.UnconfinedName,
     jsonfile.NotARegularFile,
 ])
 def test_every_error_sidecar_raises_on_purpose_shares_one_root(error):
@@ -32,7 +26,7 @@ def test_every_error_sidecar_raises_on_purpose_shares_one_root(error):
 
 
 def test_every_event_kind_can_queue_a_hook_and_reach_a_plugin():
-    assert set(hookdoc.HOOK_EVENTS) == {kind.value for kind in EventKind}
+    assert set(model.HOOK_EVENTS) == {kind.value for kind in EventKind}
     assert all(kind in plugins.CALLBACKS for kind in EventKind)
     for kind in EventKind:
         assert events.canonical(kind.value) is kind

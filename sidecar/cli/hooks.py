@@ -1,0 +1,392 @@
+"""`sidecar hooks ...`: edit hooks.json safely while daemons run."""
+
+from __future__ import annotations
+
+import os
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any, NoReturn, TypeVar
+
+import typer
+
+from sidecar import jsonfile
+from sidecar.followups import logtail, trust
+from sidecar.followups.model import Hook, HooksDoc, HooksError, new_hook, slug
+from sidecar.followups.store import HookStore
+from sidecar.layout import find_workspace
+from sidecar.locks import LockTimeout
+from sidecar.owner import owner_uid
+from sidecar.timeutil import human_age, now, parse_duration
+
+EXIT_BUSY = 75  # EX_TEMPFAIL: hooks.json is locked by someone else; trying again will do
+
+T = TypeVar("T")
+
+hooks_app = typer.Typer(no_args_is_help=True, help="List and edit follow-up hooks.")
+
+RootOption = typer.Option(None, "--root", help="The workspace (default: the one holding the current folder).")
+
+
+def _fail(message: str, code: int = 1) -> NoReturn:
+    typer.echo(f"sidecar hooks: {message}", err=True)
+    raise typer.Exit(code)
+
+
+def _store(root: Path | None) -> HookStore:
+    ws = find_workspace(root or Path.cwd())
+    if ws is None:
+        _fail(f"{root or Path.cwd()} is not a workspace (no .context/); run `sidecar init`", 4)
+    return HookStore(ws)
+
+
+def _writable(store: HookStore) -> None:
+    """Refuse to edit on top of a broken hand edit: the user's text must not be lost."""
+    try:
+        store.read_file()
+    except FileNotFoundError:
+        pass
+    except HooksError as exc:
+        _fail(f"{store.ws.hooks_file} is broken ({exc}); fix it by hand first")
+
+
+def _delay(text: str) -> int:
+    try:
+        seconds = parse_duration(text)
+    except ValueError as exc:
+        _fail(str(exc))
+    if seconds != int(seconds):
+        _fail(f"delay must be whole seconds, not {text!r}")
+    return int(seconds)
+
+
+def _apply(store: HookStore, edit: Callable[[HooksDoc], T]) -> T:
+    _writable(store)
+    try:
+        return store.change(now(), edit)
+    except HooksError as exc:
+        _fail(str(exc))
+    except LockTimeout as exc:
+        _fail(f"{exc}: another sidecar command or a daemon holds it; try again", EXIT_BUSY)
+
+
+def _options(event: str | None, delay: str | None, prompt_file: str | None, no_prompt: bool,
+             skip_cron: bool | None, skip_subagents: bool | None, max_context_k: int | None,
+             command: list[str]) -> dict[str, Any]:
+    fields: dict[str, Any] = {}
+    if event is not None:
+        fields["event"] = event
+    if delay is not None:
+        fields["delaySeconds"] = _delay(delay)
+    if no_prompt:
+        fields["promptFile"] = None
+    elif prompt_file is not None:
+        fields["promptFile"] = prompt_file
+    if skip_cron is not None:
+        fields["skipCron"] = skip_cron
+    if skip_subagents is not None:
+        fields["skipSubagents"] = skip_subagents
+    if max_context_k is not None:
+        fields["maxContextK"] = max_context_k
+    if command:
+        fields["action"] = list(command)
+    return fields
+
+
+EventOpt = typer.Option(None, "--event", help="session-end (default), session-start, "
+                        "session-reset, turn-end or tool-use.")
+DelayOpt = typer.Option(None, "--delay", help="Seconds (or 30s, 5m, 1h) after the event; 0..86400.")
+PromptOpt = typer.Option(None, "--prompt-file",
+                         help="A .md file under .context/hooks/, e.g. hooks/post-task.md.")
+NoPromptOpt = typer.Option(False, "--no-prompt", help="The hook has no prompt file.")
+CronOpt = typer.Option(None, "--skip-cron/--no-skip-cron", help="Skip sessions started by cron.")
+SubagentOpt = typer.Option(None, "--skip-subagents/--no-skip-subagents",
+                           help="Skip subagent sessions.")
+ContextOpt = typer.Option(None, "--max-context-k",
+                          help="Skip transcripts over this many thousand tokens (0: no cap).")
+ResumeOpt = typer.Option(False, "--resume", help="Make the action `resume` again.")
+ReasonsOpt = typer.Option(None, "--reasons", help="End reasons that queue a session-end hook, "
+                          "comma-separated (e.g. exit,host-exited); `default`: all but stale.")
+InterruptedOpt = typer.Option(None, "--also-interrupted/--not-interrupted",
+                              help="Also fire for a session whose last turn never ended "
+                              "(Ctrl-C, a kill); by default such a session is left alone.")
+AgainOpt = typer.Option(None, "--again-after-user-turn/--once-per-session",
+                        help="Run again for a conversation once the user's own next turn "
+                        "ends after it ran; by default a hook runs once per session.")
+
+
+def _turn_options(reasons: str | None, also_interrupted: bool | None,
+                  again: bool | None) -> dict[str, Any]:
+    fields: dict[str, Any] = {}
+    if reasons is not None:
+        listed = [r.strip() for r in reasons.split(",") if r.strip()]
+        if not listed:
+            _fail("--reasons needs at least one end reason (like exit,host-exited), or default")
+        fields["reasons"] = None if listed == ["default"] else listed
+    if also_interrupted is not None:
+        fields["alsoInterrupted"] = also_interrupted
+    if again is not None:
+        fields["againAfterUserTurn"] = again
+    return fields
+
+
+@hooks_app.command("list")
+def list_hooks(root: Path | None = RootOption,
+               as_json: bool = typer.Option(False, "--json")) -> None:
+    """Every hook and the queue."""
+    store = _store(root)
+    view = store.snapshot(now())
+    if as_json:
+        sys.stdout.buffer.write(jsonfile.dumps({
+            "hooks": {k: h.to_json() for k, h in view.hooks.items()},
+            "pending": [e.to_json() for e in view.pending], "error": view.error}))
+        return
+    if view.error:
+        typer.echo(f"hooks.json is broken: {view.error} (showing the last good hooks)")
+    untrusted = {h.id for h in trust.untrusted(store.ws, view.hooks.values())}
+    for hook in view.hooks.values():
+        action = trust.shown(hook.action) if isinstance(hook.action, list) else "resume"
+        mark = "  (not trusted on this machine: sidecar hooks trust " + hook.id + ")" \
+            if hook.id in untrusted else ""
+        typer.echo(f"{hook.id:<20} {'on ' if hook.enabled else 'off'}  {hook.event:<13} "
+                   f"{hook.delay_seconds:>6}s  {action}  last: {hook.last_status or '-'}{mark}")
+    t = now()
+    for entry in view.pending:
+        when = "due" if entry.due <= t else f"in {human_age(entry.due - t)}"
+        typer.echo(f"  queued {entry.hook_id} for {entry.host} {entry.session_id} {when}"
+                   f" retries {entry.retries}")
+
+
+@hooks_app.command("add", context_settings={"allow_extra_args": True})
+def add(
+    ctx: typer.Context,
+    name: str = typer.Argument(..., help="A name; the id is made from it."),
+    event: str | None = EventOpt,
+    delay: str | None = DelayOpt,
+    prompt_file: str | None = PromptOpt,
+    no_prompt: bool = NoPromptOpt,
+    skip_cron: bool | None = CronOpt,
+    skip_subagents: bool | None = SubagentOpt,
+    max_context_k: int | None = ContextOpt,
+    reasons: str | None = ReasonsOpt,
+    also_interrupted: bool | None = InterruptedOpt,
+    again: bool | None = AgainOpt,
+    disabled: bool = typer.Option(False, "--disabled", help="Add it switched off."),
+    replace: bool = typer.Option(False, "--replace", help="Overwrite a hook of the same name."),
+    root: Path | None = RootOption,
+) -> None:
+    """Add a hook. The action is `resume` unless a command follows `--`: hooks add NAME -- ARGV...
+
+    A resume hook prompts with hooks/post-task.md unless --prompt-file says otherwise; a command
+    hook has no prompt unless --prompt-file gives one.
+    """
+    store = _store(root)
+    fields = _options(event, delay, prompt_file, no_prompt, skip_cron, skip_subagents,
+                      max_context_k, ctx.args) | _turn_options(reasons, also_interrupted, again)
+    fields["enabled"] = not disabled
+    if ctx.args and "promptFile" not in fields:
+        fields["promptFile"] = None  # a command gets {prompt} only when asked for
+    hook_id = slug(name)
+
+    def edit(doc: HooksDoc) -> str:
+        if hook_id in doc.hooks and not replace:
+            _fail(f"a hook {hook_id!r} exists already; choose another name, or add --replace")
+        hook = new_hook(hook_id, name, now(), **fields)
+        _prompt_exists(store, hook.prompt_file)
+        doc.hooks[hook_id] = hook
+        if replace:
+            doc.drop_orphans()
+        return hook_id
+
+    added = _apply(store, edit)
+    if ctx.args:
+        _trust(store, list(ctx.args))  # the user wrote it here: it is theirs
+    typer.echo(f"added {added}")
+
+
+def _trust(store: HookStore, action: list[str]) -> None:
+    """Trust `action` for this user; where the workspace is someone else's, say that only its
+    owner's trust counts (a root daemon acts as the owner, with the owner's trust)."""
+    owner = owner_uid(store.ws)
+    if owner != os.geteuid():
+        typer.echo(f"note: {store.ws.root} belongs to uid {owner}; its command runs only once "
+                   "that user trusts it (`sidecar hooks trust` run as them)", err=True)
+    trust.trust(store.ws, action, now())
+
+
+def _prompt_exists(store: HookStore, prompt_file: str | None) -> None:
+    """A prompt file that does not exist would fail only when the hook fires: refuse now."""
+    if prompt_file is not None and not (store.ws.context / prompt_file).is_file():
+        _fail(f"prompt file {store.ws.context / prompt_file} does not exist; write it first")
+
+
+@hooks_app.command("update", context_settings={"allow_extra_args": True})
+def update(
+    ctx: typer.Context,
+    hook_id: str = typer.Argument(...),
+    name: str | None = typer.Option(None, "--name"),
+    event: str | None = EventOpt,
+    delay: str | None = DelayOpt,
+    prompt_file: str | None = PromptOpt,
+    no_prompt: bool = NoPromptOpt,
+    skip_cron: bool | None = CronOpt,
+    skip_subagents: bool | None = SubagentOpt,
+    max_context_k: int | None = ContextOpt,
+    reasons: str | None = ReasonsOpt,
+    also_interrupted: bool | None = InterruptedOpt,
+    again: bool | None = AgainOpt,
+    resume: bool = ResumeOpt,
+    root: Path | None = RootOption,
+) -> None:
+    """Change a hook's settings; a command after `--` replaces its action."""
+    store = _store(root)
+    fields = _options(event, delay, prompt_file, no_prompt, skip_cron, skip_subagents,
+                      max_context_k, ctx.args) | _turn_options(reasons, also_interrupted, again)
+    if name is not None:
+        fields["name"] = name
+    if resume:
+        fields["action"] = "resume"
+    if not fields:
+        _fail("nothing to change")
+
+    def edit(doc: HooksDoc) -> None:
+        hook = _existing(doc, hook_id)
+        changed = Hook.from_json({**hook.to_json(), **fields}, f"hook {hook_id}")
+        if "promptFile" in fields:
+            _prompt_exists(store, changed.prompt_file)
+        doc.hooks[hook_id] = changed
+
+    _apply(store, edit)
+    if ctx.args:
+        _trust(store, list(ctx.args))  # the user wrote it here: it is theirs
+    typer.echo(f"updated {hook_id}")
+
+
+def _existing(doc: HooksDoc, hook_id: str) -> Hook:
+    return _existing_in(doc.hooks, hook_id)
+
+
+def _existing_in(hooks: dict[str, Hook], hook_id: str) -> Hook:
+    hook = hooks.get(hook_id)
+    if hook is None:
+        _fail(f"no hook {hook_id!r} (have: {', '.join(hooks) or 'none'})")
+    return hook
+
+
+def _switch(hook_id: str, enabled: bool, root: Path | None) -> None:
+    store = _store(root)
+
+    def edit(doc: HooksDoc) -> int:
+        _existing(doc, hook_id).enabled = enabled
+        return len(doc.drop_orphans())
+
+    dropped = _apply(store, edit)
+    typer.echo(f"{'enabled' if enabled else 'disabled'} {hook_id}"
+               + (f"; dropped {dropped} queued firing(s)" if dropped else ""))
+
+
+@hooks_app.command()
+def enable(hook_id: str, root: Path | None = RootOption) -> None:
+    """Switch a hook on."""
+    _switch(hook_id, True, root)
+
+
+@hooks_app.command()
+def disable(hook_id: str, root: Path | None = RootOption) -> None:
+    """Switch a hook off; its queued firings are dropped."""
+    _switch(hook_id, False, root)
+
+
+@hooks_app.command()
+def remove(hook_id: str, root: Path | None = RootOption) -> None:
+    """Delete a hook and its queued firings."""
+    store = _store(root)
+
+    def edit(doc: HooksDoc) -> int:
+        _existing(doc, hook_id)
+        del doc.hooks[hook_id]
+        return len(doc.drop_orphans())
+
+    dropped = _apply(store, edit)
+    typer.echo(f"removed {hook_id}" + (f"; dropped {dropped} queued firing(s)" if dropped else ""))
+
+
+@hooks_app.command("trust")
+def trust_hook(
+    hook_id: str = typer.Argument(..., help="The command hook to trust."),
+    yes: bool = typer.Option(False, "--yes", "-y", help="Do not ask; trust what is shown."),
+    root: Path | None = RootOption,
+) -> None:
+    """Show a command hook's exact command, then trust it on this machine, for this workspace.
+
+    A command that arrived with a clone, a pull or a hand edit runs only once trusted; a
+    later change to it needs trusting again.
+    """
+    store = _store(root)
+    hook = _existing_in(store.snapshot(now()).hooks, hook_id)
+    if not isinstance(hook.action, list):
+        typer.echo(f"{hook_id} resumes the session with your own [resume] command; it needs no trust")
+        return
+    typer.echo(f"{hook_id} runs, in {store.ws.root}:\n  {trust.shown(hook.action)}")
+    if trust.is_trusted(store.ws, hook.action):
+        typer.echo("already trusted on this machine")
+        return
+    if not yes:
+        if not sys.stdin.isatty():
+            _fail("not trusted: add --yes to trust it without a question", 1)
+        if not typer.confirm("Trust this command on this machine?", default=False):
+            _fail("not trusted", 1)
+    _trust(store, hook.action)
+    typer.echo(f"trusted {hook_id} (in {trust.trust_file()})")
+
+
+@hooks_app.command("kill-running")
+def kill_running(root: Path | None = RootOption) -> None:
+    """End every follow-up action that is running now (SIGTERM to its process group); the
+    leader records each as ended by the signal."""
+    import signal
+
+    from sidecar.followups.actions import signal_group
+    from sidecar.procwatch import Proc
+
+    store = _store(root)
+    # Only processes this user's sidecar started (a run record with a valid MAC): a pid
+    # planted in hooks.json is never signalled.
+    ended = [e for e in store.snapshot(now()).pending if e.run is not None
+             and trust.is_ours(store.ws, e.id, e.run)
+             and signal_group(Proc(e.run.pid, e.run.start), signal.SIGTERM)]
+    for entry in ended:
+        typer.echo(f"sent SIGTERM to {entry.hook_id} for {entry.host} {entry.session_id} "
+                   f"(pid {entry.run.pid if entry.run else '?'})")
+    if not ended:
+        typer.echo("no follow-up action is running")
+
+
+@hooks_app.command("history")
+def history(
+    hook_id: str | None = typer.Argument(None, help="Only this hook's firings."),
+    session: str | None = typer.Option(None, "--session", help="Only firings for this host "
+                                                               "session id."),
+    as_json: bool = typer.Option(False, "--json", help="One JSON document."),
+    root: Path | None = RootOption,
+) -> None:
+    """Past firings, oldest first: when, which hook, for which session, how it ended, its log."""
+    store = _store(root)
+    view = store.snapshot(now())
+    if hook_id is not None and hook_id not in view.hooks:
+        _fail(f"no hook {hook_id!r} (have: {', '.join(view.hooks) or 'none'})")
+    rows = sorted(
+        ({"hookId": h.id, **f.to_json(), "lastLine": logtail.last_line(store.ws, h.id, f.log)
+          if (f.status or "").startswith("error") else None}
+         for h in view.hooks.values() if hook_id in (None, h.id) for f in h.history
+         if session in (None, f.session_id)),
+        key=lambda row: str(row["at"]))
+    if as_json:
+        sys.stdout.buffer.write(jsonfile.dumps({"firings": rows}))
+        return
+    for row in rows:
+        typer.echo(f"{row['at']}  {row['hookId']:<16} {row['host']:<12} {row['sessionId']:<38} "
+                   f"{row['status']}" + (f": {row['lastLine']}" if row["lastLine"] else "")
+                   + (f"  log {row['log']}" if row["log"] else ""))
+    if not rows:
+        typer.echo("no firings yet")

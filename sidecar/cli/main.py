@@ -1,0 +1,208 @@
+"""The `sidecar` command line: thin commands over the modules that do the work."""
+
+from __future__ import annotations
+
+import logging
+import sys
+from pathlib import Path
+from typing import NoReturn
+
+import typer
+
+from sidecar import config as config_mod
+from sidecar import jsonfile, layout
+from sidecar.cli import status as status_mod
+from sidecar.cli.hooks import hooks_app
+from sidecar.cli.integrate import integrate_app, unregister
+from sidecar.cli.reload import reload
+from sidecar.cli.setup import doctor, service_app
+from sidecar.errors import SidecarError
+from sidecar.followups import trust
+from sidecar.followups.store import initialise
+from sidecar.install import foreign
+from sidecar.install.uninstall import uninstall
+from sidecar.layout import Workspace, find_workspace
+from sidecar.timeutil import now
+
+app = typer.Typer(
+    add_completion=False,
+    no_args_is_help=True,
+    help="sidecar: owns the session lifecycle of AI coding agents, beside them.",
+)
+
+
+def _print_version(value: bool) -> None:
+    if value:
+        version()
+        raise typer.Exit()
+
+
+@app.callback()
+def _options(version: bool = typer.Option(False, "--version", callback=_print_version,
+                                          is_eager=True, help="Print the version and exit.")) -> None:
+    """sidecar: owns the session lifecycle of AI coding agents, beside them."""
+
+
+def fail(message: str, code: int = 1) -> NoReturn:
+    typer.echo(f"sidecar: {message}", err=True)
+    raise typer.Exit(code)
+
+
+def load_config() -> config_mod.Config:
+    try:
+        return config_mod.load_config()
+    except config_mod.ConfigError as exc:
+        fail(str(exc), 2)
+
+
+@app.command()
+def init(directory: Path = typer.Argument(Path("."), help="The workspace folder.")) -> None:
+    """Create the layout, the default hook and prompt, and register the workspace."""
+    root = directory.resolve()
+    if not root.is_dir():
+        fail(f"{root} is not a folder")
+    ws = Workspace(root)
+    fresh = not ws.is_initialised()
+    try:
+        registered_before = root in config_mod.load_registry()
+        ws.check_runtime()
+        moved = foreign.set_aside(ws, registered_before, now())
+        had_hooks = ws.hooks_file.exists()
+        seeded = initialise(ws, now())
+    except (OSError, SidecarError) as exc:
+        fail(f"cannot initialise {root}: {exc}")
+    try:
+        registered = config_mod.register(root)
+    except config_mod.RegistryError as exc:
+        fail(f"{ws.context} is initialised but not registered: {exc}")
+    typer.echo(f"{'initialised' if fresh else 'already initialised'}: {ws.context}")
+    if moved is not None:
+        _say_moved(ws, *moved)
+    if seeded:
+        typer.echo("wrote the default prompts (.context/hooks/)" if had_hooks else
+                   "wrote the default post-task hook and its prompt (.context/hooks/post-task.md)")
+    typer.echo(f"{'registered' if registered else 'already registered'} in {layout.registry_file()}")
+    typer.echo("next: sidecar integrate <host> (claude-code, codex, gemini or opencode), so the "
+               "host's hooks drop its events here")
+
+
+def _say_moved(ws: Workspace, found: foreign.Found, aside: Path) -> None:
+    typer.echo("found state in .context/runtime that this machine's sidecar did not write:")
+    for what in found.what:
+        typer.echo(f"  - {what}")
+    typer.echo(f"moved it to {aside.relative_to(ws.root)}/; none of it runs")
+    commands = [h for h in found.hooks.values() if isinstance(h.action, list)]
+    if found.hooks:
+        typer.echo(f"kept its hook definitions ({', '.join(found.hooks)}) without their queue; "
+                   "a command hook runs only once you trust it:")
+    for hook in commands:
+        assert isinstance(hook.action, list)
+        typer.echo(f"  {hook.id}: {trust.shown(hook.action)}  (to run it: sidecar hooks trust "
+                   f"{hook.id})")
+
+
+@app.command()
+def run(
+    root: list[Path] | None = typer.Option(None, "--root", help="Serve this workspace (repeatable)."),
+    verbose: bool = typer.Option(False, "--verbose", "-v", help="Log every batch."),
+) -> None:
+    """Serve the registered workspaces (or the given ones) in the foreground."""
+    from sidecar.daemon.process import configure_logging, serve
+
+    configure_logging(logging.DEBUG if verbose else logging.INFO)
+    config = load_config()
+    roots = None
+    if root:
+        roots = []
+        for folder in root:
+            ws = find_workspace(folder)
+            if ws is None:
+                fail(f"{folder} is not in a workspace (no .context/); run `sidecar init {folder}`", 4)
+            roots.append(ws.root)
+    raise typer.Exit(serve(roots, config))
+
+
+@app.command(context_settings={"allow_extra_args": True, "ignore_unknown_options": True})
+def emit(ctx: typer.Context) -> None:
+    """Drop one event: EVENT --session-id ID, or a host's hook JSON on stdin."""
+    from sidecar.emit import main as emit_main
+
+    raise typer.Exit(emit_main(list(ctx.args)))
+
+
+@app.command()
+def status(
+    root: Path | None = typer.Option(None, "--root", help="The workspace to show."),
+    all_: bool = typer.Option(False, "--all", help="Every registered workspace."),
+    as_json: bool = typer.Option(False, "--json", help="One versioned JSON document."),
+    session: str | None = typer.Option(None, "--session", help="One host session's timeline "
+                                       "and follow-ups instead."),
+) -> None:
+    """Instances, inbox, rejected files, sessions, bindings, hooks and queue."""
+    if session is not None:
+        _session_status(root, session, as_json)
+    if all_:
+        workspaces = []
+        try:
+            roots = config_mod.load_registry()
+        except config_mod.RegistryError as exc:
+            fail(str(exc), 2)
+        for registered in roots:
+            if Workspace(registered).context.is_dir():
+                workspaces.append(Workspace(registered))
+            else:
+                typer.echo(f"sidecar: {registered} is registered but is not a workspace (any "
+                           f"more); skipped. To forget it: sidecar unregister {registered}", err=True)
+    else:
+        found = find_workspace(root or Path.cwd())
+        if found is None:
+            fail(f"{root or Path.cwd()} is not a workspace (no .context/)", 4)
+        workspaces = [found]
+    report = status_mod.build(workspaces, now())
+    if as_json:
+        sys.stdout.buffer.write(jsonfile.dumps(report))
+    else:
+        typer.echo(status_mod.render_text(report), nl=False)
+    raise typer.Exit(status_mod.exit_code(report))
+
+
+def _session_status(root: Path | None, session: str, as_json: bool) -> NoReturn:
+    found = find_workspace(root or Path.cwd())
+    if found is None:
+        fail(f"{root or Path.cwd()} is not a workspace (no .context/)", 4)
+    try:
+        report = status_mod.session_report(found, session)
+    except (OSError, ValueError, SidecarError) as exc:
+        fail(f"cannot read session {session}: {exc}")
+    if report is None:
+        fail(f"no session {session!r} in {found.root}", 1)
+    if as_json:
+        sys.stdout.buffer.write(jsonfile.dumps(report))
+    else:
+        typer.echo(status_mod.render_session(report), nl=False)
+    raise typer.Exit(0)
+
+
+app.add_typer(hooks_app, name="hooks")
+app.add_typer(service_app, name="service")
+app.add_typer(integrate_app, name="integrate")
+app.command()(doctor)
+app.command()(unregister)
+app.command()(reload)
+app.command()(uninstall)
+
+
+@app.command()
+def version() -> None:
+    """Print the version and the commit it was built from."""
+    from sidecar.build import shown
+
+    typer.echo(shown())
+
+
+def main() -> int:
+    try:
+        app()
+    except SystemExit as exc:
+        return exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)
+    return 0

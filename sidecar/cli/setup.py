@@ -1,0 +1,89 @@
+"""`sidecar service`, `sidecar integrate` and `sidecar doctor`: installing and explaining."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import NoReturn
+
+import typer
+
+from sidecar.doctor import checks as doctor_mod
+from sidecar.install import service as service_mod
+
+EXIT_NO_MANAGER = 5  # `service install`: no user service manager can be reached here
+
+service_app = typer.Typer(no_args_is_help=True,
+                          help="Install sidecar as a user service (systemd on Linux, launchd on macOS).")
+
+
+def _fail(message: str, code: int = 1) -> NoReturn:
+    typer.echo(f"sidecar: {message}", err=True)
+    raise typer.Exit(code)
+
+
+def _show(plan: service_mod.Plan, printing: bool) -> None:
+    if printing:
+        if plan.content is not None:
+            typer.echo(f"# {plan.path}")
+            typer.echo(plan.content, nl=False)
+        else:
+            typer.echo(f"# remove {plan.path}")
+        for argv in plan.commands:
+            typer.echo("# then: " + " ".join(argv))
+        return
+    for note in plan.notes:
+        typer.echo(f"note: {note}", err=True)
+
+
+@service_app.command("install")
+def service_install(
+    print_only: bool = typer.Option(False, "--print", help="Show the file and commands; change nothing."),
+    no_start: bool = typer.Option(False, "--no-start", help="Install and enable, but do not start it now."),
+) -> None:
+    """Write the unit (or LaunchAgent), enable it and start it. Safe to run again."""
+    try:
+        plan = service_mod.install(start=not no_start, dry_run=print_only)
+    except service_mod.NoServiceManager as exc:
+        _fail(str(exc), EXIT_NO_MANAGER)
+    except service_mod.ServiceError as exc:
+        _fail(str(exc))
+    _show(plan, print_only)
+    if not print_only:
+        typer.echo(f"installed {plan.path}" + ("" if no_start else " and started it"))
+
+
+@service_app.command("uninstall")
+def service_uninstall(
+    print_only: bool = typer.Option(False, "--print", help="Show what would be done; change nothing."),
+) -> None:
+    """Stop the service and remove its file."""
+    try:
+        plan = service_mod.uninstall(dry_run=print_only)
+    except service_mod.ServiceError as exc:
+        _fail(str(exc))
+    _show(plan, print_only)
+    if not print_only and plan.path.exists() is False and "not installed" not in " ".join(plan.notes):
+        typer.echo(f"removed {plan.path}")
+
+
+@service_app.command("status")
+def service_status() -> None:
+    """Whether the service is installed, and what the service manager says of it."""
+    installed, state = service_mod.state()
+    typer.echo(state)
+    raise typer.Exit(0 if installed and state in ("active", "loaded") else 3)
+
+
+def _sidecar() -> Path:
+    try:
+        return service_mod.sidecar_path()
+    except service_mod.ServiceError as exc:
+        _fail(str(exc))
+
+
+def doctor() -> None:
+    """Say what is missing and how to fix it; exit 1 if anything is."""
+    findings = doctor_mod.check(Path.cwd(), Path.home(), sys.platform)
+    typer.echo(doctor_mod.render(findings), nl=False)
+    raise typer.Exit(0 if all(f.ok for f in findings) else 1)

@@ -1,0 +1,396 @@
+"""`sidecar status`: one report, built once, rendered as a table or as JSON.
+
+It reads only small files and folder listings (never the session records themselves), so it
+stays fast however many completed sessions a workspace keeps.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any, TypedDict, TypeVar
+
+import orjson
+
+from sidecar import __version__
+from sidecar.daemon import instances
+from sidecar.errors import SidecarError
+from sidecar.followups import logtail, trust
+from sidecar.followups import store as hooks
+from sidecar.inbox import folder as inbox
+from sidecar.layout import TamperedRuntime, Workspace
+from sidecar.procwatch import Proc, is_alive
+from sidecar.sessions import lookup
+from sidecar.sessions import tokens as usage
+from sidecar.sessions.model import Binding, Key
+from sidecar.sessions.store import SessionStore
+from sidecar.timeutil import human_age, parse_ts
+
+T = TypeVar("T")
+REPORT_VERSION = 1
+EXIT_OK, EXIT_UNSERVED, EXIT_NOT_WORKSPACE = 0, 3, 4
+
+
+class InstanceRow(TypedDict):
+    id: str
+    pid: int | None
+    hostname: str | None
+    version: str | None
+    build: str | None
+    role: str | None
+    startedAt: str | None
+    heartbeatAt: str | None
+    heartbeatAgeSeconds: float | None
+    live: bool
+    applied: int
+    rejected: int
+    errors: int
+    lastError: str
+    plugins: dict[str, dict[str, int]]
+
+
+class BindingRow(TypedDict):
+    host: str
+    sessionId: str
+    harnessSessionId: str | None
+    updatedAt: str | None
+    ageSeconds: float | None
+    hostPid: int | None  # the host's process, when the session reported it
+    hostAlive: bool | None
+
+
+class HookRow(TypedDict):
+    id: str
+    name: str
+    enabled: bool
+    event: str
+    delaySeconds: int
+    action: str | list[str]
+    lastStatus: str | None
+    lastFiredAt: str | None
+    lastLog: str | None
+    lastLine: str | None  # a failed firing's: the last line its log says (logtail)
+    trusted: bool  # a command hook's exact command is trusted on this machine (resume: true)
+
+
+class QueueRow(TypedDict):
+    hookId: str
+    host: str
+    sessionId: str
+    dueInSeconds: float
+    retries: int
+    claimedBy: str | None
+    running: dict[str, Any] | None  # its action: pid, startedAt, log, and whether it is alive
+
+
+class HooksSection(TypedDict):
+    hooks: list[HookRow]
+    queue: list[QueueRow]
+    error: str | None
+
+
+class WorkspaceReport(HooksSection):
+    root: str
+    served: bool
+    instances: list[InstanceRow]
+    inbox: dict[str, Any]
+    rejected: int
+    sessions: dict[str, int]
+    tokens: dict[str, int] | None  # the workspace's totals (usage.json); None before any
+    bindings: list[BindingRow]
+    plugins: dict[str, dict[str, int]]
+    errors: list[str]
+
+
+class Report(TypedDict):
+    version: int
+    sidecar: str
+    workspaces: list[WorkspaceReport]
+
+
+def instance_rows(ws: Workspace, now: float) -> list[InstanceRow]:
+    """Every instance that registered with the workspace, and whether it is alive."""
+    rows: list[InstanceRow] = []
+    for seen in instances.seen(ws):
+        info = seen.info
+        rows.append({
+            "id": info.id, "pid": info.pid, "hostname": info.hostname, "version": info.version,
+            "build": info.build,
+            "role": info.role, "startedAt": info.started_at, "heartbeatAt": info.heartbeat_at,
+            "heartbeatAgeSeconds": instances.heartbeat_age(info, now), "live": seen.live,
+            "applied": info.applied, "rejected": info.rejected, "errors": info.errors,
+            "lastError": info.last_error, "plugins": info.plugins,
+        })
+    return rows
+
+
+def hooks_section(ws: Workspace, now: float) -> HooksSection:
+    """Hooks and queue as the file says, or as last known good when it is broken (read-only)."""
+    view = hooks.read_view(ws)
+    untrusted = {h.id for h in trust.untrusted(ws, view.hooks.values())}
+    rows: list[HookRow] = [
+        {
+            "id": h.id, "name": h.name, "enabled": h.enabled, "event": h.event.value,
+            "delaySeconds": h.delay_seconds, "action": h.action, "lastStatus": h.last_status,
+            "lastFiredAt": h.last_fired_at, "lastLog": h.history[-1].log if h.history else None,
+            "lastLine": logtail.failure_line(ws, h), "trusted": h.id not in untrusted,
+        }
+        for h in view.hooks.values()
+    ]
+    queue: list[QueueRow] = []
+    for entry in view.pending:
+        due = entry.due
+        queue.append({
+            "hookId": entry.hook_id, "host": entry.host, "sessionId": entry.session_id,
+            "dueInSeconds": 0.0 if due == float("-inf") else round(due - now, 3),
+            "retries": entry.retries, "claimedBy": entry.claimed_by,
+            "running": None if entry.run is None else {
+                "pid": entry.run.pid, "startedAt": entry.run.started_at, "log": entry.run.log,
+                "alive": is_alive(Proc(entry.run.pid, entry.run.start))},
+        })
+    queue.sort(key=lambda q: q["dueInSeconds"])
+    return {"hooks": rows, "queue": queue, "error": view.error}
+
+
+def _read(errors: list[str], what: str, read: Callable[[], T], default: T) -> T:
+    """One part of the report; a part that cannot be read is said, never a traceback."""
+    try:
+        return read()
+    except (OSError, SidecarError, ValueError) as exc:
+        errors.append(f"cannot read {what}: {exc}")
+        return default
+
+
+def workspace_report(ws: Workspace, now: float) -> WorkspaceReport:
+    try:
+        ws.check_runtime()
+    except TamperedRuntime as exc:  # nothing is read through a symlink, even to count it
+        return _set_aside_report(ws, f"cannot read the runtime: {exc}")
+    errors: list[str] = []
+    no_arrivals: list[inbox.Arrival] = []
+    arrivals = _read(errors, f"the inbox {ws.inbox}", lambda: inbox.scan(ws), no_arrivals)
+    oldest = min((a.mtime for a in arrivals), default=None)
+    store = SessionStore(ws)
+    no_bindings: list[tuple[Key, Binding]] = []
+    bound = _read(errors, "the bindings", lambda: store.load_bindings().items(), no_bindings)
+    bindings: list[BindingRow] = []
+    for (host, session_id), binding in bound:
+        updated = parse_ts(binding.updated_at)
+        proc = _host_of(store, binding.harness_session_id)
+        bindings.append({
+            "host": host, "sessionId": session_id,
+            "harnessSessionId": binding.harness_session_id, "updatedAt": binding.updated_at,
+            "ageSeconds": None if updated is None else round(now - updated, 3),
+            "hostPid": None if proc is None else proc.pid,
+            "hostAlive": None if proc is None else is_alive(proc),
+        })
+    bindings.sort(key=lambda b: b["ageSeconds"] if b["ageSeconds"] is not None else 1e18)
+    total = _read(errors, f"the sessions {ws.sessions}", store.count_sessions, 0)
+    no_instances: list[InstanceRow] = []
+    found = _read(errors, f"the instances {ws.instances}", lambda: instance_rows(ws, now),
+                  no_instances)
+    empty: HooksSection = {"hooks": [], "queue": [], "error": None}
+    return {
+        "root": str(ws.root),
+        "served": any(i["live"] for i in found),
+        "instances": found,
+        "inbox": {
+            "backlog": len(arrivals),
+            "oldestAgeSeconds": None if oldest is None else round(max(0.0, now - oldest), 3),
+        },
+        "rejected": _read(errors, f"the rejected files {ws.rejected}",
+                          lambda: inbox.count_rejected(ws), 0),
+        "sessions": {
+            "total": total,
+            "active": len(bindings),
+            "completed": max(0, total - len(bindings)),
+        },
+        "tokens": usage.totals(ws),
+        "bindings": bindings,
+        **_read(errors, f"the hooks {ws.hooks_file}", lambda: hooks_section(ws, now), empty),
+        "plugins": _plugin_counters(found),
+        "errors": errors,
+    }
+
+
+def _set_aside_report(ws: Workspace, error: str) -> WorkspaceReport:
+    return {"root": str(ws.root), "served": False, "instances": [],
+            "inbox": {"backlog": 0, "oldestAgeSeconds": None}, "rejected": 0,
+            "sessions": {"total": 0, "active": 0, "completed": 0}, "tokens": None,
+            "bindings": [],
+            "hooks": [], "queue": [], "error": None, "plugins": {}, "errors": [error]}
+
+
+def _host_of(store: SessionStore, harness_id: str | None) -> Proc | None:
+    """The host process an active session reported (its record is small and few are active)."""
+    try:
+        record = store.load_session(harness_id) if harness_id else None
+    except (OSError, ValueError):
+        return None
+    if record is None or record.sidecar.host_pid is None:
+        return None
+    return Proc(record.sidecar.host_pid, record.sidecar.host_start)
+
+
+def _plugin_counters(found: list[InstanceRow]) -> dict[str, dict[str, int]]:
+    """Plugin calls, errors and hangs, summed over the live instances."""
+    total: dict[str, dict[str, int]] = {}
+    for inst in found:
+        if not inst["live"]:
+            continue
+        for name, counts in inst["plugins"].items():
+            mine = total.setdefault(name, {"calls": 0, "errors": 0, "hangs": 0})
+            for key in mine:
+                mine[key] += int(counts.get(key, 0))
+    return total
+
+
+def build(workspaces: list[Workspace], now: float) -> Report:
+    return {
+        "version": REPORT_VERSION,
+        "sidecar": __version__,
+        "workspaces": [workspace_report(ws, now) for ws in workspaces],
+    }
+
+
+KNOWN_HOSTS = ("claude-code", "codex", "gemini", "opencode", "hermes", "unknown")
+
+
+def session_report(ws: Workspace, session_id: str) -> dict[str, Any] | None:
+    """One host session's story: its record, its timeline, and every follow-up queued for it
+    (pending, postponed, running, or how it ended, with its log); None if it is unknown."""
+    store = SessionStore(ws)
+    view = hooks.read_view(ws)
+    hosts = {h for (h, sid), _ in store.load_bindings().items() if sid == session_id}
+    hosts |= {e.host for e in view.pending if e.session_id == session_id}
+    hosts |= {f.host for h in view.hooks.values() for f in h.history
+              if f.session_id == session_id and f.host}
+    found = lookup.find_record(store, session_id, hosts | set(KNOWN_HOSTS))
+    if found is None:
+        return None
+    host, record = found
+    trace = ws.session_dir(record.id) / "trace.jsonl"
+    lines = [orjson.loads(line) for line in trace.read_bytes().splitlines()] if trace.exists() else []
+    follow_ups = [{"hookId": e.hook_id, "state": "running" if e.run else
+                   "claimed" if e.claimed_by else "postponed" if e.retries else "pending",
+                   "dueAt": e.due_at, "retries": e.retries,
+                   "why": view.hooks[e.hook_id].last_status if e.retries and e.hook_id in view.hooks
+                   else None, "log": e.run.log if e.run else None}
+                  for e in view.pending if e.session_id == session_id and e.host == host]
+    follow_ups += [{"hookId": h.id, "state": f.status, "at": f.at, "log": f.log,
+                    "lastLine": logtail.last_line(ws, h.id, f.log)
+                    if (f.status or "").startswith("error") else None}
+                   for h in view.hooks.values() for f in h.history
+                   if f.session_id == session_id and f.host == host]
+    meta = record.sidecar
+    return {"host": host, "sessionId": session_id, "harnessSessionId": record.id,
+            "status": record.status, "completedAt": record.completed_at,
+            "completionReason": meta.completion_reason, "hostPid": meta.host_pid,
+            "queuedHooks": sorted(meta.follow_ups), "followUps": follow_ups,
+            "tokens": meta.tokens, "limit": meta.limit.to_json() if meta.limit else None,
+            "timeline": [{"at": line.get("createdAt"), "event": line.get("event"),
+                          "message": line.get("message")} for line in lines]}
+
+
+def render_session(report: dict[str, Any]) -> str:
+    lines = [f"session    {report['host']} {report['sessionId']} ({report['harnessSessionId']})",
+             f"status     {report['status']}" + (
+                 f" at {report['completedAt']} ({report['completionReason']})"
+                 if report["completedAt"] else "")]
+    if report["tokens"]:
+        lines.append(f"tokens     {_tokens(report['tokens'])}")
+    if report["limit"]:
+        limit = report["limit"]
+        lines.append(f"limit      {limit['error']} since {limit['since']}, {limit['failures']} "
+                     f"failed turn(s): {limit['message']}")
+    lines += [f"  {t['at']}  {t['event']:<20} {t['message']}" for t in report["timeline"]]
+    for f in report["followUps"]:
+        when = f.get("at") or f.get("dueAt")
+        extra = f" ({f['why']})" if f.get("why") else f": {f['lastLine']}" if f.get("lastLine") else ""
+        lines.append(f"follow-up  {f['hookId']:<16} {f['state']}{extra}  {when}"
+                     + (f"  log {f['log']}" if f.get("log") else ""))
+    if not report["followUps"]:
+        lines.append("follow-up  none queued")
+    return "\n".join(lines) + "\n"
+
+
+def _tokens(t: dict[str, int]) -> str:
+    return (f"input {t.get('input', 0):,}, output {t.get('output', 0):,}, cache read "
+            f"{t.get('cacheRead', 0):,}, cache write {t.get('cacheWrite', 0):,}")
+
+
+def exit_code(report: Report) -> int:
+    return EXIT_OK if all(w["served"] for w in report["workspaces"]) else EXIT_UNSERVED
+
+
+def _age(seconds: float | None) -> str:
+    return "-" if seconds is None else human_age(seconds)
+
+
+def _hook_lines(h: HookRow) -> list[str]:
+    lines = [f"  {h['id']:<20} {'on ' if h['enabled'] else 'off'} {h['event']:<13} "
+             f"delay {h['delaySeconds']}s  last {h['lastStatus'] or '-'}"
+             + (f": {h['lastLine']}" if h["lastLine"] else "")
+             + (f" at {h['lastFiredAt']}" if h["lastFiredAt"] else "")
+             + (f"  log {h['lastLog']}" if h["lastLog"] else "")]
+    if not h["trusted"] and isinstance(h["action"], list):
+        lines.append(f"    NOT TRUSTED on this machine, so not run: {trust.shown(h['action'])}"
+                     f"  (to run it: sidecar hooks trust {h['id']})")
+    return lines
+
+
+def render_text(report: Report, bindings_shown: int = 20) -> str:
+    lines: list[str] = []
+    for w in report["workspaces"]:
+        live = [i for i in w["instances"] if i["live"]]
+        lines.append(f"workspace  {w['root']}")
+        lines.append(f"served     {'yes' if w['served'] else 'NO: no live instance (run `sidecar run`)'}")
+        for inst in w["instances"]:
+            state = inst["role"] if inst["live"] else "dead"
+            lines.append(
+                f"  instance {inst['id']}  pid {inst['pid']}  v{inst['build'] or inst['version']}  {state}  "
+                f"started {inst['startedAt']}  heartbeat {_age(inst['heartbeatAgeSeconds'])} ago"
+                + (f"  last error: {inst['lastError']}" if inst["lastError"] and inst["live"] else "")
+            )
+        if not live and w["instances"]:
+            lines.append("  (no instance is alive)")
+        box = w["inbox"]
+        lines.append(
+            f"inbox      {box['backlog']} waiting"
+            + (f", oldest {_age(box['oldestAgeSeconds'])}" if box["backlog"] else "")
+        )
+        lines.append(f"rejected   {w['rejected']}" + ("  (see .context/runtime/inbox/rejected/)"
+                                                       if w["rejected"] else ""))
+        s = w["sessions"]
+        lines.append(f"sessions   {s['active']} active, {s['completed']} completed")
+        if w["tokens"]:
+            lines.append(f"tokens     {_tokens(w['tokens'])} ({w['tokens'].get('sessions', 0)} "
+                         "session(s) with figures)")
+        if w["bindings"]:
+            lines.append(f"bindings   {len(w['bindings'])}")
+            for b in w["bindings"][:bindings_shown]:
+                lines.append(
+                    f"  {b['host']:<12} {b['sessionId']:<40} {_age(b['ageSeconds'])} ago"
+                    + ("" if b["hostPid"] is None else
+                       f"  host pid {b['hostPid']} {'alive' if b['hostAlive'] else 'GONE'}")
+                )
+            if len(w["bindings"]) > bindings_shown:
+                lines.append(f"  ... and {len(w['bindings']) - bindings_shown} more (--json)")
+        lines.append(f"hooks      {len(w['hooks'])}" + ("" if not w["error"] else
+                                                          f"  BROKEN: {w['error']}"))
+        lines += [line for h in w["hooks"] for line in _hook_lines(h)]
+        lines.append(f"queue      {len(w['queue'])}")
+        for q in w["queue"][:bindings_shown]:
+            due = "due now" if q["dueInSeconds"] <= 0 else f"due in {_age(q['dueInSeconds'])}"
+            run = q["running"]
+            state = ("" if not q["claimedBy"] else "  firing" if run is None else
+                     f"  running pid {run['pid']} since {run['startedAt']} "
+                     f"(held by {q['claimedBy']})")
+            lines.append(f"  {q['hookId']:<20} {q['host']:<12} {q['sessionId']:<40} {due}"
+                         f"  retries {q['retries']}" + state)
+        for name, counts in w["plugins"].items():
+            lines.append(f"plugin     {name}: {counts['calls']} calls, {counts['errors']} errors, "
+                         f"{counts['hangs']} hangs")
+        for error in w["errors"]:
+            lines.append(f"error      {error}")
+        lines.append("")
+    return "\n".join(lines).rstrip("\n") + "\n"

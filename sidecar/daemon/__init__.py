@@ -1,0 +1,1 @@
+"""`sidecar run`: the process, one steppable server per workspace, ingestion, watches, instances."""

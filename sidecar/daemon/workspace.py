@@ -1,0 +1,275 @@
+"""Everything one instance does for one workspace, as a loop step: `step(now) -> deadline`.
+
+It registers the instance, competes for the workspace's leader lock (a stand-by retries every
+200 ms, so a successor takes over well within a second of the leader's death), and while it
+leads, steps ingestion and the follow-ups. This is where a workspace's parts are wired
+together; the daemon only runs the loop, the watches and the signals.
+
+When the wall clock was stepped (the daemon's loop tells, clocksteps.py), `clock_stepped`
+moves every wall-clock timer of the workspace, and the due times of its waiting follow-ups, by
+as much.
+"""
+
+from __future__ import annotations
+
+import logging
+import queue
+import threading
+from collections.abc import Callable
+from typing import IO, Any, NamedTuple
+
+import orjson
+
+from sidecar import emit, locks
+from sidecar.config import Config
+from sidecar.daemon import instances
+from sidecar.daemon.clocksteps import StepDetector
+from sidecar.daemon.ingest import Ingestor
+from sidecar.daemon.instances import Identity, Membership
+from sidecar.daemon.plugins import PluginRunner
+from sidecar.errors import SidecarError
+from sidecar.followups import environment as runenv
+from sidecar.followups.fire import FollowUps
+from sidecar.followups.queue import FollowUpQueue
+from sidecar.followups.store import HookStore
+from sidecar.layout import Workspace
+from sidecar.procwatch import Proc
+from sidecar.sessions.model import Key
+from sidecar.sessions.store import SessionStore
+from sidecar.vocabulary import HOST_EXITED, EventKind, Fired, SessionChange
+
+log = logging.getLogger("sidecar")
+
+STANDBY_RETRY = 0.2  # seconds between a stand-by's attempts at the leader lock
+BEAT_MIN = 1.0  # seconds between instance-file writes while what they report keeps changing
+LEADER_LOOKS = 10  # a stand-by's looks for the leader's file (it follows the lock) before it speaks
+
+
+class Reportable(NamedTuple):
+    """What the instance file says besides who and when."""
+
+    role: str
+    counters: dict[str, int]
+    last_error: str
+    hooks_error: str | None
+    plugins: dict[str, dict[str, int]]
+    environment: dict[str, Any]  # what its follow-ups get (runenv): for doctor
+
+
+class WorkspaceServer:
+    """One workspace, served by this instance: stand-by or leader."""
+
+    def __init__(self, ws: Workspace, config: Callable[[], Config], identity: Identity,
+                 plugins: PluginRunner | None = None,
+                 stopping: Callable[[], bool] = lambda: False,
+                 watch: Callable[[Proc, WorkspaceServer], None] | None = None,
+                 watch_reliable: bool = False) -> None:
+        self.ws = ws
+        self.config = config
+        self.identity = identity
+        self.plugins = plugins
+        self.membership = Membership(ws, identity)
+        self.sessions = SessionStore(ws)
+        self.hook_store = HookStore(ws)
+        self.queue = FollowUpQueue(self.hook_store, identity.id)
+        self.ingest = Ingestor(self.sessions, self.queue, config, self._report, stopping,
+                               watch_reliable)
+        self.followups: FollowUps | None = None
+        self.environment = runenv.Reporter(ws, config)
+        self.leader: IO[bytes] | None = None
+        self.watch = watch  # the process watch: tells `notice_host_exit` when a host is gone
+        self.hosts: dict[Proc, set[Key]] = {}  # host process -> its active sessions
+        self.exited: queue.SimpleQueue[Proc] = queue.SimpleQueue()
+        self.wake: Callable[[], None] = lambda: None  # the loop's: step this workspace now
+        self.inbox_arrival = threading.Event()  # an event file arrived (the folder watch)
+        self.next_beat = 0.0
+        self.beaten = 0.0  # when the instance file was last written
+        self.reported: Reportable | None = None  # what it said then
+        self.set_aside_for: str | None = None  # why the workspace is set aside, while it is
+        self.leader_looks = 0  # looks for who leads since standing by; past LEADER_LOOKS: said
+        self.clock = StepDetector()  # fed by the loop's step with both clocks' times
+
+    # -- what the watches call -------------------------------------------------------------
+
+    def notice_arrival(self) -> None:
+        self.inbox_arrival.set()
+        self.wake()
+
+    def notice_hooks_change(self) -> None:
+        self.wake()
+
+    def notice_host_exit(self, proc: Proc) -> None:
+        self.exited.put(proc)
+        self.wake()
+
+    # -- the step ----------------------------------------------------------------------------
+
+    def open(self, now: float) -> None:
+        self.ws.ensure_runtime()
+        self.membership.join()  # the first step writes the instance file
+
+    def step(self, now: float) -> float:
+        """Do what is due; returns when to step again (sooner if woken). TamperedRuntime if
+        the runtime's folders are not what sidecar made (a symlink): nothing is done then."""
+        self.ws.check_runtime()
+        if self.leader is None and not self._try_lead(now):
+            self.set_aside_for = None
+            self._say_standing_by()
+            return min(now + STANDBY_RETRY, self._beat_if_due(now))
+        self.set_aside_for = None  # served again: a new reason to set it aside is said anew
+        arrived = self.inbox_arrival.is_set()
+        if arrived:
+            self.inbox_arrival.clear()  # before listing: an arrival from now on is not lost
+        self._end_exited_hosts(now)
+        deadline = self.ingest.step(now, arrived)
+        if self.followups is not None:
+            due = self.followups.step(now)
+            if due is not None:
+                deadline = min(deadline, due)
+        return min(deadline, self._beat_if_due(now))
+
+    def clock_stepped(self, jump: float, now: float) -> None:
+        """Every timer keeps the time it had left, and a waiting follow-up the delay it had
+        left (a stand-by's queue is its leader's to move)."""
+        log.info("%s: the wall clock was stepped by %+.0fs; timers and due times follow",
+                 self.ws.root, jump)
+        self.next_beat += jump
+        self.beaten += jump
+        self.ingest.clock_stepped(jump)
+        if self.followups is None:
+            return
+        self.followups.clock_stepped(jump)
+        try:
+            self.queue.shift_due(jump, now)
+        except (SidecarError, OSError) as exc:
+            self.ingest.health.error(self.ws.root, f"cannot move the follow-ups' due times by "
+                                     f"the clock's step of {jump:+.0f}s: {exc}")
+
+    def _try_lead(self, now: float) -> bool:
+        self.leader = locks.try_lock(self.ws.lock("leader"))
+        if self.leader is None:
+            return False
+        log.info("%s: leading (instance %s)", self.ws.root, self.identity.id)
+        self.leader_looks = 0
+        self.heartbeat(now)
+        self.membership.clean_dead()
+        self.hook_store.seed(now)
+        self.followups = FollowUps(
+            self.ws, self.queue, self.sessions, self.config,
+            lambda other: instances.is_alive(self.ws, other), self._watch_action, self._fired)
+        for key, pid, start in self.sessions.live_hosts():  # a host may have died meanwhile
+            self._watch_host(Proc(pid, start), key)
+        self.ingest.start(now)
+        return True
+
+    def _say_standing_by(self) -> None:
+        """Say once who leads instead, so a second `sidecar run` started by mistake is not a
+        silent stand-by. The leader writes its file just after taking the lock: it is looked
+        for a few times before the line is said without it."""
+        if self.leader_looks > LEADER_LOOKS:
+            return
+        self.leader_looks += 1
+        other = instances.leader(self.ws, self.identity.id)
+        if other is None and self.leader_looks <= LEADER_LOOKS:
+            return
+        self.leader_looks = LEADER_LOOKS + 1
+        who = "another instance"
+        if other is not None:
+            where = f" on {other.hostname}" if other.hostname != self.identity.hostname else ""
+            who += f" (pid {other.pid}{where}, started {other.started_at})"
+        log.info("%s: %s leads; this one stands by (instance %s)", self.ws.root, who,
+                 self.identity.id)
+
+    # -- host processes ----------------------------------------------------------------------
+
+    def _watch_action(self, proc: Proc) -> None:
+        """An action's process: its exit wakes the loop, which records the outcome."""
+        if self.watch is not None:
+            self.watch(proc, self)
+
+    def _watch_host(self, proc: Proc, key: Key) -> None:
+        if key in self.hosts.get(proc, ()):
+            return  # watched already: the common case, every event of a live session
+        for other, keys in self.hosts.items():
+            if other != proc:
+                keys.discard(key)  # the session moved to another process (a resume)
+        self.hosts.setdefault(proc, set()).add(key)
+        if self.watch is not None:
+            self.watch(proc, self)
+
+    def _end_exited_hosts(self, now: float) -> None:
+        """Report each session of a host that is gone as ended, through the inbox, so that its
+        completion, follow-ups and plugin calls are those of any end (and a replay is safe)."""
+        while not self.exited.empty():
+            proc = self.exited.get()
+            for host, session_id in sorted(self.hosts.pop(proc, set())):
+                log.info("%s: the host process %d of %s session %s is gone", self.ws.root,
+                         proc.pid, host, session_id)
+                event = {"event": "session-end", "session_id": session_id, "host": host,
+                         "reason": HOST_EXITED, "ts": now, "hostPid": proc.pid,
+                         "hostStart": proc.start}
+                emit.drop(str(self.ws.root), orjson.dumps(event))
+                self.inbox_arrival.set()
+
+    def _beat_if_due(self, now: float) -> float:
+        """Rewrite the instance file when what it reports changed (at most once a second) or
+        `heartbeatInterval` passed; returns when to look again. Liveness is the life lock's,
+        so an idle workspace costs one write a heartbeatInterval."""
+        changed = self._reportable() != self.reported
+        if now >= self.next_beat or (changed and now >= self.beaten + BEAT_MIN):
+            self.heartbeat(now)
+            if self.leader is not None:
+                self.membership.clean_dead()
+            changed = False
+        return self.beaten + BEAT_MIN if changed else self.next_beat
+
+    def _reportable(self) -> Reportable:
+        health = self.ingest.health
+        state = self.hook_store.state
+        return Reportable("leader" if self.leader is not None else "standby", health.counters(),
+                          health.last_error, state.error if state is not None else None,
+                          self.plugins.counters() if self.plugins is not None else {},
+                          self.environment.current())
+
+    def heartbeat(self, now: float) -> None:
+        self.reported = self._reportable()
+        self.membership.heartbeat(*self.reported)
+        self.beaten = now
+        self.next_beat = now + self.config().heartbeat_interval
+
+    def set_aside(self, exc: BaseException | str) -> None:
+        """The workspace cannot be served safely now: said once, counted, retried."""
+        if self.set_aside_for != str(exc):
+            self.set_aside_for = str(exc)
+            self.ingest.health.error(self.ws.root, f"set aside: {exc}")
+
+    def unexpected(self, exc: BaseException) -> None:
+        """A bug or a surprise in a step: logged and counted; the loop goes on."""
+        log.error("%s: unexpected error; retrying in a second", self.ws.root, exc_info=exc)
+        self.ingest.health.error(self.ws.root, f"unexpected error: {exc}")
+
+    def close(self, now: float) -> None:
+        """Hand the workspace over at once. Running actions are not waited for, killed or
+        repeated: they run detached, and the next leader adopts them."""
+        if self.followups is not None:
+            self.followups.stopping = True
+        locks.release(self.leader)
+        self.leader = None
+        self.membership.leave()
+
+    # -- plugins ---------------------------------------------------------------------------
+
+    def _report(self, changes: list[SessionChange]) -> None:
+        for change in changes:
+            key = (change.host, change.session_id)
+            if change.kind == EventKind.SESSION_END:
+                for keys in self.hosts.values():
+                    keys.discard(key)
+            elif change.host_pid is not None:
+                self._watch_host(Proc(change.host_pid, change.host_start), key)
+        if self.plugins is not None:
+            self.plugins.session_changes(str(self.ws.root), changes)
+
+    def _fired(self, fired: Fired) -> None:
+        if self.plugins is not None:
+            self.plugins.hook_fired(fired)

@@ -1,0 +1,1 @@
+"""`sidecar doctor`'s checks: what is missing, and the command that fixes it."""

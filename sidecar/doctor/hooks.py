@@ -1,0 +1,55 @@
+"""What `doctor` says of a workspace's follow-ups: a hooks.json that cannot be read, command
+hooks not trusted here, and hooks whose follow-ups keep failing, each with its fix."""
+
+from __future__ import annotations
+
+from sidecar.doctor.findings import Finding, note
+from sidecar.errors import SidecarError
+from sidecar.followups import logtail, store, trust
+from sidecar.followups.model import FiringRecord, Hook
+from sidecar.layout import Workspace
+
+FAILING = 2  # failed firings in a row that make a problem (one is a note: it may pass)
+
+
+def check(ws: Workspace) -> list[Finding]:
+    try:
+        view = store.read_view(ws)
+        untrusted = trust.untrusted(ws, view.hooks.values())
+    except (OSError, SidecarError) as exc:
+        return [Finding(False, f"cannot read {ws.hooks_file}: {exc}", "")]
+    findings = []
+    if view.error is not None:
+        findings.append(Finding(
+            False, f"{ws.hooks_file} is broken, so follow-ups run as its last good version "
+                   f"said and no change to it counts: {view.error}",
+            f"correct the file, or move it aside and run `sidecar init {ws.root}` for the "
+            "default hooks"))
+    findings += [Finding(False, f"hook {h.id}'s command is not trusted on this machine, so it "
+                                f"does not run: {trust.shown(h.action)}",
+                         f"sidecar hooks trust {h.id}")
+                 for h in untrusted if isinstance(h.action, list)]
+    return findings + [f for h in view.hooks.values() for f in _failing(ws, h)]
+
+
+def _failing(ws: Workspace, hook: Hook) -> list[Finding]:
+    """The hook's latest firings, if they failed: how many in a row, and what the last said.
+    A skip (a session that needed nothing) neither fails nor succeeds."""
+    ended = [f for f in hook.history if not (f.status or "").startswith("skipped")]
+    failed: list[FiringRecord] = []
+    for firing in reversed(ended):
+        if not (firing.status or "").startswith("error"):
+            break
+        failed.append(firing)
+    if not failed:
+        return []
+    last = failed[0]
+    line = logtail.last_line(ws, hook.id, last.log)
+    said = f"{last.status}: {line}" if line else str(last.status)
+    log = ws.firing_log(hook.id, last.log or "")
+    fix = (f"read {log}" if log else f"see `sidecar hooks history {hook.id}`") + \
+        ", fix what it says (a host that is not logged in: log in as the user follow-ups " \
+        "run as), and the next firing shows it worked"
+    if len(failed) < FAILING:
+        return [note(f"hook {hook.id}'s last follow-up failed: {said}", fix)]
+    return [Finding(False, f"hook {hook.id}'s last {len(failed)} follow-ups failed: {said}", fix)]

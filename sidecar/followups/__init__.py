@@ -1,0 +1,1 @@
+"""Follow-up hooks: the hooks.json model and store, the queue, when to fire, what firing runs."""

@@ -1,0 +1,80 @@
+"""When and whether a follow-up fires: pure decisions over the queue and a session's facts.
+
+The scheduler reads nothing and writes nothing: `next_due` says which entry is due (or how
+long to sleep), `decide` gives a claimed entry its verdict. The follow-up runner gathers the
+facts, and the queue records what was decided.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from sidecar.followups.model import Hook, QueueEntry
+from sidecar.vocabulary import EventKind, Verdict
+
+TRANSCRIPT_QUIET = 2.0  # a transcript written this recently means the session is not done
+
+
+@dataclass(frozen=True)
+class Facts:
+    """What is known of a session at fire time."""
+
+    live: bool
+    cron: bool = False
+    subagent: bool = False
+    transcript_size: int | None = None  # None: no transcript, or none that can be read
+    transcript_mtime: float | None = None
+    limited: bool = False  # a usage limit holds
+    id_misfit: str | None = None  # why the session id cannot be its host's (session_ids.py)
+
+
+@dataclass(frozen=True)
+class Decision:
+    verdict: Verdict
+    reason: str = ""
+
+
+def decide(hook: Hook, facts: Facts, now: float) -> Decision:
+    """Fire, postpone (the session is not done) or skip (it should never fire).
+
+    Only a resume waits for the session to be quiet (not live again, its transcript still):
+    it would race the host on the same conversation. A command does not touch the session,
+    so it runs when it is due."""
+    if hook.skip_cron and facts.cron:
+        return Decision(Verdict.SKIP, "cron session")
+    if hook.skip_subagents and facts.subagent:
+        return Decision(Verdict.SKIP, "subagent session")
+    size = facts.transcript_size
+    if hook.max_context_k and size is not None and size / 4 / 1000 > hook.max_context_k:
+        return Decision(Verdict.SKIP, f"context of about {size // 4000}K tokens is over "
+                                      f"maxContextK {hook.max_context_k}")
+    if hook.event == EventKind.TURN_FAILED and not facts.limited:
+        return Decision(Verdict.SKIP, "the usage limit has passed: a later turn ended well")
+    if hook.action != "resume":
+        return Decision(Verdict.FIRE)  # a command runs when it is due: it races no session
+    if facts.id_misfit is not None:
+        return Decision(Verdict.SKIP, facts.id_misfit)
+    if facts.live:
+        return Decision(Verdict.POSTPONE, "session is live again")
+    mtime = facts.transcript_mtime
+    if mtime is not None and now - mtime < TRANSCRIPT_QUIET:
+        return Decision(Verdict.POSTPONE, "transcript still changing")
+    return Decision(Verdict.FIRE)
+
+
+@dataclass(frozen=True)
+class Due:
+    """The queue's next step: an entry to fire now, else when to look again (None: never)."""
+
+    entry: QueueEntry | None
+    wake_at: float | None
+
+
+def next_due(pending: list[QueueEntry], busy: set[str], now: float) -> Due:
+    """The earliest unclaimed entry that is due, or when the next one will be."""
+    waiting = sorted((e for e in pending if not e.claimed_by and e.id not in busy),
+                     key=lambda e: (e.due, e.id))
+    if not waiting:
+        return Due(None, None)
+    first = waiting[0]
+    return Due(first, None) if first.due <= now else Due(None, first.due)

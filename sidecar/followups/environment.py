@@ -1,0 +1,120 @@
+"""The environment follow-ups run with, and what of it each running instance reports.
+
+A follow-up gets the daemon's own environment with the environment file over it, or, where a
+root daemon acts for another user, that user's clean one (owner.py). `doctor`, run from a
+shell, can see neither, and a `sidecar run` started by hand has whatever environment its
+starter had: so each instance reports in its instance file the PATH its follow-ups get, the
+user they run as, which of the variables hosts read are set (names only, never a value), and
+the environment file's lines it could not use. `doctor` checks that, not its own shell.
+"""
+
+from __future__ import annotations
+
+import os
+import pwd
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from sidecar import owner
+from sidecar.config import Config, ConfigError
+from sidecar.daemon import instances
+from sidecar.install import environment as agentenv
+from sidecar.layout import Workspace
+
+REFRESH = 30.0  # seconds: an owner's files, read where a root daemon serves them, may change
+
+Json = dict[str, Any]
+
+
+def follow_up_base(account: owner.Account | None, config: Config) -> dict[str, str]:
+    """The environment a follow-up starts from, before its own SIDECAR_* variables."""
+    if account is None:
+        return {**os.environ, **config.agent_env}
+    return owner.owner_environment(account, dict(config.agent_env))
+
+
+def report(ws: Workspace, config: Config) -> Json:
+    """What `doctor` needs to know of the environment `ws`'s follow-ups get from here."""
+    try:
+        account = owner.foreign_owner(ws)
+        settings = config if account is None else owner.owner_config(account)
+    except (owner.CannotActAsOwner, ConfigError, OSError) as exc:  # OSError: a folder gone
+        return {"error": str(exc)}
+    env = follow_up_base(account, settings)
+    wanted = agentenv.host_variables() | set(_codex_key(account, env))
+    return {"user": account.name if account is not None else _own_name(),
+            "path": env.get("PATH", ""),
+            "variables": sorted(name for name in wanted if name in env),
+            "envFileProblems": list(settings.env_problems)}
+
+
+def _codex_key(account: owner.Account | None, env: dict[str, str]) -> tuple[str, ...]:
+    """The variable the follow-up's Codex provider needs, read as the user it runs as (as
+    root for another user, only from files that are theirs, never through a link)."""
+    home = env.get("CODEX_HOME") or str(Path(env.get("HOME", "/nonexistent")) / ".codex")
+    if account is None:
+        return agentenv.codex_needed(Path(home))
+    data = owner.read_owned(Path(home) / "config.toml", account.uid)
+    return agentenv.codex_env_key(data) if data is not None else ()
+
+
+def _own_name() -> str:
+    try:
+        return pwd.getpwuid(os.geteuid()).pw_name
+    except KeyError:
+        return str(os.geteuid())
+
+
+class Reporter:
+    """`report`, made again when the settings are reloaded or REFRESH seconds have passed."""
+
+    def __init__(self, ws: Workspace, config: Callable[[], Config]) -> None:
+        self.ws = ws
+        self.config = config
+        self.made_for: Config | None = None
+        self.made_at = 0.0
+        self.last: Json = {}
+
+    def current(self) -> Json:
+        config = self.config()
+        at = time.monotonic()
+        if config is not self.made_for or at >= self.made_at + REFRESH:
+            self.last = report(self.ws, config)
+            self.made_for, self.made_at = config, at
+        return self.last
+
+
+@dataclass(frozen=True)
+class Reported:
+    """A live instance's report, as `doctor` checks it."""
+
+    pid: int | None
+    env: dict[str, str]  # PATH, and each host variable set (blank: only names are reported)
+    problems: tuple[str, ...]  # the environment file's lines it could not use
+    error: str | None  # why it cannot run follow-ups for the workspace at all
+
+
+def reported(ws: Workspace) -> Reported | None:
+    """What the live instance serving `ws` reports (its leader's, which runs the follow-ups);
+    None where no live instance reports it (none runs, or one from before reports began)."""
+    try:
+        seen = [s.info for s in instances.seen(ws) if s.live and s.info.environment is not None]
+    except (OSError, ValueError):
+        return None
+    if not seen:
+        return None
+    info = min(seen, key=lambda i: i.role != "leader")
+    data = info.environment or {}
+    variables = {name: "" for name in _texts(data.get("variables"))}
+    path = data.get("path")
+    error = data.get("error")
+    return Reported(info.pid, {"PATH": path if isinstance(path, str) else "", **variables},
+                    tuple(_texts(data.get("envFileProblems"))),
+                    error if isinstance(error, str) else None)
+
+
+def _texts(value: Any) -> list[str]:
+    return [v for v in value if isinstance(v, str)] if isinstance(value, list) else []

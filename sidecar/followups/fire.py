@@ -1,0 +1,253 @@
+"""Firing one workspace's due follow-ups, as a loop step: `step(now) -> next deadline`.
+
+Each step takes over what other instances left (recovery), sees which running actions ended
+and records their outcome, enforces `actionTimeout`, asks the scheduler what is due, claims
+it, gathers the session's facts and acts on the verdict. An action is started detached
+(`sidecar.runner`, a session of its own) and its process is written into the queue entry at
+once, so it never depends on this instance: when this instance stops, the next leader adopts
+it and records its real outcome. Nothing here waits for an agent.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import signal
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+from sidecar import owner
+from sidecar.config import Config, ConfigError
+from sidecar.followups import actions, environment, trust
+from sidecar.followups import store as hooks_mod
+from sidecar.followups.actions import ActionError, Firing, build_argv, working_folder
+from sidecar.followups.decide import Facts, decide, next_due
+from sidecar.followups.model import Hook, QueueEntry, Run
+from sidecar.followups.queue import Claimed, FollowUpQueue
+from sidecar.hosts import session_ids
+from sidecar.layout import Workspace, confined
+from sidecar.procwatch import Proc, is_alive
+from sidecar.sessions.store import SessionFacts, SessionStore
+from sidecar.timeutil import iso, parse_ts
+from sidecar.vocabulary import Fired, Verdict
+
+log = logging.getLogger("sidecar")
+
+RECOVERY_INTERVAL = 30.0  # how often claims left by other instances are looked for
+WAIT_POLL = 0.01  # `fire_now`'s look at a running action, where nothing else wakes it
+
+
+@dataclass
+class Running:
+    """An action this instance holds the claim of, running detached."""
+
+    entry: QueueEntry
+    proc: Proc
+    log: Path
+    deadline: float  # when actionTimeout runs out
+    kill_at: float | None = None  # once timed out: when SIGKILL follows the SIGTERM
+
+
+class FollowUps:
+    """Fires one workspace's due follow-up hooks while this instance leads it."""
+
+    def __init__(self, ws: Workspace, queue: FollowUpQueue, sessions: SessionStore,
+                 config: Callable[[], Config], is_alive_instance: Callable[[str], bool],
+                 watch: Callable[[Proc], None] = lambda proc: None,
+                 on_fired: Callable[[Fired], None] | None = None) -> None:
+        self.ws = ws
+        self.queue = queue
+        self.sessions = sessions
+        self.config = config
+        self.is_alive_instance = is_alive_instance
+        self.watch = watch  # makes the loop step when an action's process exits
+        self.on_fired = on_fired
+        self.running: dict[str, Running] = {}
+        self.next_recovery = 0.0
+        self.stopping = False
+
+    # -- the step ----------------------------------------------------------------------
+
+    def step(self, now: float) -> float | None:
+        """Do what is due; returns when to step again (None: only when woken)."""
+        if self.stopping:
+            return None
+        if now >= self.next_recovery:
+            for entry in self.queue.recover(self.is_alive_instance, now):
+                self.adopt(entry, now)
+            self.next_recovery = now + RECOVERY_INTERVAL
+        self.check_running(now)
+        while True:
+            pending = self.queue.view(now).pending
+            if len(self.running) >= self.config().concurrency:
+                return _earliest(self._recovery_due(pending), *self._deadlines())  # an exit wakes us
+            due = next_due(pending, set(self.running), now)
+            if due.entry is None:
+                return _earliest(due.wake_at, self._recovery_due(pending), *self._deadlines())
+            claimed = self.queue.claim(due.entry.id, now, str(self.log_path(due.entry, now)))
+            if claimed is not None:
+                self.start(claimed, now)
+
+    def clock_stepped(self, jump: float) -> None:
+        """The wall clock was stepped by `jump` seconds: a running action's actionTimeout and
+        the next look for left claims keep the time they had left (durations are monotonic)."""
+        self.next_recovery += jump
+        for run in self.running.values():
+            run.deadline += jump
+            if run.kill_at is not None:
+                run.kill_at += jump
+
+    def _recovery_due(self, pending: list[QueueEntry]) -> float | None:
+        """When to look for claims other instances left; None while there are none (a new
+        claim changes hooks.json, which wakes the loop)."""
+        mine = self.queue.instance_id
+        others = any(e.claimed_by and e.claimed_by != mine for e in pending)
+        return self.next_recovery if others else None
+
+    def _deadlines(self) -> list[float]:
+        return [r.kill_at if r.kill_at is not None else r.deadline for r in self.running.values()]
+
+    def start(self, claimed: Claimed, now: float) -> None:
+        """Decide, then start the action (or postpone, or skip, at once)."""
+        entry, hook = claimed.entry, claimed.hook
+        try:
+            session = self.sessions.facts(entry.harness_session_id, (entry.host, entry.session_id))
+            facts = transcript_facts(session, session_ids.misfit(entry.host, entry.session_id))
+            decision = decide(hook, facts, now)
+            if decision.verdict == Verdict.POSTPONE:
+                self.queue.postpone(entry.id, decision.reason, now)
+                return
+            if decision.verdict == Verdict.SKIP:
+                self.finish(entry, f"skipped: {decision.reason}", None)
+                return
+            if self.stopping:
+                self.queue.release(entry.id, now)  # claimed as we were stopping: leave it
+                return
+            self.launch(entry, hook, session.cwd, now)
+        except Exception as exc:
+            log.exception("%s: firing %s failed", self.ws.root, entry.id)
+            self.finish(entry, f"error: {exc}", None)
+
+    def fire_now(self, claimed: Claimed, now: float) -> None:
+        """Fire a claimed entry and wait for its outcome on this thread (for tests and tools)."""
+        self.start(claimed, now)
+        while claimed.entry.id in self.running:
+            time.sleep(WAIT_POLL)
+            self.check_running(now)  # the caller's clock: no timeout while it waits
+
+    # -- running actions ---------------------------------------------------------------
+
+    def launch(self, entry: QueueEntry, hook: Hook, cwd: str | None, now: float) -> None:
+        """Start the hook's action detached and record it; an error status if it cannot start.
+
+        A command from hooks.json runs only if the workspace's owner trusted it (trust.py);
+        where the owner is not this process's user, it runs as the owner (owner.py)."""
+        if isinstance(hook.action, list) and not trust.is_trusted(self.ws, hook.action):
+            log.warning("%s: %s's command %s is not trusted on this machine; not run (sidecar "
+                        "hooks trust %s)", self.ws.root, hook.id, hook.action, hook.id)
+            self.finish(entry, trust.NOT_TRUSTED, None)
+            return
+        prompt = ""
+        if hook.prompt_file:
+            try:
+                prompt = hooks_mod.read_prompt(self.ws, hook.prompt_file)
+            except (OSError, hooks_mod.PromptError) as exc:
+                why = exc.strerror if isinstance(exc, OSError) and exc.strerror else exc
+                self.finish(entry, f"error: prompt file {hook.prompt_file}: {why}", None)
+                return
+        try:
+            account = owner.foreign_owner(self.ws)
+            config = self.config() if account is None else owner.owner_config(account)
+        except (owner.CannotActAsOwner, ConfigError) as exc:
+            self.finish(entry, f"error: {exc}", None)
+            return
+        firing = Firing(hook_id=hook.id, host=entry.host, session_id=entry.session_id,
+                        harness_session_id=entry.harness_session_id or "", prompt=prompt,
+                        prompt_file=hook.prompt_file, cwd=working_folder(self.ws, cwd),
+                        permission_mode=config.permission_mode,
+                        codex_sandbox=config.codex_sandbox)
+        base = environment.follow_up_base(account, config)
+        log_path = self.ws.firing_log(entry.hook_id, entry.log or "") or self.log_path(entry, now)
+        try:
+            command = build_argv(hook.action, firing, config.resume, self.ws)
+            trust.run_key()  # made before the start: a run is never left unsigned, unwatched
+            proc = actions.start(command.argv, firing.cwd, firing.environment(self.ws, base),
+                                 log_path, account, command.stdin)
+        except ActionError as exc:
+            self.finish(entry, f"error: {exc}", log_path if log_path.exists() else None)
+            return
+        # The one ambiguous window: between the claim and this write, a death of this instance
+        # leaves a firing nobody can tell ran or not (recorded `error: interrupted`).
+        run = trust.sign(self.ws, entry.id, Run(proc.pid, proc.start, str(log_path), iso(now)))
+        self.queue.started(entry.id, run, now)
+        self.running[entry.id] = Running(entry, proc, log_path, now + self.config().action_timeout)
+        self.watch(proc)
+        log.info("%s: fired %s for %s session %s (pid %d, log %s)", self.ws.root, hook.id,
+                 entry.host, entry.session_id, proc.pid, log_path)
+
+    def log_path(self, entry: QueueEntry, now: float) -> Path:
+        stamp = iso(now).replace(":", "").replace("-", "")
+        session = "".join(c if c.isalnum() or c in "._:-" else "_" for c in entry.session_id)
+        return self.ws.logs / "hooks" / confined(entry.hook_id) / f"{stamp}-{session[:100]}.log"
+
+    def adopt(self, entry: QueueEntry, now: float) -> None:
+        """Take over an action another instance started: wait for it, and time it out.
+
+        Its actionTimeout counts from the start it recorded, by the wall clock, and never
+        from a start in the future (a clock stepped back since): at most a full actionTimeout
+        from now. A step this instance did not see is not undone."""
+        assert entry.run is not None  # its MAC checked by the queue's recovery
+        started = min(parse_ts(entry.run.started_at) or now, now)
+        proc = Proc(entry.run.pid, entry.run.start)
+        log_path = self.ws.firing_log(entry.hook_id, entry.run.log) or self.log_path(entry, now)
+        self.running[entry.id] = Running(entry, proc, log_path,
+                                         started + self.config().action_timeout)
+        self.watch(proc)
+
+    def check_running(self, now: float) -> None:
+        """Record the outcome of every action that ended; time out those past their limit."""
+        for key, run in list(self.running.items()):
+            actions.reap(run.proc.pid)  # our own child: collect it, so it reads as gone
+            if not is_alive(run.proc):
+                status = (f"error: timed out after {self.config().action_timeout:g}s"
+                          if run.kill_at is not None else actions.outcome(run.log))
+                del self.running[key]  # after the outcome is read: a tampered `logs` retries
+                self.finish(run.entry, status, run.log)
+            elif run.kill_at is None and now >= run.deadline:
+                log.warning("%s: %s ran past actionTimeout; stopping it", self.ws.root, key)
+                actions.signal_group(run.proc, signal.SIGTERM)
+                run.kill_at = now + actions.KILL_GRACE
+            elif run.kill_at is not None and now >= run.kill_at:
+                actions.signal_group(run.proc, signal.SIGKILL)
+
+    def finish(self, entry: QueueEntry, status: str, log_path: Path | None) -> None:
+        shown = str(log_path) if log_path else None
+        if not self.queue.finish(entry, status, shown, time.time()):
+            return  # another instance holds the claim now: it records the outcome
+        if status != "ok" and not status.startswith("skipped"):
+            log.warning("%s: follow-up %s for %s session %s: %s (log %s)", self.ws.root,
+                        entry.hook_id, entry.host, entry.session_id, status, shown)
+        if self.on_fired is not None:
+            self.on_fired(Fired(str(self.ws.root), entry.hook_id, entry.host, entry.session_id,
+                                entry.harness_session_id, status, shown))
+
+
+def transcript_facts(session: SessionFacts, id_misfit: str | None = None) -> Facts:
+    """The scheduler's facts: the session's, and its transcript's size and age."""
+    size = mtime = None
+    if session.transcript_path:
+        try:
+            st = os.stat(session.transcript_path)
+            size, mtime = st.st_size, st.st_mtime
+        except OSError:
+            pass  # a missing transcript holds nothing back
+    return Facts(live=session.live, cron=session.cron, subagent=session.subagent,
+                 transcript_size=size, transcript_mtime=mtime, limited=session.limited,
+                 id_misfit=id_misfit)
+
+
+def _earliest(*times: float | None) -> float | None:
+    known = [t for t in times if t is not None]
+    return min(known) if known else None

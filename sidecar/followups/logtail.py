@@ -1,0 +1,73 @@
+"""The last meaningful line of a firing's log: what a failed follow-up last said.
+
+A host that fails usually says why on its last line (`Not logged in · Please run /login`),
+so `status` and `doctor` show that line beside the outcome. Only the log's tail is read (a
+few KB, however long the log), the log and its folders are opened without following a link
+(safedir), a file that is not a plain regular file is not read, and control characters are
+escaped, so what the log says can never redraw the terminal that shows it.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import stat
+
+from sidecar import safedir
+from sidecar.followups.model import Hook
+from sidecar.layout import Workspace
+
+TAIL_BYTES = 4096
+MAX_SHOWN = 200
+COLOUR = re.compile(r"\x1b\[[0-?]*[ -/]*[@-~]")  # terminal colour and cursor codes
+HEADER = re.compile(r"\$ \[.*\]|\(cwd .*\)( as .*)?")  # the lines sidecar writes first
+
+
+def failure_line(ws: Workspace, hook: Hook) -> str | None:
+    """What the log of the hook's latest firing last said, if that firing failed."""
+    last = hook.history[-1] if hook.history else None
+    if last is None or not (last.status or "").startswith("error") or last.status != hook.last_status:
+        return None
+    return last_line(ws, hook.id, last.log)
+
+
+def last_line(ws: Workspace, hook_id: str, log: str | None) -> str | None:
+    """The last line of the firing's log that says something; None if there is none, or the
+    log cannot be read safely."""
+    path = ws.firing_log(hook_id, log or "")
+    if path is None:
+        return None
+    try:
+        with safedir.opened(path.parent) as folder:
+            fd = os.open(path.name, os.O_RDONLY | os.O_NONBLOCK | os.O_NOFOLLOW | os.O_CLOEXEC,
+                         dir_fd=folder)
+            try:
+                st = os.fstat(fd)
+                if not stat.S_ISREG(st.st_mode) or st.st_nlink != 1:
+                    return None  # a FIFO, a device, or a hard link to some other file
+                start = max(0, st.st_size - TAIL_BYTES)
+                data = os.pread(fd, TAIL_BYTES, start)
+            finally:
+                os.close(fd)
+    except OSError:
+        return None
+    return meaningful(data, whole=start == 0)
+
+
+def meaningful(data: bytes, whole: bool) -> str | None:
+    """The last line of `data` with text in it (not one of sidecar's own first lines), as a
+    terminal may show it; `whole` says `data` starts at the log's first byte (otherwise its
+    first line may be cut, and is left out)."""
+    lines = data.decode("utf-8", "replace").split("\n")
+    for line in reversed(lines if whole else lines[1:]):
+        # What a terminal would show of a line redrawn with `\r`: its last non-blank part.
+        parts = [p.strip() for p in COLOUR.sub("", line).split("\r") if p.strip()]
+        if parts and not HEADER.fullmatch(parts[-1]):
+            return _shown(parts[-1])
+    return None
+
+
+def _shown(text: str) -> str:
+    escaped = "".join(ch if ch.isprintable() else ch.encode("unicode_escape").decode()
+                      for ch in text)
+    return escaped if len(escaped) <= MAX_SHOWN else escaped[:MAX_SHOWN - 1] + "…"

@@ -1,0 +1,305 @@
+"""The store of `runtime/hooks.json` (hooks and their queue) and of `hooks.last-good.json`.
+
+Every change is a read-modify-write under the workspace's `hooks` lock, starting from the file
+as it is on disk, so `sidecar hooks ...`, daemons and hand edits can all change it.
+
+A hand edit that does not parse or validate is never overwritten. The daemon then works on its
+last good copy, kept in `runtime/hooks.last-good.json` so it survives restarts too, and merges
+what it did meanwhile back in once the file is fixed. This module is the only reader and
+writer of both files.
+"""
+
+from __future__ import annotations
+
+import errno
+import logging
+import os
+import stat
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TypeVar
+
+from sidecar import jsonfile, locks, safedir
+from sidecar.errors import SidecarError
+from sidecar.followups.model import HISTORY_LIMIT, Hook, HooksDoc, HooksError, QueueEntry, parse
+from sidecar.followups.seeds import PROMPTS, default_doc, needs_seeding, seed_missing
+from sidecar.layout import Workspace
+from sidecar.timeutil import iso, parse_ts
+from sidecar.vocabulary import EventKind
+
+log = logging.getLogger("sidecar")
+
+T = TypeVar("T")
+BROKEN_SINCE = "sidecarBrokenSince"  # kept in hooks.last-good.json only while hooks.json is broken
+FIRED_WHILE_BROKEN = "sidecarFiredWhileBroken"
+
+
+@dataclass
+class HookState:
+    """What one process knows of hooks.json: the last good document and any error."""
+
+    doc: HooksDoc
+    error: str | None = None
+    signature: jsonfile.Signature | None = None
+    broken_at: float | None = None
+    fired_while_broken: set[str] = field(default_factory=set)
+
+
+@dataclass
+class HooksView:
+    """The hooks and the queue at one moment, and the file's error if it is broken."""
+
+    hooks: dict[str, Hook]
+    pending: list[QueueEntry]
+    error: str | None
+
+
+class HookStore:
+    """Reads and changes one workspace's hooks.json under its lock."""
+
+    def __init__(self, ws: Workspace, *, durable: bool = True) -> None:
+        self.ws = ws
+        self.durable = durable
+        self.state: HookState | None = None
+
+    @property
+    def last_good_file(self) -> Path:
+        return self.ws.runtime / "hooks.last-good.json"
+
+    @property
+    def lock_file(self) -> Path:
+        return self.ws.lock("hooks")
+
+    def read_file(self) -> HooksDoc:
+        """The document on disk; HooksError if it is broken, FileNotFoundError if absent."""
+        return parse(_read(self.ws.hooks_file))
+
+    def _last_good(self) -> HookState:
+        """The state kept beside a broken file, with what was done while it was broken."""
+        try:
+            raw = jsonfile.read_json(self.last_good_file)
+            broken_since = raw.pop(BROKEN_SINCE, None) if isinstance(raw, dict) else None
+            fired = raw.pop(FIRED_WHILE_BROKEN, None) if isinstance(raw, dict) else None
+            state = HookState(HooksDoc.from_json(raw))
+        except (OSError, ValueError):
+            return HookState(HooksDoc())
+        state.broken_at = parse_ts(broken_since)
+        state.fired_while_broken = {f for f in fired or [] if isinstance(f, str)}
+        return state
+
+    def refresh(self, now: float) -> HookState:
+        """Bring the in-memory state up to date with the file; call with the lock held."""
+        sig = jsonfile.signature(self.ws.hooks_file)
+        state = self.state
+        if state is not None and sig == state.signature:
+            return state
+        try:
+            data = _read(self.ws.hooks_file)
+            doc = parse(data)
+        except FileNotFoundError:
+            kept = state.doc if state is not None and state.error is None else HooksDoc()
+            self.state = HookState(kept, None, sig)
+            return self.state
+        except HooksError as exc:
+            return self._broken(state, str(exc), sig, now)
+        repaired = state is not None and state.error is not None
+        if state is not None and state.error is not None:
+            log.info("%s is valid again; taken up", self.ws.hooks_file)
+            doc = _merge_after_repair(doc, state)
+        self.state = HookState(doc, None, sig)
+        if doc.drop_orphans() or repaired:
+            self._write(doc)  # the file is valid, so writing over it loses nothing
+        elif not self._kept_already(data):
+            # Someone else wrote a good version: keep it as the copy a later break falls back on.
+            jsonfile.write_bytes_atomic(self.last_good_file, data, durable=self.durable)
+        return self.state
+
+    def _kept_already(self, data: bytes) -> bool:
+        """Whether the last-good copy holds `data` (the usual case at start-up: a durable
+        write saved for each of many workspaces)."""
+        try:
+            return jsonfile.read_bytes(self.last_good_file) == data
+        except (OSError, SidecarError):
+            return False
+
+    def _broken(self, state: HookState | None, error: str, sig: jsonfile.Signature | None,
+                now: float) -> HookState:
+        if state is None:  # started on a broken file: carry on from the kept copy
+            state = self._last_good()
+            state.broken_at = state.broken_at or now
+        elif state.error is None:  # it just broke
+            state.broken_at = now
+        if state.error != error:
+            log.error("%s is broken, so it is left as it is and the last good hooks and "
+                      "queue are used: %s", self.ws.hooks_file, error)
+        state.error = error
+        state.signature = sig
+        self.state = state
+        return state
+
+    def _write(self, doc: HooksDoc, as_json: dict[str, object] | None = None) -> None:
+        data = jsonfile.dumps(as_json if as_json is not None else doc.to_json())
+        written = jsonfile.write_bytes_atomic(self.ws.hooks_file, data, durable=self.durable)
+        if self.state is not None:
+            self.state.signature = written
+        jsonfile.write_bytes_atomic(self.last_good_file, data, durable=self.durable)
+
+    def change(self, now: float, edit: Callable[[HooksDoc], T]) -> T:
+        """Run `edit` on the current document and save it: the one way to change hooks.json.
+
+        While the file is broken the edit applies to the last good copy only, and the broken
+        file stays exactly as the user left it.
+        """
+        with locks.locked(self.lock_file):
+            state = self.refresh(now)
+            doc = state.doc
+            try:
+                result = edit(doc)  # typed records: an edit cannot store a wrongly typed value
+                data = doc.to_json()
+            except BaseException:
+                self.state = None  # the edit may have half-changed it: start again from disk
+                raise
+            if state.error is None:
+                self._write(doc, data)
+            else:
+                # Only the copy changes; it also remembers since when, for the merge on repair.
+                kept = {**data, BROKEN_SINCE: iso(state.broken_at or now),
+                        FIRED_WHILE_BROKEN: sorted(state.fired_while_broken)}
+                jsonfile.write_json_atomic(self.last_good_file, kept, durable=self.durable)
+            return result
+
+    def note_fired_while_broken(self, entry_id: str) -> None:
+        """Remember a firing done while the file is broken, so the repair does not redo it."""
+        if self.state is not None and self.state.error is not None:
+            self.state.fired_while_broken.add(entry_id)
+
+    def listened_events(self, now: float) -> set[EventKind]:
+        """The events some enabled hook waits for (no copy of the queue: cheap per batch)."""
+        with locks.locked(self.lock_file):
+            state = self.refresh(now)
+            return {h.event for h in state.doc.hooks.values() if h.enabled}
+
+    def snapshot(self, now: float) -> HooksView:
+        """The hooks and the queue as they are now, and the file's error if broken.
+
+        The view's lists are its own, but their records are shared with the store's state to
+        keep this cheap at thousands of entries: read them, never change them (`change` is
+        the one way to change anything).
+        """
+        with locks.locked(self.lock_file):
+            state = self.refresh(now)
+            return HooksView(dict(state.doc.hooks), list(state.doc.pending), state.error)
+
+    def seed(self, now: float) -> bool:
+        """Give a workspace its seeded hooks (`post-task`, and `resume-after-limit` switched
+        off) and their prompts, each only if missing and only once (see hookdoc.SEEDED)."""
+        created = False
+        for name, text in PROMPTS.items():
+            try:  # never through a symlinked `hooks/`, never over anything in the prompt's place
+                fd = safedir.open_file(self.ws.prompts / name, os.O_WRONLY | os.O_CREAT | os.O_EXCL,
+                                       0o644, create_dirs=True)
+            except FileExistsError:
+                continue
+            with open(fd, "wb") as prompt:
+                prompt.write(text.encode())
+            created = True
+        with locks.locked(self.lock_file):
+            if not self.ws.hooks_file.exists():
+                self.state = None
+                self._write(default_doc(now))
+                return True
+        view = self.snapshot(now)  # brings self.state up to date
+        if view.error is None and self.state is not None and needs_seeding(self.state.doc):
+            self.change(now, lambda doc: seed_missing(doc, now))
+        return created
+
+
+def initialise(ws: Workspace, now: float) -> bool:
+    """Make a folder a workspace: its `.context/`, the runtime folders and the seeded hooks
+    (each only if missing); returns whether a hook or prompt was written."""
+    ws.ensure_runtime()
+    return HookStore(ws).seed(now)
+
+
+def _merge_after_repair(doc: HooksDoc, old: HookState) -> HooksDoc:
+    """The user's fixed file, plus queue work done while it was broken."""
+    ids = {e.id for e in doc.pending}
+    for entry in old.doc.pending:
+        queued = parse_ts(entry.enqueued_at) or 0.0
+        if entry.id not in ids and old.broken_at is not None and queued >= old.broken_at:
+            doc.pending.append(entry)
+    doc.pending = [e for e in doc.pending if e.id not in old.fired_while_broken]
+    for hook_id, hook in old.doc.hooks.items():
+        target = doc.hooks.get(hook_id)
+        if target is not None and (hook.last_fired_at or "") > (target.last_fired_at or ""):
+            target.last_status = hook.last_status
+            target.last_fired_at = hook.last_fired_at
+            target.history = hook.history[-HISTORY_LIMIT:]
+    doc.drop_orphans()
+    return doc
+
+
+def read_view(ws: Workspace) -> HooksView:
+    """Hooks and queue as the file says, or as last known good when it is broken; read only."""
+    try:
+        return HooksView(*_doc_parts(parse(_read(ws.hooks_file))), None)
+    except FileNotFoundError:
+        return HooksView({}, [], None)
+    except HooksError as exc:
+        error = f"{ws.hooks_file}: {exc}"
+    state = HookStore(ws)._last_good()
+    return HooksView(*_doc_parts(state.doc), error)
+
+
+def _read(path: Path) -> bytes:
+    """hooks.json's bytes; a FIFO or device in its place is a broken file, not a hang."""
+    try:
+        return jsonfile.read_bytes(path)
+    except jsonfile.NotARegularFile as exc:
+        raise HooksError(str(exc)) from None
+
+
+def _doc_parts(doc: HooksDoc) -> tuple[dict[str, Hook], list[QueueEntry]]:
+    return doc.hooks, doc.pending
+
+
+MAX_PROMPT_BYTES = 64 * 1024
+
+
+class PromptError(SidecarError):
+    """A prompt file that must not be used: the message says why; the firing fails with it."""
+
+
+def read_prompt(ws: Workspace, prompt_file: str) -> str:
+    """The prompt's text with any YAML frontmatter removed.
+
+    A prompt file is a regular file directly inside `.context/hooks/`, not a symlink (a cloned
+    repository could point one at a credentials file), and at most 64 KiB.
+    """
+    try:
+        fd = safedir.open_file(ws.context / prompt_file, os.O_RDONLY | os.O_NONBLOCK)
+    except OSError as exc:
+        if exc.errno == errno.ELOOP and exc.filename == Path(prompt_file).name:  # the file
+            raise PromptError("is a symlink, not a regular file") from None
+        if exc.errno == errno.ELOOP:  # a folder above it
+            raise PromptError(f"{exc.filename} is a symlink; prompt files are never read "
+                              "through one") from None
+        raise
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
+            raise PromptError("is not a regular file")
+        data = os.read(fd, MAX_PROMPT_BYTES + 1)
+    finally:
+        os.close(fd)
+    if len(data) > MAX_PROMPT_BYTES:
+        raise PromptError(f"is larger than {MAX_PROMPT_BYTES // 1024} KiB")
+    text = data.decode("utf-8", "replace")
+    if text.startswith("---"):
+        lines = text.splitlines(keepends=True)
+        for i in range(1, len(lines)):
+            if lines[i].strip() == "---":
+                text = "".join(lines[i + 1:])
+                break
+    return text.strip()

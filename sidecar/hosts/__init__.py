@@ -1,0 +1,1 @@
+"""Everything one agent host is: its events, settings, integration, resume command and transcript."""

@@ -1,0 +1,171 @@
+"""`sidecar integrate`: route a host's hooks through `sidecar emit`.
+
+The hosts' JSON settings (Claude Code, Gemini CLI, Codex's hooks.json) share one shape,
+`{"hooks": {"<Event>": [{"matcher"?, "hooks": [handler, ...]}]}}`, merged here: every other
+setting and hook keeps its content and order; handlers sidecar wrote before (recognised by
+their command) are replaced, so running it again is harmless and upgrades old entries;
+`--uninstall` removes only sidecar's own. Host-specific parts live in `codex`, `gemini` and
+`opencode`.
+"""
+
+from __future__ import annotations
+
+import os
+import shlex
+from pathlib import Path
+from typing import Any
+
+import tomlkit
+
+from sidecar.errors import SidecarError
+from sidecar.hosts import jsonedit, userfile
+
+CLAUDE_EVENTS = ["SessionStart", "UserPromptSubmit", "PostToolUse", "Stop", "StopFailure",
+                 "SessionEnd"]
+
+
+class IntegrateError(SidecarError):
+    """The host's configuration cannot be changed safely; nothing was written."""
+
+
+def emit_command(sidecar: Path | str, source: str) -> str:
+    """The hook command: `sidecar` by absolute path, or as given (`sidecar` on PATH)."""
+    return f"{shlex.quote(str(sidecar))} emit --source {source}"
+
+
+def is_ours(handler: Any) -> bool:
+    """A handler sidecar wrote, in this version or an older one."""
+    if not isinstance(handler, dict) or not isinstance(handler.get("command"), str):
+        return False
+    try:
+        argv = shlex.split(handler["command"])
+    except ValueError:
+        return False
+    return len(argv) >= 2 and os.path.basename(argv[0]) == "sidecar" and argv[1] == "emit"
+
+
+def load_json(path: Path, comments: bool = False) -> dict[str, Any]:
+    """A host's settings (`comments`: `//` and `/* */` allowed, as the host allows them)."""
+    text = read_text(path)
+    if text is None:
+        return {}
+    try:
+        data = jsonedit.loads(text, comments)
+    except jsonedit.JsonEditError as exc:
+        raise IntegrateError(f"{path} is not valid JSON ({exc}); fix it first") from None
+    if not isinstance(data, dict):
+        raise IntegrateError(f"{path} does not hold a JSON object; fix it first")
+    return data
+
+
+def read_text(path: Path) -> str | None:
+    """A user's file, through the user's own links; None if there is none."""
+    try:
+        data = userfile.read_bytes(path)
+        return None if data is None else data.decode()
+    except userfile.UserFileError as exc:
+        raise IntegrateError(str(exc)) from None
+    except UnicodeDecodeError:
+        raise IntegrateError(f"{path} is not UTF-8 text; fix it first") from None
+
+
+def _write(path: Path, text: str) -> None:
+    try:
+        userfile.write_bytes(path, text.encode())
+    except userfile.UserFileError as exc:
+        raise IntegrateError(str(exc)) from None
+
+
+def merge_hooks(settings: dict[str, Any], events: list[str], command: str | None,
+                matcher: str | None, path: Path,
+                handler_fields: dict[str, Any] | None = None) -> dict[str, Any]:
+    """Remove sidecar's handlers from `settings["hooks"]`; add one group per event if `command`.
+
+    sidecar's groups go after the user's, so the user's keep their places (Codex keys its
+    trust entries by position).
+    """
+    hooks = settings.get("hooks", {})
+    if not isinstance(hooks, dict):
+        raise IntegrateError(f"{path}: `hooks` is not an object; fix it first")
+    for event in events if command is not None else []:
+        if not isinstance(hooks.get(event, []), list):
+            raise IntegrateError(f"{path}: `hooks.{event}` is not a list; fix it first")
+    for event in list(hooks):
+        groups = hooks[event]
+        if not isinstance(groups, list):
+            continue
+        kept = _without_ours(groups)
+        if kept:
+            hooks[event] = kept
+        else:
+            del hooks[event]
+    if command is not None:
+        for event in events:
+            handler = {"type": "command", "command": command, **(handler_fields or {})}
+            ours: dict[str, Any] = {"hooks": [handler]}
+            if matcher is not None:
+                ours = {"matcher": matcher, **ours}
+            hooks.setdefault(event, []).append(ours)
+    if hooks:
+        settings["hooks"] = hooks
+    else:
+        settings.pop("hooks", None)
+    return settings
+
+
+def _without_ours(groups: list[Any]) -> list[Any]:
+    """An event's groups less sidecar's handlers; a group that held only those goes too."""
+    kept = []
+    for group in groups:
+        if isinstance(group, dict) and isinstance(group.get("hooks"), list):
+            handlers = [h for h in group["hooks"] if not is_ours(h)]
+            if not handlers and group["hooks"]:
+                continue
+            kept.append({**group, "hooks": handlers})
+        else:
+            kept.append(group)
+    return kept
+
+
+def save_json(path: Path, data: dict[str, Any], comments: bool = False) -> bool:
+    """Write `data` back into the file, changing only what differs (see jsonedit): every
+    other byte, and the file's link and mode, stay as they are. True if it changed."""
+    old = read_text(path)
+    try:
+        new = jsonedit.dumps_new(data) if old is None else jsonedit.rewrite(old, data, comments)
+    except jsonedit.JsonEditError as exc:
+        raise IntegrateError(f"{path}: {exc}") from None
+    if new == old:
+        return False
+    _write(path, new)
+    return True
+
+
+def save_toml(path: Path, doc: Any, tidy_end: bool = False) -> bool:
+    """Write a tomlkit document back, only if it changed; `tidy_end` drops the blank line
+    tomlkit leaves where a table sidecar added at the end was taken out again."""
+    text = tomlkit.dumps(doc)
+    if tidy_end and text.endswith("\n\n"):
+        text = text.rstrip("\n") + "\n"
+    old = read_text(path)
+    if old == text or (old is None and not text.strip()):
+        return False
+    _write(path, text)
+    return True
+
+
+def claude_code(settings_path: Path, sidecar: Path | str, uninstall: bool = False) -> bool:
+    """Write (or remove) the hooks in a Claude Code settings file; True if it changed."""
+    settings = load_json(settings_path)
+    if uninstall and not settings:
+        return False
+    command = None if uninstall else emit_command(sidecar, "claude-code")
+    return save_json(settings_path, merge_hooks(settings, CLAUDE_EVENTS, command, "*", settings_path))
+
+
+def claude_settings(root: Path | None, home: Path) -> list[Path]:
+    """Every settings file of Claude Code's that sidecar may write, in the order it reads them:
+    the project's own (local, then committed), then the user's."""
+    project = [root / ".claude" / "settings.local.json", root / ".claude" / "settings.json"] \
+        if root is not None else []
+    return [*project, home / ".claude" / "settings.json"]

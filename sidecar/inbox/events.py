@@ -1,0 +1,272 @@
+"""Events: parse one inbox file, validate it and name what it means.
+
+A host's raw hook payload is a valid event as it stands; the fields sidecar reads are looked
+up under each host's own names. Anything it does not understand is kept, not refused.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from dataclasses import dataclass, field
+from typing import Any
+
+import orjson
+
+from sidecar.errors import SidecarError
+from sidecar.timeutil import parse_ts
+from sidecar.vocabulary import EventKind
+
+MAX_EVENT_BYTES = 1024 * 1024
+ENVELOPE = "sidecarEnvelope"  # `sidecar emit`'s wrapper around a host's payload
+SESSION_ID = re.compile(r"[A-Za-z0-9._:][A-Za-z0-9._:-]{0,127}")  # never an option: no leading -
+HOST_NAME = re.compile(r"[A-Za-z0-9._-]{1,64}")
+
+_ALIASES = {
+    EventKind.SESSION_START: ["session-start", "SessionStart", "on_session_start", "session:start"],
+    EventKind.SESSION_END: [
+        "session-end",
+        "SessionEnd",
+        "on_session_finalize",
+        "session:end",
+        "conversation-done",
+    ],
+    EventKind.SESSION_RESET: ["session-reset", "on_session_reset", "session:reset"],
+    EventKind.TURN_START: ["turn-start", "UserPromptSubmit", "BeforeAgent"],
+    EventKind.TURN_END: [
+        "turn-end",
+        "Stop",
+        "SubagentStop",
+        "agent:end",
+        "agent-turn-complete",
+        "AfterAgent",
+        "on_session_end",  # hermes fires it after every turn, not once per session
+    ],
+    EventKind.TURN_FAILED: ["turn-failed", "StopFailure"],
+    EventKind.TOOL_USE: ["tool-use", "PostToolUse", "post_tool_use", "AfterTool"],
+}
+
+_SEPARATORS = str.maketrans({"_": "-", ":": "-", " ": "-"})
+
+
+def normalise(name: str) -> str:
+    """Case-insensitive, with `-`, `_`, `:` and spaces treated alike."""
+    return name.strip().lower().translate(_SEPARATORS)
+
+
+_CANONICAL = {normalise(alias): canon for canon, names in _ALIASES.items() for alias in names}
+
+EVENT_FIELDS = ("event", "hook_event_name", "type", "hook")
+SESSION_FIELDS = ("session_id", "sessionId", "thread-id")
+
+
+class BadEvent(SidecarError, ValueError):
+    """The file is not a usable event; the message is the reason shown in `rejected/`."""
+
+
+def canonical(name: str) -> EventKind | None:
+    """The canonical name of a known event, or None for one sidecar only traces."""
+    return _CANONICAL.get(normalise(name))
+
+
+@dataclass
+class Event:
+    """One validated event, as the session store applies it."""
+
+    file: str  # the inbox file name: unique per drop, and the event's id
+    name: str  # as the host named it
+    kind: EventKind | None  # None for events that are only traced
+    host: str
+    session_id: str
+    ts: float
+    payload: dict[str, Any] = field(repr=False)
+    hook_id: str | None = None  # the follow-up hook whose run produced it (SIDECAR_HOOK_ID)
+    host_pid: int | None = None  # the host's process, and its start time (a reused pid differs)
+    host_start: int | None = None
+    # A session end's last turn, as the host's transcript tells it: (error kind, text); set
+    # by the session store, which reads the transcript (rules read no files).
+    turn_failure: tuple[str, str] | None = None
+
+    @property
+    def sort_key(self) -> tuple[float, str]:
+        return (self.ts, self.file)
+
+    def text(self, key: str) -> str | None:
+        value = self.payload.get(key)
+        return value if isinstance(value, str) and value else None
+
+    @property
+    def cwd(self) -> str | None:
+        return self.text("cwd")
+
+    @property
+    def transcript_path(self) -> str | None:
+        return self.text("transcript_path") or self.text("transcriptPath")
+
+    @property
+    def reason(self) -> str | None:
+        return self.text("reason")
+
+    @property
+    def error_kind(self) -> str:
+        """A failed turn's error kind, as the host names it (Claude Code: `rate_limit`)."""
+        return normalise(self.text("error") or self.text("errorKind") or "unknown").replace(
+            "-", "_")
+
+    @property
+    def error_message(self) -> str:
+        """A failed turn's text: where a host states when its limit resets."""
+        for key in ("last_assistant_message", "error_message", "errorMessage", "message"):
+            text = self.text(key)
+            if text:
+                return text[:2000]
+        return ""
+
+    @property
+    def tool_name(self) -> str | None:
+        return self.text("tool_name") or self.text("toolName") or self.text("tool")
+
+    @property
+    def is_cron(self) -> bool:
+        return bool(self.payload.get("cron"))
+
+    @property
+    def is_subagent(self) -> bool:
+        return bool(self.payload.get("subagent"))
+
+
+def _first_text(payload: dict[str, Any], keys: tuple[str, ...], what: str) -> str:
+    for key in keys:
+        if key in payload:
+            value = payload[key]
+            if not isinstance(value, str):
+                raise BadEvent(f"{what} field {key!r} must be a string, not {type(value).__name__}")
+            return value
+    raise BadEvent(f"no {what} (expected one of: {', '.join(keys)})")
+
+
+def infer_host(payload: dict[str, Any]) -> str:
+    """The host, when the payload does not name one: only Codex's notify is unmistakable."""
+    if "thread-id" in payload and payload.get("type") == "agent-turn-complete":
+        return "codex"
+    return "unknown"
+
+
+def unwrap(document: Any) -> tuple[Any, dict[str, Any]]:
+    """A host's payload and the fields `sidecar emit` put beside it in its envelope.
+
+    A plain dropped event (no envelope) is its own payload, with nothing beside it.
+    """
+    if isinstance(document, dict) and isinstance(document.get(ENVELOPE), dict) \
+            and "payload" in document:
+        return document["payload"], document[ENVELOPE]
+    return document, {}
+
+
+def _load(data: bytes) -> Any:
+    if len(data) > MAX_EVENT_BYTES:
+        raise BadEvent(f"larger than {MAX_EVENT_BYTES} bytes")
+    if data.startswith(b"\xef\xbb\xbf"):
+        data = data[3:]
+    try:
+        return orjson.loads(data)
+    except orjson.JSONDecodeError as exc:
+        if not data.strip():
+            raise BadEvent("empty file") from None
+        try:
+            return _lenient(data)
+        except ValueError:
+            raise BadEvent(f"not UTF-8 JSON: {exc}") from None
+
+
+def _lenient(data: bytes) -> Any:
+    """Valid JSON orjson refuses: a lone surrogate escape (what JavaScript writes when it cuts a
+    string inside an emoji) becomes U+FFFD, and a number beyond a double (`1e400`) is kept as
+    its text. Anything else still fails."""
+    import json
+
+    try:
+        value = json.loads(data.decode("utf-8"), parse_float=_float_or_text,
+                           parse_int=lambda text: int(text) if len(text) < 4000 else text,
+                           parse_constant=_not_json)
+    except RecursionError:
+        raise ValueError("nested too deeply") from None
+    return _clean(value)
+
+
+def _not_json(text: str) -> Any:
+    raise ValueError(f"{text} is not JSON")  # NaN and Infinity: Python's extension, not JSON
+
+
+def _float_or_text(text: str) -> float | str:
+    number = float(text)
+    return number if math.isfinite(number) else text
+
+
+def _clean(value: Any) -> Any:
+    if isinstance(value, str):
+        return value.encode("utf-16-le", "surrogatepass").decode("utf-16-le", "replace")
+    if isinstance(value, list):
+        return [_clean(v) for v in value]
+    if isinstance(value, dict):
+        return {_clean(k): _clean(v) for k, v in value.items()}
+    return value
+
+
+def _host(payload: dict[str, Any], meta: dict[str, Any]) -> str:
+    """The payload's own top-level `host` wins, then `emit --source`, then what it looks like."""
+    host = payload.get("host", meta.get("host"))
+    if host is None:
+        return infer_host(payload)
+    if not isinstance(host, str) or not HOST_NAME.fullmatch(host):
+        raise BadEvent(f"host {str(host)[:80]!r} is not [A-Za-z0-9._-]{{1,64}}")
+    return host
+
+
+def _session_id(payload: dict[str, Any], meta: dict[str, Any]) -> str:
+    fallback = meta.get("sessionId")
+    if isinstance(fallback, str) and not any(key in payload for key in SESSION_FIELDS):
+        session_id = fallback  # `emit --session-id`, for a payload that names none
+    else:
+        session_id = _first_text(payload, SESSION_FIELDS, "session id")
+    if not SESSION_ID.fullmatch(session_id):
+        raise BadEvent(f"session id {session_id[:140]!r} is not [A-Za-z0-9._:-]{{1,128}} "
+                       "not starting with -")
+    if session_id in (".", ".."):
+        raise BadEvent(f"session id {session_id!r} is a path component, not an id")
+    return session_id
+
+
+def parse(data: bytes, file: str, mtime: float) -> Event:
+    """Validate the bytes of one event file; BadEvent says why it is unusable.
+
+    Only the payload's top-level fields count: nothing nested in it (a tool's input or
+    output) ever names the event, its session, its host or its time.
+    """
+    payload, meta = unwrap(_load(data))
+    if not isinstance(payload, dict):
+        raise BadEvent(f"not a JSON object but a {type(payload).__name__}")
+    name = _first_text(payload, EVENT_FIELDS, "event name").strip()
+    if not name or len(name) > 128:
+        raise BadEvent("event name must be 1 to 128 characters")
+    ts = parse_ts(payload["ts"]) if "ts" in payload else None
+    if ts is None:
+        ts = parse_ts(meta.get("ts"))
+    hook_id = payload.get("sidecarHookId", meta.get("hookId"))
+    host_pid = _whole(payload.get("hostPid", meta.get("hostPid")))
+    return Event(
+        file=file,
+        name=name,
+        kind=canonical(name),
+        host=_host(payload, meta),
+        session_id=_session_id(payload, meta),
+        ts=mtime if ts is None else ts,  # documented fallback: when it was dropped
+        payload=payload,
+        hook_id=hook_id if isinstance(hook_id, str) and hook_id else None,
+        host_pid=host_pid if host_pid and host_pid > 1 else None,
+        host_start=_whole(payload.get("hostStart", meta.get("hostStart"))),
+    )
+
+
+def _whole(value: Any) -> int | None:
+    return value if isinstance(value, int) and not isinstance(value, bool) and value >= 0 else None

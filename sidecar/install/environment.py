@@ -1,0 +1,266 @@
+"""The agent's environment: what a follow-up needs to find and run a host under the service.
+
+A service does not start from the user's shell, so a `claude` installed in `~/.local/bin` or
+under nvm is not on its PATH, and a key exported in a shell profile is not in its environment.
+Three things close the gap:
+
+- `sidecar integrate <host>` records the absolute path of the host's executable (as the
+  user's PATH finds it) in `[resume]` of config.toml, edited with tomlkit (comments and
+  layout stay); an entry the user wrote is left alone.
+- `sidecar service install` writes the installing shell's PATH into the unit (or LaunchAgent)
+  and points the unit at `environment` in sidecar's config folder, which the daemon also
+  reads itself for every action (launchd has no environment files): the place for the keys
+  a host reads from the environment.
+- `doctor` checks, for every integrated host, that its resume command resolves in that
+  environment, and names each variable the host needs that it lacks. Where a daemon runs,
+  that environment is the one it reports (runenv), whoever started it.
+
+A bad line of the environment file is skipped and named, never the whole file lost; only a
+regular file is read (a FIFO would hang the daemon and doctor).
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import stat
+import tomllib
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import tomlkit
+
+from sidecar import layout
+from sidecar.hosts import owned
+from sidecar.hosts.settings import save_toml
+
+ENV_LINE = re.compile(r"\s*(?:export\s+)?([A-Za-z_][A-Za-z0-9_]*)\s*=\s*(.*)")
+# Variables a host reads its credentials or endpoint from: flagged when the user's shell has
+# one and the service's environment lacks it (a login keeps Claude Code's key elsewhere).
+KEY_VARIABLES: dict[str, tuple[str, ...]] = {
+    "claude-code": ("ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN", "ANTHROPIC_BASE_URL",
+                    "CLAUDE_CODE_USE_BEDROCK", "CLAUDE_CODE_USE_VERTEX"),
+    "codex": ("OPENAI_API_KEY", "CODEX_HOME"),
+    "gemini": ("GEMINI_API_KEY", "GOOGLE_API_KEY", "GOOGLE_GEMINI_BASE_URL",
+               "GOOGLE_CLOUD_PROJECT"),
+    "opencode": ("OPENAI_API_KEY", "ANTHROPIC_API_KEY", "OPENCODE_CONFIG"),
+}
+EXECUTABLES = {"claude-code": "claude", "codex": "codex", "gemini": "gemini",
+               "opencode": "opencode"}
+RESUME_PLACE = "resume"  # where `owned` remembers the executables sidecar recorded
+
+
+def env_file() -> Path:
+    return layout.config_home() / "environment"
+
+
+MAX_ENV_BYTES = 1024 * 1024  # far above any real environment file
+
+
+@dataclass(frozen=True)
+class EnvFile:
+    """An environment file's variables, and what in it could not be used (each a line that
+    names the file and the line): one bad line never costs the others."""
+
+    variables: dict[str, str] = field(default_factory=dict)
+    problems: tuple[str, ...] = ()
+
+
+class NotASettingsFile(ValueError):
+    """A FIFO, a folder, a device or a huge file where a settings file belongs: never read."""
+
+
+def read_settings_file(path: Path, limit: int = MAX_ENV_BYTES) -> bytes:
+    """A settings file's bytes (the environment file, config.toml), opened without blocking
+    and read only if it is a regular file: a FIFO there would hang whoever reads it.
+    FileNotFoundError if it is missing, NotASettingsFile (saying why, after the path) if it
+    is not a regular file or larger than `limit`, OSError if it cannot be read."""
+    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise NotASettingsFile("is not a regular file")
+        data = os.read(fd, limit + 1)
+    finally:
+        os.close(fd)
+    if len(data) > limit:
+        raise NotASettingsFile(f"is larger than {limit // 1024} KiB")
+    return data
+
+
+def read_env_file(path: Path | None = None) -> EnvFile:
+    """`KEY=value` lines (systemd's EnvironmentFile syntax: `#` comments, optional quotes
+    and `export`); a missing file is empty, one that cannot be read gives no variable and
+    says why."""
+    path = path or env_file()
+    try:
+        data = read_settings_file(path)
+    except FileNotFoundError:
+        return EnvFile()
+    except NotASettingsFile as exc:
+        return EnvFile(problems=(f"{path} {exc}; no variable was read from it",))
+    except OSError as exc:
+        return EnvFile(problems=(f"{path} cannot be read ({exc.strerror}); no variable was "
+                                 "read from it",))
+    return parse_env(data, path)
+
+
+def parse_env(data: bytes, path: Path) -> EnvFile:
+    """The variables of an environment file's bytes; each line that is not UTF-8 or not
+    `KEY=value` is skipped and named (`path` in the message)."""
+    found: dict[str, str] = {}
+    problems: list[str] = []
+    for number, raw in enumerate(data.splitlines(), 1):
+        try:
+            line = raw.decode("utf-8")
+        except UnicodeDecodeError:
+            problems.append(f"{path}: line {number} is not UTF-8 text; skipped")
+            continue
+        if not line.strip() or line.lstrip().startswith(("#", ";")):
+            continue
+        match = ENV_LINE.fullmatch(line)
+        if not match:
+            problems.append(f"{path}: line {number} is not KEY=value; skipped")
+            continue
+        value = match.group(2).strip()
+        if len(value) >= 2 and value[0] == value[-1] and value[0] in "'\"":
+            value = value[1:-1]
+        found[match.group(1)] = value
+    return EnvFile(found, tuple(problems))
+
+
+def record_executable(host: str, default: tuple[str, ...], uninstall: bool = False) -> str | None:
+    """Write the host's executable, by absolute path, into `[resume]` of config.toml (or take
+    it back out on uninstall); returns what it did, or None where it did nothing."""
+    name = EXECUTABLES.get(host)
+    if name is None:
+        return None
+    path = layout.config_file()
+    doc = _load(path)
+    resume = doc.get("resume")
+    current = list(resume[host]) if resume is not None and host in resume else None
+    ours = owned.read(host, RESUME_PLACE)
+    mine = ours.get("argv")
+    if uninstall:
+        owned.change(host, RESUME_PLACE, lambda record: record.clear())
+        if current is None or current != mine:
+            return None  # not sidecar's (or changed since): the user's
+        _take_out(path, doc, host, bool(ours.get("table")))
+        return f"removed the resume command sidecar recorded for {host} from {path}"
+    if current is not None and current != mine and current[0] != name:
+        return None  # the user's own command: left as written
+    found = shutil.which(name)
+    if found is None:
+        return None  # not installed here: the default (by name) stays
+    argv = [str(Path(found).absolute()), *(current[1:] if current else default[1:])]
+    if argv == current:
+        return None
+    created = resume is None
+    if resume is None:
+        resume = tomlkit.table()
+        doc["resume"] = resume
+    resume[host] = argv
+    save_toml(path, doc)
+    owned.change(host, RESUME_PLACE,
+                 lambda record: record.update(argv=argv, table=created or record.get("table")))
+    return f"resume runs {argv[0]} (recorded in {path})"
+
+
+def _take_out(path: Path, doc: Any, host: str, table_was_ours: bool) -> None:
+    """Remove the host's entry (and `[resume]` if sidecar added it and it is now empty)."""
+    resume = doc["resume"]
+    del resume[host]
+    if not resume:
+        del doc["resume"]
+    save_toml(path, doc, tidy_end=not resume and table_was_ours)
+
+
+def _load(path: Path) -> Any:
+    try:
+        return tomlkit.parse(path.read_text())
+    except FileNotFoundError:
+        return tomlkit.document()
+
+
+def codex_needed(codex_home: Path) -> tuple[str, ...]:
+    """The variable Codex's model provider reads its key from (`env_key`), if it names one."""
+    try:
+        return codex_env_key(read_settings_file(codex_home / "config.toml"))
+    except (OSError, ValueError):
+        return ()
+
+
+def codex_env_key(config_toml: bytes) -> tuple[str, ...]:
+    """`env_key` of the model provider a Codex config.toml's bytes choose, if it names one."""
+    try:
+        data = tomllib.loads(config_toml.decode("utf-8"))
+    except (tomllib.TOMLDecodeError, UnicodeDecodeError):
+        return ()
+    provider = data.get("model_provider")
+    providers = data.get("model_providers")
+    if not isinstance(provider, str) or not isinstance(providers, dict):
+        return ()
+    entry = providers.get(provider)
+    key = entry.get("env_key") if isinstance(entry, dict) else None
+    return (key,) if isinstance(key, str) and key else ()
+
+
+def host_variables() -> set[str]:
+    """Every variable some host reads its credentials or endpoint from."""
+    return {name for names in KEY_VARIABLES.values() for name in names}
+
+
+def unit_environment(unit_text: str) -> dict[str, str]:
+    """The `Environment=` values a systemd unit sets (PATH among them)."""
+    found: dict[str, str] = {}
+    for line in unit_text.splitlines():
+        if not line.startswith("Environment="):
+            continue
+        value = line.split("=", 1)[1].strip()
+        if value.startswith('"') and value.endswith('"'):
+            value = value[1:-1]
+        key, _, rest = value.partition("=")
+        found[key] = rest
+    return found
+
+
+def resolve(argv0: str, path_value: str) -> str | None:
+    """Where the service would find `argv0`: itself if absolute (and executable), else the
+    first match on `path_value`."""
+    if os.path.isabs(argv0):
+        return argv0 if os.access(argv0, os.X_OK) else None
+    return shutil.which(argv0, path=path_value)
+
+
+SERVICE = "the service's environment"
+
+
+def problems(host: str, argv: tuple[str, ...], service_env: Mapping[str, str],
+             shell_env: Mapping[str, str], needed: tuple[str, ...] = (), where: str = SERVICE,
+             reload: str = "") -> list[str]:
+    """What stops `host`'s resume in the environment follow-ups get (`service_env`, named
+    `where`): the executable it cannot find, each variable the host needs (`needed`) or the
+    user's shell has that it lacks. `reload` says how to make a running daemon read the
+    environment file again, for a variable the file has and the daemon does not."""
+    found: list[str] = []
+    path_value = service_env.get("PATH", "")
+    if resolve(argv[0], path_value) is None:
+        on = "the service's PATH" if where == SERVICE else f"the PATH of {where}"
+        why = "does not exist or is not executable" if os.path.isabs(argv[0]) else \
+            f"is not on {on} ({path_value or 'empty'})"
+        found.append(f"{host}: the resume command's {argv[0]!r} {why}; run `sidecar integrate "
+                     f"{host}` to record it by absolute path, or set [resume] in config.toml")
+    in_file = read_env_file().variables if reload else {}
+    lacking = [(name, "is missing from") for name in needed if name not in service_env]
+    lacking += [(name, "is set in your shell but missing from")
+                for name in KEY_VARIABLES.get(host, ())
+                if name in shell_env and name not in service_env and name not in needed]
+    for name, how in lacking:
+        if name in in_file:
+            found.append(f"{host}: {name} is in {env_file()} but not in {where}, which read "
+                         f"the file before; {reload}")
+        else:
+            found.append(f"{host}: {name} {how} {where}; add `{name}=...` to {env_file()}")
+    return found

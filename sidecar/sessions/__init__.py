@@ -1,0 +1,1 @@
+"""Session records: the typed model, the lifecycle rules, the store, token totals, end facts."""

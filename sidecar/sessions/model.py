@@ -1,0 +1,329 @@
+"""Typed records for the session files, one reader (`from_json`) and one writer (`to_json`) each.
+
+The files are dotcontext's schema, and dotcontext writes them too: every key a record does not
+know is carried in `extra` and written back unchanged, so neither tool loses the other's data.
+sidecar's own state lives under `metadata.sidecar`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from sidecar.timeutil import parse_ts
+
+Json = dict[str, Any]
+Key = tuple[str, str]  # (host, host session id)
+_METADATA_KEYS = frozenset(("host", "hostSessionId", "sidecar"))
+
+
+def _text(value: Any) -> str | None:
+    return value if isinstance(value, str) else None
+
+
+def _number(value: Any) -> int | None:
+    return value if isinstance(value, int) and not isinstance(value, bool) else None
+
+
+def _count(value: Any) -> int:
+    return value if isinstance(value, int) and not isinstance(value, bool) else 0
+
+
+def _rest(data: Json, known: frozenset[str]) -> Json:
+    return {k: v for k, v in data.items() if k not in known}
+
+
+def _tokens(value: Any) -> dict[str, int] | None:
+    if not isinstance(value, dict):
+        return None
+    return {k: _count(v) for k, v in value.items() if isinstance(k, str)}
+
+
+def ts_or(value: str | None, default: float) -> float:
+    """Epoch seconds of a stored timestamp, or `default` when it is missing or unreadable."""
+    parsed = parse_ts(value)
+    return default if parsed is None else parsed
+
+
+@dataclass
+class LimitEpisode:
+    """A usage limit the session is under: since its first failed turn, until a turn ends
+    well. `failures` counts its failed turns (the first, then each resume that failed too)."""
+
+    since: str
+    failures: int
+    error: str
+    message: str
+
+    @classmethod
+    def from_json(cls, data: Any) -> LimitEpisode | None:
+        if not isinstance(data, dict) or not isinstance(data.get("since"), str):
+            return None
+        return cls(data["since"], max(1, _count(data.get("failures"))),
+                   _text(data.get("error")) or "", _text(data.get("message")) or "")
+
+    def to_json(self) -> Json:
+        return {"since": self.since, "failures": self.failures, "error": self.error,
+                "message": self.message}
+
+
+@dataclass
+class SidecarMeta:
+    """What sidecar keeps in a session record: where it ran, what queued for it, replay ids."""
+
+    cwd: str | None = None
+    transcript_path: str | None = None
+    cron: bool = False
+    subagent: bool = False
+    started_by_hook: str | None = None
+    completion_reason: str | None = None
+    host_pid: int | None = None  # the host's process while the session is active
+    host_start: int | None = None
+    recent_events: list[str] = field(default_factory=list)
+    follow_ups: dict[str, Json] = field(default_factory=dict)
+    limit: LimitEpisode | None = None
+    turn_failed: bool = False  # the current turn failed (its failure is counted already)
+    turn_open: bool = False  # a turn began and has not ended (nor failed) yet
+    user_turn_ended_at: str | None = None  # the last end of a turn the user ran themselves
+    tokens: dict[str, int] | None = None  # from the transcript at completion
+    extra: Json = field(default_factory=dict)
+
+    KEYS = frozenset(("cwd", "transcriptPath", "cron", "subagent", "startedByHook", "completionReason",
+            "recentEvents", "followUps", "hostPid", "hostStart", "limit", "turnFailed", "tokens",
+            "turnOpen", "userTurnEndedAt"))
+
+    @classmethod
+    def from_json(cls, data: Any) -> SidecarMeta:
+        if not isinstance(data, dict):
+            return cls()
+        recent = data.get("recentEvents")
+        follow_ups = data.get("followUps")
+        return cls(
+            cwd=_text(data.get("cwd")),
+            transcript_path=_text(data.get("transcriptPath")),
+            cron=data.get("cron") is True,
+            subagent=data.get("subagent") is True,
+            started_by_hook=_text(data.get("startedByHook")),
+            completion_reason=_text(data.get("completionReason")),
+            host_pid=_number(data.get("hostPid")),
+            host_start=_number(data.get("hostStart")),
+            recent_events=[e for e in recent if isinstance(e, str)] if isinstance(recent, list) else [],
+            follow_ups={k: v for k, v in follow_ups.items() if isinstance(v, dict)}
+            if isinstance(follow_ups, dict) else {},
+            limit=LimitEpisode.from_json(data.get("limit")),
+            turn_failed=data.get("turnFailed") is True,
+            turn_open=data.get("turnOpen") is True,
+            user_turn_ended_at=_text(data.get("userTurnEndedAt")),
+            tokens=_tokens(data.get("tokens")),
+            extra=_rest(data, cls.KEYS),
+        )
+
+    def to_json(self) -> Json:
+        out: Json = {"cron": self.cron, "subagent": self.subagent}
+        optional = (("cwd", self.cwd), ("transcriptPath", self.transcript_path),
+                    ("startedByHook", self.started_by_hook),
+                    ("completionReason", self.completion_reason),
+                    ("hostPid", self.host_pid), ("hostStart", self.host_start),
+                    ("userTurnEndedAt", self.user_turn_ended_at))
+        out.update((k, v) for k, v in optional if v is not None)
+        if self.recent_events:
+            out["recentEvents"] = self.recent_events
+        if self.follow_ups:
+            out["followUps"] = self.follow_ups
+        if self.limit is not None:
+            out["limit"] = self.limit.to_json()
+        if self.turn_failed:
+            out["turnFailed"] = True
+        if self.turn_open:
+            out["turnOpen"] = True
+        if self.tokens is not None:
+            out["tokens"] = self.tokens
+        return {**out, **self.extra}
+
+
+@dataclass
+class SessionRecord:
+    """`runtime/sessions/<id>/session.json`: one harness session."""
+
+    id: str
+    name: str
+    status: str  # "active" or "completed"
+    repo_path: str | None
+    created_at: str | None
+    updated_at: str | None
+    started_at: str | None
+    completed_at: str | None = None
+    last_trace_at: str | None = None
+    trace_count: int = 0
+    host: str | None = None
+    host_session_id: str | None = None
+    sidecar: SidecarMeta = field(default_factory=SidecarMeta)
+    metadata_extra: Json = field(default_factory=dict)
+    extra: Json = field(default_factory=dict)
+
+    KEYS = frozenset(("id", "name", "status", "repoPath", "createdAt", "updatedAt", "startedAt",
+            "completedAt", "lastTraceAt", "traceCount", "metadata"))
+
+    @property
+    def active(self) -> bool:
+        return self.status != "completed"
+
+    @classmethod
+    def new(cls, harness_id: str, host: str, session_id: str, repo: str, at: str) -> SessionRecord:
+        return cls(
+            id=harness_id, name=f"hook:{host}:{session_id}", status="active", repo_path=repo,
+            created_at=at, updated_at=at, started_at=at, last_trace_at=at, host=host,
+            host_session_id=session_id,
+            extra={"artifactCount": 0, "checkpointCount": 0, "checkpoints": []},
+        )
+
+    @classmethod
+    def from_json(cls, data: Json) -> SessionRecord:
+        metadata = data.get("metadata")
+        metadata = metadata if isinstance(metadata, dict) else {}
+        return cls(
+            id=str(data.get("id") or ""),
+            name=str(data.get("name") or ""),
+            status=str(data.get("status") or "active"),
+            repo_path=_text(data.get("repoPath")),
+            created_at=_text(data.get("createdAt")),
+            updated_at=_text(data.get("updatedAt")),
+            started_at=_text(data.get("startedAt")),
+            completed_at=_text(data.get("completedAt")),
+            last_trace_at=_text(data.get("lastTraceAt")),
+            trace_count=_count(data.get("traceCount")),
+            host=_text(metadata.get("host")),
+            host_session_id=_text(metadata.get("hostSessionId")),
+            sidecar=SidecarMeta.from_json(metadata.get("sidecar")),
+            metadata_extra=_rest(metadata, _METADATA_KEYS),
+            extra=_rest(data, cls.KEYS),
+        )
+
+    def to_json(self) -> Json:
+        metadata: Json = {}
+        if self.host is not None:
+            metadata["host"] = self.host
+        if self.host_session_id is not None:
+            metadata["hostSessionId"] = self.host_session_id
+        metadata.update(self.metadata_extra)
+        metadata["sidecar"] = self.sidecar.to_json()
+        out: Json = {"id": self.id, "name": self.name, "status": self.status}
+        dated = (("repoPath", self.repo_path), ("createdAt", self.created_at),
+                 ("updatedAt", self.updated_at), ("startedAt", self.started_at),
+                 ("completedAt", self.completed_at))
+        out.update((k, v) for k, v in dated if v is not None)
+        out["traceCount"] = self.trace_count
+        out.update(self.extra)
+        out["metadata"] = metadata
+        if self.last_trace_at is not None:
+            out["lastTraceAt"] = self.last_trace_at
+        return out
+
+
+@dataclass
+class TraceLine:
+    """One line of `trace.jsonl`. Its id derives from the inbox file, so a replay is known."""
+
+    id: str
+    session_id: str
+    event: str
+    message: str
+    created_at: str
+    data: Json = field(default_factory=dict)
+    level: str = "info"
+
+    def to_json(self) -> Json:
+        return {"id": self.id, "sessionId": self.session_id, "level": self.level,
+                "event": self.event, "message": self.message, "createdAt": self.created_at,
+                "data": self.data}
+
+
+@dataclass
+class Binding:
+    """One host session's entry in `runtime/hooks/host-sessions.json`."""
+
+    harness_session_id: str | None
+    host_session_id: str
+    source: str
+    repo_path: str | None = None
+    created_at: str | None = None
+    updated_at: str | None = None
+    extra: Json = field(default_factory=dict)
+
+    KEYS = frozenset(("harnessSessionId", "hostSessionId", "source", "repoPath", "createdAt", "updatedAt"))
+
+    @property
+    def touched(self) -> float:
+        return ts_or(self.updated_at, ts_or(self.created_at, 0.0))
+
+    @classmethod
+    def from_json(cls, host: str, session_id: str, data: Json) -> Binding:
+        return cls(
+            harness_session_id=_text(data.get("harnessSessionId")) or None,
+            host_session_id=_text(data.get("hostSessionId")) or session_id,
+            source=_text(data.get("source")) or host,
+            repo_path=_text(data.get("repoPath")),
+            created_at=_text(data.get("createdAt")),
+            updated_at=_text(data.get("updatedAt")),
+            extra=_rest(data, cls.KEYS),
+        )
+
+    def to_json(self) -> Json:
+        out: Json = {"harnessSessionId": self.harness_session_id,
+                     "hostSessionId": self.host_session_id, "source": self.source}
+        dated = (("repoPath", self.repo_path), ("createdAt", self.created_at),
+                 ("updatedAt", self.updated_at))
+        out.update((k, v) for k, v in dated if v is not None)
+        return {**out, **self.extra}
+
+
+@dataclass
+class Bindings:
+    """The whole bindings document: {"bindings": {host: {host session id: binding}}}.
+
+    A per-host value or a binding that is not an object is dropped when read: nothing can use
+    it, and the sweep used to remove such entries one by one.
+    """
+
+    by_host: dict[str, dict[str, Binding]] = field(default_factory=dict)
+    extra: Json = field(default_factory=dict)
+
+    @classmethod
+    def from_json(cls, data: Json) -> Bindings:
+        raw = data.get("bindings")
+        by_host: dict[str, dict[str, Binding]] = {}
+        for host, per_host in (raw.items() if isinstance(raw, dict) else ()):
+            if not isinstance(per_host, dict):
+                continue
+            kept = {sid: Binding.from_json(host, sid, b) for sid, b in per_host.items()
+                    if isinstance(b, dict)}
+            if kept:
+                by_host[host] = kept
+        return cls(by_host, _rest(data, frozenset(("bindings",))))
+
+    def to_json(self) -> Json:
+        bindings = {host: {sid: b.to_json() for sid, b in per_host.items()}
+                    for host, per_host in self.by_host.items() if per_host}
+        return {"bindings": bindings, **self.extra}
+
+    def get(self, key: Key) -> Binding | None:
+        return self.by_host.get(key[0], {}).get(key[1])
+
+    def put(self, key: Key, binding: Binding) -> None:
+        self.by_host.setdefault(key[0], {})[key[1]] = binding
+
+    def remove(self, key: Key) -> bool:
+        per_host = self.by_host.get(key[0])
+        if per_host is None or key[1] not in per_host:
+            return False
+        del per_host[key[1]]
+        if not per_host:
+            del self.by_host[key[0]]
+        return True
+
+    def items(self) -> list[tuple[Key, Binding]]:
+        return [((host, sid), b) for host, per_host in self.by_host.items()
+                for sid, b in per_host.items()]
+
+    def __len__(self) -> int:
+        return sum(len(per_host) for per_host in self.by_host.values())

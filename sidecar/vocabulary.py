@@ -1,0 +1,87 @@
+"""The project's shared vocabulary: event kinds, verdicts, session changes."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from enum import StrEnum
+from typing import Any
+
+
+class EventKind(StrEnum):
+    """What an event means to sidecar. Events of any other name are traced, not refused."""
+
+    SESSION_START = "session-start"
+    SESSION_END = "session-end"
+    SESSION_RESET = "session-reset"
+    TURN_START = "turn-start"
+    TURN_END = "turn-end"
+    TURN_FAILED = "turn-failed"  # a turn the API refused (Claude Code's StopFailure)
+    TOOL_USE = "tool-use"
+
+
+class Verdict(StrEnum):
+    """What the scheduler decides for a claimed follow-up."""
+
+    FIRE = "fire"
+    POSTPONE = "postpone"
+    SKIP = "skip"
+
+
+# The error kinds of a failed turn that mean a usage or rate limit: the task is not finished,
+# and `resume-after-limit` may carry it on once the limit resets.
+LIMIT_ERRORS = frozenset({"rate_limit", "usage_limit", "quota_exceeded", "resource_exhausted"})
+
+STALE = "stale"  # the completion reason of the stale sweep
+HOST_EXITED = "host-exited"  # the completion reason when the host's process is gone
+DEFAULT_END_REASON = "session-end"  # the completion reason of an end event that gives none
+INTERRUPTED = "skipped: the last turn was interrupted"  # a session-end hook's default for it
+
+
+# -- plain values handed between modules ---------------------------------------------------
+
+
+@dataclass(frozen=True)
+class SessionChange:
+    """Something that happened to a session, as plain values for plugins and follow-up hooks.
+
+    `kind` is None for an event sidecar only traces. `follow_ups_done` are the hooks the
+    session record says were queued for it already; `from_hook` says a follow-up's own run
+    produced it, which must never queue another follow-up.
+    """
+
+    kind: EventKind | None
+    host: str
+    session_id: str
+    harness_session_id: str
+    ts: float
+    reason: str = ""
+    cwd: str | None = None
+    payload: dict[str, Any] | None = None
+    from_hook: bool = False
+    follow_ups_done: frozenset[str] = field(default_factory=frozenset)
+    host_pid: int | None = None  # the host's process, while the session is active
+    host_start: int | None = None
+    # A usage limit: a session-end while one holds (`limited`) queues no session-end hook;
+    # a turn-failed names how many limit failures this episode has had, and the host's text.
+    limited: bool = False
+    limit_failures: int = 0
+    limit_message: str = ""
+    # A session-end whose last turn began and never ended (Ctrl-C, a kill, the host gone
+    # mid-turn): the user stopped the agent, so by default nothing resumes it.
+    interrupted: bool = False
+    # The hooks in `follow_ups_done` queued before the user's own latest turn ended (a turn
+    # of theirs, not of a follow-up's run): those a hook may run again for.
+    user_turn_since: frozenset[str] = field(default_factory=frozenset)
+
+
+@dataclass(frozen=True)
+class Fired:
+    """A firing's outcome, as plain values for plugins."""
+
+    workspace: str
+    hook_id: str
+    host: str
+    session_id: str
+    harness_session_id: str | None
+    status: str
+    log: str | None
