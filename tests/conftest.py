@@ -1,73 +1,33 @@
-"""Shared test set-up: every test gets its own workspace and user config, never $HOME."""
+"""Shared test set-up: every test gets its own workspace and user config, never $HOME.
+
+The folder a test lives in is its kind, and its marker: `tests/unit` starts no process,
+`tests/daemon` starts real sidecar processes (`daemon`), `tests/e2e` drives real agent hosts
+(`e2e`). `pytest -m "not e2e and not slow and not daemon"` is the fast inner loop.
+"""
 
 from __future__ import annotations
 
-import os
-import shutil
-import signal
-import subprocess
-import sys
-import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
-import orjson
 import pytest
 
-FIXTURES = Path(__file__).parent / "fixtures"
-BIN = Path(sys.executable).parent
-SIDECAR = str(BIN / "sidecar")
-# Where tests/install-hosts.sh puts the real agent hosts.
-HOSTS_CACHE = Path(os.environ.get("SIDECAR_TEST_HOSTS")
-                   or Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "sidecar-test-hosts")
+from helpers import TESTS, DaemonProcess, is_serving, wait_until
+
+MARKED_FOLDERS = ("daemon", "e2e")
 
 
-def npm_host(name: str, version: str, binary: str) -> Path:
-    """A host CLI installed from npm by tests/install-hosts.sh; skips only where npm is absent."""
-    if shutil.which("npm") is None:
-        pytest.skip(f"npm is not installed, so {name} cannot be installed here")
-    prefix = HOSTS_CACHE / f"{name}-{version}"
-    path = prefix / "node_modules" / ".bin" / binary
-    if not path.exists():
-        pytest.skip(f"{name} {version} is not installed at {path} (tests/install-hosts.sh, "
-                    f"which make test runs, says why in {prefix / 'npm-install.log'})")
-    return path
-
-
-def wait_until(predicate: Callable[[], object], timeout: float = 10.0, interval: float = 0.02):
-    """Poll `predicate` until it returns something truthy; fail the test after `timeout`."""
-    deadline = time.monotonic() + timeout
-    while True:
-        value = predicate()
-        if value:
-            return value
-        if time.monotonic() > deadline:
-            raise AssertionError(f"condition not met within {timeout}s: {predicate}")
-        time.sleep(interval)
-
-
-def fixture_payload(name: str) -> bytes:
-    return (FIXTURES / name).read_bytes()
-
-
-def read_json(path: Path):
-    return orjson.loads(path.read_bytes())
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    for item in items:
+        folder = Path(item.path).relative_to(TESTS).parts[0]
+        if folder in MARKED_FOLDERS:
+            item.add_marker(folder)
 
 
 @pytest.fixture(autouse=True)
 def _own_config_folder(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """No test reads or writes the real user's sidecar folder (trust, the run key...)."""
     monkeypatch.setenv("SIDECAR_CONFIG_HOME", str(tmp_path / "config"))
-
-
-def trust_commands(ws) -> None:
-    """Trust every command hook of the workspace, as its user would with `sidecar hooks trust`
-    (a hand-written hooks.json, as these tests write, is not trusted by itself)."""
-    from sidecar.followups import store, trust
-
-    for hook in store.read_view(ws).hooks.values():
-        if isinstance(hook.action, list):
-            trust.trust(ws, hook.action, time.time())
 
 
 @pytest.fixture
@@ -83,66 +43,19 @@ def config_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     return home
 
 
-def run_cli(*args: str, input: bytes | None = None, cwd: Path | None = None,
-            env: dict[str, str] | None = None, timeout: float = 30) -> subprocess.CompletedProcess:
-    return subprocess.run(
-        [SIDECAR, *args],
-        input=input if input is not None else b"",
-        capture_output=True,
-        cwd=cwd,
-        env={**os.environ, **(env or {})},
-        timeout=timeout,
-    )
-
-
 @pytest.fixture
 def workspace(tmp_path: Path, config_home: Path):
+    """A workspace made by `sidecar init`, run in process (typer's CliRunner)."""
+    from typer.testing import CliRunner
+
+    from sidecar.cli.main import app
     from sidecar.layout import Workspace
 
     root = tmp_path / "ws"
     root.mkdir()
-    result = run_cli("init", str(root))
-    assert result.returncode == 0, result.stderr
+    result = CliRunner().invoke(app, ["init", str(root)])
+    assert result.exit_code == 0, result.output
     return Workspace(root)
-
-
-class DaemonProcess:
-    """A real `sidecar run` process, stopped (and if need be killed) at the end of the test."""
-
-    def __init__(self, args: list[str], log: Path, env: dict[str, str] | None = None) -> None:
-        self.log_path = log
-        self.log = open(log, "ab")
-        self.proc = subprocess.Popen(
-            [SIDECAR, "run", *args],
-            stdout=self.log,
-            stderr=subprocess.STDOUT,
-            stdin=subprocess.DEVNULL,
-            env={**os.environ, **(env or {})},
-        )
-
-    @property
-    def pid(self) -> int:
-        return self.proc.pid
-
-    def output(self) -> str:
-        self.log.flush()
-        return self.log_path.read_text(errors="replace")
-
-    def stop(self, timeout: float = 15) -> int | None:
-        if self.proc.poll() is None:
-            self.proc.send_signal(signal.SIGTERM)
-            try:
-                self.proc.wait(timeout)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait()
-        self.log.close()
-        return self.proc.returncode
-
-    def kill(self) -> None:
-        if self.proc.poll() is None:
-            self.proc.kill()
-            self.proc.wait()
 
 
 @pytest.fixture
@@ -158,7 +71,7 @@ def start_daemon(tmp_path: Path, config_home: Path) -> Iterator[Callable[..., Da
             from sidecar.layout import Workspace
 
             ws = Workspace(Path(roots[0]))
-            wait_until(lambda: _is_serving(ws, daemon), 15)
+            wait_until(lambda: is_serving(ws, daemon), 15)
         return daemon
 
     try:
@@ -166,26 +79,3 @@ def start_daemon(tmp_path: Path, config_home: Path) -> Iterator[Callable[..., Da
     finally:
         for daemon in started:
             daemon.stop()
-
-
-def _is_serving(ws, daemon: DaemonProcess) -> bool:
-    if daemon.proc.poll() is not None:
-        raise AssertionError(f"daemon exited early:\n{daemon.output()}")
-    for path in ws.instances.glob("*.json"):
-        try:
-            doc = read_json(path)
-        except ValueError:
-            continue
-        if doc.get("pid") == daemon.pid and doc.get("role") == "leader":
-            return True
-    return False
-
-
-def emit(ws_root: Path, payload: bytes | None = None, *args: str, cwd: Path | None = None,
-         env: dict[str, str] | None = None) -> subprocess.CompletedProcess:
-    """Run the real `sidecar emit`, from inside the workspace unless told otherwise."""
-    return run_cli("emit", *args, input=payload, cwd=cwd or ws_root, env=env)
-
-
-def inbox_files(ws) -> list[Path]:
-    return sorted(p for p in ws.inbox.iterdir() if p.name.endswith(".json") and p.is_file())

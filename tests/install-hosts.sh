@@ -57,6 +57,6 @@ fi
 
 if ! ls /usr/lib/*/faketime/libfaketimeMT.so.1 /usr/lib/faketime/libfaketimeMT.so.1 >/dev/null 2>&1 \
         && command -v apt-get >/dev/null 2>&1 && [ "$(id -u)" = 0 ]; then
-    echo "install-hosts: installing libfaketime (for tests/test_clocks.py)" >&2
+    echo "install-hosts: installing libfaketime (for tests/daemon/test_clocks.py)" >&2
     apt-get update -qq >/dev/null && apt-get install -y -qq faketime libfaketime >/dev/null || true
 fi

@@ -1,0 +1,126 @@
+"""The agent's environment under the service: the executable by absolute path, the unit's PATH
+and environment file, and doctor naming what the service lacks."""
+
+from __future__ import annotations
+
+import os
+import stat
+from pathlib import Path
+
+from helpers import run_cli
+from sidecar.config import DEFAULT_RESUME, load_config
+from sidecar.install import environment as agentenv
+from sidecar.install import service
+
+
+def fake_host(folder: Path, name: str) -> Path:
+    folder.mkdir(parents=True, exist_ok=True)
+    path = folder / name
+    path.write_text("#!/bin/sh\nexit 0\n")
+    path.chmod(path.stat().st_mode | stat.S_IXUSR)
+    return path
+
+
+def test_the_environment_file_reads_like_systemds(tmp_path):
+    path = tmp_path / "environment"
+    path.write_text("# keys for the agents\nANTHROPIC_API_KEY=sk-1\nexport OPENAI_API_KEY='sk 2'\n"
+                    'GEMINI_API_KEY="g"\n; a comment\nnot a line\n')
+    read = agentenv.read_env_file(path)
+    assert read.variables == {"ANTHROPIC_API_KEY": "sk-1",
+                              "OPENAI_API_KEY": "sk 2", "GEMINI_API_KEY": "g"}
+    assert read.problems == (f"{path}: line 6 is not KEY=value; skipped",)
+    assert agentenv.read_env_file(tmp_path / "missing") == agentenv.EnvFile()
+
+
+def test_integrate_records_the_hosts_executable_and_keeps_the_users_config(
+        workspace, config_home, tmp_path):
+    claude = fake_host(tmp_path / "nvm" / "bin", "claude")
+    (config_home / "config.toml").write_text("# my settings\nstaleAfter = \"2h\"  # short\n")
+    env = {"PATH": f"{claude.parent}{os.pathsep}{os.environ['PATH']}", "HOME": str(tmp_path)}
+    result = run_cli("integrate", "claude-code", cwd=workspace.root, env=env)
+    assert result.returncode == 0 and f"resume runs {claude}" in result.stdout.decode()
+    text = (config_home / "config.toml").read_text()
+    assert text.startswith("# my settings\nstaleAfter = \"2h\"  # short\n")  # the user's, kept
+    assert load_config(config_home / "config.toml").resume["claude-code"] == (
+        str(claude), *DEFAULT_RESUME["claude-code"][1:])
+    # Uninstalled: exactly what it wrote goes, the user's lines stay.
+    assert run_cli("uninstall", env=env).returncode == 0
+    assert (config_home / "config.toml").read_text() == "# my settings\nstaleAfter = \"2h\"  # short\n"
+
+
+def test_a_resume_command_the_user_wrote_is_left_alone(workspace, config_home, tmp_path):
+    claude = fake_host(tmp_path / "bin", "claude")
+    mine = '[resume]\n"claude-code" = ["/opt/my-claude", "--resume", "{session_id}"]\n'
+    (config_home / "config.toml").write_text(mine)
+    env = {"PATH": f"{claude.parent}{os.pathsep}{os.environ['PATH']}", "HOME": str(tmp_path)}
+    assert run_cli("integrate", "claude-code", cwd=workspace.root, env=env).returncode == 0
+    assert (config_home / "config.toml").read_text() == mine
+
+
+def test_the_unit_carries_the_installing_shells_path_and_the_environment_file(config_home):
+    unit = service.render_unit(Path("/opt/sidecar/bin/sidecar"), "/home/me/.local/bin:/usr/bin")
+    assert 'Environment="PATH=/home/me/.local/bin:/usr/bin"' in unit
+    assert f"EnvironmentFile=-{config_home / 'environment'}" in unit
+    assert agentenv.unit_environment(unit)["PATH"] == "/home/me/.local/bin:/usr/bin"
+    plist = service.render_plist(Path("/opt/sidecar/bin/sidecar"), Path("/Users/me"),
+                                 "/Users/me/bin:/usr/bin")
+    assert "<key>PATH</key>\n        <string>/Users/me/bin:/usr/bin</string>" in plist
+
+
+def test_doctor_names_the_executable_and_the_variable_the_service_lacks(
+        workspace, config_home, tmp_path):
+    home = tmp_path / "home"
+    claude = fake_host(tmp_path / "nvm" / "bin", "claude")
+    shell = {"PATH": f"{claude.parent}{os.pathsep}/usr/bin:/bin", "HOME": str(home),
+             "ANTHROPIC_API_KEY": "sk-mine"}
+    assert run_cli("integrate", "claude-code", cwd=workspace.root, env=shell).returncode == 0
+    # The unit a `service install` from a shell without nvm's folder would have written.
+    unit = service.systemd_unit_path(home)
+    unit.parent.mkdir(parents=True)
+    unit.write_text(service.render_unit(Path("/usr/bin/sidecar"), "/usr/bin:/bin"))
+    said = run_cli("doctor", cwd=workspace.root, env=shell).stdout.decode()
+    assert "ANTHROPIC_API_KEY is set in your shell but missing from the service's environment" \
+        in said, said
+    assert f"add `ANTHROPIC_API_KEY=...` to {config_home / 'environment'}" in said
+    assert "claude-code: the resume command" not in said  # recorded by absolute path: found
+    (config_home / "environment").write_text("ANTHROPIC_API_KEY=sk-mine\n")
+    said = run_cli("doctor", cwd=workspace.root, env=shell).stdout.decode()
+    assert "ANTHROPIC_API_KEY" not in said and "resolves in the service's environment" in said
+    # A resume by bare name that the service's PATH cannot find is named too.
+    (config_home / "config.toml").write_text(
+        '[resume]\n"claude-code" = ["claude", "--resume", "{session_id}", "-p", "{prompt}"]\n')
+    said = run_cli("doctor", cwd=workspace.root, env=shell).stdout.decode()
+    assert "claude-code: the resume command's 'claude' is not on the service's PATH " \
+           "(/usr/bin:/bin)" in said
+
+
+def test_doctor_names_the_variable_codexs_provider_needs(workspace, config_home, tmp_path):
+    from sidecar.doctor import checks
+
+    codex_home = tmp_path / "codex"
+    codex_home.mkdir()
+    (codex_home / "config.toml").write_text(
+        'model_provider = "stub"\n[model_providers.stub]\nenv_key = "STUB_KEY"\n')
+    assert agentenv.codex_needed(codex_home) == ("STUB_KEY",)
+    found = agentenv.problems("codex", ("/bin/sh",), {"PATH": "/usr/bin"}, {},
+                              agentenv.codex_needed(codex_home))
+    said = "codex: STUB_KEY is missing from the service's environment"
+    assert any(said in f for f in found)
+    # And through doctor's own check, with no unit installed (this shell's environment).
+    (config_home / "config.toml").write_text('[resume]\ncodex = ["/bin/sh", "{session_id}"]\n')
+    findings = checks._agent_environment(["codex"], tmp_path / "home", "linux", codex_home)
+    assert [f.what for f in findings if not f.ok] == [
+        f"{said}; add `STUB_KEY=...` to {config_home / 'environment'}"]
+    (config_home / "environment").write_text("STUB_KEY=x\n")
+    findings = checks._agent_environment(["codex"], tmp_path / "home", "linux", codex_home)
+    assert all(f.ok for f in findings) and findings
+
+
+def test_a_config_toml_that_cannot_be_read_stops_no_integration(workspace, config_home, tmp_path):
+    claude = fake_host(tmp_path / "bin", "claude")
+    (config_home / "config.toml").write_text("this is = = not toml\n")
+    env = {"PATH": f"{claude.parent}{os.pathsep}{os.environ['PATH']}", "HOME": str(tmp_path)}
+    result = run_cli("integrate", "claude-code", cwd=workspace.root, env=env)
+    assert result.returncode == 0 and b"sidecar's hooks are in" in result.stdout
+    assert b"the resume command for claude-code was not recorded" in result.stderr
+    assert (config_home / "config.toml").read_text() == "this is = = not toml\n"  # untouched

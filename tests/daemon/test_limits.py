@@ -1,0 +1,334 @@
+"""Usage limits, in process with an explicit clock: a failed turn, no post-task for a task
+that is not finished, and resume-after-limit's tries (reset time or back-off, once a try)."""
+
+from __future__ import annotations
+
+import itertools
+import sys
+
+import orjson
+import pytest
+
+from helpers import TRANSCRIPTS, read_json
+from sidecar.config import Config
+from sidecar.followups.decide import decide
+from sidecar.followups.fire import FollowUps, transcript_facts
+from sidecar.followups.queue import FollowUpQueue
+from sidecar.followups.resets import BACKOFF_FIRST, MAX_TRIES, RESET_MARGIN
+from sidecar.followups.seeds import LIMIT_HOOK
+from sidecar.followups.store import HookStore
+from sidecar.inbox.events import parse
+from sidecar.layout import Workspace
+from sidecar.sessions.rules import harness_id
+from sidecar.sessions.store import SessionStore
+from sidecar.timeutil import iso, parse_ts
+from sidecar.vocabulary import Verdict
+
+T0 = 1_795_900_000.0
+_names = itertools.count()
+LIMITED = ("API Error: Request rejected (429) · This request would exceed your account's rate "
+           "limit. Please try again later.")  # Claude Code 2.1.328's text, with no reset in it
+
+
+S1 = "0b4cb7a4-5d8e-4a6f-9f0e-2c1d3b4a5e6f"  # a session id of Claude Code's shape
+
+
+def ev(name, ts, session=S1, hook_id=None, **extra):
+    payload = {"hook_event_name": name, "session_id": session, "ts": ts, **extra}
+    wrapped = {"sidecarEnvelope": {"version": 1, "host": "claude-code", "ts": ts,
+                                   **({"hookId": hook_id} if hook_id else {})},
+               "payload": payload}
+    return parse(orjson.dumps(wrapped), f"{next(_names):020d}.json", ts)
+
+
+def failed(ts, message=LIMITED, error="rate_limit", **kw):
+    return ev("StopFailure", ts, error=error, last_assistant_message=message, **kw)
+
+
+class Harness:
+    def __init__(self, ws: Workspace, scale: float = 1.0) -> None:
+        ws.ensure_runtime()
+        self.ws = ws
+        self.sessions = SessionStore(ws, durable=False)
+        self.hooks = HookStore(ws, durable=False)
+        self.hooks.seed(T0)
+        self.queue = FollowUpQueue(self.hooks, "me")
+        self.scale = scale
+        self.hooks.change(T0, lambda d: setattr(d.hooks[LIMIT_HOOK], "enabled", True))
+
+    def apply(self, *events):
+        with self.sessions.batch() as batch:
+            return batch.commit(self.queue.add(batch.plan(list(events)), events[-1].ts,
+                                               self.scale), events[-1].ts)
+
+    def pending(self):
+        return self.hooks.snapshot(T0).pending
+
+    def record(self):
+        path = self.ws.session_dir(harness_id("claude-code", S1)) / "session.json"
+        return read_json(path)
+
+    def verdict(self, at):
+        facts = self.sessions.facts(harness_id("claude-code", S1), ("claude-code", S1))
+        hook = self.hooks.snapshot(at).hooks[LIMIT_HOOK]
+        return decide(hook, transcript_facts(facts), at).verdict
+
+
+@pytest.fixture
+def h(tmp_path) -> Harness:
+    return Harness(Workspace(tmp_path / "ws"))
+
+
+def test_a_turn_that_failed_on_a_limit_is_its_own_event_and_its_end_queues_no_post_task(h):
+    h.apply(ev("SessionStart", T0), ev("UserPromptSubmit", T0 + 1), failed(T0 + 2),
+            ev("SessionEnd", T0 + 3, reason="other"))
+    record = h.record()
+    assert record["status"] == "completed"
+    trace = [orjson.loads(line) for line in
+             (h.ws.session_dir(record["id"]) / "trace.jsonl").read_bytes().splitlines()]
+    assert [t["message"] for t in trace if t["event"] == "turn.failed"] == [f"rate_limit: {LIMITED}"]
+    limit = record["metadata"]["sidecar"]["limit"]
+    assert limit["failures"] == 1 and limit["error"] == "rate_limit"
+    [entry] = h.pending()  # resume-after-limit's first try, and no post-task
+    assert entry.hook_id == LIMIT_HOOK
+    assert parse_ts(entry.due_at) == T0 + 2 + BACKOFF_FIRST  # no reset in the text: back off
+    assert "post-task" not in record["metadata"]["sidecar"].get("followUps", {})
+
+
+def test_a_stated_reset_time_is_used(h):
+    reset = T0 + 3 * 3600
+    h.apply(ev("SessionStart", T0), failed(T0 + 1, f"Claude AI usage limit reached|{int(reset)}"))
+    [entry] = h.pending()
+    assert parse_ts(entry.due_at) == reset + RESET_MARGIN
+
+
+def test_a_failure_that_is_not_a_limit_is_traced_and_the_task_ends_as_usual(h):
+    h.apply(ev("SessionStart", T0), failed(T0 + 1, "API Error: 500", error="server_error"),
+            ev("SessionEnd", T0 + 2))
+    assert [e.hook_id for e in h.pending()] == ["post-task"]
+    assert "limit" not in h.record()["metadata"]["sidecar"]
+
+
+def test_a_resumed_turn_that_hits_the_limit_again_is_the_next_try_not_a_new_chain(tmp_path):
+    h = Harness(Workspace(tmp_path / "ws"), scale=0.001)
+    h.apply(ev("SessionStart", T0), failed(T0 + 1), ev("SessionEnd", T0 + 2))
+    first = h.pending()[0]
+    assert first.id.endswith("#1")
+    assert parse_ts(first.due_at) == pytest.approx(T0 + 1 + BACKOFF_FIRST * 0.001)
+    # The try fires (taken off the queue as the runner would), and its run fails again.
+    h.hooks.change(T0 + 3, lambda d: d.pending.clear())
+    h.apply(ev("SessionStart", T0 + 4, hook_id=LIMIT_HOOK, source="resume"),
+            failed(T0 + 5, hook_id=LIMIT_HOOK), ev("SessionEnd", T0 + 6, hook_id=LIMIT_HOOK))
+    [second] = h.pending()
+    assert second.id.endswith("#2") and second.hook_id == LIMIT_HOOK
+    assert parse_ts(second.due_at) == pytest.approx(T0 + 5 + 2 * BACKOFF_FIRST * 0.001)
+    assert h.record()["metadata"]["sidecar"]["limit"]["failures"] == 2
+
+
+def test_a_replayed_batch_or_a_second_failure_before_the_try_queues_nothing_more(h):
+    events = (ev("SessionStart", T0), failed(T0 + 1))
+    h.apply(*events)
+    h.apply(failed(T0 + 2))  # the user tried again by hand, still limited
+    assert len(h.pending()) == 1  # one try at a time
+
+
+def test_the_tries_stop_after_eight(tmp_path, caplog):
+    h = Harness(Workspace(tmp_path / "ws"), scale=0.001)
+    h.apply(ev("SessionStart", T0))
+    for attempt in range(MAX_TRIES + 1):
+        h.hooks.change(T0, lambda d: d.pending.clear())
+        h.apply(failed(T0 + 10 * (attempt + 1)))
+        assert len(h.pending()) == (1 if attempt < MAX_TRIES else 0), attempt
+    assert "still limited after 8 tries" in caplog.text
+
+
+def test_a_turn_that_ends_well_closes_the_episode_and_the_pending_try_is_skipped(h):
+    h.apply(ev("SessionStart", T0), failed(T0 + 1), ev("SessionEnd", T0 + 2))
+    assert h.verdict(T0 + 3) == Verdict.FIRE
+    # The user came back after the reset and carried on by hand: the try has no work left.
+    h.apply(ev("SessionStart", T0 + 100, source="resume"), ev("Stop", T0 + 101))
+    assert "limit" not in h.record()["metadata"]["sidecar"]
+    h.apply(ev("SessionEnd", T0 + 102))
+    assert h.verdict(T0 + 2000) == Verdict.SKIP
+    assert "post-task" in h.record()["metadata"]["sidecar"]["followUps"]  # the task finished
+
+
+def test_a_try_waits_while_the_session_is_live_again(h):
+    h.apply(ev("SessionStart", T0), failed(T0 + 1))  # still in the interactive session
+    assert h.verdict(T0 + 2000) == Verdict.POSTPONE
+
+
+def test_the_seeded_hook_is_off_until_enabled_and_comes_back_only_once(tmp_path):
+    ws = Workspace(tmp_path / "ws")
+    ws.ensure_runtime()
+    store = HookStore(ws, durable=False)
+    store.seed(T0)
+    hook = store.snapshot(T0).hooks[LIMIT_HOOK]
+    assert hook.enabled is False and hook.event == "turn-failed" and hook.action == "resume"
+    assert "Continue where you left off" in (ws.prompts / f"{LIMIT_HOOK}.md").read_text()
+    store.change(T0, lambda d: d.hooks.pop(LIMIT_HOOK))  # the user removes it
+    store.seed(T0 + 1)
+    assert LIMIT_HOOK not in store.snapshot(T0 + 1).hooks  # and it stays removed
+
+
+def test_a_hooks_file_from_before_gets_the_limit_hook_once(tmp_path):
+    ws = Workspace(tmp_path / "ws")
+    ws.ensure_runtime()
+    old = {"version": 1, "hooks": {"post-task": {"id": "post-task", "name": "post-task"}},
+           "pending": []}
+    ws.hooks_file.write_bytes(orjson.dumps(old))
+    store = HookStore(ws, durable=False)
+    store.seed(T0)
+    doc = read_json(ws.hooks_file)
+    assert set(doc["hooks"]) == {"post-task", LIMIT_HOOK}
+    assert doc["seeded"] == ["post-task", LIMIT_HOOK]
+
+
+def test_the_back_off_scale_is_a_config_value(tmp_path):
+    from sidecar.config import ConfigError, load_config
+
+    path = tmp_path / "config.toml"
+    path.write_text("limitBackoffScale = 0.002\n")
+    assert load_config(path).limit_backoff_scale == 0.002
+    assert Config().limit_backoff_scale == 1.0
+    path.write_text("limitBackoffScale = 0\n")
+    with pytest.raises(ConfigError, match="limitBackoffScale must be a number above 0"):
+        load_config(path)
+
+
+def test_the_try_fires_with_the_limit_prompt_in_the_same_session(tmp_path):
+    """The firing resumes the session with the seeded prompt; its argv shows both."""
+    h = Harness(Workspace(tmp_path / "ws"), scale=0.001)
+    argv_file = tmp_path / "argv.txt"
+    recorder = [sys.executable, "-c",
+                "import sys; open(sys.argv[1], 'w').write(repr(sys.argv[2:]))", str(argv_file),
+                "{session_id}", "{prompt}"]
+    config = Config(resume={"claude-code": tuple(recorder)}, limit_backoff_scale=0.001)
+    followups = FollowUps(h.ws, h.queue, h.sessions, lambda: config, lambda other: False)
+    h.apply(ev("SessionStart", T0), failed(T0 + 1), ev("SessionEnd", T0 + 2))
+    due = parse_ts(h.pending()[0].due_at)
+    followups.step(due + 1)
+    import time
+    deadline = time.monotonic() + 20
+    while (followups.running or not argv_file.exists()) and time.monotonic() < deadline:
+        time.sleep(0.02)
+        followups.check_running(due + 1)
+    argv = argv_file.read_text()
+    assert repr(S1) in argv and "Continue where you left off" in argv
+    hook = h.hooks.snapshot(due + 2).hooks[LIMIT_HOOK]
+    assert [f.status for f in hook.history] == ["ok"]
+
+
+def test_a_running_try_that_fails_again_queues_the_next(tmp_path):
+    h = Harness(Workspace(tmp_path / "ws"), scale=0.001)
+    h.apply(ev("SessionStart", T0), failed(T0 + 1), ev("SessionEnd", T0 + 2))
+    first = h.pending()[0]
+    assert h.queue.claim(first.id, T0 + 3) is not None  # the try is running
+    h.apply(ev("SessionStart", T0 + 4, hook_id=LIMIT_HOOK, source="resume"),
+            failed(T0 + 5, hook_id=LIMIT_HOOK))  # and its turn is refused again
+    assert sorted(e.id.rsplit("#", 1)[1] for e in h.pending()) == ["1", "2"]
+
+
+# -- what only the transcript says ------------------------------------------------------------
+
+
+
+def test_a_claude_session_end_whose_stop_failure_never_came_is_read_from_the_transcript(h):
+    """`claude -p` can exit before its StopFailure hook is delivered: the transcript's last
+    assistant entry is the API's refusal, so the end is a limited one all the same."""
+    path = str(TRANSCRIPTS / "claude-code-2.1.328.rate-limit.jsonl")
+    h.apply(ev("SessionStart", T0), ev("UserPromptSubmit", T0 + 1),
+            ev("SessionEnd", T0 + 3, reason="other", transcript_path=path))
+    record = h.record()
+    assert record["metadata"]["sidecar"]["limit"]["failures"] == 1
+    [entry] = h.pending()
+    assert entry.hook_id == LIMIT_HOOK  # and no post-task
+    assert parse_ts(entry.due_at) > T0 + 3  # its text names a reset: its epoch, long past
+    # here, so the back-off applies
+
+
+def test_a_stop_failure_that_did_come_is_not_counted_twice_at_the_end(h):
+    path = str(TRANSCRIPTS / "claude-code-2.1.328.rate-limit.jsonl")
+    h.apply(ev("SessionStart", T0), ev("UserPromptSubmit", T0 + 1), failed(T0 + 2),
+            ev("SessionEnd", T0 + 3, reason="other", transcript_path=path))
+    assert h.record()["metadata"]["sidecar"]["limit"]["failures"] == 1
+
+
+def test_codex_says_only_in_its_rollout_that_the_usage_limit_refused_the_turn(tmp_path):
+    h = Harness(Workspace(tmp_path / "ws"))
+    path = str(TRANSCRIPTS / "codex-0.169.0.usage-limit.jsonl")
+    start = ev("SessionStart", T0, session="c1")
+    end = ev("SessionEnd", T0 + 3, session="c1", reason="other", transcript_path=path)
+    for event in (start, end):
+        event.host = "codex"
+    h.apply(start, end)
+    record = read_json(h.ws.session_dir(harness_id("codex", "c1")) / "session.json")
+    limit = record["metadata"]["sidecar"]["limit"]
+    assert limit["error"] == "usage_limit" and "try again at 6:18 AM" in limit["message"]
+    [entry] = h.pending()
+    # "try again at 6:18 AM" (the machine's zone): a time within a day, not the back-off.
+    due = parse_ts(entry.due_at)
+    assert due != T0 + 3 + BACKOFF_FIRST and T0 + 3 < due <= T0 + 3 + 86400 + RESET_MARGIN
+
+
+def test_token_figures_are_kept_per_session_and_summed_per_workspace(h):
+    from sidecar.sessions import tokens as usage
+
+    claude = str(TRANSCRIPTS / "claude-code-2.1.328.jsonl")
+    h.apply(ev("SessionStart", T0), ev("SessionEnd", T0 + 1, transcript_path=claude))
+    assert h.record()["metadata"]["sidecar"]["tokens"] == {
+        "input": 300, "output": 21, "cacheRead": 3000, "cacheWrite": 30}
+    # Resumed and ended again: the transcript's figures are the conversation's, so the
+    # workspace adds only what they grew by (nothing here).
+    h.apply(ev("SessionStart", T0 + 5, source="resume"),
+            ev("SessionEnd", T0 + 6, transcript_path=claude))
+    h.apply(ev("SessionStart", T0 + 7, session="s2"),
+            ev("SessionEnd", T0 + 8, session="s2", transcript_path="/nonexistent/t.jsonl"))
+    assert usage.totals(h.ws) == {"input": 300, "output": 21, "cacheRead": 3000,
+                                  "cacheWrite": 30, "sessions": 1}  # s2 has no figures
+    record = read_json(h.ws.session_dir(harness_id("claude-code", "s2")) / "session.json")
+    assert record["status"] == "completed" and "tokens" not in record["metadata"]["sidecar"]
+
+
+def test_status_shows_the_token_totals_and_a_sessions_figures_and_limit(h):
+    from helpers import run_cli
+
+    claude = str(TRANSCRIPTS / "claude-code-2.1.328.jsonl")
+    h.apply(ev("SessionStart", T0), ev("SessionEnd", T0 + 1, transcript_path=claude))
+    h.apply(ev("SessionStart", T0 + 2, session="s2"), failed(T0 + 3, session="s2"))
+    root = str(h.ws.root)
+    report = orjson.loads(run_cli("status", "--root", root, "--json").stdout)["workspaces"][0]
+    assert report["tokens"] == {"input": 300, "output": 21, "cacheRead": 3000, "cacheWrite": 30,
+                                "sessions": 1}
+    text = run_cli("status", "--root", root).stdout.decode()
+    assert "tokens     input 300, output 21, cache read 3,000, cache write 30 (1 session(s)" in text
+    one = orjson.loads(run_cli("status", "--root", root, "--session", S1, "--json").stdout)
+    assert one["tokens"]["cacheRead"] == 3000 and one["limit"] is None
+    limited = run_cli("status", "--root", root, "--session", "s2").stdout.decode()
+    assert "limit      rate_limit since" in limited and "1 failed turn(s)" in limited
+    assert "resume-after-limit" in limited  # its try, queued, with its due time
+
+
+def test_a_turn_end_that_closes_a_refused_turn_closes_no_episode(h):
+    """opencode ends a refused turn with an idle status (a turn-end) right after its error."""
+    h.apply(ev("SessionStart", T0), ev("turn-failed", T0 + 1, error="rate_limit",
+                                       error_message="Please try again in 20s."),
+            ev("Stop", T0 + 1.001), ev("SessionEnd", T0 + 2))
+    assert h.record()["metadata"]["sidecar"]["limit"]["failures"] == 1
+    assert [e.hook_id for e in h.pending()] == [LIMIT_HOOK]  # and no post-task
+    assert parse_ts(h.pending()[0].due_at) == pytest.approx(T0 + 1 + 20 + RESET_MARGIN)
+
+
+def test_a_step_of_the_wall_clock_moves_a_delay_but_not_the_time_a_limit_resets(tmp_path):
+    """A post-task delay lasts what it says whichever way the clock is stepped; a limit's try
+    is due when the limit resets, a time on the wall clock, and stays there."""
+    h = Harness(Workspace(tmp_path / "ws"))
+    h.apply(ev("SessionStart", T0), failed(T0 + 1), ev("SessionEnd", T0 + 2))
+    h.apply(ev("SessionStart", T0 + 3, session="s2"), ev("SessionEnd", T0 + 4, session="s2"))
+    before = {e.id: e.due_at for e in h.pending()}
+    assert any("#" in key for key in before) and any("#" not in key for key in before)
+    h.queue.shift_due(3600.0, T0 + 5)  # the clock was set an hour forward
+    after = {e.id: e.due_at for e in h.pending()}
+    for key, due in before.items():
+        expected = due if "#" in key else iso(parse_ts(due) + 3600)
+        assert after[key] == expected, key

@@ -1,0 +1,252 @@
+"""The user service: rendered files, install/uninstall commands, sd_notify, signals."""
+
+from __future__ import annotations
+
+import os
+import plistlib
+import shutil
+import signal
+import socket
+import subprocess
+import time
+from pathlib import Path
+
+import pytest
+
+from helpers import run_cli, wait_until
+from sidecar.daemon.sdnotify import Notifier
+from sidecar.install import service
+
+
+@pytest.mark.e2e
+def test_the_rendered_unit_passes_systemd_analyze_verify(tmp_path):
+    if shutil.which("systemd-analyze") is None:
+        pytest.skip("systemd-analyze is not installed (tests/install-hosts.sh installs it with apt)")
+    unit = tmp_path / "sidecar.service"
+    command = service.sidecar_path()
+    unit.write_text(service.render_unit(command))
+    runtime = tmp_path / "runtime"
+    runtime.mkdir(mode=0o700)
+    result = subprocess.run(["systemd-analyze", "verify", "--user", str(unit)],
+                            env={**os.environ, "XDG_RUNTIME_DIR": str(runtime)},
+                            capture_output=True, text=True)
+    problems = [line for line in (result.stderr + result.stdout).splitlines()
+                if "sidecar.service" in line]
+    assert result.returncode == 0 and not problems, result.stderr
+    text = unit.read_text()
+    assert f"ExecStart={command} run" in text and "@" not in text
+    for line in ("Type=notify", "WatchdogSec=", "Restart=on-failure", "NoNewPrivileges=yes"):
+        assert line in text
+
+
+def test_the_plist_round_trips_with_absolute_paths_and_a_matching_label(tmp_path):
+    home = tmp_path / "home"
+    command = service.sidecar_path()
+    data = plistlib.loads(service.render_plist(command, home).encode())
+    assert data["Label"] == service.LABEL == service.plist_path(home).stem
+    assert data["ProgramArguments"] == [str(command), "run"]
+    assert data["RunAtLoad"] is True and data["KeepAlive"] == {"SuccessfulExit": False}
+    assert data["ThrottleInterval"] > 0
+    for key in ("StandardOutPath", "StandardErrorPath"):
+        assert Path(data[key]).is_absolute()
+        assert data[key].startswith(str(home / "Library" / "Logs"))
+    assert Path(data["ProgramArguments"][0]).is_absolute()
+
+
+@pytest.fixture
+def fake_tools(tmp_path, monkeypatch):
+    """systemctl, loginctl and launchctl that only record how they were called."""
+    bin_dir = tmp_path / "fakebin"
+    bin_dir.mkdir()
+    calls = tmp_path / "calls.log"
+    for tool in ("systemctl", "loginctl", "launchctl"):
+        script = bin_dir / tool
+        script.write_text(f'#!/bin/sh\necho "{tool} $*" >> {calls}\n'
+                          + ('[ "$1" = show-user ] && echo no\n' if tool == "loginctl" else "")
+                          + "exit 0\n")
+        script.chmod(0o755)
+    monkeypatch.setenv("PATH", f"{bin_dir}:{os.environ['PATH']}")
+    monkeypatch.delenv("XDG_CONFIG_HOME", raising=False)
+    return lambda: calls.read_text().splitlines() if calls.exists() else []
+
+
+def test_systemd_install_and_uninstall_run_the_exact_commands(tmp_path, fake_tools):
+    home = tmp_path / "home"
+    plan = service.install("linux", home=home)
+    unit = home / ".config/systemd/user/sidecar.service"
+    assert plan.path == unit and unit.read_text() == service.render_unit(service.sidecar_path())
+    user = os.environ.get("USER") or __import__("getpass").getuser()
+    assert fake_tools() == [
+        "systemctl --user show-environment",  # is a user manager there at all? (yes)
+        "systemctl --user daemon-reload",
+        "systemctl --user enable --now sidecar.service",
+        f"loginctl show-user {user} --property=Linger --value",
+    ]
+    assert any("loginctl enable-linger" in note for note in plan.notes)
+
+    service.install("linux", home=home)  # again: same file, no restart needed
+    assert fake_tools()[4:7] == ["systemctl --user show-environment",
+                                 "systemctl --user daemon-reload",
+                                 "systemctl --user enable --now sidecar.service"]
+    service.uninstall("linux", home=home)
+    assert not unit.exists()
+    assert fake_tools()[-2:] == ["systemctl --user disable --now sidecar.service",
+                                 "systemctl --user daemon-reload"]
+
+
+def test_systemd_install_without_starting(tmp_path, fake_tools):
+    service.install("linux", home=tmp_path, start=False)
+    assert fake_tools()[1:3] == ["systemctl --user daemon-reload", "systemctl --user enable sidecar.service"]
+
+
+def test_launchd_install_and_uninstall_run_the_exact_commands(tmp_path, fake_tools):
+    home = tmp_path / "home"
+    plan = service.install("darwin", home=home)
+    uid = os.getuid()
+    target = home / "Library/LaunchAgents" / f"{service.LABEL}.plist"
+    assert plan.path == target and target.exists()
+    assert (home / "Library/Logs/sidecar").is_dir()
+    assert fake_tools() == [f"launchctl bootout gui/{uid}/{service.LABEL}",
+                            f"launchctl bootstrap gui/{uid} {target}"]
+    service.uninstall("darwin", home=home)
+    assert not target.exists()
+    assert fake_tools()[-1] == f"launchctl bootout gui/{uid}/{service.LABEL}"
+
+
+def test_print_changes_nothing(tmp_path, config_home):
+    result = run_cli("service", "install", "--print", env={"HOME": str(tmp_path), "XDG_CONFIG_HOME": ""})
+    assert result.returncode == 0
+    assert b"Type=notify" in result.stdout and b"systemctl --user enable --now" in result.stdout
+    assert not (tmp_path / ".config").exists()
+
+
+@pytest.mark.slow
+def test_sd_notify_ready_watchdog_while_busy_and_stopping(workspace, start_daemon, tmp_path):
+    address = str(tmp_path / "notify.sock")
+    sock = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
+    sock.bind(address)
+    sock.settimeout(0.2)
+    # A large batch waits in the inbox, so the first pings happen while it is being applied.
+    for i in range(20_000):
+        (workspace.inbox / f"{i:08d}.json").write_bytes(
+            b'{"event":"tool-use","session_id":"busy-%d","host":"t","tool_name":"x"}' % (i % 40))
+    messages: list[tuple[str, int]] = []  # each message, and the inbox backlog when it came
+    daemon = start_daemon(workspace.root, wait_leader=False,
+                          env={"NOTIFY_SOCKET": address, "WATCHDOG_USEC": "1000000"})
+
+    def receive_until(predicate, timeout):
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            try:
+                message = sock.recv(4096).decode()
+                messages.append((message, len(list(workspace.inbox.glob("*.json")))))
+            except TimeoutError:
+                pass
+            if predicate():
+                return True
+        return False
+
+    def pings():
+        return [backlog for message, backlog in messages if "WATCHDOG=1" in message]
+
+    try:
+        assert receive_until(lambda: any("READY=1" in m for m, _ in messages), 20)
+        assert receive_until(lambda: len(pings()) >= 3, 20)
+        daemon.proc.send_signal(signal.SIGTERM)
+        assert receive_until(lambda: any("STOPPING=1" in m for m, _ in messages), 20)
+        assert daemon.proc.wait(20) == 0
+    finally:
+        sock.close()
+    assert any("STATUS=" in m for m, _ in messages)
+    assert any(backlog > 0 for backlog in pings()), "no watchdog ping while the big batch was applied"
+
+
+def test_notifier_is_silent_outside_systemd():
+    assert not Notifier({}).enabled and not Notifier({}).ready("x")
+    assert Notifier({"NOTIFY_SOCKET": "@abstract"}).address == "\0abstract"
+    assert Notifier({"WATCHDOG_USEC": "4000000"}).watchdog_interval == 4.0
+    assert Notifier({"WATCHDOG_USEC": "4000000", "WATCHDOG_PID": "1"}).watchdog_interval is None
+
+
+@pytest.mark.slow
+def test_sighup_reloads_the_registry_and_configuration(tmp_path, config_home, start_daemon):
+    first = tmp_path / "one"
+    first.mkdir()
+    run_cli("init", str(first))
+    daemon = start_daemon()
+    from sidecar.layout import Workspace
+
+    wait_until(lambda: list(Workspace(first).instances.glob("*.json")))
+    (config_home / "config.toml").write_text("staleAfter = 'soon'\n")  # a bad edit is refused
+    daemon.proc.send_signal(signal.SIGHUP)
+    wait_until(lambda: "configuration not reloaded" in daemon.output() and "staleAfter" in daemon.output())
+    (config_home / "config.toml").write_text("staleAfter = '2h'\n")
+    daemon.proc.send_signal(signal.SIGHUP)
+    wait_until(lambda: "configuration reloaded" in daemon.output())
+    assert daemon.proc.poll() is None
+
+
+def test_a_failing_service_manager_command_is_a_clear_error(tmp_path, fake_tools):
+    failing = tmp_path / "fakebin" / "systemctl"
+    failing.write_text('#!/bin/sh\n[ "$2" = show-environment ] && exit 0\n'
+                       'echo "Access denied" >&2\nexit 1\n')
+    with pytest.raises(service.ServiceError, match="systemctl --user daemon-reload.*Access denied"):
+        service.install("linux", home=tmp_path)
+
+
+def test_uninstall_when_not_installed_says_so_and_runs_nothing(tmp_path, fake_tools):
+    plan = service.uninstall("linux", home=tmp_path)
+    assert plan.notes and "not installed" in plan.notes[0]
+    assert fake_tools() == []
+
+
+def test_an_unreachable_notify_socket_is_not_fatal(tmp_path):
+    notifier = Notifier({"NOTIFY_SOCKET": str(tmp_path / "absent.sock")})
+    assert notifier.enabled and notifier.ready("x") is False
+
+
+@pytest.fixture
+def no_user_manager(tmp_path, monkeypatch):
+    """A machine like a container's: systemctl exists, but no user manager answers it."""
+    bin_dir = tmp_path / "nobus"
+    bin_dir.mkdir()
+    calls = tmp_path / "nobus.log"
+    (bin_dir / "systemctl").write_text(
+        f'#!/bin/sh\necho "systemctl $*" >> {calls}\necho "Failed to connect to bus: No medium found" >&2\nexit 1\n')
+    (bin_dir / "loginctl").write_text('#!/bin/sh\n[ "$1" = show-user ] && echo no\nexit 0\n')
+    for tool in ("systemctl", "loginctl"):
+        (bin_dir / tool).chmod(0o755)
+    env = {"PATH": f"{bin_dir}:{os.environ['PATH']}", "HOME": str(tmp_path / "home"),
+           "XDG_CONFIG_HOME": ""}
+    return env, lambda: calls.read_text().splitlines() if calls.exists() else []
+
+
+def test_without_a_user_manager_install_writes_nothing_and_says_what_works(
+        tmp_path, config_home, no_user_manager):
+    env, calls = no_user_manager
+    result = run_cli("service", "install", env=env)
+    assert result.returncode == 5
+    said = result.stderr.decode()
+    assert "no systemd user manager is reachable" in said and "Failed to connect to bus" in said
+    assert f"{service.sidecar_path()} run" in said  # the exact command for another supervisor
+    # ...and where that run finds the keys its follow-ups need, whoever starts it.
+    assert f"put the variables your agents need (ANTHROPIC_API_KEY=...) in " \
+           f"{config_home / 'environment'}" in said
+    if os.getuid() != 0:
+        assert "loginctl enable-linger" in said
+    assert not (tmp_path / "home" / ".config").exists()
+    assert calls() == ["systemctl --user show-environment"]
+
+
+def test_without_a_user_manager_uninstall_removes_the_file_and_succeeds(
+        tmp_path, config_home, no_user_manager):
+    env, _ = no_user_manager
+    unit = tmp_path / "home" / ".config" / "systemd" / "user" / "sidecar.service"
+    unit.parent.mkdir(parents=True)
+    unit.write_text("[Service]\n")
+    status = run_cli("service", "status", env=env)
+    assert status.returncode == 3 and b"no systemd user manager is reachable" in status.stdout
+    result = run_cli("service", "uninstall", env=env)
+    assert result.returncode == 0, result.stderr
+    assert not unit.exists()
+    assert run_cli("service", "uninstall", env=env).returncode == 0  # nothing there: still fine

@@ -1,0 +1,122 @@
+"""`sidecar status`: text, JSON and exit codes, with and without a live daemon."""
+
+from __future__ import annotations
+
+import os
+import time
+
+import orjson
+
+from helpers import emit, run_cli, wait_until
+from sidecar.layout import Workspace
+
+
+def status(ws: Workspace, *args: str):
+    return run_cli("status", "--root", str(ws.root), *args)
+
+
+def test_without_a_daemon_status_says_so_and_exits_3(workspace):
+    result = status(workspace)
+    assert result.returncode == 3
+    assert b"no live instance" in result.stdout
+    report = orjson.loads(status(workspace, "--json").stdout)
+    assert report["version"] == 1
+    assert report["workspaces"][0]["served"] is False
+
+
+def test_not_a_workspace_exits_4(tmp_path, config_home):
+    lonely = tmp_path / "plain"
+    lonely.mkdir()
+    result = run_cli("status", "--root", str(lonely))
+    assert result.returncode == 4
+    assert b"not a workspace" in result.stderr
+    assert run_cli("status", cwd=lonely).returncode == 4
+
+
+def test_the_current_folder_selects_the_workspace(workspace):
+    sub = workspace.root / "src"
+    sub.mkdir()
+    result = run_cli("status", "--json", cwd=sub)
+    assert orjson.loads(result.stdout)["workspaces"][0]["root"] == str(workspace.root)
+
+
+def test_status_with_a_live_daemon(workspace, start_daemon):
+    daemon = start_daemon(workspace.root)
+    emit(workspace.root, None, "session-start", "--session-id", "open-1", "--source", "claude-code")
+    emit(workspace.root, None, "session-start", "--session-id", "done-1", "--source", "claude-code")
+    emit(workspace.root, None, "session-end", "--session-id", "done-1", "--source", "claude-code")
+    (workspace.inbox / "bad.json").write_bytes(b"[]")
+    stamp = time.time() - 10
+    os.utime(workspace.inbox / "bad.json", (stamp, stamp))
+
+    def settled():
+        report = orjson.loads(status(workspace, "--json").stdout)["workspaces"][0]
+        done = (report["sessions"]["completed"] == 1 and report["rejected"] == 1
+                and report["inbox"]["backlog"] == 0)
+        return report if done else None
+
+    report = wait_until(settled)
+    assert report["served"] is True
+    [instance] = report["instances"]
+    assert instance["pid"] == daemon.pid and instance["live"] and instance["role"] == "leader"
+    assert instance["version"] and instance["startedAt"] and instance["heartbeatAt"]
+    assert report["sessions"] == {"total": 2, "active": 1, "completed": 1}
+    assert [(b["host"], b["sessionId"]) for b in report["bindings"]] == [("claude-code", "open-1")]
+    assert report["bindings"][0]["ageSeconds"] >= 0
+    assert report["inbox"] == {"backlog": 0, "oldestAgeSeconds": None}
+
+    text = status(workspace)
+    assert text.returncode == 0
+    out = text.stdout.decode()
+    assert f"pid {daemon.pid}" in out and "leader" in out
+    assert "1 active, 1 completed" in out and "open-1" in out and "rejected   1" in out
+
+
+def test_backlog_counts_files_in_their_grace_period(workspace):
+    (workspace.inbox / "partial.json").write_bytes(b"{")
+    emit(workspace.root, None, "x", "--session-id", "s")
+    report = orjson.loads(status(workspace, "--json").stdout)["workspaces"][0]
+    assert report["inbox"]["backlog"] == 2
+    assert report["inbox"]["oldestAgeSeconds"] >= 0
+
+
+def test_a_dead_daemon_is_shown_dead(workspace, start_daemon):
+    daemon = start_daemon(workspace.root)
+    daemon.kill()
+    result = status(workspace)
+    assert result.returncode == 3
+    assert b"dead" in result.stdout
+
+
+def test_all_shows_every_registered_workspace(tmp_path, config_home, start_daemon):
+    roots = []
+    for name in ("a", "b"):
+        root = tmp_path / name
+        root.mkdir()
+        run_cli("init", str(root))
+        roots.append(root)
+    start_daemon(roots[0])
+    result = run_cli("status", "--all", "--json")
+    report = orjson.loads(result.stdout)
+    assert [w["root"] for w in report["workspaces"]] == [str(r) for r in roots]
+    assert [w["served"] for w in report["workspaces"]] == [True, False]
+    assert result.returncode == 3
+
+
+def test_session_status_finds_a_completed_session_of_a_host_it_does_not_know(workspace):
+    from sidecar.inbox.events import parse
+    from sidecar.sessions.store import SessionStore
+
+    store = SessionStore(workspace, durable=False)
+    events = [parse(orjson.dumps({"event": kind, "session_id": "aid-1", "host": "aider",
+                                  "ts": 1_795_900_000.0 + i}), f"{i:020d}.json", 1_795_900_000.0)
+              for i, kind in enumerate(("session-start", "session-end"))]
+    with store.batch() as batch:
+        batch.plan(events)
+        batch.commit({}, 1_795_900_001.0)
+    assert store.load_bindings().items() == []  # completed: nothing binds it any more
+    result = run_cli("status", "--session", "aid-1", "--json", "--root", str(workspace.root))
+    assert result.returncode == 0, result.stderr
+    report = orjson.loads(result.stdout)
+    assert (report["host"], report["status"]) == ("aider", "completed")
+    assert [t["event"] for t in report["timeline"]][-1] == "session.completed"

@@ -1,0 +1,218 @@
+"""End to end with the real Codex CLI 0.169.0, offline against a loopback Responses stub.
+
+`sidecar integrate codex` writes the hooks and the trust Codex itself reports for them, so
+Codex runs every one, SessionEnd included: the session is completed by its own end and
+`post-task` resumes it once through `codex exec resume`. Codex's own edits of config.toml
+(`codex mcp add`), a re-integration from another install location and `--uninstall` leave
+every setting and comment of the user's as it was.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+import time
+import tomllib
+from pathlib import Path
+
+import orjson
+import pytest
+import tomlkit
+
+from helpers import SIDECAR, npm_host, read_json, run_cli, wait_until
+from sidecar.config import DEFAULT_RESUME
+from sidecar.sessions.rules import harness_id
+from stubs.lifecycle import assert_whole_lifecycle, prepare_post_task, set_resume, settled
+from stubs.responses_stub import LimitedResponsesStub, ResponsesStub
+
+pytestmark = pytest.mark.e2e
+
+CODEX_VERSION = "0.169.0"
+USER_CONFIG = """# my Codex settings: every line of this must survive sidecar
+model = "gpt-5.5"  # the model I use
+model_provider = "stub"
+
+[model_providers.stub]
+name = "stub"
+base_url = "{url}"
+env_key = "STUB_KEY"   # any value works for the stub
+wire_api = "responses"
+
+[features]
+plugins = false
+
+[tui]
+notifications = true
+"""
+
+
+def codex_env(tmp_path: Path, codex: Path, stub_url: str) -> dict[str, str]:
+    home = tmp_path / "home"
+    codex_home = home / ".codex"
+    codex_home.mkdir(parents=True)
+    (codex_home / "config.toml").write_text(USER_CONFIG.format(url=stub_url))
+    # Codex on PATH, as users have it: integrate and doctor ask it for its hooks' trust.
+    return {"HOME": str(home), "CODEX_HOME": str(codex_home), "STUB_KEY": "x",
+            "PATH": f"{codex.parent}{os.pathsep}{os.environ['PATH']}"}
+
+
+def relocated_install(prefix: Path) -> Path:
+    """The same sidecar as seen from another install location: a venv-shaped folder whose
+    python links to this one, so `sidecar` there writes hooks with its own absolute path."""
+    venv = Path(sys.executable).parent.parent
+    (prefix / "bin").mkdir(parents=True)
+    shutil.copy(venv / "pyvenv.cfg", prefix / "pyvenv.cfg")
+    (prefix / "lib").symlink_to(venv / "lib")
+    (prefix / "bin" / "python").symlink_to(Path(sys.executable).resolve())
+    launcher = Path(SIDECAR).read_text().split("\n", 1)[1]
+    (prefix / "bin" / "sidecar").write_text(f"#!{prefix / 'bin' / 'python'}\n{launcher}")
+    (prefix / "bin" / "sidecar").chmod(0o755)
+    return prefix / "bin"
+
+
+def codex_hooks(codex: Path, cwd: Path) -> list[dict]:
+    """sidecar's hooks as Codex lists them (in this process's environment)."""
+    from sidecar.hosts import codex as codex_mod
+
+    answers = codex_mod.ask(str(codex), cwd)
+    assert answers is not None, "codex app-server did not answer hooks/list"
+    return [h for h in answers if "sidecar" in (h.get("command") or "")]
+
+
+def test_an_integrated_codex_session_is_completed_by_its_end_and_resumed_once(
+        workspace, start_daemon, config_home, tmp_path, monkeypatch):
+    codex = npm_host("codex", CODEX_VERSION, "codex")
+    prepare_post_task(workspace)
+    set_resume(config_home, "codex", [str(codex), *DEFAULT_RESUME["codex"][1:]])  # as shipped
+    with ResponsesStub() as stub:
+        env = codex_env(tmp_path, codex, stub.url)
+        for key, value in env.items():
+            monkeypatch.setenv(key, value)
+        assert run_cli("integrate", "codex", env=env).returncode == 0
+        hooks = codex_hooks(codex, workspace.root)
+        assert {h["eventName"] for h in hooks} == {"sessionStart", "userPromptSubmit",
+                                                   "postToolUse", "stop", "sessionEnd"}
+        assert {h["trustStatus"] for h in hooks} == {"trusted"}, hooks
+        doctor = run_cli("doctor", cwd=workspace.root, env=env).stdout.decode()
+        assert "Codex trusts every sidecar hook" in doctor, doctor
+
+        start_daemon(workspace.root, env=env)
+        first = subprocess.run([str(codex), "exec", "--skip-git-repo-check", "remember banana"],
+                               cwd=workspace.root, env={**os.environ, **env}, capture_output=True,
+                               text=True, stdin=subprocess.DEVNULL, timeout=180)
+        assert first.returncode == 0, first.stderr[-3000:]
+        session_id = next(line.split("session id:")[1].strip()
+                          for line in first.stderr.splitlines() if "session id:" in line)
+        record = workspace.session_dir(harness_id("codex", session_id)) / "session.json"
+        wait_until(lambda: record.exists() and settled(workspace), 120, 0.2)
+        requests = list(stub.requests)
+    done = assert_whole_lifecycle(workspace, record, requests, "remember banana")
+    log = Path(read_json(workspace.hooks_file)["hooks"]["post-task"]["history"][0]["log"]).read_text()
+    assert """'sandbox_mode="workspace-write"'""" in log  # the sandbox it ran with, shown
+    assert done["metadata"]["sidecar"]["transcriptPath"].startswith(env["CODEX_HOME"])
+    trace = [line for line in record.with_name("trace.jsonl").read_text().splitlines()]
+    assert '"hostEvent":"SessionEnd"' in "".join(trace)  # completed by Codex's own SessionEnd
+
+
+def test_codex_settings_survive_its_own_edits_a_reintegration_and_an_uninstall(
+        tmp_path, config_home, monkeypatch):
+    codex = npm_host("codex", CODEX_VERSION, "codex")
+    env = codex_env(tmp_path, codex, "http://127.0.0.1:9/v1")
+    for key, value in env.items():
+        monkeypatch.setenv(key, value)  # codex_hooks asks the real Codex, in this environment
+    config = Path(env["CODEX_HOME"]) / "config.toml"
+    original = config.read_text()
+    assert run_cli("integrate", "codex", env=env).returncode == 0
+    added = subprocess.run([str(codex), "mcp", "add", "demo", "--", "echo", "hi"],
+                           env={**os.environ, **env}, capture_output=True, text=True, timeout=60)
+    assert added.returncode == 0, added.stderr
+    with_mcp = tomllib.loads(config.read_text())
+    assert with_mcp["mcp_servers"]["demo"]["command"] == "echo"
+
+    # An upgrade moved the executable: the hooks now call sidecar from another place.
+    moved = relocated_install(tmp_path / "elsewhere")
+    again = subprocess.run([str(moved / "sidecar"), "integrate", "codex"],
+                           env={**os.environ, **env}, capture_output=True, text=True, timeout=120)
+    assert again.returncode == 0, again.stderr
+    hooks = read_json(Path(env["CODEX_HOME"]) / "hooks.json")["hooks"]
+    assert all(str(moved) in group["hooks"][0]["command"]
+               for groups in hooks.values() for group in groups)
+    now = tomllib.loads(config.read_text())
+    assert now["mcp_servers"] == with_mcp["mcp_servers"] and now["tui"] == {"notifications": True}
+    assert "# my Codex settings" in config.read_text()
+    trusted = codex_hooks(codex, tmp_path)
+    assert trusted and {h["trustStatus"] for h in trusted} == {"trusted"}
+
+    # A trust entry gone wrong (an edit, another tool): doctor asks Codex and says so.
+    saved = config.read_text()
+    doc = tomlkit.parse(saved)
+    [end_key] = [k for k in doc["hooks"]["state"] if ":session_end:" in k]
+    doc["hooks"]["state"][end_key]["trusted_hash"] = "sha256:" + "0" * 64
+    config.write_text(tomlkit.dumps(doc))
+    doctor = run_cli("doctor", cwd=tmp_path, env=env).stdout.decode()
+    assert "Codex does not trust sidecar's hooks (session_end)" in doctor, doctor
+    assert "fix: sidecar integrate codex" in doctor
+    config.write_text(saved)
+
+    assert run_cli("integrate", "codex", "--uninstall", env=env).returncode == 0
+    after = config.read_text()
+    # Exactly the user's file plus what Codex itself added: no trust entry, no feature flag
+    # sidecar set, and every comment and table of the user's.
+    assert "trusted_hash" not in after and "hooks.state" not in after
+    assert after.startswith(original.rstrip("\n"))
+    assert tomllib.loads(after) == {**tomllib.loads(original), "mcp_servers": with_mcp["mcp_servers"]}
+    assert not (Path(env["CODEX_HOME"]) / "hooks.json").exists()  # sidecar created it
+
+
+def test_a_codex_turn_refused_by_the_usage_limit_is_resumed_once_it_resets(
+        workspace, start_daemon, config_home, tmp_path, monkeypatch):
+    """Codex sends no hook for a refused turn; its rollout says so, and the reset time it
+    prints ("try again at 6:16 AM", a few seconds ahead): the end queues no post-task, and
+    resume-after-limit resumes the same conversation once."""
+    codex = npm_host("codex", CODEX_VERSION, "codex")
+    prepare_post_task(workspace, delay=1)
+    assert run_cli("hooks", "enable", "resume-after-limit", cwd=workspace.root).returncode == 0
+    with open(config_home / "config.toml", "a") as config:
+        config.write("limitBackoffScale = 0.01\n")
+    set_resume(config_home, "codex", [str(codex), *DEFAULT_RESUME["codex"][1:]])
+    with LimitedResponsesStub(refusals=1, resets_in=2) as stub:
+        env = codex_env(tmp_path, codex, stub.url)
+        for key, value in env.items():
+            monkeypatch.setenv(key, value)
+        assert run_cli("integrate", "codex", env=env).returncode == 0
+        start_daemon(workspace.root, env=env)
+        first = subprocess.run([str(codex), "exec", "--skip-git-repo-check", "remember banana"],
+                               cwd=workspace.root, env={**os.environ, **env}, capture_output=True,
+                               text=True, stdin=subprocess.DEVNULL, timeout=180)
+        assert "try again at" in first.stderr, first.stderr[-2000:]
+        session_id = next(line.split("session id:")[1].strip()
+                          for line in first.stderr.splitlines() if "session id:" in line)
+
+        def limit_hook():
+            return read_json(workspace.hooks_file)["hooks"]["resume-after-limit"]
+
+        wait_until(lambda: limit_hook()["lastStatus"] is not None and not
+                   read_json(workspace.hooks_file)["pending"] and
+                   not list(workspace.inbox.glob("*.json")), 150, 0.2)
+        time.sleep(2)  # a wrong post-task (1 s delay) would be queued and fire by now
+        turns = [r for r in stub.requests if r["body"]]
+
+    history = limit_hook()["history"]
+    assert [(h["status"], h["sessionId"]) for h in history] == [("ok", session_id)]
+    assert len(turns) == 2  # the refused turn, then the resumed one
+    assert "remember banana" in orjson.dumps(turns[1]["body"]).decode()  # the same conversation
+    assert "Continue where you left off" in orjson.dumps(turns[1]["body"]).decode()
+    assert read_json(workspace.hooks_file)["hooks"]["post-task"]["history"] == []
+    record = read_json(workspace.session_dir(harness_id("codex", session_id)) / "session.json")
+    assert record["status"] == "completed" and "limit" not in record["metadata"]["sidecar"]
+    assert record["metadata"]["sidecar"]["tokens"]["input"] > 0  # the resumed turn's figures
+    trace = record_trace(workspace, record["id"])
+    assert any(t["event"] == "turn.failed" and "(from the transcript)" in t["message"]
+               for t in trace)
+
+
+def record_trace(ws, harness_session_id: str) -> list[dict]:
+    return [orjson.loads(line) for line in
+            (ws.session_dir(harness_session_id) / "trace.jsonl").read_bytes().splitlines()]

@@ -1,0 +1,115 @@
+"""Real hosts killed mid-turn send no end; their sessions end anyway, as host exits.
+
+Each stub holds its answer, so the turn is still running: the session must stay active (also
+across a restart of the daemon) while the process lives, and be completed and unbound within
+2 s of its death.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import time
+
+import pytest
+from test_gemini_e2e import GEMINI_VERSION, MODEL, gemini_env
+from test_opencode_e2e import OPENCODE_VERSION, opencode_setup
+
+from helpers import npm_host, read_json, run_cli, wait_until
+from stubs.anthropic_stub import AnthropicStub
+from stubs.chat_stub import ChatStub
+from stubs.gemini_stub import GeminiStub
+
+pytestmark = pytest.mark.e2e
+
+
+def active_session(workspace, host):
+    """The one session of `host` once it is tracked (its record), else None."""
+    per_host = (read_json(workspace.bindings_file)["bindings"].get(host, {})
+                if workspace.bindings_file.exists() else {})
+    for binding in per_host.values():
+        path = workspace.session_dir(binding["harnessSessionId"]) / "session.json"
+        if path.exists():
+            return path
+    return None
+
+
+def assert_ends_as_host_exit(workspace, start_daemon, daemon, host, kill):
+    """While the host lives: active, across a restart. After `kill()`: ended within 2 s."""
+    record = wait_until(lambda: active_session(workspace, host), 60, 0.1)
+    wait_until(lambda: read_json(record)["metadata"]["sidecar"].get("hostPid"), 10)
+    assert daemon.stop() == 0
+    start_daemon(workspace.root)
+    time.sleep(0.5)  # the new leader re-armed its watch; a wrong completion would come now
+    assert read_json(record)["status"] == "active"
+    kill(read_json(record)["metadata"]["sidecar"]["hostPid"])
+    killed = time.monotonic()
+    wait_until(lambda: read_json(record)["status"] == "completed", 5, 0.02)
+    took = time.monotonic() - killed
+    assert read_json(record)["metadata"]["sidecar"]["completionReason"] == "host-exited"
+    # The record is saved before the bindings (a crash between leaves the binding to clean):
+    # the binding goes a moment after the record says completed.
+    wait_until(lambda: read_json(workspace.bindings_file)["bindings"].get(host, {}) == {}, 2)
+    assert took < 2, f"completed {took:.2f} s after the kill"
+
+
+def test_claude_code_killed_with_sigkill(workspace, start_daemon, tmp_path):
+    claude = npm_host("claude-code", "2.1.328", "claude")
+    assert run_cli("integrate", "claude-code", cwd=workspace.root).returncode == 0
+    (tmp_path / "home").mkdir()
+    with AnthropicStub() as stub:
+        stub.hold()
+        env = {**os.environ, "HOME": str(tmp_path / "home"), "ANTHROPIC_BASE_URL": stub.url,
+               "ANTHROPIC_API_KEY": "sk-test", "DISABLE_TELEMETRY": "1",
+               "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1"}
+        daemon = start_daemon(workspace.root)
+        run = subprocess.Popen([str(claude), "-p", "a long task"], cwd=workspace.root, env=env,
+                               stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                               stderr=subprocess.DEVNULL, start_new_session=True)
+        try:
+            assert_ends_as_host_exit(workspace, start_daemon, daemon, "claude-code",
+                                     lambda pid: os.killpg(run.pid, signal.SIGKILL))
+        finally:
+            run.kill()
+            run.wait()
+
+
+def test_gemini_cli_child_killed_with_sigkill(workspace, start_daemon, tmp_path):
+    gemini = npm_host("gemini-cli", GEMINI_VERSION, "gemini")
+    with GeminiStub() as stub:
+        stub.hold()
+        env = gemini_env(tmp_path, workspace.root, stub.url)
+        assert run_cli("integrate", "gemini", env=env).returncode == 0
+        daemon = start_daemon(workspace.root)
+        run = subprocess.Popen([str(gemini), "-p", "a long task", "-m", MODEL],
+                               cwd=workspace.root, env={**os.environ, **env},
+                               stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                               stderr=subprocess.DEVNULL, start_new_session=True)
+        try:
+            # The hooks' host is the CLI child the launcher re-spawned: kill only that one.
+            assert_ends_as_host_exit(workspace, start_daemon, daemon, "gemini",
+                                     lambda pid: os.kill(pid, signal.SIGKILL))
+        finally:
+            os.killpg(run.pid, signal.SIGKILL)
+            run.wait()
+
+
+def test_opencode_killed_with_sigterm(workspace, start_daemon, tmp_path):
+    opencode = npm_host("opencode", OPENCODE_VERSION, "opencode")
+    assert run_cli("integrate", "opencode", cwd=workspace.root).returncode == 0
+    with ChatStub() as stub:
+        stub.hold()
+        env = opencode_setup(tmp_path, workspace.root, stub.url)
+        daemon = start_daemon(workspace.root)
+        run = subprocess.Popen([str(opencode), "run", "a", "long", "task"], cwd=workspace.root,
+                               env={**os.environ, **env, "PWD": str(workspace.root)},
+                               stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                               stderr=subprocess.DEVNULL, start_new_session=True)
+        try:
+            assert_ends_as_host_exit(workspace, start_daemon, daemon, "opencode",
+                                     lambda pid: os.kill(pid, signal.SIGTERM))
+            assert run.wait(10) == -signal.SIGTERM  # it died of the signal, sending no end
+        finally:
+            run.kill()
+            run.wait()
