@@ -11,9 +11,9 @@ from pathlib import Path
 
 import typer.main
 
+from helpers import REPO
 from sidecar.cli.main import app
 
-REPO = Path(__file__).resolve().parents[1]
 README = REPO / "README.md"
 LINK = re.compile(r"\[[^\]]*\]\(([^)\s]+)\)")
 
