@@ -1,7 +1,8 @@
 """The inbox: list arrivals, read them safely, set bad ones aside, remove applied ones.
 
 Events are read in place and deleted once applied: only the workspace's leader reads, so no
-per-file claim is needed (and moving files out would stall watchdog, see the README).
+per-file claim is needed (and moving a file out of a watched folder holds watchdog's events
+for half a second).
 Symlinks are never followed and FIFOs, sockets and folders are never opened for reading.
 """
 
