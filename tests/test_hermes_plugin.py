@@ -47,7 +47,7 @@ def plugin_site(tmp_path: Path) -> Path:
     (info / "METADATA").write_text("Metadata-Version: 2.1\nName: agent-sidecar\nVersion: 0.1.0\n")
     pyproject = (PROJECT / "pyproject.toml").read_text()
     assert 'sidecar = "sidecar.hosts.hermes"' in pyproject  # the entry point users get
-    (info / "entry_points.txt").write_text("[hermes_agent.plugins]\nsidecar = sidecar.hermes_plugin\n")
+    (info / "entry_points.txt").write_text("[hermes_agent.plugins]\nsidecar = sidecar.hosts.hermes\n")
     return site
 
 

@@ -128,7 +128,8 @@ def test_uninstall_with_a_registry_it_cannot_read_purges_nothing(tmp_path, confi
 HOLDER = """
 import os, signal, socket, sys, time
 from pathlib import Path
-from sidecar import instances, jsonfile, locks
+from sidecar import jsonfile, locks
+from sidecar.daemon import instances
 from sidecar.layout import Workspace
 ws, uid = Workspace(Path(sys.argv[2])), int(sys.argv[3])
 if sys.argv[4:] != ["mortal"]:
