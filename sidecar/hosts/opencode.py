@@ -15,11 +15,13 @@ from __future__ import annotations
 import os
 import re
 from pathlib import Path
+from types import MappingProxyType
 
 from sidecar import jsonfile
 from sidecar.hosts import transcripts
 from sidecar.hosts.base import EndFacts, Host, Scope, Tokens
 from sidecar.hosts.settings import IntegrateError
+from sidecar.vocabulary import EventKind
 
 FILE_NAME = "sidecar.js"
 MARK = "// sidecar: opencode's session events into the workspace's inbox."
@@ -96,6 +98,10 @@ class Opencode(Host):
     name = "opencode"
     title = "opencode"
     executable = "opencode"
+    # Its plugin names its events by sidecar's own kinds.
+    events = MappingProxyType({kind.value: kind for kind in (
+        EventKind.SESSION_START, EventKind.SESSION_END, EventKind.TURN_START, EventKind.TURN_END,
+        EventKind.TURN_FAILED, EventKind.TOOL_USE)})
     # opencode re-quotes an argument holding a space: the prompt goes on standard input.
     resume = ("opencode", "run", "--session", "{session_id}", "<{prompt}")
     key_variables = ("OPENAI_API_KEY", "ANTHROPIC_API_KEY", "OPENCODE_CONFIG")
