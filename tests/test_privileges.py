@@ -140,7 +140,7 @@ def daemon_command(owner: Owner) -> tuple[list[str], dict[str, str]]:
                                                   "import sys; print('%d.%d' % sys.version_info[:2])"])
         if version is not None and version.stdout.decode().strip() == ours:
             paths = sysconfig.get_paths()
-            project = str(Path(actions.__file__).resolve().parents[1])
+            project = str(Path(actions.__file__).resolve().parents[2])
             path = os.pathsep.join(dict.fromkeys([project, paths["purelib"], paths["platlib"]]))
             return [python, "-s", SIDECAR], {"PYTHONPATH": path}
     pytest.skip(f"{owner.name} can run no python {ours} with {actions.RUNNER} readable: a root "
