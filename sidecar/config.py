@@ -15,22 +15,15 @@ from typing import Any
 
 from sidecar import jsonfile, layout, locks
 from sidecar.errors import SidecarError
+from sidecar.hosts import registry
+from sidecar.hosts.base import Option
 from sidecar.install.environment import EnvFile, NotASettingsFile, read_env_file, read_settings_file
 from sidecar.timeutil import parse_duration
 
-# A non-interactive resume can be granted nothing at a prompt, so each one runs with the
-# permissions its prompt needs: Claude Code may edit files (acceptEdits), Codex may write in
-# the workspace (sandbox workspace-write). Both come from config.toml (permissionMode,
-# codexSandbox), and each firing's log shows the argv it ran.
-DEFAULT_RESUME: Mapping[str, tuple[str, ...]] = MappingProxyType({
-    "claude-code": ("claude", "--permission-mode", "{permission_mode}", "--resume", "{session_id}",
-                    "-p", "{prompt}"),
-    "codex": ("codex", "exec", "resume", "--skip-git-repo-check", "-c",
-              'sandbox_mode="{codex_sandbox}"', "--", "{session_id}", "{prompt}"),
-    "gemini": ("gemini", "--resume", "{session_id}", "-p", "{prompt}"),
-    # opencode re-quotes an argument holding a space: the prompt goes on standard input.
-    "opencode": ("opencode", "run", "--session", "{session_id}", "<{prompt}"),
-})
+# Each host's resume as shipped (`Host.resume`); `[resume]` in config.toml overrides it per host.
+DEFAULT_RESUME: Mapping[str, tuple[str, ...]] = registry.default_resume()
+# The hosts' resume options (`Host.options`: permission mode, sandbox...), by config.toml key.
+HOST_OPTIONS = registry.options()
 
 
 MAX_CONFIG_BYTES = 1024 * 1024
@@ -58,8 +51,13 @@ class Config:
     plugin_timeout: float = 5.0
     stop_grace: float = 10.0  # accepted for old config files; SIGTERM no longer waits for actions
     resume: Mapping[str, tuple[str, ...]] = field(default_factory=lambda: DEFAULT_RESUME)
-    permission_mode: str = "acceptEdits"
-    codex_sandbox: str = "workspace-write"
+    # The hosts' resume options by placeholder name (permission_mode = "acceptEdits", ...).
+    options: Mapping[str, str] = field(
+        default_factory=lambda: MappingProxyType(registry.default_options()))
+
+    def option(self, key: str) -> str:
+        """A host's resume option by its config.toml key (permissionMode)."""
+        return self.options[HOST_OPTIONS[key].name]
 
 
 _DURATIONS = {
@@ -71,13 +69,6 @@ _DURATIONS = {
     "heartbeatInterval": "heartbeat_interval",
     "pluginTimeout": "plugin_timeout",
     "stopGrace": "stop_grace",
-}
-
-
-_CHOICES = {
-    "permissionMode": ("permission_mode", ("acceptEdits", "auto", "bypassPermissions", "manual",
-                                           "dontAsk", "plan")),  # Claude Code 2.1.328's choices
-    "codexSandbox": ("codex_sandbox", ("read-only", "workspace-write", "danger-full-access")),
 }
 
 
@@ -99,6 +90,7 @@ def parse_config(data: Mapping[str, Any], path: Path, env: EnvFile) -> Config:
     """Settings from config.toml's table (`path` names it in errors) and the environment
     file; ConfigError names a bad key."""
     values: dict[str, Any] = {}
+    options = registry.default_options()
     for key, value in data.items():
         if key in _DURATIONS:
             try:
@@ -113,17 +105,21 @@ def parse_config(data: Mapping[str, Any], path: Path, env: EnvFile) -> Config:
             values["limit_backoff_scale"] = _scale(value, path)
         elif key == "resume":
             values["resume"] = _resume(value, path)
-        elif key in _CHOICES:
-            field_name, allowed = _CHOICES[key]
-            if value not in allowed:
-                raise ConfigError(f"{path}: {key} must be one of {', '.join(allowed)}, "
-                                  f"not {value!r}")
-            values[field_name] = value
+        elif key in HOST_OPTIONS:
+            options[HOST_OPTIONS[key].name] = _choice(HOST_OPTIONS[key], value, path)
         else:
             raise ConfigError(f"{path}: unknown setting {key!r}")
+    values["options"] = MappingProxyType(options)
     values["agent_env"] = MappingProxyType(dict(env.variables))
     values["env_problems"] = env.problems
     return Config(**values)
+
+
+def _choice(option: Option, value: Any, path: Path) -> str:
+    if value not in option.choices:
+        raise ConfigError(f"{path}: {option.key} must be one of {', '.join(option.choices)}, "
+                          f"not {value!r}")
+    return str(value)
 
 
 def _scale(value: Any, path: Path) -> float:

@@ -17,7 +17,7 @@ CONTINUE = b'{"continue": true}\n'
 USAGE = """usage: sidecar emit [EVENT] [--session-id ID] [--source NAME] [--root DIR]
 
 Drop one event into the nearest workspace's inbox. With no EVENT, read a host's hook
-JSON from standard input (or take it from a JSON argument, as Codex's notify passes it).
+JSON from standard input (or take it from a JSON argument, as a notify program passes it).
 Always prints {"continue": true} and exits 0, so a host is never blocked.
 """
 CONTEXT_DIR = ".context"

@@ -19,6 +19,15 @@ class EventKind(StrEnum):
     TOOL_USE = "tool-use"
 
 
+_SEPARATORS = str.maketrans({"_": "-", ":": "-", " ": "-"})
+
+
+def normalise(name: str) -> str:
+    """An event or error name, compared case-insensitively, with `-`, `_`, `:` and spaces
+    treated alike."""
+    return name.strip().lower().translate(_SEPARATORS)
+
+
 class Verdict(StrEnum):
     """What the scheduler decides for a claimed follow-up."""
 

@@ -1,5 +1,8 @@
 """`sidecar integrate ...` and `sidecar unregister`: in, and back out.
 
+`sidecar integrate <host>` is made for each host of the registry that has settings to write:
+its flags are the host's scopes (`Host.scopes`), and the host's `integrate` does the writing.
+
 Every integration sidecar writes is remembered (`owned`), so `sidecar uninstall` (in
 `uninstall`) can take each one back out, leaving each host's files as the user had them,
 minus sidecar's entries.
@@ -7,20 +10,19 @@ minus sidecar's entries.
 
 from __future__ import annotations
 
+import inspect
 from collections.abc import Callable
 from pathlib import Path
-from typing import NoReturn
+from typing import Any, NoReturn
 
 import typer
 
 from sidecar import config as config_mod
 from sidecar import layout
 from sidecar.followups.store import initialise
-from sidecar.hosts import codex as codex_mod
-from sidecar.hosts import gemini as gemini_mod
-from sidecar.hosts import opencode as opencode_mod
-from sidecar.hosts import owned
+from sidecar.hosts import owned, registry
 from sidecar.hosts import settings as integrate_mod
+from sidecar.hosts.base import Host
 from sidecar.install import environment
 from sidecar.install import service as service_mod
 from sidecar.layout import Workspace, find_workspace
@@ -68,12 +70,11 @@ def project_root(root: Path | None, init: bool = False, uninstall: bool = False)
     return start
 
 
-def _run(host: str | None, place: Path, write: Callable[[], bool], uninstall: bool,
-         shown: Path | None = None, files: list[Path] | None = None) -> None:
-    """Run one host's integration, remember it (or forget it), and say what it did. (Codex
-    remembers its own, with more: `host` is None for it.) `files`: what it writes, if not
-    `place`; the files and folders it creates are remembered, and removed again once empty."""
-    files = files or [place]
+def _run(host: Host, place: Path, write: Callable[[], bool], uninstall: bool) -> None:
+    """Run one host's integration, remember it (or forget it), and say what it did. (A host
+    that `records_itself` remembers its own, with more.) The files and folders it creates are
+    remembered, and removed again once empty."""
+    files = host.written(place)
     before = owned.absent(files)
     try:
         changed = write()
@@ -84,91 +85,80 @@ def _run(host: str | None, place: Path, write: Callable[[], bool], uninstall: bo
             typer.echo(f"removed {removed} (sidecar created it; nothing else is in it)")
     else:
         owned.note_created(before)
-    if host is not None:
+    if not host.records_itself:
         keep = not uninstall
-        owned.change(host, str(place),
+        owned.change(host.name, str(place),
                      lambda record: record.update(integrated=True) if keep else record.clear())
     verb = "removed sidecar's entries from" if uninstall else "sidecar's hooks are in"
-    typer.echo(f"{verb} {shown or place}" + ("" if changed else " (already so; nothing changed)"))
-    record_resume_executable(host or "codex", uninstall)
+    typer.echo(f"{verb} {host.shown(place)}" + ("" if changed else " (already so; nothing changed)"))
+    record_resume_executable(host, uninstall)
     if not uninstall:
         typer.echo("next: sidecar doctor (checks that hooks reach a daemon that serves this)")
 
 
-def record_resume_executable(host: str, uninstall: bool) -> None:
+def record_resume_executable(host: Host, uninstall: bool) -> None:
     """The host's executable by absolute path in [resume]: a service's PATH may not have it."""
     try:
-        said = environment.record_executable(host, config_mod.DEFAULT_RESUME[host], uninstall)
+        said = environment.record_executable(host, uninstall)
     except (OSError, ValueError) as exc:  # a config.toml tomlkit cannot read: said, not fatal
-        typer.echo(f"note: the resume command for {host} was not recorded: {exc}", err=True)
+        typer.echo(f"note: the resume command for {host.name} was not recorded: {exc}", err=True)
         return
     if said:
         typer.echo(said)
 
 
-@integrate_app.command("claude-code")
-def integrate_claude(
-    user: bool = typer.Option(False, "--user", help="The user's ~/.claude/settings.json "
-                                                    "(every project)."),
-    shared: bool = typer.Option(False, "--shared", help="The project's committed "
-                                "settings.json, calling `sidecar` from PATH."),
-    uninstall: bool = UninstallOpt, root: Path | None = RootOpt, init: bool = InitOpt,
-) -> None:
-    """Hooks for SessionStart, UserPromptSubmit, PostToolUse, Stop and SessionEnd.
+def integrate(host: Host, flags: dict[str, bool], uninstall: bool, root: Path | None,
+              init: bool) -> None:
+    """`sidecar integrate <host>`: its hooks where the flags given choose (the first one the
+    host declares), calling `sidecar` by absolute path unless that file is one teams commit."""
+    given = [scope for scope in host.scopes if scope.flag and flags.get(_option_name(scope.flag))]
+    scope = given[0] if given else host.scopes[0]
+    on_path = any(s.on_path for s in given) or scope.on_path
+    project = project_root(root, init, uninstall) if scope.in_project else None
+    place = host.place(scope, project, Path.home())
+    if scope.note and not uninstall:
+        typer.echo(f"note: {scope.note}", err=True)
 
-    By default in the project's .claude/settings.local.json: Claude Code reads it, and projects
-    do not commit it, so the absolute path of this machine's `sidecar` stays on this machine.
-    """
-    command: Path | str = "sidecar" if shared else _sidecar()
-    if user:
-        path = Path.home() / ".claude" / "settings.json"
-    else:
-        settings = integrate_mod.claude_settings(project_root(root, init, uninstall), Path.home())
-        path = settings[1] if shared else settings[0]
-        if shared and not uninstall:
-            typer.echo("note: the committed settings call `sidecar` from PATH, so the hooks work "
-                       "on every machine where sidecar is installed and on PATH", err=True)
-    _run("claude-code", path,
-         lambda: integrate_mod.claude_code(path, command, uninstall=uninstall), uninstall)
+    def write() -> bool:
+        command = "sidecar" if on_path or not host.calls_sidecar else str(_sidecar())
+        return host.integrate(place, command, uninstall=uninstall)
+
+    _run(host, place, write, uninstall)
 
 
-@integrate_app.command("codex")
-def integrate_codex(uninstall: bool = UninstallOpt) -> None:
-    """Hooks in $CODEX_HOME/hooks.json, trusted in $CODEX_HOME/config.toml (hashes from Codex)."""
-    codex_home = codex_mod.home()
-    _run(None, codex_home,
-         lambda: codex_mod.integrate(codex_home, _sidecar(), uninstall), uninstall,
-         codex_home / "hooks.json", [codex_home / "hooks.json", codex_home / "config.toml"])
+def _option_name(flag: str) -> str:
+    return flag.lstrip("-").replace("-", "_")
 
 
-@integrate_app.command("gemini")
-def integrate_gemini(
-    project: bool = typer.Option(False, "--project", help="The project's committed "
-                                 ".gemini/settings.json, calling `sidecar` from PATH."),
-    uninstall: bool = UninstallOpt, root: Path | None = RootOpt, init: bool = InitOpt,
-) -> None:
-    """Hooks for SessionStart, SessionEnd, BeforeAgent, AfterAgent and AfterTool."""
-    command: Path | str
-    if project:
-        path, command = gemini_mod.project_settings(project_root(root, init, uninstall)), "sidecar"
-        if not uninstall:
-            typer.echo("note: the project's hooks call `sidecar` from PATH, so they work on every "
-                       "machine where sidecar is installed", err=True)
-    else:
-        path, command = gemini_mod.user_settings(Path.home()), _sidecar()
-    _run("gemini", path, lambda: gemini_mod.integrate(path, command, uninstall), uninstall)
+def _command(host: Host) -> Callable[..., None]:
+    """The typer command of one host: its scopes' flags, --uninstall, and --root and --init
+    where it writes into a project."""
+    flags = [scope.flag for scope in host.scopes if scope.flag]
+    params = [inspect.Parameter(_option_name(scope.flag), inspect.Parameter.KEYWORD_ONLY,
+                                default=typer.Option(False, scope.flag, help=scope.help),
+                                annotation=bool)
+              for scope in host.scopes if scope.flag]
+    params.append(inspect.Parameter("uninstall", inspect.Parameter.KEYWORD_ONLY,
+                                    default=UninstallOpt, annotation=bool))
+    in_project = any(scope.in_project for scope in host.scopes)
+    if in_project:
+        params += [inspect.Parameter("root", inspect.Parameter.KEYWORD_ONLY, default=RootOpt,
+                                     annotation=Path | None),
+                   inspect.Parameter("init", inspect.Parameter.KEYWORD_ONLY, default=InitOpt,
+                                     annotation=bool)]
+
+    def command(**given: Any) -> None:
+        integrate(host, {_option_name(f): bool(given[_option_name(f)]) for f in flags},
+                  bool(given["uninstall"]), given.get("root"), bool(given.get("init")))
+
+    command.__signature__ = inspect.Signature(params)  # type: ignore[attr-defined]
+    command.__doc__ = host.integrate_help
+    command.__name__ = f"integrate_{_option_name(host.name)}"
+    return command
 
 
-@integrate_app.command("opencode")
-def integrate_opencode(
-    user: bool = typer.Option(False, "--user", help="The user's opencode plugin folder "
-                                                    "(every project)."),
-    uninstall: bool = UninstallOpt, root: Path | None = RootOpt, init: bool = InitOpt,
-) -> None:
-    """A plugin that drops opencode's session events into the inbox."""
-    path = (opencode_mod.user_plugin(Path.home()) if user
-            else opencode_mod.project_plugin(project_root(root, init, uninstall)))
-    _run("opencode", path, lambda: opencode_mod.integrate(path, uninstall), uninstall)
+for _host in registry.integrable():
+    integrate_app.command(_host.name)(_command(_host))
 
 
 def unregister(directory: Path = typer.Argument(Path("."), help="The workspace folder "

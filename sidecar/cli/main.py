@@ -19,6 +19,7 @@ from sidecar.cli.setup import doctor, service_app
 from sidecar.errors import SidecarError
 from sidecar.followups import trust
 from sidecar.followups.store import initialise
+from sidecar.hosts import registry
 from sidecar.install import foreign
 from sidecar.install.uninstall import uninstall
 from sidecar.layout import Workspace, find_workspace
@@ -82,7 +83,8 @@ def init(directory: Path = typer.Argument(Path("."), help="The workspace folder.
         typer.echo("wrote the default prompts (.context/hooks/)" if had_hooks else
                    "wrote the default post-task hook and its prompt (.context/hooks/post-task.md)")
     typer.echo(f"{'registered' if registered else 'already registered'} in {layout.registry_file()}")
-    typer.echo("next: sidecar integrate <host> (claude-code, codex, gemini or opencode), so the "
+    *others, last = [host.name for host in registry.integrable()]
+    typer.echo(f"next: sidecar integrate <host> ({', '.join(others)} or {last}), so the "
                "host's hooks drop its events here")
 
 

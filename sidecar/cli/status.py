@@ -16,6 +16,7 @@ from sidecar.daemon import instances
 from sidecar.errors import SidecarError
 from sidecar.followups import logtail, trust
 from sidecar.followups import store as hooks
+from sidecar.hosts import registry
 from sidecar.inbox import folder as inbox
 from sidecar.layout import TamperedRuntime, Workspace
 from sidecar.procwatch import Proc, is_alive
@@ -252,7 +253,7 @@ def build(workspaces: list[Workspace], now: float) -> Report:
     }
 
 
-KNOWN_HOSTS = ("claude-code", "codex", "gemini", "opencode", "hermes", "unknown")
+KNOWN_HOSTS = (*registry.names(), registry.UNKNOWN)
 
 
 def session_report(ws: Workspace, session_id: str) -> dict[str, Any] | None:

@@ -12,7 +12,8 @@ from sidecar.cli import status
 from sidecar.doctor import hooks as hookcheck
 from sidecar.doctor.findings import Finding, note
 from sidecar.followups import environment as runenv
-from sidecar.hosts import codex, gemini, opencode, settings
+from sidecar.hosts import registry
+from sidecar.hosts.base import Host
 from sidecar.install import environment as agentenv
 from sidecar.install import service
 from sidecar.layout import Workspace, find_workspace
@@ -20,20 +21,6 @@ from sidecar.timeutil import now
 
 MIN_WATCHES = 8192
 MIN_INSTANCES = 64
-
-
-def _settings_have_emit(path: Path) -> bool:
-    try:
-        data = settings.load_json(path)
-    except settings.IntegrateError:
-        return False
-    hooks = data.get("hooks")
-    if not isinstance(hooks, dict):
-        return False
-    return any(settings.is_ours(h)
-               for groups in hooks.values() if isinstance(groups, list)
-               for group in groups if isinstance(group, dict)
-               for h in group.get("hooks", []) if isinstance(group.get("hooks"), list))
 
 
 def check(cwd: Path, home: Path, platform: str = sys.platform,
@@ -132,48 +119,36 @@ def _workspace(cwd: Path, ws: Workspace | None, roots: list[Path] | None, unserv
     return findings + hookcheck.check(ws)
 
 
-def _integration(name: str, binary: str, integrated: bool, fix: str) -> Finding:
+def _integration(host: Host, integrated: bool) -> Finding:
     """A host that is integrated is fine; one that is installed but not integrated is worth
     a note (the user may not use it: a one-host project is all green); one that is not
     installed here has nothing to integrate."""
     if integrated:
-        return Finding(True, f"{name} hooks go through sidecar")
+        return Finding(True, f"{host.title} hooks go through sidecar")
+    binary = host.executable or host.name
     if shutil.which(binary) is None:
-        return Finding(True, f"{name} is not installed here (`{binary}` is not on PATH): "
+        return Finding(True, f"{host.title} is not installed here (`{binary}` is not on PATH): "
                              "nothing to integrate")
-    return note(f"{name} is installed but not integrated (to use it: {fix})")
+    return note(f"{host.title} is installed but not integrated (to use it: "
+                f"sidecar integrate {host.name}{host.integrate_hint})")
 
 
 def _hosts(ws: Workspace | None, home: Path, platform: str,
            running: runenv.Reported | None) -> list[Finding]:
+    """Each host sidecar can integrate: whether it is, what it checks of itself, and whether
+    its resume can run where follow-ups run."""
     root = ws.root if ws else None
-    codex_home = Path(os.environ.get("CODEX_HOME") or home / ".codex")
-    claude = any(_settings_have_emit(p) for p in settings.claude_settings(root, home))
-    codex_on = _settings_have_emit(codex_home / "hooks.json")
-    gemini_on = _settings_have_emit(gemini.user_settings(home)) or (
-        root is not None and _settings_have_emit(gemini.project_settings(root)))
-    opencode_on = opencode.is_ours(opencode.user_plugin(home)) or (
-        root is not None and opencode.is_ours(opencode.project_plugin(root)))
-    findings = [
-        _integration("Claude Code", "claude", claude,
-                     "sidecar integrate claude-code (or --user for every project)"),
-        _integration("Codex", "codex", codex_on, "sidecar integrate codex"),
-        _integration("Gemini CLI", "gemini", gemini_on, "sidecar integrate gemini"),
-        _integration("opencode", "opencode", opencode_on, "sidecar integrate opencode"),
-    ]
-    if not (claude or codex_on or gemini_on or opencode_on):
+    hosts = registry.integrable()
+    on = [host for host in hosts if host.integrated(root, home)]
+    findings = [_integration(host, host in on) for host in hosts]
+    if not on:
+        first, *rest = hosts
         findings.append(Finding(False, "no agent host is integrated, so no session reaches sidecar",
-                                "sidecar integrate claude-code (or codex, gemini, opencode)"))
-    if codex_on:
-        findings.append(_codex_trust(codex_home, root or home))
-    on = [h for h, yes in (("claude-code", claude), ("codex", codex_on), ("gemini", gemini_on),
-                           ("opencode", opencode_on)) if yes]
-    findings.extend(_agent_environment(on, home, platform, codex_home, running))
-    if gemini_on and root is not None and not gemini.trusted(root, home):
-        findings.append(Finding(
-            False, f"Gemini CLI does not trust {root}, so it runs no hooks there",
-            f"trust the folder when Gemini asks, or add \"{root}\": \"TRUST_FOLDER\" to "
-            f"{home / '.gemini' / 'trustedFolders.json'}"))
+                                f"sidecar integrate {first.name} (or "
+                                f"{', '.join(host.name for host in rest)})"))
+    for host in on:
+        findings.extend(host.findings(root, home))
+    findings.extend(_agent_environment(on, home, platform, running))
     return findings
 
 
@@ -194,7 +169,7 @@ def service_environment(home: Path, platform: str) -> dict[str, str]:
     return env
 
 
-def _agent_environment(hosts: list[str], home: Path, platform: str, codex_home: Path,
+def _agent_environment(hosts: list[Host], home: Path, platform: str,
                        running: runenv.Reported | None = None) -> list[Finding]:
     """For each integrated host: does its resume command resolve in the environment
     follow-ups get, with the variables it needs? That is what the running daemon reports,
@@ -213,29 +188,16 @@ def _agent_environment(hosts: list[str], home: Path, platform: str, codex_home: 
         f"make it read the file again: kill -HUP {running.pid}"
     findings: list[Finding] = []
     for host in hosts:
-        argv = resume.get(host)
+        argv = resume.get(host.name)
         if argv is None or not os.path.isabs(argv[0]) and shutil.which(argv[0]) is None:
             continue  # not installed here: the integration finding says so
-        needed = agentenv.codex_needed(codex_home) if host == "codex" else ()
-        problems = agentenv.problems(host, argv, env, os.environ, needed, where, reload)
+        needed = agentenv.needed(host, os.environ, home)
+        problems = agentenv.problems(host.name, argv, env, os.environ, needed, where, reload)
         findings.extend(Finding(False, p) for p in problems)
         if not problems:
-            findings.append(Finding(True, f"{host}: the resume command resolves in {where} "
+            findings.append(Finding(True, f"{host.name}: the resume command resolves in {where} "
                                           f"({argv[0]})"))
     return findings
-
-
-def _codex_trust(codex_home: Path, cwd: Path) -> Finding:
-    """Codex skips an untrusted hook silently: ask Codex itself which of ours it trusts."""
-    untrusted = codex.untrusted(codex_home, cwd)
-    if untrusted is None:
-        return Finding(True, "Codex's trust of sidecar's hooks not checked (`codex` is not on "
-                             "PATH to ask)")
-    if untrusted:
-        return Finding(False, "Codex does not trust sidecar's hooks "
-                              f"({', '.join(k.rsplit(':', 3)[1] for k in untrusted)}): "
-                              "it skips them silently", "sidecar integrate codex")
-    return Finding(True, "Codex trusts every sidecar hook")
 
 
 def _inotify(proc: Path) -> list[Finding]:

@@ -1,18 +1,9 @@
 """What `doctor` reports: each finding is fine, a problem (with the command that fixes it),
-or a note (worth knowing, never a failure: a host installed here that the user does not use)."""
+or a note. The type lives with the hosts (`hosts/base.py`), whose own checks make findings
+too; doctor's checks take it from here."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from sidecar.hosts.base import Finding, note
 
-
-@dataclass
-class Finding:
-    ok: bool
-    what: str
-    fix: str = ""
-    note: bool = False  # shown as a note; counts as ok
-
-
-def note(what: str, fix: str = "") -> Finding:
-    return Finding(True, what, fix, note=True)
+__all__ = ["Finding", "note"]

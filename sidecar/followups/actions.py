@@ -15,12 +15,13 @@ import subprocess
 import sys
 import tempfile
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO
 
 from sidecar import jsonfile, safedir
 from sidecar.errors import SidecarError
+from sidecar.hosts import registry
 from sidecar.layout import Workspace
 from sidecar.owner import Account
 from sidecar.procwatch import Proc, is_alive, start_time
@@ -42,8 +43,8 @@ class Firing:
     prompt: str
     prompt_file: str | None
     cwd: Path
-    permission_mode: str = "acceptEdits"  # Claude Code's, from config.toml
-    codex_sandbox: str = "workspace-write"  # Codex's sandbox_mode, from config.toml
+    # The hosts' resume options (Host.options), by placeholder name, from config.toml.
+    options: Mapping[str, str] = field(default_factory=registry.default_options)
 
     def placeholders(self, ws: Workspace) -> dict[str, str]:
         return {
@@ -54,8 +55,7 @@ class Firing:
             "{host}": self.host,
             "{hook_id}": self.hook_id,
             "{workspace}": str(ws.root),
-            "{permission_mode}": self.permission_mode,
-            "{codex_sandbox}": self.codex_sandbox,
+            **{f"{{{name}}}": value for name, value in self.options.items()},
         }
 
     def environment(self, ws: Workspace, base: Mapping[str, str]) -> dict[str, str]:

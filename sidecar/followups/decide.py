@@ -2,7 +2,7 @@
 
 The scheduler reads nothing and writes nothing: `next_due` says which entry is due (or how
 long to sleep), `decide` gives a claimed entry its verdict. The follow-up runner gathers the
-facts, and the queue records what was decided.
+facts (the session store's `facts`), and the queue records what was decided.
 """
 
 from __future__ import annotations
@@ -10,22 +10,12 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from sidecar.followups.model import Hook, QueueEntry
+from sidecar.sessions.model import Facts
 from sidecar.vocabulary import EventKind, Verdict
 
+__all__ = ["TRANSCRIPT_QUIET", "Decision", "Due", "Facts", "decide", "next_due"]
+
 TRANSCRIPT_QUIET = 2.0  # a transcript written this recently means the session is not done
-
-
-@dataclass(frozen=True)
-class Facts:
-    """What is known of a session at fire time."""
-
-    live: bool
-    cron: bool = False
-    subagent: bool = False
-    transcript_size: int | None = None  # None: no transcript, or none that can be read
-    transcript_mtime: float | None = None
-    limited: bool = False  # a usage limit holds
-    id_misfit: str | None = None  # why the session id cannot be its host's (session_ids.py)
 
 
 @dataclass(frozen=True)

@@ -21,6 +21,7 @@ from typing import Any
 from sidecar import owner
 from sidecar.config import Config, ConfigError
 from sidecar.daemon import instances
+from sidecar.hosts import registry
 from sidecar.install import environment as agentenv
 from sidecar.layout import Workspace
 
@@ -44,21 +45,23 @@ def report(ws: Workspace, config: Config) -> Json:
     except (owner.CannotActAsOwner, ConfigError, OSError) as exc:  # OSError: a folder gone
         return {"error": str(exc)}
     env = follow_up_base(account, settings)
-    wanted = agentenv.host_variables() | set(_codex_key(account, env))
+    wanted = agentenv.host_variables() | set(_needed(account, env))
     return {"user": account.name if account is not None else _own_name(),
             "path": env.get("PATH", ""),
             "variables": sorted(name for name in wanted if name in env),
             "envFileProblems": list(settings.env_problems)}
 
 
-def _codex_key(account: owner.Account | None, env: dict[str, str]) -> tuple[str, ...]:
-    """The variable the follow-up's Codex provider needs, read as the user it runs as (as
-    root for another user, only from files that are theirs, never through a link)."""
-    home = env.get("CODEX_HOME") or str(Path(env.get("HOME", "/nonexistent")) / ".codex")
-    if account is None:
-        return agentenv.codex_needed(Path(home))
-    data = owner.read_owned(Path(home) / "config.toml", account.uid)
-    return agentenv.codex_env_key(data) if data is not None else ()
+def _needed(account: owner.Account | None, env: dict[str, str]) -> list[str]:
+    """The variables the hosts' own settings say a follow-up needs, read as the user it runs
+    as (as root for another user, only from files that are theirs, never through a link)."""
+    home = Path(env.get("HOME", "/nonexistent"))
+
+    def read(path: Path) -> bytes | None:
+        return agentenv.read_or_none(path) if account is None else \
+            owner.read_owned(path, account.uid)
+
+    return [name for host in registry.hosts() for name in host.needed_variables(env, home, read)]
 
 
 def _own_name() -> str:

@@ -11,7 +11,6 @@ it and records its real outcome. Nothing here waits for an agent.
 from __future__ import annotations
 
 import logging
-import os
 import signal
 import time
 from collections.abc import Callable
@@ -23,13 +22,12 @@ from sidecar.config import Config, ConfigError
 from sidecar.followups import actions, environment, trust
 from sidecar.followups import store as hooks_mod
 from sidecar.followups.actions import ActionError, Firing, build_argv, working_folder
-from sidecar.followups.decide import Facts, decide, next_due
+from sidecar.followups.decide import decide, next_due
 from sidecar.followups.model import Hook, QueueEntry, Run
 from sidecar.followups.queue import Claimed, FollowUpQueue
-from sidecar.hosts import session_ids
 from sidecar.layout import Workspace, confined
 from sidecar.procwatch import Proc, is_alive
-from sidecar.sessions.store import SessionFacts, SessionStore
+from sidecar.sessions.store import SessionStore
 from sidecar.timeutil import iso, parse_ts
 from sidecar.vocabulary import Fired, Verdict
 
@@ -113,8 +111,7 @@ class FollowUps:
         """Decide, then start the action (or postpone, or skip, at once)."""
         entry, hook = claimed.entry, claimed.hook
         try:
-            session = self.sessions.facts(entry.harness_session_id, (entry.host, entry.session_id))
-            facts = transcript_facts(session, session_ids.misfit(entry.host, entry.session_id))
+            facts = self.sessions.facts(entry.harness_session_id, (entry.host, entry.session_id))
             decision = decide(hook, facts, now)
             if decision.verdict == Verdict.POSTPONE:
                 self.queue.postpone(entry.id, decision.reason, now)
@@ -125,7 +122,7 @@ class FollowUps:
             if self.stopping:
                 self.queue.release(entry.id, now)  # claimed as we were stopping: leave it
                 return
-            self.launch(entry, hook, session.cwd, now)
+            self.launch(entry, hook, facts.cwd, now)
         except Exception as exc:
             log.exception("%s: firing %s failed", self.ws.root, entry.id)
             self.finish(entry, f"error: {exc}", None)
@@ -166,8 +163,7 @@ class FollowUps:
         firing = Firing(hook_id=hook.id, host=entry.host, session_id=entry.session_id,
                         harness_session_id=entry.harness_session_id or "", prompt=prompt,
                         prompt_file=hook.prompt_file, cwd=working_folder(self.ws, cwd),
-                        permission_mode=config.permission_mode,
-                        codex_sandbox=config.codex_sandbox)
+                        options=config.options)
         base = environment.follow_up_base(account, config)
         log_path = self.ws.firing_log(entry.hook_id, entry.log or "") or self.log_path(entry, now)
         try:
@@ -232,20 +228,6 @@ class FollowUps:
         if self.on_fired is not None:
             self.on_fired(Fired(str(self.ws.root), entry.hook_id, entry.host, entry.session_id,
                                 entry.harness_session_id, status, shown))
-
-
-def transcript_facts(session: SessionFacts, id_misfit: str | None = None) -> Facts:
-    """The scheduler's facts: the session's, and its transcript's size and age."""
-    size = mtime = None
-    if session.transcript_path:
-        try:
-            st = os.stat(session.transcript_path)
-            size, mtime = st.st_size, st.st_mtime
-        except OSError:
-            pass  # a missing transcript holds nothing back
-    return Facts(live=session.live, cron=session.cron, subagent=session.subagent,
-                 transcript_size=size, transcript_mtime=mtime, limited=session.limited,
-                 id_misfit=id_misfit)
 
 
 def _earliest(*times: float | None) -> float | None:

@@ -8,6 +8,11 @@ Codex 0.169.0's normalisation (SessionEnd and Interrupt timeouts clamped to 1 s)
 `config.toml` is the user's file: it is edited with tomlkit, which keeps comments and layout,
 and only sidecar's own keys change. Which keys those are (the trust entries, and
 `features.hooks` if sidecar set it) is remembered in sidecar's own folder (`owned`).
+
+Codex 0.169.0 sends no hook when the API refuses a turn on a usage limit; its rollout file
+(`transcript_path`) ends that turn with an `event_msg` `task_complete` whose `error` has
+`codex_error_info: "usage_limit_exceeded"` and the text it prints ("... try again at
+6:16 AM."). Its token figures are `token_count` events (`info.total_token_usage`).
 """
 
 from __future__ import annotations
@@ -18,34 +23,40 @@ import os
 import re
 import shutil
 import subprocess
+import tomllib
+from collections.abc import Iterable, Mapping
 from pathlib import Path
+from types import MappingProxyType
 from typing import Any
 
 import orjson
 import tomlkit
-from tomlkit.exceptions import TOMLKitError
-from tomlkit.items import Table
 
-from sidecar.hosts import owned
+from sidecar.hosts import owned, transcripts
+from sidecar.hosts.base import UUID, EndFacts, Failure, Finding, Host, Option, Reader, Scope, Tokens
+from sidecar.hosts.codex_toml import disable_hooks, enable_hooks, load_config, set_trust
 from sidecar.hosts.settings import (
-    IntegrateError,
     emit_command,
+    has_ours,
     is_ours,
     load_json,
     merge_hooks,
-    read_text,
     save_json,
     save_toml,
 )
+from sidecar.vocabulary import EventKind
 
 EVENTS = ["SessionStart", "UserPromptSubmit", "PostToolUse", "Stop", "SessionEnd"]
 SHORT_TIMEOUT = {"session_end": 1, "interrupt": 1}  # Codex 0.169.0 clamps these before hashing
 DEFAULT_TIMEOUT = 600
 ASK_TIMEOUT = 30.0  # seconds for `codex app-server` to answer hooks/list
+LIMIT_ERRORS = {"usage_limit_exceeded": "usage_limit"}
+SANDBOX = Option("codexSandbox", "codex_sandbox",
+                 ("read-only", "workspace-write", "danger-full-access"), "workspace-write")
 
 
-def home() -> Path:
-    return Path(os.environ.get("CODEX_HOME") or Path.home() / ".codex")
+def codex_home(home: Path) -> Path:
+    return Path(os.environ.get("CODEX_HOME") or home / ".codex")
 
 
 def snake(event: str) -> str:
@@ -139,92 +150,10 @@ def codex_executable() -> str | None:
     return shutil.which("codex")
 
 
-# -- config.toml, structurally -----------------------------------------------------------
-
-
-OLD_MARKERS = ("# >>> sidecar integrate codex: trust for sidecar's hooks (managed; do not edit)",
-               "# <<< sidecar integrate codex")  # the text block of versions before 0.2
-
-
-def load_config(path: Path) -> tomlkit.TOMLDocument:
-    try:
-        text = read_text(path)
-        if text is None:
-            return tomlkit.document()
-        lines = text.splitlines(keepends=True)
-        text = "".join(line for line in lines if line.rstrip("\n") not in OLD_MARKERS)
-        return tomlkit.parse(text)
-    except TOMLKitError as exc:
-        raise IntegrateError(f"{path} is not valid TOML ({exc}); fix it first") from None
-
-
-def _state_table(doc: tomlkit.TOMLDocument, create: bool) -> Table | None:
-    """The `[hooks.state]` table (made, as implicit super-tables, when `create`)."""
-    parent: Any = doc
-    for key in ("hooks", "state"):
-        table = parent.get(key)
-        if table is None:
-            if not create:
-                return None
-            table = tomlkit.table(is_super_table=True)
-            parent.add(key, table)
-        if not isinstance(table, Table):
-            raise IntegrateError(f"config.toml: `{key}` is not a table; fix it first")
-        parent = table
-    return parent if isinstance(parent, Table) else None
-
-
-def set_trust(doc: tomlkit.TOMLDocument, old_keys: list[str], entries: dict[str, str]) -> None:
-    """Replace sidecar's trust entries: remove the ones it wrote before, add the new ones."""
-    state = _state_table(doc, create=bool(entries))
-    if state is not None:
-        for key in old_keys:
-            if key in state:
-                del state[key]
-        for key, digest in entries.items():
-            entry = tomlkit.table()
-            entry.add("trusted_hash", digest)
-            state[key] = entry
-        _drop_if_empty(doc)
-
-
-def _drop_if_empty(doc: tomlkit.TOMLDocument) -> None:
-    """Remove the `[hooks.state]` containers once nothing is left in them."""
-    hooks = doc.get("hooks")
-    if isinstance(hooks, Table) and isinstance(hooks.get("state"), Table) and not hooks["state"]:
-        del hooks["state"]
-    if isinstance(hooks, Table) and not hooks:
-        del doc["hooks"]
-
-
-def enable_hooks(doc: tomlkit.TOMLDocument, path: Path) -> bool:
-    """Make sure `[features] hooks = true`; True if sidecar had to set it."""
-    features = doc.get("features")
-    if features is None:
-        features = tomlkit.table()
-        doc.add("features", features)
-    if not isinstance(features, Table):
-        raise IntegrateError(f"{path}: `features` is not a table; fix it first")
-    if "hooks" in features:
-        if features["hooks"] is not True:
-            raise IntegrateError(f"{path}: [features] hooks is off; set hooks = true")
-        return False
-    features["hooks"] = True
-    return True
-
-
-def disable_hooks(doc: tomlkit.TOMLDocument) -> None:
-    features = doc.get("features")
-    if isinstance(features, Table) and "hooks" in features:
-        del features["hooks"]
-        if not features:
-            del doc["features"]
-
-
 # -- the integration ---------------------------------------------------------------------
 
 
-def integrate(codex_home: Path, sidecar: Path, uninstall: bool = False,
+def integrate(codex_home: Path, sidecar: Path | str, uninstall: bool = False,
               codex: str | None = None) -> bool:
     """Write (or remove) sidecar's hooks and their trust; True if anything changed."""
     hooks_path, config_path = codex_home / "hooks.json", codex_home / "config.toml"
@@ -285,3 +214,121 @@ def untrusted(codex_home: Path, cwd: Path, codex: str | None = None) -> list[str
         return None
     return [str(h.get("key")) for h in answers
             if is_ours({"command": h.get("command")}) and h.get("trustStatus") != "trusted"]
+
+
+# -- what its rollout file and config.toml say -------------------------------------------
+
+
+def last_failure(entries: list[dict[str, Any]]) -> Failure | None:
+    """The last `task_complete`, if it ended with an error."""
+    for entry in reversed(entries):
+        payload = entry.get("payload") if isinstance(entry, dict) else None
+        if not isinstance(payload, dict) or payload.get("type") != "task_complete":
+            continue
+        error = payload.get("error")
+        if not isinstance(error, dict):
+            return None  # the last turn completed
+        kind = LIMIT_ERRORS.get(str(error.get("codex_error_info")))
+        message = error.get("message")
+        return Failure(kind or str(error.get("codex_error_info") or "unknown"),
+                       message if isinstance(message, str) else "")
+    return None
+
+
+def tokens(entries: Iterable[dict[str, Any]]) -> Tokens | None:
+    last = None
+    for entry in entries:
+        payload = entry.get("payload")
+        if isinstance(payload, dict) and payload.get("type") == "token_count":
+            info = payload.get("info")
+            if isinstance(info, dict) and isinstance(info.get("total_token_usage"), dict):
+                last = info["total_token_usage"]  # running totals: the last one is the session's
+    if last is None:
+        return None
+    cached = transcripts.count(last.get("cached_input_tokens"))
+    return Tokens(input=max(0, transcripts.count(last.get("input_tokens")) - cached),
+                  output=transcripts.count(last.get("output_tokens")), cache_read=cached)
+
+
+def env_key(config_toml: bytes) -> tuple[str, ...]:
+    """`env_key` of the model provider a Codex config.toml's bytes choose, if it names one."""
+    try:
+        data = tomllib.loads(config_toml.decode("utf-8"))
+    except (tomllib.TOMLDecodeError, UnicodeDecodeError):
+        return ()
+    provider = data.get("model_provider")
+    providers = data.get("model_providers")
+    if not isinstance(provider, str) or not isinstance(providers, dict):
+        return ()
+    entry = providers.get(provider)
+    key = entry.get("env_key") if isinstance(entry, dict) else None
+    return (key,) if isinstance(key, str) and key else ()
+
+
+def trust_finding(codex_home: Path, cwd: Path) -> Finding:
+    """Codex skips an untrusted hook silently: ask Codex itself which of ours it trusts."""
+    found = untrusted(codex_home, cwd)
+    if found is None:
+        return Finding(True, "Codex's trust of sidecar's hooks not checked (`codex` is not on "
+                             "PATH to ask)")
+    if found:
+        return Finding(False, "Codex does not trust sidecar's hooks "
+                              f"({', '.join(k.rsplit(':', 3)[1] for k in found)}): "
+                              "it skips them silently", "sidecar integrate codex")
+    return Finding(True, "Codex trusts every sidecar hook")
+
+
+class Codex(Host):
+    name = "codex"
+    title = "Codex"
+    executable = "codex"
+    events = MappingProxyType({
+        "SessionStart": EventKind.SESSION_START, "UserPromptSubmit": EventKind.TURN_START,
+        "PostToolUse": EventKind.TOOL_USE, "Stop": EventKind.TURN_END,
+        "SubagentStop": EventKind.TURN_END, "SessionEnd": EventKind.SESSION_END,
+        "agent-turn-complete": EventKind.TURN_END})  # the last: its `notify` program's
+    # It may write in the workspace (sandbox workspace-write, or config.toml's codexSandbox).
+    resume = ("codex", "exec", "resume", "--skip-git-repo-check", "-c",
+              'sandbox_mode="{codex_sandbox}"', "--", "{session_id}", "{prompt}")
+    options = (SANDBOX,)
+    key_variables = ("OPENAI_API_KEY", "CODEX_HOME")
+    scopes = (Scope(None, in_project=False),)
+    integrate_help = "Hooks in $CODEX_HOME/hooks.json, trusted in $CODEX_HOME/config.toml " \
+                     "(hashes from Codex)."
+    records_itself = True  # the trust keys and features.hooks too
+    id_shape = (UUID, "a UUID")
+
+    def place(self, scope: Scope, root: Path | None, home: Path) -> Path:
+        return codex_home(home)
+
+    def written(self, place: Path) -> list[Path]:
+        return [place / "hooks.json", place / "config.toml"]
+
+    def shown(self, place: Path) -> Path:
+        return place / "hooks.json"
+
+    def integrate(self, place: Path, sidecar: str, *, uninstall: bool) -> bool:
+        return integrate(place, sidecar, uninstall)
+
+    def integrated(self, root: Path | None, home: Path) -> bool:
+        return has_ours(self.place(self.scopes[0], root, home) / "hooks.json")
+
+    def findings(self, root: Path | None, home: Path) -> list[Finding]:
+        return [trust_finding(self.place(self.scopes[0], root, home), root or home)]
+
+    def needed_variables(self, env: Mapping[str, str], home: Path,
+                         read: Reader) -> tuple[str, ...]:
+        """The variable its model provider reads its key from (`env_key`), if it names one."""
+        folder = Path(env.get("CODEX_HOME") or home / ".codex")
+        data = read(folder / "config.toml")
+        return env_key(data) if data is not None else ()
+
+    def recognises(self, payload: Mapping[str, Any]) -> bool:
+        return "thread-id" in payload and payload.get("type") == "agent-turn-complete"
+
+    def end_facts(self, transcript_path: str | None, session_id: str) -> EndFacts:
+        return EndFacts(last_failure(transcripts.tail_entries(transcript_path)),
+                        transcripts.read_figures(transcript_path, b'"token_count"', tokens))
+
+
+HOST = Codex()

@@ -4,15 +4,22 @@ By default the user's `~/.gemini/settings.json` (Gemini has no per-user file ins
 project), calling `sidecar` by absolute path; with `--project`, the project's
 `.gemini/settings.json`, which teams commit, calling `sidecar` from PATH so that the command
 resolves on every machine. Gemini runs hooks only in folders it trusts.
+
+Gemini CLI 0.61.0 writes each model message with its `tokens` in its transcript.
 """
 
 from __future__ import annotations
 
 import os
+from collections.abc import Iterable
 from pathlib import Path
+from types import MappingProxyType
 from typing import Any
 
-from sidecar.hosts.settings import IntegrateError, emit_command, load_json, merge_hooks, save_json
+from sidecar.hosts import transcripts
+from sidecar.hosts.base import UUID, EndFacts, Finding, Host, Scope, Tokens
+from sidecar.hosts.settings import IntegrateError, has_ours, load_json, write_hooks
+from sidecar.vocabulary import EventKind
 
 EVENTS = ["SessionStart", "SessionEnd", "BeforeAgent", "AfterAgent", "AfterTool"]
 HANDLER = {"name": "sidecar", "timeout": 5000}  # ms; emit returns in tens of milliseconds
@@ -24,16 +31,6 @@ def user_settings(home: Path) -> Path:
 
 def project_settings(root: Path) -> Path:
     return root / ".gemini" / "settings.json"
-
-
-def integrate(settings_path: Path, sidecar: Path | str, uninstall: bool = False) -> bool:
-    """Write (or remove) sidecar's hooks in one Gemini settings file; True if it changed."""
-    settings = load_json(settings_path, comments=True)  # Gemini strips comments as it reads
-    if uninstall and not settings:
-        return False
-    command = None if uninstall else emit_command(sidecar, "gemini")
-    merged = merge_hooks(settings, EVENTS, command, "*", settings_path, HANDLER)
-    return save_json(settings_path, merged, comments=True)
 
 
 def trusted(root: Path, home: Path) -> bool:
@@ -60,3 +57,68 @@ def trusted(root: Path, home: Path) -> bool:
         if level in ("TRUST_FOLDER", "TRUST_PARENT") and (target == base or base in target.parents):
             return True
     return False
+
+
+def tokens(entries: Iterable[dict[str, Any]]) -> Tokens | None:
+    """Gemini CLI writes each message as a line, and rewrites the list in `$set` lines: each
+    message id counts once. `input` includes the cached part; thoughts are output."""
+    messages: dict[str, dict[str, Any]] = {}
+    for entry in entries:
+        found = entry.get("$set", {}).get("messages") if isinstance(entry.get("$set"), dict) \
+            else [entry]
+        for message in found if isinstance(found, list) else []:
+            if isinstance(message, dict) and message.get("type") == "gemini" \
+                    and isinstance(message.get("tokens"), dict):
+                messages[str(message.get("id"))] = message["tokens"]
+    if not messages:
+        return None
+    t = {k: sum(transcripts.count(m.get(k)) for m in messages.values())
+         for k in ("input", "output", "cached", "thoughts")}
+    return Tokens(input=max(0, t["input"] - t["cached"]), output=t["output"] + t["thoughts"],
+                  cache_read=t["cached"])
+
+
+class Gemini(Host):
+    name = "gemini"
+    title = "Gemini CLI"
+    executable = "gemini"
+    events = MappingProxyType({
+        "SessionStart": EventKind.SESSION_START, "SessionEnd": EventKind.SESSION_END,
+        "BeforeAgent": EventKind.TURN_START, "AfterAgent": EventKind.TURN_END,
+        "AfterTool": EventKind.TOOL_USE})
+    resume = ("gemini", "--resume", "{session_id}", "-p", "{prompt}")
+    key_variables = ("GEMINI_API_KEY", "GOOGLE_API_KEY", "GOOGLE_GEMINI_BASE_URL",
+                     "GOOGLE_CLOUD_PROJECT")
+    scopes = (
+        Scope(None, in_project=False),
+        Scope("--project", "The project's committed .gemini/settings.json, calling `sidecar` "
+              "from PATH.", on_path=True, note="the project's hooks call `sidecar` from PATH, "
+              "so they work on every machine where sidecar is installed"),
+    )
+    integrate_help = "Hooks for SessionStart, SessionEnd, BeforeAgent, AfterAgent and AfterTool."
+    id_shape = (UUID, "a UUID")
+
+    def place(self, scope: Scope, root: Path | None, home: Path) -> Path:
+        return project_settings(root) if scope.in_project and root is not None \
+            else user_settings(home)
+
+    def integrate(self, place: Path, sidecar: str, *, uninstall: bool) -> bool:
+        # Gemini strips comments as it reads
+        return write_hooks(place, sidecar, self.name, EVENTS, uninstall, True, HANDLER)
+
+    def integrated(self, root: Path | None, home: Path) -> bool:
+        return has_ours(user_settings(home), comments=True) or (
+            root is not None and has_ours(project_settings(root), comments=True))
+
+    def findings(self, root: Path | None, home: Path) -> list[Finding]:
+        if root is None or trusted(root, home):
+            return []
+        return [Finding(False, f"Gemini CLI does not trust {root}, so it runs no hooks there",
+                        f"trust the folder when Gemini asks, or add \"{root}\": \"TRUST_FOLDER\" "
+                        f"to {home / '.gemini' / 'trustedFolders.json'}")]
+
+    def end_facts(self, transcript_path: str | None, session_id: str) -> EndFacts:
+        return EndFacts(tokens=transcripts.read_figures(transcript_path, b'"tokens"', tokens))
+
+
+HOST = Gemini()

@@ -12,12 +12,15 @@ import logging
 import os
 import time
 from collections.abc import Callable
+from types import MappingProxyType
 from typing import Any
 
 import orjson
 
 from sidecar.emit import drop, find_workspace, registered
+from sidecar.hosts.base import Host
 from sidecar.procwatch import start_time
+from sidecar.vocabulary import EventKind
 
 log = logging.getLogger("sidecar.hermes")
 
@@ -70,3 +73,19 @@ def register(ctx: Any) -> None:
     """hermes-agent's plugin entry: register one callback per session boundary."""
     for hook in FORWARDED:
         ctx.register_hook(hook, _callback(hook))
+
+
+class Hermes(Host):
+    """hermes-agent loads the plugin itself (`hermes plugins enable sidecar`): sidecar writes
+    none of its settings, and has no resume for it."""
+
+    name = "hermes"
+    title = "hermes-agent"
+    events = MappingProxyType({
+        "on_session_start": EventKind.SESSION_START,
+        "on_session_end": EventKind.TURN_END,  # it fires after every turn, not once per session
+        "on_session_finalize": EventKind.SESSION_END,
+        "on_session_reset": EventKind.SESSION_RESET})
+
+
+HOST = Hermes()

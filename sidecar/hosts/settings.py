@@ -4,8 +4,7 @@ The hosts' JSON settings (Claude Code, Gemini CLI, Codex's hooks.json) share one
 `{"hooks": {"<Event>": [{"matcher"?, "hooks": [handler, ...]}]}}`, merged here: every other
 setting and hook keeps its content and order; handlers sidecar wrote before (recognised by
 their command) are replaced, so running it again is harmless and upgrades old entries;
-`--uninstall` removes only sidecar's own. Host-specific parts live in `codex`, `gemini` and
-`opencode`.
+`--uninstall` removes only sidecar's own. Host-specific parts live in each host's module.
 """
 
 from __future__ import annotations
@@ -19,9 +18,6 @@ import tomlkit
 
 from sidecar.errors import SidecarError
 from sidecar.hosts import jsonedit, userfile
-
-CLAUDE_EVENTS = ["SessionStart", "UserPromptSubmit", "PostToolUse", "Stop", "StopFailure",
-                 "SessionEnd"]
 
 
 class IntegrateError(SidecarError):
@@ -154,18 +150,28 @@ def save_toml(path: Path, doc: Any, tidy_end: bool = False) -> bool:
     return True
 
 
-def claude_code(settings_path: Path, sidecar: Path | str, uninstall: bool = False) -> bool:
-    """Write (or remove) the hooks in a Claude Code settings file; True if it changed."""
-    settings = load_json(settings_path)
+def has_ours(path: Path, comments: bool = False) -> bool:
+    """Whether the settings file holds any of sidecar's handlers (an unreadable one: no)."""
+    try:
+        data = load_json(path, comments)
+    except IntegrateError:
+        return False
+    hooks = data.get("hooks")
+    if not isinstance(hooks, dict):
+        return False
+    return any(is_ours(h)
+               for groups in hooks.values() if isinstance(groups, list)
+               for group in groups if isinstance(group, dict)
+               for h in group.get("hooks", []) if isinstance(group.get("hooks"), list))
+
+
+def write_hooks(path: Path, sidecar: str, source: str, events: list[str], uninstall: bool,
+                comments: bool = False, handler_fields: dict[str, Any] | None = None) -> bool:
+    """Write (or remove) sidecar's handler for each event, matching every tool (`*`), in one
+    settings file; True if it changed. `comments`: the host strips them as it reads."""
+    settings = load_json(path, comments)
     if uninstall and not settings:
         return False
-    command = None if uninstall else emit_command(sidecar, "claude-code")
-    return save_json(settings_path, merge_hooks(settings, CLAUDE_EVENTS, command, "*", settings_path))
-
-
-def claude_settings(root: Path | None, home: Path) -> list[Path]:
-    """Every settings file of Claude Code's that sidecar may write, in the order it reads them:
-    the project's own (local, then committed), then the user's."""
-    project = [root / ".claude" / "settings.local.json", root / ".claude" / "settings.json"] \
-        if root is not None else []
-    return [*project, home / ".claude" / "settings.json"]
+    command = None if uninstall else emit_command(sidecar, source)
+    merged = merge_hooks(settings, events, command, "*", path, handler_fields)
+    return save_json(path, merged, comments)

@@ -1,7 +1,8 @@
 """Events: parse one inbox file, validate it and name what it means.
 
 A host's raw hook payload is a valid event as it stands; the fields sidecar reads are looked
-up under each host's own names. Anything it does not understand is kept, not refused.
+up under each host's own names, and an event's name means what its host says it means
+(`hosts/registry.py`). Anything it does not understand is kept, not refused.
 """
 
 from __future__ import annotations
@@ -14,47 +15,14 @@ from typing import Any
 import orjson
 
 from sidecar.errors import SidecarError
+from sidecar.hosts import registry
 from sidecar.timeutil import parse_ts
-from sidecar.vocabulary import EventKind
+from sidecar.vocabulary import EventKind, normalise
 
 MAX_EVENT_BYTES = 1024 * 1024
 ENVELOPE = "sidecarEnvelope"  # `sidecar emit`'s wrapper around a host's payload
 SESSION_ID = re.compile(r"[A-Za-z0-9._:][A-Za-z0-9._:-]{0,127}")  # never an option: no leading -
 HOST_NAME = re.compile(r"[A-Za-z0-9._-]{1,64}")
-
-_ALIASES = {
-    EventKind.SESSION_START: ["session-start", "SessionStart", "on_session_start", "session:start"],
-    EventKind.SESSION_END: [
-        "session-end",
-        "SessionEnd",
-        "on_session_finalize",
-        "session:end",
-        "conversation-done",
-    ],
-    EventKind.SESSION_RESET: ["session-reset", "on_session_reset", "session:reset"],
-    EventKind.TURN_START: ["turn-start", "UserPromptSubmit", "BeforeAgent"],
-    EventKind.TURN_END: [
-        "turn-end",
-        "Stop",
-        "SubagentStop",
-        "agent:end",
-        "agent-turn-complete",
-        "AfterAgent",
-        "on_session_end",  # hermes fires it after every turn, not once per session
-    ],
-    EventKind.TURN_FAILED: ["turn-failed", "StopFailure"],
-    EventKind.TOOL_USE: ["tool-use", "PostToolUse", "post_tool_use", "AfterTool"],
-}
-
-_SEPARATORS = str.maketrans({"_": "-", ":": "-", " ": "-"})
-
-
-def normalise(name: str) -> str:
-    """Case-insensitive, with `-`, `_`, `:` and spaces treated alike."""
-    return name.strip().lower().translate(_SEPARATORS)
-
-
-_CANONICAL = {normalise(alias): canon for canon, names in _ALIASES.items() for alias in names}
 
 EVENT_FIELDS = ("event", "hook_event_name", "type", "hook")
 SESSION_FIELDS = ("session_id", "sessionId", "thread-id")
@@ -64,9 +32,10 @@ class BadEvent(SidecarError, ValueError):
     """The file is not a usable event; the message is the reason shown in `rejected/`."""
 
 
-def canonical(name: str) -> EventKind | None:
-    """The canonical name of a known event, or None for one sidecar only traces."""
-    return _CANONICAL.get(normalise(name))
+def canonical(host: str, name: str) -> EventKind | None:
+    """What event `name` from `host` means (each host's own names first), or None for one
+    sidecar only traces."""
+    return registry.event_kind(host, name)
 
 
 @dataclass
@@ -83,9 +52,6 @@ class Event:
     hook_id: str | None = None  # the follow-up hook whose run produced it (SIDECAR_HOOK_ID)
     host_pid: int | None = None  # the host's process, and its start time (a reused pid differs)
     host_start: int | None = None
-    # A session end's last turn, as the host's transcript tells it: (error kind, text); set
-    # by the session store, which reads the transcript (rules read no files).
-    turn_failure: tuple[str, str] | None = None
 
     @property
     def sort_key(self) -> tuple[float, str]:
@@ -143,13 +109,6 @@ def _first_text(payload: dict[str, Any], keys: tuple[str, ...], what: str) -> st
                 raise BadEvent(f"{what} field {key!r} must be a string, not {type(value).__name__}")
             return value
     raise BadEvent(f"no {what} (expected one of: {', '.join(keys)})")
-
-
-def infer_host(payload: dict[str, Any]) -> str:
-    """The host, when the payload does not name one: only Codex's notify is unmistakable."""
-    if "thread-id" in payload and payload.get("type") == "agent-turn-complete":
-        return "codex"
-    return "unknown"
 
 
 def unwrap(document: Any) -> tuple[Any, dict[str, Any]]:
@@ -217,7 +176,7 @@ def _host(payload: dict[str, Any], meta: dict[str, Any]) -> str:
     """The payload's own top-level `host` wins, then `emit --source`, then what it looks like."""
     host = payload.get("host", meta.get("host"))
     if host is None:
-        return infer_host(payload)
+        return registry.infer_host(payload)
     if not isinstance(host, str) or not HOST_NAME.fullmatch(host):
         raise BadEvent(f"host {str(host)[:80]!r} is not [A-Za-z0-9._-]{{1,64}}")
     return host
@@ -253,12 +212,13 @@ def parse(data: bytes, file: str, mtime: float) -> Event:
     if ts is None:
         ts = parse_ts(meta.get("ts"))
     hook_id = payload.get("sidecarHookId", meta.get("hookId"))
+    host = _host(payload, meta)
     host_pid = _whole(payload.get("hostPid", meta.get("hostPid")))
     return Event(
         file=file,
         name=name,
-        kind=canonical(name),
-        host=_host(payload, meta),
+        kind=canonical(host, name),
+        host=host,
         session_id=_session_id(payload, meta),
         ts=mtime if ts is None else ts,  # documented fallback: when it was dropped
         payload=payload,

@@ -25,7 +25,6 @@ import os
 import re
 import shutil
 import stat
-import tomllib
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -34,22 +33,11 @@ from typing import Any
 import tomlkit
 
 from sidecar import layout
-from sidecar.hosts import owned
+from sidecar.hosts import owned, registry
+from sidecar.hosts.base import Host
 from sidecar.hosts.settings import save_toml
 
 ENV_LINE = re.compile(r"\s*(?:export\s+)?([A-Za-z_][A-Za-z0-9_]*)\s*=\s*(.*)")
-# Variables a host reads its credentials or endpoint from: flagged when the user's shell has
-# one and the service's environment lacks it (a login keeps Claude Code's key elsewhere).
-KEY_VARIABLES: dict[str, tuple[str, ...]] = {
-    "claude-code": ("ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN", "ANTHROPIC_BASE_URL",
-                    "CLAUDE_CODE_USE_BEDROCK", "CLAUDE_CODE_USE_VERTEX"),
-    "codex": ("OPENAI_API_KEY", "CODEX_HOME"),
-    "gemini": ("GEMINI_API_KEY", "GOOGLE_API_KEY", "GOOGLE_GEMINI_BASE_URL",
-               "GOOGLE_CLOUD_PROJECT"),
-    "opencode": ("OPENAI_API_KEY", "ANTHROPIC_API_KEY", "OPENCODE_CONFIG"),
-}
-EXECUTABLES = {"claude-code": "claude", "codex": "codex", "gemini": "gemini",
-               "opencode": "opencode"}
 RESUME_PLACE = "resume"  # where `owned` remembers the executables sidecar recorded
 
 
@@ -131,11 +119,11 @@ def parse_env(data: bytes, path: Path) -> EnvFile:
     return EnvFile(found, tuple(problems))
 
 
-def record_executable(host: str, default: tuple[str, ...], uninstall: bool = False) -> str | None:
+def record_executable(agent: Host, uninstall: bool = False) -> str | None:
     """Write the host's executable, by absolute path, into `[resume]` of config.toml (or take
     it back out on uninstall); returns what it did, or None where it did nothing."""
-    name = EXECUTABLES.get(host)
-    if name is None:
+    host, name, default = agent.name, agent.executable, agent.resume
+    if name is None or not default:
         return None
     path = layout.config_file()
     doc = _load(path)
@@ -184,32 +172,22 @@ def _load(path: Path) -> Any:
         return tomlkit.document()
 
 
-def codex_needed(codex_home: Path) -> tuple[str, ...]:
-    """The variable Codex's model provider reads its key from (`env_key`), if it names one."""
+def read_or_none(path: Path) -> bytes | None:
+    """A host's small settings file, as this user reads it; None if missing or unusable."""
     try:
-        return codex_env_key(read_settings_file(codex_home / "config.toml"))
+        return read_settings_file(path)
     except (OSError, ValueError):
-        return ()
+        return None
 
 
-def codex_env_key(config_toml: bytes) -> tuple[str, ...]:
-    """`env_key` of the model provider a Codex config.toml's bytes choose, if it names one."""
-    try:
-        data = tomllib.loads(config_toml.decode("utf-8"))
-    except (tomllib.TOMLDecodeError, UnicodeDecodeError):
-        return ()
-    provider = data.get("model_provider")
-    providers = data.get("model_providers")
-    if not isinstance(provider, str) or not isinstance(providers, dict):
-        return ()
-    entry = providers.get(provider)
-    key = entry.get("env_key") if isinstance(entry, dict) else None
-    return (key,) if isinstance(key, str) and key else ()
+def needed(agent: Host, env: Mapping[str, str], home: Path) -> tuple[str, ...]:
+    """The variables the host's own settings say it needs, read as this user."""
+    return agent.needed_variables(env, home, read_or_none)
 
 
 def host_variables() -> set[str]:
     """Every variable some host reads its credentials or endpoint from."""
-    return {name for names in KEY_VARIABLES.values() for name in names}
+    return registry.key_variables()
 
 
 def unit_environment(unit_text: str) -> dict[str, str]:
@@ -255,7 +233,7 @@ def problems(host: str, argv: tuple[str, ...], service_env: Mapping[str, str],
     in_file = read_env_file().variables if reload else {}
     lacking = [(name, "is missing from") for name in needed if name not in service_env]
     lacking += [(name, "is set in your shell but missing from")
-                for name in KEY_VARIABLES.get(host, ())
+                for name in _key_variables(host)
                 if name in shell_env and name not in service_env and name not in needed]
     for name, how in lacking:
         if name in in_file:
@@ -264,3 +242,10 @@ def problems(host: str, argv: tuple[str, ...], service_env: Mapping[str, str],
         else:
             found.append(f"{host}: {name} {how} {where}; add `{name}=...` to {env_file()}")
     return found
+
+
+def _key_variables(host: str) -> tuple[str, ...]:
+    """Variables `host` reads its credentials or endpoint from: flagged when the user's shell
+    has one and the service's environment lacks it (a login may keep a key elsewhere)."""
+    known = registry.find(host)
+    return known.key_variables if known is not None else ()

@@ -14,7 +14,6 @@ import shutil
 import signal
 import sys
 import time
-from collections.abc import Callable
 from pathlib import Path
 
 import typer
@@ -25,11 +24,9 @@ from sidecar.cli.integrate import record_resume_executable
 from sidecar.daemon import instances
 from sidecar.daemon.running import is_sidecar_run, live_here
 from sidecar.errors import SidecarError
-from sidecar.hosts import codex as codex_mod
-from sidecar.hosts import gemini as gemini_mod
-from sidecar.hosts import opencode as opencode_mod
-from sidecar.hosts import owned
+from sidecar.hosts import owned, registry
 from sidecar.hosts import settings as integrate_mod
+from sidecar.hosts.base import Host
 from sidecar.install import environment
 from sidecar.install import service as service_mod
 from sidecar.layout import Workspace, find_workspace
@@ -37,14 +34,6 @@ from sidecar.layout import Workspace, find_workspace
 STOP_WAIT = 10.0  # seconds a daemon gets to finish its step and let go of its workspaces
 REMOVE_COMMAND = ("sidecar itself is still installed: `pipx uninstall agent-sidecar` (or "
                   "`pip uninstall agent-sidecar`, as it was installed) removes the command")
-
-UNDO: dict[str, Callable[[Path], bool]] = {
-    "claude-code": lambda p: integrate_mod.claude_code(p, "sidecar", uninstall=True),
-    "gemini": lambda p: gemini_mod.integrate(p, "sidecar", uninstall=True),
-    "opencode": lambda p: opencode_mod.integrate(p, uninstall=True),
-    "codex": lambda p: codex_mod.integrate(p, Path("sidecar"), uninstall=True),
-}
-
 
 def uninstall(purge: bool = typer.Option(False, "--purge", help="Also remove the registry, "
                                          "config.toml and the rest of sidecar's own folder.")) -> None:
@@ -58,10 +47,10 @@ def uninstall(purge: bool = typer.Option(False, "--purge", help="Also remove the
         typer.echo(f"{exc}; daemons serving its workspaces are not looked for, and nothing is "
                    "purged", err=True)
         roots, failures = _here(), failures + 1
-    for host, take_out in UNDO.items():
-        for place in owned.places(host):
+    for host in registry.integrable():
+        for place in owned.places(host.name):
             done += 1
-            failures += _take_out(host, place, take_out)
+            failures += _take_out(host, place)
     for removed in owned.remove_created():
         done += 1
         typer.echo(f"removed {removed} (sidecar created it; nothing else is in it)")
@@ -95,18 +84,18 @@ def _remove_service() -> tuple[int, int]:
     return 1, 0
 
 
-def _take_out(host: str, place: str, take_out: Callable[[Path], bool]) -> int:
+def _take_out(host: Host, place: str) -> int:
     """Take one integration out; 1 if it could not be (said why), else 0."""
     if place == environment.RESUME_PLACE:
         record_resume_executable(host, uninstall=True)
         return 0
     try:
-        take_out(Path(place))
+        host.integrate(Path(place), "sidecar", uninstall=True)
     except integrate_mod.IntegrateError as exc:
-        typer.echo(f"{host}: {exc}", err=True)
+        typer.echo(f"{host.name}: {exc}", err=True)
         return 1
-    owned.change(host, place, lambda record: record.clear())
-    typer.echo(f"{host}: removed sidecar's entries from {place}")
+    owned.change(host.name, place, lambda record: record.clear())
+    typer.echo(f"{host.name}: removed sidecar's entries from {place}")
     return 0
 
 

@@ -1,6 +1,6 @@
-"""What a session's end learns from the host's transcript, a file an event names: whether
-its last turn failed, and its token figures; and whether the transcript is still being
-written. Nothing here can keep a session from completing."""
+"""What a session's end learns from its host's own records (a transcript an event names, or
+the host's database): whether its last turn failed, and its token figures; and whether the
+transcript is still being written. Nothing here can keep a session from completing."""
 
 from __future__ import annotations
 
@@ -8,34 +8,26 @@ import logging
 import os
 from pathlib import Path
 
-from sidecar.hosts import transcripts
+from sidecar.hosts import registry
+from sidecar.hosts.base import EndFacts
 from sidecar.inbox.events import Event
-from sidecar.sessions import tokens as usage
 from sidecar.sessions.model import SessionRecord
 
 log = logging.getLogger("sidecar")
 
 
-def read_transcript(record: SessionRecord, event: Event) -> usage.Growth | None:
-    """At a session's end, what only the host's transcript says: whether the last turn failed
-    (unless a turn-failed event said so already) and the session's token figures. A
-    transcript that cannot be read leaves both out, never the end."""
+def read(record: SessionRecord, event: Event) -> EndFacts:
+    """At a session's end, what only the host's own records say, asked of its host. Records
+    that cannot be read (an unknown host has none) leave both out, never the end."""
+    host = registry.find(event.host)
+    if host is None:
+        return EndFacts()
     path = event.transcript_path or record.sidecar.transcript_path
     try:
-        failure = None if record.sidecar.turn_failed else \
-            transcripts.last_turn_failure(event.host, path)
-        tokens = transcripts.token_totals(event.host, path, event.session_id)
+        return host.end_facts(path, event.session_id)
     except Exception as exc:  # the file an event names cannot undo the end (MemoryError...)
         log.warning("%s: transcript %s not read: %r", record.id, path, exc)
-        return None
-    if failure is not None:
-        event.turn_failure = (failure.kind, failure.message)
-    if tokens is None:
-        return None
-    grew = usage.Growth(usage.grown(record.sidecar.tokens, tokens.to_json()),
-                        first=record.sidecar.tokens is None)
-    record.sidecar.tokens = tokens.to_json()
-    return grew
+        return EndFacts()
 
 
 def transcript_recent(record: SessionRecord, now: float, window: float) -> bool:

@@ -45,6 +45,20 @@ def ts_or(value: str | None, default: float) -> float:
     return default if parsed is None else parsed
 
 
+@dataclass(frozen=True)
+class Facts:
+    """What is known of a session at fire time: what the follow-up scheduler decides on."""
+
+    live: bool  # active again, or bound
+    cron: bool = False
+    subagent: bool = False
+    cwd: str | None = None  # where it ran: a follow-up runs there if it lies in the workspace
+    transcript_size: int | None = None  # None: no transcript, or none that can be read
+    transcript_mtime: float | None = None
+    limited: bool = False  # a usage limit holds (its episode is open)
+    id_misfit: str | None = None  # why the session id cannot be its host's (Host.id_misfit)
+
+
 @dataclass
 class LimitEpisode:
     """A usage limit the session is under: since its first failed turn, until a turn ends

@@ -2,7 +2,9 @@
 
 Each function takes the record, the event and (where time matters) `now`, changes the record
 in place and returns the trace lines and the changes it made, so the rules can be tested
-without files and the session store only loads and saves.
+without files and the session store only loads and saves. What a session's end learns from
+the host's own records (`EndFacts`) is read by the store and handed in; the event is never
+changed.
 """
 
 from __future__ import annotations
@@ -10,7 +12,9 @@ from __future__ import annotations
 import uuid
 from dataclasses import dataclass, field
 
+from sidecar.hosts.base import EndFacts, Failure
 from sidecar.inbox.events import Event
+from sidecar.sessions import tokens
 from sidecar.sessions.model import (
     Binding,
     Bindings,
@@ -55,6 +59,7 @@ class Applied:
     trace: list[TraceLine] = field(default_factory=list)
     changes: list[SessionChange] = field(default_factory=list)
     changed: bool = False
+    tokens_grew: tokens.Growth | None = None  # at a completion: for the workspace's totals
 
     def add_line(self, record: SessionRecord, line: TraceLine, ts: float) -> None:
         self.trace.append(line)
@@ -113,9 +118,12 @@ def _text(value: object) -> str | None:
     return value if isinstance(value, str) else None
 
 
-def apply(record: SessionRecord, event: Event, out: Applied) -> None:
-    """Apply one event; an event this record has applied before changes nothing."""
+def apply(record: SessionRecord, event: Event, out: Applied, end: EndFacts | None = None) -> None:
+    """Apply one event; an event this record has applied before changes nothing. `end`: at
+    an active session's end, what the host's own records say of it."""
     meta = record.sidecar
+    if end is not None:
+        out.tokens_grew = _take_tokens(record, end)
     if event.file in meta.recent_events:
         return  # replayed after a crash: already applied
     meta.recent_events.append(event.file)
@@ -127,7 +135,7 @@ def apply(record: SessionRecord, event: Event, out: Applied) -> None:
         if event.kind in (EventKind.SESSION_START, EventKind.SESSION_RESET):
             _start(record, event, out)
         elif event.kind == EventKind.SESSION_END:
-            _end(record, event, out)
+            _end(record, event, out, end)
         else:
             _activity(record, event, out)
 
@@ -149,7 +157,18 @@ def _start(record: SessionRecord, event: Event, out: Applied) -> None:
     out.changes.append(change(record, event.kind, event.ts, source, event))
 
 
-def _end(record: SessionRecord, event: Event, out: Applied) -> None:
+def _take_tokens(record: SessionRecord, end: EndFacts) -> tokens.Growth | None:
+    """The session's token figures, as its host's records give them now, and their growth."""
+    if end.tokens is None:
+        return None
+    figures = end.tokens.to_json()
+    grew = tokens.Growth(tokens.grown(record.sidecar.tokens, figures),
+                         first=record.sidecar.tokens is None)
+    record.sidecar.tokens = figures
+    return grew
+
+
+def _end(record: SessionRecord, event: Event, out: Applied, end: EndFacts | None) -> None:
     if not record.active:
         _trace(record, event, event.name, "session already completed", out)
         return
@@ -159,8 +178,8 @@ def _end(record: SessionRecord, event: Event, out: Applied) -> None:
         _trace(record, event, event.name, "an earlier host process exited; the session goes on", out)
         return
     touch(record, event.ts)
-    if event.turn_failure is not None and not meta.turn_failed:
-        _failed_turn_at_end(record, event, out)  # the host told only its transcript
+    if end is not None and end.failure is not None and not meta.turn_failed:
+        _failed_turn_at_end(record, event, end.failure, out)  # the host told only its records
     reason = event.reason or DEFAULT_END_REASON
     complete(record, event.ts, reason, event, out)
     out.changes.append(change(record, EventKind.SESSION_END, event.ts, reason, event))
@@ -208,11 +227,11 @@ def _follow_turns(record: SessionRecord, event: Event) -> None:
             meta.user_turn_ended_at = iso(event.ts)
 
 
-def _failed_turn_at_end(record: SessionRecord, event: Event, out: Applied) -> None:
+def _failed_turn_at_end(record: SessionRecord, event: Event, failure: Failure,
+                        out: Applied) -> None:
     """A session end whose last turn failed, by the transcript, with no turn-failed event:
     the same as if one had come just before it."""
-    assert event.turn_failure is not None
-    error, text = event.turn_failure
+    error, text = failure.kind, failure.message
     record.sidecar.turn_failed = True
     record.sidecar.turn_open = False  # it ended, badly: not a turn the user interrupted
     _limit_failed(record, event.ts, error, text)

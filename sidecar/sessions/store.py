@@ -25,11 +25,12 @@ import orjson
 
 from sidecar import jsonfile, locks, safedir
 from sidecar.errors import SidecarError
+from sidecar.hosts import registry
 from sidecar.inbox.events import Event
 from sidecar.layout import PLAIN_NAME, Workspace
 from sidecar.sessions import endfacts, tokens
 from sidecar.sessions import rules as lifecycle
-from sidecar.sessions.model import Bindings, Key, SessionRecord, TraceLine, ts_or
+from sidecar.sessions.model import Bindings, Facts, Key, SessionRecord, TraceLine, ts_or
 from sidecar.sessions.rules import Applied, harness_id
 from sidecar.timeutil import iso
 from sidecar.vocabulary import EventKind, SessionChange
@@ -51,7 +52,6 @@ class Work:
     files: list[str] = field(default_factory=list)
     applied: Applied = field(default_factory=Applied)
     failed: str | None = None
-    tokens_grew: tokens.Growth | None = None  # at a completion: for the workspace's totals
 
 
 @dataclass
@@ -65,18 +65,6 @@ class BatchResult:
     # one was spared (its transcript is recent, or it could not be read): look again soon.
     next_stale: float | None = None
     spared: bool = False
-
-
-@dataclass(frozen=True)
-class SessionFacts:
-    """What the follow-up scheduler asks of a session at fire time."""
-
-    live: bool
-    cron: bool = False
-    subagent: bool = False
-    transcript_path: str | None = None
-    cwd: str | None = None
-    limited: bool = False  # a usage limit holds (its episode is open)
 
 
 class Batch:
@@ -104,9 +92,10 @@ class Batch:
                 if work.record is None:
                     work.record = lifecycle.new_record(key, work.harness_id, repo, event,
                                                        work.applied)
-                if event.kind == EventKind.SESSION_END and work.record.active:
-                    work.tokens_grew = endfacts.read_transcript(work.record, event)
-                lifecycle.apply(work.record, event, work.applied)
+                # The host's own records are read here, so that the rules read no file.
+                end = endfacts.read(work.record, event) \
+                    if event.kind == EventKind.SESSION_END and work.record.active else None
+                lifecycle.apply(work.record, event, work.applied, end)
             except Exception as exc:  # one event that cannot be applied never stops the batch
                 self.rejected.append((event.file, f"could not be applied: {exc!r}"))
                 continue
@@ -145,7 +134,8 @@ class Batch:
                 changed |= lifecycle.sync_binding(fresh, work.key, work.record, repo)
         if changed:
             self.store.save_bindings(fresh)
-        grew = [w.tokens_grew for w in self.works.values() if w.failed is None and w.tokens_grew]
+        grew = [w.applied.tokens_grew for w in self.works.values()
+                if w.failed is None and w.applied.tokens_grew]
         try:
             tokens.add(self.store.ws, grew, self.store.durable)
         except (OSError, SidecarError) as exc:
@@ -232,8 +222,9 @@ class SessionStore:
             return Work(key, hid, None, failed=f"cannot read session {hid}: {exc}")
         return Work(key, hid, record)
 
-    def facts(self, hid: str | None, key: Key) -> SessionFacts:
-        """Whether the session is live again, and what the scheduler's skips look at."""
+    def facts(self, hid: str | None, key: Key) -> Facts:
+        """What the follow-up scheduler decides on: whether the session is live again, what
+        its skips look at, and its transcript's size and age."""
         with locks.locked(self.lock_file):
             record = None
             if hid:
@@ -245,12 +236,20 @@ class SessionStore:
                 bound = self.load_bindings().get(key) is not None
             except StoreError:
                 bound = False
+        misfit = registry.id_misfit(*key)
         if record is None:
-            return SessionFacts(live=bound)
+            return Facts(live=bound, id_misfit=misfit)
         meta = record.sidecar
-        return SessionFacts(live=record.active or bound, cron=meta.cron, subagent=meta.subagent,
-                            transcript_path=meta.transcript_path, cwd=meta.cwd,
-                            limited=meta.limit is not None)
+        size = mtime = None
+        if meta.transcript_path:
+            try:
+                st = os.stat(meta.transcript_path)
+                size, mtime = st.st_size, st.st_mtime
+            except OSError:
+                pass  # a missing transcript holds nothing back
+        return Facts(live=record.active or bound, cron=meta.cron, subagent=meta.subagent,
+                     cwd=meta.cwd, transcript_size=size, transcript_mtime=mtime,
+                     limited=meta.limit is not None, id_misfit=misfit)
 
     def live_hosts(self) -> list[tuple[Key, int, int | None]]:
         """(session, host pid, host start time) for every active session whose host is known:

@@ -94,25 +94,31 @@ def test_doctor_names_the_executable_and_the_variable_the_service_lacks(
            "(/usr/bin:/bin)" in said
 
 
-def test_doctor_names_the_variable_codexs_provider_needs(workspace, config_home, tmp_path):
+def test_doctor_names_the_variable_codexs_provider_needs(workspace, config_home, tmp_path,
+                                                         monkeypatch):
     from sidecar.doctor import checks
+    from sidecar.hosts import registry
 
+    codex = registry.get("codex")
     codex_home = tmp_path / "codex"
     codex_home.mkdir()
     (codex_home / "config.toml").write_text(
         'model_provider = "stub"\n[model_providers.stub]\nenv_key = "STUB_KEY"\n')
-    assert agentenv.codex_needed(codex_home) == ("STUB_KEY",)
+    monkeypatch.setenv("CODEX_HOME", str(codex_home))
+    assert agentenv.needed(codex, os.environ, tmp_path / "home") == ("STUB_KEY",)
+    assert agentenv.needed(codex, {"HOME": str(tmp_path)}, tmp_path) == ()  # ~/.codex: none
+    assert agentenv.needed(registry.get("gemini"), os.environ, tmp_path / "home") == ()
     found = agentenv.problems("codex", ("/bin/sh",), {"PATH": "/usr/bin"}, {},
-                              agentenv.codex_needed(codex_home))
+                              agentenv.needed(codex, os.environ, tmp_path / "home"))
     said = "codex: STUB_KEY is missing from the service's environment"
     assert any(said in f for f in found)
     # And through doctor's own check, with no unit installed (this shell's environment).
     (config_home / "config.toml").write_text('[resume]\ncodex = ["/bin/sh", "{session_id}"]\n')
-    findings = checks._agent_environment(["codex"], tmp_path / "home", "linux", codex_home)
+    findings = checks._agent_environment([codex], tmp_path / "home", "linux")
     assert [f.what for f in findings if not f.ok] == [
         f"{said}; add `STUB_KEY=...` to {config_home / 'environment'}"]
     (config_home / "environment").write_text("STUB_KEY=x\n")
-    findings = checks._agent_environment(["codex"], tmp_path / "home", "linux", codex_home)
+    findings = checks._agent_environment([codex], tmp_path / "home", "linux")
     assert all(f.ok for f in findings) and findings
 
 

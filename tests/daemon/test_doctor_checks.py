@@ -160,6 +160,7 @@ def test_a_daemon_that_cannot_act_for_the_workspace_reports_why_and_doctor_says_
     from sidecar.config import Config
     from sidecar.doctor import checks
     from sidecar.followups import environment as runenv
+    from sidecar.hosts import registry
     from sidecar.layout import Workspace
 
     real = tmp_path / "real"
@@ -172,6 +173,7 @@ def test_a_daemon_that_cannot_act_for_the_workspace_reports_why_and_doctor_says_
     assert gone == {"error": f"[Errno 2] No such file or directory: '{tmp_path / 'gone'}'"}
     running = runenv.Reported(4242, {"PATH": ""}, (), report["error"])
     (config_home / "config.toml").write_text('[resume]\n"claude-code" = ["/bin/sh"]\n')
-    [finding] = checks._agent_environment(["claude-code"], tmp_path, "linux", tmp_path, running)
+    [finding] = checks._agent_environment([registry.get("claude-code")], tmp_path, "linux",
+                                          running)
     assert not finding.ok
     assert finding.what == f"the running sidecar (pid 4242) cannot run follow-ups: {report['error']}"

@@ -118,10 +118,10 @@ def test_a_time_that_cannot_be_used_falls_back_to_the_files_mtime(ws, ts):
 def test_an_event_that_cannot_be_applied_is_rejected_alone(ws, monkeypatch):
     real = rules.apply
 
-    def brittle(rec, event, out):
+    def brittle(rec, event, out, end=None):
         if event.session_id == "cursed":
             raise RuntimeError("a bug met an odd event")
-        real(rec, event, out)
+        real(rec, event, out, end)
 
     monkeypatch.setattr(rules, "apply", brittle)
     for i, sid in enumerate(["ok-1", "cursed", "ok-2"]):

@@ -83,12 +83,16 @@ def test_resumes_run_with_the_permissions_their_prompt_needs_and_config_can_chan
     assert build_argv("resume", firing, config.resume, Workspace(tmp_path)).argv[:5] == [
         "claude", "--permission-mode", "acceptEdits", "--resume", "s1"]
     codex = Firing("post-task", "codex", "s1", "h1", "tidy up", None, tmp_path,
-                   codex_sandbox="read-only")
+                   options={"codex_sandbox": "read-only"})
     assert 'sandbox_mode="read-only"' in build_argv("resume", codex, config.resume,
                                                     Workspace(tmp_path)).argv
     (tmp_path / "c.toml").write_text('permissionMode = "plan"\ncodexSandbox = "read-only"\n')
     changed = load_config(tmp_path / "c.toml")
-    assert (changed.permission_mode, changed.codex_sandbox) == ("plan", "read-only")
+    assert (changed.option("permissionMode"), changed.option("codexSandbox")) == ("plan", "read-only")
+    assert build_argv("resume", Firing("post-task", "claude-code", "s1", "h1", "tidy up", None,
+                                       tmp_path, options=changed.options),
+                      changed.resume, Workspace(tmp_path)).argv[:3] == [
+        "claude", "--permission-mode", "plan"]
     (tmp_path / "bad.toml").write_text('permissionMode = "yolo"\n')
     with pytest.raises(ConfigError, match="permissionMode must be one of"):
         load_config(tmp_path / "bad.toml")

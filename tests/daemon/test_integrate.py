@@ -12,9 +12,8 @@ from pathlib import Path
 import pytest
 
 from helpers import SIDECAR, read_json, run_cli
-from sidecar.hosts import codex, gemini
+from sidecar.hosts import claude_code, codex, gemini
 from sidecar.hosts import settings as integrate
-from sidecar.hosts.settings import CLAUDE_EVENTS
 
 USER_SETTINGS = {
     "model": "opus",
@@ -42,7 +41,7 @@ def test_claude_code_keeps_everything_else_and_upgrades_its_old_entry(workspace)
     assert result.returncode == 0, result.stderr
     merged = read_json(settings_path)
     expected_command = f"{SIDECAR} emit --source claude-code"
-    assert sorted(ours(merged)) == sorted((e, expected_command) for e in integrate.CLAUDE_EVENTS)
+    assert sorted(ours(merged)) == sorted((e, expected_command) for e in claude_code.EVENTS)
     assert {k: v for k, v in merged.items() if k != "hooks"} == {k: v for k, v in USER_SETTINGS.items() if k != "hooks"}
     assert merged["hooks"]["PreToolUse"] == USER_SETTINGS["hooks"]["PreToolUse"]
     assert merged["hooks"]["SessionStart"][0] == USER_SETTINGS["hooks"]["SessionStart"][0]
@@ -64,7 +63,7 @@ def test_claude_code_user_settings(tmp_path, config_home):
     home = tmp_path / "home"
     result = run_cli("integrate", "claude-code", "--user", env={"HOME": str(home)}, cwd=tmp_path)
     assert result.returncode == 0
-    assert len(ours(read_json(home / ".claude/settings.json"))) == len(CLAUDE_EVENTS) == 6  # StopFailure too
+    assert len(ours(read_json(home / ".claude/settings.json"))) == len(claude_code.EVENTS) == 6  # StopFailure too
 
 
 def test_a_broken_settings_file_is_left_alone(workspace):

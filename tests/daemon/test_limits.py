@@ -12,7 +12,7 @@ import pytest
 from helpers import TRANSCRIPTS, read_json
 from sidecar.config import Config
 from sidecar.followups.decide import decide
-from sidecar.followups.fire import FollowUps, transcript_facts
+from sidecar.followups.fire import FollowUps
 from sidecar.followups.queue import FollowUpQueue
 from sidecar.followups.resets import BACKOFF_FIRST, MAX_TRIES, RESET_MARGIN
 from sidecar.followups.seeds import LIMIT_HOOK
@@ -71,7 +71,7 @@ class Harness:
     def verdict(self, at):
         facts = self.sessions.facts(harness_id("claude-code", S1), ("claude-code", S1))
         hook = self.hooks.snapshot(at).hooks[LIMIT_HOOK]
-        return decide(hook, transcript_facts(facts), at).verdict
+        return decide(hook, facts, at).verdict
 
 
 @pytest.fixture

@@ -56,11 +56,14 @@ def test_a_failed_last_turn_is_not_an_interrupted_one(h):
     assert [e.session_id for e in h.pending()] == ["s1"]
 
 
-def test_a_last_turn_failed_by_the_transcript_alone_is_not_an_interrupted_one(h):
+def test_a_last_turn_failed_by_the_transcript_alone_is_not_an_interrupted_one(h, monkeypatch):
     """Codex tells a refused turn only in its rollout file: the end learns it from there."""
-    end = ev("SessionEnd", ts=T0 + 3)
-    end.turn_failure = ("server_error", "the API failed")  # as the transcript tells it
-    h.apply(ev("SessionStart"), ev("UserPromptSubmit", ts=T0 + 1), end)
+    from sidecar.hosts import claude_code
+    from sidecar.hosts.base import EndFacts, Failure
+
+    told = EndFacts(Failure("server_error", "the API failed"))  # as the transcript tells it
+    monkeypatch.setattr(claude_code.ClaudeCode, "end_facts", lambda self, path, sid: told)
+    h.apply(ev("SessionStart"), ev("UserPromptSubmit", ts=T0 + 1), ev("SessionEnd", ts=T0 + 3))
     assert [e.session_id for e in h.pending()] == ["s1"]
 
 
@@ -217,7 +220,7 @@ def test_a_resume_of_an_id_the_host_never_issues_is_skipped_not_run(tmp_path):
     ("opencode", "ses_dd4eb69eeffeJGgJGOX3UnY9cm", "ses_short"),
 ])
 def test_each_host_knows_its_id_shape(host, good, bad):
-    from sidecar.hosts.session_ids import misfit
+    from sidecar.hosts.registry import id_misfit as misfit
 
     assert misfit(host, good) is None
     assert misfit(host, bad) is not None and host in misfit(host, bad)

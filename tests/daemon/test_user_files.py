@@ -15,6 +15,7 @@ from pathlib import Path
 import pytest
 
 from helpers import SIDECAR, read_json, run_cli
+from sidecar.hosts import claude_code
 from sidecar.hosts import settings as integrate
 
 LAYOUTS = {
@@ -62,7 +63,7 @@ def test_integrate_then_uninstall_gives_the_users_settings_back_byte_for_byte(wo
     local.write_bytes(original)
     assert run("integrate", "claude-code", cwd=workspace.root, env=env).returncode == 0
     written = local.read_bytes()
-    assert sorted(sidecar_hooks(local)) == sorted(integrate.CLAUDE_EVENTS)
+    assert sorted(sidecar_hooks(local)) == sorted(claude_code.EVENTS)
     if layout.startswith("four spaces"):  # the user's lines are still there, as they were
         assert b'    "permissions": {"allow": ["Bash(ls:*)"], "deny": []},\n' in written
         assert b'\n        "SessionStart": [\n            {\n' in written  # their indent unit
@@ -108,7 +109,7 @@ def test_a_symlinked_settings_file_is_edited_at_its_target_keeping_link_and_mode
     assert run("integrate", "claude-code", cwd=workspace.root, env=env).returncode == 0
     assert local.is_symlink() and local.resolve() == target
     assert stat.S_IMODE(target.stat().st_mode) == 0o664
-    assert sidecar_hooks(target) == integrate.CLAUDE_EVENTS
+    assert sidecar_hooks(target) == claude_code.EVENTS
     assert run("integrate", "claude-code", "--uninstall", cwd=workspace.root,
                env=env).returncode == 0
     assert local.is_symlink() and target.read_text() == original

@@ -16,7 +16,7 @@ SPEC_ALIASES = {
                     "Conversation_Done"],
     "session-reset": ["on_session_reset", "session:reset", "Session-Reset"],
     "turn-end": ["Stop", "SubagentStop", "agent:end", "agent-turn-complete", "AfterAgent",
-                 "on_session_end", "TURN_END"],
+                 "TURN_END"],
     "tool-use": ["PostToolUse", "post_tool_use", "tool use", "AfterTool"],
     "turn-start": ["UserPromptSubmit", "BeforeAgent", "turn_start"],
 }
@@ -24,7 +24,22 @@ SPEC_ALIASES = {
 
 @pytest.mark.parametrize("canon,alias", [(c, a) for c, names in SPEC_ALIASES.items() for a in names])
 def test_every_documented_alias_maps_to_its_canonical_name(canon, alias):
-    assert events.canonical(alias) == canon
+    # For a host sidecar does not know (`emit --source mine`), and for every host it does.
+    assert events.canonical("unknown", alias) == canon
+    assert events.canonical("mine", alias) == canon
+
+
+def test_hermes_on_session_end_is_a_turn_end_for_hermes_only():
+    # hermes fires on_session_end after every turn: for hermes it ends a turn, never a session.
+    assert events.canonical("hermes", "on_session_end") == "turn-end"
+    assert events.canonical("hermes", "on_session_finalize") == "session-end"
+    assert events.canonical("unknown", "on_session_end") is None  # traced, nothing more
+    assert events.canonical("claude-code", "on_session_end") is None
+    event = parse(orjson.dumps({"event": "on_session_end", "session_id": "s", "host": "hermes"}),
+                  "f.json", 1.0)
+    assert event.kind == "turn-end"
+    other = parse(orjson.dumps({"event": "on_session_end", "session_id": "s"}), "f.json", 1.0)
+    assert other.host == "unknown" and other.kind is None
 
 
 def test_unknown_events_keep_their_own_name():

@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from sidecar.hosts import jsonedit
+from sidecar.hosts import claude_code, jsonedit
 from sidecar.hosts import settings as integrate
 
 scalars = st.none() | st.booleans() | st.integers(-10**6, 10**6) | st.text(max_size=8)
@@ -31,13 +31,13 @@ def dumped(value, indent, newline: str) -> str:
 def test_sidecars_hooks_go_in_and_out_leaving_the_text_as_it_was(value, indent, newline):
     text = dumped(value, indent, newline)
     assert jsonedit.rewrite(text, copy.deepcopy(value)) == text  # no change, no edit
-    merged = integrate.merge_hooks(copy.deepcopy(value), integrate.CLAUDE_EVENTS,
+    merged = integrate.merge_hooks(copy.deepcopy(value), claude_code.EVENTS,
                                    "sidecar emit --source claude-code", "*", None)
     written = jsonedit.rewrite(text, merged)
     assert jsonedit.loads(written) == merged
     if "\r\n" in text:
         assert "\n" not in written.replace("\r\n", "")
-    back = integrate.merge_hooks(jsonedit.loads(written), integrate.CLAUDE_EVENTS, None, "*",
+    back = integrate.merge_hooks(jsonedit.loads(written), claude_code.EVENTS, None, "*",
                                  None)
     assert jsonedit.rewrite(written, back) == text
 

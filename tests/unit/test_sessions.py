@@ -284,7 +284,7 @@ def test_a_transcript_whose_reading_fails_still_lets_the_session_complete(ws, st
     def exhausted(*args, **kwargs):
         raise MemoryError
 
-    monkeypatch.setattr(transcripts, "token_totals", exhausted)
+    monkeypatch.setattr(transcripts, "entries", exhausted)
     apply(store, [ev("SessionStart"), ev("SessionEnd", ts=T0 + 1, transcript_path="/t.jsonl")])
     assert record(ws)["status"] == "completed"
     assert "tokens" not in record(ws)["metadata"]["sidecar"]

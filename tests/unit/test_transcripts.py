@@ -1,5 +1,6 @@
 """Reading the hosts' own transcripts (recorded from the real programs against loopback
-stubs): a turn Codex ended on a usage limit, and each session's token figures."""
+stubs), as each host's `end_facts` does: a turn Codex ended on a usage limit, and each
+session's token figures."""
 
 from __future__ import annotations
 
@@ -8,7 +9,16 @@ import os
 import pytest
 
 from helpers import TRANSCRIPTS
-from sidecar.hosts.transcripts import Failure, Tokens, last_turn_failure, token_totals
+from sidecar.hosts import registry
+from sidecar.hosts.base import Failure, Tokens
+
+
+def last_turn_failure(host: str, path: str | None) -> Failure | None:
+    return registry.get(host).end_facts(path, "").failure
+
+
+def token_totals(host: str, path: str | None, session_id: str = "") -> Tokens | None:
+    return registry.get(host).end_facts(path, session_id).tokens
 
 
 def test_codex_says_only_in_its_transcript_that_a_turn_hit_the_usage_limit():

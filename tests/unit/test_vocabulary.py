@@ -8,7 +8,7 @@ from sidecar import config, jsonfile, layout, locks
 from sidecar.daemon import plugins
 from sidecar.errors import SidecarError
 from sidecar.followups import actions, model, store
-from sidecar.hosts import settings
+from sidecar.hosts import registry, settings
 from sidecar.inbox import events
 from sidecar.install import service
 from sidecar.sessions import store as sessions
@@ -29,4 +29,5 @@ def test_every_event_kind_can_queue_a_hook_and_reach_a_plugin():
     assert set(model.HOOK_EVENTS) == {kind.value for kind in EventKind}
     assert all(kind in plugins.CALLBACKS for kind in EventKind)
     for kind in EventKind:
-        assert events.canonical(kind.value) is kind
+        for host in (*registry.names(), "unknown"):
+            assert events.canonical(host, kind.value) is kind

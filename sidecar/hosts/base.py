@@ -1,0 +1,164 @@
+"""What one agent host is, to sidecar: the `Host` every host module makes one of.
+
+Everything sidecar knows of a host lives behind this class: its names, the names its events
+have, how a follow-up resumes it (and the config.toml options of that command), the variables
+its credentials come from, where `sidecar integrate` writes its hooks, what `doctor` checks of
+it, what its transcript says at a session's end, and the shape of its session ids. Code
+outside `sidecar/hosts/` asks the registry (`registry.py`) and never names a host.
+
+A host module subclasses `Host`, overriding what differs from the defaults (a host with no
+hook settings, no resume, no transcript), and `registry.HOSTS` lists one instance of each.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from types import MappingProxyType
+from typing import Any
+
+from sidecar.vocabulary import EventKind
+
+UUID = re.compile(r"[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}")
+
+# Reads a small settings file of the user's (None: missing or unreadable); the caller decides
+# how: as this user, or as a workspace's owner where a root daemon acts for another user.
+Reader = Callable[[Path], bytes | None]
+
+
+@dataclass
+class Finding:
+    """What `doctor` reports: fine, a problem (with the command that fixes it), or a note
+    (worth knowing, never a failure: a host installed here that the user does not use)."""
+
+    ok: bool
+    what: str
+    fix: str = ""
+    note: bool = False  # shown as a note; counts as ok
+
+
+def note(what: str, fix: str = "") -> Finding:
+    return Finding(True, what, fix, note=True)
+
+
+@dataclass(frozen=True)
+class Option:
+    """A config.toml setting of one host's resume command, filled in as `{name}`."""
+
+    key: str  # as config.toml spells it: permissionMode
+    name: str  # the placeholder's name: permission_mode
+    choices: tuple[str, ...]
+    default: str
+
+
+@dataclass(frozen=True)
+class Scope:
+    """One place `sidecar integrate <host>` can write, chosen by a flag (None: the default)."""
+
+    flag: str | None
+    help: str = ""
+    in_project: bool = True  # in the workspace (--root, --init choose it), not the user's own
+    on_path: bool = False  # a file teams commit: its hooks call `sidecar` from PATH
+    note: str = ""  # said when sidecar's hooks go there
+
+
+@dataclass(frozen=True)
+class Failure:
+    """A turn the host's API refused, as its transcript tells it."""
+
+    kind: str  # the canonical error kind (see vocabulary.LIMIT_ERRORS)
+    message: str
+
+
+@dataclass(frozen=True)
+class Tokens:
+    input: int = 0
+    output: int = 0
+    cache_read: int = 0
+    cache_write: int = 0
+
+    def to_json(self) -> dict[str, int]:
+        return {"input": self.input, "output": self.output, "cacheRead": self.cache_read,
+                "cacheWrite": self.cache_write}
+
+
+@dataclass(frozen=True)
+class EndFacts:
+    """What a session's end learns from its host's own records: how its last turn failed
+    (None: it did not, or the host says so in its events) and its token figures (None:
+    unknown)."""
+
+    failure: Failure | None = None
+    tokens: Tokens | None = None
+
+
+class Host:
+    """One agent host. The defaults describe a host sidecar knows only by its events."""
+
+    name: str = ""  # the registry key, `emit --source`, and the host a record names
+    title: str = ""  # as people know it
+    executable: str | None = None  # the command its resume runs (None: it has no resume)
+    # Its own event names (any case, `-`/`_`/`:`/space alike) and what each means; a name
+    # not here means what it means for every host (registry.GENERIC_EVENTS).
+    events: Mapping[str, EventKind] = MappingProxyType({})
+    resume: tuple[str, ...] = ()  # the default resume argv; placeholders as in actions.py
+    options: tuple[Option, ...] = ()  # the config.toml settings its resume's placeholders read
+    key_variables: tuple[str, ...] = ()  # where it reads credentials or its endpoint from
+    scopes: tuple[Scope, ...] = ()  # `sidecar integrate <name>`'s places, the default first
+    integrate_help: str = ""  # the help of `sidecar integrate <name>`
+    integrate_hint: str = ""  # said after `sidecar integrate <name>` in doctor's fix
+    records_itself: bool = False  # its integrate() remembers what it owns (owned.py) itself
+    calls_sidecar: bool = True  # its hooks run the `sidecar` command (a plugin may not)
+    id_shape: tuple[re.Pattern[str], str] | None = None  # its session ids, described
+
+    def place(self, scope: Scope, root: Path | None, home: Path) -> Path:
+        """Where `scope` writes, for the project `root` (None: not in a project) and `home`."""
+        raise NotImplementedError(f"{self.name} has no settings of its own")
+
+    def written(self, place: Path) -> list[Path]:
+        """The files an integration at `place` writes (created ones are removed when empty)."""
+        return [place]
+
+    def shown(self, place: Path) -> Path:
+        """The file an integration at `place` is shown as."""
+        return place
+
+    def integrate(self, place: Path, sidecar: str, *, uninstall: bool) -> bool:
+        """Write sidecar's hooks at `place`, calling `sidecar` (a path, or the bare name to
+        find it on PATH), or take them out; True if anything changed. IntegrateError (and
+        nothing written) where the host's file cannot be changed safely."""
+        raise NotImplementedError(f"{self.name} is not integrated by sidecar integrate")
+
+    def integrated(self, root: Path | None, home: Path) -> bool:
+        """Whether sidecar's hooks are in any of the host's settings seen from `root`."""
+        return False
+
+    def findings(self, root: Path | None, home: Path) -> list[Finding]:
+        """`doctor`'s checks of an integrated host, beyond what it checks of every host."""
+        return []
+
+    def needed_variables(self, env: Mapping[str, str], home: Path,
+                         read: Reader) -> tuple[str, ...]:
+        """Variables the host's own settings say it needs (beyond `key_variables`), for a
+        user with environment `env` and home `home`, their files read by `read`."""
+        return ()
+
+    def recognises(self, payload: Mapping[str, Any]) -> bool:
+        """Whether a payload that names no host is unmistakably this host's."""
+        return False
+
+    def end_facts(self, transcript_path: str | None, session_id: str) -> EndFacts:
+        """What the host's transcript (or database) says at a session's end. It may raise:
+        a file an event names is untrusted, and the caller logs and goes on."""
+        return EndFacts()
+
+    def id_misfit(self, session_id: str) -> str | None:
+        """Why `session_id` cannot be one of this host's; None if it can (or no shape is
+        known). A resume of an id the host could never have issued would spend a real run
+        only to fail, so it is skipped instead."""
+        if self.id_shape is None or self.id_shape[0].fullmatch(session_id):
+            return None
+        return (f"session id {session_id[:60]!r} cannot be {self.name}'s (its ids are "
+                f"{self.id_shape[1]}); not resumed")

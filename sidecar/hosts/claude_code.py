@@ -1,0 +1,123 @@
+"""Claude Code: its hooks in its JSON settings, its resume, and what its transcript says.
+
+`sidecar integrate claude-code` writes the hooks into the project's
+`.claude/settings.local.json` by default (Claude Code reads it, and projects do not commit it,
+so this machine's absolute path to `sidecar` stays here); `--shared` into the committed
+`.claude/settings.json`, calling `sidecar` from PATH; `--user` into `~/.claude/settings.json`.
+
+Claude Code 2.1.328 writes each assistant message with the API's `usage` (input, output,
+cache creation, cache read); a message is written once per content block, with the same
+`message.id`, so each id is counted once. A refused turn is an assistant entry with
+`isApiErrorMessage: true`, `error: "rate_limit"` and the API's text; its StopFailure hook is
+not waited for, so a `claude -p` that exits at once can end before it is delivered: the
+transcript tells it then.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from pathlib import Path
+from types import MappingProxyType
+from typing import Any
+
+from sidecar.hosts import settings, transcripts
+from sidecar.hosts.base import UUID, EndFacts, Failure, Host, Option, Scope, Tokens
+from sidecar.vocabulary import EventKind
+
+EVENTS = ["SessionStart", "UserPromptSubmit", "PostToolUse", "Stop", "StopFailure", "SessionEnd"]
+
+PERMISSION_MODE = Option("permissionMode", "permission_mode",
+                         ("acceptEdits", "auto", "bypassPermissions", "manual", "dontAsk", "plan"),
+                         "acceptEdits")  # Claude Code 2.1.328's choices
+
+
+def settings_files(root: Path | None, home: Path) -> list[Path]:
+    """Every settings file of Claude Code's that sidecar may write, in the order it reads them:
+    the project's own (local, then committed), then the user's."""
+    project = [root / ".claude" / "settings.local.json", root / ".claude" / "settings.json"] \
+        if root is not None else []
+    return [*project, home / ".claude" / "settings.json"]
+
+
+def last_failure(entries: list[dict[str, Any]]) -> Failure | None:
+    """The last assistant entry, if it is the API's refusal (`isApiErrorMessage`)."""
+    for entry in reversed(entries):
+        if entry.get("type") != "assistant":
+            continue
+        if entry.get("isApiErrorMessage") is not True:
+            return None
+        message = entry.get("message")
+        content = message.get("content") if isinstance(message, dict) else None
+        text = " ".join(c.get("text", "") for c in content if isinstance(c, dict)) \
+            if isinstance(content, list) else ""
+        return Failure(str(entry.get("error") or "unknown"), text)
+    return None
+
+
+def tokens(entries: Iterable[dict[str, Any]]) -> Tokens | None:
+    seen: set[str] = set()
+    totals = [0, 0, 0, 0]
+    for entry in entries:
+        message = entry.get("message")
+        if entry.get("type") != "assistant" or not isinstance(message, dict):
+            continue
+        usage = message.get("usage")
+        key = str(message.get("id") or entry.get("uuid"))
+        if not isinstance(usage, dict) or key in seen:
+            continue
+        seen.add(key)
+        for i, name in enumerate(("input_tokens", "output_tokens", "cache_read_input_tokens",
+                                  "cache_creation_input_tokens")):
+            totals[i] += transcripts.count(usage.get(name))
+    return Tokens(*totals) if seen else None
+
+
+class ClaudeCode(Host):
+    name = "claude-code"
+    title = "Claude Code"
+    executable = "claude"
+    events = MappingProxyType({
+        "SessionStart": EventKind.SESSION_START, "UserPromptSubmit": EventKind.TURN_START,
+        "PostToolUse": EventKind.TOOL_USE, "Stop": EventKind.TURN_END,
+        "SubagentStop": EventKind.TURN_END, "StopFailure": EventKind.TURN_FAILED,
+        "SessionEnd": EventKind.SESSION_END})
+    # A non-interactive resume can be granted nothing at a prompt: it may edit files
+    # (acceptEdits, or config.toml's permissionMode), and its log shows the argv it ran.
+    resume = ("claude", "--permission-mode", "{permission_mode}", "--resume", "{session_id}",
+              "-p", "{prompt}")
+    options = (PERMISSION_MODE,)
+    key_variables = ("ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN", "ANTHROPIC_BASE_URL",
+                     "CLAUDE_CODE_USE_BEDROCK", "CLAUDE_CODE_USE_VERTEX")
+    scopes = (
+        Scope(None),
+        Scope("--user", "The user's ~/.claude/settings.json (every project).", in_project=False),
+        Scope("--shared", "The project's committed settings.json, calling `sidecar` from PATH.",
+              on_path=True, note="the committed settings call `sidecar` from PATH, so the hooks "
+              "work on every machine where sidecar is installed and on PATH"),
+    )
+    integrate_help = """Hooks for SessionStart, UserPromptSubmit, PostToolUse, Stop and SessionEnd.
+
+    By default in the project's .claude/settings.local.json: Claude Code reads it, and projects
+    do not commit it, so the absolute path of this machine's `sidecar` stays on this machine.
+    """
+    integrate_hint = " (or --user for every project)"
+    id_shape = (UUID, "a UUID")
+
+    def place(self, scope: Scope, root: Path | None, home: Path) -> Path:
+        if not scope.in_project or root is None:
+            return home / ".claude" / "settings.json"
+        local, shared, _user = settings_files(root, home)
+        return shared if scope.on_path else local
+
+    def integrate(self, place: Path, sidecar: str, *, uninstall: bool) -> bool:
+        return settings.write_hooks(place, sidecar, self.name, EVENTS, uninstall)
+
+    def integrated(self, root: Path | None, home: Path) -> bool:
+        return any(settings.has_ours(path) for path in settings_files(root, home))
+
+    def end_facts(self, transcript_path: str | None, session_id: str) -> EndFacts:
+        return EndFacts(last_failure(transcripts.tail_entries(transcript_path)),
+                        transcripts.read_figures(transcript_path, b'"usage"', tokens))
+
+
+HOST = ClaudeCode()

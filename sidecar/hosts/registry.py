@@ -1,0 +1,97 @@
+"""Every agent host sidecar knows, by name: what code outside `sidecar/hosts/` asks instead of
+naming a host. Adding a host is one module (a `base.Host`) and one line in HOSTS.
+
+An event's name means what its host says (`Host.events`), else what it means for every host
+(GENERIC_EVENTS): sidecar's own kinds, and the names hosts and tools commonly send. So a host
+that is not known here (`sidecar emit --source mine`) is understood all the same.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from types import MappingProxyType
+from typing import Any
+
+from sidecar.hosts import claude_code, codex, gemini, hermes, opencode
+from sidecar.hosts.base import Host, Option
+from sidecar.vocabulary import EventKind, normalise
+
+HOSTS: tuple[Host, ...] = (claude_code.HOST, codex.HOST, gemini.HOST, opencode.HOST, hermes.HOST)
+UNKNOWN = "unknown"  # the host of an event that names none and looks like none
+
+GENERIC_EVENTS: Mapping[EventKind, tuple[str, ...]] = MappingProxyType({
+    EventKind.SESSION_START: ("SessionStart", "on_session_start", "session:start"),
+    EventKind.SESSION_END: ("SessionEnd", "on_session_finalize", "session:end",
+                            "conversation-done"),
+    EventKind.SESSION_RESET: ("on_session_reset", "session:reset"),
+    EventKind.TURN_START: ("UserPromptSubmit", "BeforeAgent"),
+    EventKind.TURN_END: ("Stop", "SubagentStop", "agent:end", "agent-turn-complete", "AfterAgent"),
+    EventKind.TURN_FAILED: ("StopFailure",),
+    EventKind.TOOL_USE: ("PostToolUse", "post_tool_use", "AfterTool"),
+})
+
+_BY_NAME = {host.name: host for host in HOSTS}
+_GENERIC = {normalise(alias): kind for kind, aliases in GENERIC_EVENTS.items()
+            for alias in (kind.value, *aliases)}
+_PER_HOST = {host.name: {normalise(name): kind for name, kind in host.events.items()}
+             for host in HOSTS}
+
+
+def hosts() -> tuple[Host, ...]:
+    return HOSTS
+
+
+def names() -> list[str]:
+    return [host.name for host in HOSTS]
+
+
+def get(name: str) -> Host:
+    """The host called `name`; KeyError if sidecar knows none of that name."""
+    return _BY_NAME[name]
+
+
+def find(name: str) -> Host | None:
+    return _BY_NAME.get(name)
+
+
+def integrable() -> list[Host]:
+    """The hosts `sidecar integrate <name>` writes the settings of."""
+    return [host for host in HOSTS if host.scopes]
+
+
+def event_kind(host: str, name: str) -> EventKind | None:
+    """What event `name` means coming from `host`; None for one sidecar only traces."""
+    key = normalise(name)
+    own = _PER_HOST.get(host, {}).get(key)
+    return own if own is not None else _GENERIC.get(key)
+
+
+def infer_host(payload: Mapping[str, Any]) -> str:
+    """The host, when the payload does not name one: only one that is unmistakable."""
+    return next((host.name for host in HOSTS if host.recognises(payload)), UNKNOWN)
+
+
+def id_misfit(host: str, session_id: str) -> str | None:
+    """Why `session_id` cannot be `host`'s; None if it can (or the host is unknown)."""
+    known = find(host)
+    return known.id_misfit(session_id) if known is not None else None
+
+
+def default_resume() -> Mapping[str, tuple[str, ...]]:
+    """Each host's resume command as shipped, where it has one."""
+    return MappingProxyType({host.name: host.resume for host in HOSTS if host.resume})
+
+
+def options() -> dict[str, Option]:
+    """Every host's resume options, by their config.toml key."""
+    return {option.key: option for host in HOSTS for option in host.options}
+
+
+def default_options() -> dict[str, str]:
+    """Each resume option's default, by its placeholder's name."""
+    return {option.name: option.default for option in options().values()}
+
+
+def key_variables() -> set[str]:
+    """Every variable some host reads its credentials or endpoint from."""
+    return {name for host in HOSTS for name in host.key_variables}

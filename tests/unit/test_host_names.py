@@ -1,0 +1,65 @@
+"""The rule that keeps hosts pluggable: outside `sidecar/hosts/`, no code names a host.
+
+Every module of the package outside `sidecar/hosts/` is tokenized; a host's name in an
+identifier or a string literal fails the test with its file and line. Comments and docstrings
+may name hosts: they explain, they do not decide. Adding a host is then one module under
+`sidecar/hosts/` and one registry entry, never an edit elsewhere.
+"""
+
+from __future__ import annotations
+
+import ast
+import io
+import re
+import tokenize
+
+from helpers import REPO
+
+PACKAGE = REPO / "sidecar"
+HOST_NAME = re.compile(r"claude|codex|gemini|opencode|hermes", re.IGNORECASE)
+
+
+def docstring_lines(source: str) -> set[int]:
+    """The first line of every docstring (module, class, function)."""
+    found = set()
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)):
+            body = node.body
+            if body and isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant) \
+                    and isinstance(body[0].value.value, str):
+                found.add(body[0].lineno)
+    return found
+
+
+def host_names_in_code(source: str) -> list[tuple[int, str]]:
+    """(line, token) for each identifier or non-docstring string that names a host."""
+    docstrings = docstring_lines(source)
+    found = []
+    for token in tokenize.generate_tokens(io.StringIO(source).readline):
+        if token.type == tokenize.NAME or (token.type == tokenize.STRING
+                                           and token.start[0] not in docstrings):
+            if HOST_NAME.search(token.string):
+                found.append((token.start[0], token.string))
+    return found
+
+
+def test_no_code_outside_the_hosts_package_names_a_host():
+    offenders = []
+    for path in sorted(PACKAGE.rglob("*.py")):
+        if (PACKAGE / "hosts") in path.parents:
+            continue
+        for line, text in host_names_in_code(path.read_text()):
+            offenders.append(f"{path.relative_to(PACKAGE.parent)}:{line}: {text[:60]}")
+    assert not offenders, "a host is named outside sidecar/hosts/:\n" + "\n".join(offenders)
+
+
+def test_the_check_sees_names_in_code_and_strings_but_not_in_comments_or_docstrings():
+    source = '''"""A docstring may say Claude Code."""
+# a comment may say codex
+def f():
+    """So may a function's docstring: gemini."""
+    x = "opencode"  # a string literal may not
+    hermes_mode = 1  # nor an identifier
+    return f"{x} for Claude"  # nor an f-string
+'''
+    assert [line for line, _ in host_names_in_code(source)] == [5, 6, 7]
