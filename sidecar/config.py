@@ -14,8 +14,8 @@ from types import MappingProxyType
 from typing import Any
 
 from sidecar import jsonfile, layout, locks
+from sidecar.envfile import EnvFile, NotASettingsFile, read_env_file, read_settings_file
 from sidecar.errors import SidecarError
-from sidecar.install.environment import EnvFile, NotASettingsFile, read_env_file, read_settings_file
 from sidecar.timeutil import parse_duration
 
 # A non-interactive resume can be granted nothing at a prompt, so each one runs with the

@@ -21,7 +21,7 @@ from typing import Any
 from sidecar import owner
 from sidecar.config import Config, ConfigError
 from sidecar.daemon import instances
-from sidecar.install import environment as agentenv
+from sidecar.hosts import needs
 from sidecar.layout import Workspace
 
 REFRESH = 30.0  # seconds: an owner's files, read where a root daemon serves them, may change
@@ -44,7 +44,7 @@ def report(ws: Workspace, config: Config) -> Json:
     except (owner.CannotActAsOwner, ConfigError, OSError) as exc:  # OSError: a folder gone
         return {"error": str(exc)}
     env = follow_up_base(account, settings)
-    wanted = agentenv.host_variables() | set(_codex_key(account, env))
+    wanted = needs.host_variables() | set(_codex_key(account, env))
     return {"user": account.name if account is not None else _own_name(),
             "path": env.get("PATH", ""),
             "variables": sorted(name for name in wanted if name in env),
@@ -56,9 +56,9 @@ def _codex_key(account: owner.Account | None, env: dict[str, str]) -> tuple[str,
     root for another user, only from files that are theirs, never through a link)."""
     home = env.get("CODEX_HOME") or str(Path(env.get("HOME", "/nonexistent")) / ".codex")
     if account is None:
-        return agentenv.codex_needed(Path(home))
+        return needs.codex_needed(Path(home))
     data = owner.read_owned(Path(home) / "config.toml", account.uid)
-    return agentenv.codex_env_key(data) if data is not None else ()
+    return needs.codex_env_key(data) if data is not None else ()
 
 
 def _own_name() -> str:

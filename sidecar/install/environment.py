@@ -15,120 +15,34 @@ Three things close the gap:
   environment, and names each variable the host needs that it lacks. Where a daemon runs,
   that environment is the one it reports (runenv), whoever started it.
 
-A bad line of the environment file is skipped and named, never the whole file lost; only a
-regular file is read (a FIFO would hang the daemon and doctor).
+The environment file itself is read by envfile.py (the daemon reads it with config.toml).
 """
 
 from __future__ import annotations
 
 import os
-import re
 import shutil
-import stat
-import tomllib
 from collections.abc import Mapping
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import tomlkit
 
 from sidecar import layout
+
+# The environment file is read by envfile.py; its names stay here for the agent's other needs.
+from sidecar.envfile import MAX_ENV_BYTES as MAX_ENV_BYTES
+from sidecar.envfile import EnvFile as EnvFile
+from sidecar.envfile import env_file as env_file
+from sidecar.envfile import read_env_file as read_env_file
 from sidecar.hosts import owned
+from sidecar.hosts.needs import KEY_VARIABLES
+from sidecar.hosts.needs import codex_needed as codex_needed
 from sidecar.hosts.settings import save_toml
 
-ENV_LINE = re.compile(r"\s*(?:export\s+)?([A-Za-z_][A-Za-z0-9_]*)\s*=\s*(.*)")
-# Variables a host reads its credentials or endpoint from: flagged when the user's shell has
-# one and the service's environment lacks it (a login keeps Claude Code's key elsewhere).
-KEY_VARIABLES: dict[str, tuple[str, ...]] = {
-    "claude-code": ("ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN", "ANTHROPIC_BASE_URL",
-                    "CLAUDE_CODE_USE_BEDROCK", "CLAUDE_CODE_USE_VERTEX"),
-    "codex": ("OPENAI_API_KEY", "CODEX_HOME"),
-    "gemini": ("GEMINI_API_KEY", "GOOGLE_API_KEY", "GOOGLE_GEMINI_BASE_URL",
-               "GOOGLE_CLOUD_PROJECT"),
-    "opencode": ("OPENAI_API_KEY", "ANTHROPIC_API_KEY", "OPENCODE_CONFIG"),
-}
 EXECUTABLES = {"claude-code": "claude", "codex": "codex", "gemini": "gemini",
                "opencode": "opencode"}
 RESUME_PLACE = "resume"  # where `owned` remembers the executables sidecar recorded
-
-
-def env_file() -> Path:
-    return layout.config_home() / "environment"
-
-
-MAX_ENV_BYTES = 1024 * 1024  # far above any real environment file
-
-
-@dataclass(frozen=True)
-class EnvFile:
-    """An environment file's variables, and what in it could not be used (each a line that
-    names the file and the line): one bad line never costs the others."""
-
-    variables: dict[str, str] = field(default_factory=dict)
-    problems: tuple[str, ...] = ()
-
-
-class NotASettingsFile(ValueError):
-    """A FIFO, a folder, a device or a huge file where a settings file belongs: never read."""
-
-
-def read_settings_file(path: Path, limit: int = MAX_ENV_BYTES) -> bytes:
-    """A settings file's bytes (the environment file, config.toml), opened without blocking
-    and read only if it is a regular file: a FIFO there would hang whoever reads it.
-    FileNotFoundError if it is missing, NotASettingsFile (saying why, after the path) if it
-    is not a regular file or larger than `limit`, OSError if it cannot be read."""
-    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
-    try:
-        if not stat.S_ISREG(os.fstat(fd).st_mode):
-            raise NotASettingsFile("is not a regular file")
-        data = os.read(fd, limit + 1)
-    finally:
-        os.close(fd)
-    if len(data) > limit:
-        raise NotASettingsFile(f"is larger than {limit // 1024} KiB")
-    return data
-
-
-def read_env_file(path: Path | None = None) -> EnvFile:
-    """`KEY=value` lines (systemd's EnvironmentFile syntax: `#` comments, optional quotes
-    and `export`); a missing file is empty, one that cannot be read gives no variable and
-    says why."""
-    path = path or env_file()
-    try:
-        data = read_settings_file(path)
-    except FileNotFoundError:
-        return EnvFile()
-    except NotASettingsFile as exc:
-        return EnvFile(problems=(f"{path} {exc}; no variable was read from it",))
-    except OSError as exc:
-        return EnvFile(problems=(f"{path} cannot be read ({exc.strerror}); no variable was "
-                                 "read from it",))
-    return parse_env(data, path)
-
-
-def parse_env(data: bytes, path: Path) -> EnvFile:
-    """The variables of an environment file's bytes; each line that is not UTF-8 or not
-    `KEY=value` is skipped and named (`path` in the message)."""
-    found: dict[str, str] = {}
-    problems: list[str] = []
-    for number, raw in enumerate(data.splitlines(), 1):
-        try:
-            line = raw.decode("utf-8")
-        except UnicodeDecodeError:
-            problems.append(f"{path}: line {number} is not UTF-8 text; skipped")
-            continue
-        if not line.strip() or line.lstrip().startswith(("#", ";")):
-            continue
-        match = ENV_LINE.fullmatch(line)
-        if not match:
-            problems.append(f"{path}: line {number} is not KEY=value; skipped")
-            continue
-        value = match.group(2).strip()
-        if len(value) >= 2 and value[0] == value[-1] and value[0] in "'\"":
-            value = value[1:-1]
-        found[match.group(1)] = value
-    return EnvFile(found, tuple(problems))
 
 
 def record_executable(host: str, default: tuple[str, ...], uninstall: bool = False) -> str | None:
@@ -182,34 +96,6 @@ def _load(path: Path) -> Any:
         return tomlkit.parse(path.read_text())
     except FileNotFoundError:
         return tomlkit.document()
-
-
-def codex_needed(codex_home: Path) -> tuple[str, ...]:
-    """The variable Codex's model provider reads its key from (`env_key`), if it names one."""
-    try:
-        return codex_env_key(read_settings_file(codex_home / "config.toml"))
-    except (OSError, ValueError):
-        return ()
-
-
-def codex_env_key(config_toml: bytes) -> tuple[str, ...]:
-    """`env_key` of the model provider a Codex config.toml's bytes choose, if it names one."""
-    try:
-        data = tomllib.loads(config_toml.decode("utf-8"))
-    except (tomllib.TOMLDecodeError, UnicodeDecodeError):
-        return ()
-    provider = data.get("model_provider")
-    providers = data.get("model_providers")
-    if not isinstance(provider, str) or not isinstance(providers, dict):
-        return ()
-    entry = providers.get(provider)
-    key = entry.get("env_key") if isinstance(entry, dict) else None
-    return (key,) if isinstance(key, str) and key else ()
-
-
-def host_variables() -> set[str]:
-    """Every variable some host reads its credentials or endpoint from."""
-    return {name for names in KEY_VARIABLES.values() for name in names}
 
 
 def unit_environment(unit_text: str) -> dict[str, str]:
