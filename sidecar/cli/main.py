@@ -201,7 +201,9 @@ def main(argv: list[str] | None = None) -> int:
     """Run the command line (`argv`: sys.argv's arguments by default); its exit code. An
     error meant for people that no command caught is said here, as one line."""
     try:
-        app(args=argv, prog_name="sidecar")
+        # The program name is the command line's own (`sidecar`, `python -m sidecar`), or
+        # `sidecar` where the arguments are given (in process).
+        app(args=argv, prog_name=None if argv is None else "sidecar")
     except SystemExit as exc:
         return exc.code if isinstance(exc.code, int) else (OK if exc.code is None else FAILURE)
     except SidecarError as exc:
