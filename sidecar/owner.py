@@ -20,8 +20,8 @@ from pathlib import Path
 
 from sidecar import layout
 from sidecar.config import Config, ConfigError, parse_config
+from sidecar.envfile import EnvFile, parse_env
 from sidecar.errors import SidecarError
-from sidecar.install.environment import EnvFile, parse_env
 from sidecar.layout import Workspace
 
 SAFE_PATH = "/usr/local/bin:/usr/bin:/bin"  # an owner's PATH when the daemon's is not theirs

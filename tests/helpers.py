@@ -102,6 +102,40 @@ def run_cli(*args: str, input: bytes | None = None, cwd: Path | None = None,
     )
 
 
+def invoke(*args: str, input: bytes | None = None, cwd: Path | None = None,
+        env: dict[str, str] | None = None) -> subprocess.CompletedProcess:
+    """Run the command line in this process (as `sidecar.cli.main.main`, with its handling of
+    errors and its exit code), from `cwd`, with `env` over the environment; its result as
+    `run_cli`'s: returncode, stdout and stderr bytes. `emit` is dispatched before the command
+    line (bin/sidecar): test it with `run_cli` or `emit`."""
+    from typer.testing import CliRunner
+
+    from sidecar.cli.main import main
+
+    assert args[:1] != ("emit",), "emit runs before the command line: use run_cli or emit"
+    before = os.getcwd()
+    with CliRunner().isolation(input=input or b"", env=env) as (stdout, stderr, _):
+        try:
+            if cwd is not None:
+                os.chdir(cwd)
+            code = main(list(args))
+        finally:
+            os.chdir(before)
+        return subprocess.CompletedProcess(["sidecar", *args], code, stdout.getvalue(),
+                                           stderr.getvalue())
+
+
+def fake_systemctl(tmp_path, answers: bool) -> str:
+    """A PATH whose systemctl has a user manager behind it (or, like a container's, none)."""
+    bin_dir = tmp_path / ("withbus" if answers else "nobus")
+    bin_dir.mkdir()
+    body = ("exit 0\n" if answers else
+            'echo "Failed to connect to bus: No medium found" >&2\nexit 1\n')
+    (bin_dir / "systemctl").write_text("#!/bin/sh\n" + body)
+    (bin_dir / "systemctl").chmod(0o755)
+    return f"{bin_dir}:{Path(SIDECAR).parent}:{os.environ['PATH']}"
+
+
 class DaemonProcess:
     """A real `sidecar run` process, stopped (and if need be killed) at the end of the test."""
 

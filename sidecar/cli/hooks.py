@@ -11,6 +11,7 @@ from typing import Any, NoReturn, TypeVar
 import typer
 
 from sidecar import jsonfile
+from sidecar.cli.common import BUSY, FAILURE, NOT_WORKSPACE, fail
 from sidecar.followups import logtail, trust
 from sidecar.followups.model import Hook, HooksDoc, HooksError, new_hook, slug
 from sidecar.followups.store import HookStore
@@ -19,8 +20,6 @@ from sidecar.locks import LockTimeout
 from sidecar.owner import owner_uid
 from sidecar.timeutil import human_age, now, parse_duration
 
-EXIT_BUSY = 75  # EX_TEMPFAIL: hooks.json is locked by someone else; trying again will do
-
 T = TypeVar("T")
 
 hooks_app = typer.Typer(no_args_is_help=True, help="List and edit follow-up hooks.")
@@ -28,15 +27,14 @@ hooks_app = typer.Typer(no_args_is_help=True, help="List and edit follow-up hook
 RootOption = typer.Option(None, "--root", help="The workspace (default: the one holding the current folder).")
 
 
-def _fail(message: str, code: int = 1) -> NoReturn:
-    typer.echo(f"sidecar hooks: {message}", err=True)
-    raise typer.Exit(code)
+def _fail(message: str, code: int = FAILURE) -> NoReturn:
+    fail(message, code, "sidecar hooks")
 
 
 def _store(root: Path | None) -> HookStore:
     ws = find_workspace(root or Path.cwd())
     if ws is None:
-        _fail(f"{root or Path.cwd()} is not a workspace (no .context/); run `sidecar init`", 4)
+        _fail(f"{root or Path.cwd()} is not a workspace (no .context/); run `sidecar init`", NOT_WORKSPACE)
     return HookStore(ws)
 
 
@@ -67,7 +65,7 @@ def _apply(store: HookStore, edit: Callable[[HooksDoc], T]) -> T:
     except HooksError as exc:
         _fail(str(exc))
     except LockTimeout as exc:
-        _fail(f"{exc}: another sidecar command or a daemon holds it; try again", EXIT_BUSY)
+        _fail(f"{exc}: another sidecar command or a daemon holds it; try again", BUSY)
 
 
 def _options(event: str | None, delay: str | None, prompt_file: str | None, no_prompt: bool,

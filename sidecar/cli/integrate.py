@@ -13,12 +13,13 @@ from __future__ import annotations
 import inspect
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any, NoReturn
+from typing import Any
 
 import typer
 
 from sidecar import config as config_mod
 from sidecar import layout
+from sidecar.cli.common import NOT_WORKSPACE, fail
 from sidecar.followups.store import initialise
 from sidecar.hosts import owned, registry
 from sidecar.hosts import settings as integrate_mod
@@ -28,8 +29,6 @@ from sidecar.install import service as service_mod
 from sidecar.layout import Workspace, find_workspace
 from sidecar.timeutil import now
 
-EXIT_NOT_WORKSPACE = 4
-
 integrate_app = typer.Typer(no_args_is_help=True,
                             help="Route an agent host's hooks through `sidecar emit`.")
 RootOpt = typer.Option(None, "--root", help="The project (default: the workspace holding the "
@@ -38,16 +37,8 @@ UninstallOpt = typer.Option(False, "--uninstall", help="Remove sidecar's entries
 InitOpt = typer.Option(False, "--init", help="Make the folder a workspace first (sidecar init).")
 
 
-def _fail(message: str, code: int = 1) -> NoReturn:
-    typer.echo(f"sidecar: {message}", err=True)
-    raise typer.Exit(code)
-
-
 def _sidecar() -> Path:
-    try:
-        return service_mod.sidecar_path()
-    except service_mod.ServiceError as exc:
-        _fail(str(exc))
+    return service_mod.sidecar_path()  # a ServiceError is said by main
 
 
 def project_root(root: Path | None, init: bool = False, uninstall: bool = False) -> Path:
@@ -59,13 +50,10 @@ def project_root(root: Path | None, init: bool = False, uninstall: bool = False)
     if uninstall:
         return start
     if not init:
-        _fail(f"{start} is not a sidecar workspace, so its events would go nowhere; run "
-              f"`sidecar init {start}` first, or add --init", EXIT_NOT_WORKSPACE)
+        fail(f"{start} is not a sidecar workspace, so its events would go nowhere; run "
+              f"`sidecar init {start}` first, or add --init", NOT_WORKSPACE)
     initialise(Workspace(start), now())
-    try:
-        config_mod.register(start)
-    except config_mod.RegistryError as exc:
-        _fail(str(exc))
+    config_mod.register(start)  # a RegistryError is said by main
     typer.echo(f"initialised and registered {start}")
     return start
 
@@ -76,10 +64,7 @@ def _run(host: Host, place: Path, write: Callable[[], bool], uninstall: bool) ->
     remembered, and removed again once empty."""
     files = host.written(place)
     before = owned.absent(files)
-    try:
-        changed = write()
-    except integrate_mod.IntegrateError as exc:
-        _fail(str(exc))
+    changed = write()  # an IntegrateError is said by main
     if uninstall:
         for removed in owned.remove_created(files):
             typer.echo(f"removed {removed} (sidecar created it; nothing else is in it)")
@@ -166,10 +151,7 @@ def unregister(directory: Path = typer.Argument(Path("."), help="The workspace f
     """Stop serving a workspace: take it off the registry. Its .context/ is left as it is."""
     root = Path(directory).absolute()
     candidates = {root, root.resolve()} if root.exists() else {root}
-    try:
-        removed = [r for r in candidates if config_mod.unregister(r)]
-    except config_mod.RegistryError as exc:
-        _fail(str(exc))
+    removed = [r for r in candidates if config_mod.unregister(r)]  # RegistryError: main says it
     if not removed:
-        _fail(f"{root} is not registered (see {layout.registry_file()})")
+        fail(f"{root} is not registered (see {layout.registry_file()})")
     typer.echo(f"unregistered {removed[0]}; running daemons stop serving it within seconds")

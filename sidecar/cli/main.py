@@ -12,6 +12,7 @@ import typer
 from sidecar import config as config_mod
 from sidecar import jsonfile, layout
 from sidecar.cli import status as status_mod
+from sidecar.cli.common import FAILURE, NOT_WORKSPACE, OK, USAGE, fail
 from sidecar.cli.hooks import hooks_app
 from sidecar.cli.integrate import integrate_app, unregister
 from sidecar.cli.reload import reload
@@ -44,16 +45,11 @@ def _options(version: bool = typer.Option(False, "--version", callback=_print_ve
     """sidecar: owns the session lifecycle of AI coding agents, beside them."""
 
 
-def fail(message: str, code: int = 1) -> NoReturn:
-    typer.echo(f"sidecar: {message}", err=True)
-    raise typer.Exit(code)
-
-
 def load_config() -> config_mod.Config:
     try:
         return config_mod.load_config()
     except config_mod.ConfigError as exc:
-        fail(str(exc), 2)
+        fail(str(exc), USAGE)
 
 
 @app.command()
@@ -119,7 +115,8 @@ def run(
         for folder in root:
             ws = find_workspace(folder)
             if ws is None:
-                fail(f"{folder} is not in a workspace (no .context/); run `sidecar init {folder}`", 4)
+                fail(f"{folder} is not in a workspace (no .context/); run `sidecar init "
+                     f"{folder}`", NOT_WORKSPACE)
             roots.append(ws.root)
     raise typer.Exit(serve(roots, config))
 
@@ -148,7 +145,7 @@ def status(
         try:
             roots = config_mod.load_registry()
         except config_mod.RegistryError as exc:
-            fail(str(exc), 2)
+            fail(str(exc), USAGE)
         for registered in roots:
             if Workspace(registered).context.is_dir():
                 workspaces.append(Workspace(registered))
@@ -158,7 +155,7 @@ def status(
     else:
         found = find_workspace(root or Path.cwd())
         if found is None:
-            fail(f"{root or Path.cwd()} is not a workspace (no .context/)", 4)
+            fail(f"{root or Path.cwd()} is not a workspace (no .context/)", NOT_WORKSPACE)
         workspaces = [found]
     report = status_mod.build(workspaces, now())
     if as_json:
@@ -171,18 +168,18 @@ def status(
 def _session_status(root: Path | None, session: str, as_json: bool) -> NoReturn:
     found = find_workspace(root or Path.cwd())
     if found is None:
-        fail(f"{root or Path.cwd()} is not a workspace (no .context/)", 4)
+        fail(f"{root or Path.cwd()} is not a workspace (no .context/)", NOT_WORKSPACE)
     try:
         report = status_mod.session_report(found, session)
     except (OSError, ValueError, SidecarError) as exc:
         fail(f"cannot read session {session}: {exc}")
     if report is None:
-        fail(f"no session {session!r} in {found.root}", 1)
+        fail(f"no session {session!r} in {found.root}")
     if as_json:
         sys.stdout.buffer.write(jsonfile.dumps(report))
     else:
         typer.echo(status_mod.render_session(report), nl=False)
-    raise typer.Exit(0)
+    raise typer.Exit(OK)
 
 
 app.add_typer(hooks_app, name="hooks")
@@ -202,9 +199,16 @@ def version() -> None:
     typer.echo(shown())
 
 
-def main() -> int:
+def main(argv: list[str] | None = None) -> int:
+    """Run the command line (`argv`: sys.argv's arguments by default); its exit code. An
+    error meant for people that no command caught is said here, as one line."""
     try:
-        app()
+        # The program name is the command line's own (`sidecar`, `python -m sidecar`), or
+        # `sidecar` where the arguments are given (in process).
+        app(args=argv, prog_name=None if argv is None else "sidecar")
     except SystemExit as exc:
-        return exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)
-    return 0
+        return exc.code if isinstance(exc.code, int) else (OK if exc.code is None else FAILURE)
+    except SidecarError as exc:
+        typer.echo(f"sidecar: {exc}", err=True)
+        return FAILURE
+    return OK

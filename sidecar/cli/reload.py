@@ -12,16 +12,14 @@ from __future__ import annotations
 import os
 import signal
 from pathlib import Path
-from typing import NoReturn
 
 import typer
 
 from sidecar import config as config_mod
+from sidecar.cli.common import NOT_WORKSPACE, UNSERVED, USAGE, fail
 from sidecar.daemon.running import is_sidecar_run, live_here
 from sidecar.errors import SidecarError
 from sidecar.layout import Workspace, find_workspace
-
-EXIT_UNSERVED = 3  # no live daemon serves these workspaces (as `status` says it)
 
 
 def live_daemons(workspaces: list[Workspace]) -> dict[int, list[Path]]:
@@ -42,18 +40,13 @@ def _workspaces(root: Path | None) -> list[Workspace]:
     if root is not None:
         ws = find_workspace(root)
         if ws is None:
-            _fail(f"{root} is not a workspace (no .context/)", 4)
+            fail(f"{root} is not a workspace (no .context/)", NOT_WORKSPACE)
         return [ws]
     try:
         roots = config_mod.load_registry()
     except config_mod.RegistryError as exc:
-        _fail(str(exc), 2)
+        fail(str(exc), USAGE)
     return [Workspace(r) for r in roots if Workspace(r).context.is_dir()]
-
-
-def _fail(message: str, code: int = 1) -> NoReturn:
-    typer.echo(f"sidecar: {message}", err=True)
-    raise typer.Exit(code)
 
 
 def reload(root: Path | None = typer.Option(None, "--root", help="Only the daemons that serve "
@@ -80,5 +73,5 @@ def reload(root: Path | None = typer.Option(None, "--root", help="Only the daemo
         typer.echo(f"sent SIGHUP to the daemon with pid {pid} (serving {len(roots)} of these "
                    f"workspace(s))")
     if not signalled:
-        _fail("no running daemon of yours serves " + (str(root) if root else
-              "the registered workspaces") + "; nothing to reload", EXIT_UNSERVED)
+        fail("no running daemon of yours serves " + (str(root) if root else
+              "the registered workspaces") + "; nothing to reload", UNSERVED)

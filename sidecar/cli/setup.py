@@ -4,22 +4,15 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
-from typing import NoReturn
 
 import typer
 
+from sidecar.cli.common import FAILURE, NO_SERVICE_MANAGER, OK, UNSERVED, fail
 from sidecar.doctor import checks as doctor_mod
 from sidecar.install import service as service_mod
 
-EXIT_NO_MANAGER = 5  # `service install`: no user service manager can be reached here
-
 service_app = typer.Typer(no_args_is_help=True,
                           help="Install sidecar as a user service (systemd on Linux, launchd on macOS).")
-
-
-def _fail(message: str, code: int = 1) -> NoReturn:
-    typer.echo(f"sidecar: {message}", err=True)
-    raise typer.Exit(code)
 
 
 def _show(plan: service_mod.Plan, printing: bool) -> None:
@@ -45,9 +38,7 @@ def service_install(
     try:
         plan = service_mod.install(start=not no_start, dry_run=print_only)
     except service_mod.NoServiceManager as exc:
-        _fail(str(exc), EXIT_NO_MANAGER)
-    except service_mod.ServiceError as exc:
-        _fail(str(exc))
+        fail(str(exc), NO_SERVICE_MANAGER)
     _show(plan, print_only)
     if not print_only:
         typer.echo(f"installed {plan.path}" + ("" if no_start else " and started it"))
@@ -58,10 +49,7 @@ def service_uninstall(
     print_only: bool = typer.Option(False, "--print", help="Show what would be done; change nothing."),
 ) -> None:
     """Stop the service and remove its file."""
-    try:
-        plan = service_mod.uninstall(dry_run=print_only)
-    except service_mod.ServiceError as exc:
-        _fail(str(exc))
+    plan = service_mod.uninstall(dry_run=print_only)
     _show(plan, print_only)
     if not print_only and plan.path.exists() is False and "not installed" not in " ".join(plan.notes):
         typer.echo(f"removed {plan.path}")
@@ -72,18 +60,11 @@ def service_status() -> None:
     """Whether the service is installed, and what the service manager says of it."""
     installed, state = service_mod.state()
     typer.echo(state)
-    raise typer.Exit(0 if installed and state in ("active", "loaded") else 3)
-
-
-def _sidecar() -> Path:
-    try:
-        return service_mod.sidecar_path()
-    except service_mod.ServiceError as exc:
-        _fail(str(exc))
+    raise typer.Exit(OK if installed and state in ("active", "loaded") else UNSERVED)
 
 
 def doctor() -> None:
     """Say what is missing and how to fix it; exit 1 if anything is."""
     findings = doctor_mod.check(Path.cwd(), Path.home(), sys.platform)
     typer.echo(doctor_mod.render(findings), nl=False)
-    raise typer.Exit(0 if all(f.ok for f in findings) else 1)
+    raise typer.Exit(OK if all(f.ok for f in findings) else FAILURE)

@@ -12,6 +12,7 @@ from typing import Any, TypedDict, TypeVar
 import orjson
 
 from sidecar import __version__
+from sidecar.cli.common import OK, UNSERVED
 from sidecar.daemon import instances
 from sidecar.errors import SidecarError
 from sidecar.followups import logtail, trust
@@ -28,7 +29,6 @@ from sidecar.timeutil import human_age, parse_ts
 
 T = TypeVar("T")
 REPORT_VERSION = 1
-EXIT_OK, EXIT_UNSERVED, EXIT_NOT_WORKSPACE = 0, 3, 4
 
 
 class InstanceRow(TypedDict):
@@ -320,7 +320,7 @@ def _tokens(t: dict[str, int]) -> str:
 
 
 def exit_code(report: Report) -> int:
-    return EXIT_OK if all(w["served"] for w in report["workspaces"]) else EXIT_UNSERVED
+    return OK if all(w["served"] for w in report["workspaces"]) else UNSERVED
 
 
 def _age(seconds: float | None) -> str:

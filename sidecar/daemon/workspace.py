@@ -13,7 +13,6 @@ as much.
 from __future__ import annotations
 
 import logging
-import queue
 import threading
 from collections.abc import Callable
 from typing import IO, Any, NamedTuple
@@ -24,6 +23,7 @@ from sidecar import emit, locks
 from sidecar.config import Config
 from sidecar.daemon import instances
 from sidecar.daemon.clocksteps import StepDetector
+from sidecar.daemon.hostwatch import HostWatch
 from sidecar.daemon.ingest import Ingestor
 from sidecar.daemon.instances import Identity, Membership
 from sidecar.daemon.plugins import PluginRunner
@@ -34,9 +34,8 @@ from sidecar.followups.queue import FollowUpQueue
 from sidecar.followups.store import HookStore
 from sidecar.layout import Workspace
 from sidecar.procwatch import Proc
-from sidecar.sessions.model import Key
 from sidecar.sessions.store import SessionStore
-from sidecar.vocabulary import HOST_EXITED, EventKind, Fired, SessionChange
+from sidecar.vocabulary import HOST_EXITED, Fired, SessionChange
 
 log = logging.getLogger("sidecar")
 
@@ -78,8 +77,7 @@ class WorkspaceServer:
         self.environment = runenv.Reporter(ws, config)
         self.leader: IO[bytes] | None = None
         self.watch = watch  # the process watch: tells `notice_host_exit` when a host is gone
-        self.hosts: dict[Proc, set[Key]] = {}  # host process -> its active sessions
-        self.exited: queue.SimpleQueue[Proc] = queue.SimpleQueue()
+        self.hosts = HostWatch(self._watch_process)  # the live sessions' host processes
         self.wake: Callable[[], None] = lambda: None  # the loop's: step this workspace now
         self.inbox_arrival = threading.Event()  # an event file arrived (the folder watch)
         self.next_beat = 0.0
@@ -99,7 +97,7 @@ class WorkspaceServer:
         self.wake()
 
     def notice_host_exit(self, proc: Proc) -> None:
-        self.exited.put(proc)
+        self.hosts.exited(proc)
         self.wake()
 
     # -- the step ----------------------------------------------------------------------------
@@ -156,9 +154,9 @@ class WorkspaceServer:
         self.hook_store.seed(now)
         self.followups = FollowUps(
             self.ws, self.queue, self.sessions, self.config,
-            lambda other: instances.is_alive(self.ws, other), self._watch_action, self._fired)
+            lambda other: instances.is_alive(self.ws, other), self._watch_process, self._fired)
         for key, pid, start in self.sessions.live_hosts():  # a host may have died meanwhile
-            self._watch_host(Proc(pid, start), key)
+            self.hosts.follow(Proc(pid, start), key)
         self.ingest.start(now)
         return True
 
@@ -182,27 +180,17 @@ class WorkspaceServer:
 
     # -- host processes ----------------------------------------------------------------------
 
-    def _watch_action(self, proc: Proc) -> None:
-        """An action's process: its exit wakes the loop, which records the outcome."""
-        if self.watch is not None:
-            self.watch(proc, self)
-
-    def _watch_host(self, proc: Proc, key: Key) -> None:
-        if key in self.hosts.get(proc, ()):
-            return  # watched already: the common case, every event of a live session
-        for other, keys in self.hosts.items():
-            if other != proc:
-                keys.discard(key)  # the session moved to another process (a resume)
-        self.hosts.setdefault(proc, set()).add(key)
+    def _watch_process(self, proc: Proc) -> None:
+        """An action's or a host's process: its exit wakes the loop (`notice_host_exit`), which
+        records an action's outcome, and ends the sessions of a host (one the host watch holds)."""
         if self.watch is not None:
             self.watch(proc, self)
 
     def _end_exited_hosts(self, now: float) -> None:
         """Report each session of a host that is gone as ended, through the inbox, so that its
         completion, follow-ups and plugin calls are those of any end (and a replay is safe)."""
-        while not self.exited.empty():
-            proc = self.exited.get()
-            for host, session_id in sorted(self.hosts.pop(proc, set())):
+        for proc, keys in self.hosts.ended():
+            for host, session_id in keys:
                 log.info("%s: the host process %d of %s session %s is gone", self.ws.root,
                          proc.pid, host, session_id)
                 event = {"event": "session-end", "session_id": session_id, "host": host,
@@ -260,13 +248,7 @@ class WorkspaceServer:
     # -- plugins ---------------------------------------------------------------------------
 
     def _report(self, changes: list[SessionChange]) -> None:
-        for change in changes:
-            key = (change.host, change.session_id)
-            if change.kind == EventKind.SESSION_END:
-                for keys in self.hosts.values():
-                    keys.discard(key)
-            elif change.host_pid is not None:
-                self._watch_host(Proc(change.host_pid, change.host_start), key)
+        self.hosts.note(changes)
         if self.plugins is not None:
             self.plugins.session_changes(str(self.ws.root), changes)
 

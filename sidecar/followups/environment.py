@@ -18,11 +18,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from sidecar import owner
+from sidecar import envfile, owner
 from sidecar.config import Config, ConfigError
 from sidecar.daemon import instances
 from sidecar.hosts import registry
-from sidecar.install import environment as agentenv
 from sidecar.layout import Workspace
 
 REFRESH = 30.0  # seconds: an owner's files, read where a root daemon serves them, may change
@@ -45,7 +44,7 @@ def report(ws: Workspace, config: Config) -> Json:
     except (owner.CannotActAsOwner, ConfigError, OSError) as exc:  # OSError: a folder gone
         return {"error": str(exc)}
     env = follow_up_base(account, settings)
-    wanted = agentenv.host_variables() | set(_needed(account, env))
+    wanted = registry.key_variables() | set(_needed(account, env))
     return {"user": account.name if account is not None else _own_name(),
             "path": env.get("PATH", ""),
             "variables": sorted(name for name in wanted if name in env),
@@ -58,7 +57,7 @@ def _needed(account: owner.Account | None, env: dict[str, str]) -> list[str]:
     home = Path(env.get("HOME", "/nonexistent"))
 
     def read(path: Path) -> bytes | None:
-        return agentenv.read_or_none(path) if account is None else \
+        return envfile.read_or_none(path) if account is None else \
             owner.read_owned(path, account.uid)
 
     return [name for host in registry.hosts() for name in host.needed_variables(env, home, read)]

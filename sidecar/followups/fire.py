@@ -24,7 +24,7 @@ from sidecar.followups import store as hooks_mod
 from sidecar.followups.actions import ActionError, Firing, build_argv, working_folder
 from sidecar.followups.decide import decide, next_due
 from sidecar.followups.model import Hook, QueueEntry, Run
-from sidecar.followups.queue import Claimed, FollowUpQueue
+from sidecar.followups.queue import Claimed, FollowUpQueue, Settled
 from sidecar.layout import Workspace, confined
 from sidecar.procwatch import Proc, is_alive
 from sidecar.sessions.store import SessionStore
@@ -73,7 +73,7 @@ class FollowUps:
         if self.stopping:
             return None
         if now >= self.next_recovery:
-            for entry in self.queue.recover(self.is_alive_instance, now):
+            for entry in self.recover(now):
                 self.adopt(entry, now)
             self.next_recovery = now + RECOVERY_INTERVAL
         self.check_running(now)
@@ -87,6 +87,22 @@ class FollowUps:
             claimed = self.queue.claim(due.entry.id, now, str(self.log_path(due.entry, now)))
             if claimed is not None:
                 self.start(claimed, now)
+
+    def recover(self, now: float) -> list[QueueEntry]:
+        """Take over the firings other instances left (the queue's `recover`); returns those
+        to adopt. A claim whose instance died before recording its action's start is settled
+        first, here, outside the queue's lock: its runner started and runs on (adopted), or
+        it ended, or now never will start (its outcome recorded, once)."""
+        settled: dict[str, Settled] = {}
+        unsettled = self.queue.unsettled(self.is_alive_instance, now)
+        runs_as = owner.runs_as(self.ws) if unsettled else 0
+        for entry in unsettled:
+            log_path = self.ws.firing_log(entry.hook_id, entry.log or "")
+            assert log_path is not None  # `unsettled` holds only claims with a log
+            proc = actions.settle_start(log_path, runs_as)  # started, or now never will
+            settled[entry.id] = Settled(proc, "" if proc else actions.outcome(log_path),
+                                        entry.log)
+        return self.queue.recover(self.is_alive_instance, now, settled)
 
     def clock_stepped(self, jump: float) -> None:
         """The wall clock was stepped by `jump` seconds: a running action's actionTimeout and

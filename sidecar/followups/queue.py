@@ -3,7 +3,8 @@
 add (at session boundaries), claim (before firing: at most once), started (the action runs,
 detached), postpone, release, finish (by the claim's holder only: once), and recover (a
 leader adopts started actions; claims of dead instances that never started become
-`error: interrupted`, never retried). The queue
+`error: interrupted`, never retried). The queue only records: it never starts, signals or
+waits on a process (a claim left unsettled is settled by the firing step, fire.py). The queue
 entry for a session is written before the session records it, so a crash in between is
 absorbed by `add`'s duplicate check when the batch is replayed.
 """
@@ -12,16 +13,16 @@ from __future__ import annotations
 
 import copy
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
-from sidecar import owner
 from sidecar.followups import trust
-from sidecar.followups.actions import outcome, settle_start
 from sidecar.followups.decide import TRANSCRIPT_QUIET
 from sidecar.followups.model import Hook, HooksDoc, QueueEntry, Run, entry_id
 from sidecar.followups.resets import MAX_TRIES, next_try
 from sidecar.followups.store import HookStore, HooksView
+from sidecar.layout import Workspace
+from sidecar.procwatch import Proc
 from sidecar.sessions.model import Key
 from sidecar.timeutil import iso, parse_ts
 from sidecar.vocabulary import INTERRUPTED, LIMIT_ERRORS, STALE, EventKind, SessionChange
@@ -40,6 +41,17 @@ class Claimed:
 
     entry: QueueEntry
     hook: Hook
+
+
+@dataclass(frozen=True)
+class Settled:
+    """How the firing step settled a claim whose instance died before recording its action's
+    start (`actions.settle_start`, outside the queue's lock): the runner that started and runs
+    on (`proc`), else the outcome it ended with, or that it never will start (`outcome`)."""
+
+    proc: Proc | None
+    outcome: str
+    log: str | None  # the claim's log name it was settled for (a new claim is not this one)
 
 
 class FollowUpQueue:
@@ -211,10 +223,21 @@ class FollowUpQueue:
 
         return self.store.change(now, edit)
 
-    def recover(self, is_alive: Callable[[str], bool], now: float) -> list[QueueEntry]:
+    def unsettled(self, is_alive: Callable[[str], bool], now: float) -> list[QueueEntry]:
+        """Claims of dead instances whose action may have started without its start being
+        recorded: each must be settled (`Settled`) before `recover` adopts or drops it."""
+        ws, mine = self.store.ws, self.instance_id
+        return [copy.copy(e) for e in self.view(now).pending
+                if e.claimed_by and e.claimed_by != mine and e.run is None
+                and ws.firing_log(e.hook_id, e.log or "") and not is_alive(e.claimed_by)]
+
+    def recover(self, is_alive: Callable[[str], bool], now: float,
+                settled: Mapping[str, Settled] | None = None) -> list[QueueEntry]:
         """Take over the firings other instances left: adopt those whose action started (it
         runs on without them), and record as interrupted those claimed by a dead instance
-        before their action started (ambiguous: at most once wins). Returns the adopted."""
+        before their action started (ambiguous: at most once wins); a claim that may have
+        started is adopted or dropped as `settled` (by entry id) says, else left for the next
+        recovery. Returns the adopted."""
         mine = self.instance_id
         pending = self.view(now).pending
         if not any(e.claimed_by and e.claimed_by != mine and (e.run or not is_alive(e.claimed_by))
@@ -222,7 +245,7 @@ class FollowUpQueue:
             return []
 
         ws = self.store.ws
-        runs_as = owner.runs_as(ws)
+        settled = settled or {}
 
         def edit(doc: HooksDoc) -> tuple[list[QueueEntry], int]:
             adopted, lost = [], 0
@@ -233,17 +256,17 @@ class FollowUpQueue:
                     _drop(doc, entry, FOREIGN_RUN, now)  # planted: never adopted, never signalled
                     continue
                 log_path = ws.firing_log(entry.hook_id, entry.log or "")
+                status = "error: interrupted"
                 if entry.run is None and log_path and not is_alive(entry.claimed_by):
-                    proc = settle_start(log_path, runs_as)  # started, or now never will
-                    if proc is not None:
-                        entry.run = trust.sign(ws, entry.id, Run(
-                            proc.pid, proc.start, str(log_path), entry.claimed_at or iso(now)))
+                    how = settled.get(entry.id)
+                    if how is None or how.log != entry.log:
+                        continue  # not settled yet: the next recovery settles it
+                    status = _take_settled(ws, entry, how, str(log_path), now)
                 if entry.run is not None:  # a leader adopts it, whoever started it
                     entry.claimed_by, entry.claimed_at = mine, iso(now)
                     adopted.append(copy.copy(entry))
                 elif not is_alive(entry.claimed_by):  # ended already, or given up now
-                    _drop(doc, entry, outcome(log_path) if log_path else "error: interrupted",
-                          now)
+                    _drop(doc, entry, status, now)
                     self.store.note_fired_while_broken(entry.id)
                     lost += 1
             return adopted, lost
@@ -256,6 +279,16 @@ class FollowUpQueue:
             log.info("%s: adopted %d running follow-up action(s)", self.store.ws.root,
                      len(adopted))
         return adopted
+
+
+def _take_settled(ws: Workspace, entry: QueueEntry, how: Settled, log_path: str,
+                  now: float) -> str:
+    """Record a settled claim's runner in its entry (then adopted), if it started and runs
+    on; returns the outcome to record otherwise."""
+    if how.proc is not None:
+        entry.run = trust.sign(ws, entry.id, Run(how.proc.pid, how.proc.start, log_path,
+                                                 entry.claimed_at or iso(now)))
+    return how.outcome
 
 
 def _drop(doc: HooksDoc, entry: QueueEntry, status: str, now: float) -> None:

@@ -11,9 +11,8 @@ from pathlib import Path
 
 import orjson
 from test_hooks_daemon import command_hook, end_session, hook_status, set_hooks
-from test_integrate import fake_systemctl
 
-from helpers import SIDECAR, read_json, run_cli, wait_until
+from helpers import SIDECAR, fake_systemctl, read_json, run_cli, wait_until
 from sidecar.followups import logtail
 
 LOGIN = "Not logged in · Please run /login"

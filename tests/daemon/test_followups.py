@@ -384,7 +384,7 @@ def test_a_claim_whose_instance_died_before_recording_the_start_is_settled_exact
     deadline = time.monotonic() + 10
     while not started.exists() and time.monotonic() < deadline:
         time.sleep(0.01)
-    adopted = h.queue.recover(h.alive, T0 + 5)
+    adopted = h.followups.recover(T0 + 5)
     assert [e.session_id for e in adopted] == ["began"] and adopted[0].run.pid == proc.pid
     assert adopted[0].run.mac  # the adopting instance vouches for it from now on
     assert h.hook().history[-1].status == "error: interrupted"

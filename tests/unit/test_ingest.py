@@ -1,22 +1,21 @@
-"""Ingestion and the workspace server stepped in process, with an explicit clock."""
+"""Ingestion and the workspace server stepped in process, with an explicit clock.
+
+In process; those that start real processes are in tests/daemon/test_ingest_daemon.py.
+"""
 
 from __future__ import annotations
 
 import os
-import shutil
-import time
 from pathlib import Path
 
 import orjson
 import pytest
 
 from helpers import read_json
-from sidecar import locks
 from sidecar.config import Config
-from sidecar.daemon import process as daemon_mod
 from sidecar.daemon.ingest import RETRY_SECONDS, Ingestor
 from sidecar.daemon.instances import Identity
-from sidecar.daemon.workspace import STANDBY_RETRY, WorkspaceServer
+from sidecar.daemon.workspace import WorkspaceServer
 from sidecar.followups.queue import FollowUpQueue
 from sidecar.followups.store import HookStore
 from sidecar.layout import Workspace
@@ -163,65 +162,3 @@ def server(ws: Workspace) -> WorkspaceServer:
     return WorkspaceServer(ws, lambda: CONFIG, Identity())
 
 
-def test_a_standby_never_applies_while_another_holds_the_leader_lock(ws):
-    held = locks.try_lock(ws.lock("leader"))
-    standby = server(ws)
-    standby.open(T0)
-    try:
-        Fixture(ws).drop("a", "session-start", "s1", T0)
-        standby.notice_arrival()
-        for i in range(20):
-            assert standby.step(T0 + i) == T0 + i + STANDBY_RETRY
-        assert standby.leader is None and len(list(ws.inbox.glob("*.json"))) == 1
-        info = read_json(standby.membership.file)
-        assert info["role"] == "standby"
-        locks.release(held)
-        standby.step(T0 + 30)  # the lock is free: it takes over and applies at once
-        assert standby.leader is not None and list(ws.inbox.glob("*.json")) == []
-        assert read_json(standby.membership.file)["role"] == "leader"
-    finally:
-        standby.close(T0 + 31)
-    assert not standby.membership.file.exists()
-
-
-def test_the_serving_loop_survives_an_unexpected_error_and_steps_again(ws, monkeypatch):
-    d = daemon_mod.Daemon([ws.root], CONFIG)
-    s = server(ws)
-    calls = []
-
-    def flaky_step(now):
-        calls.append(now)
-        if len(calls) == 1:
-            raise RuntimeError("a surprise")
-        return now
-
-    monkeypatch.setattr(s, "step", flaky_step)
-    # The loop's time is monotonic (here 50 s); the step gets the wall clock's.
-    assert d._step(s, 50.0) == 51.0  # tried again in 1 s
-    d._step(s, 51.0)  # and stepped as usual after
-    assert calls == [pytest.approx(time.time(), abs=5)] * 2
-    assert s.ingest.health.errors == 1 and "a surprise" in s.ingest.health.last_error
-    s.close(T0 + 1)
-    d.folders.stop()
-    shutil.rmtree(ws.runtime / "instances", ignore_errors=True)
-
-
-def test_running_out_of_open_files_in_a_step_sets_the_workspace_aside_once(ws, monkeypatch,
-                                                                          caplog):
-    """EMFILE (the process's file limit, which a test cannot safely exhaust beside pytest)."""
-    import errno
-
-    d = daemon_mod.Daemon([ws.root], CONFIG)
-    s = server(ws)
-
-    def no_files(now):
-        raise OSError(errno.EMFILE, "Too many open files")
-
-    monkeypatch.setattr(s, "step", no_files)
-    for _ in range(3):
-        assert d._step(s, 50.0) == 50.0 + daemon_mod.SET_ASIDE_RETRY
-    assert s.ingest.health.errors == 1  # said once, not at every retry
-    assert "raise LimitNOFILE= in the service unit" in s.ingest.health.last_error
-    assert "Traceback" not in caplog.text
-    s.close(T0)
-    d.folders.stop()

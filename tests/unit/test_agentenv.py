@@ -1,5 +1,7 @@
 """The agent's environment under the service: the executable by absolute path, the unit's PATH
-and environment file, and doctor naming what the service lacks."""
+and environment file, and doctor naming what the service lacks.
+In process; those that start real processes are in tests/daemon/test_agentenv_daemon.py.
+"""
 
 from __future__ import annotations
 
@@ -7,7 +9,7 @@ import os
 import stat
 from pathlib import Path
 
-from helpers import run_cli
+from helpers import invoke
 from sidecar.config import DEFAULT_RESUME, load_config
 from sidecar.install import environment as agentenv
 from sidecar.install import service
@@ -37,14 +39,14 @@ def test_integrate_records_the_hosts_executable_and_keeps_the_users_config(
     claude = fake_host(tmp_path / "nvm" / "bin", "claude")
     (config_home / "config.toml").write_text("# my settings\nstaleAfter = \"2h\"  # short\n")
     env = {"PATH": f"{claude.parent}{os.pathsep}{os.environ['PATH']}", "HOME": str(tmp_path)}
-    result = run_cli("integrate", "claude-code", cwd=workspace.root, env=env)
+    result = invoke("integrate", "claude-code", cwd=workspace.root, env=env)
     assert result.returncode == 0 and f"resume runs {claude}" in result.stdout.decode()
     text = (config_home / "config.toml").read_text()
     assert text.startswith("# my settings\nstaleAfter = \"2h\"  # short\n")  # the user's, kept
     assert load_config(config_home / "config.toml").resume["claude-code"] == (
         str(claude), *DEFAULT_RESUME["claude-code"][1:])
     # Uninstalled: exactly what it wrote goes, the user's lines stay.
-    assert run_cli("uninstall", env=env).returncode == 0
+    assert invoke("uninstall", env=env).returncode == 0
     assert (config_home / "config.toml").read_text() == "# my settings\nstaleAfter = \"2h\"  # short\n"
 
 
@@ -53,7 +55,7 @@ def test_a_resume_command_the_user_wrote_is_left_alone(workspace, config_home, t
     mine = '[resume]\n"claude-code" = ["/opt/my-claude", "--resume", "{session_id}"]\n'
     (config_home / "config.toml").write_text(mine)
     env = {"PATH": f"{claude.parent}{os.pathsep}{os.environ['PATH']}", "HOME": str(tmp_path)}
-    assert run_cli("integrate", "claude-code", cwd=workspace.root, env=env).returncode == 0
+    assert invoke("integrate", "claude-code", cwd=workspace.root, env=env).returncode == 0
     assert (config_home / "config.toml").read_text() == mine
 
 
@@ -65,33 +67,6 @@ def test_the_unit_carries_the_installing_shells_path_and_the_environment_file(co
     plist = service.render_plist(Path("/opt/sidecar/bin/sidecar"), Path("/Users/me"),
                                  "/Users/me/bin:/usr/bin")
     assert "<key>PATH</key>\n        <string>/Users/me/bin:/usr/bin</string>" in plist
-
-
-def test_doctor_names_the_executable_and_the_variable_the_service_lacks(
-        workspace, config_home, tmp_path):
-    home = tmp_path / "home"
-    claude = fake_host(tmp_path / "nvm" / "bin", "claude")
-    shell = {"PATH": f"{claude.parent}{os.pathsep}/usr/bin:/bin", "HOME": str(home),
-             "ANTHROPIC_API_KEY": "sk-mine"}
-    assert run_cli("integrate", "claude-code", cwd=workspace.root, env=shell).returncode == 0
-    # The unit a `service install` from a shell without nvm's folder would have written.
-    unit = service.systemd_unit_path(home)
-    unit.parent.mkdir(parents=True)
-    unit.write_text(service.render_unit(Path("/usr/bin/sidecar"), "/usr/bin:/bin"))
-    said = run_cli("doctor", cwd=workspace.root, env=shell).stdout.decode()
-    assert "ANTHROPIC_API_KEY is set in your shell but missing from the service's environment" \
-        in said, said
-    assert f"add `ANTHROPIC_API_KEY=...` to {config_home / 'environment'}" in said
-    assert "claude-code: the resume command" not in said  # recorded by absolute path: found
-    (config_home / "environment").write_text("ANTHROPIC_API_KEY=sk-mine\n")
-    said = run_cli("doctor", cwd=workspace.root, env=shell).stdout.decode()
-    assert "ANTHROPIC_API_KEY" not in said and "resolves in the service's environment" in said
-    # A resume by bare name that the service's PATH cannot find is named too.
-    (config_home / "config.toml").write_text(
-        '[resume]\n"claude-code" = ["claude", "--resume", "{session_id}", "-p", "{prompt}"]\n')
-    said = run_cli("doctor", cwd=workspace.root, env=shell).stdout.decode()
-    assert "claude-code: the resume command's 'claude' is not on the service's PATH " \
-           "(/usr/bin:/bin)" in said
 
 
 def test_doctor_names_the_variable_codexs_provider_needs(workspace, config_home, tmp_path,
@@ -126,7 +101,7 @@ def test_a_config_toml_that_cannot_be_read_stops_no_integration(workspace, confi
     claude = fake_host(tmp_path / "bin", "claude")
     (config_home / "config.toml").write_text("this is = = not toml\n")
     env = {"PATH": f"{claude.parent}{os.pathsep}{os.environ['PATH']}", "HOME": str(tmp_path)}
-    result = run_cli("integrate", "claude-code", cwd=workspace.root, env=env)
+    result = invoke("integrate", "claude-code", cwd=workspace.root, env=env)
     assert result.returncode == 0 and b"sidecar's hooks are in" in result.stdout
     assert b"the resume command for claude-code was not recorded" in result.stderr
     assert (config_home / "config.toml").read_text() == "this is = = not toml\n"  # untouched

@@ -3,6 +3,8 @@
 Integrating and then uninstalling gives the user's file back byte for byte; a file reached
 through the user's symlink (dotfiles, stow) is edited at its target and the link stays; a
 read-only file, or one of a shape sidecar cannot edit, is refused with one line.
+
+In process; those that start real processes are in tests/daemon/test_user_files_daemon.py.
 """
 
 from __future__ import annotations
@@ -14,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from helpers import SIDECAR, read_json, run_cli
+from helpers import SIDECAR, invoke, read_json
 from sidecar.hosts import claude_code
 from sidecar.hosts import settings as integrate
 
@@ -35,7 +37,7 @@ LAYOUTS = {
 
 
 def run(*args: str, cwd: Path, env: dict[str, str]):
-    result = run_cli(*args, cwd=cwd, env=env)
+    result = invoke(*args, cwd=cwd, env=env)
     assert b"Traceback" not in result.stderr, result.stderr.decode()
     return result
 
@@ -163,18 +165,6 @@ def test_a_read_only_settings_file_is_refused_in_one_line_and_left_alone(workspa
     assert result.returncode == 1
     assert result.stderr.decode().count("\n") == 1 and b"read-only (mode 0444)" in result.stderr
     assert path.read_text() == '{"model": "opus"}\n' and stat.S_IMODE(path.stat().st_mode) == 0o444
-
-
-def test_a_symlinked_gemini_settings_file_neither_crashes_integrate_nor_doctor(workspace, env,
-                                                                              tmp_path):
-    target = dotfile(tmp_path, "gemini.json", '{"ui": {"theme": "dark"}}\n', 0o600)
-    settings = Path(env["HOME"]) / ".gemini" / "settings.json"
-    settings.parent.mkdir()
-    settings.symlink_to(target)
-    assert run("integrate", "gemini", cwd=workspace.root, env=env).returncode == 0
-    assert settings.is_symlink() and len(sidecar_hooks(target)) == 5
-    doctor = run("doctor", cwd=workspace.root, env=env)
-    assert doctor.returncode in (0, 1) and b"gemini" in doctor.stdout.lower()
 
 
 @pytest.mark.parametrize("thing", ["link loop", "FIFO", "key twice"])

@@ -1,4 +1,7 @@
-"""Set-up and the way back out: unregister, uninstall, the version, a deleted workspace."""
+"""Set-up and the way back out: unregister, uninstall, the version, a deleted workspace.
+
+Those that start real processes; the rest run in process in tests/unit/test_setup.py.
+"""
 
 from __future__ import annotations
 
@@ -112,19 +115,6 @@ def test_uninstall_stops_a_daemon_started_by_hand(tmp_path, config_home, workspa
     assert b"served     NO" in status.stdout
 
 
-def test_uninstall_with_a_registry_it_cannot_read_purges_nothing(tmp_path, config_home, workspace):
-    """Which daemons serve a workspace cannot be told from a broken registry: uninstall says
-    so, removes what it can, and keeps sidecar's folder (the registry and its last good copy)."""
-    registry = config_home / "workspaces.json"
-    registry.write_text(registry.read_text().rstrip().rstrip("}").rstrip() + ",}")  # a trailing comma
-    broken = registry.read_bytes()
-    env = {"HOME": str(tmp_path / "home"), "XDG_CONFIG_HOME": "", "PATH": no_manager_path(tmp_path)}
-    result = run_cli("uninstall", "--purge", cwd=tmp_path, env=env)
-    assert result.returncode == 1, result.stdout + result.stderr
-    assert b"nothing is purged" in result.stderr and b"Traceback" not in result.stderr
-    assert registry.read_bytes() == broken
-
-
 HOLDER = """
 import os, signal, socket, sys, time
 from pathlib import Path
@@ -189,19 +179,6 @@ def test_a_planted_instance_file_never_makes_uninstall_signal_another_process(
     finally:
         victim.kill()
         victim.communicate()
-
-
-def test_uninstall_says_what_it_cannot_undo_and_purges_nothing_then(tmp_path, config_home,
-                                                                     workspace):
-    env = {"HOME": str(tmp_path / "home"), "XDG_CONFIG_HOME": "", "PATH": no_manager_path(tmp_path)}
-    (config_home / "integrations.json").write_text("{not json")  # a corrupt record: read as empty
-    assert run_cli("integrate", "claude-code", cwd=workspace.root, env=env).returncode == 0
-    assert "claude-code" in read_json(config_home / "integrations.json")
-    local = workspace.root / ".claude" / "settings.local.json"
-    local.write_text("{oops")  # the user broke it meanwhile
-    result = run_cli("uninstall", "--purge", cwd=workspace.root, env=env)
-    assert result.returncode == 1 and b"not valid JSON" in result.stderr
-    assert local.read_text() == "{oops" and config_home.exists()  # nothing lost, nothing purged
 
 
 def test_uninstall_looks_through_no_link_for_daemons_and_runs_from_a_removed_folder(

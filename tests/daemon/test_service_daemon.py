@@ -1,20 +1,20 @@
-"""The user service: rendered files, install/uninstall commands, sd_notify, signals."""
+"""The user service: rendered files, install/uninstall commands, sd_notify, signals.
+
+Those that start real processes; the rest run in process in tests/unit/test_service.py.
+"""
 
 from __future__ import annotations
 
 import os
-import plistlib
 import shutil
 import signal
 import socket
 import subprocess
 import time
-from pathlib import Path
 
 import pytest
 
 from helpers import run_cli, wait_until
-from sidecar.daemon.sdnotify import Notifier
 from sidecar.install import service
 
 
@@ -37,20 +37,6 @@ def test_the_rendered_unit_passes_systemd_analyze_verify(tmp_path):
     assert f"ExecStart={command} run" in text and "@" not in text
     for line in ("Type=notify", "WatchdogSec=", "Restart=on-failure", "NoNewPrivileges=yes"):
         assert line in text
-
-
-def test_the_plist_round_trips_with_absolute_paths_and_a_matching_label(tmp_path):
-    home = tmp_path / "home"
-    command = service.sidecar_path()
-    data = plistlib.loads(service.render_plist(command, home).encode())
-    assert data["Label"] == service.LABEL == service.plist_path(home).stem
-    assert data["ProgramArguments"] == [str(command), "run"]
-    assert data["RunAtLoad"] is True and data["KeepAlive"] == {"SuccessfulExit": False}
-    assert data["ThrottleInterval"] > 0
-    for key in ("StandardOutPath", "StandardErrorPath"):
-        assert Path(data[key]).is_absolute()
-        assert data[key].startswith(str(home / "Library" / "Logs"))
-    assert Path(data["ProgramArguments"][0]).is_absolute()
 
 
 @pytest.fixture
@@ -113,13 +99,6 @@ def test_launchd_install_and_uninstall_run_the_exact_commands(tmp_path, fake_too
     assert fake_tools()[-1] == f"launchctl bootout gui/{uid}/{service.LABEL}"
 
 
-def test_print_changes_nothing(tmp_path, config_home):
-    result = run_cli("service", "install", "--print", env={"HOME": str(tmp_path), "XDG_CONFIG_HOME": ""})
-    assert result.returncode == 0
-    assert b"Type=notify" in result.stdout and b"systemctl --user enable --now" in result.stdout
-    assert not (tmp_path / ".config").exists()
-
-
 @pytest.mark.slow
 def test_sd_notify_ready_watchdog_while_busy_and_stopping(workspace, start_daemon, tmp_path):
     address = str(tmp_path / "notify.sock")
@@ -161,13 +140,6 @@ def test_sd_notify_ready_watchdog_while_busy_and_stopping(workspace, start_daemo
     assert any(backlog > 0 for backlog in pings()), "no watchdog ping while the big batch was applied"
 
 
-def test_notifier_is_silent_outside_systemd():
-    assert not Notifier({}).enabled and not Notifier({}).ready("x")
-    assert Notifier({"NOTIFY_SOCKET": "@abstract"}).address == "\0abstract"
-    assert Notifier({"WATCHDOG_USEC": "4000000"}).watchdog_interval == 4.0
-    assert Notifier({"WATCHDOG_USEC": "4000000", "WATCHDOG_PID": "1"}).watchdog_interval is None
-
-
 @pytest.mark.slow
 def test_sighup_reloads_the_registry_and_configuration(tmp_path, config_home, start_daemon):
     first = tmp_path / "one"
@@ -192,17 +164,6 @@ def test_a_failing_service_manager_command_is_a_clear_error(tmp_path, fake_tools
                        'echo "Access denied" >&2\nexit 1\n')
     with pytest.raises(service.ServiceError, match="systemctl --user daemon-reload.*Access denied"):
         service.install("linux", home=tmp_path)
-
-
-def test_uninstall_when_not_installed_says_so_and_runs_nothing(tmp_path, fake_tools):
-    plan = service.uninstall("linux", home=tmp_path)
-    assert plan.notes and "not installed" in plan.notes[0]
-    assert fake_tools() == []
-
-
-def test_an_unreachable_notify_socket_is_not_fatal(tmp_path):
-    notifier = Notifier({"NOTIFY_SOCKET": str(tmp_path / "absent.sock")})
-    assert notifier.enabled and notifier.ready("x") is False
 
 
 @pytest.fixture

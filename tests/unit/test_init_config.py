@@ -1,17 +1,20 @@
-"""`sidecar init`, the user's registry and config.toml."""
+"""`sidecar init`, the user's registry and config.toml.
+
+In process; those that start real processes are in tests/daemon/test_init_config_daemon.py.
+"""
 
 from __future__ import annotations
 
 import pytest
 
-from helpers import read_json, run_cli
+from helpers import invoke, read_json
 from sidecar.config import ConfigError, load_config
 
 
 def test_init_creates_a_private_layout_and_registers(tmp_path, config_home):
     root = tmp_path / "repo"
     root.mkdir()
-    result = run_cli("init", str(root))
+    result = invoke("init", str(root))
     assert result.returncode == 0, result.stderr
     runtime = root / ".context" / "runtime"
     for sub in ("", "inbox", "inbox/rejected", "sessions", "hooks"):
@@ -23,16 +26,16 @@ def test_init_creates_a_private_layout_and_registers(tmp_path, config_home):
 def test_init_is_idempotent(tmp_path, config_home):
     root = tmp_path / "repo"
     root.mkdir()
-    run_cli("init", str(root))
+    invoke("init", str(root))
     (root / ".context/runtime/.gitignore").write_text("*\n# mine\n")
-    again = run_cli("init", str(root))
+    again = invoke("init", str(root))
     assert again.returncode == 0 and b"already" in again.stdout
     assert read_json(config_home / "workspaces.json") == {"workspaces": [str(root)]}
     assert (root / ".context/runtime/.gitignore").read_text() == "*\n# mine\n"
 
 
 def test_init_refuses_a_missing_folder(tmp_path, config_home):
-    result = run_cli("init", str(tmp_path / "absent"))
+    result = invoke("init", str(tmp_path / "absent"))
     assert result.returncode == 1 and b"not a folder" in result.stderr
 
 
@@ -66,12 +69,6 @@ def test_bad_config_names_the_problem(tmp_path, text, message):
     path.write_text(text)
     with pytest.raises(ConfigError, match=message):
         load_config(path)
-
-
-def test_run_refuses_a_bad_config_with_a_clear_error(workspace, config_home):
-    (config_home / "config.toml").write_text("concurrency = 'many'\n")
-    result = run_cli("run", "--root", str(workspace.root), timeout=10)
-    assert result.returncode == 2 and b"concurrency" in result.stderr
 
 
 def test_resumes_run_with_the_permissions_their_prompt_needs_and_config_can_change_them(tmp_path):

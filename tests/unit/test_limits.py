@@ -1,10 +1,11 @@
 """Usage limits, in process with an explicit clock: a failed turn, no post-task for a task
-that is not finished, and resume-after-limit's tries (reset time or back-off, once a try)."""
+that is not finished, and resume-after-limit's tries (reset time or back-off, once a try).
+In process; those that start real processes are in tests/daemon/test_limits_daemon.py.
+"""
 
 from __future__ import annotations
 
 import itertools
-import sys
 
 import orjson
 import pytest
@@ -12,7 +13,6 @@ import pytest
 from helpers import TRANSCRIPTS, read_json
 from sidecar.config import Config
 from sidecar.followups.decide import decide
-from sidecar.followups.fire import FollowUps
 from sidecar.followups.queue import FollowUpQueue
 from sidecar.followups.resets import BACKOFF_FIRST, MAX_TRIES, RESET_MARGIN
 from sidecar.followups.seeds import LIMIT_HOOK
@@ -196,29 +196,6 @@ def test_the_back_off_scale_is_a_config_value(tmp_path):
         load_config(path)
 
 
-def test_the_try_fires_with_the_limit_prompt_in_the_same_session(tmp_path):
-    """The firing resumes the session with the seeded prompt; its argv shows both."""
-    h = Harness(Workspace(tmp_path / "ws"), scale=0.001)
-    argv_file = tmp_path / "argv.txt"
-    recorder = [sys.executable, "-c",
-                "import sys; open(sys.argv[1], 'w').write(repr(sys.argv[2:]))", str(argv_file),
-                "{session_id}", "{prompt}"]
-    config = Config(resume={"claude-code": tuple(recorder)}, limit_backoff_scale=0.001)
-    followups = FollowUps(h.ws, h.queue, h.sessions, lambda: config, lambda other: False)
-    h.apply(ev("SessionStart", T0), failed(T0 + 1), ev("SessionEnd", T0 + 2))
-    due = parse_ts(h.pending()[0].due_at)
-    followups.step(due + 1)
-    import time
-    deadline = time.monotonic() + 20
-    while (followups.running or not argv_file.exists()) and time.monotonic() < deadline:
-        time.sleep(0.02)
-        followups.check_running(due + 1)
-    argv = argv_file.read_text()
-    assert repr(S1) in argv and "Continue where you left off" in argv
-    hook = h.hooks.snapshot(due + 2).hooks[LIMIT_HOOK]
-    assert [f.status for f in hook.history] == ["ok"]
-
-
 def test_a_running_try_that_fails_again_queues_the_next(tmp_path):
     h = Harness(Workspace(tmp_path / "ws"), scale=0.001)
     h.apply(ev("SessionStart", T0), failed(T0 + 1), ev("SessionEnd", T0 + 2))
@@ -230,7 +207,6 @@ def test_a_running_try_that_fails_again_queues_the_next(tmp_path):
 
 
 # -- what only the transcript says ------------------------------------------------------------
-
 
 
 def test_a_claude_session_end_whose_stop_failure_never_came_is_read_from_the_transcript(h):
@@ -288,25 +264,6 @@ def test_token_figures_are_kept_per_session_and_summed_per_workspace(h):
                                   "cacheWrite": 30, "sessions": 1}  # s2 has no figures
     record = read_json(h.ws.session_dir(harness_id("claude-code", "s2")) / "session.json")
     assert record["status"] == "completed" and "tokens" not in record["metadata"]["sidecar"]
-
-
-def test_status_shows_the_token_totals_and_a_sessions_figures_and_limit(h):
-    from helpers import run_cli
-
-    claude = str(TRANSCRIPTS / "claude-code-2.1.328.jsonl")
-    h.apply(ev("SessionStart", T0), ev("SessionEnd", T0 + 1, transcript_path=claude))
-    h.apply(ev("SessionStart", T0 + 2, session="s2"), failed(T0 + 3, session="s2"))
-    root = str(h.ws.root)
-    report = orjson.loads(run_cli("status", "--root", root, "--json").stdout)["workspaces"][0]
-    assert report["tokens"] == {"input": 300, "output": 21, "cacheRead": 3000, "cacheWrite": 30,
-                                "sessions": 1}
-    text = run_cli("status", "--root", root).stdout.decode()
-    assert "tokens     input 300, output 21, cache read 3,000, cache write 30 (1 session(s)" in text
-    one = orjson.loads(run_cli("status", "--root", root, "--session", S1, "--json").stdout)
-    assert one["tokens"]["cacheRead"] == 3000 and one["limit"] is None
-    limited = run_cli("status", "--root", root, "--session", "s2").stdout.decode()
-    assert "limit      rate_limit since" in limited and "1 failed turn(s)" in limited
-    assert "resume-after-limit" in limited  # its try, queued, with its due time
 
 
 def test_a_turn_end_that_closes_a_refused_turn_closes_no_episode(h):

@@ -5,11 +5,11 @@ from __future__ import annotations
 import orjson
 import pytest
 
-from helpers import read_json, run_cli
+from helpers import invoke, read_json
 
 
 def cli(ws, *args):
-    return run_cli("hooks", *args, cwd=ws.root)
+    return invoke("hooks", *args, cwd=ws.root)
 
 
 def test_init_seeds_post_task_and_its_prompt(workspace):
@@ -83,7 +83,7 @@ def test_removing_or_disabling_a_hook_drops_its_queue(workspace):
 
 
 def test_outside_a_workspace_is_exit_4(tmp_path, config_home):
-    result = run_cli("hooks", "list", cwd=tmp_path)
+    result = invoke("hooks", "list", cwd=tmp_path)
     assert result.returncode == 4
 
 

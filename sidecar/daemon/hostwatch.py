@@ -1,0 +1,64 @@
+"""The host processes of one workspace's live sessions: which sessions each one holds, and
+which of them are gone.
+
+Ingestion tells it each change (`note`): a session's host process is watched from its first
+event that names it, and forgotten at the session's end. The process watch (watch.py) calls
+`exited` from its own thread; the workspace's step asks `ended` which sessions lost their host,
+and reports them ended through the inbox.
+"""
+
+from __future__ import annotations
+
+import queue
+from collections.abc import Callable
+
+from sidecar.procwatch import Proc
+from sidecar.sessions.model import Key
+from sidecar.vocabulary import EventKind, SessionChange
+
+
+class HostWatch:
+    """Host process -> the sessions it holds, for one workspace."""
+
+    def __init__(self, watch: Callable[[Proc], None] = lambda proc: None) -> None:
+        self.watch = watch  # asks the process watch to call `exited` once `proc` is gone
+        self.hosts: dict[Proc, set[Key]] = {}
+        self.gone: queue.SimpleQueue[Proc] = queue.SimpleQueue()
+
+    def follow(self, proc: Proc, key: Key) -> None:
+        """Watch the host process `proc` for the session `key` (which it now holds)."""
+        if key in self.hosts.get(proc, ()):
+            return  # watched already: the common case, every event of a live session
+        for other, keys in self.hosts.items():
+            if other != proc:
+                keys.discard(key)  # the session moved to another process (a resume)
+        if proc not in self.hosts:
+            self.watch(proc)  # its exit comes once, whichever sessions it holds by then
+        self.hosts.setdefault(proc, set()).add(key)
+
+    def forget(self, key: Key) -> None:
+        """The session ended: its host's exit says nothing of it any more."""
+        for keys in self.hosts.values():
+            keys.discard(key)
+
+    def note(self, changes: list[SessionChange]) -> None:
+        """Follow what a batch of session changes says of host processes."""
+        for change in changes:
+            key = (change.host, change.session_id)
+            if change.kind == EventKind.SESSION_END:
+                self.forget(key)
+            elif change.host_pid is not None:
+                self.follow(Proc(change.host_pid, change.host_start), key)
+
+    def exited(self, proc: Proc) -> None:
+        """The process watch's word that `proc` is gone (from any thread)."""
+        self.gone.put(proc)
+
+    def ended(self) -> list[tuple[Proc, list[Key]]]:
+        """Each watched host that exited since the last look, with the sessions it held
+        (sorted); it is forgotten."""
+        found = []
+        while not self.gone.empty():
+            proc = self.gone.get()
+            found.append((proc, sorted(self.hosts.pop(proc, set()))))
+        return found

@@ -1,0 +1,59 @@
+"""`sidecar status`: text, JSON and exit codes, with and without a live daemon.
+
+In process; those that start real processes are in tests/daemon/test_status_daemon.py.
+"""
+
+from __future__ import annotations
+
+import orjson
+
+from helpers import invoke
+from sidecar.layout import Workspace
+
+
+def status(ws: Workspace, *args: str):
+    return invoke("status", "--root", str(ws.root), *args)
+
+
+def test_without_a_daemon_status_says_so_and_exits_3(workspace):
+    result = status(workspace)
+    assert result.returncode == 3
+    assert b"no live instance" in result.stdout
+    report = orjson.loads(status(workspace, "--json").stdout)
+    assert report["version"] == 1
+    assert report["workspaces"][0]["served"] is False
+
+
+def test_not_a_workspace_exits_4(tmp_path, config_home):
+    lonely = tmp_path / "plain"
+    lonely.mkdir()
+    result = invoke("status", "--root", str(lonely))
+    assert result.returncode == 4
+    assert b"not a workspace" in result.stderr
+    assert invoke("status", cwd=lonely).returncode == 4
+
+
+def test_the_current_folder_selects_the_workspace(workspace):
+    sub = workspace.root / "src"
+    sub.mkdir()
+    result = invoke("status", "--json", cwd=sub)
+    assert orjson.loads(result.stdout)["workspaces"][0]["root"] == str(workspace.root)
+
+
+def test_session_status_finds_a_completed_session_of_a_host_it_does_not_know(workspace):
+    from sidecar.inbox.events import parse
+    from sidecar.sessions.store import SessionStore
+
+    store = SessionStore(workspace, durable=False)
+    events = [parse(orjson.dumps({"event": kind, "session_id": "aid-1", "host": "aider",
+                                  "ts": 1_795_900_000.0 + i}), f"{i:020d}.json", 1_795_900_000.0)
+              for i, kind in enumerate(("session-start", "session-end"))]
+    with store.batch() as batch:
+        batch.plan(events)
+        batch.commit({}, 1_795_900_001.0)
+    assert store.load_bindings().items() == []  # completed: nothing binds it any more
+    result = invoke("status", "--session", "aid-1", "--json", "--root", str(workspace.root))
+    assert result.returncode == 0, result.stderr
+    report = orjson.loads(result.stdout)
+    assert (report["host"], report["status"]) == ("aider", "completed")
+    assert [t["event"] for t in report["timeline"]][-1] == "session.completed"
