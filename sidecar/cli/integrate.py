@@ -22,7 +22,6 @@ from sidecar import layout
 from sidecar.cli.common import NOT_WORKSPACE, fail
 from sidecar.followups.store import initialise
 from sidecar.hosts import owned, registry
-from sidecar.hosts import settings as integrate_mod
 from sidecar.hosts.base import Host
 from sidecar.install import environment
 from sidecar.install import service as service_mod

@@ -8,6 +8,8 @@ outside `sidecar/hosts/` asks the registry (`registry.py`) and never names a hos
 
 A host module subclasses `Host`, overriding what differs from the defaults (a host with no
 hook settings, no resume, no transcript), and `registry.HOSTS` lists one instance of each.
+The daemon loads every host module, so a host imports its integration code (the settings
+merge, tomlkit) inside the methods that write or check settings, never at the top.
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import Any
 
+from sidecar.errors import SidecarError
 from sidecar.vocabulary import EventKind
 
 UUID = re.compile(r"[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}")
@@ -26,6 +29,10 @@ UUID = re.compile(r"[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-
 # Reads a small settings file of the user's (None: missing or unreadable); the caller decides
 # how: as this user, or as a workspace's owner where a root daemon acts for another user.
 Reader = Callable[[Path], bytes | None]
+
+
+class IntegrateError(SidecarError):
+    """The host's configuration cannot be changed safely; nothing was written."""
 
 
 @dataclass

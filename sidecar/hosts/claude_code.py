@@ -20,7 +20,7 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import Any
 
-from sidecar.hosts import settings, transcripts
+from sidecar.hosts import transcripts
 from sidecar.hosts.base import UUID, EndFacts, Failure, Host, Option, Scope, Tokens
 from sidecar.vocabulary import EventKind
 
@@ -110,9 +110,13 @@ class ClaudeCode(Host):
         return shared if scope.on_path else local
 
     def integrate(self, place: Path, sidecar: str, *, uninstall: bool) -> bool:
+        from sidecar.hosts import settings  # integration code: see base.py
+
         return settings.write_hooks(place, sidecar, self.name, EVENTS, uninstall)
 
     def integrated(self, root: Path | None, home: Path) -> bool:
+        from sidecar.hosts import settings
+
         return any(settings.has_ours(path) for path in settings_files(root, home))
 
     def end_facts(self, transcript_path: str | None, session_id: str) -> EndFacts:

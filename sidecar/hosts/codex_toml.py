@@ -11,7 +11,8 @@ import tomlkit
 from tomlkit.exceptions import TOMLKitError
 from tomlkit.items import Table
 
-from sidecar.hosts.settings import IntegrateError, read_text
+from sidecar.hosts.base import IntegrateError
+from sidecar.hosts.settings import read_text
 
 OLD_MARKERS = ("# >>> sidecar integrate codex: trust for sidecar's hooks (managed; do not edit)",
                "# <<< sidecar integrate codex")  # the text block of versions before 0.2

@@ -17,8 +17,7 @@ from types import MappingProxyType
 from typing import Any
 
 from sidecar.hosts import transcripts
-from sidecar.hosts.base import UUID, EndFacts, Finding, Host, Scope, Tokens
-from sidecar.hosts.settings import IntegrateError, has_ours, load_json, write_hooks
+from sidecar.hosts.base import UUID, EndFacts, Finding, Host, IntegrateError, Scope, Tokens
 from sidecar.vocabulary import EventKind
 
 EVENTS = ["SessionStart", "SessionEnd", "BeforeAgent", "AfterAgent", "AfterTool"]
@@ -35,6 +34,8 @@ def project_settings(root: Path) -> Path:
 
 def trusted(root: Path, home: Path) -> bool:
     """Whether Gemini trusts the folder, so that it runs hooks there at all."""
+    from sidecar.hosts.settings import load_json  # integration code: see base.py
+
     try:
         settings = load_json(user_settings(home), comments=True)
     except IntegrateError:
@@ -103,10 +104,14 @@ class Gemini(Host):
             else user_settings(home)
 
     def integrate(self, place: Path, sidecar: str, *, uninstall: bool) -> bool:
+        from sidecar.hosts.settings import write_hooks  # integration code: see base.py
+
         # Gemini strips comments as it reads
         return write_hooks(place, sidecar, self.name, EVENTS, uninstall, True, HANDLER)
 
     def integrated(self, root: Path | None, home: Path) -> bool:
+        from sidecar.hosts.settings import has_ours
+
         return has_ours(user_settings(home), comments=True) or (
             root is not None and has_ours(project_settings(root), comments=True))
 

@@ -19,8 +19,7 @@ from types import MappingProxyType
 
 from sidecar import jsonfile
 from sidecar.hosts import transcripts
-from sidecar.hosts.base import EndFacts, Host, Scope, Tokens
-from sidecar.hosts.settings import IntegrateError
+from sidecar.hosts.base import EndFacts, Host, IntegrateError, Scope, Tokens
 from sidecar.vocabulary import EventKind
 
 FILE_NAME = "sidecar.js"

@@ -16,12 +16,8 @@ from typing import Any
 
 import tomlkit
 
-from sidecar.errors import SidecarError
 from sidecar.hosts import jsonedit, userfile
-
-
-class IntegrateError(SidecarError):
-    """The host's configuration cannot be changed safely; nothing was written."""
+from sidecar.hosts.base import IntegrateError
 
 
 def emit_command(sidecar: Path | str, source: str) -> str:

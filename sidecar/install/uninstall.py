@@ -25,8 +25,7 @@ from sidecar.daemon import instances
 from sidecar.daemon.running import is_sidecar_run, live_here
 from sidecar.errors import SidecarError
 from sidecar.hosts import owned, registry
-from sidecar.hosts import settings as integrate_mod
-from sidecar.hosts.base import Host
+from sidecar.hosts.base import Host, IntegrateError
 from sidecar.install import environment
 from sidecar.install import service as service_mod
 from sidecar.layout import Workspace, find_workspace
@@ -91,7 +90,7 @@ def _take_out(host: Host, place: str) -> int:
         return 0
     try:
         host.integrate(Path(place), "sidecar", uninstall=True)
-    except integrate_mod.IntegrateError as exc:
+    except IntegrateError as exc:
         typer.echo(f"{host.name}: {exc}", err=True)
         return 1
     owned.change(host.name, place, lambda record: record.clear())

@@ -13,7 +13,7 @@ import tomllib
 import pytest
 
 from helpers import SIDECAR, invoke, read_json
-from sidecar.hosts import claude_code, codex, gemini
+from sidecar.hosts import claude_code, codex_hooks
 from sidecar.hosts import settings as integrate
 
 USER_SETTINGS = {
@@ -118,11 +118,11 @@ def test_codex_hooks_are_written_and_trusted(tmp_path, config_home):
     state = config["hooks"]["state"]
     assert state["/elsewhere/hooks.json:stop:0:0"] == {"trusted_hash": "sha256:abc"}
     canonical = str((codex_home / "hooks.json").resolve())
-    for event in codex.EVENTS:
+    for event in codex_hooks.EVENTS:
         index = len(hooks[event]) - 1
         handler = hooks[event][index]["hooks"][0]
         assert "matcher" not in hooks[event][index]
-        key = f"{canonical}:{codex.snake(event)}:{index}:0"
+        key = f"{canonical}:{codex_hooks.snake(event)}:{index}:0"
         assert state[key]["trusted_hash"] == expected_hash(event, handler)
     assert f"{canonical}:stop:0:0" not in state  # the user's own hook is theirs to trust
 

@@ -8,7 +8,7 @@ from sidecar import config, jsonfile, layout, locks
 from sidecar.daemon import plugins
 from sidecar.errors import SidecarError
 from sidecar.followups import actions, model, store
-from sidecar.hosts import registry, settings
+from sidecar.hosts import base, registry
 from sidecar.inbox import events
 from sidecar.install import service
 from sidecar.sessions import store as sessions
@@ -17,7 +17,7 @@ from sidecar.vocabulary import EventKind
 
 @pytest.mark.parametrize("error", [
     actions.ActionError, config.ConfigError, events.BadEvent, model.HooksError,
-    settings.IntegrateError, locks.LockTimeout, service.ServiceError, sessions.StoreError,
+    base.IntegrateError, locks.LockTimeout, service.ServiceError, sessions.StoreError,
     service.NoServiceManager, store.PromptError, layout.TamperedRuntime, layout.UnconfinedName,
     jsonfile.NotARegularFile,
 ])
