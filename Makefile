@@ -4,7 +4,7 @@ VENV ?= .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: run test check bench docs install clean
+.PHONY: run test check bench docs cov install clean
 
 # A virtual environment with sidecar and its test tools. The compat editable mode puts the
 # source folder on sys.path with a plain .pth line (no import hook), so the installed
@@ -39,6 +39,10 @@ check: install
 # The documentation site, served with live reload at http://127.0.0.1:8000.
 docs: install
 	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs serve
+
+# How much of the command line the in-process tests cover (no process is started by them).
+cov: install
+	$(BIN)/python -m pytest tests/unit -q --cov=sidecar --cov-report=term
 
 bench: install
 	$(BIN)/python bench/run_all.py

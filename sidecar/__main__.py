@@ -1,10 +1,11 @@
-"""`python -m sidecar`: the same dispatch as the `sidecar` launcher."""
+"""`python -m sidecar`: the same dispatch as the `sidecar` launcher (bin/sidecar)."""
 import sys
 
-if len(sys.argv) > 1 and sys.argv[1] == "emit":
-    from sidecar.emit import main as emit_main
-
-    sys.exit(emit_main())
-from sidecar.cli.main import main
-
+command = sys.argv[1] if len(sys.argv) > 1 else ""
+if command == "emit":
+    from sidecar.emit import main
+elif command == "run":
+    from sidecar.cli.run import main
+else:
+    from sidecar.cli.main import main
 sys.exit(main())

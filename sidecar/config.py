@@ -45,7 +45,7 @@ class Config:
     reconcile_interval: float | None = None  # None: by the kind of folder watch (ingest)
     heartbeat_interval: float = 60.0
     limit_backoff_scale: float = 1.0  # resume-after-limit's back-off and margin, scaled
-    # The environment file's variables (agentenv.env_file()), given to every follow-up.
+    # The environment file's variables (envfile.env_file()), given to every follow-up.
     agent_env: Mapping[str, str] = field(default_factory=dict)
     env_problems: tuple[str, ...] = ()  # the file's lines that could not be used, named
     plugin_timeout: float = 5.0

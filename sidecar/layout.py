@@ -16,7 +16,7 @@ from sidecar.errors import SidecarError
 CONFIG_ENV = "SIDECAR_CONFIG_HOME"  # overrides the user's config folder (tests use it)
 PLAIN_NAME = re.compile(r"[A-Za-z0-9_:-][A-Za-z0-9._:-]{0,127}")
 LOG_NAME = re.compile(r"[A-Za-z0-9_:-][A-Za-z0-9._:-]{0,199}\.log")
-HOOK_NAME = re.compile(r"[A-Za-z0-9_-][A-Za-z0-9._-]{0,63}")  # a hook id (hookdoc)
+HOOK_NAME = re.compile(r"[A-Za-z0-9_-][A-Za-z0-9._-]{0,63}")  # a hook id (followups/model.py)
 
 
 class TamperedRuntime(SidecarError):

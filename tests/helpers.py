@@ -196,3 +196,29 @@ def emit(ws_root: Path, payload: bytes | None = None, *args: str, cwd: Path | No
 
 def inbox_files(ws) -> list[Path]:
     return sorted(p for p in ws.inbox.iterdir() if p.name.endswith(".json") and p.is_file())
+
+
+def no_manager_path(tmp_path: Path) -> str:
+    """A PATH whose systemctl finds no user service manager, as in a container."""
+    bin_dir = tmp_path / "nobus"
+    bin_dir.mkdir(exist_ok=True)
+    (bin_dir / "systemctl").write_text(
+        '#!/bin/sh\necho "Failed to connect to bus: No medium found" >&2\nexit 1\n')
+    (bin_dir / "systemctl").chmod(0o755)
+    return f"{bin_dir}:{Path(SIDECAR).parent}:{os.environ['PATH']}"
+
+
+def record_service_tools(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Callable[[], list[str]]:
+    """systemctl, loginctl and launchctl that only record how they were called."""
+    bin_dir = tmp_path / "fakebin"
+    bin_dir.mkdir()
+    calls = tmp_path / "calls.log"
+    for tool in ("systemctl", "loginctl", "launchctl"):
+        script = bin_dir / tool
+        script.write_text(f'#!/bin/sh\necho "{tool} $*" >> {calls}\n'
+                          + ('[ "$1" = show-user ] && echo no\n' if tool == "loginctl" else "")
+                          + "exit 0\n")
+        script.chmod(0o755)
+    monkeypatch.setenv("PATH", f"{bin_dir}:{os.environ['PATH']}")
+    monkeypatch.delenv("XDG_CONFIG_HOME", raising=False)
+    return lambda: calls.read_text().splitlines() if calls.exists() else []

@@ -11,6 +11,8 @@ from typing import NoReturn
 
 import typer
 
+from sidecar.errors import SidecarError
+
 OK = 0
 FAILURE = 1  # the command could not do what it was asked; doctor found something missing
 USAGE = 2  # a bad command line, config.toml or registry (typer's own usage errors too)
@@ -24,3 +26,16 @@ def fail(message: str, code: int = FAILURE, command: str = "sidecar") -> NoRetur
     """Say why on stderr, as `<command>: <message>`, and exit with `code`."""
     typer.echo(f"{command}: {message}", err=True)
     raise typer.Exit(code)
+
+
+def run_app(app: typer.Typer, argv: list[str] | None, prog_name: str | None) -> int:
+    """Run a typer app over `argv` (None: sys.argv's arguments); its exit code. An error meant
+    for people that no command caught is said here, once, as one line."""
+    try:
+        app(args=argv, prog_name=prog_name)
+    except SystemExit as exc:
+        return exc.code if isinstance(exc.code, int) else (OK if exc.code is None else FAILURE)
+    except SidecarError as exc:
+        typer.echo(f"sidecar: {exc}", err=True)
+        return FAILURE
+    return OK

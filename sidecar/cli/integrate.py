@@ -98,13 +98,15 @@ def integrate(host: Host, flags: dict[str, bool], uninstall: bool, root: Path | 
     given = [scope for scope in host.scopes if scope.flag and flags.get(_option_name(scope.flag))]
     scope = given[0] if given else host.scopes[0]
     on_path = any(s.on_path for s in given) or scope.on_path
+    # Found before anything is written (or --init registers a workspace): a `sidecar` that
+    # cannot be found stops the integration at its start.
+    command = "sidecar" if on_path or not host.calls_sidecar else str(_sidecar())
     project = project_root(root, init, uninstall) if scope.in_project else None
     place = host.place(scope, project, Path.home())
     if scope.note and not uninstall:
         typer.echo(f"note: {scope.note}", err=True)
 
     def write() -> bool:
-        command = "sidecar" if on_path or not host.calls_sidecar else str(_sidecar())
         return host.integrate(place, command, uninstall=uninstall)
 
     _run(host, place, write, uninstall)

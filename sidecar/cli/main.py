@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import logging
 import sys
 from pathlib import Path
 from typing import NoReturn
@@ -12,10 +11,11 @@ import typer
 from sidecar import config as config_mod
 from sidecar import jsonfile, layout
 from sidecar.cli import status as status_mod
-from sidecar.cli.common import FAILURE, NOT_WORKSPACE, OK, USAGE, fail
+from sidecar.cli.common import NOT_WORKSPACE, OK, USAGE, fail, run_app
 from sidecar.cli.hooks import hooks_app
 from sidecar.cli.integrate import integrate_app, unregister
 from sidecar.cli.reload import reload
+from sidecar.cli.run import run
 from sidecar.cli.setup import doctor, service_app
 from sidecar.errors import SidecarError
 from sidecar.followups import trust
@@ -99,26 +99,7 @@ def _say_moved(ws: Workspace, found: foreign.Found, aside: Path) -> None:
                    f"{hook.id})")
 
 
-@app.command()
-def run(
-    root: list[Path] | None = typer.Option(None, "--root", help="Serve this workspace (repeatable)."),
-    verbose: bool = typer.Option(False, "--verbose", "-v", help="Log every batch."),
-) -> None:
-    """Serve the registered workspaces (or the given ones) in the foreground."""
-    from sidecar.daemon.process import configure_logging, serve
-
-    configure_logging(logging.DEBUG if verbose else logging.INFO)
-    config = load_config()
-    roots = None
-    if root:
-        roots = []
-        for folder in root:
-            ws = find_workspace(folder)
-            if ws is None:
-                fail(f"{folder} is not in a workspace (no .context/); run `sidecar init "
-                     f"{folder}`", NOT_WORKSPACE)
-            roots.append(ws.root)
-    raise typer.Exit(serve(roots, config))
+app.command()(run)
 
 
 @app.command(context_settings={"allow_extra_args": True, "ignore_unknown_options": True})
@@ -200,15 +181,7 @@ def version() -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    """Run the command line (`argv`: sys.argv's arguments by default); its exit code. An
-    error meant for people that no command caught is said here, as one line."""
-    try:
-        # The program name is the command line's own (`sidecar`, `python -m sidecar`), or
-        # `sidecar` where the arguments are given (in process).
-        app(args=argv, prog_name=None if argv is None else "sidecar")
-    except SystemExit as exc:
-        return exc.code if isinstance(exc.code, int) else (OK if exc.code is None else FAILURE)
-    except SidecarError as exc:
-        typer.echo(f"sidecar: {exc}", err=True)
-        return FAILURE
-    return OK
+    """Run the command line (`argv`: sys.argv's arguments by default); its exit code."""
+    # The program name is the command line's own (`sidecar`, `python -m sidecar`), or
+    # `sidecar` where the arguments are given (in process).
+    return run_app(app, argv, None if argv is None else "sidecar")

@@ -16,13 +16,12 @@ from sidecar.cli.common import OK, UNSERVED
 from sidecar.daemon import instances
 from sidecar.errors import SidecarError
 from sidecar.followups import logtail, trust
-from sidecar.followups import store as hooks
+from sidecar.followups import store as hook_store
 from sidecar.hosts import registry
 from sidecar.inbox import folder as inbox
 from sidecar.layout import TamperedRuntime, Workspace
 from sidecar.procwatch import Proc, is_alive
-from sidecar.sessions import lookup
-from sidecar.sessions import tokens as usage
+from sidecar.sessions import lookup, tokens
 from sidecar.sessions.model import Binding, Key
 from sidecar.sessions.store import SessionStore
 from sidecar.timeutil import human_age, parse_ts
@@ -126,7 +125,7 @@ def instance_rows(ws: Workspace, now: float) -> list[InstanceRow]:
 
 def hooks_section(ws: Workspace, now: float) -> HooksSection:
     """Hooks and queue as the file says, or as last known good when it is broken (read-only)."""
-    view = hooks.read_view(ws)
+    view = hook_store.read_view(ws)
     untrusted = {h.id for h in trust.untrusted(ws, view.hooks.values())}
     rows: list[HookRow] = [
         {
@@ -205,7 +204,7 @@ def workspace_report(ws: Workspace, now: float) -> WorkspaceReport:
             "active": len(bindings),
             "completed": max(0, total - len(bindings)),
         },
-        "tokens": usage.totals(ws),
+        "tokens": tokens.totals(ws),
         "bindings": bindings,
         **_read(errors, f"the hooks {ws.hooks_file}", lambda: hooks_section(ws, now), empty),
         "plugins": _plugin_counters(found),
@@ -260,7 +259,7 @@ def session_report(ws: Workspace, session_id: str) -> dict[str, Any] | None:
     """One host session's story: its record, its timeline, and every follow-up queued for it
     (pending, postponed, running, or how it ended, with its log); None if it is unknown."""
     store = SessionStore(ws)
-    view = hooks.read_view(ws)
+    view = hook_store.read_view(ws)
     hosts = {h for (h, sid), _ in store.load_bindings().items() if sid == session_id}
     hosts |= {e.host for e in view.pending if e.session_id == session_id}
     hosts |= {f.host for h in view.hooks.values() for f in h.history

@@ -55,7 +55,7 @@ class InstanceInfo:
     last_error: str = ""
     hooks_error: str | None = None
     plugins: dict[str, dict[str, int]] = field(default_factory=dict)
-    # The environment its follow-ups get: PATH, user, names of host variables set (runenv).
+    # The environment its follow-ups get: PATH, user, names of host variables set (followups/environment.py).
     environment: Json | None = None
 
     @classmethod

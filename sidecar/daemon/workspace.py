@@ -28,7 +28,7 @@ from sidecar.daemon.ingest import Ingestor
 from sidecar.daemon.instances import Identity, Membership
 from sidecar.daemon.plugins import PluginRunner
 from sidecar.errors import SidecarError
-from sidecar.followups import environment as runenv
+from sidecar.followups import environment as followup_env
 from sidecar.followups.fire import FollowUps
 from sidecar.followups.queue import FollowUpQueue
 from sidecar.followups.store import HookStore
@@ -52,7 +52,7 @@ class Reportable(NamedTuple):
     last_error: str
     hooks_error: str | None
     plugins: dict[str, dict[str, int]]
-    environment: dict[str, Any]  # what its follow-ups get (runenv): for doctor
+    environment: dict[str, Any]  # what its follow-ups get (followups/environment.py): for doctor
 
 
 class WorkspaceServer:
@@ -74,7 +74,7 @@ class WorkspaceServer:
         self.ingest = Ingestor(self.sessions, self.queue, config, self._report, stopping,
                                watch_reliable)
         self.followups: FollowUps | None = None
-        self.environment = runenv.Reporter(ws, config)
+        self.environment = followup_env.Reporter(ws, config)
         self.leader: IO[bytes] | None = None
         self.watch = watch  # the process watch: tells `notice_host_exit` when a host is gone
         self.hosts = HostWatch(self._watch_process)  # the live sessions' host processes

@@ -8,13 +8,13 @@ import sys
 from pathlib import Path
 
 from sidecar import config as config_mod
+from sidecar import envfile
 from sidecar.cli import status
-from sidecar.doctor import hooks as hookcheck
-from sidecar.doctor.findings import Finding, note
-from sidecar.followups import environment as runenv
+from sidecar.doctor import hooks as hook_checks
+from sidecar.followups import environment as followup_env
 from sidecar.hosts import registry
-from sidecar.hosts.base import Host
-from sidecar.install import environment as agentenv
+from sidecar.hosts.base import Finding, Host, note
+from sidecar.install import environment as service_env
 from sidecar.install import service
 from sidecar.layout import Workspace, find_workspace
 from sidecar.timeutil import now
@@ -48,25 +48,25 @@ def check(cwd: Path, home: Path, platform: str = sys.platform,
     ]
 
 
-def _running(ws: Workspace | None, registered: list[Path]) -> runenv.Reported | None:
+def _running(ws: Workspace | None, registered: list[Path]) -> followup_env.Reported | None:
     """What the running daemon reports of the environment follow-ups get: the one serving
     this workspace, else the first that serves a registered one."""
     roots = ([ws.root] if ws is not None and ws.root in registered else []) + registered
     for root in roots:
-        found = runenv.reported(Workspace(root))
+        found = followup_env.reported(Workspace(root))
         if found is not None:
             return found
     return None
 
 
-def _env_file(running: runenv.Reported | None) -> list[Finding]:
+def _env_file(running: followup_env.Reported | None) -> list[Finding]:
     """Lines of the environment file that follow-ups do not get (as read here, and as the
     running daemon read it)."""
-    problems = dict.fromkeys([*agentenv.read_env_file().problems,
+    problems = dict.fromkeys([*envfile.read_env_file().problems,
                               *(running.problems if running else ())])
     reread = "" if running is None else \
         f"; then make the running sidecar read it again: kill -HUP {running.pid}"
-    return [Finding(False, problem, f"correct it in {agentenv.env_file()}{reread}")
+    return [Finding(False, problem, f"correct it in {envfile.env_file()}{reread}")
             for problem in problems]
 
 
@@ -110,13 +110,13 @@ def _workspace(cwd: Path, ws: Workspace | None, roots: list[Path] | None, unserv
     if ws is None:
         return [Finding(False, f"{cwd} is not in a workspace", f"sidecar init {cwd}")]
     if roots is None:
-        return hookcheck.check(ws)  # whether it is registered cannot be told: said above
+        return hook_checks.check(ws)  # whether it is registered cannot be told: said above
     if ws.root not in roots:
         return [Finding(False, f"workspace {ws.root} is not registered", f"sidecar init {ws.root}")]
     findings = [Finding(True, f"workspace {ws.root} is registered")]
     if ws.root in unserved:
         findings.append(Finding(False, f"no live instance serves {ws.root}", fix))
-    return findings + hookcheck.check(ws)
+    return findings + hook_checks.check(ws)
 
 
 def _integration(host: Host, integrated: bool) -> Finding:
@@ -134,7 +134,7 @@ def _integration(host: Host, integrated: bool) -> Finding:
 
 
 def _hosts(ws: Workspace | None, home: Path, platform: str,
-           running: runenv.Reported | None) -> list[Finding]:
+           running: followup_env.Reported | None) -> list[Finding]:
     """Each host sidecar can integrate: whether it is, what it checks of itself, and whether
     its resume can run where follow-ups run."""
     root = ws.root if ws else None
@@ -161,16 +161,16 @@ def service_environment(home: Path, platform: str) -> dict[str, str]:
     installed, this shell's (a daemon started by hand starts from one)."""
     unit = service.systemd_unit_path(home) if platform.startswith("linux") else None
     if unit is not None and unit.exists():
-        env = {"HOME": str(home), **agentenv.unit_environment(unit.read_text())}
+        env = {"HOME": str(home), **service_env.unit_environment(unit.read_text())}
         env.setdefault("PATH", SYSTEMD_USER_PATH)
     else:
         env = dict(os.environ)
-    env.update(agentenv.read_env_file().variables)
+    env.update(envfile.read_env_file().variables)
     return env
 
 
 def _agent_environment(hosts: list[Host], home: Path, platform: str,
-                       running: runenv.Reported | None = None) -> list[Finding]:
+                       running: followup_env.Reported | None = None) -> list[Finding]:
     """For each integrated host: does its resume command resolve in the environment
     follow-ups get, with the variables it needs? That is what the running daemon reports,
     whoever started it; with none running, the service's (or this shell's) as it would be."""
@@ -182,7 +182,7 @@ def _agent_environment(hosts: list[Host], home: Path, platform: str,
         return [Finding(False, f"the running sidecar (pid {running.pid}) cannot run "
                                f"follow-ups: {running.error}")]
     env = service_environment(home, platform) if running is None else running.env
-    where = agentenv.SERVICE if running is None else \
+    where = service_env.SERVICE if running is None else \
         f"the running sidecar's environment (pid {running.pid})"
     reload = "" if running is None else \
         f"make it read the file again: kill -HUP {running.pid}"
@@ -191,8 +191,8 @@ def _agent_environment(hosts: list[Host], home: Path, platform: str,
         argv = resume.get(host.name)
         if argv is None or not os.path.isabs(argv[0]) and shutil.which(argv[0]) is None:
             continue  # not installed here: the integration finding says so
-        needed = agentenv.needed(host, os.environ, home)
-        problems = agentenv.problems(host.name, argv, env, os.environ, needed, where, reload)
+        needed = service_env.needed(host, os.environ, home)
+        problems = service_env.problems(host.name, argv, env, os.environ, needed, where, reload)
         findings.extend(Finding(False, p) for p in problems)
         if not problems:
             findings.append(Finding(True, f"{host.name}: the resume command resolves in {where} "

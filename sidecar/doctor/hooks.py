@@ -3,10 +3,10 @@ hooks not trusted here, and hooks whose follow-ups keep failing, each with its f
 
 from __future__ import annotations
 
-from sidecar.doctor.findings import Finding, note
 from sidecar.errors import SidecarError
 from sidecar.followups import logtail, store, trust
 from sidecar.followups.model import FiringRecord, Hook
+from sidecar.hosts.base import Finding, note
 from sidecar.layout import Workspace
 
 FAILING = 2  # failed firings in a row that make a problem (one is a note: it may pass)

@@ -47,7 +47,9 @@ class Firing:
     options: Mapping[str, str] = field(default_factory=registry.default_options)
 
     def placeholders(self, ws: Workspace) -> dict[str, str]:
+        # The hosts' options first: none can stand in for a value of the firing's own.
         return {
+            **{f"{{{name}}}": value for name, value in self.options.items()},
             "{session_id}": self.session_id,
             "{harness_session_id}": self.harness_session_id,
             "{prompt}": self.prompt,
@@ -55,7 +57,6 @@ class Firing:
             "{host}": self.host,
             "{hook_id}": self.hook_id,
             "{workspace}": str(ws.root),
-            **{f"{{{name}}}": value for name, value in self.options.items()},
         }
 
     def environment(self, ws: Workspace, base: Mapping[str, str]) -> dict[str, str]:

@@ -13,8 +13,6 @@ from sidecar.followups.model import Hook, QueueEntry
 from sidecar.sessions.model import Facts
 from sidecar.vocabulary import EventKind, Verdict
 
-__all__ = ["TRANSCRIPT_QUIET", "Decision", "Due", "Facts", "decide", "next_due"]
-
 TRANSCRIPT_QUIET = 2.0  # a transcript written this recently means the session is not done
 
 

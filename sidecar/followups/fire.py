@@ -20,7 +20,7 @@ from pathlib import Path
 from sidecar import owner
 from sidecar.config import Config, ConfigError
 from sidecar.followups import actions, environment, trust
-from sidecar.followups import store as hooks_mod
+from sidecar.followups import store as hook_store
 from sidecar.followups.actions import ActionError, Firing, build_argv, working_folder
 from sidecar.followups.decide import decide, next_due
 from sidecar.followups.model import Hook, QueueEntry, Run
@@ -165,8 +165,8 @@ class FollowUps:
         prompt = ""
         if hook.prompt_file:
             try:
-                prompt = hooks_mod.read_prompt(self.ws, hook.prompt_file)
-            except (OSError, hooks_mod.PromptError) as exc:
+                prompt = hook_store.read_prompt(self.ws, hook.prompt_file)
+            except (OSError, hook_store.PromptError) as exc:
                 why = exc.strerror if isinstance(exc, OSError) and exc.strerror else exc
                 self.finish(entry, f"error: prompt file {hook.prompt_file}: {why}", None)
                 return

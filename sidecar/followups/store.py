@@ -193,7 +193,7 @@ class HookStore:
 
     def seed(self, now: float) -> bool:
         """Give a workspace its seeded hooks (`post-task`, and `resume-after-limit` switched
-        off) and their prompts, each only if missing and only once (see hookdoc.SEEDED)."""
+        off) and their prompts, each only if missing and only once (see model.SEEDED)."""
         created = False
         for name, text in PROMPTS.items():
             try:  # never through a symlinked `hooks/`, never over anything in the prompt's place

@@ -13,7 +13,7 @@ Three things close the gap:
   a host reads from the environment.
 - `doctor` checks, for every integrated host, that its resume command resolves in that
   environment, and names each variable the host needs that it lacks. Where a daemon runs,
-  that environment is the one it reports (runenv), whoever started it.
+  that environment is the one it reports (followups/environment.py), whoever started it.
 
 The environment file itself is read by envfile.py (the daemon reads it with config.toml).
 """
@@ -29,13 +29,7 @@ from typing import Any
 import tomlkit
 
 from sidecar import layout
-
-# The environment file is read by envfile.py; its names stay here for the agent's other needs.
-from sidecar.envfile import MAX_ENV_BYTES as MAX_ENV_BYTES
-from sidecar.envfile import EnvFile as EnvFile
-from sidecar.envfile import env_file as env_file
-from sidecar.envfile import read_env_file as read_env_file
-from sidecar.envfile import read_or_none as read_or_none
+from sidecar.envfile import env_file, read_env_file, read_or_none
 from sidecar.hosts import owned, registry
 from sidecar.hosts.base import Host
 from sidecar.hosts.settings import save_toml

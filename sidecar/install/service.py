@@ -16,8 +16,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from xml.sax.saxutils import escape
 
+from sidecar import envfile
 from sidecar.errors import SidecarError
-from sidecar.install import environment as agentenv
 
 LABEL = "org.agent-sidecar.sidecar"
 UNIT = "sidecar.service"
@@ -72,7 +72,7 @@ def check_manager(platform: str = sys.platform) -> None:
     works = "; or ".join(ways)
     raise NoServiceManager(f"no systemd user manager is reachable here ({said}); nothing was "
                            f"installed. What works on this machine: {works}"
-                           + ENV_FILE_NOTE.format(agentenv.env_file()), works)
+                           + ENV_FILE_NOTE.format(envfile.env_file()), works)
 
 
 def _linger(user: str) -> str:
@@ -111,7 +111,7 @@ def render_unit(command: Path, path: str | None = None) -> str:
     path = os.environ.get("PATH", "") if path is None else path
     return (template("sidecar.service").replace("@SIDECAR@", str(command))
             .replace("@PATH@", path.replace("\\", "\\\\").replace('"', '\\"'))
-            .replace("@ENVFILE@", str(agentenv.env_file())))
+            .replace("@ENVFILE@", str(envfile.env_file())))
 
 
 def render_plist(command: Path, home: Path, path: str | None = None) -> str:

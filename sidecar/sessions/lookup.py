@@ -1,6 +1,6 @@
 """Which record is a host session's, given only the host's session id (`status --session`).
 
-A record's id is derived from its host and session id (`lifecycle.harness_id`), so the hosts it
+A record's id is derived from its host and session id (`rules.harness_id`), so the hosts it
 may be of are tried first; a host no one listed, whose session no binding names any more (it
 completed), is found by the record that names the session.
 """

@@ -1,4 +1,4 @@
-"""Session and binding storage, in dotcontext's file schema; the rules live in `lifecycle`.
+"""Session and binding storage, in dotcontext's file schema; the rules live in `rules`.
 
 - `runtime/hooks/host-sessions.json`: the bindings; one exists exactly while its harness
   session is active.
@@ -28,8 +28,7 @@ from sidecar.errors import SidecarError
 from sidecar.hosts import registry
 from sidecar.inbox.events import Event
 from sidecar.layout import PLAIN_NAME, Workspace
-from sidecar.sessions import endfacts, tokens
-from sidecar.sessions import rules as lifecycle
+from sidecar.sessions import endfacts, rules, tokens
 from sidecar.sessions.model import Bindings, Facts, Key, SessionRecord, TraceLine, ts_or
 from sidecar.sessions.rules import Applied, harness_id
 from sidecar.timeutil import iso
@@ -90,19 +89,19 @@ class Batch:
                 continue
             try:
                 if work.record is None:
-                    work.record = lifecycle.new_record(key, work.harness_id, repo, event,
+                    work.record = rules.new_record(key, work.harness_id, repo, event,
                                                        work.applied)
                 # The host's own records are read here, so that the rules read no file.
                 end = endfacts.read(work.record, event) \
                     if event.kind == EventKind.SESSION_END and work.record.active else None
-                lifecycle.apply(work.record, event, work.applied, end)
+                rules.apply(work.record, event, work.applied, end)
             except Exception as exc:  # one event that cannot be applied never stops the batch
                 self.rejected.append((event.file, f"could not be applied: {exc!r}"))
                 continue
             work.files.append(event.file)
         for work in self.works.values():
             if work.record is not None:
-                lifecycle.trim_recent(work.record, len(work.files))
+                rules.trim_recent(work.record, len(work.files))
         return [c for w in self.works.values() if w.failed is None for c in w.applied.changes]
 
     def commit(self, follow_ups: dict[Key, list[str]], now: float) -> BatchResult:
@@ -131,7 +130,7 @@ class Batch:
             result.applied.extend(work.files)
             result.changes.extend(work.applied.changes)
             if work.record is not None:
-                changed |= lifecycle.sync_binding(fresh, work.key, work.record, repo)
+                changed |= rules.sync_binding(fresh, work.key, work.record, repo)
         if changed:
             self.store.save_bindings(fresh)
         grew = [w.applied.tokens_grew for w in self.works.values()
@@ -277,7 +276,7 @@ class SessionStore:
         with locks.locked(self.lock_file):
             gone: list[Key] = []
             for key, binding in self.load_bindings().items():
-                idle = lifecycle.idle_for(binding, now, seen_ago(key))
+                idle = rules.idle_for(binding, now, seen_ago(key))
                 if idle < stale_after:
                     stale_at = now - idle + stale_after
                     result.next_stale = min(result.next_stale or stale_at, stale_at)
@@ -310,7 +309,7 @@ class SessionStore:
         if endfacts.transcript_recent(record, now, stale_after):
             return False
         applied = Applied()
-        lifecycle.sweep_stale(record, now, applied)
+        rules.sweep_stale(record, now, applied)
         try:
             self.save_session(record, applied.trace)
         except (OSError, StoreError) as exc:

@@ -6,19 +6,11 @@ Those that start real processes; the rest run in process in tests/unit/test_agen
 from __future__ import annotations
 
 import os
-import stat
 from pathlib import Path
 
 from helpers import run_cli
 from sidecar.install import service
-
-
-def fake_host(folder: Path, name: str) -> Path:
-    folder.mkdir(parents=True, exist_ok=True)
-    path = folder / name
-    path.write_text("#!/bin/sh\nexit 0\n")
-    path.chmod(path.stat().st_mode | stat.S_IXUSR)
-    return path
+from support.fakes import fake_host
 
 
 def test_doctor_names_the_executable_and_the_variable_the_service_lacks(

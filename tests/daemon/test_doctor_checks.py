@@ -158,19 +158,19 @@ def test_a_daemon_that_cannot_act_for_the_workspace_reports_why_and_doctor_says_
         tmp_path, config_home):
     from sidecar.config import Config
     from sidecar.doctor import checks
-    from sidecar.followups import environment as runenv
+    from sidecar.followups import environment as followup_env
     from sidecar.hosts import registry
     from sidecar.layout import Workspace
 
     real = tmp_path / "real"
     (real / "ws").mkdir(parents=True)
     (tmp_path / "link").symlink_to(real)
-    report = runenv.report(Workspace(tmp_path / "link" / "ws"), Config())
+    report = followup_env.report(Workspace(tmp_path / "link" / "ws"), Config())
     assert report == {"error": f"{tmp_path / 'link'} is a symlink; a workspace is acted for "
                                "only through real folders (nothing was run)"}
-    gone = runenv.report(Workspace(tmp_path / "gone" / "ws"), Config())  # deleted meanwhile
+    gone = followup_env.report(Workspace(tmp_path / "gone" / "ws"), Config())  # deleted meanwhile
     assert gone == {"error": f"[Errno 2] No such file or directory: '{tmp_path / 'gone'}'"}
-    running = runenv.Reported(4242, {"PATH": ""}, (), report["error"])
+    running = followup_env.Reported(4242, {"PATH": ""}, (), report["error"])
     (config_home / "config.toml").write_text('[resume]\n"claude-code" = ["/bin/sh"]\n')
     [finding] = checks._agent_environment([registry.get("claude-code")], tmp_path, "linux",
                                           running)

@@ -9,13 +9,13 @@ import sys
 from test_hooks_daemon import command_hook, end_session, hook_status, set_hooks
 
 from helpers import run_cli, wait_until
-from sidecar.install import environment as agentenv
+from sidecar import envfile
 
 
 def test_a_line_that_is_not_utf8_is_reported_and_every_other_line_kept(tmp_path):
     path = tmp_path / "environment"
     path.write_bytes(b"ANTHROPIC_API_KEY=sk-1\nBAD=caf\xe9\nnot a line\nOPENAI_API_KEY=o\n")
-    read = agentenv.read_env_file(path)
+    read = envfile.read_env_file(path)
     assert read.variables == {"ANTHROPIC_API_KEY": "sk-1", "OPENAI_API_KEY": "o"}
     assert read.problems == (f"{path}: line 2 is not UTF-8 text; skipped",
                              f"{path}: line 3 is not KEY=value; skipped")
@@ -24,12 +24,12 @@ def test_a_line_that_is_not_utf8_is_reported_and_every_other_line_kept(tmp_path)
 def test_a_fifo_or_a_folder_as_the_environment_file_is_refused(tmp_path):
     path = tmp_path / "environment"
     os.mkfifo(path)
-    read = agentenv.read_env_file(path)  # no writer: a blocking read would wait forever
+    read = envfile.read_env_file(path)  # no writer: a blocking read would wait forever
     assert read.variables == {}
     assert read.problems == (f"{path} is not a regular file; no variable was read from it",)
     os.unlink(path)
     path.mkdir()
-    assert agentenv.read_env_file(path).problems == (
+    assert envfile.read_env_file(path).problems == (
         f"{path} is not a regular file; no variable was read from it",)
 
 
@@ -63,8 +63,8 @@ def test_a_fifo_as_the_environment_file_stops_neither_run_nor_doctor(
 
 def test_an_environment_file_too_large_to_be_one_is_refused_whole(tmp_path):
     path = tmp_path / "environment"
-    path.write_bytes(b"A=b\n" * (agentenv.MAX_ENV_BYTES // 4 + 1))
-    read = agentenv.read_env_file(path)
+    path.write_bytes(b"A=b\n" * (envfile.MAX_ENV_BYTES // 4 + 1))
+    read = envfile.read_env_file(path)
     assert read.variables == {}
     assert read.problems == (f"{path} is larger than 1024 KiB; no variable was read from it",)
 

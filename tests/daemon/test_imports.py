@@ -8,6 +8,8 @@ import sys
 
 import orjson
 
+from helpers import SIDECAR
+
 LOADED = ("import sys, json, sidecar.daemon.process; "
           "print(json.dumps(sorted(sys.modules)))")
 
@@ -19,3 +21,22 @@ def test_the_daemon_does_not_load_the_integration_code():
     assert "tomlkit" not in loaded
     assert [m for m in loaded if m == "sidecar.install" or m.startswith("sidecar.install.")] == []
     assert "sidecar.hosts.settings" not in loaded and "sidecar.cli" not in loaded
+
+
+LAUNCHED = ("import atexit, json, sys\n"
+            "atexit.register(lambda: print(json.dumps(sorted(sys.modules)), file=sys.stderr))\n"
+            "sys.argv = ['sidecar', 'run', '--help']\n"
+            "exec(compile(open(sys.argv_launcher).read(), 'sidecar', 'exec'))\n")
+
+
+def test_the_launcher_starts_the_daemon_without_the_rest_of_the_command_line():
+    """`sidecar run` is dispatched as `emit` is: the daemon's process imports neither the
+    integration code nor doctor nor the other commands."""
+    code = LAUNCHED.replace("sys.argv_launcher", repr(SIDECAR))
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, check=True, text=True)
+    assert "Usage: sidecar run" in result.stdout
+    loaded = orjson.loads(result.stderr.strip().splitlines()[-1])
+    assert [m for m in loaded if m.startswith("sidecar.cli.")] == ["sidecar.cli.common",
+                                                                   "sidecar.cli.run"]
+    assert not [m for m in loaded if m.startswith(("tomlkit", "sidecar.install", "sidecar.doctor",
+                                                   "sidecar.hosts.settings"))]

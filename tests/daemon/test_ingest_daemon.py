@@ -5,59 +5,25 @@ Those that start real processes; the rest run in process in tests/unit/test_inge
 
 from __future__ import annotations
 
-import os
 import shutil
 import time
 from pathlib import Path
 
-import orjson
 import pytest
 
 from helpers import read_json
 from sidecar import locks
-from sidecar.config import Config
 from sidecar.daemon import process as daemon_mod
-from sidecar.daemon.ingest import Ingestor
 from sidecar.daemon.instances import Identity
 from sidecar.daemon.workspace import STANDBY_RETRY, WorkspaceServer
-from sidecar.followups.queue import FollowUpQueue
-from sidecar.followups.store import HookStore
 from sidecar.layout import Workspace
-from sidecar.sessions.rules import harness_id
-from sidecar.sessions.store import SessionStore
-
-T0 = 1_795_900_000.0
-CONFIG = Config(reconcile_interval=2.0, sweep_interval=60.0, stale_after=3600.0)
+from support.ingest import CONFIG, T0, Fixture
+from support.stores import seeded_workspace
 
 
 @pytest.fixture
 def ws(tmp_path: Path) -> Workspace:
-    workspace = Workspace(tmp_path / "ws")
-    workspace.ensure_runtime()
-    HookStore(workspace, durable=False).seed(T0)
-    return workspace
-
-
-class Fixture:
-    def __init__(self, ws: Workspace) -> None:
-        self.ws = ws
-        self.sessions = SessionStore(ws, durable=False)
-        self.queue = FollowUpQueue(HookStore(ws, durable=False), "me")
-        self.reported: list = []
-        self.stop = False
-        self.ingest = Ingestor(self.sessions, self.queue, lambda: CONFIG, self.reported.extend,
-                               lambda: self.stop)
-
-    def drop(self, name: str, event: str, session: str, ts: float, mtime: float = T0 - 60,
-             **extra) -> Path:
-        path = self.ws.inbox / f"{name}.json"
-        payload = {"event": event, "session_id": session, "host": "t", "ts": ts, **extra}
-        path.write_bytes(orjson.dumps(payload))
-        os.utime(path, (mtime, mtime))
-        return path
-
-    def record(self, session: str):
-        return read_json(self.ws.session_dir(harness_id("t", session)) / "session.json")
+    return seeded_workspace(tmp_path / "ws", T0)
 
 
 @pytest.fixture

@@ -14,7 +14,7 @@ import time
 
 import pytest
 
-from helpers import run_cli, wait_until
+from helpers import record_service_tools, run_cli, wait_until
 from sidecar.install import service
 
 
@@ -41,19 +41,7 @@ def test_the_rendered_unit_passes_systemd_analyze_verify(tmp_path):
 
 @pytest.fixture
 def fake_tools(tmp_path, monkeypatch):
-    """systemctl, loginctl and launchctl that only record how they were called."""
-    bin_dir = tmp_path / "fakebin"
-    bin_dir.mkdir()
-    calls = tmp_path / "calls.log"
-    for tool in ("systemctl", "loginctl", "launchctl"):
-        script = bin_dir / tool
-        script.write_text(f'#!/bin/sh\necho "{tool} $*" >> {calls}\n'
-                          + ('[ "$1" = show-user ] && echo no\n' if tool == "loginctl" else "")
-                          + "exit 0\n")
-        script.chmod(0o755)
-    monkeypatch.setenv("PATH", f"{bin_dir}:{os.environ['PATH']}")
-    monkeypatch.delenv("XDG_CONFIG_HOME", raising=False)
-    return lambda: calls.read_text().splitlines() if calls.exists() else []
+    return record_service_tools(tmp_path, monkeypatch)
 
 
 def test_systemd_install_and_uninstall_run_the_exact_commands(tmp_path, fake_tools):

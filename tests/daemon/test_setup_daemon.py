@@ -10,20 +10,10 @@ import os
 import shutil
 import subprocess
 import sys
-from pathlib import Path
 
 import pytest
 
-from helpers import SIDECAR, read_json, run_cli, wait_until
-
-
-def no_manager_path(tmp_path: Path) -> str:
-    bin_dir = tmp_path / "nobus"
-    bin_dir.mkdir(exist_ok=True)
-    (bin_dir / "systemctl").write_text(
-        '#!/bin/sh\necho "Failed to connect to bus: No medium found" >&2\nexit 1\n')
-    (bin_dir / "systemctl").chmod(0o755)
-    return f"{bin_dir}:{Path(SIDECAR).parent}:{os.environ['PATH']}"
+from helpers import SIDECAR, no_manager_path, read_json, run_cli, wait_until
 
 
 def test_version():

@@ -13,8 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from helpers import SIDECAR, run_cli
-from sidecar.hosts import settings as integrate
+from helpers import run_cli
+from support.user_files import dotfile, sidecar_hooks, user_env
 
 
 def run(*args: str, cwd: Path, env: dict[str, str]):
@@ -25,25 +25,7 @@ def run(*args: str, cwd: Path, env: dict[str, str]):
 
 @pytest.fixture
 def env(tmp_path: Path) -> dict[str, str]:
-    home = tmp_path / "home"
-    home.mkdir()
-    return {"HOME": str(home), "XDG_CONFIG_HOME": "", "CODEX_HOME": str(home / ".codex"),
-            "PATH": f"{Path(SIDECAR).parent}:/usr/bin:/bin"}
-
-
-def sidecar_hooks(path: Path, comments: bool = False) -> list[str]:
-    settings = integrate.load_json(path, comments)
-    return [event for event, groups in settings.get("hooks", {}).items()
-            for group in groups for h in group["hooks"] if integrate.is_ours(h)]
-
-
-def dotfile(tmp_path: Path, name: str, content: str, mode: int) -> Path:
-    """A file kept in a dotfiles folder, as stow leaves it: the host's path is a link to it."""
-    target = tmp_path / "dotfiles" / name
-    target.parent.mkdir(exist_ok=True)
-    target.write_text(content)
-    target.chmod(mode)
-    return target
+    return user_env(tmp_path)
 
 
 def test_a_symlinked_gemini_settings_file_neither_crashes_integrate_nor_doctor(workspace, env,

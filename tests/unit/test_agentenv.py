@@ -6,32 +6,25 @@ In process; those that start real processes are in tests/daemon/test_agentenv_da
 from __future__ import annotations
 
 import os
-import stat
 from pathlib import Path
 
 from helpers import invoke
+from sidecar import envfile
 from sidecar.config import DEFAULT_RESUME, load_config
-from sidecar.install import environment as agentenv
+from sidecar.install import environment as service_env
 from sidecar.install import service
-
-
-def fake_host(folder: Path, name: str) -> Path:
-    folder.mkdir(parents=True, exist_ok=True)
-    path = folder / name
-    path.write_text("#!/bin/sh\nexit 0\n")
-    path.chmod(path.stat().st_mode | stat.S_IXUSR)
-    return path
+from support.fakes import fake_host
 
 
 def test_the_environment_file_reads_like_systemds(tmp_path):
     path = tmp_path / "environment"
     path.write_text("# keys for the agents\nANTHROPIC_API_KEY=sk-1\nexport OPENAI_API_KEY='sk 2'\n"
                     'GEMINI_API_KEY="g"\n; a comment\nnot a line\n')
-    read = agentenv.read_env_file(path)
+    read = envfile.read_env_file(path)
     assert read.variables == {"ANTHROPIC_API_KEY": "sk-1",
                               "OPENAI_API_KEY": "sk 2", "GEMINI_API_KEY": "g"}
     assert read.problems == (f"{path}: line 6 is not KEY=value; skipped",)
-    assert agentenv.read_env_file(tmp_path / "missing") == agentenv.EnvFile()
+    assert envfile.read_env_file(tmp_path / "missing") == envfile.EnvFile()
 
 
 def test_integrate_records_the_hosts_executable_and_keeps_the_users_config(
@@ -63,7 +56,7 @@ def test_the_unit_carries_the_installing_shells_path_and_the_environment_file(co
     unit = service.render_unit(Path("/opt/sidecar/bin/sidecar"), "/home/me/.local/bin:/usr/bin")
     assert 'Environment="PATH=/home/me/.local/bin:/usr/bin"' in unit
     assert f"EnvironmentFile=-{config_home / 'environment'}" in unit
-    assert agentenv.unit_environment(unit)["PATH"] == "/home/me/.local/bin:/usr/bin"
+    assert service_env.unit_environment(unit)["PATH"] == "/home/me/.local/bin:/usr/bin"
     plist = service.render_plist(Path("/opt/sidecar/bin/sidecar"), Path("/Users/me"),
                                  "/Users/me/bin:/usr/bin")
     assert "<key>PATH</key>\n        <string>/Users/me/bin:/usr/bin</string>" in plist
@@ -80,11 +73,11 @@ def test_doctor_names_the_variable_codexs_provider_needs(workspace, config_home,
     (codex_home / "config.toml").write_text(
         'model_provider = "stub"\n[model_providers.stub]\nenv_key = "STUB_KEY"\n')
     monkeypatch.setenv("CODEX_HOME", str(codex_home))
-    assert agentenv.needed(codex, os.environ, tmp_path / "home") == ("STUB_KEY",)
-    assert agentenv.needed(codex, {"HOME": str(tmp_path)}, tmp_path) == ()  # ~/.codex: none
-    assert agentenv.needed(registry.get("gemini"), os.environ, tmp_path / "home") == ()
-    found = agentenv.problems("codex", ("/bin/sh",), {"PATH": "/usr/bin"}, {},
-                              agentenv.needed(codex, os.environ, tmp_path / "home"))
+    assert service_env.needed(codex, os.environ, tmp_path / "home") == ("STUB_KEY",)
+    assert service_env.needed(codex, {"HOME": str(tmp_path)}, tmp_path) == ()  # ~/.codex: none
+    assert service_env.needed(registry.get("gemini"), os.environ, tmp_path / "home") == ()
+    found = service_env.problems("codex", ("/bin/sh",), {"PATH": "/usr/bin"}, {},
+                              service_env.needed(codex, os.environ, tmp_path / "home"))
     said = "codex: STUB_KEY is missing from the service's environment"
     assert any(said in f for f in found)
     # And through doctor's own check, with no unit installed (this shell's environment).

@@ -12,10 +12,10 @@ import pytest
 from helpers import invoke, read_json
 from sidecar.cli import common
 from sidecar.daemon.instances import Identity, Membership
-from sidecar.doctor.findings import Finding
 from sidecar.followups.model import new_hook
 from sidecar.followups.queue import FollowUpQueue
 from sidecar.followups.store import HookStore
+from sidecar.hosts.base import Finding
 from sidecar.inbox.events import parse
 from sidecar.install import service as service_mod
 from sidecar.sessions.store import SessionStore

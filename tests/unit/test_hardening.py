@@ -16,7 +16,6 @@ import pytest
 from helpers import invoke, read_json, trust_commands
 from sidecar import locks
 from sidecar.config import Config
-from sidecar.daemon.ingest import Ingestor
 from sidecar.followups.model import new_hook
 from sidecar.followups.queue import FollowUpQueue
 from sidecar.followups.store import HookStore
@@ -25,28 +24,23 @@ from sidecar.layout import Workspace
 from sidecar.sessions import rules
 from sidecar.sessions.rules import harness_id
 from sidecar.sessions.store import SessionStore
+from support import stores
+from support.stores import ingestor, seeded_workspace
 
 T0 = 1_795_900_000.0
 
 
 @pytest.fixture
 def ws(tmp_path) -> Workspace:
-    workspace = Workspace(tmp_path / "ws")
-    workspace.ensure_runtime()
-    HookStore(workspace, durable=False).seed(T0)
-    return workspace
-
-
-def ingestor(ws: Workspace) -> Ingestor:
-    store = SessionStore(ws, durable=False)
-    return Ingestor(store, FollowUpQueue(HookStore(ws, durable=False), "me"),
-                    lambda: Config(), lambda changes: None)
+    return seeded_workspace(tmp_path / "ws", T0)
 
 
 def drop(ws: Workspace, name: str, data: bytes, mtime: float = T0 - 60) -> None:
-    path = ws.inbox / name
-    path.write_bytes(data)
-    os.utime(path, (mtime, mtime))
+    stores.drop(ws, name, data, mtime)
+
+
+
+
 
 
 def record(ws: Workspace, session: str, host: str = "t"):

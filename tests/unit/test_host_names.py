@@ -16,6 +16,8 @@ import tokenize
 from helpers import REPO
 
 PACKAGE = REPO / "sidecar"
+# String text: f-strings come as FSTRING_MIDDLE tokens from Python 3.12 on.
+TEXT = {tokenize.STRING} | ({tokenize.FSTRING_MIDDLE} if hasattr(tokenize, "FSTRING_MIDDLE") else set())
 HOST_NAME = re.compile(r"claude|codex|gemini|opencode|hermes", re.IGNORECASE)
 
 
@@ -36,7 +38,7 @@ def host_names_in_code(source: str) -> list[tuple[int, str]]:
     docstrings = docstring_lines(source)
     found = []
     for token in tokenize.generate_tokens(io.StringIO(source).readline):
-        if token.type == tokenize.NAME or (token.type == tokenize.STRING
+        if token.type == tokenize.NAME or (token.type in TEXT
                                            and token.start[0] not in docstrings):
             if HOST_NAME.search(token.string):
                 found.append((token.start[0], token.string))

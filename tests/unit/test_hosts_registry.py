@@ -11,10 +11,12 @@ import pytest
 
 from helpers import fixture_payload
 from sidecar.config import ConfigError, parse_config
+from sidecar.envfile import EnvFile
+from sidecar.followups.actions import Firing
 from sidecar.hosts import registry
 from sidecar.hosts.base import EndFacts, Host
 from sidecar.inbox.events import HOST_NAME, parse
-from sidecar.install.environment import EnvFile
+from sidecar.layout import Workspace
 from sidecar.vocabulary import EventKind
 
 HOSTS = registry.hosts()
@@ -46,7 +48,9 @@ def test_every_host_declares_its_events_as_event_kinds(host):
 
 
 @pytest.mark.parametrize("host", INTEGRABLE, ids=lambda h: h.name)
-def test_every_integrable_host_declares_the_whole_protocol(host, tmp_path):
+def test_every_integrable_host_declares_the_whole_protocol(host, tmp_path, monkeypatch):
+    for variable in ("CODEX_HOME", "XDG_CONFIG_HOME"):  # a host's home is the one given here
+        monkeypatch.delenv(variable, raising=False)
     assert host.executable and host.resume and host.resume[0] == host.executable
     assert "{session_id}" in " ".join(host.resume)
     assert host.key_variables and host.integrate_help and host.id_shape is not None
@@ -71,6 +75,18 @@ def test_a_hosts_options_are_placeholders_of_its_resume_with_a_valid_default(hos
         assert option.default in option.choices
     keys = [option.key for h in HOSTS for option in h.options]
     assert len(keys) == len(set(keys))  # one config.toml key, one host
+    names = [option.name for h in HOSTS for option in h.options]
+    assert len(names) == len(set(names))  # one placeholder, one option
+
+
+def test_no_option_can_stand_in_for_a_firings_own_value(tmp_path):
+    """An option named like a firing's own placeholder is filled with the firing's value."""
+    firing = Firing(hook_id="h", host="claude-code", session_id="s-1", harness_session_id="x",
+                    prompt="the prompt", prompt_file=None, cwd=tmp_path,
+                    options={"session_id": "forged", "prompt": "forged", "sandbox": "on"})
+    filled = firing.placeholders(Workspace(tmp_path))
+    assert filled["{session_id}"] == "s-1" and filled["{prompt}"] == "the prompt"
+    assert filled["{sandbox}"] == "on"
 
 
 def test_hermes_on_session_end_ends_a_turn_for_hermes_and_only_for_hermes():

@@ -14,7 +14,7 @@ import pytest
 
 from helpers import SIDECAR, invoke, read_json
 from sidecar.hosts import claude_code, codex_hooks
-from sidecar.hosts import settings as integrate
+from sidecar.hosts import settings as settings_mod
 
 USER_SETTINGS = {
     "model": "opus",
@@ -31,7 +31,7 @@ USER_SETTINGS = {
 
 def ours(settings: dict) -> list[tuple[str, str]]:
     return [(event, h["command"]) for event, groups in settings.get("hooks", {}).items()
-            for g in groups for h in g["hooks"] if integrate.is_ours(h)]
+            for g in groups for h in g["hooks"] if settings_mod.is_ours(h)]
 
 
 def test_claude_code_keeps_everything_else_and_upgrades_its_old_entry(workspace):
@@ -212,3 +212,19 @@ def test_claude_code_goes_where_it_belongs_and_shared_settings_resolve_on_any_ma
     assert {cmd for _, cmd in ours(read_json(committed))} == {"sidecar emit --source claude-code"}
 
 
+
+
+def test_an_integration_whose_sidecar_cannot_be_found_changes_nothing_even_with_init(
+        tmp_path, config_home, monkeypatch):
+    """The hooks would call a `sidecar` by its absolute path: where none can be found, the
+    command stops before `--init` makes and registers a workspace."""
+    project = tmp_path / "project"
+    project.mkdir()
+    monkeypatch.setattr("sys.executable", str(tmp_path / "nowhere" / "python"))
+    result = invoke("integrate", "claude-code", "--init", cwd=project,
+                    env={"PATH": str(tmp_path / "empty")})
+    assert result.returncode == 1
+    assert result.stderr == b"sidecar: cannot find the `sidecar` command; install the package first\n"
+    assert not (project / ".context").exists() and not (project / ".claude").exists()
+    registry = config_home / "workspaces.json"
+    assert not registry.exists() or str(project) not in registry.read_text()

@@ -10,7 +10,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from sidecar.hosts import claude_code, jsonedit
-from sidecar.hosts import settings as integrate
+from sidecar.hosts import settings as settings_mod
 
 scalars = st.none() | st.booleans() | st.integers(-10**6, 10**6) | st.text(max_size=8)
 values = st.recursive(scalars, lambda inner: st.lists(inner, max_size=4)
@@ -31,13 +31,13 @@ def dumped(value, indent, newline: str) -> str:
 def test_sidecars_hooks_go_in_and_out_leaving_the_text_as_it_was(value, indent, newline):
     text = dumped(value, indent, newline)
     assert jsonedit.rewrite(text, copy.deepcopy(value)) == text  # no change, no edit
-    merged = integrate.merge_hooks(copy.deepcopy(value), claude_code.EVENTS,
+    merged = settings_mod.merge_hooks(copy.deepcopy(value), claude_code.EVENTS,
                                    "sidecar emit --source claude-code", "*", None)
     written = jsonedit.rewrite(text, merged)
     assert jsonedit.loads(written) == merged
     if "\r\n" in text:
         assert "\n" not in written.replace("\r\n", "")
-    back = integrate.merge_hooks(jsonedit.loads(written), claude_code.EVENTS, None, "*",
+    back = settings_mod.merge_hooks(jsonedit.loads(written), claude_code.EVENTS, None, "*",
                                  None)
     assert jsonedit.rewrite(written, back) == text
 

@@ -7,7 +7,7 @@ import itertools
 import orjson
 
 from sidecar.inbox.events import parse
-from sidecar.sessions import rules as lifecycle
+from sidecar.sessions import rules
 from sidecar.sessions.model import Bindings, SessionRecord
 from sidecar.sessions.rules import Applied, harness_id
 from sidecar.timeutil import iso
@@ -27,9 +27,9 @@ def run(*events, record=None):
     """Apply events in order to a record (a new one if none); returns it and what happened."""
     out = Applied()
     if record is None:
-        record = lifecycle.new_record(KEY, harness_id(*KEY), "/repo", events[0], out)
+        record = rules.new_record(KEY, harness_id(*KEY), "/repo", events[0], out)
     for event in events:
-        lifecycle.apply(record, event, out)
+        rules.apply(record, event, out)
     return record, out
 
 
@@ -55,7 +55,7 @@ def test_an_event_applied_before_changes_nothing():
     record, _ = run(start)
     before = record.to_json()
     out = Applied()
-    lifecycle.apply(record, start, out)
+    rules.apply(record, start, out)
     assert record.to_json() == before and not out.changed and not out.trace
 
 
@@ -71,7 +71,7 @@ def test_a_start_after_completion_reopens_and_older_events_are_traced_only():
 def test_activity_reopens_only_a_session_the_stale_sweep_completed():
     record, _ = run(ev("SessionStart"))
     out = Applied()
-    lifecycle.sweep_stale(record, T0 + 86400, out)
+    rules.sweep_stale(record, T0 + 86400, out)
     assert record.sidecar.completion_reason == STALE
     assert [(c.kind, c.reason) for c in out.changes] == [(EventKind.SESSION_END, STALE)]
     _, out = run(ev("Stop", T0 + 86401), record=record)
@@ -98,22 +98,22 @@ def test_tool_use_traces_the_tool_name_never_its_input():
 
 
 def test_the_replay_memory_keeps_a_whole_batch_even_past_its_cap():
-    events = [ev("Stop", T0 + i) for i in range(lifecycle.RECENT_EVENTS + 50)]
+    events = [ev("Stop", T0 + i) for i in range(rules.RECENT_EVENTS + 50)]
     record, _ = run(*events)
-    lifecycle.trim_recent(record, len(events))
+    rules.trim_recent(record, len(events))
     assert len(record.sidecar.recent_events) == len(events)
-    lifecycle.trim_recent(record, 1)
-    assert len(record.sidecar.recent_events) == lifecycle.RECENT_EVENTS
+    rules.trim_recent(record, 1)
+    assert len(record.sidecar.recent_events) == rules.RECENT_EVENTS
 
 
 def test_a_binding_exists_exactly_while_the_session_is_active():
     bindings = Bindings()
     record, _ = run(ev("SessionStart"))
-    assert lifecycle.sync_binding(bindings, KEY, record, "/repo")
+    assert rules.sync_binding(bindings, KEY, record, "/repo")
     assert bindings.get(KEY).harness_session_id == record.id
-    lifecycle.complete(record, T0 + 1, "done", None, Applied())
-    assert lifecycle.sync_binding(bindings, KEY, record, "/repo") and bindings.get(KEY) is None
-    assert not lifecycle.sync_binding(bindings, KEY, record, "/repo")
+    rules.complete(record, T0 + 1, "done", None, Applied())
+    assert rules.sync_binding(bindings, KEY, record, "/repo") and bindings.get(KEY) is None
+    assert not rules.sync_binding(bindings, KEY, record, "/repo")
 
 
 def test_records_keep_keys_they_do_not_know():

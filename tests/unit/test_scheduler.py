@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from sidecar.followups.decide import TRANSCRIPT_QUIET, Facts, decide, next_due
+from sidecar.followups.decide import TRANSCRIPT_QUIET, decide, next_due
 from sidecar.followups.model import QueueEntry, new_hook
+from sidecar.sessions.model import Facts
 from sidecar.timeutil import iso
 from sidecar.vocabulary import Verdict
 

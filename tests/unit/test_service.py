@@ -5,13 +5,12 @@ In process; those that start real processes are in tests/daemon/test_service_dae
 
 from __future__ import annotations
 
-import os
 import plistlib
 from pathlib import Path
 
 import pytest
 
-from helpers import invoke
+from helpers import invoke, record_service_tools
 from sidecar.daemon.sdnotify import Notifier
 from sidecar.install import service
 
@@ -32,19 +31,7 @@ def test_the_plist_round_trips_with_absolute_paths_and_a_matching_label(tmp_path
 
 @pytest.fixture
 def fake_tools(tmp_path, monkeypatch):
-    """systemctl, loginctl and launchctl that only record how they were called."""
-    bin_dir = tmp_path / "fakebin"
-    bin_dir.mkdir()
-    calls = tmp_path / "calls.log"
-    for tool in ("systemctl", "loginctl", "launchctl"):
-        script = bin_dir / tool
-        script.write_text(f'#!/bin/sh\necho "{tool} $*" >> {calls}\n'
-                          + ('[ "$1" = show-user ] && echo no\n' if tool == "loginctl" else "")
-                          + "exit 0\n")
-        script.chmod(0o755)
-    monkeypatch.setenv("PATH", f"{bin_dir}:{os.environ['PATH']}")
-    monkeypatch.delenv("XDG_CONFIG_HOME", raising=False)
-    return lambda: calls.read_text().splitlines() if calls.exists() else []
+    return record_service_tools(tmp_path, monkeypatch)
 
 
 def test_print_changes_nothing(tmp_path, config_home):

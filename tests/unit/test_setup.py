@@ -5,19 +5,7 @@ In process; those that start real processes are in tests/daemon/test_setup_daemo
 
 from __future__ import annotations
 
-import os
-from pathlib import Path
-
-from helpers import SIDECAR, invoke, read_json
-
-
-def no_manager_path(tmp_path: Path) -> str:
-    bin_dir = tmp_path / "nobus"
-    bin_dir.mkdir(exist_ok=True)
-    (bin_dir / "systemctl").write_text(
-        '#!/bin/sh\necho "Failed to connect to bus: No medium found" >&2\nexit 1\n')
-    (bin_dir / "systemctl").chmod(0o755)
-    return f"{bin_dir}:{Path(SIDECAR).parent}:{os.environ['PATH']}"
+from helpers import invoke, no_manager_path, read_json
 
 
 def test_uninstall_with_a_registry_it_cannot_read_purges_nothing(tmp_path, config_home, workspace):

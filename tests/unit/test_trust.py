@@ -6,8 +6,6 @@ In process; those that start real processes are in tests/daemon/test_trust_daemo
 from __future__ import annotations
 
 import os
-import subprocess
-from pathlib import Path
 
 import pytest
 
@@ -15,11 +13,6 @@ from helpers import invoke, read_json
 from sidecar.followups import trust
 from sidecar.followups.model import Run
 from sidecar.layout import Workspace
-
-
-def git(*args: str, cwd: Path) -> None:
-    subprocess.run(["git", "-c", "user.name=t", "-c", "user.email=t@t", *args], cwd=cwd,
-                   check=True, capture_output=True)
 
 
 def test_trust_is_per_workspace_and_per_exact_command(tmp_path, config_home):

@@ -16,9 +16,9 @@ from pathlib import Path
 
 import pytest
 
-from helpers import SIDECAR, invoke, read_json
+from helpers import invoke, read_json
 from sidecar.hosts import claude_code
-from sidecar.hosts import settings as integrate
+from support.user_files import dotfile, sidecar_hooks, user_env
 
 LAYOUTS = {
     "four spaces, one-line objects": (
@@ -44,16 +44,7 @@ def run(*args: str, cwd: Path, env: dict[str, str]):
 
 @pytest.fixture
 def env(tmp_path: Path) -> dict[str, str]:
-    home = tmp_path / "home"
-    home.mkdir()
-    return {"HOME": str(home), "XDG_CONFIG_HOME": "", "CODEX_HOME": str(home / ".codex"),
-            "PATH": f"{Path(SIDECAR).parent}:/usr/bin:/bin"}
-
-
-def sidecar_hooks(path: Path, comments: bool = False) -> list[str]:
-    settings = integrate.load_json(path, comments)
-    return [event for event, groups in settings.get("hooks", {}).items()
-            for group in groups for h in group["hooks"] if integrate.is_ours(h)]
+    return user_env(tmp_path)
 
 
 @pytest.mark.parametrize("layout", LAYOUTS)
@@ -90,15 +81,6 @@ def test_gemini_settings_with_comments_keep_them_and_come_back_whole(workspace, 
     assert len(sidecar_hooks(settings, comments=True)) == 5
     assert run("integrate", "gemini", "--uninstall", cwd=workspace.root, env=env).returncode == 0
     assert settings.read_text() == original
-
-
-def dotfile(tmp_path: Path, name: str, content: str, mode: int) -> Path:
-    """A file kept in a dotfiles folder, as stow leaves it: the host's path is a link to it."""
-    target = tmp_path / "dotfiles" / name
-    target.parent.mkdir(exist_ok=True)
-    target.write_text(content)
-    target.chmod(mode)
-    return target
 
 
 def test_a_symlinked_settings_file_is_edited_at_its_target_keeping_link_and_mode(

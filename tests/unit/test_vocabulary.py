@@ -11,13 +11,13 @@ from sidecar.followups import actions, model, store
 from sidecar.hosts import base, registry
 from sidecar.inbox import events
 from sidecar.install import service
-from sidecar.sessions import store as sessions
+from sidecar.sessions import store as session_store
 from sidecar.vocabulary import EventKind
 
 
 @pytest.mark.parametrize("error", [
     actions.ActionError, config.ConfigError, events.BadEvent, model.HooksError,
-    base.IntegrateError, locks.LockTimeout, service.ServiceError, sessions.StoreError,
+    base.IntegrateError, locks.LockTimeout, service.ServiceError, session_store.StoreError,
     service.NoServiceManager, store.PromptError, layout.TamperedRuntime, layout.UnconfinedName,
     jsonfile.NotARegularFile,
 ])

@@ -1,0 +1,1 @@
+"""Scenario builders a unit test and its daemon twin share."""

@@ -1,0 +1,35 @@
+"""One workspace's stores, in process: a seeded workspace, its ingestor, an event dropped
+into its inbox. Shared by the unit tests and their daemon twins."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from sidecar.config import Config
+from sidecar.daemon.ingest import Ingestor
+from sidecar.followups.queue import FollowUpQueue
+from sidecar.followups.store import HookStore
+from sidecar.layout import Workspace
+from sidecar.sessions.store import SessionStore
+
+
+def seeded_workspace(root: Path, now: float) -> Workspace:
+    """A workspace with its runtime and the seeded hooks, as `sidecar init` leaves it."""
+    workspace = Workspace(root)
+    workspace.ensure_runtime()
+    HookStore(workspace, durable=False).seed(now)
+    return workspace
+
+
+def ingestor(ws: Workspace) -> Ingestor:
+    store = SessionStore(ws, durable=False)
+    return Ingestor(store, FollowUpQueue(HookStore(ws, durable=False), "me"),
+                    lambda: Config(), lambda changes: None)
+
+
+def drop(ws: Workspace, name: str, data: bytes, mtime: float) -> None:
+    """An event file in the inbox, as old as `mtime` says."""
+    path = ws.inbox / name
+    path.write_bytes(data)
+    os.utime(path, (mtime, mtime))
