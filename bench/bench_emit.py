@@ -8,7 +8,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from common import FIXTURES, SIDECAR, report, sandbox, time_command
+from common import HOST_FIXTURES, SIDECAR, report, sandbox, time_command
 
 DOTCONTEXT_VERSION = "1.1.1"
 CACHE = Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache")) / "sidecar-bench"
@@ -29,7 +29,8 @@ def dotcontext_binary() -> Path | None:
 
 
 def main() -> None:
-    payload = (FIXTURES / "claude-code-2.1.328" / "PostToolUse.json").read_bytes()
+    recorded = HOST_FIXTURES / "claude_code" / "fixtures" / "claude-code-2.1.328"
+    payload = (recorded / "PostToolUse.json").read_bytes()
     with sandbox() as (root, env):
         (root / ".context" / "docs").mkdir()
         (root / ".context" / "docs" / "README.md").write_text("# docs\n")

@@ -16,7 +16,8 @@ from pathlib import Path
 
 BIN = Path(sys.executable).parent
 SIDECAR = str(BIN / "sidecar")
-FIXTURES = Path(__file__).resolve().parent.parent / "tests" / "fixtures"
+# The hosts' recorded payloads, beside their end-to-end tests.
+HOST_FIXTURES = Path(__file__).resolve().parent.parent / "tests" / "e2e"
 
 
 @contextmanager

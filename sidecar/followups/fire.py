@@ -94,7 +94,8 @@ class FollowUps:
         first, here, outside the queue's lock: its runner started and runs on (adopted), or
         it ended, or now never will start (its outcome recorded, once)."""
         settled: dict[str, Settled] = {}
-        unsettled = self.queue.unsettled(self.is_alive_instance, now)
+        pending = self.queue.view(now).pending  # read once; `recover` edits under the lock
+        unsettled = self.queue.unsettled(self.is_alive_instance, now, pending)
         runs_as = owner.runs_as(self.ws) if unsettled else 0
         for entry in unsettled:
             log_path = self.ws.firing_log(entry.hook_id, entry.log or "")
@@ -102,7 +103,7 @@ class FollowUps:
             proc = actions.settle_start(log_path, runs_as)  # started, or now never will
             settled[entry.id] = Settled(proc, "" if proc else actions.outcome(log_path),
                                         entry.log)
-        return self.queue.recover(self.is_alive_instance, now, settled)
+        return self.queue.recover(self.is_alive_instance, now, settled, pending)
 
     def clock_stepped(self, jump: float) -> None:
         """The wall clock was stepped by `jump` seconds: a running action's actionTimeout and

@@ -223,23 +223,26 @@ class FollowUpQueue:
 
         return self.store.change(now, edit)
 
-    def unsettled(self, is_alive: Callable[[str], bool], now: float) -> list[QueueEntry]:
+    def unsettled(self, is_alive: Callable[[str], bool], now: float,
+                  pending: list[QueueEntry] | None = None) -> list[QueueEntry]:
         """Claims of dead instances whose action may have started without its start being
-        recorded: each must be settled (`Settled`) before `recover` adopts or drops it."""
+        recorded: each must be settled (`Settled`) before `recover` adopts or drops it.
+        (`pending`: the queue as just read, so that one recovery reads hooks.json once.)"""
         ws, mine = self.store.ws, self.instance_id
-        return [copy.copy(e) for e in self.view(now).pending
+        return [copy.copy(e) for e in (self.view(now).pending if pending is None else pending)
                 if e.claimed_by and e.claimed_by != mine and e.run is None
                 and ws.firing_log(e.hook_id, e.log or "") and not is_alive(e.claimed_by)]
 
     def recover(self, is_alive: Callable[[str], bool], now: float,
-                settled: Mapping[str, Settled] | None = None) -> list[QueueEntry]:
+                settled: Mapping[str, Settled] | None = None,
+                pending: list[QueueEntry] | None = None) -> list[QueueEntry]:
         """Take over the firings other instances left: adopt those whose action started (it
         runs on without them), and record as interrupted those claimed by a dead instance
         before their action started (ambiguous: at most once wins); a claim that may have
         started is adopted or dropped as `settled` (by entry id) says, else left for the next
         recovery. Returns the adopted."""
         mine = self.instance_id
-        pending = self.view(now).pending
+        pending = self.view(now).pending if pending is None else pending
         if not any(e.claimed_by and e.claimed_by != mine and (e.run or not is_alive(e.claimed_by))
                    for e in pending):
             return []
