@@ -45,13 +45,6 @@ def _options(version: bool = typer.Option(False, "--version", callback=_print_ve
     """sidecar: owns the session lifecycle of AI coding agents, beside them."""
 
 
-def load_config() -> config_mod.Config:
-    try:
-        return config_mod.load_config()
-    except config_mod.ConfigError as exc:
-        fail(str(exc), USAGE)
-
-
 @app.command()
 def init(directory: Path = typer.Argument(Path("."), help="The workspace folder.")) -> None:
     """Create the layout, the default hook and prompt, and register the workspace."""
