@@ -11,6 +11,7 @@ CODEX_VERSION=0.169.0
 GEMINI_VERSION=0.61.0
 OPENCODE_VERSION=1.18.33
 HERMES_VERSION=0.19.0
+QWEN_VERSION=0.24.4
 PYTHON="${PYTHON:-python3}"
 mkdir -p "$CACHE"
 
@@ -38,6 +39,7 @@ if command -v npm >/dev/null 2>&1; then
     npm_host codex @openai/codex "$CODEX_VERSION" codex
     npm_host gemini-cli @google/gemini-cli "$GEMINI_VERSION" gemini
     npm_host opencode opencode-ai "$OPENCODE_VERSION" opencode
+    npm_host qwen @qwen-code/qwen-code "$QWEN_VERSION" qwen
 else
     echo "install-hosts: npm not found; end-to-end tests with the npm hosts will skip" >&2
 fi
@@ -59,4 +61,11 @@ if ! ls /usr/lib/*/faketime/libfaketimeMT.so.1 /usr/lib/faketime/libfaketimeMT.s
         && command -v apt-get >/dev/null 2>&1 && [ "$(id -u)" = 0 ]; then
     echo "install-hosts: installing libfaketime (for tests/daemon/test_clocks.py)" >&2
     apt-get update -qq >/dev/null && apt-get install -y -qq faketime libfaketime >/dev/null || true
+fi
+
+# Qwen Code's end-to-end test drives its interactive UI in a terminal multiplexer (only there
+# does /quit fire its SessionEnd).
+if ! command -v tmux >/dev/null 2>&1 && command -v apt-get >/dev/null 2>&1 && [ "$(id -u)" = 0 ]; then
+    echo "install-hosts: installing tmux (for Qwen Code's interactive end-to-end test)" >&2
+    apt-get update -qq >/dev/null && apt-get install -y -qq tmux >/dev/null || true
 fi

@@ -15,6 +15,7 @@ import time
 import pytest
 from test_gemini_e2e import GEMINI_VERSION, MODEL, gemini_env
 from test_opencode_e2e import OPENCODE_VERSION, opencode_setup
+from test_qwen_e2e import QWEN_VERSION, assert_is_the_real_cli, qwen_env
 
 from helpers import npm_host, read_json, run_cli, wait_until
 from stubs.anthropic_stub import AnthropicStub
@@ -112,4 +113,28 @@ def test_opencode_killed_with_sigterm(workspace, start_daemon, tmp_path):
             assert run.wait(10) == -signal.SIGTERM  # it died of the signal, sending no end
         finally:
             run.kill()
+            run.wait()
+
+
+def test_qwen_code_killed_with_sigkill(workspace, start_daemon, tmp_path):
+    qwen = npm_host("qwen", QWEN_VERSION, "qwen")
+    with ChatStub() as stub:
+        stub.hold()
+        env = qwen_env(tmp_path, stub.url)
+        assert run_cli("integrate", "qwen", env=env).returncode == 0
+        daemon = start_daemon(workspace.root)
+        run = subprocess.Popen([str(qwen), "a long task"], cwd=workspace.root,
+                               env={**os.environ, **env}, stdin=subprocess.DEVNULL,
+                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                               start_new_session=True)
+
+        def kill(pid):
+            # The hooks' host is the innermost CLI, below the launcher and a middle node.
+            assert_is_the_real_cli(pid)
+            os.kill(pid, signal.SIGKILL)
+
+        try:
+            assert_ends_as_host_exit(workspace, start_daemon, daemon, "qwen", kill)
+        finally:
+            os.killpg(run.pid, signal.SIGKILL)
             run.wait()

@@ -66,9 +66,20 @@ def assert_prompt_arrived_exactly(request: dict[str, Any]) -> None:
     assert PROMPT in texts or PROMPT + "\n" in texts, texts
 
 
+def carries_marker(request: dict[str, Any], latest_user_only: bool) -> bool:
+    """Whether a model request carries the follow-up's prompt: anywhere in it, or (for a host
+    whose own later requests send the whole conversation again, such as Qwen Code's memory
+    extraction after every turn) in its latest user message, where a turn's prompt goes."""
+    if latest_user_only:
+        return any(MARKER in text for text in user_texts(request["body"]))
+    return MARKER in json.dumps(request["body"])
+
+
 def assert_whole_lifecycle(ws: Any, record_path: Path, requests: list[dict[str, Any]],
-                           first_prompt: str, end_reason: str | None = None) -> dict[str, Any]:
-    """Everything a user is promised about one session and its follow-up; returns the record."""
+                           first_prompt: str, end_reason: str | None = None,
+                           latest_user_only: bool = False) -> dict[str, Any]:
+    """Everything a user is promised about one session and its follow-up; returns the record.
+    `latest_user_only`: the resumed turn is told by its latest user message (carries_marker)."""
     record = read(record_path)
     meta = record["metadata"]["sidecar"]
     assert record["status"] == "completed", record
@@ -78,7 +89,7 @@ def assert_whole_lifecycle(ws: Any, record_path: Path, requests: list[dict[str, 
     hook = post_task(ws)
     assert [h["status"] for h in hook["history"]] == ["ok"], hook["history"]
     assert hook["history"][0]["sessionId"] == record["metadata"]["hostSessionId"]
-    resumed = [r for r in requests if MARKER in json.dumps(r["body"])]
+    resumed = [r for r in requests if carries_marker(r, latest_user_only)]
     assert len(resumed) == 1, f"{len(resumed)} resumed requests reached the model"
     assert first_prompt in json.dumps(resumed[0]["body"]), "the resumed run lost the earlier turn"
     assert_prompt_arrived_exactly(resumed[0])
