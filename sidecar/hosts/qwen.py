@@ -64,8 +64,11 @@ def _telemetry(entry: dict[str, Any]) -> dict[str, Any] | None:
 
 
 def error_kind(event: dict[str, Any]) -> str:
-    """The canonical kind of a refused call (vocabulary.LIMIT_ERRORS for a rate limit)."""
-    if event.get("status_code") == 429 or event.get("error_type") == "RateLimitError":
+    """The canonical kind of a refused call, as Qwen Code names it in StopFailure
+    (classifyApiError): a 429, or a text that says "rate limit", is `rate_limit`."""
+    message = event.get("error_message")
+    if event.get("status_code") == 429 or event.get("error_type") == "RateLimitError" or (
+            isinstance(message, str) and "rate limit" in message.lower()):
         return "rate_limit"
     return str(event.get("error_type") or "unknown")
 

@@ -3,23 +3,28 @@
 `sidecar integrate qwen` writes the user's hooks. The first run is Qwen Code's interactive UI,
 driven in tmux, whose `/quit` fires its own SessionEnd; `post-task` then resumes the session
 once with the default resume command, a one-shot run, which never fires SessionEnd: its end is
-the process watch (the CLI's exit). tests/e2e/test_host_exit_e2e.py SIGKILLs a one-shot run
+the process watch (the CLI's exit). A one-shot run refused with 429s is stopped by its user
+and resumed once the limit resets. tests/e2e/test_host_exit_e2e.py SIGKILLs a one-shot run
 mid-turn.
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
+import os
 import shlex
 import shutil
+import signal
 import subprocess
+import time
 from pathlib import Path
 
 import pytest
 
 from helpers import npm_host, read_json, run_cli, wait_until
 from sidecar.hosts import registry
-from stubs.chat_stub import ChatStub
+from stubs.chat_stub import ChatStub, LimitedChatStub
 from stubs.lifecycle import (
     MARKER,
     assert_whole_lifecycle,
@@ -27,6 +32,7 @@ from stubs.lifecycle import (
     prepare_post_task,
     set_resume,
     settled,
+    user_texts,
 )
 
 pytestmark = pytest.mark.e2e
@@ -143,8 +149,69 @@ def test_a_qwen_session_ends_on_quit_and_is_resumed_once(workspace, start_daemon
     # follow-up's prompt too), under an instruction of its own as the latest user message.
     assert_whole_lifecycle(workspace, record, requests, "remember banana",
                            end_reason="host-exited", latest_user_only=True)
+    # Its chat file's token figures: the stub's 10 in and 3 out, for each of the two turns.
+    tokens = read_json(record)["metadata"]["sidecar"]["tokens"]
+    assert tokens == {"input": 20, "output": 6, "cacheRead": 0, "cacheWrite": 0}
     others = [r for r in requests if MARKER in json.dumps(r["body"]) and not carries_marker(r, True)]
     assert others and all("memory" in json.dumps(r["body"]).lower() for r in others)
     assert read_json(settings)["$version"] == 4  # Qwen Code's own addition, which we keep
     assert run_cli("integrate", "qwen", "--uninstall", env=env).returncode == 0
     assert "hooks" not in read_json(settings)
+
+
+def test_a_qwen_turn_refused_by_a_rate_limit_is_resumed_once_it_resets(
+        workspace, start_daemon, config_home, tmp_path):
+    """A one-shot run refused with 429s keeps retrying for many minutes and fires no hook for
+    it; the user stops it. Its chat file says the last call was refused on a rate limit, so
+    the end (the process watch) queues no post-task, and resume-after-limit resumes the same
+    session once the stated reset has come."""
+    qwen = npm_host("qwen", QWEN_VERSION, "qwen")
+    prepare_post_task(workspace, delay=1)
+    assert run_cli("hooks", "enable", "resume-after-limit", cwd=workspace.root).returncode == 0
+    with open(config_home / "config.toml", "a") as config:
+        config.write("limitBackoffScale = 0.01\n")  # the minute after a stated reset: 0.6 s
+    set_resume(config_home, "qwen", [str(qwen), *registry.get("qwen").resume[1:]])
+    with LimitedChatStub("Rate limit reached for requests. Please try again in 3s.") as stub:
+        env = qwen_env(tmp_path, stub.url)
+        assert run_cli("integrate", "qwen", env=env).returncode == 0
+        start_daemon(workspace.root, env=env)
+        run = subprocess.Popen([str(qwen), "remember banana"], cwd=workspace.root,
+                               env={**os.environ, **env}, stdin=subprocess.DEVNULL,
+                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                               start_new_session=True)
+        try:
+            record = wait_until(lambda: active_session(workspace, "qwen"), 60, 0.2)
+            meta = read_json(record)["metadata"]
+            chat = Path(meta["sidecar"]["transcriptPath"])
+            wait_until(lambda: chat.exists() and b"qwen-code.api_error" in chat.read_bytes(),
+                       60, 0.2)
+            os.kill(meta["sidecar"]["hostPid"], signal.SIGTERM)  # the user gives up waiting
+            assert run.wait(30) != 0
+        finally:
+            with contextlib.suppress(ProcessLookupError):  # the launcher exits with the CLI
+                os.killpg(run.pid, signal.SIGKILL)
+            run.wait()
+        stub.refusing = False  # the limit resets
+
+        def limit_hook():
+            return read_json(workspace.hooks_file)["hooks"]["resume-after-limit"]
+
+        wait_until(lambda: limit_hook()["lastStatus"] is not None and settled_queue(workspace),
+                   120, 0.2)
+        time.sleep(2)  # a wrong post-task (1 s delay) would be queued and fire by now
+        answered = [r for r in stub.requests[stub.refused:] if r["body"]]
+    session_id = meta["hostSessionId"]
+    assert [(h["status"], h["sessionId"]) for h in limit_hook()["history"]] == [("ok", session_id)]
+    resumed = [r for r in answered if any("Continue where you left off" in text
+                                          for text in user_texts(r["body"]))]
+    assert len(resumed) == 1 and "remember banana" in json.dumps(resumed[0]["body"])
+    assert read_json(workspace.hooks_file)["hooks"]["post-task"]["history"] == []
+    reasons = [(line["event"], line.get("data", {}).get("reason")) for line in trace(record)
+               if line["event"] in ("turn.failed", "session.completed")]
+    assert reasons[:2] == [("turn.failed", None), ("session.completed", "host-exited")]
+    final = read_json(record)
+    assert final["status"] == "completed" and "limit" not in final["metadata"]["sidecar"]
+
+
+def settled_queue(workspace) -> bool:
+    return not read_json(workspace.hooks_file)["pending"] and not list(workspace.inbox.glob("*.json"))
