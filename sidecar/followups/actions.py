@@ -77,6 +77,11 @@ class ActionError(SidecarError):
     """The action cannot be started; the message becomes the hook's `lastStatus`."""
 
 
+class CannotResume(ActionError):
+    """The host cannot resume a session unattended, and config.toml names no command that
+    does (`Host.resume_refusal`): the follow-up is skipped, not failed."""
+
+
 PLACEHOLDER = re.compile(r"\{[a-z_]+\}")
 STDIN = "<"  # a template element `<{prompt}`: not an argument, the program's standard input
 
@@ -103,6 +108,10 @@ def build_argv(action: str | list[str], firing: Firing, resume: Mapping[str, Seq
                ws: Workspace) -> Command:
     if action == "resume":
         template = resume.get(firing.host)
+        known = registry.find(firing.host)
+        refusal = known.resume_refusal() if known is not None and template is None else None
+        if refusal is not None:
+            raise CannotResume(refusal)
         if template is None:
             raise ActionError(f"no resume command for host {firing.host!r} "
                               "(set [resume] in config.toml)")

@@ -189,7 +189,8 @@ class FollowUps:
             proc = actions.start(command.argv, firing.cwd, firing.environment(self.ws, base),
                                  log_path, account, command.stdin)
         except ActionError as exc:
-            self.finish(entry, f"error: {exc}", log_path if log_path.exists() else None)
+            outcome = "skipped" if isinstance(exc, actions.CannotResume) else "error"
+            self.finish(entry, f"{outcome}: {exc}", log_path if log_path.exists() else None)
             return
         # The one ambiguous window: between the claim and this write, a death of this instance
         # leaves a firing nobody can tell ran or not (recorded `error: interrupted`).
