@@ -87,9 +87,11 @@ def fields(payload: Mapping[str, Any]) -> dict[str, str]:
     found: dict[str, str] = {}
     event = BY_HOOK_NAME.get(str(payload.get("hookName")))
     session = _inner(payload, "sessionContext", "rootSessionId")
-    if event is None or session is None:
+    if event is None:
         return found  # not a hook's payload (`sidecar emit --source cline` by hand, say)
-    found.update(event=event, session_id=session)
+    found["event"] = event
+    if session is not None:
+        found["session_id"] = session
     roots = payload.get("workspaceRoots")
     if isinstance(roots, list) and roots and _text(roots[0]):
         found["cwd"] = roots[0]
