@@ -104,12 +104,18 @@ class Command:
     stdin: str | None = None
 
 
+def resume_refusal(host: str, resume: Mapping[str, Sequence[str]]) -> str | None:
+    """Why a resume of `host` is skipped: it cannot resume unattended, and `[resume]` names
+    no command of the user's for it. None: it has a command (or a missing one is an error)."""
+    known = registry.find(host)
+    return known.resume_refusal() if known is not None and host not in resume else None
+
+
 def build_argv(action: str | list[str], firing: Firing, resume: Mapping[str, Sequence[str]],
                ws: Workspace) -> Command:
     if action == "resume":
         template = resume.get(firing.host)
-        known = registry.find(firing.host)
-        refusal = known.resume_refusal() if known is not None and template is None else None
+        refusal = resume_refusal(firing.host, resume)
         if refusal is not None:
             raise CannotResume(refusal)
         if template is None:
