@@ -15,6 +15,7 @@ through a link.
 from __future__ import annotations
 
 import logging
+import math
 import os
 import stat
 from collections.abc import Callable
@@ -76,6 +77,7 @@ class RecordedEnds:
         self.interval = interval
         self.soon: dict[Key, list[float]] = {}  # the looks due after a turn end
         self.started: dict[Key, float] = {}  # when its latest run began, as far as seen here
+        self.tracked: set[Key] = set()  # the live sessions of such hosts, as far as known
         self.next_round = 0.0  # every live session of such a host: at once, then each interval
 
     def note(self, changes: list[SessionChange]) -> None:
@@ -87,13 +89,19 @@ class RecordedEnds:
             if change.kind == EventKind.SESSION_END:
                 self.soon.pop(key, None)
                 self.started.pop(key, None)
-            elif change.kind == EventKind.SESSION_START:
+                self.tracked.discard(key)
+                continue
+            self.tracked.add(key)
+            if change.kind == EventKind.SESSION_START:
                 self.started[key] = max(change.ts, self.started.get(key, change.ts))
             elif change.kind in (EventKind.TURN_END, EventKind.TURN_FAILED):
                 self.soon[key] = [change.ts + delay for delay in LOOKS_AFTER_TURN]
 
     def due(self) -> float:
-        return min([self.next_round, *(looks[0] for looks in self.soon.values())])
+        """When to look next: a workspace with no live session of such a host is not woken
+        for it (its first round, at start, finds what a restart left live)."""
+        rounds = self.next_round if self.tracked or not self.next_round else math.inf
+        return min([rounds, *(looks[0] for looks in self.soon.values())])
 
     def ended(self, now: float) -> list[tuple[Key, RecordedEnd]]:
         """Each session due a look whose host says it has ended (it is not looked at again)."""
@@ -105,7 +113,8 @@ class RecordedEnds:
                 del self.soon[key]
         if now >= self.next_round:
             self.next_round = now + self.interval()
-            keys += [key for key in self.live() if records_ends(key[0]) and key not in keys]
+            self.tracked = {key for key in self.live() if records_ends(key[0])}
+            keys += [key for key in sorted(self.tracked) if key not in keys]
         if not keys:
             return []
         try:
@@ -121,6 +130,7 @@ class RecordedEnds:
                 continue  # the end of an earlier run, which a resumed one has not rewritten yet
             if end is not None:
                 self.soon.pop(key, None)
+                self.tracked.discard(key)
                 found.append((key, end))
         return found
 

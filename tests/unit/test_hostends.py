@@ -4,6 +4,8 @@ never again once ended, and never taking an earlier run's end for a resumed one'
 
 from __future__ import annotations
 
+import math
+
 import pytest
 
 from sidecar.daemon.hostends import LOOKS_AFTER_TURN, RecordedEnds
@@ -50,7 +52,7 @@ def test_a_turn_end_is_followed_by_two_looks_then_the_rounds(tmp_path, asked):
     assert watch.due() == T0 + 10 + LOOKS_AFTER_TURN[1]
     asked["answers"]["1_a"] = RecordedEnd("completed", "/m.json", T0 + 12)
     assert watch.ended(T0 + 15) == [(KEY, RecordedEnd("completed", "/m.json", T0 + 12))]
-    assert watch.due() == T0 + 60  # the next round only
+    assert watch.due() == math.inf  # ended: nothing left to look at
 
 
 def test_every_round_asks_the_live_sessions_of_such_hosts_only(tmp_path, asked):
@@ -71,11 +73,17 @@ def test_an_ended_session_is_not_looked_at_again(tmp_path, asked):
     assert asked["asked"] == []
 
 
-def test_other_hosts_turn_ends_ask_nothing(tmp_path, asked):
+def test_other_hosts_turn_ends_ask_nothing_and_wake_nothing(tmp_path, asked):
     watch = ends(tmp_path)
+    assert watch.due() == 0.0  # the first round, at once: what a restart left live
     watch.ended(T0)
+    assert watch.due() == math.inf  # no live session of such a host: nothing to wake for
     watch.note([change(EventKind.TURN_END, host="claude-code")])
-    assert watch.due() == T0 + 60
+    assert watch.due() == math.inf
+    watch.note([change(EventKind.SESSION_START)])
+    assert watch.due() == T0 + 60  # a live Cline session: the rounds go on
+    watch.note([change(EventKind.SESSION_END, T0 + 1)])
+    assert watch.due() == math.inf
 
 
 def test_the_end_of_an_earlier_run_does_not_end_a_resumed_one(tmp_path, asked):
