@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# Installs, once, the real programs the end-to-end tests drive: Claude Code, Codex, Gemini CLI
-# and opencode (npm) and hermes-agent (its own virtual environment) into a cache folder, and
+# Installs, once, the real programs the end-to-end tests drive: Claude Code, Codex, Gemini CLI,
+# opencode and Cline (npm) and hermes-agent (its own virtual environment) into a cache folder, and
 # systemd-analyze and libfaketime (the clock tests step a daemon's wall clock). Where a
 # package manager is missing or an install fails it says so, and the tests that need that
 # host skip saying why.
@@ -12,6 +12,7 @@ GEMINI_VERSION=0.61.0
 OPENCODE_VERSION=1.18.33
 HERMES_VERSION=0.19.0
 QWEN_VERSION=0.24.4
+CLINE_VERSION=3.0.65
 PYTHON="${PYTHON:-python3}"
 mkdir -p "$CACHE"
 
@@ -40,6 +41,7 @@ if command -v npm >/dev/null 2>&1; then
     npm_host gemini-cli @google/gemini-cli "$GEMINI_VERSION" gemini
     npm_host opencode opencode-ai "$OPENCODE_VERSION" opencode
     npm_host qwen @qwen-code/qwen-code "$QWEN_VERSION" qwen
+    npm_host cline cline "$CLINE_VERSION" cline  # a 434 MB native binary
 else
     echo "install-hosts: npm not found; end-to-end tests with the npm hosts will skip" >&2
 fi

@@ -23,6 +23,7 @@ from sidecar import emit, locks
 from sidecar.config import Config
 from sidecar.daemon import instances
 from sidecar.daemon.clocksteps import StepDetector
+from sidecar.daemon.hostends import RecordedEnds
 from sidecar.daemon.hostwatch import HostWatch
 from sidecar.daemon.ingest import Ingestor
 from sidecar.daemon.instances import Identity, Membership
@@ -34,7 +35,8 @@ from sidecar.followups.queue import FollowUpQueue
 from sidecar.followups.store import HookStore
 from sidecar.layout import Workspace
 from sidecar.procwatch import Proc
-from sidecar.sessions.store import SessionStore
+from sidecar.sessions.model import Key
+from sidecar.sessions.store import SessionStore, StoreError
 from sidecar.vocabulary import HOST_EXITED, Fired, SessionChange
 
 log = logging.getLogger("sidecar")
@@ -78,6 +80,8 @@ class WorkspaceServer:
         self.leader: IO[bytes] | None = None
         self.watch = watch  # the process watch: tells `notice_host_exit` when a host is gone
         self.hosts = HostWatch(self._watch_process)  # the live sessions' host processes
+        # The live sessions of hosts that write their end down themselves (hostends.py)
+        self.recorded = RecordedEnds(ws, self._live_sessions, lambda: config().sweep_interval)
         self.wake: Callable[[], None] = lambda: None  # the loop's: step this workspace now
         self.inbox_arrival = threading.Event()  # an event file arrived (the folder watch)
         self.next_beat = 0.0
@@ -119,7 +123,8 @@ class WorkspaceServer:
         if arrived:
             self.inbox_arrival.clear()  # before listing: an arrival from now on is not lost
         self._end_exited_hosts(now)
-        deadline = self.ingest.step(now, arrived)
+        self._end_recorded(now)
+        deadline = min(self.ingest.step(now, arrived), self.recorded.due())
         if self.followups is not None:
             due = self.followups.step(now)
             if due is not None:
@@ -199,6 +204,26 @@ class WorkspaceServer:
                 emit.drop(str(self.ws.root), orjson.dumps(event))
                 self.inbox_arrival.set()
 
+    def _end_recorded(self, now: float) -> None:
+        """Report each session its host's own record says has ended, through the inbox."""
+        for (host, session_id), end in self.recorded.ended(now):
+            log.info("%s: %s records session %s as %s", self.ws.root, host, session_id,
+                     end.reason)
+            event = {"event": "session-end", "session_id": session_id, "host": host,
+                     "reason": end.reason, "ts": now}
+            if end.transcript:
+                event["transcript_path"] = end.transcript
+            emit.drop(str(self.ws.root), orjson.dumps(event))
+            self.inbox_arrival.set()
+
+    def _live_sessions(self) -> list[Key]:
+        try:
+            with locks.locked(self.sessions.lock_file):
+                return [key for key, _ in self.sessions.load_bindings().items()]
+        except (StoreError, OSError) as exc:
+            log.warning("%s: the live sessions cannot be listed: %s", self.ws.root, exc)
+            return []
+
     def _beat_if_due(self, now: float) -> float:
         """Rewrite the instance file when what it reports changed (at most once a second) or
         `heartbeatInterval` passed; returns when to look again. Liveness is the life lock's,
@@ -249,6 +274,7 @@ class WorkspaceServer:
 
     def _report(self, changes: list[SessionChange]) -> None:
         self.hosts.note(changes)
+        self.recorded.note(changes)
         if self.plugins is not None:
             self.plugins.session_changes(str(self.ws.root), changes)
 

@@ -77,6 +77,11 @@ class ActionError(SidecarError):
     """The action cannot be started; the message becomes the hook's `lastStatus`."""
 
 
+class CannotResume(ActionError):
+    """The host cannot resume a session unattended, and config.toml names no command that
+    does (`Host.resume_refusal`): the follow-up is skipped, not failed."""
+
+
 PLACEHOLDER = re.compile(r"\{[a-z_]+\}")
 STDIN = "<"  # a template element `<{prompt}`: not an argument, the program's standard input
 
@@ -99,10 +104,20 @@ class Command:
     stdin: str | None = None
 
 
+def resume_refusal(host: str, resume: Mapping[str, Sequence[str]]) -> str | None:
+    """Why a resume of `host` is skipped: it cannot resume unattended, and `[resume]` names
+    no command of the user's for it. None: it has a command (or a missing one is an error)."""
+    known = registry.find(host)
+    return known.resume_refusal() if known is not None and host not in resume else None
+
+
 def build_argv(action: str | list[str], firing: Firing, resume: Mapping[str, Sequence[str]],
                ws: Workspace) -> Command:
     if action == "resume":
         template = resume.get(firing.host)
+        refusal = resume_refusal(firing.host, resume)
+        if refusal is not None:
+            raise CannotResume(refusal)
         if template is None:
             raise ActionError(f"no resume command for host {firing.host!r} "
                               "(set [resume] in config.toml)")

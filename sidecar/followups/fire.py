@@ -128,6 +128,10 @@ class FollowUps:
         """Decide, then start the action (or postpone, or skip, at once)."""
         entry, hook = claimed.entry, claimed.hook
         try:
+            refusal = self._resume_refusal(entry.host) if hook.action == "resume" else None
+            if refusal is not None:  # before any postponement: waiting would change nothing
+                self.finish(entry, f"skipped: {refusal}", None)
+                return
             facts = self.sessions.facts(entry.harness_session_id, (entry.host, entry.session_id))
             decision = decide(hook, facts, now)
             if decision.verdict == Verdict.POSTPONE:
@@ -150,6 +154,16 @@ class FollowUps:
         while claimed.entry.id in self.running:
             time.sleep(WAIT_POLL)
             self.check_running(now)  # the caller's clock: no timeout while it waits
+
+    def _resume_refusal(self, host: str) -> str | None:
+        """Why a resume of `host` cannot run, by the config its firing would run with (the
+        owner's, for a root daemon); None where that config cannot be read: launching says so."""
+        try:
+            account = owner.foreign_owner(self.ws)
+            config = self.config() if account is None else owner.owner_config(account)
+        except (owner.CannotActAsOwner, ConfigError):
+            return None
+        return actions.resume_refusal(host, config.resume)
 
     # -- running actions ---------------------------------------------------------------
 
@@ -189,7 +203,8 @@ class FollowUps:
             proc = actions.start(command.argv, firing.cwd, firing.environment(self.ws, base),
                                  log_path, account, command.stdin)
         except ActionError as exc:
-            self.finish(entry, f"error: {exc}", log_path if log_path.exists() else None)
+            outcome = "skipped" if isinstance(exc, actions.CannotResume) else "error"
+            self.finish(entry, f"{outcome}: {exc}", log_path if log_path.exists() else None)
             return
         # The one ambiguous window: between the claim and this write, a death of this instance
         # leaves a firing nobody can tell ran or not (recorded `error: interrupted`).

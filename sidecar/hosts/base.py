@@ -101,6 +101,16 @@ class EndFacts:
     tokens: Tokens | None = None
 
 
+@dataclass(frozen=True)
+class RecordedEnd:
+    """A session's end as its host recorded it: why (the host's own word: `completed`...),
+    the file its conversation is in, if it has one (read by `end_facts`), and when."""
+
+    reason: str
+    transcript: str | None = None
+    at: float | None = None  # when it ended, by the host's record (None: it does not say)
+
+
 class Host:
     """One agent host. The defaults describe a host sidecar knows only by its events."""
 
@@ -169,3 +179,28 @@ class Host:
             return None
         return (f"session id {session_id[:60]!r} cannot be {self.name}'s (its ids are "
                 f"{self.id_shape[1]}); not resumed")
+
+    # -- hosts whose payloads, ends and resumes differ from the common shape ---------------
+
+    def payload_fields(self, payload: Mapping[str, Any]) -> dict[str, str]:
+        """The generic fields (`inbox/events.py`'s names: `event`, `session_id`, `cwd`,
+        `error`, `error_message`...) that this host's payload keeps under names or shapes of
+        its own, read out of it; they win over the payload's own top-level values. {}: the
+        payload is read as it stands."""
+        return {}
+
+    # Whether `recorded_end` can say anything: the daemon asks only the hosts that can.
+    ends_recorded: bool = False
+
+    def recorded_end(self, session_id: str, home: Path, read: Reader) -> RecordedEnd | None:
+        """Whether the host's own records (a file it writes under the user's `home`, read by
+        `read` as that user) say the session has ended; None while they say it goes on, or
+        say nothing. For hosts that often send no end of their own; only `ends_recorded`
+        hosts are asked."""
+        return None
+
+    def resume_refusal(self) -> str | None:
+        """Why a `resume` follow-up of this host is skipped when config.toml's `[resume]`
+        names no command for it: the host cannot resume a session unattended. None: not
+        known, so a missing command is an error the user can fix."""
+        return None

@@ -1,7 +1,8 @@
 """Events: parse one inbox file, validate it and name what it means.
 
 A host's raw hook payload is a valid event as it stands; the fields sidecar reads are looked
-up under each host's own names, and an event's name means what its host says it means
+up under each host's own names (a host whose payload keeps them in a shape of its own reads
+them out itself: `Host.payload_fields`), and an event's name means what its host says it means
 (`hosts/registry.py`). Anything it does not understand is kept, not refused.
 """
 
@@ -52,13 +53,15 @@ class Event:
     hook_id: str | None = None  # the follow-up hook whose run produced it (SIDECAR_HOOK_ID)
     host_pid: int | None = None  # the host's process, and its start time (a reused pid differs)
     host_start: int | None = None
+    # The generic fields its host reads out of a payload of its own shape (Host.payload_fields)
+    fields: dict[str, str] = field(default_factory=dict, repr=False)
 
     @property
     def sort_key(self) -> tuple[float, str]:
         return (self.ts, self.file)
 
     def text(self, key: str) -> str | None:
-        value = self.payload.get(key)
+        value = self.fields.get(key) or self.payload.get(key)
         return value if isinstance(value, str) and value else None
 
     @property
@@ -205,26 +208,30 @@ def parse(data: bytes, file: str, mtime: float) -> Event:
     payload, meta = unwrap(_load(data))
     if not isinstance(payload, dict):
         raise BadEvent(f"not a JSON object but a {type(payload).__name__}")
-    name = _first_text(payload, EVENT_FIELDS, "event name").strip()
+    host = _host(payload, meta)
+    known = registry.find(host)
+    fields = known.payload_fields(payload) if known is not None else {}
+    view = {**payload, **fields} if fields else payload  # where the event's names are read
+    name = _first_text(view, EVENT_FIELDS, "event name").strip()
     if not name or len(name) > 128:
         raise BadEvent("event name must be 1 to 128 characters")
     ts = parse_ts(payload["ts"]) if "ts" in payload else None
     if ts is None:
         ts = parse_ts(meta.get("ts"))
     hook_id = payload.get("sidecarHookId", meta.get("hookId"))
-    host = _host(payload, meta)
     host_pid = _whole(payload.get("hostPid", meta.get("hostPid")))
     return Event(
         file=file,
         name=name,
         kind=canonical(host, name),
         host=host,
-        session_id=_session_id(payload, meta),
+        session_id=_session_id(view, meta),
         ts=mtime if ts is None else ts,  # documented fallback: when it was dropped
         payload=payload,
         hook_id=hook_id if isinstance(hook_id, str) and hook_id else None,
         host_pid=host_pid if host_pid and host_pid > 1 else None,
         host_start=_whole(payload.get("hostStart", meta.get("hostStart"))),
+        fields=fields,
     )
 
 

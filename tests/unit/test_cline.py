@@ -1,0 +1,246 @@
+"""Cline CLI 3.0.65: its recorded payloads read as events, its session manifest read for the
+end, tokens and a refused turn, and its hook files written and taken out again."""
+
+from __future__ import annotations
+
+import json
+import os
+import stat
+from pathlib import Path
+
+import orjson
+import pytest
+
+from helpers import FIXTURES
+from sidecar.daemon.hostends import read_own
+from sidecar.followups.actions import ActionError, CannotResume, Firing, build_argv
+from sidecar.hosts import cline_hooks, registry
+from sidecar.hosts.base import IntegrateError, Tokens
+from sidecar.hosts.cline import EVENTS, manifest_path, messages_path
+from sidecar.inbox.events import parse
+from sidecar.layout import Workspace
+from sidecar.vocabulary import LIMIT_ERRORS, EventKind
+
+CLINE = registry.get("cline")
+RECORDED = FIXTURES / "cline-3.0.65"
+SESSION = "1796115993153_pbgzz"  # the recorded tool run's rootSessionId
+
+
+def emitted(name: str) -> bytes:
+    """A recorded payload as `sidecar emit --source cline` drops it."""
+    payload = (RECORDED / name).read_bytes()
+    return b'{"sidecarEnvelope":{"version":1,"ts":1796115993.5,"host":"cline"},"payload":' \
+        + payload + b"}"
+
+
+@pytest.mark.parametrize(("name", "kind"), [
+    ("TaskStart.json", EventKind.SESSION_START), ("PreToolUse.json", EventKind.TOOL_USE),
+    ("PostToolUse.json", EventKind.TOOL_USE), ("TaskComplete.tool.json", EventKind.TURN_END)])
+def test_a_recorded_run_is_one_session_keyed_by_its_root_session_id(name, kind):
+    event = parse(emitted(name), "f.json", 1.0)
+    assert (event.host, event.session_id, event.kind) == ("cline", SESSION, kind)
+    assert event.cwd == "/home/user/project"
+    assert event.payload == json.loads((RECORDED / name).read_bytes())  # kept as it came
+
+
+def test_a_resumed_run_has_a_new_task_id_and_the_same_session():
+    first = parse(emitted("TaskStart.first-run-no-hub.json"), "a.json", 1.0)
+    resumed = parse(emitted("TaskStart.resume-tui.json"), "b.json", 2.0)
+    assert first.payload["taskId"] != resumed.payload["taskId"]
+    assert first.session_id == resumed.session_id == "1796115858739_fq5jp"
+
+
+def test_tool_hooks_name_their_tool():
+    assert parse(emitted("PostToolUse.json"), "f.json", 1.0).tool_name == "run_commands"
+
+
+def test_a_refused_turn_is_a_rate_limit_with_the_providers_text():
+    event = parse(emitted("TaskError.rate_limit.json"), "f.json", 1.0)
+    assert event.kind is EventKind.TURN_FAILED
+    assert event.error_kind == "rate_limit" and event.error_kind in LIMIT_ERRORS
+    assert event.error_message.startswith("Rate limit reached for requests (stub). Limit resets")
+
+
+def test_another_error_is_no_limit():
+    payload = json.loads((RECORDED / "TaskError.rate_limit.json").read_bytes())
+    payload["error"]["message"] = "socket hang up"
+    event = parse(orjson.dumps({**payload, "host": "cline"}), "f.json", 1.0)
+    assert event.kind is EventKind.TURN_FAILED and event.error_kind not in LIMIT_ERRORS
+
+
+def test_shutdown_ends_the_session_and_cancel_is_traced():
+    assert parse(emitted("SessionShutdown.sigterm.json"), "f.json", 1.0).kind \
+        is EventKind.SESSION_END
+    payload = json.loads((RECORDED / "TaskStart.json").read_bytes())
+    cancel = parse(orjson.dumps({**payload, "hookName": "agent_abort", "host": "cline"}), "c", 1)
+    assert cancel.name == "TaskCancel" and cancel.kind is None
+
+
+def test_an_event_given_by_hand_for_cline_is_read_as_any_hosts():
+    event = parse(orjson.dumps({"event": "session-end", "session_id": "1_a", "host": "cline",
+                                "cwd": "/w"}), "f.json", 1.0)
+    assert (event.kind, event.session_id, event.cwd) == (EventKind.SESSION_END, "1_a", "/w")
+
+
+def test_a_cline_payload_without_its_session_is_refused():
+    payload = json.loads((RECORDED / "TaskStart.json").read_bytes())
+    del payload["sessionContext"]
+    with pytest.raises(ValueError, match="no session id"):
+        parse(orjson.dumps({**payload, "host": "cline"}), "f.json", 1.0)
+
+
+# -- the manifest ------------------------------------------------------------------------------
+
+
+def place_manifest(home: Path, session: str, fixture: str, **changes) -> Path:
+    path = manifest_path(home, session)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    manifest = {**json.loads((RECORDED / fixture).read_bytes()), "session_id": session,
+                **changes}
+    path.write_text(json.dumps(manifest))
+    return path
+
+
+def test_a_completed_manifest_is_the_sessions_end(tmp_path):
+    place_manifest(tmp_path, "1_a", "session-manifest.completed.json")
+    end = CLINE.recorded_end("1_a", tmp_path, read_own)
+    assert end is not None and end.reason == "completed"
+    assert end.transcript == str(messages_path(tmp_path, "1_a"))
+    assert end.at is not None and end.at > 1.7e9  # its ended_at
+
+
+def test_a_sigterm_cancelled_and_a_refused_run_failed(tmp_path):
+    place_manifest(tmp_path, "1_b", "session-manifest.sigterm.json")
+    place_manifest(tmp_path, "1_c", "session-manifest.rate_limit.json")
+    assert CLINE.recorded_end("1_b", tmp_path, read_own).reason == "cancelled"
+    assert CLINE.recorded_end("1_c", tmp_path, read_own).reason == "failed"
+
+
+@pytest.mark.parametrize("spoil", ["running", "missing", "garbage", "symlink", "huge", "fifo",
+                                   "list", "folder"])
+def test_a_manifest_that_says_nothing_ends_nothing(tmp_path, spoil):
+    path = place_manifest(tmp_path, "1_a", "session-manifest.completed.json")
+    if spoil == "running":
+        place_manifest(tmp_path, "1_a", "session-manifest.completed.json", status="running")
+    elif spoil == "missing":
+        path.unlink()
+    elif spoil == "garbage":
+        path.write_bytes(b'{"status": "completed"')
+    elif spoil == "symlink":
+        real = tmp_path / "elsewhere.json"
+        path.rename(real)
+        path.symlink_to(real)
+    elif spoil == "huge":
+        path.write_bytes(b'{"status": "completed", "pad": "' + b"x" * (2 << 20) + b'"}')
+    elif spoil == "fifo":
+        path.unlink()
+        os.mkfifo(path)
+    elif spoil == "list":
+        path.write_text('["completed"]')
+    else:
+        path.unlink()
+        path.mkdir()
+    assert CLINE.recorded_end("1_a", tmp_path, read_own) is None
+
+
+def test_no_session_id_reaches_out_of_the_sessions_folder(tmp_path):
+    asked = []
+    for session in ("..", "."):
+        assert CLINE.recorded_end(session, tmp_path, lambda p: asked.append(p)) is None
+    assert asked == []
+
+
+def test_tokens_come_from_the_manifest_and_a_refusal_from_the_conversation(tmp_path):
+    place_manifest(tmp_path, "1_a", "session-manifest.completed.json")
+    facts = CLINE.end_facts(str(messages_path(tmp_path, "1_a")), "1_a")
+    assert facts.tokens == Tokens(input=40, output=20) and facts.failure is None
+    place_manifest(tmp_path, "1_c", "session-manifest.rate_limit.json")
+    messages_path(tmp_path, "1_c").write_bytes((RECORDED / "session-messages.rate_limit.json")
+                                               .read_bytes())
+    facts = CLINE.end_facts(str(messages_path(tmp_path, "1_c")), "1_c")
+    assert facts.failure is not None and facts.failure.kind == "rate_limit"
+    assert facts.failure.message.startswith("Rate limit reached for requests (stub)")
+
+
+def test_without_a_named_conversation_the_users_own_manifest_is_read(tmp_path, monkeypatch):
+    monkeypatch.setenv("HOME", str(tmp_path))
+    place_manifest(tmp_path, "1_a", "session-manifest.completed.json")
+    assert CLINE.end_facts(None, "1_a").tokens == Tokens(input=40, output=20)
+    assert CLINE.end_facts(None, "1_zz").tokens is None  # no manifest: no figures
+
+
+# -- its resume --------------------------------------------------------------------------------
+
+
+def firing(tmp_path):
+    return Firing(hook_id="post-task", host="cline", session_id="1796115993153_pbgzz",
+                  harness_session_id="h", prompt="go on", prompt_file=None, cwd=tmp_path)
+
+
+def test_a_resume_of_cline_cannot_run_and_says_why(tmp_path):
+    with pytest.raises(CannotResume, match="Cline 3.0.65 cannot resume a session without a "
+                                           "terminal"):
+        build_argv("resume", firing(tmp_path), {}, Workspace(tmp_path))
+
+
+def test_a_users_own_resume_command_for_cline_is_honoured(tmp_path):
+    command = build_argv("resume", firing(tmp_path), {"cline": ("my-cline", "{session_id}")},
+                         Workspace(tmp_path))
+    assert command.argv == ["my-cline", "1796115993153_pbgzz"]
+
+
+def test_a_host_that_says_nothing_of_its_resume_still_fails_without_one(tmp_path):
+    other = Firing(hook_id="post-task", host="hermes", session_id="s", harness_session_id="h",
+                   prompt="", prompt_file=None, cwd=tmp_path)
+    with pytest.raises(ActionError, match="set \\[resume\\] in config.toml") as raised:
+        build_argv("resume", other, {}, Workspace(tmp_path))
+    assert not isinstance(raised.value, CannotResume)
+
+
+# -- its hook files --------------------------------------------------------------------------
+
+
+def test_integrate_writes_an_executable_script_per_event_and_takes_them_out(tmp_path):
+    folder = tmp_path / "hooks"
+    assert cline_hooks.integrate(folder, EVENTS, "/opt/my sidecar/bin/sidecar", False)
+    for name in EVENTS:
+        path = folder / name
+        assert path.stat().st_mode & stat.S_IXUSR
+        text = path.read_text()
+        assert text.startswith("#!/bin/sh\n")  # run directly: it needs its shebang
+        assert "exec '/opt/my sidecar/bin/sidecar' emit --source cline\n" in text
+    assert not cline_hooks.integrate(folder, EVENTS, "/opt/my sidecar/bin/sidecar", False)
+    assert CLINE.integrated(None, tmp_path / "home") is False
+    assert cline_hooks.integrated(folder, EVENTS)
+    assert cline_hooks.integrate(folder, EVENTS, "sidecar", True)
+    assert list(folder.iterdir()) == []
+    assert not cline_hooks.integrate(folder, EVENTS, "sidecar", True)
+
+
+def test_a_users_own_file_of_that_name_is_never_replaced_nor_removed(tmp_path):
+    folder = tmp_path / "hooks"
+    folder.mkdir()
+    theirs = folder / "TaskComplete"
+    theirs.write_text("#!/bin/sh\nnotify-send done\n")
+    with pytest.raises(IntegrateError, match="TaskComplete exists and is not sidecar's"):
+        cline_hooks.integrate(folder, EVENTS, "sidecar", False)
+    assert sorted(p.name for p in folder.iterdir()) == ["TaskComplete"]  # nothing written
+    theirs.unlink()
+    theirs.symlink_to(tmp_path / "mine.sh")  # a link is never sidecar's either
+    with pytest.raises(IntegrateError):
+        cline_hooks.integrate(folder, EVENTS, "sidecar", False)
+    theirs.unlink()
+    (folder / "TaskStart.sh").write_text("#!/bin/sh\n")  # another name: Cline runs both
+    cline_hooks.integrate(folder, EVENTS, "sidecar", False)
+    theirs.write_text("mine\n")  # replaced by the user after the integration
+    cline_hooks.integrate(folder, EVENTS, "sidecar", True)
+    assert sorted(p.name for p in folder.iterdir()) == ["TaskComplete", "TaskStart.sh"]
+    assert theirs.read_text() == "mine\n"
+
+
+def test_the_project_scope_writes_into_the_workspace(tmp_path):
+    user, project = CLINE.scopes
+    assert CLINE.place(user, tmp_path / "p", tmp_path / "h") == tmp_path / "h" / ".cline" / "hooks"
+    assert CLINE.place(project, tmp_path / "p", tmp_path / "h") == \
+        tmp_path / "p" / ".cline" / "hooks"
+    assert project.on_path and not user.in_project
