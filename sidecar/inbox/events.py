@@ -205,9 +205,7 @@ def parse(data: bytes, file: str, mtime: float) -> Event:
     payload, meta = unwrap(_load(data))
     if not isinstance(payload, dict):
         raise BadEvent(f"not a JSON object but a {type(payload).__name__}")
-    name = _first_text(payload, EVENT_FIELDS, "event name").strip()
-    if not name or len(name) > 128:
-        raise BadEvent("event name must be 1 to 128 characters")
+    name = _event_name(payload, meta)
     ts = parse_ts(payload["ts"]) if "ts" in payload else None
     if ts is None:
         ts = parse_ts(meta.get("ts"))
@@ -226,6 +224,20 @@ def parse(data: bytes, file: str, mtime: float) -> Event:
         host_pid=host_pid if host_pid and host_pid > 1 else None,
         host_start=_whole(payload.get("hostStart", meta.get("hostStart"))),
     )
+
+
+def _event_name(payload: dict[str, Any], meta: dict[str, Any]) -> str:
+    """`emit --event`'s name (the hook command of a host whose payloads name no event says
+    which it is: a payload field such as `type` may mean something else), else the
+    payload's own."""
+    named = meta.get("event")
+    if isinstance(named, str):
+        name = named.strip()
+    else:
+        name = _first_text(payload, EVENT_FIELDS, "event name").strip()
+    if not name or len(name) > 128:
+        raise BadEvent("event name must be 1 to 128 characters")
+    return name
 
 
 def _whole(value: Any) -> int | None:
