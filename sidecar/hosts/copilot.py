@@ -12,11 +12,13 @@ the native binary the `copilot` node loader spawns: that binary is the process t
 `emit`'s parent. Its session events go to `session-state/<id>/events.jsonl`: each model
 call's `session.usage_record`, and a refused turn's `session.error` (`errorType:
 "rate_limit"`, `statusCode: 429`). Its `errorOccurred` hook fires for every attempt, retries
-included, so the transcript, not that hook, says how the last turn ended.
+included (a retry may yet be answered), so it is traced, and the transcript says at the end
+how the last turn ended.
 """
 
 from __future__ import annotations
 
+import json
 import os
 from collections.abc import Iterable
 from pathlib import Path
@@ -59,18 +61,49 @@ def transcript(session_id: str) -> Path:
 
 
 def last_failure(entries: list[dict[str, Any]]) -> Failure | None:
-    """The last turn's `session.error`, unless an answer or a new prompt came after it."""
+    """How the last turn failed, unless an answer or a new prompt came after: its
+    `session.error`, else the `errorOccurred` hook Copilot ran for a failed model call (the
+    hook's input is in the file too). Copilot writes `session.error` only as its sessionEnd
+    hook starts, so an end read at once may not find it yet; the failed call's hook is there
+    by then."""
     for entry in reversed(entries):
         kind = entry.get("type")
         if kind in ("assistant.message", "user.message"):
             return None
         data = entry.get("data")
-        if kind == "session.error" and isinstance(data, dict):
+        if not isinstance(data, dict):
+            continue
+        if kind == "session.error":
             error = str(data.get("errorType") or "unknown")
             message = data.get("message")
             return Failure(LIMIT_ERRORS.get(error, error),
                            message if isinstance(message, str) else "")
+        hook_input = data.get("input")
+        if kind == "hook.start" and data.get("hookType") == "errorOccurred" \
+                and isinstance(hook_input, dict) and hook_input.get("errorContext") == "model_call":
+            return model_call_failure(hook_input.get("error"))
     return None
+
+
+def model_call_failure(error: Any) -> Failure:
+    """A failed model call as errorOccurred gives it: the provider's error body as text
+    (OpenAI's `{"message", "type", "code"}`), with no status code."""
+    text = error.get("message") if isinstance(error, dict) else None
+    text = text if isinstance(text, str) else ""
+    try:
+        body = json.loads(text)
+    except ValueError:
+        body = None
+    if isinstance(body, dict) and isinstance(body.get("error"), dict):
+        body = body["error"]
+    message = str(body.get("message") or text) if isinstance(body, dict) else text
+    codes = {str(body.get(k)) for k in ("code", "type")} if isinstance(body, dict) else set()
+    said = text.lower()
+    if "insufficient_quota" in codes:
+        return Failure("quota_exceeded", message)
+    if "rate_limit_exceeded" in codes or "rate limit" in said or said.startswith("429"):
+        return Failure("rate_limit", message)
+    return Failure("model_call", message)
 
 
 def tokens(entries: Iterable[dict[str, Any]]) -> Tokens | None:

@@ -90,6 +90,38 @@ def test_a_turn_refused_for_a_rate_limit_is_a_failure_of_that_kind():
     assert facts.tokens is None  # no model call was answered
 
 
+def test_an_end_read_before_copilot_wrote_its_session_error_finds_the_failed_call(tmp_path):
+    """Copilot writes `session.error` only as its sessionEnd hook starts: read at once, the
+    transcript ends before it, with the errorOccurred hook Copilot ran for the failed call."""
+    lines = (FIXTURES / "events.rate_limit.jsonl").read_text().splitlines(keepends=True)
+    cut = next(i for i, line in enumerate(lines) if '"session.error"' in line)
+    path = tmp_path / "events.jsonl"
+    path.write_text("".join(lines[:cut]))
+    assert copilot.HOST.end_facts(str(path), SESSION).failure == Failure(
+        "rate_limit", "Rate limit reached for requests (stub). Limit resets at 1796120061. "
+        "Please try again in 3600s.")
+
+
+def test_a_failed_call_that_a_retry_answered_is_no_failure(tmp_path):
+    lines = (FIXTURES / "events.rate_limit.jsonl").read_text().splitlines(keepends=True)
+    failed_call = next(line for line in lines if '"hookType":"errorOccurred"' in line)
+    answer = next(line for line in (FIXTURES / "events.sample.jsonl").read_text().splitlines(
+        keepends=True) if '"assistant.message"' in line)
+    path = tmp_path / "events.jsonl"
+    path.write_text(failed_call + answer)
+    assert copilot.HOST.end_facts(str(path), SESSION).failure is None
+
+
+@pytest.mark.parametrize("message, kind", [
+    ('{"message": "Too many", "type": "requests", "code": "rate_limit_exceeded"}', "rate_limit"),
+    ('{"error": {"message": "No credit", "code": "insufficient_quota"}}', "quota_exceeded"),
+    ("429 Too Many Requests", "rate_limit"),
+    ("socket hang up", "model_call"),  # a failure, but no limit: nothing waits for a reset
+])
+def test_a_failed_calls_error_text_says_its_kind(message, kind):
+    assert copilot.model_call_failure({"message": message, "name": "Error"}).kind == kind
+
+
 def test_a_later_turn_that_was_answered_clears_an_earlier_refusal(tmp_path):
     refused = (FIXTURES / "events.rate_limit.jsonl").read_text()
     answered = [line for line in (FIXTURES / "events.sample.jsonl").read_text().splitlines()
