@@ -11,16 +11,17 @@ Copilot CLI 1.0.102's hook payloads name no event, so each hook passes its event
 the native binary the `copilot` node loader spawns: that binary is the process to watch, and
 `emit`'s parent. Its session events go to `session-state/<id>/events.jsonl`: each model
 call's `session.usage_record`, and a refused turn's `session.error` (`errorType:
-"rate_limit"`, `statusCode: 429`). Its `errorOccurred` hook fires for every attempt, retries
-included (a retry may yet be answered), so it is traced, and the transcript says at the end
-how the last turn ended.
+"rate_limit"`, `statusCode: 429`), written only as its sessionEnd hook starts (too late for
+an end read at once). So a refused turn is told by its `errorOccurred` hook, which comes for
+every failed attempt, retries included: the turn counts as failed once, and an agentStop
+after it (a retry got through) closes the limit again.
 """
 
 from __future__ import annotations
 
 import json
 import os
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from pathlib import Path
 from types import MappingProxyType
 from typing import Any
@@ -29,7 +30,7 @@ from sidecar.hosts import transcripts
 from sidecar.hosts.base import UUID, EndFacts, Failure, Finding, Host, IntegrateError, Option, Scope, Tokens
 from sidecar.vocabulary import EventKind
 
-# errorOccurred, notification and permissionRequest are traced only (see the docstring).
+# notification and permissionRequest are traced only.
 EVENTS = ["sessionStart", "userPromptSubmitted", "postToolUse", "agentStop", "sessionEnd",
           "errorOccurred", "notification", "permissionRequest"]
 # Copilot waits for each hook (and kills it at timeoutSec): emit returns in tens of
@@ -61,28 +62,30 @@ def transcript(session_id: str) -> Path:
 
 
 def last_failure(entries: list[dict[str, Any]]) -> Failure | None:
-    """How the last turn failed, unless an answer or a new prompt came after: its
-    `session.error`, else the `errorOccurred` hook Copilot ran for a failed model call (the
-    hook's input is in the file too). Copilot writes `session.error` only as its sessionEnd
-    hook starts, so an end read at once may not find it yet; the failed call's hook is there
-    by then."""
+    """The last turn's `session.error`, unless an answer or a new prompt came after it.
+    (Its errorOccurred hook says so first: this is for an end that came without it.)"""
     for entry in reversed(entries):
         kind = entry.get("type")
         if kind in ("assistant.message", "user.message"):
             return None
         data = entry.get("data")
-        if not isinstance(data, dict):
-            continue
-        if kind == "session.error":
+        if kind == "session.error" and isinstance(data, dict):
             error = str(data.get("errorType") or "unknown")
             message = data.get("message")
             return Failure(LIMIT_ERRORS.get(error, error),
                            message if isinstance(message, str) else "")
-        hook_input = data.get("input")
-        if kind == "hook.start" and data.get("hookType") == "errorOccurred" \
-                and isinstance(hook_input, dict) and hook_input.get("errorContext") == "model_call":
-            return model_call_failure(hook_input.get("error"))
     return None
+
+
+def stated_failure(payload: dict[str, Any]) -> Failure:
+    """What an errorOccurred payload says: a failed model call's kind (see
+    `model_call_failure`), else its `errorContext` and text."""
+    error = payload.get("error")
+    if payload.get("errorContext") == "model_call":
+        return model_call_failure(error)
+    text = error.get("message") if isinstance(error, dict) else None
+    return Failure(str(payload.get("errorContext") or "error"),
+                   text if isinstance(text, str) else "")
 
 
 def model_call_failure(error: Any) -> Failure:
@@ -157,7 +160,10 @@ class Copilot(Host):
     events = MappingProxyType({
         "sessionStart": EventKind.SESSION_START, "userPromptSubmitted": EventKind.TURN_START,
         "postToolUse": EventKind.TOOL_USE, "agentStop": EventKind.TURN_END,
-        "sessionEnd": EventKind.SESSION_END})
+        "errorOccurred": EventKind.TURN_FAILED, "sessionEnd": EventKind.SESSION_END})
+    # errorOccurred comes for every failed attempt, and agentStop only for an answered turn
+    # (after a retry that got through; a refused turn ends with sessionEnd `error`).
+    failures_are_attempts = True
     # `--prompt=` keeps a prompt that begins with `-` (a Markdown list) a value: Copilot
     # refuses `-p "- item"` and takes no `--`.
     resume = ("copilot", "--resume={session_id}", "{copilot_permission}", "--prompt={prompt}")
@@ -202,6 +208,9 @@ class Copilot(Host):
                         f"trust the folder when Copilot asks (or add \"{root}\" to "
                         f"`trustedFolders` in {config}), or use `sidecar integrate copilot` "
                         "(the user's hooks run in every folder)")]
+
+    def stated_failure(self, payload: Mapping[str, Any]) -> Failure | None:
+        return stated_failure(dict(payload)) if "error" in payload else None
 
     def end_facts(self, transcript_path: str | None, session_id: str) -> EndFacts:
         path = transcript_path or (str(transcript(session_id))

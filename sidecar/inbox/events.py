@@ -16,6 +16,7 @@ import orjson
 
 from sidecar.errors import SidecarError
 from sidecar.hosts import registry
+from sidecar.hosts.base import Failure
 from sidecar.timeutil import parse_ts
 from sidecar.vocabulary import EventKind, normalise
 
@@ -76,17 +77,25 @@ class Event:
     @property
     def error_kind(self) -> str:
         """A failed turn's error kind, as the host names it (Claude Code: `rate_limit`)."""
-        return normalise(self.text("error") or self.text("errorKind") or "unknown").replace(
-            "-", "_")
+        stated = self._stated_failure()
+        return stated.kind if stated is not None else normalise(
+            self.text("error") or self.text("errorKind") or "unknown").replace("-", "_")
 
     @property
     def error_message(self) -> str:
         """A failed turn's text: where a host states when its limit resets."""
+        stated = self._stated_failure()
+        if stated is not None:
+            return stated.message[:2000]
         for key in ("last_assistant_message", "error_message", "errorMessage", "message"):
             text = self.text(key)
             if text:
                 return text[:2000]
         return ""
+
+    def _stated_failure(self) -> Failure | None:
+        host = registry.find(self.host)
+        return host.stated_failure(self.payload) if host is not None else None
 
     @property
     def tool_name(self) -> str | None:

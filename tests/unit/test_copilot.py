@@ -42,7 +42,7 @@ def emitted(monkeypatch: pytest.MonkeyPatch, fixture: str, event: str) -> events
     ("agentStop.json", "agentStop", EventKind.TURN_END),
     ("sessionEnd.complete.json", "sessionEnd", EventKind.SESSION_END),
     ("sessionEnd.error.json", "sessionEnd", EventKind.SESSION_END),
-    ("errorOccurred.rate_limit.json", "errorOccurred", None),  # every attempt: traced only
+    ("errorOccurred.rate_limit.json", "errorOccurred", EventKind.TURN_FAILED),
     ("permissionRequest.json", "permissionRequest", None),
 ])
 def test_each_recorded_payload_means_its_event(monkeypatch, fixture, event, kind):
@@ -50,6 +50,13 @@ def test_each_recorded_payload_means_its_event(monkeypatch, fixture, event, kind
     assert (parsed.name, parsed.kind, parsed.host) == (event, kind, "copilot")
     assert parsed.session_id in (SESSION, "aff95142-fe14-48a5-b223-a62be11d4be2",
                                  "efa3d40e-d0e7-4043-9b02-c909c2370f91")
+
+
+def test_a_refused_model_call_is_a_turn_failed_for_a_rate_limit_with_the_apis_text(monkeypatch):
+    failed = emitted(monkeypatch, "errorOccurred.rate_limit.json", "errorOccurred")
+    assert failed.error_kind == "rate_limit"
+    assert failed.error_message == ("Rate limit reached for requests (stub). Limit resets at "
+                                    "1796120061. Please try again in 3600s.")
 
 
 def test_the_turn_end_names_the_transcript_and_the_end_its_reason(monkeypatch):
@@ -88,28 +95,6 @@ def test_a_turn_refused_for_a_rate_limit_is_a_failure_of_that_kind():
     assert facts.failure == Failure("rate_limit", "429 Rate limit reached for requests (stub). "
                                     "Limit resets at 1796120061. Please try again in 3600s.")
     assert facts.tokens is None  # no model call was answered
-
-
-def test_an_end_read_before_copilot_wrote_its_session_error_finds_the_failed_call(tmp_path):
-    """Copilot writes `session.error` only as its sessionEnd hook starts: read at once, the
-    transcript ends before it, with the errorOccurred hook Copilot ran for the failed call."""
-    lines = (FIXTURES / "events.rate_limit.jsonl").read_text().splitlines(keepends=True)
-    cut = next(i for i, line in enumerate(lines) if '"session.error"' in line)
-    path = tmp_path / "events.jsonl"
-    path.write_text("".join(lines[:cut]))
-    assert copilot.HOST.end_facts(str(path), SESSION).failure == Failure(
-        "rate_limit", "Rate limit reached for requests (stub). Limit resets at 1796120061. "
-        "Please try again in 3600s.")
-
-
-def test_a_failed_call_that_a_retry_answered_is_no_failure(tmp_path):
-    lines = (FIXTURES / "events.rate_limit.jsonl").read_text().splitlines(keepends=True)
-    failed_call = next(line for line in lines if '"hookType":"errorOccurred"' in line)
-    answer = next(line for line in (FIXTURES / "events.sample.jsonl").read_text().splitlines(
-        keepends=True) if '"assistant.message"' in line)
-    path = tmp_path / "events.jsonl"
-    path.write_text(failed_call + answer)
-    assert copilot.HOST.end_facts(str(path), SESSION).failure is None
 
 
 @pytest.mark.parametrize("message, kind", [
@@ -283,3 +268,77 @@ def test_the_resume_edits_files_by_default_and_keeps_a_prompt_that_begins_with_a
         load_config(tmp_path / "bad.toml")
     assert registry.id_misfit("copilot", SESSION) is None
     assert registry.id_misfit("copilot", "--help") is not None
+
+
+# -- a refused turn, stepped through the session rules and the queue ----------------------
+
+
+def copilot_event(name: str, ts: float, **payload: object) -> events.Event:
+    data = {"sessionId": SESSION, "cwd": "/home/user/project", "timestamp": int(ts * 1000),
+            **payload}
+    return events.parse(emit.envelope(json.dumps(data).encode(), [
+        ("ts", repr(ts)), ("host", '"copilot"'), ("event", json.dumps(name))]), f"{ts}.json", ts)
+
+
+def refused(ts: float) -> events.Event:
+    return copilot_event("errorOccurred", ts, **json.loads(
+        (FIXTURES / "errorOccurred.rate_limit.json").read_text()) | {"sessionId": SESSION})
+
+
+def limit_harness(tmp_path):
+    from sidecar.layout import Workspace
+    from support.limits import Harness
+
+    return Harness(Workspace(tmp_path / "ws"))
+
+
+def copilot_record(h) -> dict:
+    from sidecar.sessions.rules import harness_id
+
+    return read_json(h.ws.session_dir(harness_id("copilot", SESSION)) / "session.json")
+
+
+T = 1_795_900_000.0
+
+
+def test_a_turn_refused_after_retries_fails_once_and_its_end_queues_no_post_task(tmp_path):
+    """Copilot fires errorOccurred for each attempt: the turn failed once, not once a retry."""
+    h = limit_harness(tmp_path)
+    h.apply(copilot_event("sessionStart", T, source="new"),
+            copilot_event("userPromptSubmitted", T + 1, prompt="go"),
+            refused(T + 2), refused(T + 3), refused(T + 4),
+            copilot_event("sessionEnd", T + 5, reason="error"))
+    meta = copilot_record(h)["metadata"]["sidecar"]
+    assert meta["completionReason"] == "error"
+    assert meta["limit"]["failures"] == 1 and meta["limit"]["error"] == "rate_limit"
+    [entry] = h.pending()  # resume-after-limit's first try, and no post-task
+    assert entry.hook_id != "post-task" and entry.id.endswith("#1")
+
+
+def test_a_retry_that_got_through_closes_the_limit_and_the_task_ends_as_usual(tmp_path):
+    h = limit_harness(tmp_path)
+    h.apply(copilot_event("sessionStart", T, source="new"),
+            copilot_event("userPromptSubmitted", T + 1, prompt="go"), refused(T + 2),
+            copilot_event("agentStop", T + 3, stopReason="end_turn"),
+            copilot_event("sessionEnd", T + 4, reason="complete"))
+    assert "limit" not in copilot_record(h)["metadata"]["sidecar"]
+    assert sorted(e.hook_id for e in h.pending()) == ["post-task", "resume-after-limit"]
+    # The try the refusal queued is skipped when due: the limit has passed.
+    from sidecar.followups.decide import decide
+    from sidecar.sessions.rules import harness_id
+    from sidecar.vocabulary import Verdict
+
+    facts = h.sessions.facts(harness_id("copilot", SESSION), ("copilot", SESSION))
+    hook = h.hooks.snapshot(T + 9).hooks["resume-after-limit"]
+    verdict = decide(hook, facts, T + 9)
+    assert verdict.verdict == Verdict.SKIP and "limit has passed" in verdict.reason
+
+
+def test_another_hosts_turn_end_after_a_refusal_still_closes_nothing(tmp_path):
+    """opencode ends a refused turn with its idle status: that end is no sign of an answer."""
+    from support.limits import ev, failed
+
+    h = limit_harness(tmp_path)
+    h.apply(ev("SessionStart", T), ev("UserPromptSubmit", T + 1), failed(T + 2),
+            ev("Stop", T + 3), ev("SessionEnd", T + 4))
+    assert "limit" in h.record()["metadata"]["sidecar"]

@@ -33,7 +33,7 @@ from stubs.loopback import Refusal
 pytestmark = pytest.mark.e2e
 
 COPILOT_VERSION = "1.0.102"
-LIMIT_TEXT = "Rate limit reached for requests. Limit resets at 1796120061."
+LIMIT_TEXT = "Rate limit reached for requests. Try again in an hour."
 # Copilot puts the time before each prompt it sends the model: that block, and only that.
 DATETIME = re.compile(r"<current_datetime>[^<\n]*</current_datetime>\n\n")
 
@@ -173,35 +173,63 @@ def test_a_copilot_whose_native_binary_is_killed_is_completed_by_the_process_wat
 
 
 class RefusingChatStub(LimitedChatStub):
-    """A 429 with an hour to wait, as the API says it: Copilot makes one request and gives up."""
+    """Refuses the first `refusals` requests (all: None) with a 429, as an OpenAI-compatible
+    API does, saying when to try again: `retry_after` seconds (Copilot gives up at once when
+    that is long) or, with None, 50 ms (Copilot retries, five times)."""
+
+    def __init__(self, refusals: int | None, retry_after: str | None) -> None:
+        super().__init__(LIMIT_TEXT)
+        self.refusals = refusals
+        self.retry_after = retry_after
 
     def reply(self, path, body):
+        if body and self.refusals is not None and self.refused >= self.refusals:
+            self.refusing = False
         answer = super().reply(path, body)
-        if isinstance(answer, Refusal):
+        if isinstance(answer, Refusal) and self.retry_after is not None:
             status, _headers, data = answer
-            return tuple.__new__(Refusal, (status, {"retry-after": "3600"}, data))
+            return tuple.__new__(Refusal, (status, {"retry-after": self.retry_after}, data))
         return answer
 
 
-def test_a_turn_refused_for_a_rate_limit_ends_the_session_with_that_failure(
-        workspace, start_daemon, tmp_path):
+def refused_run(workspace, start_daemon, tmp_path, stub):
+    """One `copilot -p` against `stub`, its session record once everything is applied."""
     copilot = copilot_binary()
     session_id = str(uuid.uuid4())
-    with RefusingChatStub(LIMIT_TEXT) as stub:
-        env = copilot_env(tmp_path, stub.url)
-        assert run_cli("integrate", "copilot", env=env).returncode == 0
-        start_daemon(workspace.root, env=env)
-        first = run_copilot(copilot, workspace.root, env, f"--session-id={session_id}",
-                            "-p", "hit the limit")
-        assert first.returncode == 1 and "429" in first.stdout + first.stderr
-        assert stub.refused == 1  # one request, no retry
-        record = workspace.session_dir(harness_id("copilot", session_id)) / "session.json"
-        wait_until(lambda: record.exists() and read_json(record)["status"] == "completed"
-                   and not list(workspace.inbox.glob("*.json")), 60, 0.2)
+    env = copilot_env(tmp_path, stub.url)
+    assert run_cli("integrate", "copilot", env=env).returncode == 0
+    start_daemon(workspace.root, env=env)
+    run = run_copilot(copilot, workspace.root, env, f"--session-id={session_id}", "-p", "go on")
+    record = workspace.session_dir(harness_id("copilot", session_id)) / "session.json"
+    wait_until(lambda: record.exists() and read_json(record)["status"] == "completed"
+               and not list(workspace.inbox.glob("*.json")), 60, 0.2)
+    return run, record
+
+
+@pytest.mark.parametrize("retry_after, requests", [("3600", 1), (None, 6)])
+def test_a_turn_refused_for_a_rate_limit_ends_the_session_with_that_failure(
+        workspace, start_daemon, tmp_path, retry_after, requests):
+    """Refused for an hour, Copilot gives up at once; refused briefly, it retries five times,
+    firing errorOccurred each time: either way the turn failed once, on a rate limit."""
+    with RefusingChatStub(None, retry_after) as stub:
+        run, record = refused_run(workspace, start_daemon, tmp_path, stub)
+        assert run.returncode == 1 and "429" in run.stdout + run.stderr
+        assert stub.refused == requests
     meta = read_json(record)["metadata"]["sidecar"]
     assert meta["completionReason"] == "error"  # sessionEnd's own reason
-    assert meta["limit"]["error"] == "rate_limit" and LIMIT_TEXT in meta["limit"]["message"]
-    trace = trace_events(record)
-    assert trace.count("turn.failed") == 1 and "errorOccurred" in trace
+    assert meta["limit"]["error"] == "rate_limit" and meta["limit"]["failures"] == 1
+    assert LIMIT_TEXT in meta["limit"]["message"]
+    assert trace_events(record).count("turn.failed") == requests  # each attempt, traced
     hooks = read_json(workspace.hooks_file)
     assert hooks["pending"] == [] and not hooks["hooks"]["post-task"].get("history")
+
+
+def test_a_refusal_that_copilots_retry_got_past_is_no_limit(workspace, start_daemon, tmp_path):
+    with RefusingChatStub(1, None) as stub:
+        run, record = refused_run(workspace, start_daemon, tmp_path, stub)
+        assert run.returncode == 0, run.stderr[-2000:]
+        assert stub.refused == 1
+    meta = read_json(record)["metadata"]["sidecar"]
+    assert meta["completionReason"] == "complete" and "limit" not in meta
+    assert trace_events(record)[-3:-1] == ["turn.failed", "turn.end"]
+    assert [e["hookId"] for e in read_json(workspace.hooks_file)["pending"]] == ["post-task"]
