@@ -66,6 +66,12 @@ def test_the_turn_end_names_the_transcript_and_the_end_its_reason(monkeypatch):
     assert emitted(monkeypatch, "postToolUse.json", "postToolUse").tool_name == "bash"
 
 
+def test_the_hook_command_as_integrate_writes_it_names_its_event():
+    program, command, *args = copilot_hooks.command("sidecar", "copilot", "agentStop").split()
+    assert (program, command) == ("sidecar", "emit")
+    assert emit.parse_args(args) == ({"source": "copilot", "event": "agentStop"}, [], [])
+
+
 def test_the_hook_commands_event_wins_over_a_payload_field_that_looks_like_one():
     payload = b'{"sessionId": "s1", "type": "SessionEnd", "cwd": "/p"}'
     data = emit.envelope(payload, [("ts", "1.0"), ("host", '"copilot"'),
