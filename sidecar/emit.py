@@ -14,10 +14,11 @@ import sys
 import time
 
 CONTINUE = b'{"continue": true}\n'
-USAGE = """usage: sidecar emit [EVENT] [--session-id ID] [--source NAME] [--root DIR]
+USAGE = """usage: sidecar emit [EVENT] [--session-id ID] [--source NAME] [--root DIR] [--event NAME]
 
 Drop one event into the nearest workspace's inbox. With no EVENT, read a host's hook
-JSON from standard input (or take it from a JSON argument, as a notify program passes it).
+JSON from standard input (or take it from a JSON argument, as a notify program passes it);
+--event names it where the host's payload names no event.
 Always prints {"continue": true} and exits 0, so a host is never blocked.
 """
 CONTEXT_DIR = ".context"
@@ -139,7 +140,8 @@ def parse_args(args: list[str]) -> tuple[dict[str, str], list[str], list[str]]:
     options: dict[str, str] = {}
     positionals: list[str] = []
     complaints: list[str] = []
-    known = {"--session-id": "session_id", "--source": "source", "--root": "root"}
+    known = {"--session-id": "session_id", "--source": "source", "--root": "root",
+             "--event": "event"}
     i = 0
     while i < len(args):
         arg = args[i]
@@ -206,6 +208,9 @@ def build_event(options: dict[str, str],
         meta.append(("hookId", json_string(hook_id)))
     if options.get("session_id"):
         meta.append(("sessionId", json_string(options["session_id"])))
+    if options.get("event"):
+        # A host whose payloads name no event (one hook command per event) says it here.
+        meta.append(("event", json_string(options["event"])))
 
     if positionals and not positionals[0].lstrip().startswith("{"):
         if not options.get("session_id"):

@@ -13,6 +13,7 @@ OPENCODE_VERSION=1.18.33
 HERMES_VERSION=0.19.0
 QWEN_VERSION=0.24.4
 CLINE_VERSION=3.0.65
+COPILOT_VERSION=1.0.102
 PYTHON="${PYTHON:-python3}"
 mkdir -p "$CACHE"
 
@@ -35,6 +36,19 @@ npm_host() {
     fi
 }
 
+# Copilot CLI's native binary unpacks its JavaScript (about 350 MB) into
+# $XDG_CACHE_HOME/copilot/pkg/ on its first start: done once here, into the cache, so that the
+# tests (which point XDG_CACHE_HOME there) never pay it again.
+copilot_unpack() {
+    local prefix="$CACHE/copilot-$COPILOT_VERSION"
+    if [ -x "$prefix/node_modules/.bin/copilot" ] && [ ! -d "$prefix/xdg-cache/copilot/pkg" ]; then
+        echo "install-hosts: unpacking copilot into $prefix/xdg-cache" >&2
+        HOME="$prefix/home" XDG_CACHE_HOME="$prefix/xdg-cache" COPILOT_OFFLINE=true \
+            COPILOT_AUTO_UPDATE=false "$prefix/node_modules/.bin/copilot" --version \
+            </dev/null >>"$prefix/npm-install.log" 2>&1 || true
+    fi
+}
+
 if command -v npm >/dev/null 2>&1; then
     npm_host claude-code @anthropic-ai/claude-code "$CLAUDE_VERSION" claude
     npm_host codex @openai/codex "$CODEX_VERSION" codex
@@ -42,6 +56,8 @@ if command -v npm >/dev/null 2>&1; then
     npm_host opencode opencode-ai "$OPENCODE_VERSION" opencode
     npm_host qwen @qwen-code/qwen-code "$QWEN_VERSION" qwen
     npm_host cline cline "$CLINE_VERSION" cline  # a 434 MB native binary
+    npm_host copilot @github/copilot "$COPILOT_VERSION" copilot
+    copilot_unpack
 else
     echo "install-hosts: npm not found; end-to-end tests with the npm hosts will skip" >&2
 fi

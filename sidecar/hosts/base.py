@@ -204,3 +204,16 @@ class Host:
         names no command for it: the host cannot resume a session unattended. None: not
         known, so a missing command is an error the user can fix."""
         return None
+
+    # Whether its turn-failed event is one failed attempt rather than the turn's end (Copilot
+    # CLI's errorOccurred comes for each retry, and its agentStop only once one got through):
+    # then a turn counts as refused once, and a turn end after it closes the usage limit. By
+    # default a turn end right after a failure says nothing of the limit (opencode's idle
+    # status follows its session.error).
+    failures_are_attempts: bool = False
+
+    def stated_failure(self, payload: Mapping[str, Any]) -> Failure | None:
+        """A failed turn's error kind and text as this host's turn-failed payload states them,
+        where not as the plain `error` and message strings every host's are read for (None:
+        read those)."""
+        return None

@@ -17,6 +17,7 @@ import orjson
 
 from sidecar.errors import SidecarError
 from sidecar.hosts import registry
+from sidecar.hosts.base import Failure
 from sidecar.timeutil import parse_ts
 from sidecar.vocabulary import EventKind, normalise
 
@@ -79,17 +80,25 @@ class Event:
     @property
     def error_kind(self) -> str:
         """A failed turn's error kind, as the host names it (Claude Code: `rate_limit`)."""
-        return normalise(self.text("error") or self.text("errorKind") or "unknown").replace(
-            "-", "_")
+        stated = self._stated_failure()
+        return stated.kind if stated is not None else normalise(
+            self.text("error") or self.text("errorKind") or "unknown").replace("-", "_")
 
     @property
     def error_message(self) -> str:
         """A failed turn's text: where a host states when its limit resets."""
+        stated = self._stated_failure()
+        if stated is not None:
+            return stated.message[:2000]
         for key in ("last_assistant_message", "error_message", "errorMessage", "message"):
             text = self.text(key)
             if text:
                 return text[:2000]
         return ""
+
+    def _stated_failure(self) -> Failure | None:
+        host = registry.find(self.host)
+        return host.stated_failure(self.payload) if host is not None else None
 
     @property
     def tool_name(self) -> str | None:
@@ -212,9 +221,7 @@ def parse(data: bytes, file: str, mtime: float) -> Event:
     known = registry.find(host)
     fields = known.payload_fields(payload) if known is not None else {}
     view = {**payload, **fields} if fields else payload  # where the event's names are read
-    name = _first_text(view, EVENT_FIELDS, "event name").strip()
-    if not name or len(name) > 128:
-        raise BadEvent("event name must be 1 to 128 characters")
+    name = _event_name(view, meta)
     ts = parse_ts(payload["ts"]) if "ts" in payload else None
     if ts is None:
         ts = parse_ts(meta.get("ts"))
@@ -233,6 +240,20 @@ def parse(data: bytes, file: str, mtime: float) -> Event:
         host_start=_whole(payload.get("hostStart", meta.get("hostStart"))),
         fields=fields,
     )
+
+
+def _event_name(payload: dict[str, Any], meta: dict[str, Any]) -> str:
+    """`emit --event`'s name (the hook command of a host whose payloads name no event says
+    which it is: a payload field such as `type` may mean something else), else the
+    payload's own."""
+    named = meta.get("event")
+    if isinstance(named, str):
+        name = named.strip()
+    else:
+        name = _first_text(payload, EVENT_FIELDS, "event name").strip()
+    if not name or len(name) > 128:
+        raise BadEvent("event name must be 1 to 128 characters")
+    return name
 
 
 def _whole(value: Any) -> int | None:

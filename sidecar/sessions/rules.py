@@ -12,6 +12,7 @@ from __future__ import annotations
 import uuid
 from dataclasses import dataclass, field
 
+from sidecar.hosts import registry
 from sidecar.hosts.base import EndFacts, Failure
 from sidecar.inbox.events import Event
 from sidecar.sessions import tokens
@@ -196,20 +197,30 @@ def _activity(record: SessionRecord, event: Event, out: Applied) -> None:
     message = (event.tool_name or event.name) if event.kind == EventKind.TOOL_USE else event.name
     reason = ""
     failed_turn = record.sidecar.turn_failed
+    attempts = _failures_are_attempts(event.host)
     _follow_turns(record, event)
     record.sidecar.turn_failed = event.kind == EventKind.TURN_FAILED or (
         failed_turn and event.kind not in (EventKind.TURN_START, EventKind.TURN_END))
     if event.kind == EventKind.TURN_FAILED:
         reason = event.error_kind
         message = f"{reason}: {event.error_message}" if event.error_message else reason
-        _limit_failed(record, event.ts, reason, event.error_message)
-    elif event.kind == EventKind.TURN_END and record.sidecar.limit is not None and not failed_turn:
+        if not (failed_turn and record.sidecar.limit is not None and attempts):
+            _limit_failed(record, event.ts, reason, event.error_message)  # once a turn, there
+    elif event.kind == EventKind.TURN_END and record.sidecar.limit is not None \
+            and (not failed_turn or attempts):
         # A turn ended well: the limit has passed. (opencode ends a refused turn with an idle
-        # status too: that end closes nothing.)
+        # status too: that end closes nothing; Copilot CLI's comes only once a retry got
+        # through.)
         record.sidecar.limit = None
         message = f"{event.name} (the usage limit has passed)"
     _trace(record, event, name or event.name, message, out)
     out.changes.append(change(record, event.kind, event.ts, reason, event))
+
+
+def _failures_are_attempts(host: str) -> bool:
+    """Whether `host` reports each failed attempt of a turn (see Host.failures_are_attempts)."""
+    known = registry.find(host)
+    return known is not None and known.failures_are_attempts
 
 
 def _follow_turns(record: SessionRecord, event: Event) -> None:
