@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# Installs, once, the real programs the end-to-end tests drive: Claude Code, Codex, Gemini CLI
-# and opencode (npm) and hermes-agent (its own virtual environment) into a cache folder, and
+# Installs, once, the real programs the end-to-end tests drive: Claude Code, Codex, Gemini CLI,
+# opencode and Pi (npm) and hermes-agent (its own virtual environment) into a cache folder, and
 # systemd-analyze and libfaketime (the clock tests step a daemon's wall clock). Where a
 # package manager is missing or an install fails it says so, and the tests that need that
 # host skip saying why.
@@ -10,6 +10,7 @@ CLAUDE_VERSION=2.1.328
 CODEX_VERSION=0.169.0
 GEMINI_VERSION=0.61.0
 OPENCODE_VERSION=1.18.33
+PI_VERSION=0.73.1
 HERMES_VERSION=0.19.0
 PYTHON="${PYTHON:-python3}"
 mkdir -p "$CACHE"
@@ -38,6 +39,7 @@ if command -v npm >/dev/null 2>&1; then
     npm_host codex @openai/codex "$CODEX_VERSION" codex
     npm_host gemini-cli @google/gemini-cli "$GEMINI_VERSION" gemini
     npm_host opencode opencode-ai "$OPENCODE_VERSION" opencode
+    npm_host pi @mariozechner/pi-coding-agent "$PI_VERSION" pi
 else
     echo "install-hosts: npm not found; end-to-end tests with the npm hosts will skip" >&2
 fi

@@ -12,11 +12,12 @@ from collections.abc import Mapping
 from types import MappingProxyType
 from typing import Any
 
-from sidecar.hosts import claude_code, codex, gemini, hermes, opencode
+from sidecar.hosts import claude_code, codex, gemini, hermes, opencode, pi
 from sidecar.hosts.base import Host, Option
 from sidecar.vocabulary import EventKind, normalise
 
-HOSTS: tuple[Host, ...] = (claude_code.HOST, codex.HOST, gemini.HOST, opencode.HOST, hermes.HOST)
+HOSTS: tuple[Host, ...] = (claude_code.HOST, codex.HOST, gemini.HOST, opencode.HOST, hermes.HOST,
+                           pi.HOST)
 UNKNOWN = "unknown"  # the host of an event that names none and looks like none
 
 GENERIC_EVENTS: Mapping[EventKind, tuple[str, ...]] = MappingProxyType({
