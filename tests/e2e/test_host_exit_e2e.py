@@ -15,6 +15,7 @@ import time
 import pytest
 from test_gemini_e2e import GEMINI_VERSION, MODEL, gemini_env
 from test_opencode_e2e import OPENCODE_VERSION, opencode_setup
+from test_pi_e2e import PI_VERSION, pi_env
 
 from helpers import npm_host, read_json, run_cli, wait_until
 from stubs.anthropic_stub import AnthropicStub
@@ -110,6 +111,27 @@ def test_opencode_killed_with_sigterm(workspace, start_daemon, tmp_path):
             assert_ends_as_host_exit(workspace, start_daemon, daemon, "opencode",
                                      lambda pid: os.kill(pid, signal.SIGTERM))
             assert run.wait(10) == -signal.SIGTERM  # it died of the signal, sending no end
+        finally:
+            run.kill()
+            run.wait()
+
+
+def test_pi_killed_with_sigkill(workspace, start_daemon, tmp_path):
+    pi = npm_host("pi", PI_VERSION, "pi")
+    assert run_cli("integrate", "pi", cwd=workspace.root).returncode == 0
+    with ChatStub() as stub:
+        stub.hold()  # the answer never comes: the turn is still running when pi is killed
+        env = pi_env(tmp_path, stub.url)
+        daemon = start_daemon(workspace.root, env=env)
+        run = subprocess.Popen([str(pi), "--provider", "stub", "--model", "stub-model", "-p",
+                                "a long task"], cwd=workspace.root, env={**os.environ, **env},
+                               stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                               stderr=subprocess.DEVNULL, start_new_session=True)
+        try:
+            # pi is one node process, the one its extension names: kill exactly that one.
+            assert_ends_as_host_exit(workspace, start_daemon, daemon, "pi",
+                                     lambda pid: os.kill(pid, signal.SIGKILL))
+            assert run.wait(10) == -signal.SIGKILL
         finally:
             run.kill()
             run.wait()
