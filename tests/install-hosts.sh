@@ -1,15 +1,16 @@
 #!/usr/bin/env bash
 # Installs, once, the real programs the end-to-end tests drive: Claude Code, Codex, Gemini CLI,
-# opencode and Cline (npm) and hermes-agent (its own virtual environment) into a cache folder, and
-# systemd-analyze and libfaketime (the clock tests step a daemon's wall clock). Where a
-# package manager is missing or an install fails it says so, and the tests that need that
-# host skip saying why.
+# opencode, Pi, GitHub Copilot CLI, Cline and Qwen Code (npm) and hermes-agent (its own virtual
+# environment) into a cache folder, and tmux, systemd-analyze and libfaketime (the clock tests
+# step a daemon's wall clock). Where a package manager is missing or an install fails it says
+# so, and the tests that need that host skip saying why.
 set -euo pipefail
 CACHE="${SIDECAR_TEST_HOSTS:-${XDG_CACHE_HOME:-$HOME/.cache}/sidecar-test-hosts}"
 CLAUDE_VERSION=2.1.328
 CODEX_VERSION=0.169.0
 GEMINI_VERSION=0.61.0
 OPENCODE_VERSION=1.18.33
+PI_VERSION=0.73.1
 HERMES_VERSION=0.19.0
 QWEN_VERSION=0.24.4
 CLINE_VERSION=3.0.65
@@ -54,6 +55,7 @@ if command -v npm >/dev/null 2>&1; then
     npm_host codex @openai/codex "$CODEX_VERSION" codex
     npm_host gemini-cli @google/gemini-cli "$GEMINI_VERSION" gemini
     npm_host opencode opencode-ai "$OPENCODE_VERSION" opencode
+    npm_host pi @mariozechner/pi-coding-agent "$PI_VERSION" pi
     npm_host qwen @qwen-code/qwen-code "$QWEN_VERSION" qwen
     npm_host cline cline "$CLINE_VERSION" cline  # a 434 MB native binary
     npm_host copilot @github/copilot "$COPILOT_VERSION" copilot

@@ -17,9 +17,8 @@ import re
 from pathlib import Path
 from types import MappingProxyType
 
-from sidecar import jsonfile
-from sidecar.hosts import transcripts
-from sidecar.hosts.base import EndFacts, Host, IntegrateError, Scope, Tokens
+from sidecar.hosts import plugin_file, transcripts
+from sidecar.hosts.base import EndFacts, Host, Scope, Tokens
 from sidecar.vocabulary import EventKind
 
 FILE_NAME = "sidecar.js"
@@ -27,7 +26,7 @@ MARK = "// sidecar: opencode's session events into the workspace's inbox."
 
 
 def plugin_source() -> bytes:
-    return (Path(__file__).parent / "opencode_plugin.js").read_bytes()
+    return plugin_file.source("opencode_plugin.js")
 
 
 def project_plugin(root: Path) -> Path:
@@ -40,30 +39,7 @@ def user_plugin(home: Path) -> Path:
 
 
 def is_ours(path: Path) -> bool:
-    try:
-        with open(path, "rb") as handle:
-            return handle.readline().decode(errors="replace").rstrip("\n") == MARK
-    except OSError:
-        return False
-
-
-def integrate(path: Path, uninstall: bool = False) -> bool:
-    """Write (or remove) the plugin file; True if anything changed. Never touches a file of
-    the same name that sidecar did not write."""
-    exists = path.exists() or path.is_symlink()
-    if exists and not is_ours(path):
-        raise IntegrateError(f"{path} exists and is not sidecar's plugin; left as it is")
-    if uninstall:
-        if exists:
-            path.unlink()
-        return exists
-    source = plugin_source()
-    if exists and path.read_bytes() == source:
-        return False
-    path.parent.mkdir(parents=True, exist_ok=True)
-    jsonfile.write_bytes_atomic(path, source)
-    os.chmod(path, 0o644)
-    return True
+    return plugin_file.is_ours(path, MARK)
 
 
 def database() -> str:
@@ -117,7 +93,7 @@ class Opencode(Host):
             else user_plugin(home)
 
     def integrate(self, place: Path, sidecar: str, *, uninstall: bool) -> bool:
-        return integrate(place, uninstall)
+        return plugin_file.install(place, plugin_source(), MARK, uninstall)
 
     def integrated(self, root: Path | None, home: Path) -> bool:
         return is_ours(user_plugin(home)) or (root is not None and is_ours(project_plugin(root)))

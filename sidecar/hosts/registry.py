@@ -12,12 +12,12 @@ from collections.abc import Mapping
 from types import MappingProxyType
 from typing import Any
 
-from sidecar.hosts import claude_code, cline, codex, copilot, gemini, hermes, opencode, qwen
+from sidecar.hosts import claude_code, cline, codex, copilot, gemini, hermes, opencode, pi, qwen
 from sidecar.hosts.base import Host, Option
 from sidecar.vocabulary import EventKind, normalise
 
 HOSTS: tuple[Host, ...] = (claude_code.HOST, codex.HOST, gemini.HOST, opencode.HOST, hermes.HOST,
-                           copilot.HOST, cline.HOST, qwen.HOST)
+                           pi.HOST, copilot.HOST, cline.HOST, qwen.HOST)
 UNKNOWN = "unknown"  # the host of an event that names none and looks like none
 
 GENERIC_EVENTS: Mapping[EventKind, tuple[str, ...]] = MappingProxyType({

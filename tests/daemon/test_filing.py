@@ -7,7 +7,6 @@ from __future__ import annotations
 import json
 import shutil
 import subprocess
-from pathlib import Path
 
 import orjson
 import pytest
@@ -16,6 +15,7 @@ from hypothesis import strategies as st
 
 from helpers import FIXTURES, emit, fixture_payload, inbox_files, read_json, wait_until
 from sidecar import emit as emit_mod
+from sidecar.hosts import opencode
 from sidecar.hosts.hermes import event_for
 from sidecar.inbox import events
 from sidecar.sessions.rules import harness_id
@@ -112,7 +112,7 @@ def test_every_recorded_opencode_event_is_filed_under_its_own_session(workspace,
     if node is None:
         pytest.skip("node is not installed, so the opencode plugin cannot run here")
     plugin = tmp_path / "sidecar.mjs"
-    shutil.copy(Path(emit_mod.__file__).parent / "hosts" / "opencode_plugin.js", plugin)
+    plugin.write_bytes(opencode.plugin_source())  # as `sidecar integrate opencode` installs it
     harness = tmp_path / "harness.mjs"
     harness.write_text(NODE_HARNESS)
     result = subprocess.run([node, str(harness), str(plugin), str(FIXTURES / "opencode-1.18.33")],

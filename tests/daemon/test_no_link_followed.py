@@ -15,12 +15,12 @@ from pathlib import Path
 
 import pytest
 
-from helpers import REPO, emit
+from helpers import emit
 from sidecar import jsonfile, locks, safedir
+from sidecar.hosts import opencode
 from sidecar.inbox import folder as inbox
 from sidecar.layout import Workspace
 
-PLUGIN = REPO / "sidecar" / "hosts" / "opencode_plugin.js"
 LINK_REFUSED = "is a symlink; sidecar never writes through one"
 CONTINUE = b'{"continue": true}\n'
 
@@ -97,8 +97,10 @@ def run_plugin(tmp_path: Path, root: Path) -> subprocess.CompletedProcess:
     session's end is written from the plugin's exit listener, as node exits."""
     if shutil.which("node") is None:
         pytest.skip("node is not installed")
+    plugin = tmp_path / "sidecar.mjs"  # the file `sidecar integrate opencode` installs
+    plugin.write_bytes(opencode.plugin_source())
     driver = tmp_path / "driver.mjs"
-    driver.write_text(DRIVER.format(plugin=json.dumps(PLUGIN.resolve().as_uri()),
+    driver.write_text(DRIVER.format(plugin=json.dumps(plugin.as_uri()),
                                     ws=json.dumps(str(root))))
     return subprocess.run(["node", str(driver)], capture_output=True, text=True, timeout=30,
                           env=dict(os.environ))  # SIDECAR_CONFIG_HOME: the test's registry

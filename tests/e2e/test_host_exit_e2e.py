@@ -15,6 +15,7 @@ import time
 import pytest
 from test_gemini_e2e import GEMINI_VERSION, MODEL, gemini_env
 from test_opencode_e2e import OPENCODE_VERSION, opencode_setup
+from test_pi_e2e import PI_VERSION, pi_env
 from test_qwen_e2e import QWEN_VERSION, assert_is_the_real_cli, qwen_env
 
 from helpers import npm_host, read_json, run_cli, wait_until
@@ -137,4 +138,24 @@ def test_qwen_code_killed_with_sigkill(workspace, start_daemon, tmp_path):
             assert_ends_as_host_exit(workspace, start_daemon, daemon, "qwen", kill)
         finally:
             os.killpg(run.pid, signal.SIGKILL)
+
+
+def test_pi_killed_with_sigkill(workspace, start_daemon, tmp_path):
+    pi = npm_host("pi", PI_VERSION, "pi")
+    assert run_cli("integrate", "pi", cwd=workspace.root).returncode == 0
+    with ChatStub() as stub:
+        stub.hold()  # the answer never comes: the turn is still running when pi is killed
+        env = pi_env(tmp_path, stub.url)
+        daemon = start_daemon(workspace.root, env=env)
+        run = subprocess.Popen([str(pi), "--provider", "stub", "--model", "stub-model", "-p",
+                                "a long task"], cwd=workspace.root, env={**os.environ, **env},
+                               stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                               stderr=subprocess.DEVNULL, start_new_session=True)
+        try:
+            # pi is one node process, the one its extension names: kill exactly that one.
+            assert_ends_as_host_exit(workspace, start_daemon, daemon, "pi",
+                                     lambda pid: os.kill(pid, signal.SIGKILL))
+            assert run.wait(10) == -signal.SIGKILL
+        finally:
+            run.kill()
             run.wait()

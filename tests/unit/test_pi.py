@@ -1,0 +1,217 @@
+"""Pi: what its extension's events mean, what its session file says at a session's end (a
+turn the API refused, the tokens), where `sidecar integrate pi` writes its extension and how
+it gives the place back, and what `doctor` checks of it."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import orjson
+import pytest
+
+from helpers import FIXTURES, TRANSCRIPTS, fixture_payload, invoke
+from sidecar.hosts import pi, plugin_file, registry
+from sidecar.hosts.base import Failure, IntegrateError, Tokens
+from sidecar.inbox.events import parse
+from sidecar.vocabulary import LIMIT_ERRORS, EventKind
+
+HOST = registry.get("pi")
+
+
+def as_the_extension_sends(name: str, fixture: str, **extra: object):
+    """The event the extension drops for one recorded handler call (ids from its ctx)."""
+    recorded = orjson.loads(fixture_payload(f"pi-0.73.1/{fixture}.json"))
+    ctx = recorded["ctx"]
+    body = {"event": name, "host": "pi", "session_id": ctx["sessionId"], "cwd": ctx["cwd"],
+            "transcript_path": ctx["sessionFile"], "ts": 1.0, "hostPid": 4321, **extra}
+    return parse(orjson.dumps(body), "f.json", 1.0)
+
+
+@pytest.mark.parametrize("name, fixture, kind", [
+    ("session_start", "session_start", EventKind.SESSION_START),
+    ("agent_start", "agent_start", EventKind.TURN_START),
+    ("tool_execution_end", "tool_execution_end", EventKind.TOOL_USE),
+    ("agent_end", "agent_end", EventKind.TURN_END),
+    ("session_shutdown", "session_shutdown", EventKind.SESSION_END),
+])
+def test_each_event_the_extension_sends_means_its_kind(name, fixture, kind):
+    event = as_the_extension_sends(name, fixture)
+    assert event.kind is kind and event.host == "pi"
+    assert event.session_id == "01a230c6-43b6-7042-84ae-136bf573a080" or fixture.startswith("tool")
+    assert event.transcript_path and event.transcript_path.endswith(f"{event.session_id}.jsonl")
+
+
+def test_a_refused_or_stopped_prompt_ends_no_turn():
+    """Pi retries a refused prompt itself, and a stopped one is the user's interrupt: neither
+    may close the turn (or clear a usage limit) the way a prompt that ended well does."""
+    for name in ("agent_end:error", "agent_end:aborted"):
+        event = as_the_extension_sends(name, "agent_end.rate_limit", error_message="429 ...")
+        assert event.kind is None
+    assert registry.event_kind("pi", "agent_end") is EventKind.TURN_END
+
+
+def test_the_session_file_of_a_refused_prompt_says_a_rate_limit_with_the_providers_text():
+    failure = HOST.end_facts(str(TRANSCRIPTS / "pi-0.73.1.rate-limit.jsonl"), "").failure
+    assert failure == Failure("rate_limit", "429 Rate limit reached for requests (stub). Limit "
+                                            "resets at 1796118441. Please try again in 3600s.")
+    assert failure.kind in LIMIT_ERRORS  # so resume-after-limit takes it up
+
+
+def test_a_session_whose_last_prompt_ended_well_did_not_fail(tmp_path):
+    assert HOST.end_facts(str(TRANSCRIPTS / "pi-0.73.1.jsonl"), "").failure is None
+    # Refused, then answered on Pi's own retry: the last word counts.
+    lines = (TRANSCRIPTS / "pi-0.73.1.rate-limit.jsonl").read_bytes().splitlines()
+    answered = (TRANSCRIPTS / "pi-0.73.1.jsonl").read_bytes().splitlines()[4]
+    path = tmp_path / "retried.jsonl"
+    path.write_bytes(b"\n".join([*lines, answered]) + b"\n")
+    assert HOST.end_facts(str(path), "").failure is None
+
+
+@pytest.mark.parametrize("text, kind", [
+    ("429 Rate limit reached for requests. Please try again in 20s.", "rate_limit"),
+    ('429 {"type":"error","error":{"type":"rate_limit_error","message":"..."}}', "rate_limit"),
+    ("429 You exceeded your current quota, please check your plan (insufficient_quota)",
+     "quota_exceeded"),
+    ("RESOURCE_EXHAUSTED: too much", "resource_exhausted"),
+    ("You have reached your usage limit; it resets at 5pm", "usage_limit"),
+    ("400 context length exceeded", "api_error"),
+    ("", "api_error"),
+])
+def test_the_error_kind_is_read_from_the_providers_text(text, kind):
+    assert pi.error_kind(text) == kind
+
+
+def test_a_stopped_prompt_is_no_failure(tmp_path):
+    entry = {"type": "message", "message": {"role": "assistant", "stopReason": "aborted",
+                                            "errorMessage": "Request was aborted"}}
+    path = tmp_path / "aborted.jsonl"
+    path.write_bytes(orjson.dumps(entry) + b"\n")
+    assert HOST.end_facts(str(path), "").failure is None
+
+
+def test_tokens_are_every_assistant_messages_usage_summed():
+    # Three prompts, the stub's usage 10 in / 5 out each; the refused tries used nothing.
+    assert HOST.end_facts(str(TRANSCRIPTS / "pi-0.73.1.jsonl"), "").tokens == \
+        Tokens(input=30, output=15)
+    assert HOST.end_facts(str(TRANSCRIPTS / "pi-0.73.1.rate-limit.jsonl"), "").tokens == Tokens()
+
+
+def test_cached_tokens_are_kept_apart(tmp_path):
+    usage = {"input": 7, "output": 3, "cacheRead": 100, "cacheWrite": 20}
+    lines = [{"type": "message", "message": {"role": "assistant", "usage": usage}},
+             {"type": "message", "message": {"role": "user", "usage": usage}},  # not counted
+             {"type": "message", "message": {"role": "assistant", "usage": "broken"}}]
+    path = tmp_path / "s.jsonl"
+    path.write_bytes(b"\n".join(orjson.dumps(line) for line in lines) + b"\n")
+    assert HOST.end_facts(str(path), "").tokens == Tokens(7, 3, 100, 20)
+
+
+# -- sidecar integrate pi ----------------------------------------------------------------
+
+
+def test_the_extension_holds_the_shared_writer_and_nothing_of_this_machine(tmp_path):
+    source = pi.extension_source()
+    assert source.startswith(pi.MARK.encode() + b"\n")
+    assert plugin_file.PLACEHOLDER not in source
+    assert b"function inboxWriter(host)" in source and b'inboxWriter("pi")' in source
+    assert str(Path.home()).encode() not in source and b"/tmp" not in source
+
+
+def test_a_project_integration_round_trip(workspace):
+    root = workspace.root
+    extension = root / ".pi" / "extensions" / "sidecar.ts"
+    result = invoke("integrate", "pi", "--root", str(root))
+    assert result.returncode == 0, result.stderr
+    assert extension.read_bytes() == pi.extension_source()
+    assert HOST.integrated(root, root / "nohome")
+    again = invoke("integrate", "pi", "--root", str(root))
+    assert b"nothing changed" in again.stdout
+    assert invoke("integrate", "pi", "--uninstall", "--root", str(root)).returncode == 0
+    assert not (root / ".pi").exists()  # sidecar made the folders: it takes them away again
+    assert not HOST.integrated(root, root / "nohome")
+
+
+def test_uninstall_leaves_the_users_own_extensions(workspace):
+    root = workspace.root
+    theirs = root / ".pi" / "extensions" / "mine.ts"
+    theirs.parent.mkdir(parents=True)
+    theirs.write_text("export default function (pi) {}\n")
+    assert invoke("integrate", "pi", "--root", str(root)).returncode == 0
+    assert invoke("integrate", "pi", "--uninstall", "--root", str(root)).returncode == 0
+    assert sorted(p.name for p in theirs.parent.iterdir()) == ["mine.ts"]
+    assert theirs.read_text() == "export default function (pi) {}\n"
+
+
+def test_a_foreign_file_of_the_same_name_is_never_replaced_or_removed(workspace):
+    root = workspace.root
+    theirs = root / ".pi" / "extensions" / "sidecar.ts"
+    theirs.parent.mkdir(parents=True)
+    theirs.write_text("export default function (pi) { /* the user's own */ }\n")
+    result = invoke("integrate", "pi", "--root", str(root))
+    assert result.returncode == 1 and b"not sidecar's plugin" in result.stderr
+    assert invoke("integrate", "pi", "--uninstall", "--root", str(root)).returncode == 1
+    assert theirs.read_text() == "export default function (pi) { /* the user's own */ }\n"
+    with pytest.raises(IntegrateError):
+        HOST.integrate(theirs, "sidecar", uninstall=False)
+
+
+def test_a_user_integration_goes_into_pis_own_folder(tmp_path, monkeypatch):
+    home = tmp_path / "home"
+    scope = next(s for s in HOST.scopes if s.flag == "--user")
+    monkeypatch.delenv(pi.AGENT_DIR, raising=False)
+    assert HOST.place(scope, tmp_path, home) == home / ".pi" / "agent" / "extensions" / "sidecar.ts"
+    monkeypatch.setenv(pi.AGENT_DIR, str(tmp_path / "agent"))
+    place = HOST.place(scope, tmp_path, home)
+    assert place == tmp_path / "agent" / "extensions" / "sidecar.ts"
+    assert HOST.integrate(place, "sidecar", uninstall=False) is True
+    assert HOST.integrated(None, home)
+    assert HOST.integrate(place, "sidecar", uninstall=True) is True and not place.exists()
+
+
+# -- doctor --------------------------------------------------------------------------------
+
+
+def test_doctor_notes_the_retry_after_hang_until_pis_settings_bound_it(tmp_path, monkeypatch):
+    monkeypatch.delenv(pi.AGENT_DIR, raising=False)
+    home, root = tmp_path / "home", tmp_path / "project"
+    [finding] = HOST.findings(root, home)
+    assert finding.ok and finding.note and "retry-after" in finding.what
+    assert '"maxRetries": 0' in finding.fix
+    settings = home / ".pi" / "agent" / "settings.json"
+    settings.parent.mkdir(parents=True)
+    settings.write_text("not json")
+    assert len(HOST.findings(root, home)) == 1  # a broken file bounds nothing
+    settings.write_bytes(fixture_payload("pi-0.73.1/settings.json"))
+    assert HOST.findings(root, home) == []
+    settings.unlink()
+    (root / ".pi").mkdir(parents=True)
+    (root / ".pi" / "settings.json").write_text('{"retry": {"provider": {"maxRetries": 1}}}')
+    assert HOST.findings(root, home) == []
+
+
+def test_the_variables_models_json_reads_its_keys_from_are_needed(tmp_path):
+    home = tmp_path / "home"
+    models = json.loads(fixture_payload("pi-0.73.1/models.json"))
+    models["providers"]["mine"] = {"apiKey": "MY_PROVIDER_KEY"}
+    models["providers"]["shell"] = {"apiKey": "!pass show key"}
+    path = home / ".pi" / "agent" / "models.json"
+
+    def read(p: Path) -> bytes | None:
+        return json.dumps(models).encode() if p == path else None
+
+    assert HOST.needed_variables({}, home, read) == ("MY_PROVIDER_KEY",)
+    assert HOST.needed_variables({pi.AGENT_DIR: str(tmp_path)}, home, read) == ()
+    assert pi.key_names(b"[not json") == () and pi.key_names(b"[]") == ()
+
+
+def test_the_resume_takes_the_whole_id_and_the_prompt_on_standard_input():
+    assert HOST.resume == ("pi", "--session", "{session_id}", "-p", "<{prompt}")
+    assert HOST.id_misfit("01a230c6-43b6-7042-84ae-136bf573a080") is None
+    assert HOST.id_misfit("01a230c6") is not None  # a prefix pi would match loosely
+
+
+def test_the_fixtures_are_neutralised():
+    for path in (FIXTURES / "pi-0.73.1").iterdir():
+        text = path.read_text()
+        assert "/root" not in text and str(Path.home()) not in text
