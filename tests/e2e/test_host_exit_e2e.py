@@ -10,7 +10,6 @@ from __future__ import annotations
 import os
 import signal
 import subprocess
-import time
 
 import pytest
 from test_gemini_e2e import GEMINI_VERSION, MODEL, gemini_env
@@ -18,42 +17,13 @@ from test_opencode_e2e import OPENCODE_VERSION, opencode_setup
 from test_pi_e2e import PI_VERSION, pi_env
 from test_qwen_e2e import QWEN_VERSION, assert_is_the_real_cli, qwen_env
 
-from helpers import npm_host, read_json, run_cli, wait_until
+from helpers import npm_host, run_cli
 from stubs.anthropic_stub import AnthropicStub
 from stubs.chat_stub import ChatStub
 from stubs.gemini_stub import GeminiStub
+from stubs.host_exit import assert_ends_as_host_exit
 
 pytestmark = pytest.mark.e2e
-
-
-def active_session(workspace, host):
-    """The one session of `host` once it is tracked (its record), else None."""
-    per_host = (read_json(workspace.bindings_file)["bindings"].get(host, {})
-                if workspace.bindings_file.exists() else {})
-    for binding in per_host.values():
-        path = workspace.session_dir(binding["harnessSessionId"]) / "session.json"
-        if path.exists():
-            return path
-    return None
-
-
-def assert_ends_as_host_exit(workspace, start_daemon, daemon, host, kill):
-    """While the host lives: active, across a restart. After `kill()`: ended within 2 s."""
-    record = wait_until(lambda: active_session(workspace, host), 60, 0.1)
-    wait_until(lambda: read_json(record)["metadata"]["sidecar"].get("hostPid"), 10)
-    assert daemon.stop() == 0
-    start_daemon(workspace.root)
-    time.sleep(0.5)  # the new leader re-armed its watch; a wrong completion would come now
-    assert read_json(record)["status"] == "active"
-    kill(read_json(record)["metadata"]["sidecar"]["hostPid"])
-    killed = time.monotonic()
-    wait_until(lambda: read_json(record)["status"] == "completed", 5, 0.02)
-    took = time.monotonic() - killed
-    assert read_json(record)["metadata"]["sidecar"]["completionReason"] == "host-exited"
-    # The record is saved before the bindings (a crash between leaves the binding to clean):
-    # the binding goes a moment after the record says completed.
-    wait_until(lambda: read_json(workspace.bindings_file)["bindings"].get(host, {}) == {}, 2)
-    assert took < 2, f"completed {took:.2f} s after the kill"
 
 
 def test_claude_code_killed_with_sigkill(workspace, start_daemon, tmp_path):

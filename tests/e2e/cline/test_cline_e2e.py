@@ -28,6 +28,7 @@ import pytest
 from helpers import npm_host, read_json, run_cli, wait_until
 from sidecar.sessions.rules import harness_id
 from stubs.chat_stub import ChatStub
+from stubs.host_exit import active_session
 from stubs.lifecycle import prepare_post_task
 
 pytestmark = pytest.mark.e2e
@@ -168,7 +169,7 @@ def test_a_cline_hub_killed_mid_turn_ends_its_session_by_the_process_watch(
                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
                            start_new_session=True)
     try:
-        path = wait_until(lambda: active_session(workspace), 60, 0.1)
+        path = wait_until(lambda: active_session(workspace, "cline"), 60, 0.1)
         wait_until(lambda: read_json(path)["metadata"]["sidecar"].get("hostPid"), 10)
         # The record holds the hub's pid: the run executes inside it, not in `cline`.
         assert read_json(path)["metadata"]["sidecar"]["hostPid"] == hub
@@ -185,14 +186,3 @@ def test_a_cline_hub_killed_mid_turn_ends_its_session_by_the_process_watch(
     assert read_json(path)["metadata"]["sidecar"]["completionReason"] == "host-exited"
     wait_until(lambda: read_json(workspace.bindings_file)["bindings"].get("cline", {}) == {}, 5)
     # (The waiting `cline` may start a new hub before it is killed: the teardown kills it.)
-
-
-def active_session(workspace) -> Path | None:
-    """The record of the one Cline session once it is tracked."""
-    if not workspace.bindings_file.exists():
-        return None
-    for binding in read_json(workspace.bindings_file)["bindings"].get("cline", {}).values():
-        path = workspace.session_dir(binding["harnessSessionId"]) / "session.json"
-        if path.exists():
-            return path
-    return None

@@ -17,7 +17,6 @@ import os
 import re
 import signal
 import subprocess
-import time
 import uuid
 from pathlib import Path
 
@@ -27,6 +26,7 @@ from helpers import HOSTS_CACHE, npm_host, read_json, run_cli, wait_until
 from sidecar.hosts import copilot as copilot_host
 from sidecar.sessions.rules import harness_id
 from stubs.chat_stub import ChatStub, LimitedChatStub
+from stubs.host_exit import assert_ends_as_host_exit
 from stubs.lifecycle import assert_whole_lifecycle, prepare_post_task, set_resume, settled
 from stubs.loopback import Refusal
 
@@ -60,34 +60,6 @@ def run_copilot(copilot: Path, root: Path, env: dict[str, str], *args: str,
     clean = {k: v for k, v in os.environ.items() if not k.startswith("COPILOT_")}
     return subprocess.run([str(copilot), *args], cwd=root, env={**clean, **env},
                           capture_output=True, text=True, stdin=subprocess.DEVNULL, timeout=180)
-
-
-def active_session(workspace) -> Path | None:
-    bindings = read_json(workspace.bindings_file)["bindings"].get("copilot", {}) \
-        if workspace.bindings_file.exists() else {}
-    for binding in bindings.values():
-        path = workspace.session_dir(binding["harnessSessionId"]) / "session.json"
-        if path.exists():
-            return path
-    return None
-
-
-def assert_ends_as_host_exit(workspace, start_daemon, daemon, kill) -> None:
-    """As tests/e2e/test_host_exit_e2e.py asserts it of the other hosts: active while the
-    process lives (across a restart of the daemon), completed within 2 s of its death."""
-    record = wait_until(lambda: active_session(workspace), 60, 0.1)
-    wait_until(lambda: read_json(record)["metadata"]["sidecar"].get("hostPid"), 10)
-    assert daemon.stop() == 0
-    start_daemon(workspace.root)
-    time.sleep(0.5)  # the new leader re-armed its watch; a wrong completion would come now
-    assert read_json(record)["status"] == "active"
-    kill(read_json(record)["metadata"]["sidecar"]["hostPid"])
-    killed = time.monotonic()
-    wait_until(lambda: read_json(record)["status"] == "completed", 5, 0.02)
-    took = time.monotonic() - killed
-    assert read_json(record)["metadata"]["sidecar"]["completionReason"] == "host-exited"
-    wait_until(lambda: read_json(workspace.bindings_file)["bindings"].get("copilot", {}) == {}, 2)
-    assert took < 2, f"completed {took:.2f} s after the kill"
 
 
 def as_prompted(requests: list[dict]) -> list[dict]:
@@ -162,7 +134,7 @@ def test_a_copilot_whose_native_binary_is_killed_is_completed_by_the_process_wat
             os.kill(pid, signal.SIGKILL)
 
         try:
-            assert_ends_as_host_exit(workspace, start_daemon, daemon, kill)
+            assert_ends_as_host_exit(workspace, start_daemon, daemon, "copilot", kill)
             assert run.wait(10) != 0  # the loader saw its child die
         finally:
             with contextlib.suppress(ProcessLookupError):  # the whole group, whatever is left

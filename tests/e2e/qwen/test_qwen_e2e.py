@@ -25,6 +25,7 @@ import pytest
 from helpers import npm_host, read_json, run_cli, wait_until
 from sidecar.hosts import registry
 from stubs.chat_stub import ChatStub, LimitedChatStub
+from stubs.host_exit import active_session
 from stubs.lifecycle import (
     MARKER,
     assert_whole_lifecycle,
@@ -53,17 +54,6 @@ def qwen_env(tmp_path: Path, stub_url: str) -> dict[str, str]:
     (home / ".qwen" / "settings.json").write_text(json.dumps(SETTINGS, indent=2) + "\n")
     return {"HOME": str(home), "TMPDIR": str(tmp_path / "tmp"), "OPENAI_BASE_URL": stub_url,
             "OPENAI_API_KEY": "x", "OPENAI_MODEL": "stub-model"}
-
-
-def active_session(workspace, host):
-    """The record of `host`'s one session once it is tracked, else None."""
-    per_host = (read_json(workspace.bindings_file)["bindings"].get(host, {})
-                if workspace.bindings_file.exists() else {})
-    for binding in per_host.values():
-        path = workspace.session_dir(binding["harnessSessionId"]) / "session.json"
-        if path.exists():
-            return path
-    return None
 
 
 def trace(record: Path) -> list[dict]:
