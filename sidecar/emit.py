@@ -18,7 +18,8 @@ USAGE = """usage: sidecar emit [EVENT] [--session-id ID] [--source NAME] [--root
 
 Drop one event into the nearest workspace's inbox. With no EVENT, read a host's hook
 JSON from standard input (or take it from a JSON argument, as a notify program passes it);
---event names it where the host's payload names no event.
+--event names the event, over any name the payload has (for a host whose payloads
+name none).
 Always prints {"continue": true} and exits 0, so a host is never blocked.
 """
 CONTEXT_DIR = ".context"

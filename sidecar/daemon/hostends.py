@@ -20,6 +20,7 @@ import os
 import stat
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 from sidecar import owner
 from sidecar.hosts import registry
@@ -60,6 +61,17 @@ def owners_files(ws: Workspace) -> tuple[Path, Reader]:
         return Path.home(), read_own
     uid = account.uid
     return Path(account.home), lambda path: owner.read_owned(path, uid)
+
+
+def end_event(host: str, session_id: str, end: RecordedEnd, now: float) -> dict[str, Any]:
+    """The session end dropped into the inbox for an end the host recorded: with when the host
+    says it ended (the session rules ignore an earlier run's) and what was read with it."""
+    event: dict[str, Any] = {"event": "session-end", "session_id": session_id, "host": host,
+                             "reason": end.reason, "ts": now, "recordedEndAt": end.at,
+                             "recordedFacts": end.facts.to_json()}
+    if end.transcript:
+        event["transcript_path"] = end.transcript
+    return event
 
 
 def records_ends(host: str) -> bool:
@@ -126,8 +138,11 @@ class RecordedEnds:
         found = []
         for key in keys:
             end = self._ask(key, home, read)
-            if end is not None and end.at is not None and end.at < self.started.get(key, end.at):
-                continue  # the end of an earlier run, which a resumed one has not rewritten yet
+            if end is not None and (end.at is None or end.at < self.started.get(key, end.at)):
+                # An end not saying when cannot be told from an earlier run's; one older than
+                # the latest start seen here is an earlier run's (the session rules check it
+                # again against the record, which a restart does not forget).
+                continue
             if end is not None:
                 self.soon.pop(key, None)
                 self.tracked.discard(key)

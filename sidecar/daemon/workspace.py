@@ -23,7 +23,7 @@ from sidecar import emit, locks
 from sidecar.config import Config
 from sidecar.daemon import instances
 from sidecar.daemon.clocksteps import StepDetector
-from sidecar.daemon.hostends import RecordedEnds
+from sidecar.daemon.hostends import RecordedEnds, end_event
 from sidecar.daemon.hostwatch import HostWatch
 from sidecar.daemon.ingest import Ingestor
 from sidecar.daemon.instances import Identity, Membership
@@ -209,18 +209,19 @@ class WorkspaceServer:
         for (host, session_id), end in self.recorded.ended(now):
             log.info("%s: %s records session %s as %s", self.ws.root, host, session_id,
                      end.reason)
-            event = {"event": "session-end", "session_id": session_id, "host": host,
-                     "reason": end.reason, "ts": now}
-            if end.transcript:
-                event["transcript_path"] = end.transcript
-            emit.drop(str(self.ws.root), orjson.dumps(event))
+            try:
+                emit.drop(str(self.ws.root), orjson.dumps(end_event(host, session_id, end, now)))
+            except (SidecarError, OSError) as exc:
+                log.warning("%s: the end of %s session %s cannot be reported: %s", self.ws.root,
+                            host, session_id, exc)
+                continue  # the next round finds it again
             self.inbox_arrival.set()
 
     def _live_sessions(self) -> list[Key]:
         try:
             with locks.locked(self.sessions.lock_file):
                 return [key for key, _ in self.sessions.load_bindings().items()]
-        except (StoreError, OSError) as exc:
+        except (StoreError, locks.LockTimeout, OSError) as exc:
             log.warning("%s: the live sessions cannot be listed: %s", self.ws.root, exc)
             return []
 

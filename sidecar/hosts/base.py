@@ -100,15 +100,43 @@ class EndFacts:
     failure: Failure | None = None
     tokens: Tokens | None = None
 
+    def to_json(self) -> dict[str, Any]:
+        out: dict[str, Any] = {}
+        if self.failure is not None:
+            out["failure"] = {"kind": self.failure.kind, "message": self.failure.message}
+        if self.tokens is not None:
+            out["tokens"] = self.tokens.to_json()
+        return out
+
+    @classmethod
+    def from_json(cls, value: Mapping[str, Any]) -> EndFacts:
+        """The facts `to_json` wrote; what is missing or malformed is left out."""
+        failure, figures = value.get("failure"), value.get("tokens")
+        kind = failure.get("kind") if isinstance(failure, dict) else None
+        message = failure.get("message") if isinstance(failure, dict) else None
+
+        def count(key: str) -> int:
+            n = figures.get(key) if isinstance(figures, dict) else None
+            return n if isinstance(n, int) and not isinstance(n, bool) and n >= 0 else 0
+
+        return cls(
+            Failure(kind, message if isinstance(message, str) else "")
+            if isinstance(kind, str) and kind else None,
+            Tokens(count("input"), count("output"), count("cacheRead"), count("cacheWrite"))
+            if isinstance(figures, dict) else None)
+
 
 @dataclass(frozen=True)
 class RecordedEnd:
     """A session's end as its host recorded it: why (the host's own word: `completed`...),
-    the file its conversation is in, if it has one (read by `end_facts`), and when."""
+    the file its conversation is in, if it has one, when, and what the same reads (as the
+    workspace's owner) learned of its last turn and tokens, so that nothing is read again
+    with the daemon's own rights."""
 
     reason: str
     transcript: str | None = None
     at: float | None = None  # when it ended, by the host's record (None: it does not say)
+    facts: EndFacts = EndFacts()
 
 
 class Host:

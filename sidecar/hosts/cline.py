@@ -208,8 +208,10 @@ class Cline(Host):
         status = manifest.get("status")
         if status not in ENDED:
             return None  # running, or unreadable: it says nothing
-        return RecordedEnd(str(status), str(messages_path(home, session_id)),
-                           parse_ts(manifest.get("ended_at")))
+        messages = messages_path(home, session_id)
+        failure = last_failure(load(read(messages))) if status == "failed" else None
+        return RecordedEnd(str(status), str(messages), parse_ts(manifest.get("ended_at")),
+                           EndFacts(failure, tokens(manifest)))
 
     def end_facts(self, transcript_path: str | None, session_id: str) -> EndFacts:
         """Tokens from the manifest beside the conversation (the one an end names, else the

@@ -17,7 +17,7 @@ import orjson
 
 from sidecar.errors import SidecarError
 from sidecar.hosts import registry
-from sidecar.hosts.base import Failure
+from sidecar.hosts.base import EndFacts, Failure
 from sidecar.timeutil import parse_ts
 from sidecar.vocabulary import EventKind, normalise
 
@@ -76,6 +76,21 @@ class Event:
     @property
     def reason(self) -> str | None:
         return self.text("reason")
+
+    @property
+    def recorded_end_at(self) -> float | None:
+        """When the host's own record says the session ended (an end the daemon found in the
+        host's files: hostends.py); None for an end the host sent."""
+        value = self.payload.get("recordedEndAt")
+        return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) \
+            else None
+
+    @property
+    def recorded_facts(self) -> EndFacts | None:
+        """What the daemon read, as the workspace's owner, of the last turn and tokens along
+        with a recorded end; None: the session's end reads them itself."""
+        value = self.payload.get("recordedFacts")
+        return EndFacts.from_json(value) if isinstance(value, dict) else None
 
     @property
     def error_kind(self) -> str:

@@ -22,6 +22,9 @@ def read(record: SessionRecord, event: Event) -> EndFacts:
     host = registry.find(event.host)
     if host is None:
         return EndFacts()
+    found = event.recorded_facts
+    if found is not None:
+        return found  # read with the end, as the workspace's owner: never again as the daemon
     path = event.transcript_path or record.sidecar.transcript_path
     try:
         return host.end_facts(path, event.session_id)

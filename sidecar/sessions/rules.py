@@ -37,6 +37,10 @@ from sidecar.vocabulary import (
 
 NAMESPACE = uuid.UUID("6f1c2a4e-8d1b-4c53-9a57-3e0f5b1d7c21")
 RECENT_EVENTS = 256  # per session: enough to recognise any batch replayed after a crash
+# A host writes its record of an end a moment after its last hook's event (Cline's manifest,
+# some 60 ms after its TaskComplete hook starts): an end recorded this much before the
+# session's latest event is still that run's; one recorded earlier is an earlier run's.
+RECORDED_END_SLACK = 1.0
 
 _TRACE_NAMES = {
     EventKind.SESSION_START: "session.start",
@@ -177,6 +181,13 @@ def _end(record: SessionRecord, event: Event, out: Applied, end: EndFacts | None
     if _exit_report(event) and (event.host_pid, event.host_start) != (meta.host_pid, meta.host_start):
         # The session moved on to another process (a resume) since: that one is alive.
         _trace(record, event, event.name, "an earlier host process exited; the session goes on", out)
+        return
+    recorded = event.recorded_end_at
+    if recorded is not None and recorded + RECORDED_END_SLACK < ts_or(record.updated_at, 0.0):
+        # The host's record still tells of an earlier run that a resumed one has not
+        # rewritten yet: this run goes on.
+        _trace(record, event, event.name, "the host recorded an earlier run's end; the "
+               "session goes on", out)
         return
     touch(record, event.ts)
     if end is not None and end.failure is not None and not meta.turn_failed:

@@ -41,6 +41,11 @@ def write_manifest(home, session: str, status: str) -> None:
     path.write_text(json.dumps(manifest))
 
 
+def trace_messages(workspace, session) -> str:
+    path = workspace.session_dir(harness_id("cline", session)) / "trace.jsonl"
+    return path.read_text() if path.exists() else ""
+
+
 def record(workspace, session):
     path = workspace.session_dir(harness_id("cline", session)) / "session.json"
     return read_json(path) if path.exists() else None
@@ -74,7 +79,7 @@ def test_a_session_ends_when_its_manifest_says_so_and_not_before(workspace, star
     manifest_path(home, "1796115993153_huge").write_text(json.dumps({"status": "completed",
                                                          "pad": "x" * (2 << 20)}))
     wait_until(lambda: all(record(workspace, s) for s in ["1796115993153_done", *spoilt]), 10)
-    time.sleep(2.5)  # past both looks after the turn end, and two sweep rounds
+    time.sleep(2.5)  # past the first look after the turn end, and two sweep rounds
     assert all(record(workspace, s)["status"] == "active" for s in ["1796115993153_done", *spoilt])
 
     write_manifest(home, "1796115993153_done", "completed")
@@ -111,10 +116,17 @@ def test_a_manifest_left_by_an_earlier_run_does_not_end_a_new_one(workspace, sta
                                                                     home):
     """A resumed conversation starts before Cline rewrites the manifest of its last run."""
     write_manifest(home, "1796115993153_again", "completed")
-    time.sleep(0.05)
-    start_daemon(workspace.root, env={"HOME": str(home)})
+    time.sleep(1.5)  # more than the slack the rules allow a record written after a run's end
+    daemon = start_daemon(workspace.root, env={"HOME": str(home)})
     hook(workspace, "TaskStart.json", "1796115993153_again")
     hook(workspace, "TaskComplete.json", "1796115993153_again")
     wait_until(lambda: record(workspace, "1796115993153_again"), 10)
-    time.sleep(2.5)  # both looks after the turn end, and two rounds
+    time.sleep(2.5)  # the first look after the turn end, and two rounds
+    assert record(workspace, "1796115993153_again")["status"] == "active"
+    # A restarted daemon has seen no start of this run: the record still tells the
+    # earlier run's end from this one's.
+    assert daemon.stop() == 0
+    start_daemon(workspace.root, env={"HOME": str(home)})
+    wait_until(lambda: "the host recorded an earlier run's end; the session goes on" in
+               trace_messages(workspace, "1796115993153_again"), 10)
     assert record(workspace, "1796115993153_again")["status"] == "active"

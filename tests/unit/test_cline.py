@@ -15,7 +15,7 @@ from helpers import FIXTURES
 from sidecar.daemon.hostends import read_own
 from sidecar.followups.actions import ActionError, CannotResume, Firing, build_argv
 from sidecar.hosts import cline_hooks, registry
-from sidecar.hosts.base import IntegrateError, Tokens
+from sidecar.hosts.base import EndFacts, IntegrateError, Tokens
 from sidecar.hosts.cline import EVENTS, manifest_path, messages_path
 from sidecar.inbox.events import parse
 from sidecar.layout import Workspace
@@ -162,6 +162,29 @@ def test_tokens_come_from_the_manifest_and_a_refusal_from_the_conversation(tmp_p
     assert facts.failure.message.startswith("Rate limit reached for requests (stub)")
 
 
+def test_a_recorded_end_carries_what_its_own_reads_found_read_only_through_its_reader(
+        tmp_path):
+    # A root daemon reads the owner's files through `read` (as the owner): the tokens and the
+    # refusal travel with the end, so nothing is read again with the daemon's own rights.
+    place_manifest(tmp_path, "1_c", "session-manifest.rate_limit.json")
+    messages_path(tmp_path, "1_c").write_bytes((RECORDED / "session-messages.rate_limit.json")
+                                               .read_bytes())
+    asked = []
+
+    def read(path):
+        asked.append(path)
+        return read_own(path)
+
+    end = CLINE.recorded_end("1_c", tmp_path, read)
+    assert end is not None and end.facts.failure is not None
+    assert end.facts.failure.kind == "rate_limit"
+    assert end.facts == CLINE.end_facts(str(messages_path(tmp_path, "1_c")), "1_c")
+    assert asked == [manifest_path(tmp_path, "1_c"), messages_path(tmp_path, "1_c")]
+    place_manifest(tmp_path, "1_a", "session-manifest.completed.json")
+    assert CLINE.recorded_end("1_a", tmp_path, read).facts == EndFacts(
+        None, Tokens(input=40, output=20))
+
+
 def test_without_a_named_conversation_the_users_own_manifest_is_read(tmp_path, monkeypatch):
     monkeypatch.setenv("HOME", str(tmp_path))
     place_manifest(tmp_path, "1_a", "session-manifest.completed.json")
@@ -244,3 +267,22 @@ def test_the_project_scope_writes_into_the_workspace(tmp_path):
     assert CLINE.place(project, tmp_path / "p", tmp_path / "h") == \
         tmp_path / "p" / ".cline" / "hooks"
     assert project.on_path and not user.in_project
+
+
+def test_a_session_end_takes_the_facts_found_with_a_recorded_end_and_reads_nothing(tmp_path):
+    # What the daemon read as the owner wins over the transcript the end names (which, read
+    # again, would be read with the daemon's rights).
+    from sidecar.sessions import endfacts
+    from sidecar.sessions.model import SessionRecord
+
+    place_manifest(tmp_path, "1_a", "session-manifest.completed.json")  # 40 in, 20 out
+    facts = EndFacts(None, Tokens(input=1, output=2))
+    event = parse(orjson.dumps({"event": "session-end", "session_id": "1_a", "host": "cline",
+                                "transcript_path": str(messages_path(tmp_path, "1_a")),
+                                "recordedFacts": facts.to_json()}), "f.json", 1.0)
+    record = SessionRecord.from_json({"id": "h", "status": "active"})
+    assert endfacts.read(record, event) == facts
+    named = parse(orjson.dumps({"event": "session-end", "session_id": "1_a", "host": "cline",
+                                "transcript_path": str(messages_path(tmp_path, "1_a"))}),
+                  "g.json", 1.0)
+    assert endfacts.read(record, named).tokens == Tokens(input=40, output=20)

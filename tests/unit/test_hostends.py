@@ -6,11 +6,13 @@ from __future__ import annotations
 
 import math
 
+import orjson
 import pytest
 
-from sidecar.daemon.hostends import LOOKS_AFTER_TURN, RecordedEnds
+from sidecar.daemon.hostends import LOOKS_AFTER_TURN, RecordedEnds, end_event
 from sidecar.hosts import cline
-from sidecar.hosts.base import RecordedEnd
+from sidecar.hosts.base import EndFacts, Failure, RecordedEnd, Tokens
+from sidecar.inbox.events import parse
 from sidecar.layout import Workspace
 from sidecar.vocabulary import EventKind, SessionChange
 
@@ -57,8 +59,8 @@ def test_a_turn_end_is_followed_by_two_looks_then_the_rounds(tmp_path, asked):
 
 def test_every_round_asks_the_live_sessions_of_such_hosts_only(tmp_path, asked):
     watch = ends(tmp_path, live=[KEY, ("claude-code", "s"), ("cline", "1_b")], interval=5)
-    asked["answers"]["1_b"] = RecordedEnd("cancelled")
-    assert watch.ended(T0) == [(("cline", "1_b"), RecordedEnd("cancelled"))]
+    asked["answers"]["1_b"] = RecordedEnd("cancelled", None, T0 - 5)
+    assert watch.ended(T0) == [(("cline", "1_b"), RecordedEnd("cancelled", None, T0 - 5))]
     assert sorted(asked["asked"]) == ["1_a", "1_b"]  # Claude Code records nothing of the kind
     assert watch.ended(T0 + 4) == [] and len(asked["asked"]) == 2
     watch.ended(T0 + 5)
@@ -99,8 +101,8 @@ def test_the_end_of_an_earlier_run_does_not_end_a_resumed_one(tmp_path, asked):
 def test_a_host_that_fails_to_answer_stops_nothing(tmp_path, asked):
     watch = ends(tmp_path, live=[KEY, ("cline", "1_b")])
     asked["answers"]["1_a"] = MemoryError("a huge file")
-    asked["answers"]["1_b"] = RecordedEnd("failed")
-    assert watch.ended(T0) == [(("cline", "1_b"), RecordedEnd("failed"))]
+    asked["answers"]["1_b"] = RecordedEnd("failed", None, T0 - 1)
+    assert watch.ended(T0) == [(("cline", "1_b"), RecordedEnd("failed", None, T0 - 1))]
 
 
 def test_a_root_daemon_reads_the_owners_records_as_the_owner(tmp_path, asked, monkeypatch):
@@ -125,3 +127,22 @@ def test_a_workspace_no_one_can_act_for_asks_nothing(tmp_path, asked, monkeypatc
 
     monkeypatch.setattr(owner, "foreign_owner", refuse)
     assert ends(tmp_path, live=[KEY]).ended(T0) == [] and asked["asked"] == []
+
+
+def test_an_end_that_does_not_say_when_is_not_taken(tmp_path, asked):
+    # It cannot be told from an earlier run's; the process watch and the sweep still end it.
+    watch = ends(tmp_path, live=[KEY])
+    asked["answers"]["1_a"] = RecordedEnd("completed")
+    assert watch.ended(T0) == [] and asked["asked"] == ["1_a"]
+
+
+def test_the_end_dropped_says_when_the_host_recorded_it_and_what_was_read_with_it():
+    facts = EndFacts(Failure("rate_limit", "429 slow down"), Tokens(input=3, output=2))
+    event = end_event("cline", "1_a", RecordedEnd("failed", "/h/m.json", T0 - 1, facts), T0)
+    assert event == {"event": "session-end", "session_id": "1_a", "host": "cline",
+                     "reason": "failed", "ts": T0, "recordedEndAt": T0 - 1,
+                     "transcript_path": "/h/m.json", "recordedFacts": {
+                         "failure": {"kind": "rate_limit", "message": "429 slow down"},
+                         "tokens": {"input": 3, "output": 2, "cacheRead": 0, "cacheWrite": 0}}}
+    parsed = parse(orjson.dumps(event), "x.json", T0)
+    assert parsed.recorded_end_at == T0 - 1 and parsed.recorded_facts == facts

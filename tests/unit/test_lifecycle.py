@@ -123,3 +123,16 @@ def test_records_keep_keys_they_do_not_know():
     out = SessionRecord.from_json(data).to_json()
     assert out["theirs"] == [1, 2] and out["metadata"]["tool"] == "dotcontext"
     assert out["metadata"]["sidecar"]["future"] is True and out["metadata"]["sidecar"]["cwd"] == "/w"
+
+
+def test_an_end_the_host_recorded_before_the_latest_run_leaves_that_run_going():
+    # The host's record of an end (found in its files, not sent) that is older than the
+    # session's latest event tells of an earlier run: a resumed run goes on.
+    earlier = ev("session-end", T0 + 60, reason="completed", recordedEndAt=T0 + 5)
+    record, out = run(ev("SessionStart"), ev("SessionStart", T0 + 50, source="resume"), earlier)
+    assert record.active
+    assert out.trace[-1].message == "the host recorded an earlier run's end; the session goes on"
+    # Written just after the run's last event (within the slack), it is this run's end.
+    record, out = run(ev("SessionStart"), ev("Stop", T0 + 10),
+                      ev("session-end", T0 + 12, reason="completed", recordedEndAt=T0 + 9.5))
+    assert not record.active and record.sidecar.completion_reason == "completed"
