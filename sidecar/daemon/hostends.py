@@ -16,14 +16,12 @@ from __future__ import annotations
 
 import logging
 import math
-import os
-import stat
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 from sidecar import owner
-from sidecar.hosts import registry
+from sidecar.hosts import registry, transcripts
 from sidecar.hosts.base import Reader, RecordedEnd
 from sidecar.layout import Workspace
 from sidecar.sessions.model import Key
@@ -38,19 +36,7 @@ MAX_RECORD = owner.MAX_OWNED_BYTES  # a host's record larger than this says noth
 def read_own(path: Path) -> bytes | None:
     """A regular file of this process's user, never through a link at its last step, nor
     larger than MAX_RECORD (None: missing, unreadable, not a regular file, too large)."""
-    try:
-        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
-    except OSError:
-        return None
-    try:
-        if not stat.S_ISREG(os.fstat(fd).st_mode):
-            return None
-        data = os.read(fd, MAX_RECORD + 1)
-    except OSError:
-        return None
-    finally:
-        os.close(fd)
-    return data if len(data) <= MAX_RECORD else None
+    return transcripts.read_small(path, MAX_RECORD, follow=False)
 
 
 def owners_files(ws: Workspace) -> tuple[Path, Reader]:

@@ -18,7 +18,6 @@ There is no unattended resume: `cline --id <id>` needs a terminal.
 
 from __future__ import annotations
 
-import os
 import re
 from collections.abc import Mapping
 from pathlib import Path
@@ -108,17 +107,7 @@ def fields(payload: Mapping[str, Any]) -> dict[str, str]:
 
 def read_capped(path: str, cap: int = MAX_RECORD) -> bytes | None:
     """A regular file's bytes, never more than `cap` (None: missing, not regular, larger)."""
-    try:
-        fd = transcripts.open_regular(path)
-    except transcripts.Unreadable:
-        return None
-    try:
-        data = os.read(fd, cap + 1)
-    except OSError:
-        return None
-    finally:
-        os.close(fd)
-    return data if len(data) <= cap else None
+    return transcripts.read_small(path, cap)
 
 
 def load(data: bytes | None) -> dict[str, Any]:

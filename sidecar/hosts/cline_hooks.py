@@ -13,10 +13,10 @@ from __future__ import annotations
 
 import os
 import shlex
-import stat
 from pathlib import Path
 
 from sidecar import jsonfile
+from sidecar.hosts import transcripts
 from sidecar.hosts.base import IntegrateError
 
 # The second line of every hook file sidecar writes: how it knows its own.
@@ -30,18 +30,8 @@ def script(sidecar: str) -> bytes:
 
 def is_ours(path: Path) -> bool:
     """A regular file (never a link) that sidecar wrote: its second line is MARK."""
-    try:
-        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
-    except OSError:
-        return False
-    try:
-        if not stat.S_ISREG(os.fstat(fd).st_mode):
-            return False
-        lines = os.read(fd, MAX_HOOK_BYTES).decode(errors="replace").splitlines()
-    except OSError:
-        return False
-    finally:
-        os.close(fd)
+    data = transcripts.read_small(path, MAX_HOOK_BYTES, follow=False)
+    lines = data.decode(errors="replace").splitlines() if data is not None else []
     return len(lines) >= 2 and lines[1] == MARK
 
 

@@ -30,11 +30,12 @@ class Unreadable(Exception):
     """The transcript gives nothing: missing, not a regular file, unreadable or too large."""
 
 
-def open_regular(path: str) -> int:
+def open_regular(path: str, follow: bool = True) -> int:
     """A descriptor of the regular file at `path` (a FIFO is never opened for a read that
-    could wait); Unreadable otherwise."""
+    could wait; with `follow` False, nor a link at its last step); Unreadable otherwise."""
+    flags = os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC | (0 if follow else os.O_NOFOLLOW)
     try:
-        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+        fd = os.open(path, flags)
     except OSError as exc:
         raise Unreadable(str(exc)) from None
     try:
@@ -44,6 +45,22 @@ def open_regular(path: str) -> int:
         os.close(fd)
         raise
     return fd
+
+
+def read_small(path: str | os.PathLike[str], cap: int, follow: bool = True) -> bytes | None:
+    """A small regular file's bytes (None: missing, unreadable, not a regular file, a link
+    where `follow` is False, or larger than `cap`)."""
+    try:
+        fd = open_regular(os.fspath(path), follow)
+    except Unreadable:
+        return None
+    try:
+        data = os.read(fd, cap + 1)
+    except OSError:
+        return None
+    finally:
+        os.close(fd)
+    return data if len(data) <= cap else None
 
 
 def tail(path: str) -> bytes:
