@@ -33,7 +33,8 @@ for (const name of names) {
 """
 
 
-def run_extension(workspace, tmp_path, *names: str) -> list[events.Event]:
+def run_node(workspace, tmp_path, *names: str) -> subprocess.CompletedProcess:
+    """The installed extension, in node, given the recorded calls `names` in order."""
     node = shutil.which("node")
     if node is None:
         pytest.skip("node is not installed, so Pi's extension cannot run here")
@@ -50,8 +51,13 @@ def run_extension(workspace, tmp_path, *names: str) -> list[events.Event]:
     reload["event"]["reason"] = "reload"
     (fixtures / "session_shutdown.reload.json").write_text(json.dumps(reload))
     shutil.copy(fixtures / "session_start.json", fixtures / "session_start+no-session.json")
-    result = subprocess.run([node, str(harness), str(extension), str(fixtures), *names],
-                            cwd=workspace.root, capture_output=True, text=True, timeout=60)
+    return subprocess.run([node, str(harness), str(extension), str(fixtures), *names],
+                          cwd=workspace.root, capture_output=True, text=True, timeout=60)
+
+
+def run_extension(workspace, tmp_path, *names: str) -> list[events.Event]:
+    """What the extension filed for the recorded calls `names`; nothing thrown into Pi."""
+    result = run_node(workspace, tmp_path, *names)
     assert result.returncode == 0, result.stderr
     return [events.parse(p.read_bytes(), p.name, 0.0) for p in inbox_files(workspace)]
 
@@ -91,3 +97,24 @@ def test_new_ends_one_session_and_starts_the_next_and_reload_ends_nothing(worksp
 def test_a_session_pi_keeps_no_file_of_is_not_filed(workspace, tmp_path):
     """`pi --no-session`: nothing could resume it, so no follow-up is promised for it."""
     assert run_extension(workspace, tmp_path, "session_start+no-session") == []
+
+
+def test_a_workspace_not_registered_here_gets_nothing(workspace, tmp_path, config_home):
+    """Attack: a clone ships `.context/runtime/inbox`; the extension (user-wide, loaded in every
+    project) writes into no workspace this machine's user did not `sidecar init`."""
+    (config_home / "workspaces.json").write_text('{"workspaces": []}')
+    assert run_extension(workspace, tmp_path, "session_start", "agent_end") == []
+
+
+def test_a_shipped_symlink_is_never_written_through(workspace, tmp_path):
+    """Attack: the runtime folder is a link to elsewhere; the extension writes nothing there
+    (the writer it shares with the opencode plugin refuses the link) and Pi goes on."""
+    target = tmp_path / "elsewhere"
+    target.mkdir()
+    runtime = workspace.context / "runtime"
+    shutil.rmtree(runtime)
+    runtime.symlink_to(target, target_is_directory=True)
+    result = run_node(workspace, tmp_path, "session_start", "agent_end")
+    assert result.returncode == 0  # nothing thrown into Pi
+    assert "symlink" in result.stderr and "nothing written" in result.stderr
+    assert list(target.iterdir()) == []
