@@ -13,7 +13,6 @@ import os
 import shutil
 import subprocess
 import sys
-import time
 import tomllib
 from pathlib import Path
 
@@ -24,7 +23,14 @@ import tomlkit
 from helpers import SIDECAR, npm_host, read_json, run_cli, wait_until
 from sidecar.config import DEFAULT_RESUME
 from sidecar.sessions.rules import harness_id
-from stubs.lifecycle import assert_whole_lifecycle, prepare_post_task, set_resume, settled
+from stubs.lifecycle import (
+    assert_whole_lifecycle,
+    limit_hook,
+    prepare_post_task,
+    set_resume,
+    settled,
+    wait_for_the_limit_resume,
+)
 from stubs.responses_stub import LimitedResponsesStub, ResponsesStub
 
 pytestmark = pytest.mark.e2e
@@ -190,16 +196,10 @@ def test_a_codex_turn_refused_by_the_usage_limit_is_resumed_once_it_resets(
         session_id = next(line.split("session id:")[1].strip()
                           for line in first.stderr.splitlines() if "session id:" in line)
 
-        def limit_hook():
-            return read_json(workspace.hooks_file)["hooks"]["resume-after-limit"]
-
-        wait_until(lambda: limit_hook()["lastStatus"] is not None and not
-                   read_json(workspace.hooks_file)["pending"] and
-                   not list(workspace.inbox.glob("*.json")), 150, 0.2)
-        time.sleep(2)  # a wrong post-task (1 s delay) would be queued and fire by now
+        wait_for_the_limit_resume(workspace, 150)
         turns = [r for r in stub.requests if r["body"]]
 
-    history = limit_hook()["history"]
+    history = limit_hook(workspace)["history"]
     assert [(h["status"], h["sessionId"]) for h in history] == [("ok", session_id)]
     assert len(turns) == 2  # the refused turn, then the resumed one
     assert "remember banana" in orjson.dumps(turns[1]["body"]).decode()  # the same conversation

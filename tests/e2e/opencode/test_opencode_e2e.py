@@ -10,14 +10,20 @@ from __future__ import annotations
 import json
 import os
 import subprocess
-import time
 
 import pytest
 
 from helpers import npm_host, read_json, run_cli, wait_until
 from sidecar.sessions.rules import harness_id
 from stubs.chat_stub import ChatStub, LimitedChatStub
-from stubs.lifecycle import assert_whole_lifecycle, prepare_post_task, set_resume, settled
+from stubs.lifecycle import (
+    assert_whole_lifecycle,
+    limit_hook,
+    prepare_post_task,
+    set_resume,
+    settled,
+    wait_for_the_limit_resume,
+)
 
 pytestmark = pytest.mark.e2e
 
@@ -128,15 +134,9 @@ def test_an_opencode_turn_refused_by_a_rate_limit_is_resumed_once_it_resets(
         session_id = json.loads(first.stdout.splitlines()[0])["sessionID"]
         stub.refusing = False  # the limit resets
 
-        def limit_hook():
-            return read_json(workspace.hooks_file)["hooks"]["resume-after-limit"]
-
-        wait_until(lambda: limit_hook()["lastStatus"] is not None
-                   and not read_json(workspace.hooks_file)["pending"]
-                   and not list(workspace.inbox.glob("*.json")), 120, 0.2)
-        time.sleep(2)  # a wrong post-task (1 s delay) would be queued and fire by now
+        wait_for_the_limit_resume(workspace)
         answered = [r for r in stub.requests[stub.refused:] if r["body"]]
-    assert [(h["status"], h["sessionId"]) for h in limit_hook()["history"]] == [("ok", session_id)]
+    assert [(h["status"], h["sessionId"]) for h in limit_hook(workspace)["history"]] == [("ok", session_id)]
     resumed = [r for r in answered if "Continue where you left off" in json.dumps(r["body"])]
     assert len(resumed) == 1 and "remember banana" in json.dumps(resumed[0]["body"])
     assert read_json(workspace.hooks_file)["hooks"]["post-task"]["history"] == []

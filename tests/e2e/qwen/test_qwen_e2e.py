@@ -17,7 +17,6 @@ import shlex
 import shutil
 import signal
 import subprocess
-import time
 from pathlib import Path
 
 import pytest
@@ -30,10 +29,12 @@ from stubs.lifecycle import (
     MARKER,
     assert_whole_lifecycle,
     carries_marker,
+    limit_hook,
     prepare_post_task,
     set_resume,
     settled,
     user_texts,
+    wait_for_the_limit_resume,
 )
 
 pytestmark = pytest.mark.e2e
@@ -183,15 +184,10 @@ def test_a_qwen_turn_refused_by_a_rate_limit_is_resumed_once_it_resets(
             run.wait()
         stub.refusing = False  # the limit resets
 
-        def limit_hook():
-            return read_json(workspace.hooks_file)["hooks"]["resume-after-limit"]
-
-        wait_until(lambda: limit_hook()["lastStatus"] is not None and settled_queue(workspace),
-                   120, 0.2)
-        time.sleep(2)  # a wrong post-task (1 s delay) would be queued and fire by now
+        wait_for_the_limit_resume(workspace)
         answered = [r for r in stub.requests[stub.refused:] if r["body"]]
     session_id = meta["hostSessionId"]
-    assert [(h["status"], h["sessionId"]) for h in limit_hook()["history"]] == [("ok", session_id)]
+    assert [(h["status"], h["sessionId"]) for h in limit_hook(workspace)["history"]] == [("ok", session_id)]
     resumed = [r for r in answered if any("Continue where you left off" in text
                                           for text in user_texts(r["body"]))]
     assert len(resumed) == 1 and "remember banana" in json.dumps(resumed[0]["body"])
@@ -201,7 +197,3 @@ def test_a_qwen_turn_refused_by_a_rate_limit_is_resumed_once_it_resets(
     assert reasons[:2] == [("turn.failed", None), ("session.completed", "host-exited")]
     final = read_json(record)
     assert final["status"] == "completed" and "limit" not in final["metadata"]["sidecar"]
-
-
-def settled_queue(workspace) -> bool:
-    return not read_json(workspace.hooks_file)["pending"] and not list(workspace.inbox.glob("*.json"))

@@ -7,8 +7,11 @@ earlier turn -> nothing queued again.
 from __future__ import annotations
 
 import json
+import time
 from pathlib import Path
 from typing import Any
+
+from helpers import wait_until
 
 MARKER = "POST-TASK-MARKER-5b1e"
 # The prompt a host must receive, to the byte: quotes, two spaces and a line break included,
@@ -37,6 +40,19 @@ def set_resume(config_home: Path, host: str, argv: list[str]) -> None:
 def post_task(ws: Any) -> dict[str, Any]:
     hook: dict[str, Any] = read(ws.hooks_file)["hooks"]["post-task"]
     return hook
+
+
+def limit_hook(ws: Any) -> dict[str, Any]:
+    hook: dict[str, Any] = read(ws.hooks_file)["hooks"]["resume-after-limit"]
+    return hook
+
+
+def wait_for_the_limit_resume(ws: Any, timeout: float = 120) -> None:
+    """`resume-after-limit` has an outcome and nothing is queued or unread; then 2 s more, in
+    which a wrong post-task (1 s delay) would be queued and fire."""
+    wait_until(lambda: limit_hook(ws)["lastStatus"] is not None and not read(ws.hooks_file)[
+        "pending"] and not list(ws.inbox.glob("*.json")), timeout, 0.2)
+    time.sleep(2)
 
 
 def settled(ws: Any) -> bool:
