@@ -108,6 +108,7 @@ def test_qwen_code_killed_with_sigkill(workspace, start_daemon, tmp_path):
             assert_ends_as_host_exit(workspace, start_daemon, daemon, "qwen", kill)
         finally:
             os.killpg(run.pid, signal.SIGKILL)
+            run.wait()
 
 
 def test_pi_killed_with_sigkill(workspace, start_daemon, tmp_path):
