@@ -49,7 +49,8 @@ def test_every_host_declares_its_events_as_event_kinds(host):
 
 @pytest.mark.parametrize("host", INTEGRABLE, ids=lambda h: h.name)
 def test_every_integrable_host_declares_the_whole_protocol(host, tmp_path, monkeypatch):
-    for variable in ("CODEX_HOME", "XDG_CONFIG_HOME", "PI_CODING_AGENT_DIR"):  # a host's home is the one given here
+    # A host's home is the one given here, whatever the environment says.
+    for variable in ("CODEX_HOME", "XDG_CONFIG_HOME", "PI_CODING_AGENT_DIR", "COPILOT_HOME"):
         monkeypatch.delenv(variable, raising=False)
     if host.resume_refusal() is None:  # a host that cannot resume unattended says why instead
         assert host.executable and host.resume and host.resume[0] == host.executable
