@@ -95,11 +95,22 @@ class RecordedEnds:
             elif change.kind in (EventKind.TURN_END, EventKind.TURN_FAILED):
                 self.soon[key] = [change.ts + delay for delay in LOOKS_AFTER_TURN]
 
+    def begin(self, live: list[Key], now: float) -> None:
+        """A new leader's live sessions, as it read them to watch their hosts again: the first
+        round asks those of such hosts at once, and no other workspace pays a read for it."""
+        self.tracked = {key for key in live if records_ends(key[0])}
+        self.next_round = now if self.tracked else now + self.interval()
+
     def due(self) -> float:
         """When to look next: a workspace with no live session of such a host is not woken
         for it (its first round, at start, finds what a restart left live)."""
-        rounds = self.next_round if self.tracked or not self.next_round else math.inf
+        rounds = self.next_round if self._rounds_go_on() else math.inf
         return min([rounds, *(looks[0] for looks in self.soon.values())])
+
+    def _rounds_go_on(self) -> bool:
+        """While a live session of such a host is known, or before the first round (one not
+        begun by a leader's own read of its live sessions)."""
+        return bool(self.tracked) or not self.next_round
 
     def ended(self, now: float) -> list[tuple[Key, RecordedEnd]]:
         """Each session due a look whose host says it has ended (it is not looked at again)."""
@@ -109,7 +120,7 @@ class RecordedEnds:
             looks.pop(0)
             if not looks:
                 del self.soon[key]
-        if now >= self.next_round:
+        if now >= self.next_round and self._rounds_go_on():
             self.next_round = now + self.interval()
             self.tracked = {key for key in self.live() if records_ends(key[0])}
             keys += [key for key in sorted(self.tracked) if key not in keys]

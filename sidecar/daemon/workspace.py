@@ -160,8 +160,10 @@ class WorkspaceServer:
         self.followups = FollowUps(
             self.ws, self.queue, self.sessions, self.config,
             lambda other: instances.is_alive(self.ws, other), self._watch_process, self._fired)
-        for key, pid, start in self.sessions.live_hosts():  # a host may have died meanwhile
+        live = self.sessions.live_hosts()
+        for key, pid, start in live:  # a host may have died meanwhile
             self.hosts.follow(Proc(pid, start), key)
+        self.recorded.begin([key for key, _, _ in live], now)
         self.ingest.start(now)
         return True
 

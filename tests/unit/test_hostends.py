@@ -146,3 +146,22 @@ def test_the_end_dropped_says_when_the_host_recorded_it_and_what_was_read_with_i
                          "tokens": {"input": 3, "output": 2, "cacheRead": 0, "cacheWrite": 0}}}
     parsed = parse(orjson.dumps(event), "x.json", T0)
     assert parsed.recorded_end_at == T0 - 1 and parsed.recorded_facts == facts
+
+
+def test_a_leaders_own_read_of_its_live_sessions_begins_the_rounds(tmp_path, asked):
+    # The leader read its live sessions to watch their hosts: the rounds take them from that
+    # read, so a workspace with no session of such a host reads its bindings for them never.
+    reads = []
+    watch = RecordedEnds(Workspace(tmp_path), lambda: reads.append(1) or [KEY], lambda: 60.0)
+    watch.begin([("claude-code", "s")], T0)
+    assert watch.due() == math.inf
+    assert watch.ended(T0 + 600) == [] and reads == [] and asked["asked"] == []
+    watch.note([change(EventKind.SESSION_START, T0 + 601)])  # a Cline session begins
+    assert watch.due() == T0 + 60
+    watch.ended(T0 + 660)
+    assert reads == [1] and asked["asked"] == ["1_a"]
+    restarted = RecordedEnds(Workspace(tmp_path), lambda: reads.append(1) or [KEY], lambda: 60.0)
+    restarted.begin([KEY, ("claude-code", "s")], T0)
+    assert restarted.due() == T0  # a live Cline session: asked at once
+    restarted.ended(T0)
+    assert asked["asked"] == ["1_a", "1_a"]
