@@ -17,6 +17,7 @@ class EventKind(StrEnum):
     TURN_END = "turn-end"
     TURN_FAILED = "turn-failed"  # a turn the API refused (Claude Code's StopFailure)
     TOOL_USE = "tool-use"
+    NEEDS_INPUT = "needs-input"  # the host asked the user (a permission, a question, idle)
 
 
 _SEPARATORS = str.maketrans({"_": "-", ":": "-", " ": "-"})

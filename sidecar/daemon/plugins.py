@@ -36,6 +36,7 @@ CALLBACKS: dict[str, tuple[str, ...]] = {
     EventKind.TURN_END: ("on_turn_end",),
     EventKind.TURN_FAILED: ("on_turn_failed",),
     EventKind.TOOL_USE: ("on_tool_use",),
+    EventKind.NEEDS_INPUT: ("on_needs_input",),
     HOOK_FIRED: ("on_hook_fired",),
 }
 

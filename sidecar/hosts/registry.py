@@ -29,6 +29,7 @@ GENERIC_EVENTS: Mapping[EventKind, tuple[str, ...]] = MappingProxyType({
     EventKind.TURN_END: ("Stop", "SubagentStop", "agent:end", "agent-turn-complete", "AfterAgent"),
     EventKind.TURN_FAILED: ("StopFailure",),
     EventKind.TOOL_USE: ("PostToolUse", "post_tool_use", "AfterTool"),
+    EventKind.NEEDS_INPUT: (),  # each host's own ask (a Notification) is mapped by the host
 })
 
 _BY_NAME = {host.name: host for host in HOSTS}

@@ -120,6 +120,17 @@ class Event:
         return self.text("tool_name") or self.text("toolName") or self.text("tool")
 
     @property
+    def input_kind(self) -> str:
+        """What a needs-input event asks for, as its host names it (Claude Code:
+        `permission_prompt`, `idle_prompt`); `input` when it does not say."""
+        return self.text("notification_type") or self.text("notificationType") or "input"
+
+    @property
+    def input_message(self) -> str:
+        """The host's own words for what it asks the user (a needs-input event)."""
+        return (self.text("message") or "")[:500]
+
+    @property
     def is_cron(self) -> bool:
         return bool(self.payload.get("cron"))
 

@@ -82,6 +82,26 @@ class LimitEpisode:
 
 
 @dataclass
+class NeedsInput:
+    """The host asked the user something (a permission, a question, an idle prompt) and has
+    not heard back: until the next turn, tool use or end of the session."""
+
+    since: str
+    kind: str  # as the host names it: permission_prompt, idle_prompt...
+    message: str
+
+    @classmethod
+    def from_json(cls, data: Any) -> NeedsInput | None:
+        if not isinstance(data, dict) or not isinstance(data.get("since"), str):
+            return None
+        return cls(data["since"], _text(data.get("kind")) or "input",
+                   _text(data.get("message")) or "")
+
+    def to_json(self) -> Json:
+        return {"since": self.since, "kind": self.kind, "message": self.message}
+
+
+@dataclass
 class SidecarMeta:
     """What sidecar keeps in a session record: where it ran, what queued for it, replay ids."""
 
@@ -100,11 +120,14 @@ class SidecarMeta:
     turn_open: bool = False  # a turn began and has not ended (nor failed) yet
     user_turn_ended_at: str | None = None  # the last end of a turn the user ran themselves
     tokens: dict[str, int] | None = None  # from the transcript at completion
+    needs_input: NeedsInput | None = None  # the host is waiting for the user
+    turn_started_at: str | None = None  # when the open (or last) turn began
+    last_tool: str | None = None  # the last tool the session used, for "working (last tool)"
     extra: Json = field(default_factory=dict)
 
     KEYS = frozenset(("cwd", "transcriptPath", "cron", "subagent", "startedByHook", "completionReason",
             "recentEvents", "followUps", "hostPid", "hostStart", "limit", "turnFailed", "tokens",
-            "turnOpen", "userTurnEndedAt"))
+            "turnOpen", "userTurnEndedAt", "needsInput", "turnStartedAt", "lastTool"))
 
     @classmethod
     def from_json(cls, data: Any) -> SidecarMeta:
@@ -129,6 +152,9 @@ class SidecarMeta:
             turn_open=data.get("turnOpen") is True,
             user_turn_ended_at=_text(data.get("userTurnEndedAt")),
             tokens=_tokens(data.get("tokens")),
+            needs_input=NeedsInput.from_json(data.get("needsInput")),
+            turn_started_at=_text(data.get("turnStartedAt")),
+            last_tool=_text(data.get("lastTool")),
             extra=_rest(data, cls.KEYS),
         )
 
@@ -138,7 +164,8 @@ class SidecarMeta:
                     ("startedByHook", self.started_by_hook),
                     ("completionReason", self.completion_reason),
                     ("hostPid", self.host_pid), ("hostStart", self.host_start),
-                    ("userTurnEndedAt", self.user_turn_ended_at))
+                    ("userTurnEndedAt", self.user_turn_ended_at),
+                    ("turnStartedAt", self.turn_started_at), ("lastTool", self.last_tool))
         out.update((k, v) for k, v in optional if v is not None)
         if self.recent_events:
             out["recentEvents"] = self.recent_events
@@ -152,6 +179,8 @@ class SidecarMeta:
             out["turnOpen"] = True
         if self.tokens is not None:
             out["tokens"] = self.tokens
+        if self.needs_input is not None:
+            out["needsInput"] = self.needs_input.to_json()
         return {**out, **self.extra}
 
 

@@ -21,6 +21,7 @@ from sidecar.sessions.model import (
     Bindings,
     Key,
     LimitEpisode,
+    NeedsInput,
     SessionRecord,
     TraceLine,
     ts_or,
@@ -49,6 +50,7 @@ _TRACE_NAMES = {
     EventKind.TURN_START: "turn.start",
     EventKind.TURN_END: "turn.end",
     EventKind.TURN_FAILED: "turn.failed",
+    EventKind.NEEDS_INPUT: "needs.input",
 }
 
 
@@ -154,6 +156,7 @@ def _start(record: SessionRecord, event: Event, out: Applied) -> None:
     source = event.text("source") or ""
     record.sidecar.turn_failed = False  # a new run: its first turn has not failed
     record.sidecar.turn_open = False  # nor begun: a turn left open ended with its process
+    record.sidecar.needs_input = None  # nor is anything asked of the user yet
     if not record.active:
         reopen(record, event, source or event.name, out)
     assert event.kind is not None
@@ -207,6 +210,9 @@ def _activity(record: SessionRecord, event: Event, out: Applied) -> None:
     name = _TRACE_NAMES.get(event.kind) if event.kind is not None else None
     message = (event.tool_name or event.name) if event.kind == EventKind.TOOL_USE else event.name
     reason = ""
+    if event.kind == EventKind.NEEDS_INPUT:
+        reason = event.input_kind
+        message = f"{reason}: {event.input_message}" if event.input_message else reason
     failed_turn = record.sidecar.turn_failed
     attempts = _failures_are_attempts(event.host)
     _follow_turns(record, event)
@@ -239,14 +245,28 @@ def _follow_turns(record: SessionRecord, event: Event) -> None:
     starts (not a follow-up's run: it carries no hook id) lifts the loop guard: what the
     session does from there on is the user's work, which may queue follow-ups again."""
     meta = record.sidecar
+    _follow_waiting(record, event)
     if event.kind == EventKind.TURN_START:
         meta.turn_open = True
+        meta.turn_started_at = iso(event.ts)
         if event.hook_id is None:
             meta.started_by_hook = None
     elif event.kind in (EventKind.TURN_END, EventKind.TURN_FAILED):
         meta.turn_open = False
         if event.kind == EventKind.TURN_END and meta.started_by_hook is None:
             meta.user_turn_ended_at = iso(event.ts)
+
+
+def _follow_waiting(record: SessionRecord, event: Event) -> None:
+    """Keep whether the host is waiting for the user: from its ask until the session moves on
+    (a turn starts or ends, a tool runs: the user answered, or the host went on without)."""
+    meta = record.sidecar
+    if event.kind == EventKind.NEEDS_INPUT:
+        meta.needs_input = NeedsInput(iso(event.ts), event.input_kind, event.input_message)
+    elif event.kind is not None:
+        meta.needs_input = None
+    if event.kind == EventKind.TOOL_USE and event.tool_name:
+        meta.last_tool = event.tool_name[:80]
 
 
 def _failed_turn_at_end(record: SessionRecord, event: Event, failure: Failure,
@@ -315,6 +335,7 @@ def complete(record: SessionRecord, ts: float, reason: str, event: Event | None,
     record.completed_at = iso(ts)
     touch(record, ts)
     record.sidecar.completion_reason = reason
+    record.sidecar.needs_input = None  # an ended session asks no one anything
     line = trace_line(record.id, event, "session.completed", reason, ts)
     line.data["reason"] = reason
     out.trace.append(line)
