@@ -17,6 +17,7 @@ from sidecar.cli.integrate import integrate_app, unregister
 from sidecar.cli.reload import reload
 from sidecar.cli.run import run
 from sidecar.cli.setup import doctor, service_app
+from sidecar.cli.top import top
 from sidecar.errors import SidecarError
 from sidecar.followups import trust
 from sidecar.followups.store import initialise
@@ -162,6 +163,7 @@ app.add_typer(integrate_app, name="integrate")
 app.command()(doctor)
 app.command()(unregister)
 app.command()(reload)
+app.command()(top)
 app.command()(uninstall)
 
 

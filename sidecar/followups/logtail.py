@@ -34,6 +34,31 @@ def failure_line(ws: Workspace, hook: Hook) -> str | None:
 def last_line(ws: Workspace, hook_id: str, log: str | None) -> str | None:
     """The last line of the firing's log that says something; None if there is none, or the
     log cannot be read safely."""
+    found = tail(ws, hook_id, log)
+    return None if found is None else meaningful(*found)
+
+
+def last_lines(ws: Workspace, hook_id: str, log: str | None, count: int) -> list[str]:
+    """The log's last `count` lines that say something (as a terminal shows them), oldest
+    first; none if the log cannot be read safely."""
+    found = tail(ws, hook_id, log)
+    if found is None:
+        return []
+    data, whole = found
+    lines = data.split(b"\n")
+    shown: list[str] = []
+    for line in reversed(lines if whole else lines[1:]):
+        text = meaningful(line, whole=True)
+        if text is not None:
+            shown.append(text)
+            if len(shown) == count:
+                break
+    return shown[::-1]
+
+
+def tail(ws: Workspace, hook_id: str, log: str | None) -> tuple[bytes, bool] | None:
+    """The log's last TAIL_BYTES, and whether they start at its first byte; None if it
+    cannot be read safely."""
     path = ws.firing_log(hook_id, log or "")
     if path is None:
         return None
@@ -51,7 +76,7 @@ def last_line(ws: Workspace, hook_id: str, log: str | None) -> str | None:
                 os.close(fd)
     except OSError:
         return None
-    return meaningful(data, whole=start == 0)
+    return data, start == 0
 
 
 def meaningful(data: bytes, whole: bool) -> str | None:

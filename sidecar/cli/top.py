@@ -1,0 +1,43 @@
+"""`sidecar top`: the live view. Textual is imported here only when the command runs, so no
+other command (and never `emit` or the daemon) loads it."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import typer
+
+from sidecar import config as config_mod
+from sidecar.cli.common import NOT_WORKSPACE, USAGE, fail
+from sidecar.layout import Workspace, find_workspace
+
+
+def top(
+    root: Path | None = typer.Option(
+        None, "--root", metavar="DIR",
+        help="Show only this workspace's sessions. Without it, every registered workspace's."),
+) -> None:
+    """A live, full-screen view of every session, its state and its follow-ups.
+
+    Keys: / filter, a active only, enter open a session, c cancel its queued follow-up,
+    f fire it now, q quit.
+
+    Example: sidecar top --root ~/project
+    """
+    notes: list[str] = []
+    if root is not None:
+        found = find_workspace(root)
+        if found is None:
+            fail(f"{root} is not a workspace (no .context/)", NOT_WORKSPACE)
+        roots = [found.root]
+    else:
+        try:
+            registered = config_mod.load_registry()
+        except config_mod.RegistryError as exc:
+            fail(str(exc), USAGE)
+        roots = [r for r in registered if Workspace(r).context.is_dir()]
+        notes += [f"{r} is registered but is not a workspace (sidecar unregister {r})"
+                  for r in registered if r not in roots]
+    from sidecar.top.app import run
+
+    raise typer.Exit(run(roots, notes))

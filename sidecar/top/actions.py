@@ -1,0 +1,35 @@
+"""What `c` and `f` do to the selected session: cancel its waiting follow-up, or fire it now.
+
+The row names the follow-up by hook; the queue entry (its id carries a limit try's number) is
+looked up in hooks.json as it is now, then changed through followups/manual.py.
+"""
+
+from __future__ import annotations
+
+from sidecar.cli import present
+from sidecar.followups import manual
+from sidecar.followups import store as hook_store
+from sidecar.followups.model import QueueEntry
+from sidecar.layout import Workspace
+from sidecar.sessions.listing import SessionRow
+
+
+def waiting_entry(ws: Workspace, row: SessionRow) -> QueueEntry | None:
+    """The session's first follow-up that waits to fire (not claimed by a daemon)."""
+    pending = hook_store.read_view(ws).pending
+    mine = [e for e in pending if (e.host, e.session_id) == (row.host, row.session_id)
+            and not e.claimed_by and e.run is None]
+    return min(mine, key=lambda e: (e.due, e.id)) if mine else None
+
+
+def act_on(ws: Workspace, row: SessionRow, what: str, now: float) -> str:
+    """`cancel` or `fire` the session's waiting follow-up; what was done, in words."""
+    entry = waiting_entry(ws, row)
+    name = f"{row.host} session {present.short_id(row.session_id)}"
+    if entry is None:
+        return f"{name} has no follow-up waiting to fire"
+    if what == "cancel":
+        manual.cancel(ws, entry.id, now)
+        return f"cancelled {entry.hook_id} for {name}"
+    manual.fire_now(ws, entry.id, now)
+    return f"{entry.hook_id} for {name} is due now; the daemon fires it"

@@ -1,0 +1,100 @@
+"""One session, opened: its state and why, its timeline, its follow-ups and their logs' last lines.
+
+The timeline is the tail of the session's `trace.jsonl` (the last TRACE_BYTES, however long
+the trace), opened without following a link (safedir), so a planted link or a huge trace can
+neither leak another file nor stall the view. Pure text out: the widget only shows it.
+"""
+
+from __future__ import annotations
+
+import os
+import stat
+from dataclasses import dataclass
+
+import orjson
+
+from sidecar import safedir
+from sidecar.cli import present
+from sidecar.followups import logtail
+from sidecar.layout import Workspace
+from sidecar.sessions.listing import SessionRow
+from sidecar.timeutil import parse_ts
+from sidecar.top import view
+
+TRACE_BYTES = 64 * 1024
+TIMELINE_LINES = 40
+LOG_LINES = 5
+
+
+def timeline(ws: Workspace, harness_id: str) -> list[tuple[float | None, str, str]]:
+    """The last events of the session's trace: (when, event, message), oldest first."""
+    path = ws.session_dir(harness_id) / "trace.jsonl"
+    try:
+        with safedir.opened(path.parent) as folder:
+            fd = os.open(path.name, os.O_RDONLY | os.O_NONBLOCK | os.O_NOFOLLOW | os.O_CLOEXEC,
+                         dir_fd=folder)
+            try:
+                st = os.fstat(fd)
+                if not stat.S_ISREG(st.st_mode):
+                    return []
+                start = max(0, st.st_size - TRACE_BYTES)
+                data = os.pread(fd, TRACE_BYTES, start)
+            finally:
+                os.close(fd)
+    except OSError:
+        return []
+    lines = data.split(b"\n")[0 if start == 0 else 1:]  # a cut first line is left out
+    found: list[tuple[float | None, str, str]] = []
+    for line in lines[-TIMELINE_LINES - 1:]:
+        try:
+            item = orjson.loads(line)
+        except orjson.JSONDecodeError:
+            continue  # blank, or a line being written
+        if isinstance(item, dict):
+            found.append((parse_ts(item.get("createdAt")), str(item.get("event", "")),
+                          str(item.get("message", ""))))
+    return found[-TIMELINE_LINES:]
+
+
+@dataclass(frozen=True)
+class Gathered:
+    """What the detail reads from files: the timeline and each follow-up's log lines."""
+
+    events: list[tuple[float | None, str, str]]
+    logs: list[list[str]]  # one per follow-up of the row, in its order
+
+
+def gather(ws: Workspace, row: SessionRow) -> Gathered:
+    return Gathered(timeline(ws, row.harness_id),
+                    [logtail.last_lines(ws, f.hook_id, f.log, LOG_LINES) for f in row.follow_ups])
+
+
+def render(row: SessionRow, gathered: Gathered, now: float) -> list[str]:
+    """The whole detail, as lines (reads nothing: the times move on each second)."""
+    act = row.activity
+    lines = [
+        f"{row.host} session {row.session_id}  (sidecar id {row.harness_id})",
+        f"workspace  {present.path(row.root)}" + (f"   cwd {present.path(row.cwd, row.root)}"
+                                                   if row.cwd else ""),
+        f"state      {view.STATE_WORDS[act.state]}: {view.why(row, now)}",
+        f"started    {_when(row.started_at, now)}    last activity "
+        f"{present.ago(row.updated_at, now)}    tokens {view.tokens(row.tokens)}",
+    ]
+    if row.ended_at is not None:
+        lines.append(f"ended      {_when(row.ended_at, now)}: "
+                     f"{present.end_reason(row.reason, mid_turn='mid-turn' in act.why)}")
+    lines += ["", "TIMELINE"]
+    lines += [f"  {_when(at, now):<22} {event:<16} {present.clip(message, 60)}"
+              for at, event, message in gathered.events] or ["  (no events recorded)"]
+    lines += ["", "FOLLOW-UPS"]
+    if not row.follow_ups:
+        lines.append("  (none)")
+    for index, item in enumerate(row.follow_ups):
+        lines.append(f"  {view.follow_up(item, now)}")
+        logged = gathered.logs[index] if index < len(gathered.logs) else []
+        lines += [f"    | {text}" for text in logged]
+    return lines
+
+
+def _when(ts: float | None, now: float) -> str:
+    return "-" if ts is None else f"{present.local_time(ts, now)} ({present.ago(ts, now)})"

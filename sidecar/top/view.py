@@ -1,0 +1,163 @@
+"""What `top` shows of the rows, as text: pure, so it is tested and measured without a terminal.
+
+A row's state reads as a person would say it (`waiting for you`, `hit a usage limit`), with
+the reason beside it (activity.py's words), its last activity and its follow-ups' countdowns
+relative to `now`. `Table` keeps the rows filtered and ordered: it sorts again only when the
+feed's rows changed, so the once-a-second redraw of the times costs only the visible lines.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Collection, Iterable
+from dataclasses import dataclass
+
+from sidecar.cli import present
+from sidecar.followups.resets import parse_reset
+from sidecar.sessions.activity import State
+from sidecar.sessions.listing import FollowUp, SessionRow
+
+STATE_WORDS = {State.WORKING: "working", State.WAITING: "waiting for you", State.IDLE: "idle",
+               State.LIMITED: "usage limit", State.ENDED: "ended"}
+STATE_STYLE = {State.WORKING: "green", State.WAITING: "bold yellow", State.IDLE: "cyan",
+               State.LIMITED: "bold magenta", State.ENDED: "dim"}
+ORDER = {State.WAITING: 0, State.LIMITED: 1, State.WORKING: 2, State.IDLE: 3, State.ENDED: 4}
+ACTIVE = frozenset({State.WORKING, State.WAITING, State.IDLE, State.LIMITED})
+WAITING_FOLLOW_UP = frozenset({"queued", "postponed"})
+
+# (title, width): the last column takes what is left
+COLUMNS = (("HOST", 11), ("WORKSPACE", 14), ("SESSION", 12), ("STATE", 15), ("WHY", 34),
+           ("LAST", 11), ("TOKENS", 7), ("FOLLOW-UPS", 0))
+
+
+def why(row: SessionRow, now: float) -> str:
+    """The reason for the row's state, with what the host said."""
+    act = row.activity
+    if act.state == State.WORKING:
+        tool = f", last tool {act.detail}" if act.detail else ""
+        return f"since {present.ago(act.since, now)}{tool}"
+    if act.state == State.LIMITED:
+        resets = parse_reset(act.detail, act.since or now) if act.detail else None
+        if resets is None:
+            return act.why
+        return f"resets at {present.local_time(resets, now)} ({present.ago(resets, now)})"
+    if act.state == State.WAITING:
+        return act.why + (f": {act.detail}" if act.detail else "")
+    if act.state == State.ENDED and act.why.startswith("its own end") and row.reason:
+        return f"{act.why}: {present.end_reason(row.reason)}"
+    return act.why
+
+
+def tokens(figures: dict[str, int] | None) -> str:
+    if not figures:
+        return "-"
+    total = sum(v for v in figures.values() if isinstance(v, int))
+    for unit, size in (("M", 1_000_000), ("k", 1_000)):
+        if total >= size:
+            return f"{total / size:.1f}{unit}"
+    return str(total)
+
+
+def follow_up(item: FollowUp, now: float) -> str:
+    """One follow-up: `post-task due in 12 s`, `post-task running`, `post-task ok 3 min ago`."""
+    if item.state in WAITING_FOLLOW_UP:
+        word = "postponed, " if item.state == "postponed" else ""
+        return f"{item.hook_id} {word}{present.due(item.at, now)}"
+    if item.state == "running":
+        return f"{item.hook_id} running"
+    return f"{item.hook_id} {item.state} {present.ago(item.at, now)}"
+
+
+def follow_ups(row: SessionRow, now: float) -> str:
+    """What is queued or running, else the last outcome."""
+    if not row.follow_ups:
+        return "-"
+    live = [f for f in row.follow_ups if f.state in WAITING_FOLLOW_UP or f.state == "running"]
+    return ", ".join(follow_up(f, now) for f in (live or row.follow_ups[:1]))
+
+
+def cells(row: SessionRow, now: float) -> list[str]:
+    return [row.host, row.root.name, present.short_id(row.session_id),
+            STATE_WORDS[row.activity.state], why(row, now),
+            present.ago(row.updated_at, now), tokens(row.tokens), follow_ups(row, now)]
+
+
+def matches(row: SessionRow, text: str) -> bool:
+    """The filter: any of host, workspace, either id or the state contains the text."""
+    text = text.lower()
+    return any(text in field.lower() for field in (
+        row.host, str(row.root), row.session_id, row.harness_id, row.activity.state.value,
+        STATE_WORDS[row.activity.state]))
+
+
+def sort_key(row: SessionRow) -> tuple[int, float, str]:
+    """Who needs you first, then what runs, newest activity first in each."""
+    return ORDER[row.activity.state], -(row.updated_at or 0.0), row.harness_id
+
+
+@dataclass(frozen=True)
+class Counts:
+    working: int
+    waiting: int
+    queued: int
+    shown: int
+    total: int
+
+    def footer(self) -> str:
+        shown = f"{self.shown} of {self.total} sessions" if self.shown != self.total \
+            else f"{self.total} sessions"
+        return (f"{self.working} working · {self.waiting} waiting · {self.queued} follow-ups "
+                f"queued · {shown}")
+
+
+def counts(rows: Iterable[SessionRow], shown: int) -> Counts:
+    working = waiting = queued = total = 0
+    for row in rows:
+        total += 1
+        working += row.activity.state == State.WORKING
+        waiting += row.activity.state == State.WAITING
+        queued += sum(1 for f in row.follow_ups if f.state in WAITING_FOLLOW_UP)
+    return Counts(working, waiting, queued, shown, total)
+
+
+class Table:
+    """The rows as shown: filtered, active-only or not, ordered; re-sorted only on a change."""
+
+    def __init__(self) -> None:
+        self.filter = ""
+        self.active_only = False
+        self.shown: list[SessionRow] = []
+        self.counts = Counts(0, 0, 0, 0, 0)
+        self._made_for: tuple[int, str, bool] | None = None
+
+    def update(self, rows: Collection[SessionRow], version: int) -> bool:
+        """Filter and sort again if the rows, the filter or active-only changed."""
+        wanted = (version, self.filter, self.active_only)
+        if wanted == self._made_for:
+            return False
+        self._made_for = wanted
+        chosen = [r for r in rows
+                  if (not self.active_only or r.activity.state in ACTIVE)
+                  and (not self.filter or matches(r, self.filter))]
+        chosen.sort(key=sort_key)
+        self.shown = chosen
+        self.counts = counts(rows, len(chosen))
+        return True
+
+    def line(self, index: int, width: int, now: float) -> str:
+        """One row as a line of `width` columns."""
+        return fit(cells(self.shown[index], now), width)
+
+
+def fit(values: list[str], width: int) -> str:
+    """Cells padded or clipped to the columns, the last taking what is left."""
+    parts = []
+    used = 0
+    for (_, size), value in zip(COLUMNS, values, strict=True):
+        size = size or max(0, width - used)
+        parts.append(present.clip(value, size).ljust(size))
+        used += size + 1
+    return " ".join(parts)[:width]
+
+
+def header(width: int) -> str:
+    return fit([title for title, _ in COLUMNS], width)
