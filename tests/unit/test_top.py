@@ -1,0 +1,243 @@
+"""`sidecar top` driven through Textual's pilot: what a user sees and what the keys change.
+
+The workspace is real files made by sidecar's own ingestion (support/top_demo.py); the app
+follows them through its real folder watch (inotify), so a change shows by its own event.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import time
+from pathlib import Path
+
+import inotify_simple
+import orjson
+
+from helpers import read_json
+from sidecar.config import Config
+from sidecar.daemon.ingest import Ingestor
+from sidecar.followups import manual
+from sidecar.followups.queue import FollowUpQueue
+from sidecar.followups.store import HookStore
+from sidecar.layout import Workspace
+from sidecar.sessions.store import SessionStore
+from sidecar.top.app import DetailScreen, TopApp
+from sidecar.top.feed import Feed
+from support import top_demo
+
+SIZE = (150, 30)
+# inotify_simple finds libc through ldconfig (a process) on its first instance: made here, at
+# collection, so the real watch the tests follow files with starts none.
+inotify_simple.INotify().close()
+
+
+def demo(tmp_path: Path) -> tuple[Workspace, float]:
+    now = time.time()
+    return top_demo.build(tmp_path / "demo", now), now
+
+
+def screen_lines(app: TopApp) -> list[str]:
+    return [app.list.render_line(y).text for y in range(app.list.size.height)]
+
+
+def footer(app: TopApp) -> str:
+    return str(app.query_one("#foot").render())
+
+
+def run(coro_fn, ws: Workspace, follow: bool = False, roots: list[Path] | None = None) -> None:
+    async def main() -> None:
+        app = TopApp(Feed(roots or [ws.root]), follow=follow)
+        async with app.run_test(size=SIZE) as pilot:
+            await pilot.pause()
+            await coro_fn(app, pilot)
+
+    asyncio.run(main())
+
+
+async def until(pilot, predicate, timeout: float = 1.0) -> None:
+    """Let the app run until `predicate()` holds (a change must show within `timeout`)."""
+    deadline = time.monotonic() + timeout
+    while not predicate():
+        assert time.monotonic() < deadline, "not shown in time"
+        await pilot.pause(0.02)
+
+
+def test_every_state_shows_with_its_reason(tmp_path):
+    ws, _ = demo(tmp_path)
+
+    async def check(app, pilot):
+        lines = screen_lines(app)
+        by_id = {sid: next(line for line in lines if sid[:12] in line) for sid in top_demo.STORIES}
+        assert "working" in by_id["7f3a9c1e-work"] and "last tool Bash" in by_id["7f3a9c1e-work"]
+        assert "waiting for you" in by_id["b21d44f0-asks"]
+        assert "asked for permission" in by_id["b21d44f0-asks"]
+        assert "idle" in by_id["c90e12ab-idle"] and "its last turn ended" in by_id["c90e12ab-idle"]
+        assert "usage limit" in by_id["d4471b2c-limit"] and "resets at" in by_id["d4471b2c-limit"]
+        assert "its own end: you quit" in by_id["e5a8f3d1-done"]
+        assert "post-task due in" in by_id["e5a8f3d1-done"]  # the delay still running
+        assert "191.7k" in by_id["e5a8f3d1-done"]
+        assert "the host process exited mid-turn" in by_id["f6b2c7e9-exit"]
+        assert "1 h ago" in by_id["f6b2c7e9-exit"]
+        # who needs the user comes first
+        assert lines[0] == by_id["b21d44f0-asks"]
+        assert footer(app).startswith("1 working · 1 waiting · 1 follow-ups queued · 6 sessions")
+        await pilot.press("q")
+        assert app.return_value == 0
+
+    run(check, ws)
+
+
+def test_the_countdown_moves_each_second_without_a_file_read(tmp_path):
+    ws, _ = demo(tmp_path)
+
+    async def check(app, pilot):
+        def due() -> str:
+            line = next(line for line in screen_lines(app) if "e5a8f3d1-don" in line)
+            return line.split("post-task ")[1].strip()
+
+        first = due()
+        reads = app.feed.version
+        await until(pilot, lambda: due() != first, 2.5)
+        assert app.feed.version == reads  # redrawn from memory
+
+    run(check, ws)
+
+
+def test_the_filter_and_active_only(tmp_path):
+    ws, _ = demo(tmp_path)
+
+    async def check(app, pilot):
+        await pilot.press("slash", *"asks", "enter")
+        lines = [line for line in screen_lines(app) if line.strip()]
+        assert len(lines) == 1 and "b21d44f0" in lines[0]
+        assert "1 of 6 sessions" in footer(app)
+        await pilot.press("slash", *["backspace"] * 4, *"ended", "enter")
+        assert {line.split()[2][:8] for line in screen_lines(app) if line.strip()} == {
+            "e5a8f3d1", "f6b2c7e9"}
+        await pilot.press("slash", *["backspace"] * 5, "enter", "a")
+        shown = [line for line in screen_lines(app) if line.strip()]
+        assert len(shown) == 4 and "ended" not in {line[40:55].strip() for line in shown}
+        assert "active only" in footer(app)
+
+    run(check, ws)
+
+
+def test_enter_opens_the_session_with_its_timeline_and_logs(tmp_path):
+    ws, _ = demo(tmp_path)
+
+    async def check(app, pilot):
+        await pilot.press("slash", *"e5a8", "enter", "enter")
+        await pilot.pause()
+        assert isinstance(app.screen, DetailScreen)
+        text = str(app.screen.query_one("#detail").render())
+        assert "claude-code session e5a8f3d1-done" in text
+        assert "TIMELINE" in text and "session.completed" in text and "turn.end" in text
+        assert "post-task due in" in text and "post-task ok" in text
+        assert "| All 14 tests pass; committed the fix." in text  # the firing's log
+        assert '$ ["claude"' not in text  # sidecar's own header line is left out
+        await pilot.press("escape")
+        assert not isinstance(app.screen, DetailScreen)
+
+    run(check, ws)
+
+
+def test_cancel_drops_the_queued_follow_up_and_says_so(tmp_path):
+    ws, _ = demo(tmp_path)
+
+    async def check(app, pilot):
+        assert len(read_json(ws.hooks_file)["pending"]) == 1
+        await pilot.press("slash", *"e5a8", "enter", "c")
+        assert read_json(ws.hooks_file)["pending"] == []
+        last = read_json(ws.hooks_file)["hooks"]["post-task"]["history"][-1]
+        assert (last["status"], last["sessionId"]) == (manual.CANCELLED, "e5a8f3d1-done")
+        # the app sees its own change by the file's event, like anyone else's
+        await until(pilot, lambda: "cancelled by the user" in screen_lines(app)[0])
+        assert "0 follow-ups queued" in footer(app)
+        before = read_json(ws.hooks_file)
+        await pilot.press("c")  # nothing waits any more: nothing changes
+        assert read_json(ws.hooks_file) == before
+
+    run(check, ws, follow=True)
+
+
+def test_fire_now_makes_the_follow_up_due_at_once(tmp_path):
+    ws, _ = demo(tmp_path)
+    due_before = read_json(ws.hooks_file)["pending"][0]["dueAt"]
+
+    async def check(app, pilot):
+        await pilot.press("slash", *"e5a8", "enter", "enter")  # from the opened session too
+        pressed = time.time()
+        await pilot.press("f")
+        [entry] = read_json(ws.hooks_file)["pending"]
+        assert entry["dueAt"] != due_before
+        assert abs(time.mktime(time.strptime(entry["dueAt"][:19], "%Y-%m-%dT%H:%M:%S"))
+                   - time.timezone - pressed) < 2
+        assert entry["claimedBy"] is None  # the daemon claims and fires it, as any due entry
+
+    run(check, ws)
+
+
+def test_a_claimed_follow_up_is_neither_cancelled_nor_moved(tmp_path):
+    ws, now = demo(tmp_path)
+    doc = read_json(ws.hooks_file)
+    doc["pending"][0]["claimedBy"] = "another-instance"
+    ws.hooks_file.write_bytes(orjson.dumps(doc))
+    entry_id = doc["pending"][0]["id"]
+    for change in (manual.cancel, manual.fire_now):
+        try:
+            change(ws, entry_id, now)
+        except manual.NotChangeable as exc:
+            assert "started already" in str(exc)
+        else:
+            raise AssertionError("changed a claimed entry")
+    assert read_json(ws.hooks_file)["pending"] == doc["pending"]
+    try:
+        manual.cancel(ws, "post-task:claude-code:gone", now)
+    except manual.NotChangeable as exc:
+        assert "no longer queued" in str(exc)
+
+
+def test_a_new_session_shows_within_a_second_of_its_record(tmp_path):
+    ws, now = demo(tmp_path)
+    ingest = Ingestor(SessionStore(ws, durable=False), FollowUpQueue(HookStore(ws), "t"),
+                      lambda: Config(), lambda changes: None)
+
+    async def check(app, pilot):
+        payload = {"event": "session-start", "session_id": "a0000000-new", "host": "gemini",
+                   "ts": time.time()}
+        (ws.inbox / "new.json").write_bytes(orjson.dumps(payload))
+        os.utime(ws.inbox / "new.json", (now - 60, now - 60))
+        ingest.drain(time.time())
+        await until(pilot, lambda: any("a0000000-new" in line for line in screen_lines(app)))
+        assert "7 sessions" in footer(app)
+        payload = {"event": "turn-start", "session_id": "a0000000-new", "host": "gemini",
+                   "ts": time.time()}
+        (ws.inbox / "next.json").write_bytes(orjson.dumps(payload))
+        os.utime(ws.inbox / "next.json", (now - 60, now - 60))
+        ingest.drain(time.time())
+        await until(pilot, lambda: "2 working" in footer(app))
+
+    run(check, ws, follow=True)
+
+
+def test_an_unreadable_record_or_workspace_is_a_note_and_the_rest_is_shown(tmp_path):
+    ws, _ = demo(tmp_path)
+    broken = ws.sessions / "broken-record"
+    broken.mkdir()
+    (broken / "session.json").write_text("{not json")
+    secret = tmp_path / "elsewhere"
+    secret.mkdir()
+    (secret / "session.json").write_bytes(top_demo.record_path(ws, "7f3a9c1e-work").read_bytes())
+    (ws.sessions / "planted").symlink_to(secret)  # never followed
+    gone = tmp_path / "gone"
+    (gone / ".context").mkdir(parents=True)
+    (gone / ".context" / "runtime").symlink_to(secret)  # a tampered runtime
+
+    async def check(app, pilot):
+        assert "6 sessions" in footer(app)
+        assert "note:" in footer(app) and "(and 2 more)" in footer(app)
+        errors = " ".join(app.feed.errors.values())
+        assert "broken-record" in errors and "planted" in errors and "symlink" in errors
+
+    run(check, ws, roots=[ws.root, gone])
