@@ -21,10 +21,9 @@ from common import report
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
 
-from support import top_demo  # noqa: E402
-
 from sidecar.top import view  # noqa: E402
 from sidecar.top.feed import Feed  # noqa: E402
+from support import top_demo  # noqa: E402
 
 PER_WORKSPACE = 10
 VISIBLE = 40  # lines a terminal shows of the list

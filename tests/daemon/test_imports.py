@@ -40,3 +40,18 @@ def test_the_launcher_starts_the_daemon_without_the_rest_of_the_command_line():
                                                                    "sidecar.cli.run"]
     assert not [m for m in loaded if m.startswith(("tomlkit", "sidecar.install", "sidecar.doctor",
                                                    "sidecar.hosts.settings"))]
+
+
+def test_textual_is_loaded_by_top_alone():
+    """The live view's toolkit is imported when `sidecar top` runs, never by the daemon, emit
+    or any other command (their help included)."""
+    for argv in (["sidecar", "status", "--help"], ["sidecar", "top", "--help"],
+                 ["sidecar", "run", "--help"], ["sidecar", "emit", "--help"]):
+        code = LAUNCHED.replace("sys.argv_launcher", repr(SIDECAR)).replace(
+            "['sidecar', 'run', '--help']", repr(argv))
+        result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+        loaded = orjson.loads(result.stderr.strip().splitlines()[-1])
+        assert not [m for m in loaded if m == "textual" or m.startswith("textual.")], argv
+        assert "sidecar.top.app" not in loaded, argv
+    out = subprocess.run([sys.executable, "-c", LOADED], capture_output=True, check=True).stdout
+    assert "textual" not in orjson.loads(out)
