@@ -14,6 +14,7 @@ from sidecar.cli import status as status_mod
 from sidecar.cli.common import NOT_WORKSPACE, OK, USAGE, fail, run_app
 from sidecar.cli.hooks import hooks_app
 from sidecar.cli.integrate import integrate_app, unregister
+from sidecar.cli.logs import logs
 from sidecar.cli.reload import reload
 from sidecar.cli.run import run
 from sidecar.cli.setup import doctor, service_app
@@ -163,6 +164,7 @@ app.command()(doctor)
 app.command()(unregister)
 app.command()(reload)
 app.command()(uninstall)
+app.command()(logs)
 
 
 @app.command()
