@@ -28,7 +28,7 @@ from sidecar.layout import Workspace, find_workspace
 from sidecar.timeutil import now
 
 app = typer.Typer(
-    add_completion=False,
+    add_completion=True,  # typer's own: --install-completion, --show-completion
     no_args_is_help=True,
     help="sidecar: owns the session lifecycle of AI coding agents, beside them.",
     epilog="Example: sidecar init ~/project && sidecar status",
