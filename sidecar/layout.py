@@ -177,3 +177,15 @@ def registry_file() -> Path:
 
 def config_file() -> Path:
     return config_home() / "config.toml"
+
+
+def state_home() -> Path:
+    """Where sidecar keeps what it writes for the user (the daemon's log):
+    $XDG_STATE_HOME/sidecar, else ~/.local/state/sidecar."""
+    xdg = os.environ.get("XDG_STATE_HOME") or str(Path.home() / ".local" / "state")
+    return Path(xdg) / "sidecar"
+
+
+def daemon_log() -> Path:
+    """The daemon's own log (rotated beside it as daemon.log.1, .2...: daemon/logfile.py)."""
+    return state_home() / "daemon.log"

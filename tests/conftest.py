@@ -26,8 +26,10 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
 
 @pytest.fixture(autouse=True)
 def _own_config_folder(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """No test reads or writes the real user's sidecar folder (trust, the run key...)."""
+    """No test reads or writes the real user's sidecar folders (trust, the run key, the
+    daemon's log...)."""
     monkeypatch.setenv("SIDECAR_CONFIG_HOME", str(tmp_path / "config"))
+    monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path / "state"))  # the daemon's log file
 
 
 @pytest.fixture

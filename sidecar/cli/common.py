@@ -7,7 +7,8 @@ only to say more, or to exit with another code.
 
 from __future__ import annotations
 
-from typing import NoReturn
+import inspect
+from typing import Any, NoReturn
 
 import typer
 
@@ -39,3 +40,53 @@ def run_app(app: typer.Typer, argv: list[str] | None, prog_name: str | None) -> 
         typer.echo(f"sidecar: {exc}", err=True)
         return FAILURE
     return OK
+
+
+# -- help text --------------------------------------------------------------------------------
+# typer (0.2x) shows a type name after every option (`--verbose <bool>`, `--root <list[Path]>`)
+# and keeps a docstring's hard line breaks inside its paragraphs. Once, for every command of
+# every sidecar app: a flag shows no value, an option its metavar (or its name in capitals),
+# an argument only its name; a paragraph is joined into one, which the terminal then wraps.
+
+
+def _option_value(param: Any, ctx: object) -> str | None:
+    if param.metavar is not None:
+        return str(param.metavar)
+    if getattr(param, "is_flag", False) or getattr(param, "count", False):
+        return None
+    return str(param.name).upper() + ("..." if param.nargs != 1 else "")
+
+
+def reflowed(text: str) -> str:
+    """`text` with each paragraph on one line (click's `\\b` paragraphs kept as they are)."""
+    paragraphs = inspect.cleandoc(text).split("\n\n")
+    return "\n\n".join(p if p.startswith("\b") else " ".join(p.split("\n")) for p in paragraphs)
+
+
+def _plain_help() -> None:
+    try:
+        from typer import core
+    except ImportError:
+        return
+    typer_core: Any = core  # its internals change between versions: each is looked for first
+    if hasattr(core, "TyperOption") and hasattr(core.TyperOption, "display_type_rich"):
+        typer_core.TyperOption.display_type_rich = _option_value
+    if hasattr(core, "TyperArgument") and hasattr(core.TyperArgument, "display_type_rich"):
+        typer_core.TyperArgument.display_type_rich = lambda param, ctx: None
+        typer_core.TyperArgument.display_name_raw = property(
+            lambda param: param.metavar or param.name.upper())
+        typer_core.TyperArgument._usage_display_name = lambda param: (
+            (param.display_name_raw if param.required else f"[{param.display_name_raw}]")
+            + ("..." if param.nargs != 1 else ""))
+    for cls in (typer_core.TyperCommand, typer_core.TyperGroup):
+        original = cls.format_help
+
+        def format_help(self: Any, ctx: Any, formatter: Any, _original: Any = original) -> None:
+            if self.help:
+                self.help = reflowed(self.help)
+            _original(self, ctx, formatter)
+
+        cls.format_help = format_help
+
+
+_plain_help()

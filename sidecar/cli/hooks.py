@@ -22,9 +22,11 @@ from sidecar.timeutil import human_age, now, parse_duration
 
 T = TypeVar("T")
 
-hooks_app = typer.Typer(no_args_is_help=True, help="List and edit follow-up hooks.")
+hooks_app = typer.Typer(no_args_is_help=True, help="List and edit follow-up hooks.",
+                        epilog="Example: sidecar hooks list")
 
-RootOption = typer.Option(None, "--root", help="The workspace (default: the one holding the current folder).")
+RootOption = typer.Option(None, "--root", metavar="DIR",
+                          help="The workspace (default: the one holding the current folder).")
 
 
 def _fail(message: str, code: int = FAILURE) -> NoReturn:
@@ -91,19 +93,22 @@ def _options(event: str | None, delay: str | None, prompt_file: str | None, no_p
     return fields
 
 
-EventOpt = typer.Option(None, "--event", help="session-end (default), session-start, "
+EventOpt = typer.Option(None, "--event", metavar="EVENT",
+                        help="session-end (default), session-start, "
                         "session-reset, turn-end or tool-use.")
-DelayOpt = typer.Option(None, "--delay", help="Seconds (or 30s, 5m, 1h) after the event; 0..86400.")
-PromptOpt = typer.Option(None, "--prompt-file",
+DelayOpt = typer.Option(None, "--delay", metavar="SECONDS",
+                        help="Seconds (or 30s, 5m, 1h) after the event; 0..86400.")
+PromptOpt = typer.Option(None, "--prompt-file", metavar="FILE",
                          help="A .md file under .context/hooks/, e.g. hooks/post-task.md.")
 NoPromptOpt = typer.Option(False, "--no-prompt", help="The hook has no prompt file.")
 CronOpt = typer.Option(None, "--skip-cron/--no-skip-cron", help="Skip sessions started by cron.")
 SubagentOpt = typer.Option(None, "--skip-subagents/--no-skip-subagents",
                            help="Skip subagent sessions.")
-ContextOpt = typer.Option(None, "--max-context-k",
+ContextOpt = typer.Option(None, "--max-context-k", metavar="THOUSANDS",
                           help="Skip transcripts over this many thousand tokens (0: no cap).")
 ResumeOpt = typer.Option(False, "--resume", help="Make the action `resume` again.")
-ReasonsOpt = typer.Option(None, "--reasons", help="End reasons that queue a session-end hook, "
+ReasonsOpt = typer.Option(None, "--reasons", metavar="REASONS",
+                          help="End reasons that queue a session-end hook, "
                           "comma-separated (e.g. exit,host-exited); `default`: all but stale.")
 InterruptedOpt = typer.Option(None, "--also-interrupted/--not-interrupted",
                               help="Also fire for a session whose last turn never ended "
@@ -128,9 +133,9 @@ def _turn_options(reasons: str | None, also_interrupted: bool | None,
     return fields
 
 
-@hooks_app.command("list")
+@hooks_app.command("list", epilog="Example: sidecar hooks list --json")
 def list_hooks(root: Path | None = RootOption,
-               as_json: bool = typer.Option(False, "--json")) -> None:
+               as_json: bool = typer.Option(False, "--json", help="One JSON document.")) -> None:
     """Every hook and the queue."""
     store = _store(root)
     view = store.snapshot(now())
@@ -155,7 +160,8 @@ def list_hooks(root: Path | None = RootOption,
                    f" retries {entry.retries}")
 
 
-@hooks_app.command("add", context_settings={"allow_extra_args": True})
+@hooks_app.command("add", context_settings={"allow_extra_args": True},
+                   epilog='Example: sidecar hooks add notify-done --delay 0 -- notify-send "done"')
 def add(
     ctx: typer.Context,
     name: str = typer.Argument(..., help="A name; the id is made from it."),
@@ -218,11 +224,12 @@ def _prompt_exists(store: HookStore, prompt_file: str | None) -> None:
         _fail(f"prompt file {store.ws.context / prompt_file} does not exist; write it first")
 
 
-@hooks_app.command("update", context_settings={"allow_extra_args": True})
+@hooks_app.command("update", context_settings={"allow_extra_args": True},
+                   epilog="Example: sidecar hooks update post-task --delay 5m")
 def update(
     ctx: typer.Context,
-    hook_id: str = typer.Argument(...),
-    name: str | None = typer.Option(None, "--name"),
+    hook_id: str = typer.Argument(..., metavar="HOOK", help="The hook to change."),
+    name: str | None = typer.Option(None, "--name", metavar="NAME", help="Its new name."),
     event: str | None = EventOpt,
     delay: str | None = DelayOpt,
     prompt_file: str | None = PromptOpt,
@@ -283,19 +290,19 @@ def _switch(hook_id: str, enabled: bool, root: Path | None) -> None:
                + (f"; dropped {dropped} queued firing(s)" if dropped else ""))
 
 
-@hooks_app.command()
+@hooks_app.command(epilog="Example: sidecar hooks enable post-task")
 def enable(hook_id: str, root: Path | None = RootOption) -> None:
     """Switch a hook on."""
     _switch(hook_id, True, root)
 
 
-@hooks_app.command()
+@hooks_app.command(epilog="Example: sidecar hooks disable post-task")
 def disable(hook_id: str, root: Path | None = RootOption) -> None:
     """Switch a hook off; its queued firings are dropped."""
     _switch(hook_id, False, root)
 
 
-@hooks_app.command()
+@hooks_app.command(epilog="Example: sidecar hooks remove post-task")
 def remove(hook_id: str, root: Path | None = RootOption) -> None:
     """Delete a hook and its queued firings."""
     store = _store(root)
@@ -309,7 +316,7 @@ def remove(hook_id: str, root: Path | None = RootOption) -> None:
     typer.echo(f"removed {hook_id}" + (f"; dropped {dropped} queued firing(s)" if dropped else ""))
 
 
-@hooks_app.command("trust")
+@hooks_app.command("trust", epilog="Example: sidecar hooks trust post-task")
 def trust_hook(
     hook_id: str = typer.Argument(..., help="The command hook to trust."),
     yes: bool = typer.Option(False, "--yes", "-y", help="Do not ask; trust what is shown."),
@@ -318,8 +325,7 @@ def trust_hook(
     """Show a command hook's exact command, then trust it on this machine, for this workspace.
 
     A command that arrived with a clone, a pull or a hand edit runs only once trusted; a
-    later change to it needs trusting again.
-    """
+    later change to it needs trusting again."""
     store = _store(root)
     hook = _existing_in(store.snapshot(now()).hooks, hook_id)
     if not isinstance(hook.action, list):
@@ -338,7 +344,7 @@ def trust_hook(
     typer.echo(f"trusted {hook_id} (in {trust.trust_file()})")
 
 
-@hooks_app.command("kill-running")
+@hooks_app.command("kill-running", epilog="Example: sidecar hooks kill-running")
 def kill_running(root: Path | None = RootOption) -> None:
     """End every follow-up action that is running now (SIGTERM to its process group); the
     leader records each as ended by the signal."""
@@ -360,10 +366,10 @@ def kill_running(root: Path | None = RootOption) -> None:
         typer.echo("no follow-up action is running")
 
 
-@hooks_app.command("history")
+@hooks_app.command("history", epilog="Example: sidecar hooks history post-task")
 def history(
     hook_id: str | None = typer.Argument(None, help="Only this hook's firings."),
-    session: str | None = typer.Option(None, "--session", help="Only firings for this host "
+    session: str | None = typer.Option(None, "--session", metavar="ID", help="Only firings for this host "
                                                                "session id."),
     as_json: bool = typer.Option(False, "--json", help="One JSON document."),
     root: Path | None = RootOption,

@@ -29,8 +29,9 @@ from sidecar.layout import Workspace, find_workspace
 from sidecar.timeutil import now
 
 integrate_app = typer.Typer(no_args_is_help=True,
-                            help="Route an agent host's hooks through `sidecar emit`.")
-RootOpt = typer.Option(None, "--root", help="The project (default: the workspace holding the "
+                            help="Route an agent host's hooks through `sidecar emit`.\n\n"
+                            "Example: sidecar integrate --help")
+RootOpt = typer.Option(None, "--root", metavar="DIR", help="The project (default: the workspace holding the "
                                             "current folder).")
 UninstallOpt = typer.Option(False, "--uninstall", help="Remove sidecar's entries only.")
 InitOpt = typer.Option(False, "--init", help="Make the folder a workspace first (sidecar init).")
@@ -138,7 +139,7 @@ def _command(host: Host) -> Callable[..., None]:
                   bool(given["uninstall"]), given.get("root"), bool(given.get("init")))
 
     command.__signature__ = inspect.Signature(params)  # type: ignore[attr-defined]
-    command.__doc__ = host.integrate_help
+    command.__doc__ = f"{host.integrate_help}\n\nExample: sidecar integrate {host.name}"
     command.__name__ = f"integrate_{_option_name(host.name)}"
     return command
 
@@ -148,8 +149,12 @@ for _host in registry.integrable():
 
 
 def unregister(directory: Path = typer.Argument(Path("."), help="The workspace folder "
-                                                                "(it may be gone already).")) -> None:
-    """Stop serving a workspace: take it off the registry. Its .context/ is left as it is."""
+                                                                "(it may be gone already).",
+                                              metavar="DIR")) -> None:
+    """Stop serving a workspace: take it off the registry. Its .context/ is left as it is.
+
+    Example: sidecar unregister ~/old-project
+    """
     root = Path(directory).absolute()
     candidates = {root, root.resolve()} if root.exists() else {root}
     removed = [r for r in candidates if config_mod.unregister(r)]  # RegistryError: main says it

@@ -14,6 +14,7 @@ from sidecar.cli import status as status_mod
 from sidecar.cli.common import NOT_WORKSPACE, OK, USAGE, fail, run_app
 from sidecar.cli.hooks import hooks_app
 from sidecar.cli.integrate import integrate_app, unregister
+from sidecar.cli.logs import logs
 from sidecar.cli.reload import reload
 from sidecar.cli.run import run
 from sidecar.cli.setup import doctor, service_app
@@ -28,9 +29,10 @@ from sidecar.layout import Workspace, find_workspace
 from sidecar.timeutil import now
 
 app = typer.Typer(
-    add_completion=False,
+    add_completion=True,  # typer's own: --install-completion, --show-completion
     no_args_is_help=True,
     help="sidecar: owns the session lifecycle of AI coding agents, beside them.",
+    epilog="Example: sidecar init ~/project && sidecar status",
 )
 
 
@@ -47,8 +49,11 @@ def _options(version: bool = typer.Option(False, "--version", callback=_print_ve
 
 
 @app.command()
-def init(directory: Path = typer.Argument(Path("."), help="The workspace folder.")) -> None:
-    """Create the layout, the default hook and prompt, and register the workspace."""
+def init(directory: Path = typer.Argument(Path("."), metavar="DIR", help="The workspace folder.")) -> None:
+    """Create the layout, the default hook and prompt, and register the workspace.
+
+    Example: sidecar init ~/project
+    """
     root = directory.resolve()
     if not root.is_dir():
         fail(f"{root} is not a folder")
@@ -98,7 +103,10 @@ app.command()(run)
 
 @app.command(context_settings={"allow_extra_args": True, "ignore_unknown_options": True})
 def emit(ctx: typer.Context) -> None:
-    """Drop one event: EVENT --session-id ID, or a host's hook JSON on stdin."""
+    """Drop one event: EVENT --session-id ID, or a host's hook JSON on stdin.
+
+    Example: sidecar emit session-end --session-id 1234
+    """
     from sidecar.emit import main as emit_main
 
     raise typer.Exit(emit_main(list(ctx.args)))
@@ -106,13 +114,16 @@ def emit(ctx: typer.Context) -> None:
 
 @app.command()
 def status(
-    root: Path | None = typer.Option(None, "--root", help="The workspace to show."),
+    root: Path | None = typer.Option(None, "--root", metavar="DIR", help="The workspace to show."),
     all_: bool = typer.Option(False, "--all", help="Every registered workspace."),
     as_json: bool = typer.Option(False, "--json", help="One versioned JSON document."),
-    session: str | None = typer.Option(None, "--session", help="One host session's timeline "
+    session: str | None = typer.Option(None, "--session", metavar="ID", help="One host session's timeline "
                                        "and follow-ups instead."),
 ) -> None:
-    """Instances, inbox, rejected files, sessions, bindings, hooks and queue."""
+    """Instances, inbox, rejected files, sessions, bindings, hooks and queue.
+
+    Example: sidecar status --all
+    """
     if session is not None:
         _session_status(root, session, as_json)
     if all_:
@@ -165,11 +176,15 @@ app.command()(unregister)
 app.command()(reload)
 app.command()(top)
 app.command()(uninstall)
+app.command()(logs)
 
 
 @app.command()
 def version() -> None:
-    """Print the version and the commit it was built from."""
+    """Print the version and the commit it was built from.
+
+    Example: sidecar version
+    """
     from sidecar.build import shown
 
     typer.echo(shown())

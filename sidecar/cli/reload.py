@@ -49,10 +49,13 @@ def _workspaces(root: Path | None) -> list[Workspace]:
     return [Workspace(r) for r in roots if Workspace(r).context.is_dir()]
 
 
-def reload(root: Path | None = typer.Option(None, "--root", help="Only the daemons that serve "
+def reload(root: Path | None = typer.Option(None, "--root", metavar="DIR", help="Only the daemons that serve "
                                             "this workspace (default: every registered one)."),
            ) -> None:
-    """Tell the running daemons to re-read config.toml and the environment file (SIGHUP)."""
+    """Tell the running daemons to re-read config.toml and the environment file (SIGHUP).
+
+    Example: sidecar reload
+    """
     daemons = live_daemons(_workspaces(root))
     signalled = 0
     for pid, roots in sorted(daemons.items()):

@@ -25,10 +25,14 @@ def load_config() -> config_mod.Config:
 
 
 def run(
-    root: list[Path] | None = typer.Option(None, "--root", help="Serve this workspace (repeatable)."),
+    root: list[Path] | None = typer.Option(None, "--root", metavar="DIR",
+                                           help="Serve this workspace (repeatable)."),
     verbose: bool = typer.Option(False, "--verbose", "-v", help="Log every batch."),
 ) -> None:
-    """Serve the registered workspaces (or the given ones) in the foreground."""
+    """Serve the registered workspaces (or the given ones) in the foreground.
+
+    Example: sidecar run --root ~/project -v
+    """
     from sidecar.daemon.process import configure_logging, serve
 
     configure_logging(logging.DEBUG if verbose else logging.INFO)

@@ -12,7 +12,8 @@ from sidecar.doctor import checks as doctor_mod
 from sidecar.install import service as service_mod
 
 service_app = typer.Typer(no_args_is_help=True,
-                          help="Install sidecar as a user service (systemd on Linux, launchd on macOS).")
+                          help="Install sidecar as a user service (systemd on Linux, launchd on macOS).\n\n"
+                          "Example: sidecar service install")
 
 
 def _show(plan: service_mod.Plan, printing: bool) -> None:
@@ -34,7 +35,10 @@ def service_install(
     print_only: bool = typer.Option(False, "--print", help="Show the file and commands; change nothing."),
     no_start: bool = typer.Option(False, "--no-start", help="Install and enable, but do not start it now."),
 ) -> None:
-    """Write the unit (or LaunchAgent), enable it and start it. Safe to run again."""
+    """Write the unit (or LaunchAgent), enable it and start it. Safe to run again.
+
+    Example: sidecar service install --print
+    """
     try:
         plan = service_mod.install(start=not no_start, dry_run=print_only)
     except service_mod.NoServiceManager as exc:
@@ -48,7 +52,10 @@ def service_install(
 def service_uninstall(
     print_only: bool = typer.Option(False, "--print", help="Show what would be done; change nothing."),
 ) -> None:
-    """Stop the service and remove its file."""
+    """Stop the service and remove its file.
+
+    Example: sidecar service uninstall
+    """
     plan = service_mod.uninstall(dry_run=print_only)
     _show(plan, print_only)
     if not print_only and plan.path.exists() is False and "not installed" not in " ".join(plan.notes):
@@ -57,14 +64,20 @@ def service_uninstall(
 
 @service_app.command("status")
 def service_status() -> None:
-    """Whether the service is installed, and what the service manager says of it."""
+    """Whether the service is installed, and what the service manager says of it.
+
+    Example: sidecar service status
+    """
     installed, state = service_mod.state()
     typer.echo(state)
     raise typer.Exit(OK if installed and state in ("active", "loaded") else UNSERVED)
 
 
 def doctor() -> None:
-    """Say what is missing and how to fix it; exit 1 if anything is."""
+    """Say what is missing and how to fix it; exit 1 if anything is.
+
+    Example: sidecar doctor
+    """
     findings = doctor_mod.check(Path.cwd(), Path.home(), sys.platform)
     typer.echo(doctor_mod.render(findings), nl=False)
     raise typer.Exit(OK if all(f.ok for f in findings) else FAILURE)

@@ -27,6 +27,7 @@ from sidecar import jsonfile, layout
 from sidecar.config import Config
 from sidecar.daemon import plugins as plugins_mod
 from sidecar.daemon.instances import Identity
+from sidecar.daemon.logfile import SharedLogFile
 from sidecar.daemon.loop import StepLoop
 from sidecar.daemon.plugins import PluginRunner
 from sidecar.daemon.sdnotify import Notifier
@@ -370,11 +371,12 @@ class Daemon:
 
 
 def configure_logging(level: int = logging.INFO) -> None:
-    """Plain lines on stderr: journald and launchd add their own timestamps."""
+    """Plain lines on stderr (journald and launchd add their own timestamps), and the same
+    records, timed, in the user's daemon.log for `sidecar logs` (daemon/logfile.py)."""
     handler = logging.StreamHandler()
     handler.setFormatter(logging.Formatter("%(levelname)s %(message)s"))
     root = logging.getLogger("sidecar")
-    root.handlers[:] = [handler]
+    root.handlers[:] = [handler, SharedLogFile(layout.daemon_log())]
     root.setLevel(level)
 
 

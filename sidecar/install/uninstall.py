@@ -38,7 +38,10 @@ def uninstall(purge: bool = typer.Option(False, "--purge", help="Also remove the
                                          "config.toml and the rest of sidecar's own folder.")) -> None:
     """Remove the service and every integration sidecar wrote (each host's files as the user had
     them, minus sidecar's entries), and stop this user's daemons still serving a workspace.
-    Workspaces' .context/ folders are left alone."""
+    Workspaces' .context/ folders are left alone.
+
+    Example: sidecar uninstall --purge
+    """
     done, failures = _remove_service()
     try:
         roots = _served_roots()  # read before a purge takes the registry away
