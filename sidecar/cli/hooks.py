@@ -11,6 +11,7 @@ from typing import Any, NoReturn, TypeVar
 import typer
 
 from sidecar import jsonfile
+from sidecar.cli import notify
 from sidecar.cli.common import BUSY, FAILURE, NOT_WORKSPACE, fail
 from sidecar.followups import logtail, trust
 from sidecar.followups.model import Hook, HooksDoc, HooksError, new_hook, slug
@@ -92,7 +93,8 @@ def _options(event: str | None, delay: str | None, prompt_file: str | None, no_p
 
 
 EventOpt = typer.Option(None, "--event", help="session-end (default), session-start, "
-                        "session-reset, turn-end or tool-use.")
+                        "session-reset, turn-end or tool-use; a notify hook: session-end, "
+                        "needs-input, turn-failed, follow-up-failed or resume-started.")
 DelayOpt = typer.Option(None, "--delay", help="Seconds (or 30s, 5m, 1h) after the event; 0..86400.")
 PromptOpt = typer.Option(None, "--prompt-file",
                          help="A .md file under .context/hooks/, e.g. hooks/post-task.md.")
@@ -143,7 +145,7 @@ def list_hooks(root: Path | None = RootOption,
         typer.echo(f"hooks.json is broken: {view.error} (showing the last good hooks)")
     untrusted = {h.id for h in trust.untrusted(store.ws, view.hooks.values())}
     for hook in view.hooks.values():
-        action = trust.shown(hook.action) if isinstance(hook.action, list) else "resume"
+        action = "resume" if isinstance(hook.action, str) else trust.shown(hook.action)
         mark = "  (not trusted on this machine: sidecar hooks trust " + hook.id + ")" \
             if hook.id in untrusted else ""
         typer.echo(f"{hook.id:<20} {'on ' if hook.enabled else 'off'}  {hook.event:<13} "
@@ -169,6 +171,7 @@ def add(
     reasons: str | None = ReasonsOpt,
     also_interrupted: bool | None = InterruptedOpt,
     again: bool | None = AgainOpt,
+    notify_target: str | None = notify.NotifyOpt, also_follow_ups: bool | None = notify.AlsoFollowUpsOpt,
     disabled: bool = typer.Option(False, "--disabled", help="Add it switched off."),
     replace: bool = typer.Option(False, "--replace", help="Overwrite a hook of the same name."),
     root: Path | None = RootOption,
@@ -181,6 +184,7 @@ def add(
     store = _store(root)
     fields = _options(event, delay, prompt_file, no_prompt, skip_cron, skip_subagents,
                       max_context_k, ctx.args) | _turn_options(reasons, also_interrupted, again)
+    fields |= notify.fields(notify_target, also_follow_ups, ctx.args, fields)
     fields["enabled"] = not disabled
     if ctx.args and "promptFile" not in fields:
         fields["promptFile"] = None  # a command gets {prompt} only when asked for
@@ -197,12 +201,12 @@ def add(
         return hook_id
 
     added = _apply(store, edit)
-    if ctx.args:
-        _trust(store, list(ctx.args))  # the user wrote it here: it is theirs
+    if (action := notify.written(fields.get("action"))) is not None:
+        _trust(store, action)  # the user wrote it here: it is theirs
     typer.echo(f"added {added}")
 
 
-def _trust(store: HookStore, action: list[str]) -> None:
+def _trust(store: HookStore, action: trust.Trusted) -> None:
     """Trust `action` for this user; where the workspace is someone else's, say that only its
     owner's trust counts (a root daemon acts as the owner, with the owner's trust)."""
     owner = owner_uid(store.ws)
@@ -233,6 +237,7 @@ def update(
     reasons: str | None = ReasonsOpt,
     also_interrupted: bool | None = InterruptedOpt,
     again: bool | None = AgainOpt,
+    notify_target: str | None = notify.NotifyOpt, also_follow_ups: bool | None = notify.AlsoFollowUpsOpt,
     resume: bool = ResumeOpt,
     root: Path | None = RootOption,
 ) -> None:
@@ -240,6 +245,7 @@ def update(
     store = _store(root)
     fields = _options(event, delay, prompt_file, no_prompt, skip_cron, skip_subagents,
                       max_context_k, ctx.args) | _turn_options(reasons, also_interrupted, again)
+    fields |= notify.fields(notify_target, also_follow_ups, ctx.args, fields)
     if name is not None:
         fields["name"] = name
     if resume:
@@ -255,8 +261,8 @@ def update(
         doc.hooks[hook_id] = changed
 
     _apply(store, edit)
-    if ctx.args:
-        _trust(store, list(ctx.args))  # the user wrote it here: it is theirs
+    if (action := notify.written(fields.get("action"))) is not None:
+        _trust(store, action)  # the user wrote it here: it is theirs
     typer.echo(f"updated {hook_id}")
 
 
@@ -322,7 +328,7 @@ def trust_hook(
     """
     store = _store(root)
     hook = _existing_in(store.snapshot(now()).hooks, hook_id)
-    if not isinstance(hook.action, list):
+    if isinstance(hook.action, str):
         typer.echo(f"{hook_id} resumes the session with your own [resume] command; it needs no trust")
         return
     typer.echo(f"{hook_id} runs, in {store.ws.root}:\n  {trust.shown(hook.action)}")
@@ -388,3 +394,6 @@ def history(
                    + (f"  log {row['log']}" if row["log"] else ""))
     if not rows:
         typer.echo("no firings yet")
+
+
+notify.register(hooks_app, _store)  # `hooks test`
