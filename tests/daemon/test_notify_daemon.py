@@ -6,6 +6,7 @@ from __future__ import annotations
 import os
 import shutil
 import subprocess
+import sys
 import time
 from pathlib import Path
 
@@ -231,3 +232,10 @@ def test_hooks_add_refuses_a_bad_target_or_event(workspace):
     resume = run_cli("hooks", "add", "x", "--event", "follow-up-failed", "--root", root)
     assert resume.returncode != 0 and b"only a notify hook" in resume.stderr
     assert "x" not in read_json(workspace.hooks_file)["hooks"]
+
+
+def test_apprise_is_never_loaded_by_the_daemon_nor_the_hook_path():
+    code = ("import sys, sidecar.daemon.process, sidecar.emit, sidecar.followups.send; "
+            "print('apprise' in sys.modules)")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "False"
