@@ -20,6 +20,14 @@ class EventKind(StrEnum):
     NEEDS_INPUT = "needs-input"  # the host asked the user (a permission, a question, idle)
 
 
+class FollowUpEvent(StrEnum):
+    """What happened to a follow-up, as an event a notify hook can listen for (never a
+    session's event: the follow-up runner produces them, see followups/fire.py)."""
+
+    FAILED = "follow-up-failed"  # a firing ended in error
+    RESUME_STARTED = "resume-started"  # a resume after a usage limit started
+
+
 _SEPARATORS = str.maketrans({"_": "-", ":": "-", " ": "-"})
 
 
@@ -82,6 +90,10 @@ class SessionChange:
     # The hooks in `follow_ups_done` queued before the user's own latest turn ended (a turn
     # of theirs, not of a follow-up's run): those a hook may run again for.
     user_turn_since: frozenset[str] = field(default_factory=frozenset)
+    # Which inbox file it came from ("": the stale sweep), so a notice is sent once per
+    # change and once only when a batch is replayed; and what a needs-input asked.
+    event_file: str = ""
+    input_message: str = ""
 
 
 @dataclass(frozen=True)

@@ -6,11 +6,13 @@ import os
 import sys
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any, NoReturn, TypeVar
+from typing import NoReturn, TypeVar
 
 import typer
 
 from sidecar import jsonfile
+from sidecar.cli import hook_options as opts
+from sidecar.cli import notify
 from sidecar.cli.common import BUSY, FAILURE, NOT_WORKSPACE, fail
 from sidecar.followups import logtail, trust
 from sidecar.followups.model import Hook, HooksDoc, HooksError, new_hook, slug
@@ -18,7 +20,7 @@ from sidecar.followups.store import HookStore
 from sidecar.layout import find_workspace
 from sidecar.locks import LockTimeout
 from sidecar.owner import owner_uid
-from sidecar.timeutil import human_age, now, parse_duration
+from sidecar.timeutil import human_age, now
 
 T = TypeVar("T")
 
@@ -50,16 +52,6 @@ def _writable(store: HookStore) -> None:
         _fail(f"{store.ws.hooks_file} is broken ({exc}); fix it by hand first")
 
 
-def _delay(text: str) -> int:
-    try:
-        seconds = parse_duration(text)
-    except ValueError as exc:
-        _fail(str(exc))
-    if seconds != int(seconds):
-        _fail(f"delay must be whole seconds, not {text!r}")
-    return int(seconds)
-
-
 def _apply(store: HookStore, edit: Callable[[HooksDoc], T]) -> T:
     _writable(store)
     try:
@@ -68,69 +60,6 @@ def _apply(store: HookStore, edit: Callable[[HooksDoc], T]) -> T:
         _fail(str(exc))
     except LockTimeout as exc:
         _fail(f"{exc}: another sidecar command or a daemon holds it; try again", BUSY)
-
-
-def _options(event: str | None, delay: str | None, prompt_file: str | None, no_prompt: bool,
-             skip_cron: bool | None, skip_subagents: bool | None, max_context_k: int | None,
-             command: list[str]) -> dict[str, Any]:
-    fields: dict[str, Any] = {}
-    if event is not None:
-        fields["event"] = event
-    if delay is not None:
-        fields["delaySeconds"] = _delay(delay)
-    if no_prompt:
-        fields["promptFile"] = None
-    elif prompt_file is not None:
-        fields["promptFile"] = prompt_file
-    if skip_cron is not None:
-        fields["skipCron"] = skip_cron
-    if skip_subagents is not None:
-        fields["skipSubagents"] = skip_subagents
-    if max_context_k is not None:
-        fields["maxContextK"] = max_context_k
-    if command:
-        fields["action"] = list(command)
-    return fields
-
-
-EventOpt = typer.Option(None, "--event", metavar="EVENT",
-                        help="session-end (default), session-start, "
-                        "session-reset, turn-end or tool-use.")
-DelayOpt = typer.Option(None, "--delay", metavar="SECONDS",
-                        help="Seconds (or 30s, 5m, 1h) after the event; 0..86400.")
-PromptOpt = typer.Option(None, "--prompt-file", metavar="FILE",
-                         help="A .md file under .context/hooks/, e.g. hooks/post-task.md.")
-NoPromptOpt = typer.Option(False, "--no-prompt", help="The hook has no prompt file.")
-CronOpt = typer.Option(None, "--skip-cron/--no-skip-cron", help="Skip sessions started by cron.")
-SubagentOpt = typer.Option(None, "--skip-subagents/--no-skip-subagents",
-                           help="Skip subagent sessions.")
-ContextOpt = typer.Option(None, "--max-context-k", metavar="THOUSANDS",
-                          help="Skip transcripts over this many thousand tokens (0: no cap).")
-ResumeOpt = typer.Option(False, "--resume", help="Make the action `resume` again.")
-ReasonsOpt = typer.Option(None, "--reasons", metavar="REASONS",
-                          help="End reasons that queue a session-end hook, "
-                          "comma-separated (e.g. exit,host-exited); `default`: all but stale.")
-InterruptedOpt = typer.Option(None, "--also-interrupted/--not-interrupted",
-                              help="Also fire for a session whose last turn never ended "
-                              "(Ctrl-C, a kill); by default such a session is left alone.")
-AgainOpt = typer.Option(None, "--again-after-user-turn/--once-per-session",
-                        help="Run again for a conversation once the user's own next turn "
-                        "ends after it ran; by default a hook runs once per session.")
-
-
-def _turn_options(reasons: str | None, also_interrupted: bool | None,
-                  again: bool | None) -> dict[str, Any]:
-    fields: dict[str, Any] = {}
-    if reasons is not None:
-        listed = [r.strip() for r in reasons.split(",") if r.strip()]
-        if not listed:
-            _fail("--reasons needs at least one end reason (like exit,host-exited), or default")
-        fields["reasons"] = None if listed == ["default"] else listed
-    if also_interrupted is not None:
-        fields["alsoInterrupted"] = also_interrupted
-    if again is not None:
-        fields["againAfterUserTurn"] = again
-    return fields
 
 
 @hooks_app.command("list", epilog="Example: sidecar hooks list --json")
@@ -148,7 +77,7 @@ def list_hooks(root: Path | None = RootOption,
         typer.echo(f"hooks.json is broken: {view.error} (showing the last good hooks)")
     untrusted = {h.id for h in trust.untrusted(store.ws, view.hooks.values())}
     for hook in view.hooks.values():
-        action = trust.shown(hook.action) if isinstance(hook.action, list) else "resume"
+        action = "resume" if isinstance(hook.action, str) else trust.shown(hook.action)
         mark = "  (not trusted on this machine: sidecar hooks trust " + hook.id + ")" \
             if hook.id in untrusted else ""
         typer.echo(f"{hook.id:<20} {'on ' if hook.enabled else 'off'}  {hook.event:<13} "
@@ -165,16 +94,17 @@ def list_hooks(root: Path | None = RootOption,
 def add(
     ctx: typer.Context,
     name: str = typer.Argument(..., help="A name; the id is made from it."),
-    event: str | None = EventOpt,
-    delay: str | None = DelayOpt,
-    prompt_file: str | None = PromptOpt,
-    no_prompt: bool = NoPromptOpt,
-    skip_cron: bool | None = CronOpt,
-    skip_subagents: bool | None = SubagentOpt,
-    max_context_k: int | None = ContextOpt,
-    reasons: str | None = ReasonsOpt,
-    also_interrupted: bool | None = InterruptedOpt,
-    again: bool | None = AgainOpt,
+    event: str | None = opts.EventOpt,
+    delay: str | None = opts.DelayOpt,
+    prompt_file: str | None = opts.PromptOpt,
+    no_prompt: bool = opts.NoPromptOpt,
+    skip_cron: bool | None = opts.CronOpt,
+    skip_subagents: bool | None = opts.SubagentOpt,
+    max_context_k: int | None = opts.ContextOpt,
+    reasons: str | None = opts.ReasonsOpt,
+    also_interrupted: bool | None = opts.InterruptedOpt,
+    again: bool | None = opts.AgainOpt,
+    notify_target: str | None = notify.NotifyOpt, also_follow_ups: bool | None = notify.AlsoFollowUpsOpt,
     disabled: bool = typer.Option(False, "--disabled", help="Add it switched off."),
     replace: bool = typer.Option(False, "--replace", help="Overwrite a hook of the same name."),
     root: Path | None = RootOption,
@@ -185,8 +115,9 @@ def add(
     hook has no prompt unless --prompt-file gives one.
     """
     store = _store(root)
-    fields = _options(event, delay, prompt_file, no_prompt, skip_cron, skip_subagents,
-                      max_context_k, ctx.args) | _turn_options(reasons, also_interrupted, again)
+    fields = opts.options(event, delay, prompt_file, no_prompt, skip_cron, skip_subagents,
+                      max_context_k, ctx.args) | opts.turn_options(reasons, also_interrupted, again)
+    fields |= notify.fields(notify_target, also_follow_ups, ctx.args, fields)
     fields["enabled"] = not disabled
     if ctx.args and "promptFile" not in fields:
         fields["promptFile"] = None  # a command gets {prompt} only when asked for
@@ -203,12 +134,12 @@ def add(
         return hook_id
 
     added = _apply(store, edit)
-    if ctx.args:
-        _trust(store, list(ctx.args))  # the user wrote it here: it is theirs
+    if (action := notify.written(fields.get("action"))) is not None:
+        _trust(store, action)  # the user wrote it here: it is theirs
     typer.echo(f"added {added}")
 
 
-def _trust(store: HookStore, action: list[str]) -> None:
+def _trust(store: HookStore, action: trust.Trusted) -> None:
     """Trust `action` for this user; where the workspace is someone else's, say that only its
     owner's trust counts (a root daemon acts as the owner, with the owner's trust)."""
     owner = owner_uid(store.ws)
@@ -230,23 +161,25 @@ def update(
     ctx: typer.Context,
     hook_id: str = typer.Argument(..., metavar="HOOK", help="The hook to change."),
     name: str | None = typer.Option(None, "--name", metavar="NAME", help="Its new name."),
-    event: str | None = EventOpt,
-    delay: str | None = DelayOpt,
-    prompt_file: str | None = PromptOpt,
-    no_prompt: bool = NoPromptOpt,
-    skip_cron: bool | None = CronOpt,
-    skip_subagents: bool | None = SubagentOpt,
-    max_context_k: int | None = ContextOpt,
-    reasons: str | None = ReasonsOpt,
-    also_interrupted: bool | None = InterruptedOpt,
-    again: bool | None = AgainOpt,
-    resume: bool = ResumeOpt,
+    event: str | None = opts.EventOpt,
+    delay: str | None = opts.DelayOpt,
+    prompt_file: str | None = opts.PromptOpt,
+    no_prompt: bool = opts.NoPromptOpt,
+    skip_cron: bool | None = opts.CronOpt,
+    skip_subagents: bool | None = opts.SubagentOpt,
+    max_context_k: int | None = opts.ContextOpt,
+    reasons: str | None = opts.ReasonsOpt,
+    also_interrupted: bool | None = opts.InterruptedOpt,
+    again: bool | None = opts.AgainOpt,
+    notify_target: str | None = notify.NotifyOpt, also_follow_ups: bool | None = notify.AlsoFollowUpsOpt,
+    resume: bool = opts.ResumeOpt,
     root: Path | None = RootOption,
 ) -> None:
     """Change a hook's settings; a command after `--` replaces its action."""
     store = _store(root)
-    fields = _options(event, delay, prompt_file, no_prompt, skip_cron, skip_subagents,
-                      max_context_k, ctx.args) | _turn_options(reasons, also_interrupted, again)
+    fields = opts.options(event, delay, prompt_file, no_prompt, skip_cron, skip_subagents,
+                      max_context_k, ctx.args) | opts.turn_options(reasons, also_interrupted, again)
+    fields |= notify.fields(notify_target, also_follow_ups, ctx.args, fields)
     if name is not None:
         fields["name"] = name
     if resume:
@@ -262,8 +195,8 @@ def update(
         doc.hooks[hook_id] = changed
 
     _apply(store, edit)
-    if ctx.args:
-        _trust(store, list(ctx.args))  # the user wrote it here: it is theirs
+    if (action := notify.written(fields.get("action"))) is not None:
+        _trust(store, action)  # the user wrote it here: it is theirs
     typer.echo(f"updated {hook_id}")
 
 
@@ -328,7 +261,7 @@ def trust_hook(
     later change to it needs trusting again."""
     store = _store(root)
     hook = _existing_in(store.snapshot(now()).hooks, hook_id)
-    if not isinstance(hook.action, list):
+    if isinstance(hook.action, str):
         typer.echo(f"{hook_id} resumes the session with your own [resume] command; it needs no trust")
         return
     typer.echo(f"{hook_id} runs, in {store.ws.root}:\n  {trust.shown(hook.action)}")
@@ -394,3 +327,6 @@ def history(
                    + (f"  log {row['log']}" if row["log"] else ""))
     if not rows:
         typer.echo("no firings yet")
+
+
+notify.register(hooks_app, _store)  # `hooks test`

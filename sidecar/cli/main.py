@@ -88,12 +88,12 @@ def _say_moved(ws: Workspace, found: foreign.Found, aside: Path) -> None:
     for what in found.what:
         typer.echo(f"  - {what}")
     typer.echo(f"moved it to {aside.relative_to(ws.root)}/; none of it runs")
-    commands = [h for h in found.hooks.values() if isinstance(h.action, list)]
+    commands = [h for h in found.hooks.values() if not isinstance(h.action, str)]
     if found.hooks:
         typer.echo(f"kept its hook definitions ({', '.join(found.hooks)}) without their queue; "
                    "a command hook runs only once you trust it:")
     for hook in commands:
-        assert isinstance(hook.action, list)
+        assert not isinstance(hook.action, str)
         typer.echo(f"  {hook.id}: {trust.shown(hook.action)}  (to run it: sidecar hooks trust "
                    f"{hook.id})")
 

@@ -17,6 +17,7 @@ from sidecar.daemon import instances
 from sidecar.errors import SidecarError
 from sidecar.followups import logtail, trust
 from sidecar.followups import store as hook_store
+from sidecar.followups.targets import Notify
 from sidecar.hosts import registry
 from sidecar.inbox import folder as inbox
 from sidecar.layout import TamperedRuntime, Workspace
@@ -64,7 +65,7 @@ class HookRow(TypedDict):
     enabled: bool
     event: str
     delaySeconds: int
-    action: str | list[str]
+    action: str | list[str] | Notify
     lastStatus: str | None
     lastFiredAt: str | None
     lastLog: str | None
@@ -332,7 +333,7 @@ def _hook_lines(h: HookRow) -> list[str]:
              + (f": {h['lastLine']}" if h["lastLine"] else "")
              + (f" at {h['lastFiredAt']}" if h["lastFiredAt"] else "")
              + (f"  log {h['lastLog']}" if h["lastLog"] else "")]
-    if not h["trusted"] and isinstance(h["action"], list):
+    if not h["trusted"] and not isinstance(h["action"], str):
         lines.append(f"    NOT TRUSTED on this machine, so not run: {trust.shown(h['action'])}"
                      f"  (to run it: sidecar hooks trust {h['id']})")
     return lines

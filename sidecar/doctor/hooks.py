@@ -25,10 +25,10 @@ def check(ws: Workspace) -> list[Finding]:
                    f"said and no change to it counts: {view.error}",
             f"correct the file, or move it aside and run `sidecar init {ws.root}` for the "
             "default hooks"))
-    findings += [Finding(False, f"hook {h.id}'s command is not trusted on this machine, so it "
-                                f"does not run: {trust.shown(h.action)}",
+    findings += [Finding(False, f"hook {h.id}'s {trust.what(h.action).split()[0]} is not trusted "
+                                f"on this machine, so it does not run: {trust.shown(h.action)}",
                          f"sidecar hooks trust {h.id}")
-                 for h in untrusted if isinstance(h.action, list)]
+                 for h in untrusted if not isinstance(h.action, str)]
     return findings + [f for h in view.hooks.values() for f in _failing(ws, h)]
 
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from sidecar.followups.model import Hook, QueueEntry
+from sidecar.followups.targets import Notify
 from sidecar.sessions.model import Facts
 from sidecar.vocabulary import EventKind, Verdict
 
@@ -27,11 +28,14 @@ def decide(hook: Hook, facts: Facts, now: float) -> Decision:
 
     Only a resume waits for the session to be quiet (not live again, its transcript still):
     it would race the host on the same conversation. A command does not touch the session,
-    so it runs when it is due."""
+    so it runs when it is due; a notice neither, and it tells of the moment it was queued for
+    (a limit that passed since, a large transcript, change nothing of that)."""
     if hook.skip_cron and facts.cron:
         return Decision(Verdict.SKIP, "cron session")
     if hook.skip_subagents and facts.subagent:
         return Decision(Verdict.SKIP, "subagent session")
+    if isinstance(hook.action, Notify):
+        return Decision(Verdict.FIRE)  # a notice is sent as soon as it is due, whatever the session does
     size = facts.transcript_size
     if hook.max_context_k and size is not None and size / 4 / 1000 > hook.max_context_k:
         return Decision(Verdict.SKIP, f"context of about {size // 4000}K tokens is over "

@@ -12,28 +12,35 @@ from __future__ import annotations
 
 import logging
 import signal
+import sys
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
+import orjson
+
 from sidecar import owner
 from sidecar.config import Config, ConfigError
-from sidecar.followups import actions, environment, trust
+from sidecar.errors import SidecarError
+from sidecar.followups import actions, environment, notices, trust
 from sidecar.followups import store as hook_store
 from sidecar.followups.actions import ActionError, Firing, build_argv, working_folder
 from sidecar.followups.decide import decide, next_due
-from sidecar.followups.model import Hook, QueueEntry, Run
+from sidecar.followups.model import FOLLOW_UP_EVENTS, Hook, QueueEntry, Run
 from sidecar.followups.queue import Claimed, FollowUpQueue, Settled
+from sidecar.followups.targets import Notify
 from sidecar.layout import Workspace, confined
 from sidecar.procwatch import Proc, is_alive
 from sidecar.sessions.store import SessionStore
 from sidecar.timeutil import iso, parse_ts
-from sidecar.vocabulary import Fired, Verdict
+from sidecar.vocabulary import EventKind, Fired, FollowUpEvent, Verdict
 
 log = logging.getLogger("sidecar")
 
 RECOVERY_INTERVAL = 30.0  # how often claims left by other instances are looked for
+NOTICE_CONCURRENCY = 8  # notices sent at once: apart from `concurrency`, which is the agents'
+SENDER = [sys.executable, "-I", "-m", "sidecar.followups.send"]  # -I: nothing of the cwd's
 WAIT_POLL = 0.01  # `fire_now`'s look at a running action, where nothing else wakes it
 
 
@@ -46,6 +53,10 @@ class Running:
     log: Path
     deadline: float  # when actionTimeout runs out
     kill_at: float | None = None  # once timed out: when SIGKILL follows the SIGTERM
+
+    @property
+    def notice(self) -> bool:
+        return bool(notices.notice_of(self.entry))
 
 
 class FollowUps:
@@ -79,9 +90,13 @@ class FollowUps:
         self.check_running(now)
         while True:
             pending = self.queue.view(now).pending
-            if len(self.running) >= self.config().concurrency:
-                return _earliest(self._recovery_due(pending), *self._deadlines())  # an exit wakes us
-            due = next_due(pending, set(self.running), now)
+            # An action's or a notice's exit wakes the loop when either kind is at its limit;
+            # a notice waits for neither a resume nor a command, nor they for a notice.
+            sent = sum(run.notice for run in self.running.values())
+            full = (len(self.running) - sent >= self.config().concurrency,
+                    sent >= NOTICE_CONCURRENCY)
+            due = next_due([e for e in pending if not full[bool(notices.notice_of(e))]],
+                           set(self.running), now)
             if due.entry is None:
                 return _earliest(due.wake_at, self._recovery_due(pending), *self._deadlines())
             claimed = self.queue.claim(due.entry.id, now, str(self.log_path(due.entry, now)))
@@ -172,13 +187,14 @@ class FollowUps:
 
         A command from hooks.json runs only if the workspace's owner trusted it (trust.py);
         where the owner is not this process's user, it runs as the owner (owner.py)."""
-        if isinstance(hook.action, list) and not trust.is_trusted(self.ws, hook.action):
-            log.warning("%s: %s's command %s is not trusted on this machine; not run (sidecar "
-                        "hooks trust %s)", self.ws.root, hook.id, hook.action, hook.id)
+        if not isinstance(hook.action, str) and not trust.is_trusted(self.ws, hook.action):
+            log.warning("%s: %s's %s is not trusted on this machine; not run (sidecar "
+                        "hooks trust %s)", self.ws.root, hook.id, trust.what(hook.action),
+                        hook.id)
             self.finish(entry, trust.NOT_TRUSTED, None)
             return
         prompt = ""
-        if hook.prompt_file:
+        if hook.prompt_file and not isinstance(hook.action, Notify):
             try:
                 prompt = hook_store.read_prompt(self.ws, hook.prompt_file)
             except (OSError, hook_store.PromptError) as exc:
@@ -198,7 +214,8 @@ class FollowUps:
         base = environment.follow_up_base(account, config)
         log_path = self.ws.firing_log(entry.hook_id, entry.log or "") or self.log_path(entry, now)
         try:
-            command = build_argv(hook.action, firing, config.resume, self.ws)
+            command = self._notice(entry, hook.action) if isinstance(hook.action, Notify) \
+                else build_argv(hook.action, firing, config.resume, self.ws)
             trust.run_key()  # made before the start: a run is never left unsigned, unwatched
             proc = actions.start(command.argv, firing.cwd, firing.environment(self.ws, base),
                                  log_path, account, command.stdin)
@@ -212,8 +229,33 @@ class FollowUps:
         self.queue.started(entry.id, run, now)
         self.running[entry.id] = Running(entry, proc, log_path, now + self.config().action_timeout)
         self.watch(proc)
+        if hook.action == "resume" and hook.event == EventKind.TURN_FAILED:
+            self._follow_up_event(FollowUpEvent.RESUME_STARTED, entry, "started")
         log.info("%s: fired %s for %s session %s (pid %d, log %s)", self.ws.root, hook.id,
                  entry.host, entry.session_id, proc.pid, log_path)
+
+    def _notice(self, entry: QueueEntry, action: Notify) -> actions.Command:
+        """The sender of a notify hook's notice, and its job: the target, what the queue
+        entry kept of the transition, and what the session's record says now."""
+        job: dict[str, object] = {
+            "target": action.target, "notice": notices.notice_of(entry), "host": entry.host,
+            "sessionId": entry.session_id, "harnessSessionId": entry.harness_session_id,
+            "hookId": entry.hook_id, "workspace": str(self.ws.root)}
+        record = self.sessions.record(entry.harness_session_id)
+        if record is not None and record.sidecar.tokens:
+            job["tokens"] = record.sidecar.tokens
+        return actions.Command(SENDER, orjson.dumps(job).decode())
+
+    def _follow_up_event(self, event: FollowUpEvent, entry: QueueEntry, status: str) -> None:
+        """Queue the notices of what a follow-up did; never those of a notice about a
+        follow-up (a notice that fails to say a notice failed would go on for ever)."""
+        if notices.notice_of(entry).get("event") in FOLLOW_UP_EVENTS:
+            return
+        try:
+            self.queue.add_follow_up_event(event, entry, entry.hook_id, status, time.time())
+        except (SidecarError, OSError) as exc:
+            log.warning("%s: the notice that %s %s cannot be queued: %s", self.ws.root,
+                        entry.hook_id, event.value, exc)
 
     def log_path(self, entry: QueueEntry, now: float) -> Path:
         stamp = iso(now).replace(":", "").replace("-", "")
@@ -257,6 +299,7 @@ class FollowUps:
         if status != "ok" and not status.startswith("skipped"):
             log.warning("%s: follow-up %s for %s session %s: %s (log %s)", self.ws.root,
                         entry.hook_id, entry.host, entry.session_id, status, shown)
+            self._follow_up_event(FollowUpEvent.FAILED, entry, status)
         if self.on_fired is not None:
             self.on_fired(Fired(str(self.ws.root), entry.hook_id, entry.host, entry.session_id,
                                 entry.harness_session_id, status, shown))

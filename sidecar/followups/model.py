@@ -15,9 +15,10 @@ from typing import Any, NoReturn
 import orjson
 
 from sidecar.errors import SidecarError
+from sidecar.followups.targets import Notify, TargetError, check, event_misfit
 from sidecar.layout import HOOK_NAME
 from sidecar.timeutil import iso, parse_ts
-from sidecar.vocabulary import EventKind
+from sidecar.vocabulary import EventKind, FollowUpEvent
 
 Json = dict[str, Any]
 VERSION = 1
@@ -27,7 +28,8 @@ DEFAULT_DELAY = 10
 DEFAULT_PROMPT_FILE = "hooks/post-task.md"
 PROMPT_FILE = re.compile(r"hooks/[^/\\]+\.md")
 HOOK_ID = HOOK_NAME  # a hook id names its log folder: one plain name
-HOOK_EVENTS = tuple(kind.value for kind in EventKind)
+FOLLOW_UP_EVENTS, HOOK_EVENTS = tuple(FollowUpEvent), tuple(EventKind) + tuple(FollowUpEvent)
+HookEvent = EventKind | FollowUpEvent
 
 
 class HooksError(SidecarError, ValueError):
@@ -75,16 +77,15 @@ class FiringRecord:
 
     @classmethod
     def from_json(cls, data: Any) -> FiringRecord:
-        data = data if isinstance(data, dict) else {}
-        return cls(_text(data.get("at")), _text(data.get("status")), _text(data.get("host")),
-                   _text(data.get("sessionId")), _text(data.get("log")))
+        get = data.get if isinstance(data, dict) else {}.get
+        return cls(*(_text(get(k)) for k in ("at", "status", "host", "sessionId", "log")))
 
     def to_json(self) -> Json:
         return {"at": self.at, "status": self.status, "host": self.host,
                 "sessionId": self.session_id, "log": self.log}
 
 
-Action = str | list[str]  # "resume", or a command's argv
+Action = str | list[str] | Notify  # "resume", a command's argv, or a notice to send
 
 
 @dataclass(slots=True)
@@ -93,7 +94,7 @@ class Hook:
 
     id: str
     name: str
-    event: EventKind = EventKind.SESSION_END
+    event: HookEvent = EventKind.SESSION_END
     delay_seconds: int = DEFAULT_DELAY
     prompt_file: str | None = DEFAULT_PROMPT_FILE
     action: Action = "resume"
@@ -104,6 +105,7 @@ class Hook:
     reasons: list[str] | None = None  # end reasons that queue it; None: every one but `stale`
     also_interrupted: bool = False  # a session-end hook: also when the last turn never ended
     again_after_user_turn: bool = False  # once more each time the user's own turn ends after it
+    also_follow_ups: bool = False  # a notify hook: also for what a follow-up's own run does
     created_at: str | None = None
     last_status: str | None = None
     last_fired_at: str | None = None
@@ -112,7 +114,7 @@ class Hook:
 
     KEYS = frozenset(("id", "name", "event", "delaySeconds", "promptFile", "action", "enabled", "skipCron",
             "skipSubagents", "maxContextK", "createdAt", "lastStatus", "lastFiredAt", "history",
-            "reasons", "alsoInterrupted", "againAfterUserTurn"))
+            "reasons", "alsoInterrupted", "againAfterUserTurn", "alsoFollowUps"))
 
     @classmethod
     def from_json(cls, data: Any, path: str) -> Hook:
@@ -128,24 +130,28 @@ class Hook:
         event = data.get("event", EventKind.SESSION_END.value)
         if event not in HOOK_EVENTS:
             fail(f"{path}.event", f"must be one of {', '.join(HOOK_EVENTS)}, not {event!r}")
+        action = _action(data.get("action", "resume"), path)
+        notify = isinstance(action, Notify)  # a notice: at once, and with no prompt
+        if misfit := event_misfit(event, notify):
+            fail(f"{path}.event", misfit)
         history = data.get("history", [])
         if not isinstance(history, list):
             fail(f"{path}.history", "must be a list")
         return cls(
-            id=data["id"], name=data["name"], event=EventKind(event),
-            delay_seconds=_whole(data.get("delaySeconds", DEFAULT_DELAY), f"{path}.delaySeconds",
-                                 0, MAX_DELAY),
-            prompt_file=_prompt_file(data.get("promptFile", DEFAULT_PROMPT_FILE), path),
-            action=_action(data.get("action", "resume"), path),
-            enabled=_flag(data, "enabled", True, path),
-            skip_cron=_flag(data, "skipCron", True, path),
+            id=data["id"], name=data["name"],
+            event=FollowUpEvent(event) if event in FOLLOW_UP_EVENTS else EventKind(event),
+            delay_seconds=_whole(data.get("delaySeconds", 0 if notify else DEFAULT_DELAY),
+                                 f"{path}.delaySeconds", 0, MAX_DELAY),
+            prompt_file=_prompt_file(data.get("promptFile", None if notify else DEFAULT_PROMPT_FILE), path),
+            action=action,
+            enabled=_flag(data, "enabled", True, path), skip_cron=_flag(data, "skipCron", True, path),
             skip_subagents=_flag(data, "skipSubagents", True, path),
             max_context_k=_whole(data.get("maxContextK", 0), f"{path}.maxContextK", 0, None),
             reasons=_reasons(data.get("reasons"), f"{path}.reasons"),
             also_interrupted=_flag(data, "alsoInterrupted", False, path),
             again_after_user_turn=_flag(data, "againAfterUserTurn", False, path),
-            created_at=_text(data.get("createdAt")),
-            last_status=_text(data.get("lastStatus")),
+            also_follow_ups=_flag(data, "alsoFollowUps", False, path),
+            created_at=_text(data.get("createdAt")), last_status=_text(data.get("lastStatus")),
             last_fired_at=_text(data.get("lastFiredAt")),
             history=[FiringRecord.from_json(h) for h in history[-HISTORY_LIMIT:]],
             extra={k: v for k, v in data.items() if k not in cls.KEYS},
@@ -155,11 +161,13 @@ class Hook:
         return {
             "id": self.id, "name": self.name, "event": self.event.value,
             "delaySeconds": self.delay_seconds, "promptFile": self.prompt_file,
-            "action": self.action, "enabled": self.enabled, "skipCron": self.skip_cron,
+            "action": self.action.to_json() if isinstance(self.action, Notify) else self.action,
+            "enabled": self.enabled, "skipCron": self.skip_cron,
             "skipSubagents": self.skip_subagents, "maxContextK": self.max_context_k,
             **({} if self.reasons is None else {"reasons": self.reasons}),
             **({"alsoInterrupted": True} if self.also_interrupted else {}),
             **({"againAfterUserTurn": True} if self.again_after_user_turn else {}),
+            **({"alsoFollowUps": True} if self.also_follow_ups else {}),
             "createdAt": self.created_at, "lastStatus": self.last_status,
             "lastFiredAt": self.last_fired_at, "history": [h.to_json() for h in self.history],
             **self.extra,
@@ -196,9 +204,15 @@ def _prompt_file(value: Any, path: str) -> str | None:
 def _action(value: Any, path: str) -> Action:
     if value == "resume":
         return "resume"
+    if isinstance(value, dict) and value.keys() == {"notify"}:
+        try:
+            return check(value["notify"])
+        except TargetError as exc:
+            fail(f"{path}.action.notify", str(exc))
     if not isinstance(value, list) or not value or not all(
             isinstance(a, str) for a in value) or not value[0]:
-        fail(f"{path}.action", 'must be "resume" or a command as a non-empty list of strings')
+        fail(f"{path}.action", 'must be "resume", a command as a non-empty list of strings, '
+                               'or {"notify": TARGET}')
     return list(value)
 
 
@@ -292,12 +306,10 @@ class QueueEntry:
                      "sessionId": self.session_id, "harnessSessionId": self.harness_session_id,
                      "enqueuedAt": self.enqueued_at, "dueAt": self.due_at,
                      "retries": self.retries, "claimedBy": self.claimed_by}
-        if self.claimed_at is not None:
-            out["claimedAt"] = self.claimed_at
-        if self.log is not None:
-            out["log"] = self.log
-        if self.run is not None:
-            out["run"] = self.run.to_json()
+        for key, value in (("claimedAt", self.claimed_at), ("log", self.log),
+                           ("run", self.run.to_json() if self.run is not None else None)):
+            if value is not None:
+                out[key] = value
         return {**out, **self.extra}
 
 
@@ -379,8 +391,7 @@ def parse(data: bytes) -> HooksDoc:
 
 
 def slug(name: str) -> str:
-    text = re.sub(r"[^a-z0-9]+", "-", name.lower()).strip("-")
-    return text[:64] or "hook"
+    return re.sub(r"[^a-z0-9]+", "-", name.lower()).strip("-")[:64] or "hook"
 
 
 def new_hook(hook_id: str, name: str, created: float, **fields: Any) -> Hook:

@@ -16,7 +16,7 @@ import logging
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
-from sidecar.followups import trust
+from sidecar.followups import notices, trust
 from sidecar.followups.decide import TRANSCRIPT_QUIET
 from sidecar.followups.model import Hook, HooksDoc, QueueEntry, Run, entry_id
 from sidecar.followups.resets import MAX_TRIES, next_try
@@ -25,7 +25,7 @@ from sidecar.layout import Workspace
 from sidecar.procwatch import Proc
 from sidecar.sessions.model import Key
 from sidecar.timeutil import iso, parse_ts
-from sidecar.vocabulary import INTERRUPTED, LIMIT_ERRORS, STALE, EventKind, SessionChange
+from sidecar.vocabulary import INTERRUPTED, LIMIT_ERRORS, STALE, EventKind, FollowUpEvent, SessionChange
 
 log = logging.getLogger("sidecar")
 
@@ -72,10 +72,7 @@ class FollowUpQueue:
         Returns, per session, the hooks to record in its record: those queued now and those
         a replayed batch finds queued already.
         """
-        # A follow-up's own run queues nothing, but its failed turn is the next try of the
-        # limit episode that resumed it (bounded by resets.MAX_TRIES).
-        wanted = [c for c in changes if c.kind is not None
-                  and (not c.from_hook or c.kind == EventKind.TURN_FAILED)]
+        wanted = self._wanted(changes, now)
         if not wanted:
             return {}
         listened = self.store.listened_events(now)
@@ -86,36 +83,41 @@ class FollowUpQueue:
             queued = {e.id for e in doc.pending}
             recorded: dict[Key, list[str]] = {}
             for change in wanted:
-                key = (change.host, change.session_id)
                 for hook in doc.hooks.values():
                     if not hook.enabled or hook.event != change.kind or not _wants(hook, change):
                         continue
-                    if change.kind == EventKind.TURN_FAILED:
+                    if notices.is_notify(hook):  # once per transition, not per session
+                        if notices.wants_change(hook, change):
+                            notices.add_for_change(doc, hook, change, now, queued)
+                        elif not change.from_hook:
+                            _note_skip(hook, change, INTERRUPTED, now)
+                    elif change.kind == EventKind.TURN_FAILED:
                         _add_limit_try(doc, hook, change, now, backoff_scale, queued)
-                        continue
-                    if change.from_hook or hook.id in recorded.get(key, []):
-                        continue
-                    if hook.id in change.follow_ups_done and not (
-                            hook.again_after_user_turn and hook.id in change.user_turn_since):
-                        _note_skip(hook, change, _already_ran(hook, change), now)
-                        continue
-                    if change.kind == EventKind.SESSION_END and change.interrupted \
-                            and not hook.also_interrupted:
-                        _note_skip(hook, change, INTERRUPTED, now)  # not done: a later end may
-                        continue
-                    recorded.setdefault(key, []).append(hook.id)
-                    key_id = entry_id(hook.id, change.host, change.session_id)
-                    if key_id in queued:
-                        continue  # a replayed batch: queued already
-                    doc.pending.append(QueueEntry(
-                        id=key_id, hook_id=hook.id, host=change.host,
-                        session_id=change.session_id,
-                        harness_session_id=change.harness_session_id, enqueued_at=iso(now),
-                        due_at=iso(change.ts + hook.delay_seconds)))
-                    queued.add(key_id)
+                    elif not change.from_hook:  # (wanted only for a notice's alsoFollowUps)
+                        _queue_once(doc, hook, change, now, queued, recorded)
             return recorded
 
         return self.store.change(now, edit)
+
+    def _wanted(self, changes: list[SessionChange], now: float) -> list[SessionChange]:
+        """The changes that may queue a hook. A follow-up's own run queues nothing, but its
+        failed turn is the next try of the limit episode that resumed it (bounded by
+        resets.MAX_TRIES), and a notify hook may ask to hear of it (alsoFollowUps)."""
+        wanted = [c for c in changes if c.kind is not None
+                  and (not c.from_hook or c.kind == EventKind.TURN_FAILED)]
+        if any(c.kind is not None and c.from_hook for c in changes) and any(
+                h.also_follow_ups for h in self.view(now).hooks.values()):
+            wanted = [c for c in changes if c.kind is not None]
+        return wanted
+
+    def add_follow_up_event(self, event: FollowUpEvent, fired: QueueEntry, hook_id: str,
+                            status: str, now: float) -> int:
+        """Queue the notices of what a follow-up did (notices.add_for_follow_up); leaves
+        hooks.json untouched when no notify hook listens."""
+        if event not in self.store.listened_events(now):
+            return 0
+        return self.store.change(
+            now, lambda doc: notices.add_for_follow_up(doc, event, fired, hook_id, status, now))
 
     def _edit_entry(self, key: str, now: float,
                     edit: Callable[[HooksDoc, QueueEntry], None]) -> None:
@@ -282,6 +284,30 @@ class FollowUpQueue:
             log.info("%s: adopted %d running follow-up action(s)", self.store.ws.root,
                      len(adopted))
         return adopted
+
+
+def _queue_once(doc: HooksDoc, hook: Hook, change: SessionChange, now: float,
+                queued: set[str], recorded: dict[Key, list[str]]) -> None:
+    """Queue a resume or command hook for the change's session, once per session."""
+    key = (change.host, change.session_id)
+    if hook.id in recorded.get(key, []):
+        return
+    if hook.id in change.follow_ups_done and not (
+            hook.again_after_user_turn and hook.id in change.user_turn_since):
+        _note_skip(hook, change, _already_ran(hook, change), now)
+        return
+    if change.kind == EventKind.SESSION_END and change.interrupted and not hook.also_interrupted:
+        _note_skip(hook, change, INTERRUPTED, now)  # not done: a later end may
+        return
+    recorded.setdefault(key, []).append(hook.id)
+    key_id = entry_id(hook.id, change.host, change.session_id)
+    if key_id in queued:
+        return  # a replayed batch: queued already
+    doc.pending.append(QueueEntry(
+        id=key_id, hook_id=hook.id, host=change.host, session_id=change.session_id,
+        harness_session_id=change.harness_session_id, enqueued_at=iso(now),
+        due_at=iso(change.ts + hook.delay_seconds)))
+    queued.add(key_id)
 
 
 def _take_settled(ws: Workspace, entry: QueueEntry, how: Settled, log_path: str,

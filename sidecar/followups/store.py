@@ -22,11 +22,18 @@ from typing import TypeVar
 
 from sidecar import jsonfile, locks, safedir
 from sidecar.errors import SidecarError
-from sidecar.followups.model import HISTORY_LIMIT, Hook, HooksDoc, HooksError, QueueEntry, parse
+from sidecar.followups.model import (
+    HISTORY_LIMIT,
+    Hook,
+    HookEvent,
+    HooksDoc,
+    HooksError,
+    QueueEntry,
+    parse,
+)
 from sidecar.followups.seeds import PROMPTS, default_doc, needs_seeding, seed_missing
 from sidecar.layout import Workspace
 from sidecar.timeutil import iso, parse_ts
-from sidecar.vocabulary import EventKind
 
 log = logging.getLogger("sidecar")
 
@@ -174,7 +181,7 @@ class HookStore:
         if self.state is not None and self.state.error is not None:
             self.state.fired_while_broken.add(entry_id)
 
-    def listened_events(self, now: float) -> set[EventKind]:
+    def listened_events(self, now: float) -> set[HookEvent]:
         """The events some enabled hook waits for (no copy of the queue: cheap per batch)."""
         with locks.locked(self.lock_file):
             state = self.refresh(now)

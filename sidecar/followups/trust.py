@@ -8,6 +8,10 @@ path), the SHA-256 of the argv and the argv itself, to show. `sidecar hooks add/
 trusts what the user writes; `sidecar hooks trust NAME` trusts what arrived otherwise. A
 `resume` action needs no trust: its program comes from the user's own `config.toml`.
 
+A notify hook's target is trusted the same way: it runs no program a workspace could ship,
+but a shipped hooks.json naming a URL would send that URL what the user's sessions do. Its
+digest is of `{"notify": TARGET}`, which no argv (a list) can share.
+
 Run records (`pending[].run`) carry a MAC keyed by a per-user secret (`run-key`, 0600, in
 the daemon user's config folder), so a pid planted in `hooks.json` is never adopted nor
 signalled.
@@ -25,7 +29,9 @@ from pathlib import Path
 import orjson
 
 from sidecar import jsonfile, layout, locks
+from sidecar.followups import targets
 from sidecar.followups.model import Hook, Run
+from sidecar.followups.targets import Notify
 from sidecar.layout import Workspace
 from sidecar.owner import CannotActAsOwner, config_home_of, owner_uid, read_owned
 from sidecar.timeutil import iso
@@ -35,16 +41,26 @@ RUN_KEY = "run-key"
 NOT_TRUSTED = "skipped: not trusted on this machine"
 
 
-def shown(argv: list[str]) -> str:
-    """A command as a shell would read it, with every control character escaped (`\\x1b`,
-    `\\r`): what a terminal shows is exactly what would run, never a line redrawn over."""
-    text = shlex.join(argv)
+Trusted = list[str] | Notify  # what needs trust: a command's argv, or a notice's target
+
+
+def what(action: Trusted) -> str:
+    """What a trusted action does, in a few words, for a log or a message."""
+    return f"notice target {shown(action)}" if isinstance(action, Notify) else \
+        f"command {shown(action)}"
+
+
+def shown(argv: Trusted) -> str:
+    """A command as a shell would read it (a notice as `notify TARGET`, any password hidden),
+    with every control character escaped (`\\x1b`, `\\r`): what a terminal shows is exactly
+    what would run, never a line redrawn over."""
+    text = f"notify {targets.shown(argv.target)}" if isinstance(argv, Notify) else shlex.join(argv)
     return "".join(ch if ch.isprintable() or ch == " " else ch.encode("unicode_escape").decode()
                    for ch in text)
 
 
-def digest(argv: list[str]) -> str:
-    return hashlib.sha256(orjson.dumps(argv)).hexdigest()
+def digest(argv: Trusted) -> str:
+    return hashlib.sha256(orjson.dumps(argv.to_json() if isinstance(argv, Notify) else argv)).hexdigest()
 
 
 def workspace_key(ws: Workspace) -> str:
@@ -72,20 +88,20 @@ def trusted_digests(ws: Workspace) -> set[str]:
     return set(_entries(data, workspace_key(ws)))
 
 
-def is_trusted(ws: Workspace, action: list[str]) -> bool:
+def is_trusted(ws: Workspace, action: Trusted) -> bool:
     return digest(action) in trusted_digests(ws)
 
 
 def untrusted(ws: Workspace, hooks: Iterable[Hook]) -> list[Hook]:
-    """The enabled command hooks whose command the owner has not trusted."""
-    commands = [(h, h.action) for h in hooks if h.enabled and isinstance(h.action, list)]
+    """The enabled command and notify hooks whose action the owner has not trusted."""
+    commands = [(h, h.action) for h in hooks if h.enabled and not isinstance(h.action, str)]
     if not commands:
         return []
     known = trusted_digests(ws)
     return [h for h, action in commands if digest(action) not in known]
 
 
-def trust(ws: Workspace, action: list[str], now: float) -> None:
+def trust(ws: Workspace, action: Trusted, now: float) -> None:
     """Record, in this user's own folder, that they trust `action` in this workspace."""
     path = trust_file()
     path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
@@ -97,7 +113,8 @@ def trust(ws: Workspace, action: list[str], now: float) -> None:
         if not isinstance(doc, dict) or not isinstance(doc.get("workspaces"), dict):
             doc = {"version": 1, "workspaces": {}}
         entries = doc["workspaces"].setdefault(workspace_key(ws), {})
-        entries[digest(action)] = {"argv": action, "trustedAt": iso(now)}
+        shape = action.to_json() if isinstance(action, Notify) else {"argv": action}
+        entries[digest(action)] = {**shape, "trustedAt": iso(now)}
         jsonfile.write_json_atomic(path, doc)
 
 

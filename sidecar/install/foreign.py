@@ -55,10 +55,10 @@ def _hooks_file(path: Path, found: Found) -> None:
     except (OSError, SidecarError) as exc:
         found.what.append(f"{path.name} that cannot be used ({exc})")
         return
-    commands = [h for h in doc.hooks.values() if isinstance(h.action, list)]
+    commands = [h for h in doc.hooks.values() if not isinstance(h.action, str)]
     if commands or doc.pending:
         shown = "; ".join(f"{h.id}: {trust.shown(h.action)}" for h in commands
-                          if isinstance(h.action, list))
+                          if not isinstance(h.action, str))
         found.what.append(f"{path.name} with {len(commands)} command hook(s)"
                           + (f" ({shown})" if shown else "") + f" and {len(doc.pending)} "
                           "queued firing(s)")

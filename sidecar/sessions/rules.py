@@ -110,6 +110,8 @@ def change(record: SessionRecord, kind: EventKind | None, ts: float, reason: str
         limit_message=meta.limit.message if meta.limit is not None else "",
         interrupted=meta.turn_open,
         user_turn_since=_queued_before(meta.follow_ups, meta.user_turn_ended_at),
+        event_file=event.file if event is not None else "",
+        input_message=meta.needs_input.message if meta.needs_input is not None else "",
     )
 
 

@@ -221,6 +221,16 @@ class SessionStore:
             return Work(key, hid, None, failed=f"cannot read session {hid}: {exc}")
         return Work(key, hid, record)
 
+    def record(self, hid: str | None) -> SessionRecord | None:
+        """A session's record as saved (None: no id, no record, or one that cannot be read)."""
+        if not hid:
+            return None
+        with locks.locked(self.lock_file):
+            try:
+                return self.load_session(hid)
+            except (OSError, ValueError, StoreError):
+                return None
+
     def facts(self, hid: str | None, key: Key) -> Facts:
         """What the follow-up scheduler decides on: whether the session is live again, what
         its skips look at, and its transcript's size and age."""

@@ -12,7 +12,7 @@ from sidecar.hosts import base, registry
 from sidecar.inbox import events
 from sidecar.install import service
 from sidecar.sessions import store as session_store
-from sidecar.vocabulary import EventKind
+from sidecar.vocabulary import EventKind, FollowUpEvent
 
 
 @pytest.mark.parametrize("error", [
@@ -26,7 +26,8 @@ def test_every_error_sidecar_raises_on_purpose_shares_one_root(error):
 
 
 def test_every_event_kind_can_queue_a_hook_and_reach_a_plugin():
-    assert set(model.HOOK_EVENTS) == {kind.value for kind in EventKind}
+    # and the follow-up runner's own events, which only a notify hook hears (test_notify_hooks)
+    assert set(model.HOOK_EVENTS) == {kind.value for kind in EventKind} | {e.value for e in FollowUpEvent}
     assert all(kind in plugins.CALLBACKS for kind in EventKind)
     for kind in EventKind:
         for host in (*registry.names(), "unknown"):

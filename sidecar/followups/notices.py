@@ -1,0 +1,91 @@
+"""Queueing notices: one queue entry per (notify hook, session, transition).
+
+A resume or command hook is queued once per session (queue.py). A notice is about one
+transition of it instead: each needs-input ask, each failed turn, the end, each failed
+follow-up. Its entry's id names the transition by the inbox file and the time it came from,
+so two asks are two notices while the same ask replayed after a crash finds its entry queued
+already (and once its session's record is saved, the record's own replay ids keep the event
+from changing anything again). What the notice tells is kept in the entry (`notice`), as it
+was when the transition happened: by the time it is sent the session may have moved on.
+"""
+
+from __future__ import annotations
+
+import hashlib
+
+from sidecar.followups.model import Hook, HooksDoc, Json, QueueEntry, entry_id
+from sidecar.followups.targets import Notify
+from sidecar.timeutil import iso
+from sidecar.vocabulary import EventKind, FollowUpEvent, SessionChange
+
+NOTICE = "notice"  # the queue entry's key for what the notice tells
+
+
+def is_notify(hook: Hook | None) -> bool:
+    return hook is not None and isinstance(hook.action, Notify)
+
+
+def notice_of(entry: QueueEntry) -> Json:
+    found = entry.extra.get(NOTICE)
+    return found if isinstance(found, dict) else {}
+
+
+def _transition(*parts: object) -> str:
+    return hashlib.sha256("\0".join(map(str, parts)).encode()).hexdigest()[:16]
+
+
+def wants_change(hook: Hook, change: SessionChange) -> bool:
+    """Whether a session change queues this notify hook (its event and reasons matched): a
+    follow-up's own run only if the hook asks, an interrupted end only if it asks."""
+    if change.from_hook and not hook.also_follow_ups:
+        return False
+    return not (change.kind == EventKind.SESSION_END and change.interrupted
+                and not hook.also_interrupted)
+
+
+def add_for_change(doc: HooksDoc, hook: Hook, change: SessionChange, now: float,
+                   queued: set[str]) -> None:
+    """Queue the notice of one session change (once, however often its batch is replayed)."""
+    assert change.kind is not None
+    key = f"{entry_id(hook.id, change.host, change.session_id)}@" \
+          f"{_transition(change.kind, change.event_file, repr(change.ts))}"
+    if key in queued:
+        return
+    notice: Json = {"event": change.kind.value, "reason": change.reason, "at": iso(change.ts)}
+    message = change.input_message if change.kind == EventKind.NEEDS_INPUT else \
+        change.limit_message if change.kind == EventKind.TURN_FAILED else ""
+    if message:
+        notice["message"] = message
+    _append(doc, hook, key, change.host, change.session_id, change.harness_session_id,
+            change.ts, now, notice)
+    queued.add(key)
+
+
+def add_for_follow_up(doc: HooksDoc, event: FollowUpEvent, fired: QueueEntry, hook_id: str,
+                      status: str, now: float) -> int:
+    """Queue the notices of what a follow-up did (it failed; a limit's resume started), for
+    each enabled notify hook of that event but the follow-up's own; returns how many."""
+    queued = {e.id for e in doc.pending}
+    added = 0
+    for hook in doc.hooks.values():
+        if not hook.enabled or hook.event != event or not is_notify(hook) or hook.id == hook_id:
+            continue
+        key = f"{entry_id(hook.id, fired.host, fired.session_id)}@" \
+              f"{_transition(event, fired.id, fired.claimed_at, fired.log)}"
+        if key in queued:
+            continue
+        notice: Json = {"event": event.value, "reason": status, "hook": hook_id,
+                        "at": iso(now)}
+        _append(doc, hook, key, fired.host, fired.session_id, fired.harness_session_id, now,
+                now, notice)
+        queued.add(key)
+        added += 1
+    return added
+
+
+def _append(doc: HooksDoc, hook: Hook, key: str, host: str, session_id: str,
+            harness_session_id: str | None, at: float, now: float, notice: Json) -> None:
+    doc.pending.append(QueueEntry(
+        id=key, hook_id=hook.id, host=host, session_id=session_id,
+        harness_session_id=harness_session_id, enqueued_at=iso(now),
+        due_at=iso(at + hook.delay_seconds), extra={NOTICE: notice}))

@@ -1,0 +1,232 @@
+"""`python -I -m sidecar.followups.send`: send one notice, with retries; and `deliver` for
+`sidecar hooks test`.
+
+The daemon starts this as a notify hook's action (through `sidecar.runner`, detached, like
+any follow-up), handing it the job as JSON on standard input: the target and the notice's
+facts (notices.py, fire.py). So the network is never waited on by the daemon: a target that
+hangs holds this process only, for at most TRIES tries of TIMEOUT seconds each, with a
+back-off between them. Each try is a line of the firing's log; the exit status (0: delivered)
+is the firing's outcome in the hook's history.
+
+apprise (the extra `agent-sidecar[notify]`) is imported here only, and only for its targets.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import os
+import shutil
+import subprocess
+import sys
+import time
+import urllib.error
+import urllib.request
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+from urllib.parse import urlsplit
+
+from sidecar.cli.present import end_reason, local_time, short_id
+from sidecar.followups import targets
+from sidecar.followups.resets import parse_reset
+
+TIMEOUT = 5.0  # seconds per try; SIDECAR_NOTIFY_TIMEOUT changes it
+TRIES = 3
+BACKOFF = 1.0  # seconds before the second try, doubled before each later one
+FIRST_LINES = 3  # of the last assistant message, where the notice has it
+USER_AGENT = "sidecar-notify"
+
+
+class NotSent(Exception):
+    """One try that did not deliver; `retry` says whether another try may."""
+
+    def __init__(self, why: str, retry: bool = True) -> None:
+        super().__init__(why)
+        self.retry = retry
+
+
+@dataclass(frozen=True)
+class Text:
+    """The notice in words: a title, a body, an ntfy priority (1..5) and tags."""
+
+    title: str
+    body: str
+    priority: int
+    tags: tuple[str, ...]
+
+
+def words(job: dict[str, Any], now: float) -> Text:
+    """What the notice says, from the facts the daemon gave (see fire.py's `_notice_job`)."""
+    notice = job.get("notice") or {}
+    event, reason = str(notice.get("event", "")), str(notice.get("reason", ""))
+    host, where = str(job.get("host", "")), os.path.basename(str(job.get("workspace", "")))
+    session = short_id(str(job.get("sessionId", "")))
+    message = str(notice.get("message", "")).strip()
+    lines = [f"{where} · {host} session {session}"]
+    if event == "session-end":
+        title, priority, tag = f"{host} finished: {end_reason(reason)}", 3, "white_check_mark"
+    elif event == "needs-input":
+        title, priority, tag = f"{host} is waiting for you", 4, "raising_hand"
+        lines.insert(0, message or reason.replace("_", " ") or "it asks for input")
+    elif event == "turn-failed":
+        title, priority, tag = f"{host} hit a usage limit", 4, "hourglass"
+        reset = parse_reset(message, now) if message else None
+        lines.insert(0, f"resets at {local_time(reset, now)}" if reset else "reset time unknown")
+        if message:
+            lines.append(message)
+    elif event == "follow-up-failed":
+        title, priority, tag = f"follow-up {notice.get('hook', '?')} failed", 4, "warning"
+        lines.insert(0, reason)
+    elif event == "resume-started":
+        title, priority, tag = f"{host} resumed after its usage limit", 3, "arrow_forward"
+    else:
+        title, priority, tag = f"sidecar: {event}", 3, "bell"
+    tokens = job.get("tokens")
+    if isinstance(tokens, dict) and tokens:
+        lines.append("tokens " + ", ".join(f"{k} {v}" for k, v in tokens.items()))
+    last = str(job.get("lastMessage") or "").strip()
+    if last:
+        lines.extend(last.splitlines()[:FIRST_LINES])
+    return Text(title, "\n".join(lines), priority, (tag, "sidecar", host or "host"))
+
+
+def webhook_body(job: dict[str, Any], text: Text) -> dict[str, Any]:
+    """The JSON a webhook receives (docs/guide/notifications.md shows it)."""
+    notice = job.get("notice") or {}
+    reason = str(notice.get("reason", ""))
+    body: dict[str, Any] = {
+        "event": notice.get("event"), "host": job.get("host"), "workspace": job.get("workspace"),
+        "sessionId": job.get("sessionId"), "harnessSessionId": job.get("harnessSessionId"),
+        "hookId": job.get("hookId"), "at": notice.get("at"), "reason": reason,
+        "reasonInWords": end_reason(reason) if notice.get("event") == "session-end" else reason,
+        "title": text.title, "message": text.body, "tokens": job.get("tokens"),
+    }
+    for key in ("message", "hook"):
+        if notice.get(key):
+            body["detail" if key == "message" else "failedHook"] = notice[key]
+    if job.get("lastMessage"):
+        body["lastMessage"] = "\n".join(str(job["lastMessage"]).splitlines()[:FIRST_LINES])
+    return body
+
+
+# -- one try ----------------------------------------------------------------------------------
+
+def _header(value: str) -> str:
+    """A header value HTTP can carry: ASCII as it is, else RFC 2047 (which ntfy reads)."""
+    if value.isascii():
+        return value
+    return "=?UTF-8?B?" + base64.b64encode(value.encode()).decode() + "?="
+
+
+def _post(url: str, data: bytes, headers: dict[str, str], timeout: float) -> str:
+    request = urllib.request.Request(url, data=data, method="POST",
+                                     headers={"User-Agent": USER_AGENT, **headers})
+    try:
+        with urllib.request.urlopen(request, timeout=timeout) as answer:
+            return f"HTTP {answer.status}"
+    except urllib.error.HTTPError as exc:
+        # 429 and 5xx may pass; any other refusal will not change by asking again.
+        raise NotSent(f"HTTP {exc.code} {exc.reason}", exc.code == 429 or exc.code >= 500) from None
+    except (urllib.error.URLError, TimeoutError, OSError) as exc:
+        why = getattr(exc, "reason", exc)
+        raise NotSent(f"cannot reach {urlsplit(url).netloc}: {why}") from None
+
+
+def _ntfy(target: str, job: dict[str, Any], text: Text, timeout: float) -> str:
+    headers = {"Title": _header(text.title), "Priority": str(text.priority),
+               "Tags": ",".join(text.tags), "Content-Type": "text/plain; charset=utf-8"}
+    parts = urlsplit(target)
+    if parts.username:
+        secret = f"{parts.username}:{parts.password or ''}".encode()
+        headers["Authorization"] = "Basic " + base64.b64encode(secret).decode()
+    return _post(targets.ntfy_url(target), text.body.encode(), headers, timeout)
+
+
+def _webhook(target: str, job: dict[str, Any], text: Text, timeout: float) -> str:
+    data = json.dumps(webhook_body(job, text)).encode()
+    return _post(target, data, {"Content-Type": "application/json"}, timeout)
+
+
+def _desktop(target: str, job: dict[str, Any], text: Text, timeout: float) -> str:
+    if shutil.which("notify-send"):
+        argv = ["notify-send", "--app-name=sidecar", text.title, text.body]
+    elif shutil.which("osascript"):
+        script = f"display notification {json.dumps(text.body)} with title {json.dumps(text.title)}"
+        argv = ["osascript", "-e", script]
+    else:
+        raise NotSent("no desktop notifier: neither notify-send nor osascript is on PATH", False)
+    try:
+        done = subprocess.run(argv, capture_output=True, timeout=timeout, check=False)
+    except subprocess.TimeoutExpired:
+        raise NotSent(f"{argv[0]} did not answer within {timeout:g}s") from None
+    if done.returncode != 0:
+        raise NotSent(f"{argv[0]} exited {done.returncode}: "
+                      f"{done.stderr.decode(errors='replace').strip()[:200]}")
+    return f"shown by {argv[0]}"
+
+
+def _apprise(target: str, job: dict[str, Any], text: Text, timeout: float) -> str:
+    try:
+        import apprise  # type: ignore[import-not-found, unused-ignore]
+    except ImportError:
+        raise NotSent(f"apprise is not installed: pip install '{targets.EXTRA}'", False) from None
+    sender = apprise.Apprise()
+    if not sender.add(target):
+        raise NotSent("apprise does not know this URL", False)
+    if not sender.notify(title=text.title, body=text.body):
+        raise NotSent("apprise could not deliver it (its log says why)")
+    return "delivered by apprise"
+
+
+SENDERS: dict[str, Callable[[str, dict[str, Any], Text, float], str]] = {
+    "ntfy": _ntfy, "webhook": _webhook, "desktop": _desktop, "apprise": _apprise}
+
+
+def deliver(job: dict[str, Any], tries: int = TRIES, timeout: float | None = None,
+            say: Callable[[str], None] = print, sleep: Callable[[float], None] = time.sleep
+            ) -> bool:
+    """Send the job's notice, trying up to `tries` times; says each try; whether delivered."""
+    target = str(job.get("target", ""))
+    timeout = timeout if timeout is not None else _timeout()
+    text = words(job, time.time())
+    send = SENDERS[targets.kind(target)]
+    shown = targets.shown(target)
+    wait = BACKOFF
+    for attempt in range(1, tries + 1):
+        began = time.monotonic()
+        try:
+            answer = send(target, job, text, timeout)
+        except NotSent as exc:
+            took = time.monotonic() - began
+            say(f"try {attempt}/{tries} to {shown}: not sent ({exc}) after {took:.2f}s")
+            if not exc.retry or attempt == tries:
+                say(f"notice not delivered: {exc}")
+                return False
+            sleep(wait)
+            wait *= 2
+            continue
+        say(f"try {attempt}/{tries} to {shown}: {answer} after {time.monotonic() - began:.2f}s")
+        return True
+    return False
+
+
+def _timeout() -> float:
+    try:
+        return max(0.1, float(os.environ.get("SIDECAR_NOTIFY_TIMEOUT", TIMEOUT)))
+    except ValueError:
+        return TIMEOUT
+
+
+def main() -> int:
+    try:
+        job = json.loads(sys.stdin.buffer.read())
+    except ValueError as exc:
+        print(f"notice not delivered: its job is not JSON ({exc})")
+        return 1
+    ok = deliver(job, say=lambda line: print(line, flush=True))
+    return 0 if ok else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

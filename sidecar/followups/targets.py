@@ -1,0 +1,129 @@
+"""Where a notify hook sends its notice: a target, checked for its form only.
+
+A target is one string kept in hooks.json as `"action": {"notify": TARGET}`:
+
+- `ntfy://host[:port]/topic` (plain http) or `ntfys://host[:port]/topic` (https): ntfy's
+  publish API;
+- an `http://` or `https://` URL: a JSON POST webhook;
+- `desktop`: the desktop's own notifications (`notify-send`, `osascript`);
+- any other `scheme://...`: an apprise URL (`slack://`, `tgram://`, `mailto://`...), sent
+  with the optional extra `agent-sidecar[notify]`.
+
+Nothing here touches the network or imports apprise: the daemon and the hook path read
+hooks.json through this module.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Any
+from urllib.parse import urlsplit
+
+NTFY = ("ntfy", "ntfys")
+WEBHOOK = ("http", "https")
+DESKTOP = "desktop"
+TOPIC = re.compile(r"[A-Za-z0-9_-]{1,64}")
+SCHEME = re.compile(r"([a-z][a-z0-9+.-]*)://", re.IGNORECASE)
+EXTRA = "agent-sidecar[notify]"
+MAX_TARGET = 2048
+
+# The events a notify hook may listen for: session events worth a notice, and what the
+# follow-up runner itself produces (vocabulary.FollowUpEvent).
+NOTIFY_EVENTS = ("session-end", "needs-input", "turn-failed", "follow-up-failed",
+                 "resume-started")
+
+
+@dataclass(frozen=True, slots=True)
+class Notify:
+    """A hook's action that sends a notice to its target (see the module's docstring). The
+    field is named as hooks.json names it, so that any JSON of it has the same shape."""
+
+    notify: str
+
+    @property
+    def target(self) -> str:
+        return self.notify
+
+    @property
+    def kind(self) -> str:
+        return kind(self.notify)
+
+    def to_json(self) -> dict[str, Any]:
+        return {"notify": self.notify}
+
+
+class TargetError(ValueError):
+    """A target that is not one of the forms above; the message says what is wrong."""
+
+
+def kind(target: str) -> str:
+    """ntfy, webhook, desktop or apprise (an unchecked target may still be none of them)."""
+    if target == DESKTOP:
+        return "desktop"
+    scheme = target.split("://", 1)[0].lower()
+    if scheme in NTFY:
+        return "ntfy"
+    if scheme in WEBHOOK:
+        return "webhook"
+    return "apprise"
+
+
+def check(target: Any) -> Notify:
+    """The target as a Notify action; TargetError if its form is wrong."""
+    if type(target) is not str:
+        raise TargetError("must be a target string")
+    if not target or len(target) > MAX_TARGET:
+        raise TargetError(f"must be a target of 1..{MAX_TARGET} characters")
+    if any(not ch.isprintable() or ch.isspace() for ch in target):
+        raise TargetError("must not hold spaces or control characters")
+    if target == DESKTOP:
+        return Notify(target)
+    if SCHEME.match(target) is None:
+        raise TargetError(f"{target!r} is not a target: give ntfy://host/topic, "
+                          "ntfys://host/topic, an http(s):// URL, `desktop`, or an apprise "
+                          f"URL (with {EXTRA})")
+    try:
+        parts = urlsplit(target)
+        parts.port  # noqa: B018 (a port that is not a number raises here)
+    except ValueError as exc:
+        raise TargetError(f"{target!r} is not a URL: {exc}") from None
+    scheme = parts.scheme.lower()
+    if scheme in NTFY + WEBHOOK and not parts.hostname:
+        raise TargetError(f"{target!r} names no host")
+    if scheme in NTFY and not TOPIC.fullmatch(parts.path.lstrip("/")):
+        raise TargetError(f"{target!r}: an ntfy target is {scheme}://host[:port]/topic, with a "
+                          "topic of letters, digits, - and _")
+    return Notify(target)
+
+
+def event_misfit(event: str, notify: bool) -> str | None:
+    """Why a hook cannot listen for `event`: a notify hook listens for what is worth a notice;
+    only a notify hook listens for what follow-ups do (a resume or a command run for a failed
+    follow-up could fail and start itself again)."""
+    if notify and event not in NOTIFY_EVENTS:
+        return f"a notify hook listens for one of {', '.join(NOTIFY_EVENTS)}, not {event!r}"
+    if not notify and event in NOTIFY_EVENTS[3:]:
+        return f"only a notify hook (--notify) listens for {event}"
+    return None
+
+
+def ntfy_url(target: str) -> str:
+    """The publish URL of an ntfy target (its user and password go in a header instead)."""
+    parts = urlsplit(target)
+    scheme = "https" if parts.scheme.lower() == "ntfys" else "http"
+    port = f":{parts.port}" if parts.port else ""
+    host = parts.hostname or ""
+    host = f"[{host}]" if ":" in host else host
+    return f"{scheme}://{host}{port}{parts.path}"
+
+
+def shown(target: str) -> str:
+    """The target with any password in it hidden, for lists, logs and history."""
+    try:
+        parts = urlsplit(target)
+        if parts.password:
+            return target.replace(f":{parts.password}@", ":***@", 1)
+    except ValueError:
+        pass
+    return target

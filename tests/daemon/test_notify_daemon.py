@@ -1,0 +1,241 @@
+"""Notify hooks with a real daemon and a real loopback HTTP receiver (tests/support/receiver.py):
+what arrives, how often, how soon, and what a failing or hanging target stops (nothing)."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import orjson
+import pytest
+
+from helpers import emit, read_json, run_cli, wait_until
+from sidecar.followups import trust
+from sidecar.layout import Workspace
+from support import receiver as receiver_mod
+
+FAST = {"SIDECAR_NOTIFY_TIMEOUT": "1"}  # a hanging target gives up after 1 s a try
+
+
+@pytest.fixture
+def receiver():
+    started = receiver_mod.start()
+    yield started
+    started.stop()
+
+
+def add(ws: Workspace, name: str, event: str, target: str, *extra: str) -> None:
+    added = run_cli("hooks", "add", name, "--event", event, "--notify", target,
+                    "--root", str(ws.root), *extra)
+    assert added.returncode == 0, added.stderr
+
+
+def drop(ws: Workspace, event: dict[str, object], name: str | None = None) -> str:
+    """Write one event file into the inbox, as `sidecar emit` does (a fixed name: to replay)."""
+    name = name or f"{time.time_ns():020d}-{os.getpid()}-test"
+    temp = ws.inbox / f".{name}.tmp"
+    temp.write_bytes(orjson.dumps(event))
+    temp.rename(ws.inbox / f"{name}.json")
+    return name
+
+
+def ask(session: str, message: str) -> dict[str, object]:
+    return {"event": "needs-input", "session_id": session, "host": "claude-code",
+            "notification_type": "permission_prompt", "message": message}
+
+
+def history(ws: Workspace, hook: str) -> list[dict[str, object]]:
+    return read_json(ws.hooks_file)["hooks"][hook]["history"]
+
+
+def test_one_notice_per_transition_soon_after_the_event(workspace, start_daemon, receiver):
+    ws = workspace
+    add(ws, "phone", "needs-input", f"ntfy://{receiver.hostport}/agents")
+    add(ws, "hook", "session-end", f"{receiver.url}/hook")
+    start_daemon(ws.root)
+    emit(ws.root, None, "session-start", "--session-id", "s1", "--source", "claude-code")
+
+    dropped = time.monotonic()
+    drop(ws, ask("s1", "Claude needs your permission to use Bash"))
+    [first] = wait_until(lambda: receiver.at("/agents"), 10)
+    delay_ask = first.at - dropped
+    assert first.headers["Title"] == "claude-code is waiting for you"
+    assert first.headers["Priority"] == "4"
+    assert "raising_hand" in first.headers["Tags"].split(",")
+    assert first.body.decode().startswith("Claude needs your permission to use Bash\n")
+
+    drop(ws, ask("s1", "Claude needs your permission to use Edit"))  # a second ask: a second notice
+    wait_until(lambda: len(receiver.at("/agents")) == 2, 10)
+    assert b"use Edit" in receiver.at("/agents")[1].body
+
+    dropped = time.monotonic()
+    emit(ws.root, None, "session-end", "--session-id", "s1", "--source", "claude-code")
+    [end] = wait_until(lambda: receiver.at("/hook"), 10)
+    delay_end = end.at - dropped
+    body = end.json()
+    assert body["event"] == "session-end" and body["host"] == "claude-code"
+    assert body["sessionId"] == "s1" and body["workspace"] == str(ws.root)
+    assert body["hookId"] == "hook" and body["reason"] == "session-end"
+    assert body["reasonInWords"] and body["title"].startswith("claude-code finished")
+    assert end.headers["Content-Type"] == "application/json"
+
+    time.sleep(2)  # nothing more comes: one notice each
+    assert len(receiver.at("/agents")) == 2 and len(receiver.at("/hook")) == 1
+    assert [h["status"] for h in history(ws, "phone")] == ["ok", "ok"]
+    print(f"\nmeasured: event dropped -> notice received: ask {delay_ask:.3f}s, "
+          f"end (through `sidecar emit`) {delay_end:.3f}s")
+
+
+@pytest.mark.slow
+def test_a_failing_or_hanging_target_stops_nothing_and_is_retried_then_logged(
+        tmp_path, workspace, start_daemon, receiver):
+    ws = workspace
+    receiver.answers.update({"/bad": 500, "/hang": "hang"})
+    add(ws, "bad", "session-end", f"{receiver.url}/bad")
+    add(ws, "hang", "session-end", f"{receiver.url}/hang")
+    add(ws, "good", "session-end", f"{receiver.url}/good")
+    other_root = tmp_path / "other"
+    other_root.mkdir()
+    assert run_cli("init", str(other_root)).returncode == 0
+    other = Workspace(other_root)
+    add(other, "other", "needs-input", f"{receiver.url}/other")
+    start_daemon(ws.root, other.root, env=FAST)
+
+    emit(ws.root, None, "session-end", "--session-id", "e1", "--source", "claude-code")
+    wait_until(lambda: receiver.at("/good"), 10)  # beside a hang and a 500, at once
+    drop(other, ask("o1", "may I?"))  # another workspace's notice and ingestion go on
+    wait_until(lambda: receiver.at("/other"), 10)
+    emit(ws.root, None, "session-end", "--session-id", "e2", "--source", "claude-code")
+    wait_until(lambda: len(receiver.at("/good")) == 2, 10)
+    sessions = list(ws.sessions.glob("*/session.json"))
+    assert len(sessions) == 2  # ingestion went on meanwhile
+
+    wait_until(lambda: len(history(ws, "bad")) == 2 and len(history(ws, "hang")) == 2, 30)
+    assert len(receiver.at("/bad")) == 6  # three tries for each of the two sessions
+    assert len(receiver.at("/hang")) == 6
+    for hook in ("bad", "hang"):
+        assert all(h["status"] == "error: exit status 1" for h in history(ws, hook))
+    shown = run_cli("hooks", "history", "bad", "--root", str(ws.root)).stdout.decode()
+    assert "notice not delivered: HTTP 500" in shown
+    log = Path(history(ws, "hang")[0]["log"]).read_text()
+    assert "try 3/3" in log and "timed out" in log
+
+
+def test_a_notice_is_sent_once_when_its_event_is_replayed_after_a_kill(
+        workspace, start_daemon, receiver):
+    ws = workspace
+    add(ws, "phone", "needs-input", f"ntfy://{receiver.hostport}/agents")
+    event = ask("r1", "first ask")
+    name = drop(ws, event)
+    daemon = start_daemon(ws.root)
+    wait_until(lambda: receiver.at("/agents"), 10)
+    wait_until(lambda: history(ws, "phone"), 10)
+    daemon.proc.kill()  # SIGKILL
+    daemon.proc.wait()
+    drop(ws, event, name)  # the same file again: as a replay after a crash finds it
+    start_daemon(ws.root)
+    drop(ws, ask("r1", "second ask"))  # a new ask still notifies
+    wait_until(lambda: len(receiver.at("/agents")) == 2, 10)
+    time.sleep(1.5)
+    assert [r.body.split(b"\n")[0] for r in receiver.at("/agents")] == [b"first ask", b"second ask"]
+
+
+def test_a_failed_follow_up_is_a_notice(workspace, start_daemon, receiver):
+    ws = workspace
+    added = run_cli("hooks", "add", "breaks", "--delay", "0", "--root", str(ws.root), "--",
+                    "sh", "-c", "echo it broke; exit 3")
+    assert added.returncode == 0, added.stderr
+    add(ws, "told", "follow-up-failed", f"{receiver.url}/failed")
+    start_daemon(ws.root)
+    emit(ws.root, None, "session-end", "--session-id", "f1", "--source", "claude-code")
+    [notice] = wait_until(lambda: receiver.at("/failed"), 15)
+    body = notice.json()
+    assert body["event"] == "follow-up-failed" and body["failedHook"] == "breaks"
+    assert body["reason"] == "error: exit status 3" and body["sessionId"] == "f1"
+    time.sleep(1)
+    assert len(receiver.at("/failed")) == 1
+
+
+needs_git = pytest.mark.skipif(shutil.which("git") is None, reason="needs git")
+
+
+def git(*args: str, cwd: Path) -> None:
+    subprocess.run(["git", "-c", "user.name=t", "-c", "user.email=t@t", *args], cwd=cwd,
+                   check=True, capture_output=True)
+
+
+@needs_git
+def test_a_shipped_notify_hook_sends_nothing_until_trusted(tmp_path, start_daemon, receiver):
+    evil = tmp_path / "evil"
+    (evil / ".context/runtime").mkdir(parents=True)
+    doc = {"version": 1, "hooks": {"leak": {
+        "id": "leak", "name": "leak", "event": "session-end", "delaySeconds": 0,
+        "action": {"notify": f"{receiver.url}/leak"}, "enabled": True}}, "pending": []}
+    (evil / ".context/runtime/hooks.json").write_bytes(orjson.dumps(doc))
+    git("init", "-q", cwd=evil)
+    git("add", "-f", ".", cwd=evil)
+    git("commit", "-qm", "x", cwd=evil)
+    clone = tmp_path / "clone"
+    git("clone", "-q", str(evil), str(clone), cwd=tmp_path)
+    ws = Workspace(clone)
+    init = run_cli("init", str(clone))
+    assert init.returncode == 0, init.stderr
+    assert f"leak: notify {receiver.url}/leak" in init.stdout.decode()
+    start_daemon(clone)
+    status = run_cli("status", "--root", str(clone)).stdout.decode()
+    assert f"NOT TRUSTED on this machine, so not run: notify {receiver.url}/leak" in status
+
+    emit(clone, None, "session-end", "--session-id", "secret-1", "--source", "claude-code")
+    wait_until(lambda: read_json(ws.hooks_file)["hooks"]["leak"].get("lastStatus")
+               == trust.NOT_TRUSTED, 10)
+    assert receiver.received == []
+    tested = run_cli("hooks", "test", "leak", "--root", str(clone))
+    assert tested.returncode == 1 and b"not trusted" in tested.stderr
+    assert receiver.received == []
+
+    trusted = run_cli("hooks", "trust", "leak", "--yes", "--root", str(clone))
+    assert trusted.returncode == 0 and f"notify {receiver.url}/leak" in trusted.stdout.decode()
+    emit(clone, None, "session-end", "--session-id", "secret-2", "--source", "claude-code")
+    [sent] = wait_until(lambda: receiver.at("/leak"), 10)
+    assert sent.json()["sessionId"] == "secret-2"
+
+
+def test_hooks_test_says_what_happened(workspace, receiver):
+    ws = workspace
+    add(ws, "ok", "needs-input", f"ntfy://{receiver.hostport}/fine")
+    receiver.answers["/broken"] = 500
+    add(ws, "broken", "session-end", f"{receiver.url}/broken")
+    good = run_cli("hooks", "test", "ok", "--root", str(ws.root))
+    assert good.returncode == 0, good.stderr
+    assert "HTTP 200" in good.stdout.decode()
+    [sample] = receiver.at("/fine")
+    assert sample.headers["Title"] == "sample-host is waiting for you"
+    bad = run_cli("hooks", "test", "broken", "--root", str(ws.root))
+    assert bad.returncode == 1
+    assert "HTTP 500" in bad.stdout.decode()
+    assert len(receiver.at("/broken")) == 1  # a test is one try
+    assert run_cli("hooks", "test", "nosuch", "--root", str(ws.root)).returncode == 1
+
+
+def test_hooks_add_refuses_a_bad_target_or_event(workspace):
+    root = str(workspace.root)
+    for target, said in (("ntfy://host/a/b", "topic"), ("nonsense", "not a target"),
+                         ("http:///x", "names no host")):
+        refused = run_cli("hooks", "add", "x", "--notify", target, "--root", root)
+        assert refused.returncode != 0 and said in refused.stderr.decode(), refused.stderr
+    wrong = run_cli("hooks", "add", "x", "--event", "tool-use", "--notify", "desktop", "--root", root)
+    assert wrong.returncode != 0 and b"a notify hook listens for one of" in wrong.stderr
+    resume = run_cli("hooks", "add", "x", "--event", "follow-up-failed", "--root", root)
+    assert resume.returncode != 0 and b"only a notify hook" in resume.stderr
+    assert "x" not in read_json(workspace.hooks_file)["hooks"]
+
+
+def test_apprise_is_never_loaded_by_the_daemon_nor_the_hook_path():
+    code = ("import sys, sidecar.daemon.process, sidecar.emit, sidecar.followups.send; "
+            "print('apprise' in sys.modules)")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "False"

@@ -1,0 +1,85 @@
+"""A loopback HTTP receiver for notices: it speaks ntfy's publish API (POST /topic, the
+message as the body, Title/Priority/Tags headers) and takes a JSON webhook (POST of a JSON
+document), recording each request with the monotonic time it arrived.
+
+Its answer can be set per path: 200 (the default), another status, or a hang (the request is
+read, then nothing is answered until the receiver stops).
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+
+@dataclass
+class Received:
+    path: str
+    headers: dict[str, str]
+    body: bytes
+    at: float  # time.monotonic() when it arrived
+
+    def json(self) -> Any:
+        return json.loads(self.body)
+
+
+@dataclass
+class Receiver:
+    server: ThreadingHTTPServer
+    received: list[Received] = field(default_factory=list)
+    answers: dict[str, int | str] = field(default_factory=dict)  # path -> status, or "hang"
+    lock: threading.Lock = field(default_factory=threading.Lock)
+    stopping: threading.Event = field(default_factory=threading.Event)
+
+    @property
+    def url(self) -> str:
+        host, port = self.server.server_address[:2]
+        return f"http://{host}:{port}"
+
+    @property
+    def hostport(self) -> str:
+        host, port = self.server.server_address[:2]
+        return f"{host}:{port}"
+
+    def at(self, path: str) -> list[Received]:
+        with self.lock:
+            return [r for r in self.received if r.path == path]
+
+    def stop(self) -> None:
+        self.stopping.set()
+        self.server.shutdown()
+        self.server.server_close()
+
+
+def start() -> Receiver:
+    receiver: Receiver
+
+    class Handler(BaseHTTPRequestHandler):
+        def do_POST(self) -> None:  # noqa: N802 (http.server's name)
+            length = int(self.headers.get("Content-Length") or 0)
+            body = self.rfile.read(length)
+            with receiver.lock:
+                receiver.received.append(Received(self.path, dict(self.headers.items()), body,
+                                                  time.monotonic()))
+            answer = receiver.answers.get(self.path, 200)
+            if answer == "hang":
+                receiver.stopping.wait(60)
+                return
+            assert isinstance(answer, int)
+            self.send_response(answer)
+            self.send_header("Content-Type", "application/json")
+            self.end_headers()
+            self.wfile.write(b'{"id": "x"}')
+
+        def log_message(self, *args: object) -> None:
+            pass
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    server.daemon_threads = True
+    receiver = Receiver(server)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    return receiver
