@@ -66,5 +66,5 @@ def service_status() -> None:
 def doctor() -> None:
     """Say what is missing and how to fix it; exit 1 if anything is."""
     findings = doctor_mod.check(Path.cwd(), Path.home(), sys.platform)
-    typer.echo(doctor_mod.render(findings), nl=False)
+    typer.echo(doctor_mod.render(findings), nl=False, color=True)
     raise typer.Exit(OK if all(f.ok for f in findings) else FAILURE)

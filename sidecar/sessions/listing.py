@@ -47,6 +47,7 @@ class SessionRow:
     tokens: dict[str, int] | None
     follow_ups: tuple[FollowUp, ...]  # queued or running first, then the fired, newest first
     cwd: str | None
+    mid_turn: bool = False  # it ended with a turn still open (Ctrl-C, a kill)
 
 
 def follow_ups_by_session(view: HooksView) -> dict[Key, list[FollowUp]]:
@@ -82,7 +83,7 @@ def row(ws: Workspace, record: SessionRecord, follow_ups: dict[Key, list[FollowU
         ended_at=None if record.active else parse_ts(record.completed_at),
         reason=record.sidecar.completion_reason, activity=activity.of(record),
         tokens=record.sidecar.tokens, follow_ups=tuple(follow_ups.get((host, session_id), ())),
-        cwd=record.sidecar.cwd)
+        cwd=record.sidecar.cwd, mid_turn=not record.active and record.sidecar.turn_open)
 
 
 def harness_ids(ws: Workspace) -> list[str]:
