@@ -16,10 +16,9 @@ from sidecar.followups import store as hook_store
 from sidecar.followups.model import QueueEntry
 from sidecar.followups.store import HooksView
 from sidecar.layout import PLAIN_NAME, Workspace
-from sidecar.sessions import activity
+from sidecar.sessions import activity, scan
 from sidecar.sessions.activity import Activity
 from sidecar.sessions.model import Key, SessionRecord, ts_or
-from sidecar.sessions.store import SessionStore
 from sidecar.timeutil import parse_ts
 
 
@@ -104,15 +103,13 @@ def read_rows(ws: Workspace) -> tuple[list[SessionRow], list[str]]:
     except (OSError, ValueError, SidecarError) as exc:
         return [], [f"{ws.root}: cannot read the runtime: {exc}"]
     follow_ups = follow_ups_by_session(view)
-    store = SessionStore(ws)
     rows: list[SessionRow] = []
-    for hid in harness_ids(ws):
-        try:
-            record = store.load_session(hid)
-        except (OSError, ValueError) as exc:
-            errors.append(f"{ws.root}: cannot read session {hid}: {exc}")
-            continue
-        if record is not None:
-            rows.append(row(ws, record, follow_ups))
+    try:
+        for found in scan.records(ws):
+            if found.record is None:
+                errors.append(f"{ws.root}: cannot read session {found.harness_id}: {found.error}")
+            else:
+                rows.append(row(ws, found.record, follow_ups))
+    except OSError as exc:
+        errors.append(f"{ws.root}: cannot read the sessions: {exc}")
     return rows, errors
-

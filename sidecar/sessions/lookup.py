@@ -14,6 +14,7 @@ from dataclasses import dataclass
 
 from sidecar.errors import SidecarError
 from sidecar.layout import PLAIN_NAME
+from sidecar.sessions import scan
 from sidecar.sessions.model import Key, SessionRecord
 from sidecar.sessions.rules import harness_id
 from sidecar.sessions.store import SessionStore
@@ -121,11 +122,6 @@ def _by_id(store: SessionStore, text: str, hosts: set[str]) -> Named | None:
 
 def _records(store: SessionStore) -> Iterator[SessionRecord]:
     """Every readable record of the workspace (one that cannot be read names no session)."""
-    folder = store.ws.sessions
-    for name in os.listdir(folder) if folder.is_dir() else []:
-        try:
-            record = store.load_session(name) if PLAIN_NAME.fullmatch(name) else None
-        except (OSError, ValueError):
-            continue
-        if record is not None:
-            yield record
+    for found in scan.records(store.ws):
+        if found.record is not None:
+            yield found.record

@@ -290,3 +290,21 @@ def test_colour_only_when_forced_and_never_with_no_color(two, monkeypatch):
                     ("status", "--session", CODEX, "--root", str(ws.root))):
         off = invoke(*command, env={"FORCE_COLOR": "1", "NO_COLOR": "1"})
         assert off.stdout and not ANSI.search(off.stdout.decode()), command
+
+
+def test_a_record_or_session_folder_that_is_a_link_is_never_followed(two, tmp_path):
+    ws, _ = two
+    folders = sorted(p for p in ws.sessions.iterdir())
+    outside = tmp_path / "outside"
+    folders[0].rename(outside)
+    folders[0].symlink_to(outside)  # a session folder swapped for a link
+    record = folders[1] / "session.json"
+    (tmp_path / "planted.json").write_bytes(record.read_bytes())
+    record.unlink()
+    record.symlink_to(tmp_path / "planted.json")  # a record swapped for a link
+    result = sessions("--root", str(ws.root), "--json")
+    assert result.returncode == common.FAILURE
+    doc = orjson.loads(result.stdout)
+    assert doc["total"] == 1 and len(doc["errors"]) == 2
+    assert f"cannot read session {folders[0].name}" in result.stderr.decode()
+    assert f"cannot read session {folders[1].name}" in result.stderr.decode()
