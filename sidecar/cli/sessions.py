@@ -261,8 +261,7 @@ def sessions(
     """List sessions across the workspaces, newest activity first: host, workspace, id, state,
     when it started and ended and why, tokens, and its latest follow-up.
 
-    Any unique start of an id shown here names the session in `status --session` and
-    `hooks history --session`.
+    A unique start of an id names the session in `status --session` and `hooks history`.
 
     Example: sidecar sessions --active --since 2h
     """

@@ -60,11 +60,12 @@ def render_session(report: dict[str, Any], root: Path | None = None, now: float 
         limit = report["limit"]
         lines.append(paint(f"limit      {limit['error']} since {when(limit['since'], now)}, "
                            f"{limit['failures']} failed turn(s): {limit['message']}", "yellow"))
-    for t in report["timeline"]:
-        ts = parse_ts(t["at"])
-        moment = "-" if ts is None else present.local_time(ts, now)
-        lines.append(present.clip(f"  {moment:<12} {t['event'] or '-':<20} {t['message'] or ''}",
-                                  present.WIDTH).rstrip())
+    moments = [present.local_time(ts, now) if (ts := parse_ts(t["at"])) is not None else "-"
+               for t in report["timeline"]]
+    wide = _width(moments)
+    for moment, t in zip(moments, report["timeline"], strict=True):
+        lines.append(present.clip(f"  {moment:<{wide}}  {t['event'] or '-':<20} "
+                                  f"{t['message'] or ''}", present.WIDTH).rstrip())
     hook_width = _width([f["hookId"] for f in report["followUps"]])
     for f in report["followUps"]:
         extra = f" ({f['why']})" if f.get("why") else f": {f['lastLine']}" if f.get("lastLine") else ""
