@@ -125,7 +125,7 @@ def short_ago(ts: float | None, now: float) -> str:
     """present.ago as a table has room for it: `2h ago`, `in 3m`, `just now`."""
     if ts is None:
         return "-"
-    if ts > now + 0.5:
+    if ts >= now + 1:
         return f"in {human_age(ts - now)}"
     return "just now" if now - ts < 1 else f"{human_age(now - ts)} ago"
 

@@ -25,15 +25,22 @@ from sidecar.layout import Workspace
 from sidecar.sessions.store import SessionStore
 
 ANSI = re.compile(r"\x1b\[[0-9;]*m")
-NOW = time.time()
+NOW = time.time()  # set again as each test starts: its times are relative to it
 CLAUDE_A = "3f2a9c1d-77aa-4b1e-9c0e-1a2b3c4d5e6f"
 CLAUDE_B = "3f2a0000-1111-2222-3333-444455556666"  # starts as CLAUDE_A does, up to "3f2a"
 CODEX = "019a2b3c-4d5e-7f60-8a9b-0c1d2e3f4a5b"
 
 
+@pytest.fixture(autouse=True)
+def _now():
+    global NOW
+    NOW = time.time()
+
+
 def ingest(ws: Workspace, session: str, *kinds: str, host: str = "claude-code",
-           at: float = NOW, **extra) -> None:
+           at: float | None = None, **extra) -> None:
     """Events applied in process as ingestion would (follow-ups queued), one second apart."""
+    at = NOW if at is None else at
     events = [parse(orjson.dumps({"event": kind, "session_id": session, "host": host,
                                   "ts": at + i, **extra}), f"{at + i:020.3f}.json", at)
               for i, kind in enumerate(kinds)]
@@ -55,7 +62,7 @@ def make_workspace(tmp_path, name: str) -> Workspace:
 def two(workspace, tmp_path):
     """Two registered workspaces: `ws` with three sessions of two hosts, `api` with one."""
     api = make_workspace(tmp_path, "api")
-    ingest(workspace, CODEX, "session-start", "session-end", host="codex", at=NOW - 7200)
+    ingest(workspace, CODEX, "session-start", "session-end", host="codex", at=NOW - 5400)
     ingest(workspace, CLAUDE_A, "session-start", "turn-start", at=NOW - 60)
     ingest(workspace, CLAUDE_B, "session-start", "needs-input", at=NOW - 30,
            notification_type="permission_prompt", message="Claude needs your permission")
@@ -308,3 +315,16 @@ def test_a_record_or_session_folder_that_is_a_link_is_never_followed(two, tmp_pa
     assert doc["total"] == 1 and len(doc["errors"]) == 2
     assert f"cannot read session {folders[0].name}" in result.stderr.decode()
     assert f"cannot read session {folders[1].name}" in result.stderr.decode()
+
+
+def test_the_follow_up_column_says_how_the_newest_one_ended(two):
+    ws, api = two
+    fired(api, "g-1", "gemini", "ok", NOW - 180)
+    fired(api, "g-1", "gemini", "error: exit status 2", NOW - 400)  # older: not the one shown
+    [row] = data_lines(sessions("--root", str(api.root)).stdout.decode())
+    assert row.endswith("post-task ok 3m ago"), row
+    [queued] = [r for r in data_lines(sessions("--root", str(ws.root)).stdout.decode())
+                if r.startswith("codex")]
+    assert queued.endswith("post-task due now"), queued  # queued, and its delay has passed
+    doc = orjson.loads(sessions("--root", str(api.root), "--json").stdout)
+    assert [f["state"] for f in doc["sessions"][0]["followUps"]] == ["ok", "error: exit status 2"]
