@@ -12,15 +12,17 @@ import typer
 
 from sidecar import jsonfile
 from sidecar.cli import hook_options as opts
-from sidecar.cli import notify
+from sidecar.cli import hooks_text, notify, present
 from sidecar.cli.common import BUSY, FAILURE, NOT_WORKSPACE, fail
+from sidecar.cli.sessions import named_session
+from sidecar.errors import SidecarError
 from sidecar.followups import logtail, trust
 from sidecar.followups.model import Hook, HooksDoc, HooksError, new_hook, slug
 from sidecar.followups.store import HookStore
 from sidecar.layout import find_workspace
 from sidecar.locks import LockTimeout
 from sidecar.owner import owner_uid
-from sidecar.timeutil import human_age, now
+from sidecar.timeutil import now
 
 T = TypeVar("T")
 
@@ -76,17 +78,8 @@ def list_hooks(root: Path | None = RootOption,
     if view.error:
         typer.echo(f"hooks.json is broken: {view.error} (showing the last good hooks)")
     untrusted = {h.id for h in trust.untrusted(store.ws, view.hooks.values())}
-    for hook in view.hooks.values():
-        action = "resume" if isinstance(hook.action, str) else trust.shown(hook.action)
-        mark = "  (not trusted on this machine: sidecar hooks trust " + hook.id + ")" \
-            if hook.id in untrusted else ""
-        typer.echo(f"{hook.id:<20} {'on ' if hook.enabled else 'off'}  {hook.event:<13} "
-                   f"{hook.delay_seconds:>6}s  {action}  last: {hook.last_status or '-'}{mark}")
-    t = now()
-    for entry in view.pending:
-        when = "due" if entry.due <= t else f"in {human_age(entry.due - t)}"
-        typer.echo(f"  queued {entry.hook_id} for {entry.host} {entry.session_id} {when}"
-                   f" retries {entry.retries}")
+    typer.echo(hooks_text.render_list(store.ws, view.hooks.values(), untrusted, view.pending,
+                                      now(), present.style_for()), nl=False, color=True)
 
 
 @hooks_app.command("add", context_settings={"allow_extra_args": True},
@@ -299,19 +292,28 @@ def kill_running(root: Path | None = RootOption) -> None:
         typer.echo("no follow-up action is running")
 
 
-@hooks_app.command("history", epilog="Example: sidecar hooks history post-task")
+@hooks_app.command("history")
 def history(
     hook_id: str | None = typer.Argument(None, help="Only this hook's firings."),
-    session: str | None = typer.Option(None, "--session", metavar="ID", help="Only firings for this host "
-                                                               "session id."),
+    session: str | None = typer.Option(None, "--session", metavar="ID",
+                                       help="Only firings for this host session id (or the start "
+                                       "of one, or its harness id)."),
     as_json: bool = typer.Option(False, "--json", help="One JSON document."),
     root: Path | None = RootOption,
 ) -> None:
-    """Past firings, oldest first: when, which hook, for which session, how it ended, its log."""
+    """Past firings, oldest first: when, which hook, for which session, how it ended, its log.
+
+    Example: sidecar hooks history post-task --session 3f2a
+    """
     store = _store(root)
     view = store.snapshot(now())
     if hook_id is not None and hook_id not in view.hooks:
         _fail(f"no hook {hook_id!r} (have: {', '.join(view.hooks) or 'none'})")
+    if session is not None:
+        try:
+            session = named_session(store.ws, view, session)
+        except (OSError, ValueError, SidecarError) as exc:
+            _fail(str(exc))
     rows = sorted(
         ({"hookId": h.id, **f.to_json(), "lastLine": logtail.last_line(store.ws, h.id, f.log)
           if (f.status or "").startswith("error") else None}
@@ -321,12 +323,8 @@ def history(
     if as_json:
         sys.stdout.buffer.write(jsonfile.dumps({"firings": rows}))
         return
-    for row in rows:
-        typer.echo(f"{row['at']}  {row['hookId']:<16} {row['host']:<12} {row['sessionId']:<38} "
-                   f"{row['status']}" + (f": {row['lastLine']}" if row["lastLine"] else "")
-                   + (f"  log {row['log']}" if row["log"] else ""))
-    if not rows:
-        typer.echo("no firings yet")
+    typer.echo(hooks_text.render_history(store.ws, rows, now(), present.style_for()), nl=False,
+               color=True)
 
 
 notify.register(hooks_app, _store)  # `hooks test`

@@ -17,6 +17,7 @@ from sidecar.cli.integrate import integrate_app, unregister
 from sidecar.cli.logs import logs
 from sidecar.cli.reload import reload
 from sidecar.cli.run import run
+from sidecar.cli.sessions import sessions, stale_after
 from sidecar.cli.setup import doctor, service_app
 from sidecar.cli.top import top
 from sidecar.errors import SidecarError
@@ -26,6 +27,7 @@ from sidecar.hosts import registry
 from sidecar.install import foreign
 from sidecar.install.uninstall import uninstall
 from sidecar.layout import Workspace, find_workspace
+from sidecar.sessions.lookup import AmbiguousSession
 from sidecar.timeutil import now
 
 app = typer.Typer(
@@ -147,7 +149,7 @@ def status(
     if as_json:
         sys.stdout.buffer.write(jsonfile.dumps(report))
     else:
-        typer.echo(status_mod.render_text(report), nl=False)
+        typer.echo(status_mod.render_text(report), nl=False, color=True)
     raise typer.Exit(status_mod.exit_code(report))
 
 
@@ -157,6 +159,8 @@ def _session_status(root: Path | None, session: str, as_json: bool) -> NoReturn:
         fail(f"{root or Path.cwd()} is not a workspace (no .context/)", NOT_WORKSPACE)
     try:
         report = status_mod.session_report(found, session)
+    except AmbiguousSession as exc:
+        fail(str(exc))
     except (OSError, ValueError, SidecarError) as exc:
         fail(f"cannot read session {session}: {exc}")
     if report is None:
@@ -164,7 +168,8 @@ def _session_status(root: Path | None, session: str, as_json: bool) -> NoReturn:
     if as_json:
         sys.stdout.buffer.write(jsonfile.dumps(report))
     else:
-        typer.echo(status_mod.render_session(report), nl=False)
+        typer.echo(status_mod.render_session(report, found.root, stale_after=stale_after()),
+                   nl=False, color=True)
     raise typer.Exit(OK)
 
 
@@ -177,6 +182,7 @@ app.command()(reload)
 app.command()(top)
 app.command()(uninstall)
 app.command()(logs)
+app.command()(sessions)
 
 
 @app.command()

@@ -83,7 +83,7 @@ def ago(ts: float | None, now: float) -> str:
     """`3 min ago`, `in 12 s` for a moment still to come, `-` when it is not known."""
     if ts is None:
         return "-"
-    if ts > now + 0.5:
+    if ts >= now + 1:  # under a second either way is now, never "in 0 s"
         return f"in {span(ts - now)}"
     if now - ts < 1:
         return "just now"
@@ -92,7 +92,7 @@ def ago(ts: float | None, now: float) -> str:
 
 def due(ts: float | None, now: float) -> str:
     """When a queued follow-up fires: `due in 12 s`, or `due now`."""
-    return "due now" if ts is None or ts <= now else f"due in {span(ts - now)}"
+    return "due now" if ts is None or ts < now + 1 else f"due in {span(ts - now)}"
 
 
 def duration(seconds: float) -> str:

@@ -79,5 +79,5 @@ def doctor() -> None:
     Example: sidecar doctor
     """
     findings = doctor_mod.check(Path.cwd(), Path.home(), sys.platform)
-    typer.echo(doctor_mod.render(findings), nl=False)
+    typer.echo(doctor_mod.render(findings), nl=False, color=True)
     raise typer.Exit(OK if all(f.ok for f in findings) else FAILURE)

@@ -13,6 +13,8 @@ import orjson
 
 from sidecar import __version__
 from sidecar.cli.common import OK, UNSERVED
+from sidecar.cli.status_text import render_session as render_session
+from sidecar.cli.status_text import render_text as render_text
 from sidecar.daemon import instances
 from sidecar.errors import SidecarError
 from sidecar.followups import logtail, trust
@@ -25,7 +27,7 @@ from sidecar.procwatch import Proc, is_alive
 from sidecar.sessions import lookup, tokens
 from sidecar.sessions.model import Binding, Key
 from sidecar.sessions.store import SessionStore
-from sidecar.timeutil import human_age, parse_ts
+from sidecar.timeutil import parse_ts
 
 T = TypeVar("T")
 REPORT_VERSION = 1
@@ -258,17 +260,22 @@ KNOWN_HOSTS = (*registry.names(), registry.UNKNOWN)
 
 def session_report(ws: Workspace, session_id: str) -> dict[str, Any] | None:
     """One host session's story: its record, its timeline, and every follow-up queued for it
-    (pending, postponed, running, or how it ended, with its log); None if it is unknown."""
+    (pending, postponed, running, or how it ended, with its log); None if it is unknown.
+    `session_id`: the host's id or sidecar's harness id, or the start of one
+    (lookup.AmbiguousSession if it starts several)."""
     store = SessionStore(ws)
     view = hook_store.read_view(ws)
     hosts = {h for (h, sid), _ in store.load_bindings().items() if sid == session_id}
     hosts |= {e.host for e in view.pending if e.session_id == session_id}
     hosts |= {f.host for h in view.hooks.values() for f in h.history
               if f.session_id == session_id and f.host}
-    found = lookup.find_record(store, session_id, hosts | set(KNOWN_HOSTS))
-    if found is None:
+    try:
+        found = lookup.resolve(store, session_id, hosts | set(KNOWN_HOSTS))
+    except lookup.UnknownSession:
         return None
-    host, record = found
+    if found.record is None:
+        return None
+    host, record, session_id = found.host, found.record, found.session_id
     trace = ws.session_dir(record.id) / "trace.jsonl"
     lines = [orjson.loads(line) for line in trace.read_bytes().splitlines()] if trace.exists() else []
     follow_ups = [{"hookId": e.hook_id, "state": "running" if e.run else
@@ -292,106 +299,5 @@ def session_report(ws: Workspace, session_id: str) -> dict[str, Any] | None:
                           "message": line.get("message")} for line in lines]}
 
 
-def render_session(report: dict[str, Any]) -> str:
-    lines = [f"session    {report['host']} {report['sessionId']} ({report['harnessSessionId']})",
-             f"status     {report['status']}" + (
-                 f" at {report['completedAt']} ({report['completionReason']})"
-                 if report["completedAt"] else "")]
-    if report["tokens"]:
-        lines.append(f"tokens     {_tokens(report['tokens'])}")
-    if report["limit"]:
-        limit = report["limit"]
-        lines.append(f"limit      {limit['error']} since {limit['since']}, {limit['failures']} "
-                     f"failed turn(s): {limit['message']}")
-    lines += [f"  {t['at']}  {t['event']:<20} {t['message']}" for t in report["timeline"]]
-    for f in report["followUps"]:
-        when = f.get("at") or f.get("dueAt")
-        extra = f" ({f['why']})" if f.get("why") else f": {f['lastLine']}" if f.get("lastLine") else ""
-        lines.append(f"follow-up  {f['hookId']:<16} {f['state']}{extra}  {when}"
-                     + (f"  log {f['log']}" if f.get("log") else ""))
-    if not report["followUps"]:
-        lines.append("follow-up  none queued")
-    return "\n".join(lines) + "\n"
-
-
-def _tokens(t: dict[str, int]) -> str:
-    return (f"input {t.get('input', 0):,}, output {t.get('output', 0):,}, cache read "
-            f"{t.get('cacheRead', 0):,}, cache write {t.get('cacheWrite', 0):,}")
-
-
 def exit_code(report: Report) -> int:
     return OK if all(w["served"] for w in report["workspaces"]) else UNSERVED
-
-
-def _age(seconds: float | None) -> str:
-    return "-" if seconds is None else human_age(seconds)
-
-
-def _hook_lines(h: HookRow) -> list[str]:
-    lines = [f"  {h['id']:<20} {'on ' if h['enabled'] else 'off'} {h['event']:<13} "
-             f"delay {h['delaySeconds']}s  last {h['lastStatus'] or '-'}"
-             + (f": {h['lastLine']}" if h["lastLine"] else "")
-             + (f" at {h['lastFiredAt']}" if h["lastFiredAt"] else "")
-             + (f"  log {h['lastLog']}" if h["lastLog"] else "")]
-    if not h["trusted"] and not isinstance(h["action"], str):
-        lines.append(f"    NOT TRUSTED on this machine, so not run: {trust.shown(h['action'])}"
-                     f"  (to run it: sidecar hooks trust {h['id']})")
-    return lines
-
-
-def render_text(report: Report, bindings_shown: int = 20) -> str:
-    lines: list[str] = []
-    for w in report["workspaces"]:
-        live = [i for i in w["instances"] if i["live"]]
-        lines.append(f"workspace  {w['root']}")
-        lines.append(f"served     {'yes' if w['served'] else 'NO: no live instance (run `sidecar run`)'}")
-        for inst in w["instances"]:
-            state = inst["role"] if inst["live"] else "dead"
-            lines.append(
-                f"  instance {inst['id']}  pid {inst['pid']}  v{inst['build'] or inst['version']}  {state}  "
-                f"started {inst['startedAt']}  heartbeat {_age(inst['heartbeatAgeSeconds'])} ago"
-                + (f"  last error: {inst['lastError']}" if inst["lastError"] and inst["live"] else "")
-            )
-        if not live and w["instances"]:
-            lines.append("  (no instance is alive)")
-        box = w["inbox"]
-        lines.append(
-            f"inbox      {box['backlog']} waiting"
-            + (f", oldest {_age(box['oldestAgeSeconds'])}" if box["backlog"] else "")
-        )
-        lines.append(f"rejected   {w['rejected']}" + ("  (see .context/runtime/inbox/rejected/)"
-                                                       if w["rejected"] else ""))
-        s = w["sessions"]
-        lines.append(f"sessions   {s['active']} active, {s['completed']} completed")
-        if w["tokens"]:
-            lines.append(f"tokens     {_tokens(w['tokens'])} ({w['tokens'].get('sessions', 0)} "
-                         "session(s) with figures)")
-        if w["bindings"]:
-            lines.append(f"bindings   {len(w['bindings'])}")
-            for b in w["bindings"][:bindings_shown]:
-                lines.append(
-                    f"  {b['host']:<12} {b['sessionId']:<40} {_age(b['ageSeconds'])} ago"
-                    + ("" if b["hostPid"] is None else
-                       f"  host pid {b['hostPid']} {'alive' if b['hostAlive'] else 'GONE'}")
-                )
-            if len(w["bindings"]) > bindings_shown:
-                lines.append(f"  ... and {len(w['bindings']) - bindings_shown} more (--json)")
-        lines.append(f"hooks      {len(w['hooks'])}" + ("" if not w["error"] else
-                                                          f"  BROKEN: {w['error']}"))
-        lines += [line for h in w["hooks"] for line in _hook_lines(h)]
-        lines.append(f"queue      {len(w['queue'])}")
-        for q in w["queue"][:bindings_shown]:
-            due = "due now" if q["dueInSeconds"] <= 0 else f"due in {_age(q['dueInSeconds'])}"
-            run = q["running"]
-            state = ("" if not q["claimedBy"] else "  firing" if run is None else
-                     f"  running pid {run['pid']} since {run['startedAt']} "
-                     f"(held by {q['claimedBy']})")
-            lines.append(f"  {q['hookId']:<20} {q['host']:<12} {q['sessionId']:<40} {due}"
-                         f"  retries {q['retries']}" + state)
-        for name, counts in w["plugins"].items():
-            lines.append(f"plugin     {name}: {counts['calls']} calls, {counts['errors']} errors, "
-                         f"{counts['hangs']} hangs")
-        for error in w["errors"]:
-            lines.append(f"error      {error}")
-        lines.append("")
-    return "\n".join(lines).rstrip("\n") + "\n"

@@ -9,7 +9,8 @@ from pathlib import Path
 
 from sidecar import config as config_mod
 from sidecar import envfile
-from sidecar.cli import status
+from sidecar.cli import present, status
+from sidecar.cli.present import Style
 from sidecar.doctor import hooks as hook_checks
 from sidecar.followups import environment as followup_env
 from sidecar.hosts import registry
@@ -215,10 +216,14 @@ def _inotify(proc: Path) -> list[Finding]:
     return findings
 
 
-def render(findings: list[Finding]) -> str:
+def render(findings: list[Finding], style: Style | None = None) -> str:
+    """One line per finding (`ok`, `note` or `PROBLEM`, painted on a terminal), its fix below."""
+    paint = style or present.style_for()
     lines = []
     for f in findings:
-        lines.append(f"{'note   ' if f.note else 'ok     ' if f.ok else 'PROBLEM'} {f.what}")
+        mark = (paint("note   ", "yellow") if f.note else paint("ok     ", "green") if f.ok
+                else paint("PROBLEM", "red", "bold"))
+        lines.append(f"{mark} {f.what}")
         if f.fix:
-            lines.append(f"        fix: {f.fix}")
+            lines.append(f"        {paint('fix:', 'bold')} {f.fix}")
     return "\n".join(lines) + "\n"

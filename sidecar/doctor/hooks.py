@@ -3,6 +3,7 @@ hooks not trusted here, and hooks whose follow-ups keep failing, each with its f
 
 from __future__ import annotations
 
+from sidecar.cli import present
 from sidecar.errors import SidecarError
 from sidecar.followups import logtail, store, trust
 from sidecar.followups.model import FiringRecord, Hook
@@ -47,7 +48,7 @@ def _failing(ws: Workspace, hook: Hook) -> list[Finding]:
     line = logtail.last_line(ws, hook.id, last.log)
     said = f"{last.status}: {line}" if line else str(last.status)
     log = ws.firing_log(hook.id, last.log or "")
-    fix = (f"read {log}" if log else f"see `sidecar hooks history {hook.id}`") + \
+    fix = (f"read {present.path(log)}" if log else f"see `sidecar hooks history {hook.id}`") + \
         ", fix what it says (a host that is not logged in: log in as the user follow-ups " \
         "run as), and the next firing shows it worked"
     if len(failed) < FAILING:

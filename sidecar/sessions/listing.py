@@ -16,10 +16,9 @@ from sidecar.followups import store as hook_store
 from sidecar.followups.model import QueueEntry
 from sidecar.followups.store import HooksView
 from sidecar.layout import PLAIN_NAME, Workspace
-from sidecar.sessions import activity
+from sidecar.sessions import activity, scan
 from sidecar.sessions.activity import Activity
 from sidecar.sessions.model import Key, SessionRecord, ts_or
-from sidecar.sessions.store import SessionStore
 from sidecar.timeutil import parse_ts
 
 
@@ -47,6 +46,7 @@ class SessionRow:
     tokens: dict[str, int] | None
     follow_ups: tuple[FollowUp, ...]  # queued or running first, then the fired, newest first
     cwd: str | None
+    mid_turn: bool = False  # it ended with a turn still open (Ctrl-C, a kill)
 
 
 def follow_ups_by_session(view: HooksView) -> dict[Key, list[FollowUp]]:
@@ -82,7 +82,7 @@ def row(ws: Workspace, record: SessionRecord, follow_ups: dict[Key, list[FollowU
         ended_at=None if record.active else parse_ts(record.completed_at),
         reason=record.sidecar.completion_reason, activity=activity.of(record),
         tokens=record.sidecar.tokens, follow_ups=tuple(follow_ups.get((host, session_id), ())),
-        cwd=record.sidecar.cwd)
+        cwd=record.sidecar.cwd, mid_turn=not record.active and record.sidecar.turn_open)
 
 
 def harness_ids(ws: Workspace) -> list[str]:
@@ -103,15 +103,13 @@ def read_rows(ws: Workspace) -> tuple[list[SessionRow], list[str]]:
     except (OSError, ValueError, SidecarError) as exc:
         return [], [f"{ws.root}: cannot read the runtime: {exc}"]
     follow_ups = follow_ups_by_session(view)
-    store = SessionStore(ws)
     rows: list[SessionRow] = []
-    for hid in harness_ids(ws):
-        try:
-            record = store.load_session(hid)
-        except (OSError, ValueError) as exc:
-            errors.append(f"{ws.root}: cannot read session {hid}: {exc}")
-            continue
-        if record is not None:
-            rows.append(row(ws, record, follow_ups))
+    try:
+        for found in scan.records(ws):
+            if found.record is None:
+                errors.append(f"{ws.root}: cannot read session {found.harness_id}: {found.error}")
+            else:
+                rows.append(row(ws, found.record, follow_ups))
+    except OSError as exc:
+        errors.append(f"{ws.root}: cannot read the sessions: {exc}")
     return rows, errors
-

@@ -4,6 +4,7 @@ environment the running daemon gives follow-ups, and of hosts the user does not 
 from __future__ import annotations
 
 import os
+import re
 import signal
 import stat
 import sys
@@ -34,12 +35,15 @@ def test_a_failed_follow_up_shows_the_last_line_its_log_said(workspace, start_da
     end_session(workspace, "s-fail")
     wait_until(lambda: hook_status(workspace, "post"), 20)
     text = run_cli("status", "--root", str(workspace.root)).stdout.decode()
-    assert f"last error: exit status 1: {LOGIN} at " in text, text
+    # the outcome, the line its log said and when, as a relative time
+    assert re.search(rf"last error: exit status 1: {re.escape(LOGIN)} \((just now|\d+ s ago)\)",
+                     text), text
     report = orjson.loads(run_cli("status", "--json", "--root", str(workspace.root)).stdout)
     [hook] = report["workspaces"][0]["hooks"]
     assert hook["lastLine"] == LOGIN and hook["lastLog"]
     history = run_cli("hooks", "history", "--root", str(workspace.root)).stdout.decode()
-    assert f"error: exit status 1: {LOGIN}  log " in history, history
+    assert f"error: exit status 1: {LOGIN}\n  log .context/runtime/logs/hooks/post/" in history, \
+        history  # its log, on a line of its own, relative to the workspace
     session = run_cli("status", "--root", str(workspace.root), "--session", "s-fail").stdout
     assert f"error: exit status 1: {LOGIN}" in session.decode(), session
 

@@ -48,3 +48,9 @@ def test_colour_only_on_a_terminal_and_never_with_no_color(monkeypatch):
     assert present.style_for(io.StringIO())("PROBLEM", "red") == "PROBLEM"
     monkeypatch.setenv("NO_COLOR", "1")
     assert present.style_for(Tty())("PROBLEM", "red") == "PROBLEM"
+
+
+def test_under_a_second_to_come_is_now_not_in_0_s():
+    assert present.ago(NOW + 0.6, NOW) == "just now"
+    assert present.ago(NOW + 1, NOW) == "in 1 s"
+    assert present.due(NOW + 0.4, NOW) == "due now"

@@ -8,6 +8,7 @@ session-end does not queue the hook again; the API saw exactly one resumed reque
 from __future__ import annotations
 
 import os
+import re
 import shlex
 import signal
 import subprocess
@@ -327,6 +328,6 @@ def test_a_resume_that_is_not_logged_in_shows_what_claude_said(
         wait_until(lambda: settled(workspace), 120, 0.2)
     said = "error: exit status 1: Not logged in · Please run /login"
     status = run_cli("status", "--root", str(workspace.root)).stdout.decode()
-    assert f"last {said} at " in status, status
+    assert re.search(rf"last {re.escape(said)} \((just now|\d+ (s|min) ago)\)", status), status
     doctor = run_cli("doctor", cwd=workspace.root, env={"HOME": str(home)}).stdout.decode()
     assert f"note    hook post-task's last follow-up failed: {said}" in doctor, doctor

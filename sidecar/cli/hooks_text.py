@@ -1,0 +1,90 @@
+"""`hooks list` and `hooks history` as people read them: tables sized to their content within
+100 columns, delays as typed, local and relative times, log paths relative to the workspace,
+colour on a terminal only. A command is always shown whole, on its own line: it is what the
+user trusts, so it is never cut."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Any
+
+from sidecar.cli import present
+from sidecar.cli.present import Style
+from sidecar.cli.status_text import outcome_style
+from sidecar.followups import trust
+from sidecar.followups.model import Hook, QueueEntry
+from sidecar.layout import Workspace
+from sidecar.timeutil import parse_ts
+
+GAP = "  "
+
+
+def table(rows: list[list[str]], last_room: bool = True) -> list[list[str]]:
+    """The cells padded to their column's widest; the last column is cut to what is left of
+    present.WIDTH (when `last_room`), never narrower than its heading."""
+    sizes = [max(len(cell) for cell in column) for column in zip(*rows, strict=True)]
+    if last_room:
+        room = present.WIDTH - sum(sizes[:-1]) - len(GAP) * (len(sizes) - 1)
+        sizes[-1] = max(len(rows[0][-1]), min(sizes[-1], room))
+    return [[present.clip(cell, size).ljust(size) for cell, size in zip(row, sizes, strict=True)]
+            for row in rows]
+
+
+def _last(hook: Hook, now: float) -> str:
+    if not hook.last_status:
+        return "-"
+    fired = parse_ts(hook.last_fired_at)
+    return hook.last_status + ("" if fired is None else f" ({present.ago(fired, now)})")
+
+
+def _kind(hook: Hook) -> str:
+    return "resume" if isinstance(hook.action, str) else "command" \
+        if isinstance(hook.action, list) else "notify"
+
+
+def render_list(ws: Workspace, hooks: Iterable[Hook], untrusted: set[str],
+                pending: list[QueueEntry], now: float, paint: Style) -> str:
+    listed = list(hooks)
+    rows = [["HOOK", "ON", "EVENT", "DELAY", "ACTION", "LAST"]] + [
+        [h.id, "on" if h.enabled else "off", h.event.value, present.duration(h.delay_seconds),
+         _kind(h), _last(h, now)] for h in listed]
+    padded = table(rows)
+    lines = [paint(GAP.join(padded[0]).rstrip(), "bold")]
+    for hook, cells in zip(listed, padded[1:], strict=True):
+        cells[-1] = paint(cells[-1].rstrip(), *outcome_style(hook.last_status))
+        lines.append(GAP.join(cells).rstrip())
+        if not isinstance(hook.action, str):
+            lines.append(f"    {'runs' if isinstance(hook.action, list) else 'sends'} "
+                         f"{trust.shown(hook.action)}")
+            if hook.id in untrusted:
+                lines.append("    " + paint("NOT TRUSTED", "yellow", "bold") + " on this "
+                             f"machine, so not run (to run it: sidecar hooks trust {hook.id})")
+    if not listed:
+        lines = ["no hooks (add one: sidecar hooks add NAME)"]
+    if pending:
+        lines.append(paint("queue", "bold"))
+        queued = table([[e.hook_id, e.host, e.session_id, present.due(e.due, now),
+                         f"retries {e.retries}" + (" running" if e.run else "")]
+                        for e in pending], last_room=False)
+        lines += ["  " + GAP.join(cells).rstrip() for cells in queued]
+    return "\n".join(lines) + "\n"
+
+
+def render_history(ws: Workspace, firings: list[dict[str, Any]], now: float,
+                   paint: Style) -> str:
+    if not firings:
+        return "no firings yet\n"
+    rows = [["WHEN", "HOOK", "HOST", "SESSION", "OUTCOME"]]
+    for f in firings:
+        at = parse_ts(f["at"])
+        rows.append(["-" if at is None else present.local_time(at, now), f["hookId"],
+                     f["host"] or "-", present.short_id(f["sessionId"] or "-", 8),
+                     (f["status"] or "-") + (f": {f['lastLine']}" if f["lastLine"] else "")])
+    padded = table(rows, last_room=False)  # an outcome is shown whole: it says what went wrong
+    lines = [paint(GAP.join(padded[0]).rstrip(), "bold")]
+    for f, cells in zip(firings, padded[1:], strict=True):
+        cells[-1] = paint(cells[-1].rstrip(), *outcome_style(f["status"]))
+        lines.append(GAP.join(cells).rstrip())
+        if f["log"]:
+            lines.append(f"  log {present.path(f['log'], ws.root)}")
+    return "\n".join(lines) + "\n"

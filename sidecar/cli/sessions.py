@@ -1,0 +1,290 @@
+"""`sidecar sessions`: every session of the registered workspaces, newest activity first.
+
+It reads every record of every workspace it lists (listing.py): a workspace or a record that
+cannot be read is said on stderr and the rest are listed.
+"""
+
+from __future__ import annotations
+
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import typer
+
+from sidecar import __version__, jsonfile
+from sidecar import config as config_mod
+from sidecar.cli import present
+from sidecar.cli.common import FAILURE, OK, USAGE, fail
+from sidecar.cli.present import Style
+from sidecar.followups.store import HooksView
+from sidecar.hosts import registry
+from sidecar.layout import Workspace, find_workspace
+from sidecar.sessions import listing, lookup
+from sidecar.sessions.activity import State
+from sidecar.sessions.listing import FollowUp, SessionRow
+from sidecar.sessions.store import SessionStore
+from sidecar.timeutil import human_age, iso, parse_duration
+
+SESSIONS_VERSION = 1
+DEFAULT_LIMIT = 50
+
+STATE_WORDS = {State.WORKING: "working", State.WAITING: "waiting for you", State.IDLE: "idle",
+               State.LIMITED: "usage limit", State.ENDED: "ended"}
+STATE_STYLE = {State.WORKING: ("green",), State.WAITING: ("yellow", "bold"),
+               State.LIMITED: ("red",), State.ENDED: ("dim",), State.IDLE: ()}
+HEADINGS = ("HOST", "WORKSPACE", "SESSION", "STATE", "STARTED", "ENDED", "TOKENS", "FOLLOW-UP")
+FLEXIBLE = ("ENDED", "FOLLOW-UP")  # they give way first when a row would not fit
+WORKSPACE_WIDTH = 20
+SHORT_ID = 8
+GAP = "  "
+
+
+def stale_after() -> float | None:
+    """config.toml's staleAfter, for saying why a swept session ended; None if unreadable."""
+    try:
+        return config_mod.load_config().stale_after
+    except config_mod.ConfigError:
+        return None
+
+
+def last_activity(row: SessionRow) -> float:
+    return row.updated_at or row.ended_at or row.started_at or 0.0
+
+
+# -- which workspaces -----------------------------------------------------------------------
+
+
+def workspaces(roots: list[Path] | None, errors: list[str]) -> list[Workspace]:
+    """The workspaces named (each folder, or the workspace holding it), else the registered
+    ones; what cannot be used goes to `errors` (a registered folder that is no workspace any
+    more is only noted on stderr, as `status --all` does)."""
+    if roots:
+        found: list[Workspace] = []
+        for root in roots:
+            ws = find_workspace(root)
+            if ws is None:
+                errors.append(f"{root}: not a workspace (no .context/)")
+            elif ws.root not in [w.root for w in found]:
+                found.append(ws)
+        return found
+    try:
+        registered = config_mod.load_registry()
+    except config_mod.RegistryError as exc:
+        fail(str(exc), USAGE)
+    listed = []
+    for root in registered:
+        if Workspace(root).context.is_dir():
+            listed.append(Workspace(root))
+        else:
+            typer.echo(f"sidecar: {root} is registered but is not a workspace (any more); "
+                       f"skipped. To forget it: sidecar unregister {root}", err=True)
+    return listed
+
+
+def gather(found: list[Workspace], errors: list[str]) -> list[SessionRow]:
+    """Every session of the workspaces, newest activity first."""
+    rows: list[SessionRow] = []
+    for ws in found:
+        read, failed = listing.read_rows(ws)
+        rows += read
+        errors += failed
+    rows.sort(key=last_activity, reverse=True)
+    return rows
+
+
+def named_session(ws: Workspace, view: HooksView, text: str) -> str:
+    """The host session id `text` names (whole, the start of one, or a harness id), among the
+    records and the sessions the hooks' history and queue name; lookup's errors otherwise."""
+    known = [(f.host, f.session_id) for h in view.hooks.values() for f in h.history
+             if f.host and f.session_id] + [(e.host, e.session_id) for e in view.pending]
+    hosts = {host for host, _ in known} | set(registry.names())
+    return lookup.resolve(SessionStore(ws), text, hosts, known).session_id
+
+
+# -- words for one row ----------------------------------------------------------------------
+
+
+def compact(count: int) -> str:
+    """12345 as 12.3k, 4000 as 4k, 2500000 as 2.5M."""
+    for unit, size in (("M", 1_000_000), ("k", 1_000)):
+        if count >= size:
+            return f"{count / size:.1f}".removesuffix(".0") + unit
+    return str(count)
+
+
+def tokens_shown(tokens: dict[str, int] | None) -> str:
+    """Input and output tokens, `12.3k/4k`: a table of eight columns has no room for words."""
+    if not tokens:
+        return "-"
+    return f"{compact(tokens.get('input', 0))}/{compact(tokens.get('output', 0))}"
+
+
+def short_ago(ts: float | None, now: float) -> str:
+    """present.ago as a table has room for it: `2h ago`, `in 3m`, `just now`."""
+    if ts is None:
+        return "-"
+    if ts >= now + 1:
+        return f"in {human_age(ts - now)}"
+    return "just now" if now - ts < 1 else f"{human_age(now - ts)} ago"
+
+
+def follow_up_shown(follow_ups: tuple[FollowUp, ...], now: float) -> str:
+    """The newest follow-up: running, when a queued one is due, or how the last one ended."""
+    if not follow_ups:
+        return "-"
+    newest = follow_ups[0]
+    if newest.state == "running":
+        return f"{newest.hook_id} running"
+    if newest.state in ("queued", "postponed"):
+        postponed = "postponed, " if newest.state == "postponed" else ""
+        due = "due now" if newest.at is None or newest.at <= now else \
+            f"due {short_ago(newest.at, now)}"
+        return f"{newest.hook_id} {postponed}{due}"
+    outcome = newest.state.split(":", 1)[0] or "-"
+    return f"{newest.hook_id} {outcome} {short_ago(newest.at, now)}"
+
+
+def ended_shown(row: SessionRow, now: float, stale: float | None) -> str:
+    if row.activity.state != State.ENDED:
+        return "-"
+    why = present.end_reason(row.reason, mid_turn=row.mid_turn, stale_after=stale)
+    return f"{short_ago(row.ended_at, now)}: {why}"
+
+
+def workspace_names(rows: list[SessionRow]) -> dict[Path, str]:
+    """Each workspace by its folder's name, or relative to ~ where two share a name."""
+    roots = list(dict.fromkeys(row.root for row in rows))
+    names = [root.name or str(root) for root in roots]
+    return {root: name if names.count(name) == 1 else present.path(root)
+            for root, name in zip(roots, names, strict=True)}
+
+
+def cells(row: SessionRow, workspace: str, now: float, stale: float | None) -> list[str]:
+    return [row.host, workspace, present.short_id(row.session_id, SHORT_ID),
+            STATE_WORDS[row.activity.state], short_ago(row.started_at, now),
+            ended_shown(row, now, stale), tokens_shown(row.tokens),
+            follow_up_shown(row.follow_ups, now)]
+
+
+# -- the table ------------------------------------------------------------------------------
+
+
+def widths(table: list[list[str]], headings: list[str]) -> list[int]:
+    """Each column as wide as its widest cell, the whole within present.WIDTH: the wider of
+    the flexible columns (ENDED, FOLLOW-UP) gives way first, then the workspace's."""
+    sizes = [max(len(cell) for cell in column) for column in zip(*table, strict=True)]
+    sizes[1] = min(sizes[1], WORKSPACE_WIDTH)
+    room = present.WIDTH - len(GAP) * (len(sizes) - 1)
+    flexible = [i for i, name in enumerate(headings) if name in FLEXIBLE]
+    while sum(sizes) > room and flexible:
+        wider = max(flexible, key=lambda i: sizes[i])
+        if sizes[wider] > len(headings[wider]) + 4:
+            sizes[wider] -= 1
+        elif sizes[1] > len(HEADINGS[1]):
+            sizes[1] -= 1
+        else:
+            break
+    return sizes
+
+
+def _keep_end(text: str, width: int) -> str:
+    """A workspace cut at its start, where a path's least telling part is: `…/one/app`."""
+    return (text if len(text) <= width else "…" + text[len(text) - width + 1:]).ljust(width)
+
+
+def render(rows: list[SessionRow], total: int, now: float, stale: float | None,
+           paint: Style) -> str:
+    if not rows:
+        return "no sessions\n"
+    names = workspace_names(rows)
+    table = [list(HEADINGS), *[cells(row, names[row.root], now, stale) for row in rows]]
+    # A column with nothing to say in any row (no session ended, none has tokens) gives its
+    # room to the others.
+    kept = [i for i in range(len(HEADINGS)) if i < 5 or any(line[i] != "-" for line in table[1:])]
+    table = [[line[i] for i in kept] for line in table]
+    sizes = widths(table, [HEADINGS[i] for i in kept])
+    lines = []
+    for index, line in enumerate(table):
+        shown = [present.clip(cell, size).ljust(size) for cell, size in zip(line, sizes, strict=True)]
+        shown[1] = _keep_end(line[1], sizes[1])
+        if index == 0:
+            lines.append(paint(GAP.join(shown).rstrip(), "bold"))
+            continue
+        state = rows[index - 1].activity.state
+        shown[3] = paint(shown[3], *STATE_STYLE[state])  # kept: the first five always are
+        lines.append(GAP.join(shown).rstrip())
+    if total > len(rows):
+        lines.append(f"... and {total - len(rows)} more (--limit, or --json for all)")
+    return "\n".join(lines) + "\n"
+
+
+def _at(ts: float | None) -> str | None:
+    return None if ts is None else iso(ts)
+
+
+def as_json(row: SessionRow, stale: float | None) -> dict[str, Any]:
+    act = row.activity
+    return {
+        "workspace": str(row.root), "host": row.host, "sessionId": row.session_id,
+        "harnessSessionId": row.harness_id, "state": act.state.value,
+        "stateSince": _at(act.since), "why": act.why, "detail": act.detail,
+        "startedAt": _at(row.started_at), "lastActivityAt": _at(row.updated_at),
+        "endedAt": _at(row.ended_at), "endReason": row.reason,
+        "endedWhy": present.end_reason(row.reason, mid_turn=row.mid_turn, stale_after=stale)
+        if act.state == State.ENDED else None,
+        "tokens": row.tokens, "cwd": row.cwd,
+        "followUps": [{"hookId": f.hook_id, "state": f.state, "at": _at(f.at), "log": f.log}
+                      for f in row.follow_ups],
+    }
+
+
+# -- the command ----------------------------------------------------------------------------
+
+
+def sessions(
+    root: list[Path] | None = typer.Option(
+        None, "--root", metavar="DIR",
+        help="List this workspace's sessions instead of every registered workspace's. "
+        "Give it more than once for several."),
+    active: bool = typer.Option(False, "--active", help="Only sessions that have not ended."),
+    since: str | None = typer.Option(
+        None, "--since", metavar="DURATION",
+        help="Only sessions with activity in this last stretch of time, like 90s, 2h or 1d."),
+    limit: int | None = typer.Option(
+        None, "--limit", metavar="N", min=1,
+        help=f"Show at most this many sessions, newest first. The default is {DEFAULT_LIMIT}, "
+        "and with --json every one."),
+    json_out: bool = typer.Option(False, "--json", help="Print one versioned JSON document."),
+) -> None:
+    """List sessions across the workspaces, newest activity first: host, workspace, id, state,
+    when it started and ended and why, tokens, and its latest follow-up.
+
+    A unique start of an id names the session in `status --session` and `hooks history`.
+
+    Example: sidecar sessions --active --since 2h
+    """
+    try:
+        window = None if since is None else parse_duration(since)
+    except ValueError as exc:
+        fail(f"--since: {exc}", USAGE)
+    errors: list[str] = []
+    rows = gather(workspaces(root, errors), errors)
+    now = time.time()
+    rows = [r for r in rows if (not active or r.activity.state != State.ENDED)
+            and (window is None or last_activity(r) >= now - window)]
+    stale = stale_after()
+    for error in errors:
+        typer.echo(f"sidecar: {error}", err=True)
+    if json_out:
+        shown = rows if limit is None else rows[:limit]
+        sys.stdout.buffer.write(jsonfile.dumps({
+            "version": SESSIONS_VERSION, "sidecar": __version__,
+            "sessions": [as_json(r, stale) for r in shown], "total": len(rows),
+            "errors": errors}))
+    else:
+        shown = rows[:limit or DEFAULT_LIMIT]
+        typer.echo(render(shown, len(rows), now, stale, present.style_for()), nl=False,
+                   color=True)
+    raise typer.Exit(FAILURE if errors else OK)

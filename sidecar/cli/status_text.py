@@ -1,0 +1,202 @@
+"""`sidecar status` as people read it: the report (status.py builds it) as lines that fit 100
+columns, with local and relative times, short paths, end reasons in words, and colour on a
+terminal only (present.py says all of these the same way in every command)."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from sidecar.cli import present
+from sidecar.cli.present import Style
+from sidecar.followups import trust
+from sidecar.timeutil import parse_ts
+
+if TYPE_CHECKING:
+    from sidecar.cli.status import HookRow, QueueRow, Report, WorkspaceReport
+
+LABEL = 11  # "workspace  ": the width of the labels on the left
+
+
+def when(value: object, now: float) -> str:
+    """A recorded moment as `14:03:22 (3 min ago)`; `-` when it is not one."""
+    ts = parse_ts(value)
+    return "-" if ts is None else f"{present.local_time(ts, now)} ({present.ago(ts, now)})"
+
+
+def tokens_text(t: dict[str, int]) -> str:
+    return (f"input {t.get('input', 0):,}, output {t.get('output', 0):,}, cache read "
+            f"{t.get('cacheRead', 0):,}, cache write {t.get('cacheWrite', 0):,}")
+
+
+def outcome_style(status: str | None) -> tuple[str, ...]:
+    """How a firing's outcome is painted: a failure red, a skip dim, success green."""
+    text = status or ""
+    return ("red",) if text.startswith("error") else ("dim",) if text.startswith("skipped") \
+        else ("green",) if text == "ok" else ()
+
+
+def _width(values: list[str], floor: int = 0) -> int:
+    return max([floor, *map(len, values)])
+
+
+# -- one session ----------------------------------------------------------------------------
+
+
+def render_session(report: dict[str, Any], root: Path | None = None, now: float | None = None,
+                   stale_after: float | None = None, style: Style | None = None) -> str:
+    """`status --session`; `root`: the workspace, to which its log paths are shown relative."""
+    now = time.time() if now is None else now
+    paint = style or present.style_for()
+    ended = report["completedAt"]
+    why = present.end_reason(report["completionReason"], stale_after=stale_after)
+    lines = [paint(f"session    {report['host']} {report['sessionId']}", "bold")
+             + f" ({report['harnessSessionId']})",
+             f"status     {report['status']}" + (f" {when(ended, now)}: {why}" if ended else "")]
+    if report["tokens"]:
+        lines.append(f"tokens     {tokens_text(report['tokens'])}")
+    if report["limit"]:
+        limit = report["limit"]
+        lines.append(paint(f"limit      {limit['error']} since {when(limit['since'], now)}, "
+                           f"{limit['failures']} failed turn(s): {limit['message']}", "yellow"))
+    moments = [present.local_time(ts, now) if (ts := parse_ts(t["at"])) is not None else "-"
+               for t in report["timeline"]]
+    wide = _width(moments)
+    for moment, t in zip(moments, report["timeline"], strict=True):
+        lines.append(present.clip(f"  {moment:<{wide}}  {t['event'] or '-':<20} "
+                                  f"{t['message'] or ''}", present.WIDTH).rstrip())
+    hook_width = _width([f["hookId"] for f in report["followUps"]])
+    for f in report["followUps"]:
+        extra = f" ({f['why']})" if f.get("why") else f": {f['lastLine']}" if f.get("lastLine") else ""
+        at = parse_ts(f.get("at") or f.get("dueAt"))
+        moment = present.due(at, now) if "dueAt" in f else present.ago(at, now)
+        lines.append(f"follow-up  {f['hookId']:<{hook_width}}  "
+                     + paint(f"{f['state']}{extra}", *outcome_style(f["state"])) + f"  {moment}")
+        if f.get("log"):
+            lines.append(f"{'':<{LABEL}}log {present.path(f['log'], root)}")
+    if not report["followUps"]:
+        lines.append("follow-up  none queued")
+    return "\n".join(lines) + "\n"
+
+
+# -- the workspaces -------------------------------------------------------------------------
+
+
+def _hook_lines(h: HookRow, widths: tuple[int, int, int], root: Path, now: float,
+                paint: Style) -> list[str]:
+    name, event, delay = widths
+    last = h["lastStatus"] or "-"
+    fired = parse_ts(h["lastFiredAt"])
+    head = (f"  {h['id']:<{name}}  {'on ' if h['enabled'] else 'off'}  {h['event']:<{event}}  "
+            f"delay {present.duration(h['delaySeconds']):<{delay}}  ")
+    said = last + (f": {h['lastLine']}" if h["lastLine"] else "")
+    when_fired = "" if fired is None else f" ({present.ago(fired, now)})"
+    if len(head) + len("last ") + len(said) + len(when_fired) <= present.WIDTH:
+        lines = [head + "last " + paint(said, *outcome_style(last)) + when_fired]
+    else:  # on a line of its own, cut to fit: `hooks history` has it whole
+        said = present.clip(said, present.WIDTH - len("    last ") - len(when_fired))
+        lines = [head.rstrip(), "    last " + paint(said, *outcome_style(last)) + when_fired]
+    if h["lastLog"]:
+        lines.append(f"    log {present.path(h['lastLog'], root)}")
+    if not h["trusted"] and not isinstance(h["action"], str):
+        lines.append("    " + paint("NOT TRUSTED", "yellow", "bold")
+                     + f" on this machine, so not run: {trust.shown(h['action'])}"
+                     f"  (to run it: sidecar hooks trust {h['id']})")
+    return lines
+
+
+def _queue_line(q: QueueRow, widths: tuple[int, int, int], now: float) -> str:
+    hook, host, session = widths
+    due = "due now" if q["dueInSeconds"] <= 0 else present.due(now + q["dueInSeconds"], now)
+    run = q["running"]
+    state = ("" if not q["claimedBy"] else "  firing" if run is None else
+             f"  running pid {run['pid']} since {present.ago(parse_ts(run['startedAt']), now)} "
+             f"(held by {q['claimedBy']})")
+    return (f"  {q['hookId']:<{hook}}  {q['host']:<{host}}  {q['sessionId']:<{session}}  {due}"
+            f"  retries {q['retries']}" + state)
+
+
+def _instance_lines(w: WorkspaceReport, now: float, paint: Style) -> list[str]:
+    lines = []
+    for inst in w["instances"]:
+        state = inst["role"] if inst["live"] else paint("dead", "yellow")
+        age = inst["heartbeatAgeSeconds"]
+        lines.append(
+            f"  instance {inst['id']}  pid {inst['pid']}  v{inst['build'] or inst['version']}  "
+            f"{state}  started {when(inst['startedAt'], now)}  heartbeat "
+            + ("-" if age is None else present.ago(now - age, now))
+            + (paint(f"  last error: {inst['lastError']}", "red")
+               if inst["lastError"] and inst["live"] else ""))
+    if w["instances"] and not any(i["live"] for i in w["instances"]):
+        lines.append(paint("  (no instance is alive)", "yellow"))
+    return lines
+
+
+def _binding_lines(w: WorkspaceReport, shown: int, now: float, paint: Style) -> list[str]:
+    rows = w["bindings"][:shown]
+    host, session = _width([b["host"] for b in rows]), _width([b["sessionId"] for b in rows])
+    lines = [f"bindings   {len(w['bindings'])}"]
+    for b in rows:
+        age = b["ageSeconds"]
+        alive = "" if b["hostPid"] is None else f"  host pid {b['hostPid']} " + (
+            "alive" if b["hostAlive"] else paint("GONE", "yellow", "bold"))
+        lines.append(f"  {b['host']:<{host}}  {b['sessionId']:<{session}}  "
+                     + ("-" if age is None else present.ago(now - age, now)) + alive)
+    if len(w["bindings"]) > shown:
+        lines.append(f"  ... and {len(w['bindings']) - shown} more (--json)")
+    return lines
+
+
+def _follow_up_lines(w: WorkspaceReport, shown: int, now: float, paint: Style) -> list[str]:
+    root = Path(w["root"])
+    hooks = w["hooks"]
+    widths = (_width([h["id"] for h in hooks]), _width([h["event"] for h in hooks]),
+              _width([present.duration(h["delaySeconds"]) for h in hooks]))
+    lines = [paint("hooks", "bold") + f"      {len(hooks)}"
+             + ("" if not w["error"] else "  " + paint(f"BROKEN: {w['error']}", "red", "bold"))]
+    lines += [line for h in hooks for line in _hook_lines(h, widths, root, now, paint)]
+    queue = w["queue"][:shown]
+    lines.append(paint("queue", "bold") + f"      {len(w['queue'])}")
+    q_widths = (_width([q["hookId"] for q in queue]), _width([q["host"] for q in queue]),
+                _width([q["sessionId"] for q in queue]))
+    lines += [_queue_line(q, q_widths, now) for q in queue]
+    if len(w["queue"]) > shown:
+        lines.append(f"  ... and {len(w['queue']) - shown} more (--json)")
+    return lines
+
+
+def _workspace_lines(w: WorkspaceReport, shown: int, now: float, paint: Style) -> list[str]:
+    lines = [paint(f"workspace  {present.path(w['root'])}", "bold"),
+             "served     " + ("yes" if w["served"] else
+                              paint("NO: no live instance (run `sidecar run`)", "red", "bold")),
+             *_instance_lines(w, now, paint)]
+    box = w["inbox"]
+    oldest = box["oldestAgeSeconds"]
+    lines.append(f"inbox      {box['backlog']} waiting" + (
+        f", oldest {present.span(oldest)}" if box["backlog"] and oldest is not None else ""))
+    lines.append(f"rejected   {w['rejected']}" + (paint(
+        "  (see .context/runtime/inbox/rejected/)", "yellow") if w["rejected"] else ""))
+    s = w["sessions"]
+    lines.append(f"sessions   {s['active']} active, {s['completed']} completed"
+                 "  (list them: sidecar sessions)")
+    if w["tokens"]:
+        lines.append(f"tokens     {tokens_text(w['tokens'])} ({w['tokens'].get('sessions', 0)} "
+                     "session(s) with figures)")
+    if w["bindings"]:
+        lines += _binding_lines(w, shown, now, paint)
+    lines += _follow_up_lines(w, shown, now, paint)
+    for name, counts in w["plugins"].items():
+        lines.append(f"plugin     {name}: {counts['calls']} calls, {counts['errors']} errors, "
+                     f"{counts['hangs']} hangs")
+    lines += [paint(f"error      {error}", "red") for error in w["errors"]]
+    return lines
+
+
+def render_text(report: Report, bindings_shown: int = 20, now: float | None = None,
+                style: Style | None = None) -> str:
+    now = time.time() if now is None else now
+    paint = style or present.style_for()
+    blocks = ["\n".join(_workspace_lines(w, bindings_shown, now, paint))
+              for w in report["workspaces"]]
+    return "\n\n".join(blocks) + "\n" if blocks else ""
