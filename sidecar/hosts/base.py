@@ -240,6 +240,16 @@ class Host:
     # status follows its session.error).
     failures_are_attempts: bool = False
 
+    # What its needs-input events ask, by their `notification_type` (lower case), where only
+    # some are asks: a notice (a login that worked, a shell that finished) is traced only and
+    # leaves the session's state as it was. None: every needs-input event of its is an ask.
+    asks: frozenset[str] | None = None
+
+    def is_ask(self, kind: str) -> bool:
+        """Whether a needs-input event of this host's, asking `kind` (`Event.input_kind`),
+        waits for the user."""
+        return self.asks is None or kind.lower() in self.asks
+
     def stated_failure(self, payload: Mapping[str, Any]) -> Failure | None:
         """A failed turn's error kind and text as this host's turn-failed payload states them,
         where not as the plain `error` and message strings every host's are read for (None:

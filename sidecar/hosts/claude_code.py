@@ -24,7 +24,12 @@ from sidecar.hosts import transcripts
 from sidecar.hosts.base import UUID, EndFacts, Failure, Host, Option, Scope, Tokens
 from sidecar.vocabulary import EventKind
 
-EVENTS = ["SessionStart", "UserPromptSubmit", "PostToolUse", "Stop", "StopFailure", "SessionEnd"]
+EVENTS = ["SessionStart", "UserPromptSubmit", "PostToolUse", "Stop", "StopFailure", "SessionEnd",
+          "Notification"]
+# Its Notification's `notification_type`s that wait for the user (2.1.328's own names; the
+# rest are notices: auth_success, elicitation_complete, agent_completed...).
+ASKS = frozenset(("permission_prompt", "idle_prompt", "elicitation_dialog",
+                  "elicitation_url_dialog", "worker_permission_prompt", "agent_needs_input"))
 
 PERMISSION_MODE = Option("permissionMode", "permission_mode",
                          ("acceptEdits", "auto", "bypassPermissions", "manual", "dontAsk", "plan"),
@@ -80,7 +85,8 @@ class ClaudeCode(Host):
         "SessionStart": EventKind.SESSION_START, "UserPromptSubmit": EventKind.TURN_START,
         "PostToolUse": EventKind.TOOL_USE, "Stop": EventKind.TURN_END,
         "SubagentStop": EventKind.TURN_END, "StopFailure": EventKind.TURN_FAILED,
-        "SessionEnd": EventKind.SESSION_END})
+        "SessionEnd": EventKind.SESSION_END, "Notification": EventKind.NEEDS_INPUT})
+    asks = ASKS
     # A non-interactive resume can be granted nothing at a prompt: it may edit files
     # (acceptEdits, or config.toml's permissionMode), and its log shows the argv it ran.
     resume = ("claude", "--permission-mode", "{permission_mode}", "--resume", "{session_id}",
@@ -95,7 +101,8 @@ class ClaudeCode(Host):
               on_path=True, note="the committed settings call `sidecar` from PATH, so the hooks "
               "work on every machine where sidecar is installed and on PATH"),
     )
-    integrate_help = """Hooks for SessionStart, UserPromptSubmit, PostToolUse, Stop and SessionEnd.
+    integrate_help = """Hooks for SessionStart, UserPromptSubmit, PostToolUse, Stop, StopFailure,
+    SessionEnd and Notification.
 
     By default in the project's .claude/settings.local.json: Claude Code reads it, and projects
     do not commit it, so the absolute path of this machine's `sidecar` stays on this machine.
