@@ -9,7 +9,6 @@ tests hold each copy to its original.
 
 import _json
 import os
-from datetime import UTC, datetime
 
 CONTEXT = ".context"
 MAX_FILE = 16 * 1024 * 1024
@@ -94,12 +93,41 @@ def read_json(root: str, *names: str) -> object:
 
 
 def parse_ts(value: object) -> float | None:
+    """timeutil.parse_ts: epoch seconds from a number or RFC 3339 text. sidecar's own form
+    (2026-11-29T07:25:57.336Z) is read by hand: the datetime module costs a status line more
+    than the reading."""
     if isinstance(value, (int, float)) and not isinstance(value, bool):
         return float(value)
     if not isinstance(value, str):
         return None
+    text = value.strip()
+    if len(text) >= 20 and text[-1] == "Z" and text[4] == "-" and text[10] == "T" \
+            and text[19] in ".Z" and text[:19].replace("-", "").replace(":", "")[:8].isdigit():
+        try:
+            whole = _days(int(text[:4]), int(text[5:7]), int(text[8:10])) * 86400 \
+                + int(text[11:13]) * 3600 + int(text[14:16]) * 60 + int(text[17:19])
+            return whole + (float("0" + text[19:-1]) if text[19] == "." else 0.0)
+        except ValueError:
+            pass
+    return _parse_other(text)
+
+
+def _days(year: int, month: int, day: int) -> int:
+    """Days from 1970-01-01 to a date of the proleptic Gregorian calendar (H. Hinnant's)."""
+    if not (1 <= month <= 12 and 1 <= day <= 31):
+        raise ValueError("not a date")
+    year -= month <= 2
+    era = year // 400
+    of_era = year - era * 400
+    of_year = (153 * (month + (-3 if month > 2 else 9)) + 2) // 5 + day - 1
+    return era * 146097 + of_era * 365 + of_era // 4 - of_era // 100 + of_year - 719468
+
+
+def _parse_other(text: str) -> float | None:
+    from datetime import UTC, datetime  # any other RFC 3339 form: rare, so imported only then
+
     try:
-        moment = datetime.fromisoformat(value.strip().replace("Z", "+00:00"))
+        moment = datetime.fromisoformat(text.replace("Z", "+00:00"))
     except ValueError:
         return None
     if moment.tzinfo is None:
