@@ -21,7 +21,7 @@ from types import MappingProxyType
 from typing import Any
 
 from sidecar.hosts import transcripts
-from sidecar.hosts.base import UUID, EndFacts, Failure, Host, Option, Scope, Tokens
+from sidecar.hosts.base import UUID, EndFacts, Extra, Failure, Host, Option, Scope, Tokens
 from sidecar.vocabulary import EventKind
 
 EVENTS = ["SessionStart", "UserPromptSubmit", "PostToolUse", "Stop", "StopFailure", "SessionEnd",
@@ -108,6 +108,9 @@ class ClaudeCode(Host):
     do not commit it, so the absolute path of this machine's `sidecar` stays on this machine.
     """
     integrate_hint = " (or --user for every project)"
+    extras = (Extra("--statusline", "Also make Claude Code's status line `sidecar status "
+                    "--line` (this session's state and next follow-up), in the same file; a "
+                    "status line you already have is kept and shown first."),)
     id_shape = (UUID, "a UUID")
 
     def place(self, scope: Scope, root: Path | None, home: Path) -> Path:
@@ -119,7 +122,19 @@ class ClaudeCode(Host):
     def integrate(self, place: Path, sidecar: str, *, uninstall: bool) -> bool:
         from sidecar.hosts import settings  # integration code: see base.py
 
-        return settings.write_hooks(place, sidecar, self.name, EVENTS, uninstall)
+        changed = settings.write_hooks(place, sidecar, self.name, EVENTS, uninstall)
+        if uninstall:  # sidecar's status line goes with its hooks (the user's own comes back)
+            from sidecar.hosts import claude_statusline
+
+            changed = claude_statusline.remove(place) or changed
+        return changed
+
+    def integrate_extra(self, flag: str, place: Path, sidecar: str) -> str:
+        from sidecar.hosts import claude_statusline
+
+        changed = claude_statusline.install(place, sidecar, self.name)
+        return f"the status line runs `sidecar status --line` in {place}" + (
+            "" if changed else " (already so; nothing changed)")
 
     def integrated(self, root: Path | None, home: Path) -> bool:
         from sidecar.hosts import settings
