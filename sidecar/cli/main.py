@@ -111,10 +111,10 @@ def status(
     session: str | None = typer.Option(None, "--session", help="One host session's timeline "
                                        "and follow-ups instead."),
     line: bool = typer.Option(False, "--line", help="One short line for a status bar: the "
-                              "session whose JSON comes on standard input (Claude Code's "
-                              "statusLine), else counts across the registered workspaces "
-                              "(tmux's status-right). Also takes --source NAME and --then "
-                              "COMMAND (see the status line guide)."),
+                              "state of the session whose JSON comes on standard input (a "
+                              "host's status line command), else counts across the registered "
+                              "workspaces (tmux's status-right). It also takes --source NAME "
+                              "and --then COMMAND (see the status line guide)."),
 ) -> None:
     """Instances, inbox, rejected files, sessions, bindings, hooks and queue."""
     if line:  # the launcher runs `status --line` before typer; this is the same, in process
