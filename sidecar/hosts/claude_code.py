@@ -106,6 +106,8 @@ class ClaudeCode(Host):
 
     By default in the project's .claude/settings.local.json: Claude Code reads it, and projects
     do not commit it, so the absolute path of this machine's `sidecar` stays on this machine.
+
+    Example: sidecar integrate claude-code --statusline
     """
     integrate_hint = " (or --user for every project)"
     extras = (Extra("--statusline", "Also make Claude Code's status line `sidecar status "
