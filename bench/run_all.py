@@ -1,7 +1,7 @@
 """`make bench`: every benchmark, each figure beside a floor measured in the same run.
 
 Benchmarks measure; they assert nothing. Pass names (emit, latency, throughput, status, hooks,
-handoff, lifecycle, idle, many, top) to run only some.
+handoff, lifecycle, idle, many, top, statusline) to run only some.
 """
 
 from __future__ import annotations
@@ -17,12 +17,13 @@ import bench_handoff  # noqa: E402
 import bench_hooks  # noqa: E402
 import bench_lifecycle  # noqa: E402
 import bench_many  # noqa: E402
+import bench_statusline  # noqa: E402
 import bench_top  # noqa: E402
 
 
 def main() -> None:
     chosen = set(sys.argv[1:]) or {"emit", "latency", "throughput", "status", "hooks", "handoff",
-                                   "lifecycle", "idle", "many", "top"}
+                                   "lifecycle", "idle", "many", "top", "statusline"}
     print(f"{'benchmark':<44} {'figure':<26} {'floor (same run)':<34} ratio / target")
     if "emit" in chosen:
         bench_emit.main()
@@ -46,6 +47,8 @@ def main() -> None:
         bench_many.many(1000)
     if "top" in chosen:
         bench_top.top(1000)
+    if "statusline" in chosen:
+        bench_statusline.main()
 
 
 if __name__ == "__main__":

@@ -4,6 +4,8 @@ import sys
 command = sys.argv[1] if len(sys.argv) > 1 else ""
 if command == "emit":
     from sidecar.emit import main
+elif command == "status" and "--line" in sys.argv[2:] and "--help" not in sys.argv:
+    from sidecar.statusline import main  # a status bar runs it on every refresh, as emit
 elif command == "run":
     from sidecar.cli.run import main
 else:

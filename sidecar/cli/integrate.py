@@ -107,8 +107,16 @@ def integrate(host: Host, flags: dict[str, bool], uninstall: bool, root: Path | 
     if scope.note and not uninstall:
         typer.echo(f"note: {scope.note}", err=True)
 
+    extras = [e for e in host.extras if flags.get(_option_name(e.flag))] if not uninstall else []
+
     def write() -> bool:
-        return host.integrate(place, command, uninstall=uninstall)
+        # The extras first: one that cannot be set stops the integration before any hook is
+        # written (and so before any is left unremembered).
+        said = [host.integrate_extra(extra.flag, place, command) for extra in extras]
+        changed = host.integrate(place, command, uninstall=uninstall)
+        for sentence in said:
+            typer.echo(sentence)
+        return changed
 
     _run(host, place, write, uninstall)
 
@@ -120,11 +128,12 @@ def _option_name(flag: str) -> str:
 def _command(host: Host) -> Callable[..., None]:
     """The typer command of one host: its scopes' flags, --uninstall, and --root and --init
     where it writes into a project."""
-    flags = [scope.flag for scope in host.scopes if scope.flag]
-    params = [inspect.Parameter(_option_name(scope.flag), inspect.Parameter.KEYWORD_ONLY,
-                                default=typer.Option(False, scope.flag, help=scope.help),
-                                annotation=bool)
-              for scope in host.scopes if scope.flag]
+    flagged = [(scope.flag, scope.help) for scope in host.scopes if scope.flag]
+    flagged += [(extra.flag, extra.help) for extra in host.extras]
+    flags = [flag for flag, _help in flagged]
+    params = [inspect.Parameter(_option_name(flag), inspect.Parameter.KEYWORD_ONLY,
+                                default=typer.Option(False, flag, help=text), annotation=bool)
+              for flag, text in flagged]
     params.append(inspect.Parameter("uninstall", inspect.Parameter.KEYWORD_ONLY,
                                     default=UninstallOpt, annotation=bool))
     in_project = any(scope.in_project for scope in host.scopes)

@@ -72,6 +72,15 @@ class Scope:
 
 
 @dataclass(frozen=True)
+class Extra:
+    """Something `sidecar integrate <host>` also sets when its flag is given (Host.extras);
+    taking the hooks out takes it out too."""
+
+    flag: str
+    help: str
+
+
+@dataclass(frozen=True)
 class Failure:
     """A turn the host's API refused, as its transcript tells it."""
 
@@ -157,6 +166,7 @@ class Host:
     records_itself: bool = False  # its integrate() remembers what it owns (owned.py) itself
     calls_sidecar: bool = True  # its hooks run the `sidecar` command (a plugin may not)
     id_shape: tuple[re.Pattern[str], str] | None = None  # its session ids, described
+    extras: tuple[Extra, ...] = ()  # more `sidecar integrate <name>` sets, flag by flag
 
     def place(self, scope: Scope, root: Path | None, home: Path) -> Path:
         """Where `scope` writes, for the project `root` (None: not in a project) and `home`."""
@@ -179,6 +189,11 @@ class Host:
     def integrated(self, root: Path | None, home: Path) -> bool:
         """Whether sidecar's hooks are in any of the host's settings seen from `root`."""
         return False
+
+    def integrate_extra(self, flag: str, place: Path, sidecar: str) -> str:
+        """Set the extra of `flag` at `place` (where the hooks went), calling `sidecar`; what
+        it did, in a sentence. IntegrateError (and nothing written) where it cannot."""
+        raise NotImplementedError(f"{self.name} has no {flag}")
 
     def findings(self, root: Path | None, home: Path) -> list[Finding]:
         """`doctor`'s checks of an integrated host, beyond what it checks of every host."""
@@ -239,6 +254,16 @@ class Host:
     # default a turn end right after a failure says nothing of the limit (opencode's idle
     # status follows its session.error).
     failures_are_attempts: bool = False
+
+    # What its needs-input events ask, by their `notification_type` (lower case), where only
+    # some are asks: a notice (a login that worked, a shell that finished) is traced only and
+    # leaves the session's state as it was. None: every needs-input event of its is an ask.
+    asks: frozenset[str] | None = None
+
+    def is_ask(self, kind: str) -> bool:
+        """Whether a needs-input event of this host's, asking `kind` (`Event.input_kind`),
+        waits for the user."""
+        return self.asks is None or kind.lower() in self.asks
 
     def stated_failure(self, payload: Mapping[str, Any]) -> Failure | None:
         """A failed turn's error kind and text as this host's turn-failed payload states them,

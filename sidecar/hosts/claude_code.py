@@ -21,10 +21,15 @@ from types import MappingProxyType
 from typing import Any
 
 from sidecar.hosts import transcripts
-from sidecar.hosts.base import UUID, EndFacts, Failure, Host, Option, Scope, Tokens
+from sidecar.hosts.base import UUID, EndFacts, Extra, Failure, Host, Option, Scope, Tokens
 from sidecar.vocabulary import EventKind
 
-EVENTS = ["SessionStart", "UserPromptSubmit", "PostToolUse", "Stop", "StopFailure", "SessionEnd"]
+EVENTS = ["SessionStart", "UserPromptSubmit", "PostToolUse", "Stop", "StopFailure", "SessionEnd",
+          "Notification"]
+# Its Notification's `notification_type`s that wait for the user (2.1.328's own names; the
+# rest are notices: auth_success, elicitation_complete, agent_completed...).
+ASKS = frozenset(("permission_prompt", "idle_prompt", "elicitation_dialog",
+                  "elicitation_url_dialog", "worker_permission_prompt", "agent_needs_input"))
 
 PERMISSION_MODE = Option("permissionMode", "permission_mode",
                          ("acceptEdits", "auto", "bypassPermissions", "manual", "dontAsk", "plan"),
@@ -80,7 +85,8 @@ class ClaudeCode(Host):
         "SessionStart": EventKind.SESSION_START, "UserPromptSubmit": EventKind.TURN_START,
         "PostToolUse": EventKind.TOOL_USE, "Stop": EventKind.TURN_END,
         "SubagentStop": EventKind.TURN_END, "StopFailure": EventKind.TURN_FAILED,
-        "SessionEnd": EventKind.SESSION_END})
+        "SessionEnd": EventKind.SESSION_END, "Notification": EventKind.NEEDS_INPUT})
+    asks = ASKS
     # A non-interactive resume can be granted nothing at a prompt: it may edit files
     # (acceptEdits, or config.toml's permissionMode), and its log shows the argv it ran.
     resume = ("claude", "--permission-mode", "{permission_mode}", "--resume", "{session_id}",
@@ -95,12 +101,18 @@ class ClaudeCode(Host):
               on_path=True, note="the committed settings call `sidecar` from PATH, so the hooks "
               "work on every machine where sidecar is installed and on PATH"),
     )
-    integrate_help = """Hooks for SessionStart, UserPromptSubmit, PostToolUse, Stop and SessionEnd.
+    integrate_help = """Hooks for SessionStart, UserPromptSubmit, PostToolUse, Stop, StopFailure,
+    SessionEnd and Notification.
 
     By default in the project's .claude/settings.local.json: Claude Code reads it, and projects
     do not commit it, so the absolute path of this machine's `sidecar` stays on this machine.
+
+    Example: sidecar integrate claude-code --statusline
     """
     integrate_hint = " (or --user for every project)"
+    extras = (Extra("--statusline", "Also make Claude Code's status line `sidecar status "
+                    "--line` (this session's state and next follow-up), in the same file; a "
+                    "status line you already have is kept and shown first."),)
     id_shape = (UUID, "a UUID")
 
     def place(self, scope: Scope, root: Path | None, home: Path) -> Path:
@@ -112,7 +124,19 @@ class ClaudeCode(Host):
     def integrate(self, place: Path, sidecar: str, *, uninstall: bool) -> bool:
         from sidecar.hosts import settings  # integration code: see base.py
 
-        return settings.write_hooks(place, sidecar, self.name, EVENTS, uninstall)
+        changed = settings.write_hooks(place, sidecar, self.name, EVENTS, uninstall)
+        if uninstall:  # sidecar's status line goes with its hooks (the user's own comes back)
+            from sidecar.hosts import claude_statusline
+
+            changed = claude_statusline.remove(place) or changed
+        return changed
+
+    def integrate_extra(self, flag: str, place: Path, sidecar: str) -> str:
+        from sidecar.hosts import claude_statusline
+
+        changed = claude_statusline.install(place, sidecar, self.name)
+        return f"the status line runs `sidecar status --line` in {place}" + (
+            "" if changed else " (already so; nothing changed)")
 
     def integrated(self, root: Path | None, home: Path) -> bool:
         from sidecar.hosts import settings

@@ -80,6 +80,17 @@ def env_key(config_toml: bytes) -> tuple[str, ...]:
     return (key,) if isinstance(key, str) and key else ()
 
 
+def asked_tool(payload: Mapping[str, Any]) -> str:
+    """What a PermissionRequest asks to run, in a line: the tool, and its command if it has one."""
+    tool = payload.get("tool_name")
+    tool_input = payload.get("tool_input")
+    command = tool_input.get("command") if isinstance(tool_input, dict) else None
+    if isinstance(command, list):
+        command = " ".join(str(word) for word in command)
+    name = tool if isinstance(tool, str) and tool else "a tool"
+    return f"{name}: {command}"[:500] if isinstance(command, str) and command else name
+
+
 class Codex(Host):
     name = "codex"
     title = "Codex"
@@ -88,7 +99,8 @@ class Codex(Host):
         "SessionStart": EventKind.SESSION_START, "UserPromptSubmit": EventKind.TURN_START,
         "PostToolUse": EventKind.TOOL_USE, "Stop": EventKind.TURN_END,
         "SubagentStop": EventKind.TURN_END, "SessionEnd": EventKind.SESSION_END,
-        "agent-turn-complete": EventKind.TURN_END})  # the last: its `notify` program's
+        "agent-turn-complete": EventKind.TURN_END,  # its `notify` program's
+        "PermissionRequest": EventKind.NEEDS_INPUT})  # an approval it asks the user for
     # It may write in the workspace (sandbox workspace-write, or config.toml's codexSandbox).
     resume = ("codex", "exec", "resume", "--skip-git-repo-check", "-c",
               'sandbox_mode="{codex_sandbox}"', "--", "{session_id}", "{prompt}")
@@ -133,6 +145,11 @@ class Codex(Host):
 
     def recognises(self, payload: Mapping[str, Any]) -> bool:
         return "thread-id" in payload and payload.get("type") == "agent-turn-complete"
+
+    def payload_fields(self, payload: Mapping[str, Any]) -> dict[str, str]:
+        if payload.get("hook_event_name") != "PermissionRequest":
+            return {}
+        return {"notification_type": "permission_request", "message": asked_tool(payload)}
 
     def end_facts(self, transcript_path: str | None, session_id: str) -> EndFacts:
         return EndFacts(last_failure(transcripts.tail_entries(transcript_path)),

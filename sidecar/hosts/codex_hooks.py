@@ -38,7 +38,7 @@ from sidecar.hosts.settings import (
     save_toml,
 )
 
-EVENTS = ["SessionStart", "UserPromptSubmit", "PostToolUse", "Stop", "SessionEnd"]
+EVENTS = ["SessionStart", "UserPromptSubmit", "PostToolUse", "Stop", "SessionEnd", "PermissionRequest"]
 SHORT_TIMEOUT = {"session_end": 1, "interrupt": 1}  # Codex 0.169.0 clamps these before hashing
 DEFAULT_TIMEOUT = 600
 ASK_TIMEOUT = 30.0  # seconds for `codex app-server` to answer hooks/list

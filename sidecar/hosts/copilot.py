@@ -30,12 +30,14 @@ from sidecar.hosts import transcripts
 from sidecar.hosts.base import UUID, EndFacts, Failure, Finding, Host, IntegrateError, Option, Scope, Tokens
 from sidecar.vocabulary import EventKind
 
-# notification and permissionRequest are traced only.
+# notification is an ask where its notification_type is one (ASKS); permissionRequest is traced
+# only: it comes before Copilot's own rules decide, so also for a tool allowed without asking.
 EVENTS = ["sessionStart", "userPromptSubmitted", "postToolUse", "agentStop", "sessionEnd",
           "errorOccurred", "notification", "permissionRequest"]
 # Copilot waits for each hook (and kills it at timeoutSec): emit returns in tens of
 # milliseconds, so a few seconds is ample and still bounds a stuck machine.
 TIMEOUT_SEC = 5
+ASKS = frozenset(("permission_prompt", "elicitation_dialog"))
 REPO_FILE = Path(".github") / "hooks" / "sidecar.json"
 LIMIT_ERRORS = {"rate_limit": "rate_limit", "quota_exceeded": "quota_exceeded"}
 # What a headless resume may do without asking (`-p` can ask no one, so anything not allowed
@@ -160,7 +162,9 @@ class Copilot(Host):
     events = MappingProxyType({
         "sessionStart": EventKind.SESSION_START, "userPromptSubmitted": EventKind.TURN_START,
         "postToolUse": EventKind.TOOL_USE, "agentStop": EventKind.TURN_END,
-        "errorOccurred": EventKind.TURN_FAILED, "sessionEnd": EventKind.SESSION_END})
+        "errorOccurred": EventKind.TURN_FAILED, "sessionEnd": EventKind.SESSION_END,
+        "notification": EventKind.NEEDS_INPUT})
+    asks = ASKS  # its other notifications (a shell completed, an agent finished) are notices
     # errorOccurred comes for every failed attempt, and agentStop only for an answered turn
     # (after a retry that got through; a refused turn ends with sessionEnd `error`).
     failures_are_attempts = True

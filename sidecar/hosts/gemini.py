@@ -20,7 +20,7 @@ from sidecar.hosts import transcripts
 from sidecar.hosts.base import UUID, EndFacts, Finding, Host, IntegrateError, Scope, Tokens
 from sidecar.vocabulary import EventKind
 
-EVENTS = ["SessionStart", "SessionEnd", "BeforeAgent", "AfterAgent", "AfterTool"]
+EVENTS = ["SessionStart", "SessionEnd", "BeforeAgent", "AfterAgent", "AfterTool", "Notification"]
 HANDLER = {"name": "sidecar", "timeout": 5000}  # ms; emit returns in tens of milliseconds
 
 
@@ -86,7 +86,9 @@ class Gemini(Host):
     events = MappingProxyType({
         "SessionStart": EventKind.SESSION_START, "SessionEnd": EventKind.SESSION_END,
         "BeforeAgent": EventKind.TURN_START, "AfterAgent": EventKind.TURN_END,
-        "AfterTool": EventKind.TOOL_USE})
+        "AfterTool": EventKind.TOOL_USE, "Notification": EventKind.NEEDS_INPUT})
+    # 0.61.0's only NotificationType: a tool waits for the user's confirmation (interactive).
+    asks = frozenset(("toolpermission",))
     resume = ("gemini", "--resume", "{session_id}", "-p", "{prompt}")
     key_variables = ("GEMINI_API_KEY", "GOOGLE_API_KEY", "GOOGLE_GEMINI_BASE_URL",
                      "GOOGLE_CLOUD_PROJECT")
@@ -96,7 +98,8 @@ class Gemini(Host):
               "from PATH.", on_path=True, note="the project's hooks call `sidecar` from PATH, "
               "so they work on every machine where sidecar is installed"),
     )
-    integrate_help = "Hooks for SessionStart, SessionEnd, BeforeAgent, AfterAgent and AfterTool."
+    integrate_help = "Hooks for SessionStart, SessionEnd, BeforeAgent, AfterAgent, AfterTool " \
+                     "and Notification."
     id_shape = (UUID, "a UUID")
 
     def place(self, scope: Scope, root: Path | None, home: Path) -> Path:

@@ -76,7 +76,7 @@ class Opencode(Host):
     # Its plugin names its events by sidecar's own kinds.
     events = MappingProxyType({kind.value: kind for kind in (
         EventKind.SESSION_START, EventKind.SESSION_END, EventKind.TURN_START, EventKind.TURN_END,
-        EventKind.TURN_FAILED, EventKind.TOOL_USE)})
+        EventKind.TURN_FAILED, EventKind.TOOL_USE, EventKind.NEEDS_INPUT)})
     # opencode re-quotes an argument holding a space: the prompt goes on standard input.
     resume = ("opencode", "run", "--session", "{session_id}", "<{prompt}")
     key_variables = ("OPENAI_API_KEY", "ANTHROPIC_API_KEY", "OPENCODE_CONFIG")

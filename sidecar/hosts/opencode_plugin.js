@@ -58,6 +58,13 @@ export const SidecarPlugin = async ({ directory }) => {
         const kind = data.statusCode === 429 ? "rate_limit" : error.name || "error"
         drop("turn-failed", id, { error: kind, error_message: String(data.message || ""),
                                   hostEvent: event.type })
+      } else if (event.type === "permission.asked" || event.type === "permission.updated") {
+        // It asks the user to allow a tool (1.18: permission.asked; older: permission.updated).
+        // The tool's run, or the turn's end, follows the answer.
+        const patterns = Array.isArray(props.patterns) ? props.patterns : [props.pattern]
+        const asked = [props.permission || props.type, patterns.filter(Boolean).join(" ")]
+        drop("needs-input", id, { notification_type: "permission", hostEvent: event.type,
+                                  message: String(props.title || asked.filter(Boolean).join(": ")).slice(0, 500) })
       }
     },
     "tool.execute.after": async (input) => {

@@ -126,7 +126,11 @@ class Qwen(Host):
     events = MappingProxyType({
         "SessionStart": EventKind.SESSION_START, "UserPromptSubmit": EventKind.TURN_START,
         "PostToolUse": EventKind.TOOL_USE, "Stop": EventKind.TURN_END,
-        "StopFailure": EventKind.TURN_FAILED, "SessionEnd": EventKind.SESSION_END})
+        "StopFailure": EventKind.TURN_FAILED, "SessionEnd": EventKind.SESSION_END,
+        "Notification": EventKind.NEEDS_INPUT})
+    # 0.24.4's Notification types that wait for the user; auth_success (at every start) is a
+    # notice.
+    asks = frozenset(("permission_prompt", "idle_prompt", "elicitation_dialog"))
     # Headless, Qwen Code's default approval mode offers no tool that edits or runs anything:
     # a resume may edit files (auto-edit, or config.toml's qwenApprovalMode). The prompt goes
     # as `--prompt=…`: 0.24.4 drops a positional prompt after `--` and reads one that begins

@@ -253,7 +253,7 @@ def parse(data: bytes, file: str, mtime: float) -> Event:
         ts = parse_ts(meta.get("ts"))
     hook_id = payload.get("sidecarHookId", meta.get("hookId"))
     host_pid = _whole(payload.get("hostPid", meta.get("hostPid")))
-    return Event(
+    event = Event(
         file=file,
         name=name,
         kind=canonical(host, name),
@@ -266,6 +266,10 @@ def parse(data: bytes, file: str, mtime: float) -> Event:
         host_start=_whole(payload.get("hostStart", meta.get("hostStart"))),
         fields=fields,
     )
+    if event.kind == EventKind.NEEDS_INPUT and known is not None \
+            and not known.is_ask(event.input_kind):
+        event.kind = None  # a notice, not an ask: traced only (Host.asks)
+    return event
 
 
 def _event_name(payload: dict[str, Any], meta: dict[str, Any]) -> str:

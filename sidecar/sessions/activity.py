@@ -67,6 +67,10 @@ def end_cause(record: SessionRecord) -> str:
 _ASKS = {
     "permission_prompt": "asked for permission", "toolpermission": "asked for permission",
     "idle_prompt": "waiting for your prompt", "elicitation_dialog": "asked you a question",
+    "permission_request": "asked for permission", "permission": "asked for permission",
+    "elicitation_url_dialog": "asked you to open a link",
+    "worker_permission_prompt": "a worker asked for permission",
+    "agent_needs_input": "an agent asked for input",
 }
 
 

@@ -55,3 +55,24 @@ def test_textual_is_loaded_by_top_alone():
         assert "sidecar.top.app" not in loaded, argv
     out = subprocess.run([sys.executable, "-c", LOADED], capture_output=True, check=True).stdout
     assert "textual" not in orjson.loads(out)
+
+
+STATUS_LINE = ("import atexit, json, sys\n"
+               "before = set(sys.modules)\n"
+               "atexit.register(lambda: print(json.dumps(sorted(set(sys.modules) - before)), "
+               "file=sys.stderr))\n"
+               "sys.argv = ['sidecar', 'status', '--line']\n"
+               "exec(compile(open(LAUNCHER).read(), 'sidecar', 'exec'))\n")
+
+
+def test_the_status_line_loads_only_the_standard_library():
+    """`status --line` runs on every refresh of a status bar: like `emit`, the launcher runs it
+    with nothing but the standard library (not even orjson) and its own two modules."""
+    code = STATUS_LINE.replace("LAUNCHER", repr(SIDECAR))
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, check=True,
+                            text=True, input="")
+    assert result.stdout.endswith("\n")
+    loaded = orjson.loads(result.stderr.strip().splitlines()[-1])  # beyond the interpreter's own
+    assert sorted(m for m in loaded if m.split(".")[0] == "sidecar") == [
+        "sidecar", "sidecar.quickread", "sidecar.statusline"]
+    assert [m for m in loaded if m.split(".")[0] not in (*sys.stdlib_module_names, "sidecar")] == []

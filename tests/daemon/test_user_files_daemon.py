@@ -35,7 +35,7 @@ def test_a_symlinked_gemini_settings_file_neither_crashes_integrate_nor_doctor(w
     settings.parent.mkdir()
     settings.symlink_to(target)
     assert run("integrate", "gemini", cwd=workspace.root, env=env).returncode == 0
-    assert settings.is_symlink() and len(sidecar_hooks(target)) == 5
+    assert settings.is_symlink() and len(sidecar_hooks(target)) == 6  # Notification too
     doctor = run("doctor", cwd=workspace.root, env=env)
     assert doctor.returncode in (0, 1) and b"gemini" in doctor.stdout.lower()
 

@@ -64,7 +64,7 @@ def test_claude_code_user_settings(tmp_path, config_home):
     home = tmp_path / "home"
     result = invoke("integrate", "claude-code", "--user", env={"HOME": str(home)}, cwd=tmp_path)
     assert result.returncode == 0
-    assert len(ours(read_json(home / ".claude/settings.json"))) == len(claude_code.EVENTS) == 6  # StopFailure too
+    assert len(ours(read_json(home / ".claude/settings.json"))) == len(claude_code.EVENTS) == 7  # StopFailure and Notification too
 
 
 def test_a_broken_settings_file_is_left_alone(workspace):
@@ -81,7 +81,8 @@ def expected_hash(event: str, handler: dict) -> str:
     SessionEnd's timeout is clamped to 1 s before hashing (tests/e2e/codex/test_codex_e2e.py asks the
     real Codex for the same hashes)."""
     snake = {"SessionStart": "session_start", "UserPromptSubmit": "user_prompt_submit",
-             "PostToolUse": "post_tool_use", "Stop": "stop", "SessionEnd": "session_end"}[event]
+             "PostToolUse": "post_tool_use", "Stop": "stop", "SessionEnd": "session_end",
+             "PermissionRequest": "permission_request"}[event]
     timeout = handler.get("timeout", 600)
     if snake == "session_end":
         timeout = min(timeout, 1)

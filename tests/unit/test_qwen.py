@@ -37,9 +37,10 @@ def event(body: dict, ts: float = T0, file: str = "e.json"):
     ("UserPromptSubmit", EventKind.TURN_START), ("PostToolUse", EventKind.TOOL_USE),
     ("Stop", EventKind.TURN_END), ("Stop.tool", EventKind.TURN_END),
     ("SessionEnd.prompt_input_exit", EventKind.SESSION_END),
-    # traced only
+    ("Notification.idle_prompt", EventKind.NEEDS_INPUT),
+    # traced only (auth_success: a notice at every start, not an ask)
     ("InstructionsLoaded", None), ("Notification.auth_success", None),
-    ("Notification.idle_prompt", None), ("MessageDisplay", None), ("PreToolUse", None),
+    ("MessageDisplay", None), ("PreToolUse", None),
     ("PostToolBatch", None),
 ])
 def test_each_recorded_event_means_what_qwen_code_does(name, kind):

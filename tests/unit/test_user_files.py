@@ -78,7 +78,7 @@ def test_gemini_settings_with_comments_keep_them_and_come_back_whole(workspace, 
     assert run("integrate", "gemini", cwd=workspace.root, env=env).returncode == 0
     text = settings.read_text()
     assert "// my theme" in text and "/* the model */" in text
-    assert len(sidecar_hooks(settings, comments=True)) == 5
+    assert len(sidecar_hooks(settings, comments=True)) == 6  # Notification too
     assert run("integrate", "gemini", "--uninstall", cwd=workspace.root, env=env).returncode == 0
     assert settings.read_text() == original
 
@@ -115,7 +115,7 @@ def test_codex_files_behind_links_stay_links_with_their_modes(workspace, env, tm
                                (codex_home / "hooks.json", hooks, 0o644)):
         assert link.is_symlink() and link.resolve() == target
         assert stat.S_IMODE(target.stat().st_mode) == mode
-    assert "trusted_hash" in config.read_text() and len(sidecar_hooks(hooks)) == 5
+    assert "trusted_hash" in config.read_text() and len(sidecar_hooks(hooks)) == 6
     assert run("integrate", "codex", "--uninstall", cwd=workspace.root, env=env).returncode == 0
     assert {p: p.read_bytes() for p in (config, hooks)} == before
 

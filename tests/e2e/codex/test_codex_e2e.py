@@ -99,7 +99,8 @@ def test_an_integrated_codex_session_is_completed_by_its_end_and_resumed_once(
         assert run_cli("integrate", "codex", env=env).returncode == 0
         hooks = codex_hooks(codex, workspace.root)
         assert {h["eventName"] for h in hooks} == {"sessionStart", "userPromptSubmit",
-                                                   "postToolUse", "stop", "sessionEnd"}
+                                                   "postToolUse", "stop", "sessionEnd",
+                                                   "permissionRequest"}
         assert {h["trustStatus"] for h in hooks} == {"trusted"}, hooks
         doctor = run_cli("doctor", cwd=workspace.root, env=env).stdout.decode()
         assert "Codex trusts every sidecar hook" in doctor, doctor

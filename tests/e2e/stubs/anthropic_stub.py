@@ -5,6 +5,7 @@ Every request is recorded; every answer is a short streamed text reply.
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 from .loopback import LoopbackStub, Refusal, Reply, json_reply, sse_event
@@ -61,4 +62,40 @@ class LimitedAnthropicStub(AnthropicStub):
             if message is not None:
                 return Refusal(429, {"x-should-retry": "false"}, {
                     "type": "error", "error": {"type": "rate_limit_error", "message": message}})
+        return super().reply(path, body)
+
+
+def tool_stream(model: str, command: str) -> bytes:
+    """An answer that calls the Bash tool with `command` (stop_reason tool_use)."""
+    arguments = json.dumps({"command": command, "description": "Run a command"})
+    events = [
+        {"type": "message_start", "message": {
+            "id": "msg_tool", "type": "message", "role": "assistant", "model": model,
+            "content": [], "stop_reason": None, "stop_sequence": None,
+            "usage": {"input_tokens": 10, "output_tokens": 1}}},
+        {"type": "content_block_start", "index": 0,
+         "content_block": {"type": "tool_use", "id": "toolu_stub1", "name": "Bash", "input": {}}},
+        {"type": "content_block_delta", "index": 0,
+         "delta": {"type": "input_json_delta", "partial_json": arguments}},
+        {"type": "content_block_stop", "index": 0},
+        {"type": "message_delta", "delta": {"stop_reason": "tool_use", "stop_sequence": None},
+         "usage": {"output_tokens": 5}},
+        {"type": "message_stop"},
+    ]
+    return b"".join(sse_event(event["type"], event) for event in events)
+
+
+class ToolAnthropicStub(AnthropicStub):
+    """Asks to run `command` with the Bash tool once a prompt holds `trigger`, then answers
+    text once the tool's result has come back."""
+
+    def __init__(self, trigger: str, command: str) -> None:
+        super().__init__()
+        self.trigger, self.command = trigger, command
+
+    def reply(self, path: str, body: dict[str, Any]) -> Reply | Refusal:
+        sent = json.dumps(body.get("messages", []))
+        if path.startswith("/v1/messages") and body.get("stream") and self.trigger in sent \
+                and "tool_result" not in sent:
+            return "text/event-stream", tool_stream(body.get("model", "claude-stub"), self.command)
         return super().reply(path, body)

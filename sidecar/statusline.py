@@ -1,0 +1,283 @@
+"""`sidecar status --line`: one short line for a status bar, at the cost of `emit`.
+
+A status bar runs it on every refresh, so, like `emit`, it is dispatched before anything heavy
+is imported and loads only the standard library's C parts (`_json` without the `re` that
+`json` pulls in, `_sha1`): it reads the few small files it needs and nothing else.
+
+- With a session's JSON on standard input (Claude Code's `statusLine` command passes one:
+  `session_id`, `cwd`, `workspace.project_dir`...), it shows that session's state and its
+  next follow-up: `working 2 min · post-task in 8 s`.
+- Without one (tmux's `status-right`), it counts the sessions of every registered workspace:
+  `3 working · 1 waiting · 2 queued`.
+
+It never fails its caller's UI: whatever it cannot read, it says so in a few words, and it
+always exits 0. Files under `.context/` are opened without following any symlink.
+"""
+
+import os
+import select
+import sys
+import time
+
+from sidecar.quickread import (
+    MAX_FILE,
+    Unreadable,
+    describe,
+    harness_id,
+    loads,
+    next_follow_up,
+    obj,
+    read_json,
+    state,
+)
+
+CONTEXT = ".context"
+THEIRS_TIMEOUT = 5.0  # seconds the user's own status line command may take
+STDIN_WAIT = 0.5  # seconds to wait for a payload on a pipe that has not said anything yet
+NOT_TRACKED = "sidecar: not tracked"
+USAGE = "usage: sidecar status --line [--source NAME] [--root DIR]... [--then COMMAND]\n"
+
+
+# -- the session a status line's payload names -------------------------------------------------
+
+def find_workspace(start: str) -> str | None:
+    """The nearest folder at or above `start` that holds `.context/` (as `emit` finds it)."""
+    path = os.path.abspath(start)
+    while True:
+        if os.path.isdir(os.path.join(path, CONTEXT)):
+            return path
+        parent = os.path.dirname(path)
+        if parent == path:
+            return None
+        path = parent
+
+
+def _where(payload: dict) -> str | None:  # type: ignore[type-arg]
+    folders = obj(payload.get("workspace"))
+    for value in (folders.get("project_dir"), folders.get("current_dir"), payload.get("cwd")):
+        if isinstance(value, str) and value:
+            found = find_workspace(value)
+            if found is not None:
+                return found
+    return None
+
+
+def _bound(bindings: object, host: str | None, session_id: str) -> tuple[str, str] | None:
+    """(host, harness id) of a binding naming the session: of `host`, or of any host."""
+    by_host = obj(obj(bindings).get("bindings"))
+    for name in [host] if host is not None else sorted(k for k in by_host if isinstance(k, str)):
+        binding = obj(obj(by_host.get(name)).get(session_id))
+        hid = binding.get("harnessSessionId")
+        if isinstance(hid, str) and hid:
+            return name, hid
+    return None
+
+
+def session_line(payload: dict, host: str | None, roots: list[str], now: float) -> str:  # type: ignore[type-arg]
+    session_id = payload.get("session_id")
+    if not isinstance(session_id, str) or not session_id:
+        return NOT_TRACKED
+    root = roots[0] if roots else _where(payload)
+    if root is None:
+        return ""  # no sidecar workspace here: nothing to say
+    try:
+        bound = _bound(read_json(root, "runtime", "hooks", "host-sessions.json"), host, session_id)
+    except Unreadable:
+        bound = None  # an ended session's record is found without its binding all the same
+    if bound is None and host is None:
+        return NOT_TRACKED
+    host, hid = bound if bound is not None else (str(host), harness_id(str(host), session_id))
+    if not hid.replace("-", "").isalnum():
+        return NOT_TRACKED
+    record = read_json(root, "runtime", "sessions", hid, "session.json")
+    if not isinstance(record, dict):
+        return NOT_TRACKED
+    parts = [describe(record, now)]
+    try:
+        follow_up = next_follow_up(read_json(root, "runtime", "hooks.json"), host, session_id, now)
+    except Unreadable as exc:
+        follow_up = str(exc)
+    return " · ".join(parts + [follow_up] if follow_up else parts)
+
+
+# -- every registered workspace, counted -------------------------------------------------------
+
+def registered() -> list[str]:
+    """The registry's workspace roots (config.load_registry's file); Unreadable if broken."""
+    home = os.environ.get("SIDECAR_CONFIG_HOME") or os.path.join(
+        os.environ.get("XDG_CONFIG_HOME") or os.path.join(os.path.expanduser("~"), ".config"),
+        "sidecar")
+    try:
+        with open(os.path.join(home, "workspaces.json"), "rb") as file:
+            data = loads(file.read(MAX_FILE).decode("utf-8"))
+    except FileNotFoundError:
+        return []
+    except (OSError, ValueError):
+        raise Unreadable("registry unreadable") from None
+    roots = obj(data).get("workspaces")
+    if not isinstance(roots, list):
+        raise Unreadable("registry unreadable")
+    return [root for root in roots if isinstance(root, str)]
+
+
+def count_workspace(root: str, counts: dict[str, int]) -> None:
+    """Add one workspace's live sessions (those bound) and follow-ups to `counts`."""
+    by_host = obj(obj(read_json(root, "runtime", "hooks", "host-sessions.json")).get("bindings"))
+    for per_host in by_host.values():
+        for binding in obj(per_host).values():
+            hid = obj(binding).get("harnessSessionId")
+            if not isinstance(hid, str) or not hid.replace("-", "").isalnum():
+                continue
+            try:
+                record = read_json(root, "runtime", "sessions", hid, "session.json")
+            except Unreadable:
+                counts["unreadable"] += 1
+                continue
+            if isinstance(record, dict):
+                counts[state(record)[0]] += 1
+    try:
+        pending = obj(read_json(root, "runtime", "hooks.json")).get("pending") or ()
+    except Unreadable:
+        counts["unreadable"] += 1
+        return
+    for entry in pending:
+        if isinstance(entry, dict):
+            running = entry.get("run") is not None or entry.get("claimedBy")
+            counts["running" if running else "queued"] += 1
+
+
+SHOWN = (("working", "working"), ("waiting", "waiting"), ("limited", "limited"),
+         ("queued", "queued"), ("running", "follow-ups running"), ("unreadable", "unreadable"))
+
+
+def counts_line(roots: list[str]) -> str:
+    counts = dict.fromkeys(("working", "waiting", "idle", "limited", "ended", "queued",
+                            "running", "unreadable"), 0)
+    try:
+        roots = roots or registered()
+    except Unreadable as exc:
+        return f"sidecar: {exc}"
+    for root in roots:
+        try:
+            count_workspace(root, counts)
+        except Unreadable:
+            counts["unreadable"] += 1  # one bad workspace never hides the others
+    parts = [f"{counts[key]} {label}" for key, label in SHOWN if counts[key]]
+    return " · ".join(parts) if parts else ("no active sessions" if not counts["idle"]
+                                            else f"{counts['idle']} idle")
+
+
+# -- the command -------------------------------------------------------------------------------
+
+def read_stdin(stream: object) -> bytes:
+    """What standard input holds, if anything comes; b"" at a terminal or with nothing there
+    (a status bar's stdin may be an open pipe that never says a word)."""
+    fileno = getattr(stream, "fileno", None)
+    chunks: list[bytes] = []
+    try:
+        fd = fileno() if fileno is not None else -1
+        if fd < 0 or os.isatty(fd) or not select.select([fd], [], [], STDIN_WAIT)[0]:
+            return b""
+        size = 0
+        while size <= MAX_FILE and (chunk := os.read(fd, 65536)):
+            chunks.append(chunk)
+            size += len(chunk)
+    except (OSError, ValueError):
+        pass
+    return b"".join(chunks)
+
+
+def payload_of(data: bytes) -> dict | None:  # type: ignore[type-arg]
+    """The session JSON a status line is given; None if it is not a JSON object."""
+    try:
+        payload = loads(data.decode("utf-8")) if data.strip() else None
+    except ValueError:
+        return None
+    return payload if isinstance(payload, dict) else None
+
+
+def run_theirs(command: str, data: bytes, timeout: float = THEIRS_TIMEOUT) -> str:
+    """The user's own status line command, run as Claude Code runs it (`sh -c`, the same
+    standard input), and what it printed (its last newline dropped). Forked by hand: the
+    subprocess module costs more to import than the whole line."""
+    into, out = os.pipe(), os.pipe()
+    pid = os.fork()
+    if pid == 0:  # the child: its stdin and stdout are the pipes, stderr stays the caller's
+        try:
+            os.dup2(into[0], 0)
+            os.dup2(out[1], 1)
+            for fd in (*into, *out):
+                os.close(fd)
+            os.execv("/bin/sh", ["sh", "-c", command])
+        finally:
+            os._exit(127)
+    os.close(into[0])
+    os.close(out[1])
+    try:
+        os.write(into[1], data)
+    except OSError:
+        pass  # it did not read its input: its output still counts
+    os.close(into[1])
+    chunks, deadline = [], time.monotonic() + timeout
+    while (left := deadline - time.monotonic()) > 0 and select.select([out[0]], [], [], left)[0]:
+        chunk = os.read(out[0], 65536)
+        if not chunk:
+            break
+        chunks.append(chunk)
+    os.close(out[0])
+    if time.monotonic() >= deadline:
+        os.kill(pid, 9)  # too slow for a status bar: what it printed so far is shown
+    os.waitpid(pid, 0)
+    return b"".join(chunks).decode("utf-8", "replace").removesuffix("\n")
+
+
+def options(argv: list[str]) -> dict[str, list[str]]:
+    """`--source NAME`, `--then COMMAND` and each `--root DIR`, as `--x value` or `--x=value`
+    (the `--line` flag itself is already known); ValueError names a word it does not know."""
+    given: dict[str, list[str]] = {"--source": [], "--root": [], "--then": []}
+    rest = list(argv)
+    while rest:
+        word = rest.pop(0)
+        key, eq, value = word.partition("=")
+        if key in given and (eq or rest):
+            given[key].append(value if eq else rest.pop(0))
+        elif word != "--line":
+            raise ValueError(word)
+    given["--root"] = [os.path.abspath(root) for root in given["--root"]]
+    return given
+
+
+def ours(given: dict[str, list[str]], data: bytes) -> str:
+    """sidecar's own line: the session's, given one, else the counts."""
+    payload = payload_of(data)
+    host = given["--source"][-1] if given["--source"] else None
+    try:
+        if payload is not None and "session_id" in payload:
+            return session_line(payload, host, given["--root"], time.time())
+        return counts_line(given["--root"])
+    except Unreadable as exc:
+        return f"sidecar: {exc}"
+    except Exception:  # a status bar must never show a traceback or lose its line
+        return "sidecar: ?"
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = sys.argv[2:] if argv is None else argv
+    try:
+        given = options(args)
+    except ValueError as exc:
+        sys.stderr.write(f"sidecar status --line: unknown option {str(exc)[:60]!r}\n{USAGE}")
+        given = {"--source": [], "--root": [], "--then": []}
+    data = read_stdin(sys.stdin)
+    lines = []
+    for command in given["--then"]:  # the user's own status line first, as it was
+        try:
+            theirs = run_theirs(command, data)
+        except OSError as exc:
+            theirs = f"sidecar: the status line command did not run ({exc.strerror})"
+        lines += [theirs] if theirs else []
+    text = ours(given, data).replace("\n", " ")
+    lines += [text] if text or not lines else []
+    sys.stdout.write("\n".join(lines) + "\n")
+    sys.stdout.flush()
+    return 0

@@ -1,0 +1,128 @@
+"""Waiting for the user, with the real Claude Code in a real terminal (tmux), offline against
+a loopback stub of its API: the stub asks to run a shell command the user has not allowed,
+Claude Code shows its permission dialog and fires its own Notification (`permission_prompt`);
+the session's record says it waits, and so does the status line `sidecar integrate
+claude-code --statusline` installed, which Claude Code itself runs. Allowing the command runs
+the tool, and that event ends the wait.
+
+`claude -p` fires no Notification: a non-interactive run asks no one, it denies.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import shlex
+import shutil
+import subprocess
+from pathlib import Path
+
+import orjson
+import pytest
+
+from helpers import fixture_payload, npm_host, read_json, run_cli, wait_until
+from stubs.anthropic_stub import ToolAnthropicStub
+
+pytestmark = pytest.mark.e2e
+
+CLAUDE_VERSION = "2.1.328"
+API_KEY = "sk-test-0123456789abcdefghij"
+TRIGGER = "ASK-FOR-A-TOOL"
+
+
+class Tmux:
+    """A private tmux server (its own socket) holding one window."""
+
+    def __init__(self, socket: Path) -> None:
+        self.base = ["tmux", "-S", str(socket)]
+
+    def start(self, argv: list[str], cwd: Path, env: dict[str, str]) -> None:
+        command = shlex.join(["env", *(f"{k}={v}" for k, v in env.items()), *argv])
+        subprocess.run([*self.base, "new-session", "-d", "-x", "160", "-y", "45", "-c",
+                        str(cwd), command], check=True)
+
+    def keys(self, *keys: str, literal: bool = False) -> None:
+        subprocess.run([*self.base, "send-keys", *(["-l"] if literal else []), *keys], check=True)
+
+    def screen(self) -> str:
+        return subprocess.run([*self.base, "capture-pane", "-p"], capture_output=True,
+                              text=True).stdout
+
+    def stop(self) -> None:
+        subprocess.run([*self.base, "kill-server"], capture_output=True)
+
+
+def claude_home(home: Path, project: Path) -> dict[str, str]:
+    """A first run already done: onboarding, this API key approved, the project trusted."""
+    home.mkdir()
+    (home / ".claude.json").write_text(json.dumps({
+        "hasCompletedOnboarding": True, "theme": "dark",
+        "customApiKeyResponses": {"approved": [API_KEY[-20:]], "rejected": []},
+        "projects": {str(project): {"hasTrustDialogAccepted": True, "allowedTools": []}}}))
+    return {"HOME": str(home), "ANTHROPIC_API_KEY": API_KEY, "DISABLE_TELEMETRY": "1",
+            "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1"}
+
+
+def statusline_payload(session_id: str, root: Path) -> bytes:
+    """What Claude Code gives its status line command (recorded from 2.1.328), for `root`."""
+    text = fixture_payload("statusline/claude-code-2.1.328.json").decode()
+    payload = json.loads(text.replace("/home/dev/proj", str(root)))
+    return json.dumps(payload | {"session_id": session_id}).encode()
+
+
+def the_record(workspace) -> dict | None:
+    records = list(workspace.sessions.glob("*/session.json"))
+    return read_json(records[0]) if len(records) == 1 else None
+
+
+def trace(workspace, record: dict) -> list[str]:
+    path = workspace.session_dir(record["id"]) / "trace.jsonl"
+    return [orjson.loads(line)["event"] for line in path.read_bytes().splitlines()]
+
+
+def test_a_permission_prompt_is_waiting_until_the_user_answers(workspace, start_daemon, tmp_path):
+    claude = npm_host("claude-code", CLAUDE_VERSION, "claude")
+    if shutil.which("tmux") is None:
+        pytest.skip("tmux is not installed (tests/install-hosts.sh installs it)")
+    root = workspace.root
+    env = claude_home(tmp_path / "home", root)
+    (root / ".claude").mkdir()
+    # The user's committed settings: Claude Code asks before it runs a tool (its manual mode).
+    (root / ".claude" / "settings.json").write_text(
+        json.dumps({"permissions": {"defaultMode": "default"}}))
+    done = run_cli("integrate", "claude-code", "--statusline", cwd=root, env=env)
+    assert done.returncode == 0, done.stderr
+    tmux = Tmux(tmp_path / "tmux.sock")
+    with ToolAnthropicStub(TRIGGER, "touch allowed.txt") as stub:
+        env["ANTHROPIC_BASE_URL"] = stub.url
+        start_daemon(root, env=env)
+        try:
+            tmux.start([str(claude)], root, env)
+            wait_until(lambda: "manual mode on" in tmux.screen(), 60, 0.2)
+            tmux.keys(f"{TRIGGER} please", literal=True)
+            tmux.keys("Enter")
+            wait_until(lambda: "Esc to cancel" in tmux.screen(), 60, 0.2)  # its dialog
+            record = wait_until(lambda: (r := the_record(workspace))
+                                and r["metadata"]["sidecar"].get("needsInput") and r, 60, 0.2)
+            asked = record["metadata"]["sidecar"]["needsInput"]
+            assert (asked["kind"], asked["message"]) == ("permission_prompt",
+                                                         "Claude needs your permission")
+            assert not (root / "allowed.txt").exists()  # nothing ran yet: it waits
+            # and so says its status line, given what Claude Code gives it (its dialog covers
+            # the status bar while it asks)
+            line = run_cli("status", "--line", "--source", "claude-code", cwd=tmp_path,
+                           input=statusline_payload(record["metadata"]["hostSessionId"], root))
+            assert re.fullmatch(r"waiting for you \d+ s\n", line.stdout.decode()), line.stdout
+            tmux.keys("Enter")  # 1. Yes
+            wait_until(lambda: (root / "allowed.txt").exists(), 60, 0.2)
+            after = wait_until(lambda: (r := the_record(workspace))
+                               and "needsInput" not in r["metadata"]["sidecar"]
+                               and "turn.end" in trace(workspace, r) and r, 60, 0.2)
+            # the status line Claude Code runs itself, under its prompt again
+            wait_until(lambda: re.search(r"^\s*idle \d+ s\s*$", tmux.screen(), re.M), 60, 0.2)
+        finally:
+            tmux.stop()
+    events = trace(workspace, after)
+    asked_at = events.index("needs.input")
+    assert events[asked_at + 1] == "tool.use"  # the answer's own event ended the wait
+    assert after["metadata"]["sidecar"]["lastTool"] == "Bash"
