@@ -1,6 +1,6 @@
 """A workspace with a session in every state `sidecar top` shows, made by sidecar's own
 ingestion from real event files (so the records are what a daemon writes), plus one fired
-follow-up with its log. Used by the top tests and by scripts/top_screenshot.py."""
+follow-up with its log. Used by the top tests and by tests/support/top_screenshot.py."""
 
 from __future__ import annotations
 
