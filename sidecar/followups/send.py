@@ -105,9 +105,12 @@ def webhook_body(job: dict[str, Any], text: Text) -> dict[str, Any]:
         "reasonInWords": end_reason(reason) if notice.get("event") == "session-end" else reason,
         "title": text.title, "message": text.body, "tokens": job.get("tokens"),
     }
-    for key in ("message", "hook"):
-        if notice.get(key):
-            body["detail" if key == "message" else "failedHook"] = notice[key]
+    if notice.get("message"):
+        body["detail"] = notice["message"]
+    if notice.get("hook"):  # the follow-up the notice is about (it failed, or it resumed)
+        body["followUpHook"] = notice["hook"]
+        if notice.get("event") == "follow-up-failed":
+            body["failedHook"] = notice["hook"]
     if last_message(job):
         body["lastMessage"] = last_message(job)
     return body
