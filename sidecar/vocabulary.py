@@ -94,6 +94,7 @@ class SessionChange:
     # change and once only when a batch is replayed; and what a needs-input asked.
     event_file: str = ""
     input_message: str = ""
+    last_message: str = ""  # the first lines of the assistant's last message, where known
 
 
 @dataclass(frozen=True)

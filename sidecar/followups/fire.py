@@ -236,14 +236,21 @@ class FollowUps:
 
     def _notice(self, entry: QueueEntry, action: Notify) -> actions.Command:
         """The sender of a notify hook's notice, and its job: the target, what the queue
-        entry kept of the transition, and what the session's record says now."""
+        entry kept of the transition, and what the session's record says now (the last
+        assistant message too, for a notice of what a follow-up did: it kept none)."""
+        notice = notices.notice_of(entry)
         job: dict[str, object] = {
-            "target": action.target, "notice": notices.notice_of(entry), "host": entry.host,
+            "target": action.target, "notice": notice, "host": entry.host,
             "sessionId": entry.session_id, "harnessSessionId": entry.harness_session_id,
             "hookId": entry.hook_id, "workspace": str(self.ws.root)}
         record = self.sessions.record(entry.harness_session_id)
         if record is not None and record.sidecar.tokens:
             job["tokens"] = record.sidecar.tokens
+        last = notice.get("lastMessage")
+        if notice.get("event") in FOLLOW_UP_EVENTS and record is not None:
+            last = record.sidecar.last_message
+        if last:
+            job["lastMessage"] = last
         return actions.Command(SENDER, orjson.dumps(job).decode())
 
     def _follow_up_event(self, event: FollowUpEvent, entry: QueueEntry, status: str) -> None:

@@ -56,6 +56,8 @@ def add_for_change(doc: HooksDoc, hook: Hook, change: SessionChange, now: float,
         change.limit_message if change.kind == EventKind.TURN_FAILED else ""
     if message:
         notice["message"] = message
+    if change.last_message:
+        notice["lastMessage"] = change.last_message
     _append(doc, hook, key, change.host, change.session_id, change.harness_session_id,
             change.ts, now, notice)
     queued.add(key)

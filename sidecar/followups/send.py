@@ -34,7 +34,10 @@ from sidecar.followups.resets import parse_reset
 TIMEOUT = 5.0  # seconds per try; SIDECAR_NOTIFY_TIMEOUT changes it
 TRIES = 3
 BACKOFF = 1.0  # seconds before the second try, doubled before each later one
-FIRST_LINES = 3  # of the last assistant message, where the notice has it
+# Of the last assistant message, where the job has it: what a session record keeps of it
+# (sessions/rules.py), so a job from elsewhere is held to the same.
+FIRST_LINES = 5
+MAX_LAST = 600
 USER_AGENT = "sidecar-notify"
 
 
@@ -63,7 +66,8 @@ def words(job: dict[str, Any], now: float) -> Text:
     host, where = str(job.get("host", "")), os.path.basename(str(job.get("workspace", "")))
     session = short_id(str(job.get("sessionId", "")))
     message = str(notice.get("message", "")).strip()
-    lines = [f"{where} · {host} session {session}"]
+    summary = f"{where} · {host} session {session}"
+    lines = [summary]
     if event == "session-end":
         title, priority, tag = f"{host} finished: {end_reason(reason)}", 3, "white_check_mark"
     elif event == "needs-input":
@@ -85,9 +89,8 @@ def words(job: dict[str, Any], now: float) -> Text:
     tokens = job.get("tokens")
     if isinstance(tokens, dict) and tokens:
         lines.append("tokens " + ", ".join(f"{k} {v}" for k, v in tokens.items()))
-    last = str(job.get("lastMessage") or "").strip()
-    if last:
-        lines.extend(last.splitlines()[:FIRST_LINES])
+    at = lines.index(summary) + 1
+    lines[at:at] = last_message(job).splitlines()  # what the agent said, after who it is
     return Text(title, "\n".join(lines), priority, (tag, "sidecar", host or "host"))
 
 
@@ -102,12 +105,21 @@ def webhook_body(job: dict[str, Any], text: Text) -> dict[str, Any]:
         "reasonInWords": end_reason(reason) if notice.get("event") == "session-end" else reason,
         "title": text.title, "message": text.body, "tokens": job.get("tokens"),
     }
-    for key in ("message", "hook"):
-        if notice.get(key):
-            body["detail" if key == "message" else "failedHook"] = notice[key]
-    if job.get("lastMessage"):
-        body["lastMessage"] = "\n".join(str(job["lastMessage"]).splitlines()[:FIRST_LINES])
+    if notice.get("message"):
+        body["detail"] = notice["message"]
+    if notice.get("hook"):  # the follow-up the notice is about (it failed, or it resumed)
+        body["followUpHook"] = notice["hook"]
+        if notice.get("event") == "follow-up-failed":
+            body["failedHook"] = notice["hook"]
+    if last_message(job):
+        body["lastMessage"] = last_message(job)
     return body
+
+
+def last_message(job: dict[str, Any]) -> str:
+    """The first lines of the assistant's last message, where the job has it ("": not)."""
+    lines = str(job.get("lastMessage") or "").strip().splitlines()[:FIRST_LINES]
+    return "\n".join(lines)[:MAX_LAST]
 
 
 # -- one try ----------------------------------------------------------------------------------

@@ -97,6 +97,9 @@ def fields(payload: Mapping[str, Any]) -> dict[str, str]:
     tool = _inner(payload, "tool_call", "name") or _inner(payload, "tool_result", "name")
     if tool:
         found["tool_name"] = tool
+    answer = _inner(payload, "turn", "outputText")
+    if event == "TaskComplete" and answer:
+        found["last_assistant_message"] = answer  # its agent_end: the turn's own answer
     message = _inner(payload, "error", "message")
     if event == "TaskError":
         found["error"] = error_kind(message or "")

@@ -147,6 +147,9 @@ class Codex(Host):
         return "thread-id" in payload and payload.get("type") == "agent-turn-complete"
 
     def payload_fields(self, payload: Mapping[str, Any]) -> dict[str, str]:
+        answer = payload.get("last-assistant-message")  # its `notify` program's turn end
+        if payload.get("type") == "agent-turn-complete" and isinstance(answer, str) and answer:
+            return {"last_assistant_message": answer}
         if payload.get("hook_event_name") != "PermissionRequest":
             return {}
         return {"notification_type": "permission_request", "message": asked_tool(payload)}

@@ -11,7 +11,7 @@ Gemini CLI 0.61.0 writes each model message with its `tokens` in its transcript.
 from __future__ import annotations
 
 import os
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from pathlib import Path
 from types import MappingProxyType
 from typing import Any
@@ -21,6 +21,7 @@ from sidecar.hosts.base import UUID, EndFacts, Finding, Host, IntegrateError, Sc
 from sidecar.vocabulary import EventKind
 
 EVENTS = ["SessionStart", "SessionEnd", "BeforeAgent", "AfterAgent", "AfterTool", "Notification"]
+NO_RESPONSE = "[no response text]"  # AfterAgent's prompt_response for a cancelled turn
 HANDLER = {"name": "sidecar", "timeout": 5000}  # ms; emit returns in tens of milliseconds
 
 
@@ -124,6 +125,15 @@ class Gemini(Host):
         return [Finding(False, f"Gemini CLI does not trust {root}, so it runs no hooks there",
                         f"trust the folder when Gemini asks, or add \"{root}\": \"TRUST_FOLDER\" "
                         f"to {home / '.gemini' / 'trustedFolders.json'}")]
+
+    def payload_fields(self, payload: Mapping[str, Any]) -> dict[str, str]:
+        """AfterAgent (a turn's end) carries the model's answer as `prompt_response` (a
+        cancelled turn's is a placeholder, not an answer)."""
+        answer = payload.get("prompt_response")
+        if payload.get("hook_event_name") != "AfterAgent" or not isinstance(answer, str) \
+                or not answer or answer == NO_RESPONSE:
+            return {}
+        return {"last_assistant_message": answer}
 
     def end_facts(self, transcript_path: str | None, session_id: str) -> EndFacts:
         return EndFacts(tokens=transcripts.read_figures(transcript_path, b'"tokens"', tokens))

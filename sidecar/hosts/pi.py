@@ -6,9 +6,10 @@ package and assembled with the shared inbox writer) writes events straight into 
 is installed into the project's `.pi/extensions/` (it holds no machine-specific path, so a
 project may commit it) or, with `--user`, into the user's `~/.pi/agent/extensions/`
 (`$PI_CODING_AGENT_DIR/extensions/`). It sends Pi's own event names: `session_start`,
-`agent_start` (a prompt begins), `tool_execution_end`, `agent_end` (a prompt ended well) and
-`session_shutdown`; a prompt that ended in an error or was stopped is sent as
-`agent_end:error` or `agent_end:aborted`, which are only traced.
+`agent_start` (a prompt begins), `tool_execution_end`, `agent_end` (a prompt ended well, with
+the text of its last assistant message) and `session_shutdown`; a prompt that ended in an
+error or was stopped is sent as `agent_end:error` or `agent_end:aborted`, which are only
+traced.
 
 Pi 0.73.1 writes each session to a JSON-lines file (the transcript): assistant messages carry
 `usage` (input without the cached part, output, cacheRead, cacheWrite), and a turn the API

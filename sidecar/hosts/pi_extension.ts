@@ -23,6 +23,13 @@ function lastAssistant(messages) {
   return undefined
 }
 
+// The text of an assistant message (its text parts, in order), as its turn end carries it.
+function answerText(message) {
+  const parts = message && Array.isArray(message.content) ? message.content : []
+  return parts.filter((part) => part && part.type === "text" && typeof part.text === "string")
+    .map((part) => part.text).join("\n").slice(0, 4000)
+}
+
 export default function sidecar(pi) {
   const write = inboxWriter("pi")
 
@@ -58,7 +65,7 @@ export default function sidecar(pi) {
     if (stop === "error" || stop === "aborted") {
       drop(`agent_end:${stop}`, ctx, { error_message: String(last.errorMessage || "") })
     } else {
-      drop("agent_end", ctx)
+      drop("agent_end", ctx, { last_assistant_message: answerText(last) })
     }
   })
   // `reload` keeps the session (the extensions are loaded again); `new`, `resume` and `fork`

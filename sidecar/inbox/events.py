@@ -131,6 +131,16 @@ class Event:
         return (self.text("message") or "")[:500]
 
     @property
+    def last_message(self) -> str | None:
+        """The assistant's last message, where a turn end's payload carries it
+        (`last_assistant_message`; a host that keeps it elsewhere maps it in its
+        `payload_fields`). A subagent's turn end (it names the subagent's own transcript, as
+        `agent_transcript_path`) tells of the subagent, not of the session: None."""
+        if self.payload.get("agent_transcript_path"):
+            return None
+        return self.text("last_assistant_message")
+
+    @property
     def is_cron(self) -> bool:
         return bool(self.payload.get("cron"))
 

@@ -123,11 +123,13 @@ class SidecarMeta:
     needs_input: NeedsInput | None = None  # the host is waiting for the user
     turn_started_at: str | None = None  # when the open (or last) turn began
     last_tool: str | None = None  # the last tool the session used, for "working (last tool)"
+    last_message: str | None = None  # the first lines of the assistant's last message
     extra: Json = field(default_factory=dict)
 
     KEYS = frozenset(("cwd", "transcriptPath", "cron", "subagent", "startedByHook", "completionReason",
             "recentEvents", "followUps", "hostPid", "hostStart", "limit", "turnFailed", "tokens",
-            "turnOpen", "userTurnEndedAt", "needsInput", "turnStartedAt", "lastTool"))
+            "turnOpen", "userTurnEndedAt", "needsInput", "turnStartedAt", "lastTool",
+            "lastMessage"))
 
     @classmethod
     def from_json(cls, data: Any) -> SidecarMeta:
@@ -155,6 +157,7 @@ class SidecarMeta:
             needs_input=NeedsInput.from_json(data.get("needsInput")),
             turn_started_at=_text(data.get("turnStartedAt")),
             last_tool=_text(data.get("lastTool")),
+            last_message=_text(data.get("lastMessage")),
             extra=_rest(data, cls.KEYS),
         )
 
@@ -165,7 +168,8 @@ class SidecarMeta:
                     ("completionReason", self.completion_reason),
                     ("hostPid", self.host_pid), ("hostStart", self.host_start),
                     ("userTurnEndedAt", self.user_turn_ended_at),
-                    ("turnStartedAt", self.turn_started_at), ("lastTool", self.last_tool))
+                    ("turnStartedAt", self.turn_started_at), ("lastTool", self.last_tool),
+                    ("lastMessage", self.last_message))
         out.update((k, v) for k, v in optional if v is not None)
         if self.recent_events:
             out["recentEvents"] = self.recent_events

@@ -42,6 +42,10 @@ RECENT_EVENTS = 256  # per session: enough to recognise any batch replayed after
 # some 60 ms after its TaskComplete hook starts): an end recorded this much before the
 # session's latest event is still that run's; one recorded earlier is an earlier run's.
 RECORDED_END_SLACK = 1.0
+# What a record keeps of the assistant's last message: enough for a notice to say what the
+# agent said, never a transcript's worth in every session.json.
+LAST_MESSAGE_LINES = 5
+LAST_MESSAGE_CHARS = 600
 
 _TRACE_NAMES = {
     EventKind.SESSION_START: "session.start",
@@ -112,7 +116,14 @@ def change(record: SessionRecord, kind: EventKind | None, ts: float, reason: str
         user_turn_since=_queued_before(meta.follow_ups, meta.user_turn_ended_at),
         event_file=event.file if event is not None else "",
         input_message=meta.needs_input.message if meta.needs_input is not None else "",
+        last_message=meta.last_message or "",
     )
+
+
+def first_lines(text: str | None) -> str | None:
+    """The first lines of a message, as a record keeps them (None: there is none)."""
+    lines = (text or "").strip().splitlines()[:LAST_MESSAGE_LINES]
+    return "\n".join(line.rstrip() for line in lines)[:LAST_MESSAGE_CHARS] or None
 
 
 def _queued_before(follow_ups: dict[str, dict[str, object]], user_turn_ended: str | None
@@ -257,6 +268,8 @@ def _follow_turns(record: SessionRecord, event: Event) -> None:
         meta.turn_open = False
         if event.kind == EventKind.TURN_END and meta.started_by_hook is None:
             meta.user_turn_ended_at = iso(event.ts)
+        if event.kind == EventKind.TURN_END:
+            meta.last_message = first_lines(event.last_message) or meta.last_message
 
 
 def _follow_waiting(record: SessionRecord, event: Event) -> None:

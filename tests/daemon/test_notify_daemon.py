@@ -13,7 +13,7 @@ from pathlib import Path
 import orjson
 import pytest
 
-from helpers import emit, read_json, run_cli, wait_until
+from helpers import emit, fixture_payload, read_json, run_cli, wait_until
 from sidecar.followups import trust
 from sidecar.layout import Workspace
 from support import receiver as receiver_mod
@@ -88,6 +88,28 @@ def test_one_notice_per_transition_soon_after_the_event(workspace, start_daemon,
     assert [h["status"] for h in history(ws, "phone")] == ["ok", "ok"]
     print(f"\nmeasured: event dropped -> notice received: ask {delay_ask:.3f}s, "
           f"end (through `sidecar emit`) {delay_end:.3f}s")
+
+
+def test_a_notice_tells_the_first_lines_of_the_last_assistant_message(
+        workspace, start_daemon, receiver):
+    ws = workspace
+    add(ws, "hook", "session-end", f"{receiver.url}/hook")
+    add(ws, "phone", "session-end", f"ntfy://{receiver.hostport}/agents")
+    start_daemon(ws.root)
+    stop = orjson.loads(fixture_payload("claude-code-2.1.328/Stop.json"))  # the real Stop
+    said = "\n".join(f"Step {n}: done." for n in range(1, 9))  # a longer answer: 8 lines
+    drop(ws, stop | {"host": "claude-code", "last_assistant_message": said})
+    session = str(stop["session_id"])
+    emit(ws.root, None, "session-end", "--session-id", session, "--source", "claude-code")
+
+    [hooked] = wait_until(lambda: receiver.at("/hook"), 10)
+    first_lines = "\n".join(said.splitlines()[:5])
+    assert hooked.json()["lastMessage"] == first_lines
+    assert hooked.json()["sessionId"] == session
+    [phoned] = wait_until(lambda: receiver.at("/agents"), 10)
+    body = phoned.body.decode().splitlines()
+    assert body[0].endswith(f"claude-code session {session[:12]}")  # the summary line, then it
+    assert body[1:6] == said.splitlines()[:5] and "Step 6" not in phoned.body.decode()
 
 
 @pytest.mark.slow

@@ -73,6 +73,7 @@ def test_a_session_is_filed_with_its_id_transcript_folder_and_process(workspace,
     assert {e.cwd for e in filed} == {str(workspace.root)}
     assert filed[0].text("source") == "startup" and filed[-1].reason == "quit"
     assert filed[2].tool_name == "bash"
+    assert filed[3].last_message == "Hello from the chat stub. You said: say hi"  # its answer
     start = filed[0]
     assert start.transcript_path and start.transcript_path.endswith(f"_{start.session_id}.jsonl")
     assert all(e.host_pid and e.host_pid > 1 for e in filed)
