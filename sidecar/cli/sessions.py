@@ -139,8 +139,7 @@ def follow_up_shown(follow_ups: tuple[FollowUp, ...], now: float) -> str:
         return f"{newest.hook_id} running"
     if newest.state in ("queued", "postponed"):
         postponed = "postponed, " if newest.state == "postponed" else ""
-        due = "due now" if newest.at is None or newest.at <= now else \
-            f"due {short_ago(newest.at, now)}"
+        due = "due now" if present.is_due(newest.at, now) else f"due {short_ago(newest.at, now)}"
         return f"{newest.hook_id} {postponed}{due}"
     outcome = newest.state.split(":", 1)[0] or "-"
     return f"{newest.hook_id} {outcome} {short_ago(newest.at, now)}"
