@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import errno
 import os
+import pwd
 import re
 import stat
 from dataclasses import dataclass
@@ -181,9 +182,39 @@ def config_file() -> Path:
 
 def state_home() -> Path:
     """Where sidecar keeps what it writes for the user (the daemon's log):
-    $XDG_STATE_HOME/sidecar, else ~/.local/state/sidecar."""
+    $XDG_STATE_HOME/sidecar, else ~/.local/state/sidecar, if that is this process's user's
+    (see `is_mine`). Root started with a user's environment (`sudo -E`) would otherwise make a
+    root-owned log in the user's home that their own daemon could never write again: it gets
+    the folder in its own home, from the password database, instead."""
     xdg = os.environ.get("XDG_STATE_HOME") or str(Path.home() / ".local" / "state")
-    return Path(xdg) / "sidecar"
+    given = Path(xdg) / "sidecar"
+    if is_mine(given):
+        return given
+    try:
+        home = pwd.getpwuid(os.geteuid()).pw_dir
+    except KeyError:
+        return given  # no home of its own: the log file refuses the folder itself (logfile.py)
+    return Path(home) / ".local" / "state" / "sidecar"
+
+
+def is_mine(folder: Path) -> bool:
+    """Whether `folder` is this process's user's to write, made as needed: the last folder on
+    its path that belongs to someone other than root belongs to this user, or, where a part
+    is still to be made, no such folder lies above it. For root that means every folder on
+    the path is root's: nothing root writes lands in a user's tree."""
+    me = os.geteuid()
+    controller = 0  # the last non-root owner on the path, as owner.owner_uid walks it
+    real = Path(os.path.realpath(folder))
+    for part in (*reversed(real.parents), real):
+        try:
+            uid = os.lstat(part).st_uid
+        except FileNotFoundError:
+            return controller in (0, me)  # the rest is made by this user
+        except OSError:
+            return False
+        if uid != 0:
+            controller = uid
+    return controller == me
 
 
 def daemon_log() -> Path:

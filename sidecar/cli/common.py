@@ -12,7 +12,9 @@ from typing import Any, NoReturn
 
 import typer
 
+from sidecar import config as config_mod
 from sidecar.errors import SidecarError
+from sidecar.layout import Workspace
 
 OK = 0
 FAILURE = 1  # the command could not do what it was asked; doctor found something missing
@@ -40,6 +42,24 @@ def run_app(app: typer.Typer, argv: list[str] | None, prog_name: str | None) -> 
         typer.echo(f"sidecar: {exc}", err=True)
         return FAILURE
     return OK
+
+
+def registered_workspaces() -> list[Workspace]:
+    """The registered workspaces (`status --all`, `sessions`): a folder registered that is no
+    workspace any more is said on stderr, with how to forget it, and skipped; a registry that
+    cannot be read fails the command (USAGE)."""
+    try:
+        registered = config_mod.load_registry()
+    except config_mod.RegistryError as exc:
+        fail(str(exc), USAGE)
+    found = []
+    for root in registered:
+        if Workspace(root).context.is_dir():
+            found.append(Workspace(root))
+        else:
+            typer.echo(f"sidecar: {root} is registered but is not a workspace (any more); "
+                       f"skipped. To forget it: sidecar unregister {root}", err=True)
+    return found
 
 
 # -- help text --------------------------------------------------------------------------------

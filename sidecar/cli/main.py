@@ -11,7 +11,7 @@ import typer
 from sidecar import config as config_mod
 from sidecar import jsonfile, layout
 from sidecar.cli import status as status_mod
-from sidecar.cli.common import NOT_WORKSPACE, OK, USAGE, fail, run_app
+from sidecar.cli.common import NOT_WORKSPACE, OK, fail, registered_workspaces, run_app
 from sidecar.cli.hooks import hooks_app
 from sidecar.cli.integrate import integrate_app, unregister
 from sidecar.cli.logs import logs
@@ -138,17 +138,7 @@ def status(
     if session is not None:
         _session_status(root, session, as_json)
     if all_:
-        workspaces = []
-        try:
-            roots = config_mod.load_registry()
-        except config_mod.RegistryError as exc:
-            fail(str(exc), USAGE)
-        for registered in roots:
-            if Workspace(registered).context.is_dir():
-                workspaces.append(Workspace(registered))
-            else:
-                typer.echo(f"sidecar: {registered} is registered but is not a workspace (any "
-                           f"more); skipped. To forget it: sidecar unregister {registered}", err=True)
+        workspaces = registered_workspaces()
     else:
         found = find_workspace(root or Path.cwd())
         if found is None:

@@ -90,9 +90,17 @@ def ago(ts: float | None, now: float) -> str:
     return f"{span(now - ts)} ago"
 
 
+def is_due(ts: float | None, now: float) -> bool:
+    """Whether a queued follow-up due at `ts` is due now: under a second to go counts (as in
+    `ago`, never "in 0 s")."""
+    return ts is None or ts < now + 1
+
+
 def due(ts: float | None, now: float) -> str:
     """When a queued follow-up fires: `due in 12 s`, or `due now`."""
-    return "due now" if ts is None or ts < now + 1 else f"due in {span(ts - now)}"
+    if ts is None or is_due(ts, now):
+        return "due now"
+    return f"due in {span(ts - now)}"
 
 
 def duration(seconds: float) -> str:

@@ -16,7 +16,7 @@ import typer
 from sidecar import __version__, jsonfile
 from sidecar import config as config_mod
 from sidecar.cli import present
-from sidecar.cli.common import FAILURE, OK, USAGE, fail
+from sidecar.cli.common import FAILURE, OK, USAGE, fail, registered_workspaces
 from sidecar.cli.present import Style
 from sidecar.followups.store import HooksView
 from sidecar.hosts import registry
@@ -69,18 +69,7 @@ def workspaces(roots: list[Path] | None, errors: list[str]) -> list[Workspace]:
             elif ws.root not in [w.root for w in found]:
                 found.append(ws)
         return found
-    try:
-        registered = config_mod.load_registry()
-    except config_mod.RegistryError as exc:
-        fail(str(exc), USAGE)
-    listed = []
-    for root in registered:
-        if Workspace(root).context.is_dir():
-            listed.append(Workspace(root))
-        else:
-            typer.echo(f"sidecar: {root} is registered but is not a workspace (any more); "
-                       f"skipped. To forget it: sidecar unregister {root}", err=True)
-    return listed
+    return registered_workspaces()
 
 
 def gather(found: list[Workspace], errors: list[str]) -> list[SessionRow]:
@@ -139,8 +128,7 @@ def follow_up_shown(follow_ups: tuple[FollowUp, ...], now: float) -> str:
         return f"{newest.hook_id} running"
     if newest.state in ("queued", "postponed"):
         postponed = "postponed, " if newest.state == "postponed" else ""
-        due = "due now" if newest.at is None or newest.at <= now else \
-            f"due {short_ago(newest.at, now)}"
+        due = "due now" if present.is_due(newest.at, now) else f"due {short_ago(newest.at, now)}"
         return f"{newest.hook_id} {postponed}{due}"
     outcome = newest.state.split(":", 1)[0] or "-"
     return f"{newest.hook_id} {outcome} {short_ago(newest.at, now)}"

@@ -100,9 +100,11 @@ def _hook_lines(h: HookRow, widths: tuple[int, int, int], root: Path, now: float
     if h["lastLog"]:
         lines.append(f"    log {present.path(h['lastLog'], root)}")
     if not h["trusted"] and not isinstance(h["action"], str):
-        lines.append("    " + paint("NOT TRUSTED", "yellow", "bold")
-                     + f" on this machine, so not run: {trust.shown(h['action'])}"
-                     f"  (to run it: sidecar hooks trust {h['id']})")
+        # The command on a line of its own, whole (it is what the user is asked to trust), so
+        # the lines around it fit present.WIDTH however long it is.
+        lines += ["    " + paint("NOT TRUSTED", "yellow", "bold") + " on this machine, so not run:",
+                  f"      {trust.shown(h['action'])}",
+                  f"    to run it: sidecar hooks trust {h['id']}"]
     return lines
 
 

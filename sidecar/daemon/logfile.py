@@ -10,22 +10,28 @@ service) append to the same file: each line is one `write` on an O_APPEND descri
 never mix. At MAX_BYTES the file is rotated (daemon.log -> daemon.log.1 ... .BACKUPS) under a
 lock, by whichever daemon gets there first; the others see the file they hold was renamed and
 reopen the new one. The file is private (0600, its folder 0700) and opened without following
-a link. A log that cannot be written is said once on stderr and left alone: logging never
-stops the daemon.
+a link, and only if the folder and the file are the daemon's user's: root never writes (or
+makes) a log in a user's tree (layout.is_mine). A log that cannot be written is said once on
+stderr and tried again RETRY_SECONDS later (a full disk, a folder briefly gone): logging never
+stops the daemon, and a passing failure does not lose the file for the daemon's life.
 """
 
 from __future__ import annotations
 
+import errno
 import fcntl
 import logging
 import os
 import sys
+import time
 from pathlib import Path
 
+from sidecar import layout
 from sidecar.timeutil import iso
 
 MAX_BYTES = 2 * 1024 * 1024
 BACKUPS = 3  # so at most 8 MiB of log
+RETRY_SECONDS = 60.0
 
 
 class LineFormatter(logging.Formatter):
@@ -45,11 +51,12 @@ class SharedLogFile(logging.Handler):
         self.max_bytes = max_bytes
         self.backups = backups
         self.fd: int | None = None
-        self.broken = False
+        self.retry_seconds = RETRY_SECONDS
+        self.retry_at: float | None = None  # monotonic; set while the file cannot be written
         self.setFormatter(LineFormatter("%(message)s"))
 
     def emit(self, record: logging.LogRecord) -> None:
-        if self.broken:
+        if self.retry_at is not None and time.monotonic() < self.retry_at:
             return
         try:
             data = (self.format(record) + "\n").encode("utf-8", "replace")
@@ -59,9 +66,15 @@ class SharedLogFile(logging.Handler):
                 fd = self._current()
             os.write(fd, data)
         except OSError as exc:
-            self.broken = True
-            sys.stderr.write(f"WARNING cannot write the log file {self.path}: "
-                             f"{exc.strerror or exc}; logging to stderr only\n")
+            if self.retry_at is None:  # said once per failure, not at every retry
+                sys.stderr.write(f"WARNING cannot write the log file {self.path}: "
+                                 f"{exc.strerror or exc}; logging to stderr only, trying "
+                                 f"again every {self.retry_seconds:g} s\n")
+            self.retry_at = time.monotonic() + self.retry_seconds
+            return
+        if self.retry_at is not None:
+            self.retry_at = None
+            sys.stderr.write(f"INFO the log file {self.path} is written again\n")
 
     def _current(self) -> int:
         """The descriptor of the file now at `path` (reopened if another daemon rotated it)."""
@@ -75,10 +88,18 @@ class SharedLogFile(logging.Handler):
                 pass
             os.close(self.fd)
             self.fd = None
+        if not layout.is_mine(self.path.parent):
+            raise PermissionError(errno.EACCES, f"{self.path.parent} is not this user's "
+                                  f"(uid {os.geteuid()}); nothing is written there")
         self.path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
-        self.fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW
-                          | os.O_CLOEXEC, 0o600)
-        return self.fd
+        fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW
+                     | os.O_CLOEXEC, 0o600)
+        if os.fstat(fd).st_uid != os.geteuid():
+            os.close(fd)
+            raise PermissionError(errno.EACCES, f"{self.path} is not this user's "
+                                  f"(uid {os.geteuid()}); nothing is written there")
+        self.fd = fd
+        return fd
 
     def _rotate(self) -> None:
         lock_path = self.path.with_name(self.path.name + ".lock")

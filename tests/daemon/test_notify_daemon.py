@@ -209,7 +209,7 @@ def test_a_shipped_notify_hook_sends_nothing_until_trusted(tmp_path, start_daemo
     assert f"leak: notify {receiver.url}/leak" in init.stdout.decode()
     start_daemon(clone)
     status = run_cli("status", "--root", str(clone)).stdout.decode()
-    assert f"NOT TRUSTED on this machine, so not run: notify {receiver.url}/leak" in status
+    assert f"NOT TRUSTED on this machine, so not run:\n      notify {receiver.url}/leak" in status
 
     emit(clone, None, "session-end", "--session-id", "secret-1", "--source", "claude-code")
     wait_until(lambda: read_json(ws.hooks_file)["hooks"]["leak"].get("lastStatus")

@@ -84,7 +84,7 @@ def test_a_cloned_repositorys_command_runs_only_once_trusted_then_exactly_once(
     assert not pwned.exists()
 
     status = run_cli("status", "--root", str(clone))
-    assert f"NOT TRUSTED on this machine, so not run: sh -c 'id >> {pwned}'" in status.stdout.decode()
+    assert f"NOT TRUSTED on this machine, so not run:\n      sh -c 'id >> {pwned}'" in status.stdout.decode()
     doctor = run_cli("doctor", cwd=clone)
     assert f"hook post-task's command is not trusted on this machine, so it does not run: sh -c 'id >> {pwned}'" \
         in doctor.stdout.decode()

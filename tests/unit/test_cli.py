@@ -12,6 +12,7 @@ import pytest
 from helpers import invoke, read_json
 from sidecar.cli import common
 from sidecar.daemon.instances import Identity, Membership
+from sidecar.followups import trust
 from sidecar.followups.model import new_hook
 from sidecar.followups.queue import FollowUpQueue
 from sidecar.followups.store import HookStore
@@ -143,10 +144,25 @@ def test_status_of_a_served_workspace_shows_its_sessions_bindings_and_queue(serv
     assert "sessions   1 active, 1 completed" in text
     assert "bindings   1" in text and "codex" in text
     assert "queue      2" in text and "notify" in text  # post-task and notify, queued
-    assert "NOT TRUSTED on this machine, so not run: notify-send done" in text
+    assert "NOT TRUSTED on this machine, so not run:\n      notify-send done" in text
     as_json = orjson.loads(invoke("status", "--json", "--root", str(serving.root)).stdout)
     [ws] = as_json["workspaces"]
     assert ws["served"] and len(ws["queue"]) == 2 and ws["instances"][0]["live"]
+
+
+def test_an_untrusted_command_in_status_is_shown_whole_on_its_own_line(workspace):
+    """Every line of the hook's block fits 100 columns but the command, which is shown whole
+    (as `hooks list` shows it): a 64-character id, the longest there is, too."""
+    hook_id = "h" * 64
+    argv = ["sh", "-c", "echo " + "a-long-argument " * 8]
+    hook = new_hook(hook_id, hook_id, T0, action=argv, promptFile=None)
+    HookStore(workspace, durable=False).change(T0, lambda d: d.hooks.update({hook_id: hook}))
+    text = invoke("status", "--root", str(workspace.root)).stdout.decode()
+    lines = text.splitlines()
+    at = lines.index("    NOT TRUSTED on this machine, so not run:")
+    assert lines[at + 1].strip() == trust.shown(argv) and len(lines[at + 1]) > 100
+    assert lines[at + 2] == f"    to run it: sidecar hooks trust {hook_id}"
+    assert all(len(line) <= 100 for line in lines if line != lines[at + 1]), text
 
 
 def test_status_of_one_session_shows_its_timeline_and_follow_ups(workspace):

@@ -3,7 +3,14 @@
 from __future__ import annotations
 
 import logging
+import os
+import pwd
+import time
+from pathlib import Path
 
+import pytest
+
+from sidecar import layout
 from sidecar.cli.logread import RECORD
 from sidecar.daemon.logfile import SharedLogFile, rotated
 
@@ -47,3 +54,75 @@ def test_a_log_that_cannot_be_written_is_said_once_and_stops_nothing(tmp_path, c
     handler.emit(record("one"))
     handler.emit(record("two"))
     assert capsys.readouterr().err.count("cannot write the log file") == 1
+
+
+def test_a_log_that_could_not_be_written_is_tried_again_later(tmp_path, capsys):
+    """A transient failure (the folder briefly a file, the disk full) is not the end of the
+    log file: after a pause the next record tries again, and writing resumes."""
+    blocker = tmp_path / "state"
+    blocker.write_text("a file where the folder belongs")
+    handler = SharedLogFile(blocker / "daemon.log")
+    handler.retry_seconds = 0.2
+    handler.emit(record("lost"))
+    blocker.unlink()
+    time.sleep(0.3)
+    handler.emit(record("written again"))
+    handler.close()
+    assert (blocker / "daemon.log").read_text().rstrip().endswith(" INFO written again")
+    said = capsys.readouterr().err
+    assert said.count("cannot write the log file") == 1 and "is written again" in said
+
+
+AS_ROOT = pytest.mark.skipif(os.geteuid() != 0, reason="needs root to give files to another user")
+NOBODY = 65534
+
+
+@AS_ROOT
+def test_root_writes_no_log_into_a_folder_of_another_user(tmp_path, capsys):
+    """A root daemon run with a user's environment (sudo -E) would otherwise make a root-owned
+    log in the user's state folder that their own daemon could never write again."""
+    theirs = tmp_path / "home" / ".local" / "state"
+    theirs.mkdir(parents=True)
+    os.chown(tmp_path / "home", NOBODY, NOBODY)
+    os.chown(tmp_path / "home" / ".local", NOBODY, NOBODY)
+    os.chown(theirs, NOBODY, NOBODY)
+    handler = SharedLogFile(theirs / "sidecar" / "daemon.log")
+    handler.emit(record("root's line"))
+    handler.close()
+    assert list(theirs.iterdir()) == []
+    assert "is not this user's" in capsys.readouterr().err
+
+
+@AS_ROOT
+def test_root_writes_into_no_log_file_of_another_user(tmp_path, capsys):
+    path = tmp_path / "state" / "daemon.log"
+    path.parent.mkdir()
+    path.write_text("")
+    os.chown(path, NOBODY, NOBODY)
+    handler = SharedLogFile(path)
+    handler.emit(record("root's line"))
+    handler.close()
+    assert path.read_text() == ""
+    assert "is not this user's" in capsys.readouterr().err
+
+
+@AS_ROOT
+def test_root_given_a_users_environment_keeps_its_log_in_its_own_home(tmp_path, monkeypatch):
+    """Where the environment points root at a user's folders (sudo -E keeps HOME and
+    XDG_STATE_HOME), root's log goes to root's own home, from the password database."""
+    home = tmp_path / "home"
+    (home / ".local" / "state").mkdir(parents=True)
+    for folder in (home, home / ".local", home / ".local" / "state"):
+        os.chown(folder, NOBODY, NOBODY)
+    roots_own = Path(pwd.getpwuid(0).pw_dir) / ".local" / "state" / "sidecar" / "daemon.log"
+    monkeypatch.setenv("HOME", str(home))
+    monkeypatch.delenv("XDG_STATE_HOME")
+    assert layout.daemon_log() == roots_own
+    monkeypatch.setenv("XDG_STATE_HOME", str(home / ".local" / "state"))
+    assert layout.daemon_log() == roots_own
+    # A folder of root's own is used as given, made or not yet.
+    monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path / "root-state"))
+    assert layout.daemon_log() == tmp_path / "root-state" / "sidecar" / "daemon.log"
+    monkeypatch.delenv("XDG_STATE_HOME")
+    monkeypatch.setenv("HOME", str(tmp_path))
+    assert layout.daemon_log() == tmp_path / ".local" / "state" / "sidecar" / "daemon.log"

@@ -328,3 +328,31 @@ def test_the_follow_up_column_says_how_the_newest_one_ended(two):
     assert queued.endswith("post-task due now"), queued  # queued, and its delay has passed
     doc = orjson.loads(sessions("--root", str(api.root), "--json").stdout)
     assert [f["state"] for f in doc["sessions"][0]["followUps"]] == ["ok", "error: exit status 2"]
+
+
+def test_a_follow_up_due_within_a_second_is_due_now_never_due_just_now():
+    from sidecar.cli.sessions import follow_up_shown
+    from sidecar.sessions.listing import FollowUp
+
+    def shown(at: float, state: str = "queued") -> str:
+        return follow_up_shown((FollowUp("post-task", state, at),), NOW)
+
+    assert shown(NOW + 0.5) == "post-task due now"
+    assert shown(NOW + 0.5, "postponed") == "post-task postponed, due now"
+    assert shown(NOW - 5) == "post-task due now"
+    assert shown(NOW + 90) == "post-task due in 1m"
+
+
+def test_sessions_skips_a_registered_folder_that_is_no_workspace_as_status_all_does(
+        two, tmp_path, config_home):
+    ws, api = two
+    (api.root / ".context").rename(api.root / "was-context")
+    result = sessions()
+    assert result.returncode == common.OK
+    said = f"{api.root} is registered but is not a workspace (any more); skipped. To forget " \
+           f"it: sidecar unregister {api.root}"
+    assert said.encode() in result.stderr
+    assert said.encode() in invoke("status", "--all").stderr  # the same words
+    assert "gemini" not in result.stdout.decode() and "codex" in result.stdout.decode()
+    (config_home / "workspaces.json").write_text("[oops")
+    assert sessions().returncode == common.USAGE
