@@ -163,6 +163,15 @@ def end_reason(reason: str | None, *, mid_turn: bool = False,
     return words + (", mid-turn" if mid_turn else "")
 
 
+def end_reason_brief(reason: str | None, *, mid_turn: bool = False,
+                     stale_after: float | None = None) -> str:
+    """`end_reason` as a table cell has room for: `host exited mid-turn`, `you quit`."""
+    if reason == STALE:
+        return "swept: stale" + (f" {span(stale_after)}" if stale_after else "")
+    words = end_reason(reason).removeprefix("the ").replace("host process", "host")
+    return words + (" mid-turn" if mid_turn else "")
+
+
 # -- tables ---------------------------------------------------------------------------------
 
 WIDTH = 100  # every table fits this many columns

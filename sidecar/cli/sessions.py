@@ -35,7 +35,7 @@ STATE_WORDS = {State.WORKING: "working", State.WAITING: "waiting for you", State
 STATE_STYLE = {State.WORKING: ("green",), State.WAITING: ("yellow", "bold"),
                State.LIMITED: ("red",), State.ENDED: ("dim",), State.IDLE: ()}
 HEADINGS = ("HOST", "WORKSPACE", "SESSION", "STATE", "STARTED", "ENDED", "TOKENS", "FOLLOW-UP")
-FLEXIBLE = ("ENDED", "FOLLOW-UP")  # they give way first when a row would not fit
+FLEXIBLE = ("STATE", "FOLLOW-UP")  # they give way first when a row would not fit
 WORKSPACE_WIDTH = 20
 SHORT_ID = 8
 GAP = "  "
@@ -130,15 +130,20 @@ def follow_up_shown(follow_ups: tuple[FollowUp, ...], now: float) -> str:
         postponed = "postponed, " if newest.state == "postponed" else ""
         due = "due now" if present.is_due(newest.at, now) else f"due {short_ago(newest.at, now)}"
         return f"{newest.hook_id} {postponed}{due}"
-    outcome = newest.state.split(":", 1)[0] or "-"
-    return f"{newest.hook_id} {outcome} {short_ago(newest.at, now)}"
+    # How it ended, not when: the table has no room for both (`hooks history` has the time).
+    return f"{newest.hook_id} {newest.state.split(':', 1)[0] or '-'}"
 
 
-def ended_shown(row: SessionRow, now: float, stale: float | None) -> str:
+def state_shown(row: SessionRow, stale: float | None) -> str:
+    """The state in words; an ended session's says why it ended."""
     if row.activity.state != State.ENDED:
-        return "-"
-    why = present.end_reason(row.reason, mid_turn=row.mid_turn, stale_after=stale)
-    return f"{short_ago(row.ended_at, now)}: {why}"
+        return STATE_WORDS[row.activity.state]
+    why = present.end_reason_brief(row.reason, mid_turn=row.mid_turn, stale_after=stale)
+    return f"ended: {why}"
+
+
+def ended_shown(row: SessionRow, now: float) -> str:
+    return short_ago(row.ended_at, now) if row.activity.state == State.ENDED else "-"
 
 
 def workspace_names(rows: list[SessionRow]) -> dict[Path, str]:
@@ -151,8 +156,8 @@ def workspace_names(rows: list[SessionRow]) -> dict[Path, str]:
 
 def cells(row: SessionRow, workspace: str, now: float, stale: float | None) -> list[str]:
     return [row.host, workspace, present.short_id(row.session_id, SHORT_ID),
-            STATE_WORDS[row.activity.state], short_ago(row.started_at, now),
-            ended_shown(row, now, stale), tokens_shown(row.tokens),
+            state_shown(row, stale), short_ago(row.started_at, now),
+            ended_shown(row, now), tokens_shown(row.tokens),
             follow_up_shown(row.follow_ups, now)]
 
 
@@ -161,17 +166,19 @@ def cells(row: SessionRow, workspace: str, now: float, stale: float | None) -> l
 
 def widths(table: list[list[str]], headings: list[str]) -> list[int]:
     """Each column as wide as its widest cell, the whole within present.WIDTH: the wider of
-    the flexible columns (ENDED, FOLLOW-UP) gives way first, then the workspace's."""
+    the flexible columns (STATE, FOLLOW-UP) gives way first, then the workspace's."""
     sizes = [max(len(cell) for cell in column) for column in zip(*table, strict=True)]
-    sizes[1] = min(sizes[1], WORKSPACE_WIDTH)
+    where = headings.index("WORKSPACE") if "WORKSPACE" in headings else None
+    if where is not None:
+        sizes[where] = min(sizes[where], WORKSPACE_WIDTH)
     room = present.WIDTH - len(GAP) * (len(sizes) - 1)
     flexible = [i for i, name in enumerate(headings) if name in FLEXIBLE]
     while sum(sizes) > room and flexible:
         wider = max(flexible, key=lambda i: sizes[i])
-        if sizes[wider] > len(headings[wider]) + 4:
+        if sizes[wider] > len(headings[wider]) + 8:
             sizes[wider] -= 1
-        elif sizes[1] > len(HEADINGS[1]):
-            sizes[1] -= 1
+        elif where is not None and sizes[where] > len("WORKSPACE"):
+            sizes[where] -= 1
         else:
             break
     return sizes
@@ -182,26 +189,37 @@ def _keep_end(text: str, width: int) -> str:
     return (text if len(text) <= width else "…" + text[len(text) - width + 1:]).ljust(width)
 
 
+def _columns(table: list[list[str]], workspaces: int) -> list[int]:
+    """The columns worth their room: the workspace only when there are several, the others
+    when some row has something to say (no session ended, none has token figures)."""
+    always = {"HOST", "SESSION", "STATE", "STARTED"}
+    return [i for i, name in enumerate(HEADINGS)
+            if (name == "WORKSPACE" and workspaces > 1) or name in always
+            or (name != "WORKSPACE" and any(line[i] != "-" for line in table[1:]))]
+
+
 def render(rows: list[SessionRow], total: int, now: float, stale: float | None,
            paint: Style) -> str:
     if not rows:
         return "no sessions\n"
     names = workspace_names(rows)
     table = [list(HEADINGS), *[cells(row, names[row.root], now, stale) for row in rows]]
-    # A column with nothing to say in any row (no session ended, none has tokens) gives its
-    # room to the others.
-    kept = [i for i in range(len(HEADINGS)) if i < 5 or any(line[i] != "-" for line in table[1:])]
+    kept = _columns(table, len(names))
+    headings = [HEADINGS[i] for i in kept]
     table = [[line[i] for i in kept] for line in table]
-    sizes = widths(table, [HEADINGS[i] for i in kept])
+    sizes = widths(table, headings)
+    state_at = headings.index("STATE")
     lines = []
     for index, line in enumerate(table):
         shown = [present.clip(cell, size).ljust(size) for cell, size in zip(line, sizes, strict=True)]
-        shown[1] = _keep_end(line[1], sizes[1])
+        if "WORKSPACE" in headings:
+            at = headings.index("WORKSPACE")
+            shown[at] = _keep_end(line[at], sizes[at])
         if index == 0:
             lines.append(paint(GAP.join(shown).rstrip(), "bold"))
             continue
         state = rows[index - 1].activity.state
-        shown[3] = paint(shown[3], *STATE_STYLE[state])  # kept: the first five always are
+        shown[state_at] = paint(shown[state_at], *STATE_STYLE[state])
         lines.append(GAP.join(shown).rstrip())
     if total > len(rows):
         lines.append(f"... and {total - len(rows)} more (--limit, or --json for all)")

@@ -60,7 +60,8 @@ def test_sessions_lists_what_a_daemon_recorded_and_paints_it_on_a_terminal(
     assert [s["sessionId"] for s in doc["sessions"]] == ["s-new", "s-old"]  # newest first
     assert doc["sessions"][1]["endedWhy"] == "the host ended it"
     text = run_cli("sessions").stdout.decode()
-    assert [line.split()[2] for line in text.splitlines()[1:]] == ["s-new", "s-old"]
+    # One workspace: no WORKSPACE column, the session's id second.
+    assert [line.split()[1] for line in text.splitlines()[1:]] == ["s-new", "s-old"]
     assert not ANSI.search(text.encode())  # piped: plain
 
     painted = on_a_terminal("sessions")
