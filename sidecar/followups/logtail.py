@@ -12,6 +12,7 @@ from __future__ import annotations
 import os
 import re
 import stat
+from pathlib import Path
 
 from sidecar import safedir
 from sidecar.followups.model import Hook
@@ -60,8 +61,13 @@ def tail(ws: Workspace, hook_id: str, log: str | None) -> tuple[bytes, bool] | N
     """The log's last TAIL_BYTES, and whether they start at its first byte; None if it
     cannot be read safely."""
     path = ws.firing_log(hook_id, log or "")
-    if path is None:
-        return None
+    return None if path is None else read_tail(path, TAIL_BYTES)
+
+
+def read_tail(path: Path, size: int) -> tuple[bytes, bool] | None:
+    """The file's last `size` bytes, and whether they start at its first byte; None if it
+    cannot be read safely: a link on the way or at the end, a FIFO, a device, or a hard link
+    (which may be any other file of its owner's, on the same filesystem)."""
     try:
         with safedir.opened(path.parent) as folder:
             fd = os.open(path.name, os.O_RDONLY | os.O_NONBLOCK | os.O_NOFOLLOW | os.O_CLOEXEC,
@@ -69,9 +75,9 @@ def tail(ws: Workspace, hook_id: str, log: str | None) -> tuple[bytes, bool] | N
             try:
                 st = os.fstat(fd)
                 if not stat.S_ISREG(st.st_mode) or st.st_nlink != 1:
-                    return None  # a FIFO, a device, or a hard link to some other file
-                start = max(0, st.st_size - TAIL_BYTES)
-                data = os.pread(fd, TAIL_BYTES, start)
+                    return None
+                start = max(0, st.st_size - size)
+                data = os.pread(fd, size, start)
             finally:
                 os.close(fd)
     except OSError:

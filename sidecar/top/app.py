@@ -18,6 +18,7 @@ from rich.style import Style
 from textual.app import App, ComposeResult
 from textual.binding import Binding
 from textual.containers import VerticalScroll
+from textual.content import Content
 from textual.geometry import Region, Size
 from textual.screen import Screen
 from textual.scroll_view import ScrollView
@@ -30,8 +31,6 @@ from sidecar.top.actions import act_on
 from sidecar.top.feed import Feed, RowKey
 
 Clock = Callable[[], float]
-STATE_AT = sum(size + 1 for _, size in view.COLUMNS[:3])  # where the STATE column starts
-STATE_WIDTH = view.COLUMNS[3][1]
 
 
 class SessionList(ScrollView, can_focus=True):
@@ -85,8 +84,8 @@ class SessionList(ScrollView, can_focus=True):
         if index == self.cursor:
             return Strip([Segment(text, Style(reverse=True, bold=True))], width)
         style = Style.parse(view.STATE_STYLE[self.table.shown[index].activity.state])
-        end = STATE_AT + STATE_WIDTH
-        return Strip([Segment(text[:STATE_AT]), Segment(text[STATE_AT:end], style),
+        start, end = view.place("STATE", width)
+        return Strip([Segment(text[:start]), Segment(text[start:end], style),
                       Segment(text[end:])], width)
 
 
@@ -104,7 +103,7 @@ class DetailScreen(Screen[None]):
 
     def compose(self) -> ComposeResult:
         with VerticalScroll():
-            yield Static(id="detail")
+            yield Static(id="detail", markup=False)  # what hosts and logs said: text only
         yield Static(id="detail-keys")
 
 
@@ -134,7 +133,7 @@ class TopApp(App[int]):
         self.list = SessionList(self.table, clock)
 
     def compose(self) -> ComposeResult:
-        yield Static(id="head")
+        yield Static(id="head", markup=False)
         yield self.list
         yield Input(placeholder="filter: host, workspace, id or state", id="filter")
         yield Static(id="foot")
@@ -157,6 +156,7 @@ class TopApp(App[int]):
 
     def on_resize(self) -> None:
         self.query_one("#head", Static).update(view.header(self.size.width))
+        self.show_footer()
 
     # -- what changes ------------------------------------------------------------------------
 
@@ -174,17 +174,20 @@ class TopApp(App[int]):
         self.show_footer()
 
     def show_footer(self) -> None:
+        """The counts, the keys that fit, and the first problem: error texts, paths and the
+        filter are shown as text (a `[` in them is no markup)."""
+        parts: list[str | tuple[str, str]] = [self.table.counts.footer()]
+        if self.table.active_only:
+            parts += ["  ", ("active only", "bold")]
+        if self.table.filter:
+            parts += ["  filter ", (view.printable(self.table.filter), "bold")]
+        used = sum(len(part if isinstance(part, str) else part[0]) for part in parts)
+        parts += ["   ", (view.key_help(self.size.width - used - 3), "dim")]
         problems = list(self.feed.errors.values()) + self.notes
-        note = ""
         if problems:
             more = f" (and {len(problems) - 1} more)" if len(problems) > 1 else ""
-            note = f"\n[b]note:[/b] {problems[0]}{more}"
-        keys = "/ filter · a active only · enter open · c cancel · f fire now · q quit"
-        active = "  [b]active only[/b]" if self.table.active_only else ""
-        filtered = f"  filter [b]{self.table.filter}[/b]" if self.table.filter else ""
-        self.query_one("#foot", Static).update(
-            f"{self.table.counts.footer()}{active}{filtered}   [dim]{keys}[/dim]{note}",
-            )
+            parts += ["\n", ("note:", "bold"), f" {view.printable(problems[0])}{more}"]
+        self.query_one("#foot", Static).update(Content.assemble(*parts))
 
     def tick(self) -> None:
         """The times and countdowns move on: redraw, read nothing."""
@@ -252,9 +255,9 @@ class TopApp(App[int]):
         try:
             said = act_on(self.feed.workspace(row.root), row, what, self.clock())
         except (OSError, SidecarError) as exc:
-            self.notify(str(exc), severity="error")
+            self.notify(str(exc), severity="error", markup=False)
             return
-        self.notify(said)
+        self.notify(said, markup=False)
 
 
 def run(roots: list[Path], notes: list[str]) -> int:

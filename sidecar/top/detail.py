@@ -1,19 +1,17 @@
 """One session, opened: its state and why, its timeline, its follow-ups and their logs' last lines.
 
 The timeline is the tail of the session's `trace.jsonl` (the last TRACE_BYTES, however long
-the trace), opened without following a link (safedir), so a planted link or a huge trace can
-neither leak another file nor stall the view. Pure text out: the widget only shows it.
+the trace), read as the firing logs are (logtail.read_tail: no link followed, no hard link,
+FIFO or device read), so a planted file or a huge trace can neither leak another file nor
+stall the view. Pure text out: the widget shows it as text, never as markup.
 """
 
 from __future__ import annotations
 
-import os
-import stat
 from dataclasses import dataclass
 
 import orjson
 
-from sidecar import safedir
 from sidecar.cli import present
 from sidecar.followups import logtail
 from sidecar.layout import Workspace
@@ -28,22 +26,11 @@ LOG_LINES = 5
 
 def timeline(ws: Workspace, harness_id: str) -> list[tuple[float | None, str, str]]:
     """The last events of the session's trace: (when, event, message), oldest first."""
-    path = ws.session_dir(harness_id) / "trace.jsonl"
-    try:
-        with safedir.opened(path.parent) as folder:
-            fd = os.open(path.name, os.O_RDONLY | os.O_NONBLOCK | os.O_NOFOLLOW | os.O_CLOEXEC,
-                         dir_fd=folder)
-            try:
-                st = os.fstat(fd)
-                if not stat.S_ISREG(st.st_mode):
-                    return []
-                start = max(0, st.st_size - TRACE_BYTES)
-                data = os.pread(fd, TRACE_BYTES, start)
-            finally:
-                os.close(fd)
-    except OSError:
+    read = logtail.read_tail(ws.session_dir(harness_id) / "trace.jsonl", TRACE_BYTES)
+    if read is None:
         return []
-    lines = data.split(b"\n")[0 if start == 0 else 1:]  # a cut first line is left out
+    data, whole = read
+    lines = data.split(b"\n")[0 if whole else 1:]  # a cut first line is left out
     found: list[tuple[float | None, str, str]] = []
     for line in lines[-TIMELINE_LINES - 1:]:
         try:
@@ -93,7 +80,7 @@ def render(row: SessionRow, gathered: Gathered, now: float) -> list[str]:
         lines.append(f"  {view.follow_up(item, now)}")
         logged = gathered.logs[index] if index < len(gathered.logs) else []
         lines += [f"    | {text}" for text in logged]
-    return lines
+    return [view.printable(line) for line in lines]
 
 
 def _when(ts: float | None, now: float) -> str:

@@ -8,6 +8,7 @@ feed's rows changed, so the once-a-second redraw of the times costs only the vis
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Collection, Iterable
 from dataclasses import dataclass
 
@@ -24,9 +25,15 @@ ORDER = {State.WAITING: 0, State.LIMITED: 1, State.WORKING: 2, State.IDLE: 3, St
 ACTIVE = frozenset({State.WORKING, State.WAITING, State.IDLE, State.LIMITED})
 WAITING_FOLLOW_UP = frozenset({"queued", "postponed"})
 
-# (title, width): the last column takes what is left
+# (title, width): the last column takes what is left, and wants at least its width, so that a
+# follow-up's outcome (`post-task ok 1 h 28 min ago`) reads whole
 COLUMNS = (("HOST", 11), ("WORKSPACE", 14), ("SESSION", 12), ("STATE", 15), ("WHY", 34),
-           ("LAST", 11), ("TOKENS", 7), ("FOLLOW-UPS", 0))
+           ("LAST", 11), ("TOKENS", 7), ("FOLLOW-UPS", 28))
+# In a narrower terminal these give way, in turn, down to the width given (0: left out); the
+# reason is shown whole in the opened session
+GIVE_WAY = (("WHY", 12), ("TOKENS", 0), ("WORKSPACE", 10), ("SESSION", 8))
+PREFIX = frozenset({"SESSION"})  # cut without `…`: any start of an id names it
+TITLES = tuple(title for title, _ in COLUMNS)
 
 
 def why(row: SessionRow, now: float) -> str:
@@ -76,9 +83,16 @@ def follow_ups(row: SessionRow, now: float) -> str:
 
 
 def cells(row: SessionRow, now: float) -> list[str]:
-    return [row.host, row.root.name, present.short_id(row.session_id),
-            STATE_WORDS[row.activity.state], why(row, now),
-            present.ago(row.updated_at, now), tokens(row.tokens), follow_ups(row, now)]
+    return [printable(cell) for cell in (
+        row.host, row.root.name, present.short_id(row.session_id),
+        STATE_WORDS[row.activity.state], why(row, now),
+        present.ago(row.updated_at, now), tokens(row.tokens), follow_ups(row, now))]
+
+
+def printable(text: str) -> str:
+    """`text` with control characters escaped: what a host said can never drive the terminal."""
+    return "".join(ch if ch.isprintable() else ch.encode("unicode_escape").decode()
+                   for ch in text)
 
 
 def matches(row: SessionRow, text: str) -> bool:
@@ -103,10 +117,14 @@ class Counts:
     total: int
 
     def footer(self) -> str:
-        shown = f"{self.shown} of {self.total} sessions" if self.shown != self.total \
-            else f"{self.total} sessions"
-        return (f"{self.working} working · {self.waiting} waiting · {self.queued} follow-ups "
-                f"queued · {shown}")
+        sessions = _counted(self.total, "session")
+        shown = sessions if self.shown == self.total else f"{self.shown} of {sessions}"
+        return (f"{self.working} working · {self.waiting} waiting · "
+                f"{_counted(self.queued, 'follow-up')} queued · {shown}")
+
+
+def _counted(count: int, word: str) -> str:
+    return f"{count} {word}" if count == 1 else f"{count} {word}s"
 
 
 def counts(rows: Iterable[SessionRow], shown: int) -> Counts:
@@ -148,16 +166,61 @@ class Table:
         return fit(cells(self.shown[index], now), width)
 
 
+@functools.lru_cache(maxsize=8)
+def widths(width: int) -> tuple[int, ...]:
+    """Each column's width in a line of `width`: the last takes what is left, once the others
+    have given way (GIVE_WAY) as far as it needs to reach its own width."""
+    sizes = [size for _, size in COLUMNS]
+
+    def left() -> int:
+        return width - sum(size + 1 for size in sizes[:-1] if size)
+
+    for title, least in GIVE_WAY:
+        short = sizes[-1] - left()
+        if short <= 0:
+            break
+        at = TITLES.index(title)
+        sizes[at] = 0 if least == 0 else max(least, sizes[at] - short)
+    sizes[-1] = max(0, left())
+    return tuple(sizes)
+
+
+def place(title: str, width: int) -> tuple[int, int]:
+    """Where the column starts and ends in a line of `width`."""
+    sizes = widths(width)
+    at = TITLES.index(title)
+    start = sum(size + 1 for size in sizes[:at] if size)
+    return start, start + sizes[at]
+
+
 def fit(values: list[str], width: int) -> str:
-    """Cells padded or clipped to the columns, the last taking what is left."""
+    """Cells padded or clipped to the columns; a column given way to nothing is left out."""
     parts = []
-    used = 0
-    for (_, size), value in zip(COLUMNS, values, strict=True):
-        size = size or max(0, width - used)
-        parts.append(present.clip(value, size).ljust(size))
-        used += size + 1
+    for title, size, value in zip(TITLES, widths(width), values, strict=True):
+        if size:
+            cut = value[:size] if title in PREFIX else present.clip(value, size)
+            parts.append(cut.ljust(size))
     return " ".join(parts)[:width]
 
 
 def header(width: int) -> str:
-    return fit([title for title, _ in COLUMNS], width)
+    return fit(list(TITLES), width)
+
+
+KEYS = (("/", "filter"), ("a", "active only"), ("enter", "open"), ("c", "cancel"),
+        ("f", "fire now"), ("q", "quit"))
+DROPPED_FIRST = ("a", "f", "c", "/", "enter")  # when the footer is narrow; `q quit` stays
+
+
+def key_help(room: int) -> str:
+    """The keys, as many as fit in `room` columns (the footer stays one line)."""
+    keys = list(KEYS)
+    for dropped in DROPPED_FIRST:
+        if len(_keys(keys)) <= room:
+            break
+        keys = [key for key in keys if key[0] != dropped]
+    return _keys(keys)
+
+
+def _keys(keys: list[tuple[str, str]]) -> str:
+    return " · ".join(f"{key} {word}" for key, word in keys)

@@ -127,8 +127,10 @@ class Tmux:
         self.base = ["tmux", "-S", str(socket)]
 
     def start(self, argv: list[str], env: dict[str, str]) -> None:
-        # `; echo exit=$?` keeps the window after `top` ends, showing how it ended
-        command = shlex.join(["env", *(f"{k}={v}" for k, v in env.items()), *argv])
+        # `; echo exit=$?` keeps the window after `top` ends, showing how it ended; COLUMNS
+        # and LINES (set in the test process) would size the app instead of the window
+        command = shlex.join(["env", "-u", "COLUMNS", "-u", "LINES",
+                              *(f"{k}={v}" for k, v in env.items()), *argv])
         subprocess.run([*self.base, "new-session", "-d", "-x", "150", "-y", "30",
                         f"{command}; echo exit=$?; sleep 30"], check=True)
 
@@ -157,7 +159,8 @@ def test_top_in_a_real_terminal_shows_a_new_session_and_quits_with_q(workspace, 
         assert emit(workspace.root, None, "session-start", "--session-id", "seen-in-tmux",
                     "--source", "claude-code").returncode == 0
         wait_until(lambda: "seen-in-tmux" in tmux.screen(), 5, 0.1)
-        assert "idle" in tmux.screen() and "1 sessions" in tmux.screen()
+        assert "idle" in tmux.screen() and "1 session" in tmux.screen()
+        assert "FOLLOW-UPS" in tmux.screen()  # drawn at the window's 150 columns
         tmux.keys("q")
         wait_until(lambda: "exit=" in tmux.screen(), 10, 0.1)
         assert "exit=0" in tmux.screen()

@@ -81,7 +81,7 @@ def test_every_state_shows_with_its_reason(tmp_path):
         assert "1 h ago" in by_id["f6b2c7e9-exit"]
         # who needs the user comes first
         assert lines[0] == by_id["b21d44f0-asks"]
-        assert footer(app).startswith("1 working · 1 waiting · 1 follow-ups queued · 6 sessions")
+        assert footer(app).startswith("1 working · 1 waiting · 1 follow-up queued · 6 sessions")
         await pilot.press("q")
         assert app.return_value == 0
 
