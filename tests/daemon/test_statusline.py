@@ -5,6 +5,7 @@ payloads, in each state; and tmux's form, counting two workspaces."""
 from __future__ import annotations
 
 import json
+import os
 import re
 import subprocess
 from pathlib import Path
@@ -169,3 +170,34 @@ def test_the_workspace_is_the_payloads_not_the_callers(workspace, tmp_path):
     # run from a folder that is no workspace, about a session of one: found there
     assert line(tmp_path, statusline_payload(workspace.root), "--source", "claude-code") \
         == "sidecar: not tracked"
+
+
+def test_a_fifo_or_a_hard_link_is_not_read_and_the_line_says_what_it_can(workspace, start_daemon,
+                                                                           tmp_path):
+    """A FIFO would block a reader that opens it for ever (and so every refresh of the bar);
+    a hard link is some other file. Neither is read: the line says what it can without it."""
+    root = workspace.root
+    daemon = start_daemon(root)
+    send(root, "UserPromptSubmit")
+    record = workspace.session_dir(harness_id("claude-code", SESSION)) / "session.json"
+    wait_until(lambda: record.exists() and read_json(record)["metadata"]["sidecar"].get("turnOpen"), 20)
+    daemon.stop()  # nothing rewrites the files below while they are looked at
+    bindings = root / ".context" / "runtime" / "hooks" / "host-sessions.json"
+    bindings.unlink()
+    os.mkfifo(bindings)
+    elsewhere = tmp_path / "elsewhere.json"
+    elsewhere.write_text(json.dumps({"pending": []}))
+    workspace.hooks_file.unlink()
+    os.link(elsewhere, workspace.hooks_file)
+
+    def status_line(payload: bytes | None, *args: str) -> str:
+        done = run_cli("status", "--line", *args, input=payload, cwd=root, timeout=20)
+        assert done.returncode == 0 and done.stderr == b"", done.stderr
+        return done.stdout.decode()
+
+    text = status_line(statusline_payload(root), "--source", "claude-code")
+    assert re.fullmatch(r"working \d+ s · hooks.json unreadable\n", text), text
+    assert status_line(None, "--root", str(root)) == "1 unreadable\n"
+    bindings.unlink()
+    os.link(elsewhere, bindings)  # the bindings hard-linked too: the workspace is unreadable
+    assert status_line(None, "--root", str(root)) == "1 unreadable\n"
