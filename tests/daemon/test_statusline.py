@@ -201,3 +201,33 @@ def test_a_fifo_or_a_hard_link_is_not_read_and_the_line_says_what_it_can(workspa
     bindings.unlink()
     os.link(elsewhere, bindings)  # the bindings hard-linked too: the workspace is unreadable
     assert status_line(None, "--root", str(root)) == "1 unreadable\n"
+
+
+def alive(pid: int) -> bool:
+    """Whether the process runs (a zombie no parent has reaped yet counts as gone)."""
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"
+    except (FileNotFoundError, ProcessLookupError):
+        return False
+
+
+@pytest.mark.parametrize("theirs", [
+    # never reads its input, larger than a pipe holds, and a child of its own keeps running
+    "echo $$ > {pids}; echo mine; sleep 60 & echo $! >> {pids}; wait",
+    # closes its output at once, then keeps running
+    "echo $$ > {pids}; echo mine; exec >&-; exec sleep 60",
+])
+def test_a_users_command_that_hangs_is_stopped_at_its_deadline(workspace, tmp_path, theirs):
+    pids = tmp_path / "pids"
+    payload = json.loads(statusline_payload(workspace.root)) | {"padding": "x" * (1 << 20)}
+    try:
+        done = run_cli("status", "--line", "--then", theirs.format(pids=pids),
+                       input=json.dumps(payload).encode(), cwd=workspace.root, timeout=30)
+        assert done.returncode == 0 and done.stderr == b"", done.stderr
+        assert done.stdout.decode().splitlines() == ["mine", "sidecar: not tracked"]
+        started = [int(pid) for pid in pids.read_text().split()]
+        assert started and wait_until(lambda: not any(alive(pid) for pid in started), 5)
+    finally:  # a test that fails leaves nothing running either
+        for pid in [int(p) for p in pids.read_text().split()] if pids.exists() else []:
+            if alive(pid):
+                os.kill(pid, 9)
