@@ -116,7 +116,7 @@ def install(path: Path, sidecar: str, source: str, below: list[Path]) -> str:
         raise IntegrateError(f"{path}: {_not_kept(line, ours)}")
     if new != old:
         _write(path, new)
-    owned.change(source, str(path), lambda mine: mine.update({KEY: {"added": added}}))
+    owned.change(source, str(path), lambda ours_here: ours_here.update({KEY: {"added": added}}))
     theirs = parse(ours["command"])[1]
     return f"the status line runs `sidecar status --line` in {path}" + (
         f", and first {theirs} of {base_path}, the status line Claude Code showed (that file "
@@ -143,7 +143,7 @@ def remove(path: Path, source: str) -> bool:
         return False
     changed = settings.save_json(path, without_ours(settings.load_json(path),
                                                     bool(record.get("added"))))
-    owned.change(source, str(path), lambda mine: mine.pop(KEY, None))
+    owned.change(source, str(path), lambda ours_here: ours_here.pop(KEY, None))
     return changed
 
 
