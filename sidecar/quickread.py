@@ -9,6 +9,7 @@ tests hold each copy to its original.
 
 import _json
 import os
+import stat  # already loaded by os
 
 CONTEXT = ".context"
 MAX_FILE = 16 * 1024 * 1024
@@ -68,14 +69,18 @@ def harness_id(host: str, session_id: str) -> str:
 
 def read_json(root: str, *names: str) -> object:
     """root/.context/<names...> as JSON, no symlink followed from `.context` down; None if it
-    does not exist, Unreadable if it cannot be read or is not JSON."""
-    flags = os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC
+    does not exist, Unreadable if it cannot be read, is not JSON, or is no regular file of
+    one link (a FIFO would block the bar's every refresh; a hard link is some other file)."""
+    flags = os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC | os.O_NONBLOCK
     fds = []
     try:
         fds.append(os.open(root, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC))
         for name in (CONTEXT, *names[:-1]):
             fds.append(os.open(name, flags | os.O_DIRECTORY, dir_fd=fds[-1]))
         fds.append(os.open(names[-1], flags, dir_fd=fds[-1]))
+        st = os.fstat(fds[-1])
+        if not stat.S_ISREG(st.st_mode) or st.st_nlink != 1:
+            raise OSError(f"{names[-1]} is not a regular file of one link")
         data = os.read(fds[-1], MAX_FILE + 1)
     except FileNotFoundError:
         return None

@@ -33,6 +33,7 @@ from sidecar.quickread import (
 
 CONTEXT = ".context"
 THEIRS_TIMEOUT = 5.0  # seconds the user's own status line command may take
+KILL = 9  # SIGKILL (the signal module costs more to import than the whole line)
 STDIN_WAIT = 0.5  # seconds to wait for a payload on a pipe that has not said anything yet
 NOT_TRACKED = "sidecar: not tracked"
 USAGE = "usage: sidecar status --line [--source NAME] [--root DIR]... [--then COMMAND]\n"
@@ -199,11 +200,17 @@ def payload_of(data: bytes) -> dict | None:  # type: ignore[type-arg]
 def run_theirs(command: str, data: bytes, timeout: float = THEIRS_TIMEOUT) -> str:
     """The user's own status line command, run as Claude Code runs it (`sh -c`, the same
     standard input), and what it printed (its last newline dropped). Forked by hand: the
-    subprocess module costs more to import than the whole line."""
+    subprocess module costs more to import than the whole line. It gets `timeout` seconds in
+    all, to read its input, print and exit; then it is killed, with whatever it started (its
+    own process group), and what it printed so far is shown."""
     into, out = os.pipe(), os.pipe()
     pid = os.fork()
     if pid == 0:  # the child: its stdin and stdout are the pipes, stderr stays the caller's
         try:
+            os.setpgid(0, 0)
+            import _signal  # type: ignore[import-not-found]  # (in the child only)
+
+            _signal.signal(_signal.SIGPIPE, _signal.SIG_DFL)  # Python ignores it; sh does not
             os.dup2(into[0], 0)
             os.dup2(out[1], 1)
             for fd in (*into, *out):
@@ -211,24 +218,65 @@ def run_theirs(command: str, data: bytes, timeout: float = THEIRS_TIMEOUT) -> st
             os.execv("/bin/sh", ["sh", "-c", command])
         finally:
             os._exit(127)
+    try:
+        os.setpgid(pid, pid)  # as the child does: whichever runs first
+    except OSError:
+        pass  # it has set it itself and run its command already
     os.close(into[0])
     os.close(out[1])
+    deadline = time.monotonic() + timeout
     try:
-        os.write(into[1], data)
-    except OSError:
-        pass  # it did not read its input: its output still counts
-    os.close(into[1])
-    chunks, deadline = [], time.monotonic() + timeout
-    while (left := deadline - time.monotonic()) > 0 and select.select([out[0]], [], [], left)[0]:
-        chunk = os.read(out[0], 65536)
-        if not chunk:
-            break
-        chunks.append(chunk)
-    os.close(out[0])
-    if time.monotonic() >= deadline:
-        os.kill(pid, 9)  # too slow for a status bar: what it printed so far is shown
-    os.waitpid(pid, 0)
-    return b"".join(chunks).decode("utf-8", "replace").removesuffix("\n")
+        printed = _exchange(into[1], out[0], data, deadline)
+    finally:
+        os.close(out[0])
+    if not _exited(pid, deadline):
+        try:
+            os.killpg(pid, KILL)  # too slow for a status bar: it and what it started
+        except OSError:
+            pass
+        os.waitpid(pid, 0)
+    return printed.decode("utf-8", "replace").removesuffix("\n")
+
+
+def _exchange(into: int, out: int, data: bytes, deadline: float) -> bytes:
+    """Give `data` to `into` and read `out` until it is closed, at once (a command may print
+    before it reads) and never waiting past `deadline` (one may never read, or never close)."""
+    os.set_blocking(into, False)
+    left, chunks = memoryview(data), []
+    writing = [into]
+    try:
+        while (wait := deadline - time.monotonic()) > 0:
+            if writing and not left:
+                os.close(writing.pop())  # all given: it reads the end of its input
+            readable, writable, _ = select.select([out], writing, [], wait)
+            if writable:
+                try:
+                    left = left[os.write(into, left[:65536]):]
+                except BlockingIOError:
+                    pass
+                except OSError:  # it closed its input unread: its output still counts
+                    left = left[:0]
+            if readable:
+                chunk = os.read(out, 65536)
+                if not chunk:
+                    break
+                chunks.append(chunk)
+    finally:
+        for fd in writing:
+            os.close(fd)
+    return b"".join(chunks)
+
+
+def _exited(pid: int, deadline: float) -> bool:
+    """Whether the child exited (and was reaped) by `deadline`."""
+    pause = 0.001
+    while True:
+        if os.waitpid(pid, os.WNOHANG)[0]:
+            return True
+        if time.monotonic() + pause > deadline:
+            return False
+        time.sleep(pause)
+        pause = min(pause * 2, 0.05)
 
 
 def options(argv: list[str]) -> dict[str, list[str]]:

@@ -44,6 +44,14 @@ def settings_files(root: Path | None, home: Path) -> list[Path]:
     return [*project, home / ".claude" / "settings.json"]
 
 
+def ranked_below(place: Path, home: Path) -> list[Path]:
+    """The settings files Claude Code ranks below `place`: what they set, `place` overrides."""
+    user = home / ".claude" / "settings.json"
+    files = settings_files(None if place == user else place.parent.parent, home)
+    return [file for file in files[files.index(place) + 1:] if file != place] \
+        if place in files else []
+
+
 def last_failure(entries: list[dict[str, Any]]) -> Failure | None:
     """The last assistant entry, if it is the API's refusal (`isApiErrorMessage`)."""
     for entry in reversed(entries):
@@ -128,15 +136,14 @@ class ClaudeCode(Host):
         if uninstall:  # sidecar's status line goes with its hooks (the user's own comes back)
             from sidecar.hosts import claude_statusline
 
-            changed = claude_statusline.remove(place) or changed
+            changed = claude_statusline.remove(place, self.name) or changed
         return changed
 
     def integrate_extra(self, flag: str, place: Path, sidecar: str) -> str:
         from sidecar.hosts import claude_statusline
 
-        changed = claude_statusline.install(place, sidecar, self.name)
-        return f"the status line runs `sidecar status --line` in {place}" + (
-            "" if changed else " (already so; nothing changed)")
+        return claude_statusline.install(place, sidecar, self.name,
+                                         ranked_below(place, Path.home()))
 
     def integrated(self, root: Path | None, home: Path) -> bool:
         from sidecar.hosts import settings

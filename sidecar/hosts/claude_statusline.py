@@ -4,21 +4,25 @@
 A user who has a status line keeps it: only its `command` changes, to sidecar's with theirs
 after `--then` (`sidecar status --line --source claude-code --then '<theirs>'`), which runs
 theirs with the same input and prints its lines first, then sidecar's. Every other key of
-theirs (`padding`...) stays as it is. Taking sidecar out puts their command back, or removes
-the `statusLine` sidecar added, so the file is given back byte for byte; a file whose
-status line could not be given back so (a command written with escapes JSON does not need)
-is left alone, and the error says how to combine the two by hand.
+theirs (`padding`...) stays as it is. A file with none of its own takes, in the same way, the
+status line Claude Code would show without it: that of a file it ranks lower (the project's
+committed settings, the user's), which is never written. Taking sidecar out puts their command
+back, or removes the `statusLine` sidecar added, so the file is given back byte for byte; a
+file whose status line could not be given back so (a command written with escapes JSON does
+not need) is left alone, and the error says how to combine the two by hand. What sidecar wrote
+is remembered (owned.py): a `sidecar status --line` the user wrote by hand is never taken out.
 """
 
 from __future__ import annotations
 
 import copy
+import json
 import os
 import shlex
 from pathlib import Path
 from typing import Any
 
-from sidecar.hosts import jsonedit, settings, userfile
+from sidecar.hosts import jsonedit, owned, settings, userfile
 from sidecar.hosts.base import IntegrateError
 
 KEY = "statusLine"
@@ -45,66 +49,102 @@ def parse(value: Any) -> tuple[bool, str | None]:
     return True, theirs
 
 
-def with_ours(data: dict[str, Any], sidecar: str, source: str, path: Path) -> dict[str, Any]:
-    """The settings with sidecar's status line (the user's own kept, run first)."""
-    out = copy.deepcopy(data)
-    line = out.get(KEY)
+def composed(line: Any, sidecar: str, source: str, path: Path) -> dict[str, Any]:
+    """sidecar's status line, made from the user's `line` (found in `path`; None: none): theirs
+    runs first, by the command they wrote, and their other keys stay as they were."""
     if line is None:
-        out[KEY] = {"type": "command", "command": command(sidecar, source, None)}
-        return out
+        return {"type": "command", "command": command(sidecar, source, None)}
     if not isinstance(line, dict) or line.get("type") != "command" \
             or not isinstance(line.get("command"), str):
         raise IntegrateError(f"{path}: its {KEY} is not a command sidecar can run first; to "
                              f"combine them, make it a command that prints its own line, then "
                              f"runs `{command(sidecar, source, None)}` with the same input")
     mine, theirs = parse(line["command"])
-    line["command"] = command(sidecar, source, theirs if mine else line["command"])
-    return out
+    return {**copy.deepcopy(line),
+            "command": command(sidecar, source, theirs if mine else line["command"])}
 
 
-def without_ours(data: dict[str, Any]) -> dict[str, Any]:
-    """The settings as they were before sidecar's status line: the user's command back."""
+def shown_below(below: list[Path]) -> tuple[Any, Path | None]:
+    """The status line Claude Code shows from the files it ranks below the one written (the
+    first of them that has one), and that file; (None, None) if none has."""
+    for file in below:
+        line = settings.load_json(file).get(KEY)
+        if line is not None:
+            return line, file
+    return None, None
+
+
+def without_ours(data: dict[str, Any], added: bool) -> dict[str, Any]:
+    """The settings as they were before sidecar's status line: the user's command back, or
+    (`added`: the file had none) no status line."""
     out = copy.deepcopy(data)
     line = out.get(KEY)
     mine, theirs = parse(line.get("command") if isinstance(line, dict) else None)
     if not mine or not isinstance(line, dict):
         return out
-    if theirs is None:
+    if added or theirs is None:
         del out[KEY]
     else:
         line["command"] = theirs
     return out
 
 
-def install(path: Path, sidecar: str, source: str) -> bool:
-    """Set sidecar's status line in `path`; True if the file changed. IntegrateError, and
-    nothing written, where taking it out again could not give the file back as it is."""
+def install(path: Path, sidecar: str, source: str, below: list[Path]) -> str:
+    """Set sidecar's status line in `path`, running first the user's: the file's own, or, if
+    it has none, the one of the files `below` it that Claude Code would show otherwise (never
+    written). Says what it did. IntegrateError, and nothing written, where taking it out again
+    could not give the file back as it is. A `sidecar status --line` the user wrote by hand
+    stays as it is (and stays on uninstall: only what sidecar wrote is remembered as its)."""
     old = settings.read_text(path)
     data = settings.load_json(path)
-    new_data = with_ours(data, sidecar, source, path)
+    line = data.get(KEY)
+    mine, _ = parse(line.get("command") if isinstance(line, dict) else None)
+    record = owned.read(source, str(path)).get(KEY)
+    if mine and not isinstance(record, dict):
+        return f"the status line already runs `sidecar status --line` in {path} (yours, left " \
+               "as it is)"
+    added = line is None or (mine and bool(record and record.get("added")))
+    base, base_path = shown_below(below) if added else (line, path)
+    ours = composed(base, sidecar, source, base_path or path)
+    new_data = {**data, KEY: ours}
     try:
         new = jsonedit.dumps_new(new_data) if old is None else jsonedit.rewrite(old, new_data)
-        back = jsonedit.rewrite(new, without_ours(new_data)) if old is not None else None
+        back = jsonedit.rewrite(new, without_ours(new_data, added)) if old is not None else None
     except jsonedit.JsonEditError as exc:
         raise IntegrateError(f"{path}: {exc}") from None
-    if old is not None and back != old and without_ours(data) == data:
-        theirs = data[KEY]["command"]
-        raise IntegrateError(
-            f"{path}: its {KEY} command is written in a way sidecar could not give back byte "
-            f"for byte, so it is left as it is; to combine them, set its command to "
-            f"{command(sidecar, source, theirs)!r}")
-    if new == old:
-        return False
-    _write(path, new)
-    return True
+    if old is not None and back != old and without_ours(data, added) == data:
+        raise IntegrateError(f"{path}: {_not_kept(line, ours)}")
+    if new != old:
+        _write(path, new)
+    owned.change(source, str(path), lambda ours_here: ours_here.update({KEY: {"added": added}}))
+    theirs = parse(ours["command"])[1]
+    return f"the status line runs `sidecar status --line` in {path}" + (
+        f", and first {theirs} of {base_path}, the status line Claude Code showed (that file "
+        f"is not changed)" if base_path not in (None, path) and theirs else "") + (
+        "" if new != old else " (already so; nothing changed)")
 
 
-def remove(path: Path) -> bool:
-    """Take sidecar's status line out of `path` (the user's own back); True if it changed."""
-    if settings.read_text(path) is None:
+def _not_kept(line: Any, ours: dict[str, Any]) -> str:
+    """Why a status line is not written, and what to write by hand."""
+    if line is not None:
+        return (f"its {KEY} command is written in a way sidecar could not give back byte for "
+                f"byte, so it is left as it is; to combine them, set its command to "
+                f"{ours['command']!r}")
+    return (f"sidecar could not add its {KEY} so that taking it out again gives the file back "
+            f"byte for byte, so it is left as it is; to have it, add "
+            f"{json.dumps({KEY: ours})[1:-1]}")
+
+
+def remove(path: Path, source: str) -> bool:
+    """Take the status line sidecar wrote out of `path` (the user's own back); True if it
+    changed. One sidecar did not write (the user's own `sidecar status --line`) stays."""
+    record = owned.read(source, str(path)).get(KEY)
+    if not isinstance(record, dict) or settings.read_text(path) is None:
         return False
-    data = settings.load_json(path)
-    return settings.save_json(path, without_ours(data))
+    changed = settings.save_json(path, without_ours(settings.load_json(path),
+                                                    bool(record.get("added"))))
+    owned.change(source, str(path), lambda ours_here: ours_here.pop(KEY, None))
+    return changed
 
 
 def _write(path: Path, text: str) -> None:

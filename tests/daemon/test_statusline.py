@@ -5,6 +5,7 @@ payloads, in each state; and tmux's form, counting two workspaces."""
 from __future__ import annotations
 
 import json
+import os
 import re
 import subprocess
 from pathlib import Path
@@ -169,3 +170,64 @@ def test_the_workspace_is_the_payloads_not_the_callers(workspace, tmp_path):
     # run from a folder that is no workspace, about a session of one: found there
     assert line(tmp_path, statusline_payload(workspace.root), "--source", "claude-code") \
         == "sidecar: not tracked"
+
+
+def test_a_fifo_or_a_hard_link_is_not_read_and_the_line_says_what_it_can(workspace, start_daemon,
+                                                                           tmp_path):
+    """A FIFO would block a reader that opens it for ever (and so every refresh of the bar);
+    a hard link is some other file. Neither is read: the line says what it can without it."""
+    root = workspace.root
+    daemon = start_daemon(root)
+    send(root, "UserPromptSubmit")
+    record = workspace.session_dir(harness_id("claude-code", SESSION)) / "session.json"
+    wait_until(lambda: record.exists() and read_json(record)["metadata"]["sidecar"].get("turnOpen"), 20)
+    daemon.stop()  # nothing rewrites the files below while they are looked at
+    bindings = root / ".context" / "runtime" / "hooks" / "host-sessions.json"
+    bindings.unlink()
+    os.mkfifo(bindings)
+    elsewhere = tmp_path / "elsewhere.json"
+    elsewhere.write_text(json.dumps({"pending": []}))
+    workspace.hooks_file.unlink()
+    os.link(elsewhere, workspace.hooks_file)
+
+    def status_line(payload: bytes | None, *args: str) -> str:
+        done = run_cli("status", "--line", *args, input=payload, cwd=root, timeout=20)
+        assert done.returncode == 0 and done.stderr == b"", done.stderr
+        return done.stdout.decode()
+
+    text = status_line(statusline_payload(root), "--source", "claude-code")
+    assert re.fullmatch(r"working \d+ s · hooks.json unreadable\n", text), text
+    assert status_line(None, "--root", str(root)) == "1 unreadable\n"
+    bindings.unlink()
+    os.link(elsewhere, bindings)  # the bindings hard-linked too: the workspace is unreadable
+    assert status_line(None, "--root", str(root)) == "1 unreadable\n"
+
+
+def alive(pid: int) -> bool:
+    """Whether the process runs (a zombie no parent has reaped yet counts as gone)."""
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"
+    except (FileNotFoundError, ProcessLookupError):
+        return False
+
+
+@pytest.mark.parametrize("theirs", [
+    # never reads its input, larger than a pipe holds, and a child of its own keeps running
+    "echo $$ > {pids}; echo mine; sleep 60 & echo $! >> {pids}; wait",
+    # closes its output at once, then keeps running
+    "echo $$ > {pids}; echo mine; exec >&-; exec sleep 60",
+])
+def test_a_users_command_that_hangs_is_stopped_at_its_deadline(workspace, tmp_path, theirs):
+    pids = tmp_path / "pids"
+    payload = json.loads(statusline_payload(workspace.root)) | {"padding": "x" * (1 << 20)}
+    try:
+        done = run_cli("status", "--line", "--then", theirs.format(pids=pids),
+                       input=json.dumps(payload).encode(), cwd=workspace.root, timeout=30)
+        assert done.returncode == 0 and done.stderr == b"", done.stderr
+        assert done.stdout.decode().splitlines() == ["mine", "sidecar: not tracked"]
+        started = [int(pid) for pid in pids.read_text().split()]
+        assert started and wait_until(lambda: not any(alive(pid) for pid in started), 5)
+    finally:  # a test that fails leaves nothing running either
+        for pid in [int(p) for p in pids.read_text().split()] if pids.exists() else []:
+            if alive(pid):
+                os.kill(pid, 9)

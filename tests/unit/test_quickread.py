@@ -127,3 +127,17 @@ def test_a_time_reads_as_timeutil_reads_it(text):
 @pytest.mark.parametrize("text", ["2026-13-01T00:00:00.000Z", "yesterday", "", None, True, []])
 def test_what_is_no_time_is_none(text):
     assert quickread.parse_ts(text) is None
+
+
+def test_only_a_regular_file_of_one_link_is_read(tmp_path):
+    runtime = tmp_path / ".context" / "runtime"
+    runtime.mkdir(parents=True)
+    (runtime / "one.json").write_text('{"a": 1}')
+    assert quickread.read_json(str(tmp_path), "runtime", "one.json") == {"a": 1}
+    os.link(runtime / "one.json", runtime / "two.json")  # now a file of two names
+    for name in ("one.json", "two.json"):
+        with pytest.raises(quickread.Unreadable, match=name):
+            quickread.read_json(str(tmp_path), "runtime", name)
+    (runtime / "folder.json").mkdir()
+    with pytest.raises(quickread.Unreadable, match="folder.json"):
+        quickread.read_json(str(tmp_path), "runtime", "folder.json")

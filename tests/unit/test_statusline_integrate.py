@@ -122,3 +122,120 @@ def test_only_sidecars_own_command_is_taken_for_its_own():
     for theirs in ("sidecar status", "my-sidecar status --line", "echo sidecar status --line",
                    "sidecar 'unclosed", None, 3):
         assert claude_statusline.parse(theirs)[0] is False
+
+
+def test_a_file_it_cannot_give_back_whole_is_left_alone_with_a_clear_error(workspace, env):
+    local = workspace.root / ".claude" / "settings.local.json"
+    local.parent.mkdir()
+    local.write_text("{\n}\n")  # adding a key and taking it out again gives `{}`
+    done = run("integrate", "claude-code", "--statusline", cwd=workspace.root, env=env)
+    assert done.returncode != 0 and b"byte for byte" in done.stderr, done.stderr
+    assert b"statusLine" in done.stderr and b"status --line --source claude-code" in done.stderr
+    assert local.read_text() == "{\n}\n"
+
+
+def settings_file(where: str, root: Path, env: dict[str, str]) -> Path:
+    return Path(env["HOME"]) / ".claude" / "settings.json" if where == "user" \
+        else root / ".claude" / "settings.json"
+
+
+BELOW = '{\n  "statusLine": {"type": "command", "command": "~/bin/line.sh", "padding": 1}\n}\n'
+
+
+@pytest.mark.parametrize("where", ["user", "shared"])
+@pytest.mark.parametrize("local_before", [None, '{\n  "model": "opus"\n}\n'])
+def test_a_status_line_of_a_lower_ranked_file_is_run_first_not_overridden(workspace, env, where,
+                                                                         local_before):
+    """Claude Code ranks the project's local settings above its shared ones and the user's: a
+    status line sidecar adds there would hide the user's own, so theirs runs first."""
+    lower = settings_file(where, workspace.root, env)
+    lower.parent.mkdir(parents=True, exist_ok=True)
+    lower.write_text(BELOW)
+    local = workspace.root / ".claude" / "settings.local.json"
+    if local_before is not None:
+        local.parent.mkdir(exist_ok=True)
+        local.write_text(local_before)
+    done = run("integrate", "claude-code", "--statusline", cwd=workspace.root, env=env)
+    assert done.returncode == 0, done.stderr
+    assert f"~/bin/line.sh of {lower}".encode() in done.stdout, done.stdout
+    line = status_line(local)
+    assert shlex.split(line["command"])[4:] == ["claude-code", "--then", "~/bin/line.sh"]
+    assert line["padding"] == 1  # as Claude Code showed theirs
+    again = run("integrate", "claude-code", "--statusline", cwd=workspace.root, env=env)
+    assert b"already so; nothing changed" in again.stdout and status_line(local) == line
+    assert lower.read_text() == BELOW  # never written
+    assert run("integrate", "claude-code", "--uninstall", cwd=workspace.root, env=env).returncode == 0
+    assert lower.read_text() == BELOW
+    assert (local.read_text() if local.exists() else None) == local_before
+
+
+def test_the_nearest_lower_status_line_is_the_one_claude_code_shows(workspace, env):
+    user = settings_file("user", workspace.root, env)
+    shared = settings_file("shared", workspace.root, env)
+    user.parent.mkdir(parents=True)
+    user.write_text('{"statusLine": {"type": "command", "command": "users"}}\n')
+    shared.parent.mkdir(parents=True)
+    shared.write_text('{"statusLine": {"type": "command", "command": "projects"}}\n')
+    local = workspace.root / ".claude" / "settings.local.json"
+    assert run("integrate", "claude-code", "--statusline", cwd=workspace.root, env=env).returncode == 0
+    assert shlex.split(status_line(local)["command"])[-2:] == ["--then", "projects"]
+    # the committed settings, --shared: only the user's is below them
+    assert run("integrate", "claude-code", "--uninstall", cwd=workspace.root, env=env).returncode == 0
+    shared.write_text('{"model": "opus"}\n')
+    assert run("integrate", "claude-code", "--shared", "--statusline", cwd=workspace.root,
+               env=env).returncode == 0
+    assert shlex.split(status_line(shared)["command"]) == \
+        ["sidecar", "status", "--line", "--source", "claude-code", "--then", "users"]
+    assert run("integrate", "claude-code", "--shared", "--uninstall", cwd=workspace.root,
+               env=env).returncode == 0
+    assert shared.read_text() == '{"model": "opus"}\n'
+
+
+def test_sidecars_own_line_below_is_not_run_inside_itself(workspace, env):
+    user = settings_file("user", workspace.root, env)
+    user.parent.mkdir(parents=True)
+    user.write_text('{"statusLine": {"type": "command", "command": "mine"}}\n')
+    assert run("integrate", "claude-code", "--user", "--statusline", cwd=workspace.root,
+               env=env).returncode == 0
+    local = workspace.root / ".claude" / "settings.local.json"
+    assert run("integrate", "claude-code", "--statusline", cwd=workspace.root, env=env).returncode == 0
+    argv = shlex.split(status_line(local)["command"])
+    assert argv[5:] == ["--then", "mine"] and argv.count("status") == 1
+
+
+def test_a_lower_status_line_that_is_no_command_stops_it_with_nothing_written(workspace, env):
+    user = settings_file("user", workspace.root, env)
+    user.parent.mkdir(parents=True)
+    user.write_text('{"statusLine": "echo hi"}\n')
+    done = run("integrate", "claude-code", "--statusline", cwd=workspace.root, env=env)
+    assert done.returncode != 0 and str(user).encode() in done.stderr, done.stderr
+    assert b"not a command sidecar can run first" in done.stderr
+    assert not (workspace.root / ".claude").exists()
+
+
+HAND_WRITTEN = '{\n  "statusLine": {"type": "command", "command": "sidecar status --line --source claude-code"}\n}\n'
+
+
+@pytest.mark.parametrize("statusline", [False, True])
+def test_a_status_line_the_user_wrote_by_hand_stays_on_uninstall(workspace, env, statusline):
+    local = workspace.root / ".claude" / "settings.local.json"
+    local.parent.mkdir()
+    local.write_text(HAND_WRITTEN)
+    flags = ["--statusline"] if statusline else []
+    done = run("integrate", "claude-code", *flags, cwd=workspace.root, env=env)
+    assert done.returncode == 0, done.stderr
+    if statusline:
+        assert b"yours, left as it is" in done.stdout, done.stdout
+    assert status_line(local) == json.loads(HAND_WRITTEN)["statusLine"]
+    assert run("integrate", "claude-code", "--uninstall", cwd=workspace.root, env=env).returncode == 0
+    assert local.read_text() == HAND_WRITTEN
+
+
+def test_the_status_line_sidecar_wrote_goes_with_sidecar_uninstall(workspace, env):
+    local = workspace.root / ".claude" / "settings.local.json"
+    local.parent.mkdir()
+    original = '{\n  "statusLine": {"type": "command", "command": "mine"}\n}\n'
+    local.write_text(original)
+    assert run("integrate", "claude-code", "--statusline", cwd=workspace.root, env=env).returncode == 0
+    assert run("uninstall", cwd=workspace.root, env=env).returncode == 0
+    assert local.read_text() == original

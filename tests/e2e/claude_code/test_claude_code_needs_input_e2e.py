@@ -86,6 +86,11 @@ def test_a_permission_prompt_is_waiting_until_the_user_answers(workspace, start_
         pytest.skip("tmux is not installed (tests/install-hosts.sh installs it)")
     root = workspace.root
     env = claude_home(tmp_path / "home", root)
+    # The user's own status line, in their settings: the project's local file sidecar writes
+    # ranks above it, so sidecar's runs it first rather than hiding it.
+    (tmp_path / "home" / ".claude").mkdir()
+    (tmp_path / "home" / ".claude" / "settings.json").write_text(json.dumps(
+        {"statusLine": {"type": "command", "command": "echo line-of-the-user"}}))
     (root / ".claude").mkdir()
     # The user's committed settings: Claude Code asks before it runs a tool (its manual mode).
     (root / ".claude" / "settings.json").write_text(
@@ -119,7 +124,8 @@ def test_a_permission_prompt_is_waiting_until_the_user_answers(workspace, start_
                                and "needsInput" not in r["metadata"]["sidecar"]
                                and "turn.end" in trace(workspace, r) and r, 60, 0.2)
             # the status line Claude Code runs itself, under its prompt again
-            wait_until(lambda: re.search(r"^\s*idle \d+ s\s*$", tmux.screen(), re.M), 60, 0.2)
+            wait_until(lambda: re.search(r"^\s*line-of-the-user\s*\n\s*idle \d+ s\s*$",
+                                         tmux.screen(), re.M), 60, 0.2)
         finally:
             tmux.stop()
     events = trace(workspace, after)
