@@ -25,7 +25,7 @@ import urllib.request
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
-from urllib.parse import urlsplit
+from urllib.parse import unquote, urlsplit
 
 from sidecar.cli.present import end_reason, local_time, short_id
 from sidecar.followups import targets
@@ -142,22 +142,42 @@ def _post(url: str, data: bytes, headers: dict[str, str], timeout: float) -> str
         raise NotSent(f"HTTP {exc.code} {exc.reason}", exc.code == 429 or exc.code >= 500) from None
     except (urllib.error.URLError, TimeoutError, OSError) as exc:
         why = getattr(exc, "reason", exc)
-        raise NotSent(f"cannot reach {urlsplit(url).netloc}: {why}") from None
+        raise NotSent(f"cannot reach {_host(url)}: {why}") from None
+
+
+def _host(url: str) -> str:
+    """host[:port] of a URL: what an error names (never a user or password)."""
+    parts = urlsplit(url)
+    host = parts.hostname or "?"
+    return (f"[{host}]" if ":" in host else host) + (f":{parts.port}" if parts.port else "")
+
+
+def _authorization(target: str) -> dict[str, str]:
+    """The Authorization header for the user part of a target, if it has one: an ntfy access
+    token (`tk_...`, given as the user with no password, or as the password with no user) as
+    a Bearer token, as ntfy's docs send it; any other user and password as Basic auth (urllib
+    would take them for part of the host name)."""
+    parts = urlsplit(target)
+    user, password = unquote(parts.username or ""), unquote(parts.password or "")
+    token = password if not user else user if not password else ""
+    if token.startswith("tk_"):
+        return {"Authorization": f"Bearer {token}"}
+    if not user and not password:
+        return {}
+    return {"Authorization": "Basic " + base64.b64encode(f"{user}:{password}".encode()).decode()}
 
 
 def _ntfy(target: str, job: dict[str, Any], text: Text, timeout: float) -> str:
     headers = {"Title": _header(text.title), "Priority": str(text.priority),
                "Tags": ",".join(text.tags), "Content-Type": "text/plain; charset=utf-8"}
-    parts = urlsplit(target)
-    if parts.username:
-        secret = f"{parts.username}:{parts.password or ''}".encode()
-        headers["Authorization"] = "Basic " + base64.b64encode(secret).decode()
+    headers.update(_authorization(target))
     return _post(targets.ntfy_url(target), text.body.encode(), headers, timeout)
 
 
 def _webhook(target: str, job: dict[str, Any], text: Text, timeout: float) -> str:
     data = json.dumps(webhook_body(job, text)).encode()
-    return _post(target, data, {"Content-Type": "application/json"}, timeout)
+    headers = {"Content-Type": "application/json", **_authorization(target)}
+    return _post(targets.without_user(target), data, headers, timeout)
 
 
 def _desktop(target: str, job: dict[str, Any], text: Text, timeout: float) -> str:
