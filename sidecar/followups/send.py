@@ -69,7 +69,7 @@ def words(job: dict[str, Any], now: float) -> Text:
     summary = f"{where} · {host} session {session}"
     lines = [summary]
     if event == "session-end":
-        title, priority, tag = f"{host} finished: {end_reason(reason)}", 3, "white_check_mark"
+        title, priority, tag = f"{host} finished: {_end(job, reason)}", 3, "white_check_mark"
     elif event == "needs-input":
         title, priority, tag = f"{host} is waiting for you", 4, "raising_hand"
         lines.insert(0, message or reason.replace("_", " ") or "it asks for input")
@@ -102,7 +102,7 @@ def webhook_body(job: dict[str, Any], text: Text) -> dict[str, Any]:
         "event": notice.get("event"), "host": job.get("host"), "workspace": job.get("workspace"),
         "sessionId": job.get("sessionId"), "harnessSessionId": job.get("harnessSessionId"),
         "hookId": job.get("hookId"), "at": notice.get("at"), "reason": reason,
-        "reasonInWords": end_reason(reason) if notice.get("event") == "session-end" else reason,
+        "reasonInWords": _end(job, reason) if notice.get("event") == "session-end" else reason,
         "title": text.title, "message": text.body, "tokens": job.get("tokens"),
     }
     if notice.get("message"):
@@ -114,6 +114,15 @@ def webhook_body(job: dict[str, Any], text: Text) -> dict[str, Any]:
     if last_message(job):
         body["lastMessage"] = last_message(job)
     return body
+
+
+def _end(job: dict[str, Any], reason: str) -> str:
+    """A session's end in words; a stale end names the staleAfter the job carries."""
+    stale_after = job.get("staleAfter")
+    if isinstance(stale_after, bool) or not isinstance(stale_after, (int, float)) \
+            or stale_after <= 0:
+        return end_reason(reason)  # a job from elsewhere may not carry it
+    return end_reason(reason, stale_after=float(stale_after))
 
 
 def last_message(job: dict[str, Any]) -> str:
