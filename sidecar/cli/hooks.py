@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import sys
 from collections.abc import Callable
+from dataclasses import replace
 from pathlib import Path
 from typing import NoReturn, TypeVar
 
@@ -16,7 +17,7 @@ from sidecar.cli import hooks_text, notify, present
 from sidecar.cli.common import BUSY, FAILURE, NOT_WORKSPACE, fail
 from sidecar.cli.sessions import named_session
 from sidecar.errors import SidecarError
-from sidecar.followups import logtail, trust
+from sidecar.followups import logtail, targets, trust
 from sidecar.followups.model import Hook, HooksDoc, HooksError, new_hook, slug
 from sidecar.followups.store import HookStore
 from sidecar.layout import find_workspace
@@ -72,7 +73,8 @@ def list_hooks(root: Path | None = RootOption,
     view = store.snapshot(now())
     if as_json:
         sys.stdout.buffer.write(jsonfile.dumps({
-            "hooks": {k: h.to_json() for k, h in view.hooks.items()},
+            "hooks": {k: replace(h, action=targets.masked(h.action)).to_json()  # no secret
+                      for k, h in view.hooks.items()},
             "pending": [e.to_json() for e in view.pending], "error": view.error}))
         return
     if view.error:

@@ -17,7 +17,7 @@ from sidecar.cli.status_text import render_session as render_session
 from sidecar.cli.status_text import render_text as render_text
 from sidecar.daemon import instances
 from sidecar.errors import SidecarError
-from sidecar.followups import logtail, trust
+from sidecar.followups import logtail, targets, trust
 from sidecar.followups import store as hook_store
 from sidecar.followups.targets import Notify
 from sidecar.hosts import registry
@@ -133,7 +133,7 @@ def hooks_section(ws: Workspace, now: float) -> HooksSection:
     rows: list[HookRow] = [
         {
             "id": h.id, "name": h.name, "enabled": h.enabled, "event": h.event.value,
-            "delaySeconds": h.delay_seconds, "action": h.action, "lastStatus": h.last_status,
+            "delaySeconds": h.delay_seconds, "action": targets.masked(h.action), "lastStatus": h.last_status,
             "lastFiredAt": h.last_fired_at, "lastLog": h.history[-1].log if h.history else None,
             "lastLine": logtail.failure_line(ws, h), "trusted": h.id not in untrusted,
         }

@@ -214,7 +214,8 @@ class FollowUps:
         base = environment.follow_up_base(account, config)
         log_path = self.ws.firing_log(entry.hook_id, entry.log or "") or self.log_path(entry, now)
         try:
-            command = self._notice(entry, hook.action) if isinstance(hook.action, Notify) \
+            command = self._notice(entry, hook.action, config) \
+                if isinstance(hook.action, Notify) \
                 else build_argv(hook.action, firing, config.resume, self.ws)
             trust.run_key()  # made before the start: a run is never left unsigned, unwatched
             proc = actions.start(command.argv, firing.cwd, firing.environment(self.ws, base),
@@ -234,15 +235,17 @@ class FollowUps:
         log.info("%s: fired %s for %s session %s (pid %d, log %s)", self.ws.root, hook.id,
                  entry.host, entry.session_id, proc.pid, log_path)
 
-    def _notice(self, entry: QueueEntry, action: Notify) -> actions.Command:
+    def _notice(self, entry: QueueEntry, action: Notify, config: Config) -> actions.Command:
         """The sender of a notify hook's notice, and its job: the target, what the queue
         entry kept of the transition, and what the session's record says now (the last
-        assistant message too, for a notice of what a follow-up did: it kept none)."""
+        assistant message too, for a notice of what a follow-up did: it kept none); and the
+        config's staleAfter, which a stale end's words name."""
         notice = notices.notice_of(entry)
         job: dict[str, object] = {
             "target": action.target, "notice": notice, "host": entry.host,
             "sessionId": entry.session_id, "harnessSessionId": entry.harness_session_id,
-            "hookId": entry.hook_id, "workspace": str(self.ws.root)}
+            "hookId": entry.hook_id, "workspace": str(self.ws.root),
+            "staleAfter": config.stale_after}
         record = self.sessions.record(entry.harness_session_id)
         if record is not None and record.sidecar.tokens:
             job["tokens"] = record.sidecar.tokens

@@ -1,12 +1,15 @@
 """Queueing notices: one queue entry per (notify hook, session, transition).
 
 A resume or command hook is queued once per session (queue.py). A notice is about one
-transition of it instead: each needs-input ask, each failed turn, the end, each failed
-follow-up. Its entry's id names the transition by the inbox file and the time it came from,
-so two asks are two notices while the same ask replayed after a crash finds its entry queued
-already (and once its session's record is saved, the record's own replay ids keep the event
-from changing anything again). What the notice tells is kept in the entry (`notice`), as it
-was when the transition happened: by the time it is sent the session may have moved on.
+transition of it instead: each needs-input ask, each usage limit's episode, the end, each
+failed follow-up. Its entry's id names the transition: by the inbox file and the time it came
+from, and a limit by when its episode began (a host that reports each failed attempt of a
+turn, Copilot CLI, reports one episode many times). So two asks are two notices, while the
+same ask applied again finds its key among the hook's recent notices (`recentNotices`, kept
+with the hook in the same write that queues the notice): whether the notice still waits or
+was sent already, as when a batch whose record could not be saved (a full disk) is applied
+again a second later. What the notice tells is kept in the entry (`notice`), as it was when
+the transition happened: by the time it is sent the session may have moved on.
 """
 
 from __future__ import annotations
@@ -19,6 +22,8 @@ from sidecar.timeutil import iso
 from sidecar.vocabulary import EventKind, FollowUpEvent, SessionChange
 
 NOTICE = "notice"  # the queue entry's key for what the notice tells
+RECENT = "recentNotices"  # the hook's key for the transitions it was queued for lately
+RECENT_LIMIT = 100
 
 
 def is_notify(hook: Hook | None) -> bool:
@@ -47,9 +52,11 @@ def add_for_change(doc: HooksDoc, hook: Hook, change: SessionChange, now: float,
                    queued: set[str]) -> None:
     """Queue the notice of one session change (once, however often its batch is replayed)."""
     assert change.kind is not None
-    key = f"{entry_id(hook.id, change.host, change.session_id)}@" \
-          f"{_transition(change.kind, change.event_file, repr(change.ts))}"
-    if key in queued:
+    transition = _transition(change.kind, "limit", change.limit_since) \
+        if change.kind == EventKind.TURN_FAILED and change.limit_since else \
+        _transition(change.kind, change.event_file, repr(change.ts))
+    key = f"{entry_id(hook.id, change.host, change.session_id)}@{transition}"
+    if key in queued or key in recent(hook):
         return
     notice: Json = {"event": change.kind.value, "reason": change.reason, "at": iso(change.ts)}
     message = change.input_message if change.kind == EventKind.NEEDS_INPUT else \
@@ -74,7 +81,7 @@ def add_for_follow_up(doc: HooksDoc, event: FollowUpEvent, fired: QueueEntry, ho
             continue
         key = f"{entry_id(hook.id, fired.host, fired.session_id)}@" \
               f"{_transition(event, fired.id, fired.claimed_at, fired.log)}"
-        if key in queued:
+        if key in queued or key in recent(hook):
             continue
         notice: Json = {"event": event.value, "reason": status, "hook": hook_id,
                         "at": iso(now)}
@@ -85,8 +92,16 @@ def add_for_follow_up(doc: HooksDoc, event: FollowUpEvent, fired: QueueEntry, ho
     return added
 
 
+def recent(hook: Hook) -> list[str]:
+    """The keys of the transitions the hook was queued for lately (a hand edit that is not a
+    list of keys counts as none)."""
+    keys = hook.extra.get(RECENT)
+    return [k for k in keys if isinstance(k, str)] if isinstance(keys, list) else []
+
+
 def _append(doc: HooksDoc, hook: Hook, key: str, host: str, session_id: str,
             harness_session_id: str | None, at: float, now: float, notice: Json) -> None:
+    hook.extra[RECENT] = [*recent(hook), key][-RECENT_LIMIT:]
     doc.pending.append(QueueEntry(
         id=key, hook_id=hook.id, host=host, session_id=session_id,
         harness_session_id=harness_session_id, enqueued_at=iso(now),

@@ -25,7 +25,7 @@ import urllib.request
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
-from urllib.parse import urlsplit
+from urllib.parse import unquote, urlsplit
 
 from sidecar.cli.present import end_reason, local_time, short_id
 from sidecar.followups import targets
@@ -69,7 +69,7 @@ def words(job: dict[str, Any], now: float) -> Text:
     summary = f"{where} · {host} session {session}"
     lines = [summary]
     if event == "session-end":
-        title, priority, tag = f"{host} finished: {end_reason(reason)}", 3, "white_check_mark"
+        title, priority, tag = f"{host} finished: {_end(job, reason)}", 3, "white_check_mark"
     elif event == "needs-input":
         title, priority, tag = f"{host} is waiting for you", 4, "raising_hand"
         lines.insert(0, message or reason.replace("_", " ") or "it asks for input")
@@ -102,7 +102,7 @@ def webhook_body(job: dict[str, Any], text: Text) -> dict[str, Any]:
         "event": notice.get("event"), "host": job.get("host"), "workspace": job.get("workspace"),
         "sessionId": job.get("sessionId"), "harnessSessionId": job.get("harnessSessionId"),
         "hookId": job.get("hookId"), "at": notice.get("at"), "reason": reason,
-        "reasonInWords": end_reason(reason) if notice.get("event") == "session-end" else reason,
+        "reasonInWords": _end(job, reason) if notice.get("event") == "session-end" else reason,
         "title": text.title, "message": text.body, "tokens": job.get("tokens"),
     }
     if notice.get("message"):
@@ -114,6 +114,15 @@ def webhook_body(job: dict[str, Any], text: Text) -> dict[str, Any]:
     if last_message(job):
         body["lastMessage"] = last_message(job)
     return body
+
+
+def _end(job: dict[str, Any], reason: str) -> str:
+    """A session's end in words; a stale end names the staleAfter the job carries."""
+    stale_after = job.get("staleAfter")
+    if isinstance(stale_after, bool) or not isinstance(stale_after, (int, float)) \
+            or stale_after <= 0:
+        return end_reason(reason)  # a job from elsewhere may not carry it
+    return end_reason(reason, stale_after=float(stale_after))
 
 
 def last_message(job: dict[str, Any]) -> str:
@@ -142,22 +151,42 @@ def _post(url: str, data: bytes, headers: dict[str, str], timeout: float) -> str
         raise NotSent(f"HTTP {exc.code} {exc.reason}", exc.code == 429 or exc.code >= 500) from None
     except (urllib.error.URLError, TimeoutError, OSError) as exc:
         why = getattr(exc, "reason", exc)
-        raise NotSent(f"cannot reach {urlsplit(url).netloc}: {why}") from None
+        raise NotSent(f"cannot reach {_host(url)}: {why}") from None
+
+
+def _host(url: str) -> str:
+    """host[:port] of a URL: what an error names (never a user or password)."""
+    parts = urlsplit(url)
+    host = parts.hostname or "?"
+    return (f"[{host}]" if ":" in host else host) + (f":{parts.port}" if parts.port else "")
+
+
+def _authorization(target: str) -> dict[str, str]:
+    """The Authorization header for the user part of a target, if it has one: an ntfy access
+    token (`tk_...`, given as the user with no password, or as the password with no user) as
+    a Bearer token, as ntfy's docs send it; any other user and password as Basic auth (urllib
+    would take them for part of the host name)."""
+    parts = urlsplit(target)
+    user, password = unquote(parts.username or ""), unquote(parts.password or "")
+    token = password if not user else user if not password else ""
+    if token.startswith("tk_"):
+        return {"Authorization": f"Bearer {token}"}
+    if not user and not password:
+        return {}
+    return {"Authorization": "Basic " + base64.b64encode(f"{user}:{password}".encode()).decode()}
 
 
 def _ntfy(target: str, job: dict[str, Any], text: Text, timeout: float) -> str:
     headers = {"Title": _header(text.title), "Priority": str(text.priority),
                "Tags": ",".join(text.tags), "Content-Type": "text/plain; charset=utf-8"}
-    parts = urlsplit(target)
-    if parts.username:
-        secret = f"{parts.username}:{parts.password or ''}".encode()
-        headers["Authorization"] = "Basic " + base64.b64encode(secret).decode()
+    headers.update(_authorization(target))
     return _post(targets.ntfy_url(target), text.body.encode(), headers, timeout)
 
 
 def _webhook(target: str, job: dict[str, Any], text: Text, timeout: float) -> str:
     data = json.dumps(webhook_body(job, text)).encode()
-    return _post(target, data, {"Content-Type": "application/json"}, timeout)
+    headers = {"Content-Type": "application/json", **_authorization(target)}
+    return _post(targets.without_user(target), data, headers, timeout)
 
 
 def _desktop(target: str, job: dict[str, Any], text: Text, timeout: float) -> str:

@@ -118,12 +118,43 @@ def ntfy_url(target: str) -> str:
     return f"{scheme}://{host}{port}{parts.path}"
 
 
+def masked(action: str | list[str] | Notify) -> str | list[str] | Notify:
+    """A hook's action as lists and JSON show it: a notice's target with its secrets hidden
+    (`shown`); a resume or a command as it is. Trust is kept over the real target."""
+    return Notify(shown(action.notify)) if isinstance(action, Notify) else action
+
+
+def without_user(url: str) -> str:
+    """The URL without its user and password (they go in a header instead)."""
+    parts = urlsplit(url)
+    return parts._replace(netloc=parts.netloc.rpartition("@")[2]).geturl()
+
+
 def shown(target: str) -> str:
-    """The target with any password in it hidden, for lists, logs and history."""
-    try:
-        parts = urlsplit(target)
-        if parts.password:
-            return target.replace(f":{parts.password}@", ":***@", 1)
-    except ValueError:
-        pass
-    return target
+    """The target with its secrets hidden, for lists, logs, history and messages: any user
+    and password, the query and fragment, a webhook's path after its first segment (Slack's
+    and Discord's tokens are there), and all but the scheme of an apprise URL (its host is
+    often a token itself) but for a host after a user. What is left names the target:
+    `https://***@host/hook`, `https://hooks.slack.com/services/***`, `slack://***`."""
+    scheme, sep, rest = target.partition("://")
+    if not sep:
+        return target  # `desktop`, or no URL at all: nothing in it is a secret
+    # A user part ends at the last @ before the path (a password may hold ? or #, unencoded).
+    head = rest.split("/", 1)[0]
+    at = head.rfind("@")
+    user, rest = ("***@", rest[at + 1:]) if at >= 0 else ("", rest)
+    if kind(target) == "apprise":
+        return f"{scheme}://" + (user + _before(rest, "/?#") if user else "***")
+    host = _before(rest, "/?#")
+    path = _before(rest[len(host):], "?#")
+    after = rest[len(host) + len(path):]
+    segments = path.split("/")
+    if kind(target) == "webhook" and len(segments) > 2:
+        path = f"/{segments[1]}/***"
+    return f"{scheme}://{user}{host}{path}" + ("?***" if after.startswith("?") else "") + \
+        ("#***" if "#" in after else "")
+
+
+def _before(text: str, stops: str) -> str:
+    """`text` up to the first of the `stops` characters."""
+    return text[:next((i for i, ch in enumerate(text) if ch in stops), len(text))]

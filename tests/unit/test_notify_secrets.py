@@ -1,0 +1,122 @@
+"""A notify target's secrets: a password, an access token, a webhook's token in its path or
+query, an apprise URL's token. They are sent where they belong (an Authorization header) and
+shown nowhere: not in `hooks list` (text or JSON), `status`, `doctor`, trust messages, a
+firing's log lines, nor its outcome in the hook's history."""
+
+from __future__ import annotations
+
+import base64
+import json
+import stat
+
+import pytest
+
+from helpers import invoke
+from sidecar.doctor import hooks as doctor_hooks
+from sidecar.followups import send, targets, trust
+from sidecar.followups.targets import Notify
+from sidecar.layout import Workspace
+from support import receiver as receiver_mod
+
+T0 = 1_700_000_000.0
+SECRETS = ("hunter2", "tk_s3cr3t", "B0T0K3N", "XXXX", "zz-token")
+
+
+@pytest.fixture
+def receiver():
+    started = receiver_mod.start()
+    yield started
+    started.stop()
+
+
+@pytest.mark.parametrize(("target", "shown"), [
+    ("ntfys://me:hunter2@ntfy.sh/t", "ntfys://***@ntfy.sh/t"),
+    ("ntfy://tk_s3cr3t@ntfy.example:8080/alerts", "ntfy://***@ntfy.example:8080/alerts"),
+    ("https://bob:hunter2@127.0.0.1:9/hook", "https://***@127.0.0.1:9/hook"),
+    ("https://bob:hun#ter2@127.0.0.1:9/hook", "https://***@127.0.0.1:9/hook"),  # unencoded #
+    ("https://hooks.slack.com/services/T000/B000/XXXX", "https://hooks.slack.com/services/***"),
+    ("https://discord.com/api/webhooks/123/XXXX", "https://discord.com/api/***"),
+    ("https://example.com/hook?token=zz-token", "https://example.com/hook?***"),
+    ("http://[::1]:8080/a/XXXX#zz-token", "http://[::1]:8080/a/***#***"),
+    ("tgram://123:B0T0K3N/chat", "tgram://***"),
+    ("slack://T000/B000/XXXX", "slack://***"),
+    ("mailto://me:hunter2@gmail.com", "mailto://***@gmail.com"),
+    ("desktop", "desktop"),
+    ("https://example.com/hook", "https://example.com/hook"),
+])
+def test_shown_hides_every_secret_and_keeps_what_names_the_target(target, shown):
+    assert targets.shown(target) == shown
+    assert targets.shown(shown) == shown  # shown twice (a masked action shown again): the same
+    assert trust.shown(Notify(target)) == f"notify {shown}"
+
+
+def job(target: str) -> dict[str, object]:
+    return {"target": target, "host": "claude-code", "sessionId": "s1", "workspace": "/w/p",
+            "notice": {"event": "session-end", "reason": "exit"}}
+
+
+def test_a_webhook_with_a_user_and_password_is_sent_with_basic_auth(receiver):
+    host, port = receiver.hostport.split(":")
+    said: list[str] = []
+    assert send.deliver(job(f"http://bob:hunter2@{host}:{port}/hook"), tries=1,
+                        say=said.append)
+    [got] = receiver.at("/hook")
+    assert got.headers["Authorization"] == "Basic " + base64.b64encode(b"bob:hunter2").decode()
+    assert got.json()["event"] == "session-end"
+    assert not any("hunter2" in line for line in said)
+
+
+def test_an_ntfy_access_token_is_sent_as_a_bearer_token(receiver):
+    assert send.deliver(job(f"ntfy://tk_s3cr3t@{receiver.hostport}/alerts"), tries=1,
+                        say=lambda line: None)
+    assert send.deliver(job(f"ntfy://:tk_s3cr3t@{receiver.hostport}/empty-user"), tries=1,
+                        say=lambda line: None)
+    assert send.deliver(job(f"ntfy://me:hunter2@{receiver.hostport}/pw"), tries=1,
+                        say=lambda line: None)
+    [token] = receiver.at("/alerts")
+    assert token.headers["Authorization"] == "Bearer tk_s3cr3t"
+    [empty_user] = receiver.at("/empty-user")
+    assert empty_user.headers["Authorization"] == "Bearer tk_s3cr3t"
+    [password] = receiver.at("/pw")
+    assert password.headers["Authorization"] == "Basic " + base64.b64encode(b"me:hunter2").decode()
+
+
+def test_a_target_that_cannot_be_reached_names_its_host_only():
+    said: list[str] = []
+    target = "http://bob:hunter2@127.0.0.1:1/services/T000/XXXX?token=zz-token"
+    assert not send.deliver(job(target), tries=1, say=said.append, timeout=2)
+    assert said[-1].startswith("notice not delivered: cannot reach 127.0.0.1:1: ")
+    assert not any(secret in line for line in said for secret in SECRETS), said
+
+
+def test_no_command_shows_a_targets_secret(tmp_path, config_home):
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    assert invoke("init", str(ws)).returncode == 0
+    secret_targets = {"pw": "https://bob:hunter2@127.0.0.1:1/hook",
+                      "slack": "https://hooks.slack.com/services/T000/B000/XXXX?token=zz-token",
+                      "token": "ntfy://tk_s3cr3t@127.0.0.1:1/alerts"}
+    for name, target in secret_targets.items():
+        added = invoke("hooks", "add", name, "--event", "needs-input", "--notify", target,
+                       "--root", str(ws))
+        assert added.returncode == 0, added.stderr
+        assert not any(s.encode() in added.stdout + added.stderr for s in SECRETS)
+    said = b""
+    for args in (("hooks", "list"), ("hooks", "list", "--json"), ("status",),
+                 ("status", "--json"), ("hooks", "trust", "pw")):
+        done = invoke(*args, "--root", str(ws))
+        said += done.stdout + done.stderr
+    # `doctor`'s findings of the workspace's hooks (the whole command looks at services too).
+    said += "".join(f.what + f.fix for f in doctor_hooks.check(Workspace(ws))).encode()
+    for secret in SECRETS:
+        assert secret.encode() not in said, secret
+    assert b"https://***@127.0.0.1:1/hook" in said and b"https://hooks.slack.com/services/***" in said
+    listed = json.loads(invoke("hooks", "list", "--json", "--root", str(ws)).stdout)
+    assert listed["hooks"]["pw"]["action"] == {"notify": "https://***@127.0.0.1:1/hook"}
+    # hooks.json itself holds the real target, private to its owner; trust is over the real one.
+    workspace = Workspace(ws)
+    assert stat.S_IMODE(workspace.hooks_file.stat().st_mode) == 0o600
+    assert json.loads(workspace.hooks_file.read_bytes())["hooks"]["pw"]["action"] == {
+        "notify": secret_targets["pw"]}
+    assert trust.is_trusted(workspace, Notify(secret_targets["pw"]))
+    assert not trust.is_trusted(workspace, Notify(targets.shown(secret_targets["pw"])))
