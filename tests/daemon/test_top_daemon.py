@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+import re
 import shlex
 import shutil
 import subprocess
@@ -159,7 +160,7 @@ def test_top_in_a_real_terminal_shows_a_new_session_and_quits_with_q(workspace, 
         assert emit(workspace.root, None, "session-start", "--session-id", "seen-in-tmux",
                     "--source", "claude-code").returncode == 0
         wait_until(lambda: "seen-in-tmux" in tmux.screen(), 5, 0.1)
-        assert "idle" in tmux.screen() and "1 session" in tmux.screen()
+        assert "idle" in tmux.screen() and re.search(r"· 1 session(\s|$)", tmux.screen(), re.M)
         assert "FOLLOW-UPS" in tmux.screen()  # drawn at the window's 150 columns
         tmux.keys("q")
         wait_until(lambda: "exit=" in tmux.screen(), 10, 0.1)
