@@ -6,7 +6,9 @@ after `--then` (`sidecar status --line --source claude-code --then '<theirs>'`),
 theirs with the same input and prints its lines first, then sidecar's. Every other key of
 theirs (`padding`...) stays as it is. A file with none of its own takes, in the same way, the
 status line Claude Code would show without it: that of a file it ranks lower (the project's
-committed settings, the user's), which is never written. Taking sidecar out puts their command
+committed settings, the user's), which is never written; and only into a file read wherever
+that one is (the project's local settings: the committed ones go to every collaborator, who
+must not get the user's own line). Taking sidecar out puts their command
 back, or removes the `statusLine` sidecar added, so the file is given back byte for byte; a
 file whose status line could not be given back so (a command written with escapes JSON does
 not need) is left alone, and the error says how to combine the two by hand. What sidecar wrote
@@ -66,10 +68,12 @@ def composed(line: Any, sidecar: str, source: str, path: Path) -> dict[str, Any]
 
 def shown_below(below: list[Path]) -> tuple[Any, Path | None]:
     """The status line Claude Code shows from the files it ranks below the one written (the
-    first of them that has one), and that file; (None, None) if none has."""
+    first of them that has one, but sidecar's alone, which the new one shows already), and
+    that file; (None, None) if none has."""
     for file in below:
         line = settings.load_json(file).get(KEY)
-        if line is not None:
+        if line is not None and parse(line.get("command") if isinstance(line, dict)
+                                      else None) != (True, None):
             return line, file
     return None, None
 
@@ -89,10 +93,12 @@ def without_ours(data: dict[str, Any], added: bool) -> dict[str, Any]:
     return out
 
 
-def install(path: Path, sidecar: str, source: str, below: list[Path]) -> str:
+def install(path: Path, sidecar: str, source: str, below: list[Path],
+            hidden: list[Path]) -> str:
     """Set sidecar's status line in `path`, running first the user's: the file's own, or, if
     it has none, the one of the files `below` it that Claude Code would show otherwise (never
-    written). Says what it did. IntegrateError, and nothing written, where taking it out again
+    written); of the files `hidden` below it, none is copied in (said, if one has a line).
+    Says what it did. IntegrateError, and nothing written, where taking it out again
     could not give the file back as it is. A `sidecar status --line` the user wrote by hand
     stays as it is (and stays on uninstall: only what sidecar wrote is remembered as its)."""
     old = settings.read_text(path)
@@ -121,7 +127,15 @@ def install(path: Path, sidecar: str, source: str, below: list[Path]) -> str:
     return f"the status line runs `sidecar status --line` in {path}" + (
         f", and first {theirs} of {base_path}, the status line Claude Code showed (that file "
         f"is not changed)" if base_path not in (None, path) and theirs else "") + (
-        "" if new != old else " (already so; nothing changed)")
+        "" if new != old else " (already so; nothing changed)") + _hides(added, base, hidden)
+
+
+def _hides(added: bool, base: Any, hidden: list[Path]) -> str:
+    """What the user no longer sees: a line of a file below that is not copied in."""
+    file = shown_below(hidden)[1] if added and base is None else None
+    return "" if file is None else (
+        f"; it hides in this project the status line of {file}, which is not copied into a "
+        f"file others read too: to see both, integrate it without --shared as well")
 
 
 def _not_kept(line: Any, ours: dict[str, Any]) -> str:
