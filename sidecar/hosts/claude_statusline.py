@@ -12,7 +12,9 @@ must not get the user's own line). Taking sidecar out puts their command
 back, or removes the `statusLine` sidecar added, so the file is given back byte for byte; a
 file whose status line could not be given back so (a command written with escapes JSON does
 not need) is left alone, and the error says how to combine the two by hand. What sidecar wrote
-is remembered (owned.py): a `sidecar status --line` the user wrote by hand is never taken out.
+is remembered (owned.py), before it is written: a `sidecar status --line` the user wrote by
+hand is never taken out, and a key the user adds by hand to the status line sidecar added stays
+when it is.
 """
 
 from __future__ import annotations
@@ -24,6 +26,7 @@ import shlex
 from pathlib import Path
 from typing import Any
 
+from sidecar.errors import SidecarError
 from sidecar.hosts import jsonedit, owned, settings, userfile
 from sidecar.hosts.base import IntegrateError
 
@@ -78,15 +81,27 @@ def shown_below(below: list[Path]) -> tuple[Any, Path | None]:
     return None, None
 
 
-def without_ours(data: dict[str, Any], added: bool) -> dict[str, Any]:
+def hand_added(line: Any, wrote: Any) -> dict[str, Any]:
+    """The keys of sidecar's status line `line` that the user set by hand since sidecar wrote
+    the others (`wrote`: those and their values, but the command); none if that is unknown."""
+    if not isinstance(line, dict) or not isinstance(wrote, dict):
+        return {}
+    return {key: value for key, value in line.items()
+            if key != "command" and (key not in wrote or wrote[key] != value)}
+
+
+def without_ours(data: dict[str, Any], added: bool, wrote: Any = None) -> dict[str, Any]:
     """The settings as they were before sidecar's status line: the user's command back, or
-    (`added`: the file had none) no status line."""
+    (`added`: the file had none) no status line, but for the keys set by hand since."""
     out = copy.deepcopy(data)
     line = out.get(KEY)
     mine, theirs = parse(line.get("command") if isinstance(line, dict) else None)
     if not mine or not isinstance(line, dict):
         return out
-    if added or theirs is None:
+    kept = hand_added(line, wrote) if added else {}
+    if kept:
+        out[KEY] = kept
+    elif added or theirs is None:
         del out[KEY]
     else:
         line["command"] = theirs
@@ -112,6 +127,9 @@ def install(path: Path, sidecar: str, source: str, below: list[Path],
     added = line is None or (mine and bool(record and record.get("added")))
     base, base_path = shown_below(below) if added else (line, path)
     ours = composed(base, sidecar, source, base_path or path)
+    wrote = {key: value for key, value in ours.items() if key != "command"}
+    if added:  # what the user set by hand in sidecar's line since it wrote it stays
+        ours = {**ours, **hand_added(line, record.get("wrote") if record else None)}
     new_data = {**data, KEY: ours}
     try:
         new = jsonedit.dumps_new(new_data) if old is None else jsonedit.rewrite(old, new_data)
@@ -120,9 +138,15 @@ def install(path: Path, sidecar: str, source: str, below: list[Path],
         raise IntegrateError(f"{path}: {exc}") from None
     if old is not None and back != old and without_ours(data, added) == data:
         raise IntegrateError(f"{path}: {_not_kept(line, ours)}")
+    # Remembered first: a line of sidecar's that is not remembered would stay on uninstall,
+    # and be taken for the user's own. Forgotten again if it cannot be written.
+    _remember(path, source, {"added": added, "wrote": wrote} if added else {"added": False})
     if new != old:
-        _write(path, new)
-    owned.change(source, str(path), lambda ours_here: ours_here.update({KEY: {"added": added}}))
+        try:
+            _write(path, new)
+        except IntegrateError:
+            _remember(path, source, record if isinstance(record, dict) else None, undo=True)
+            raise
     theirs = parse(ours["command"])[1]
     return f"the status line runs `sidecar status --line` in {path}" + (
         f", and first {theirs} of {base_path}, the status line Claude Code showed (that file "
@@ -156,9 +180,26 @@ def remove(path: Path, source: str) -> bool:
     if not isinstance(record, dict) or settings.read_text(path) is None:
         return False
     changed = settings.save_json(path, without_ours(settings.load_json(path),
-                                                    bool(record.get("added"))))
+                                                    bool(record.get("added")), record.get("wrote")))
     owned.change(source, str(path), lambda ours_here: ours_here.pop(KEY, None))
     return changed
+
+
+def _remember(path: Path, source: str, record: dict[str, Any] | None, undo: bool = False) -> None:
+    """Remember `record` as sidecar's status line in `path` (None: none). IntegrateError if it
+    cannot be; an `undo` that cannot is let be: a record of a line that is not there (or not
+    sidecar's) makes an uninstall change nothing."""
+    def edit(ours_here: dict[str, Any]) -> None:
+        if record is None:
+            ours_here.pop(KEY, None)
+        else:
+            ours_here[KEY] = record
+    try:
+        owned.change(source, str(path), edit)
+    except (OSError, SidecarError) as exc:
+        if not undo:
+            raise IntegrateError(f"{path}: sidecar could not remember its status line in its "
+                                 f"integrations file ({exc}), so nothing was written") from None
 
 
 def _write(path: Path, text: str) -> None:
