@@ -202,7 +202,9 @@ def run_theirs(command: str, data: bytes, timeout: float = THEIRS_TIMEOUT) -> st
     standard input), and what it printed (its last newline dropped). Forked by hand: the
     subprocess module costs more to import than the whole line. It gets `timeout` seconds in
     all, to read its input, print and exit; then it is killed, with whatever it started (its
-    own process group), and what it printed so far is shown."""
+    own process group), and what it printed so far is shown. Being a group of its own, it
+    outlives this process if this is killed first: a death signal (prctl) would need ctypes,
+    and would reach the shell alone, not what it started; so the documentation says so."""
     into, out = os.pipe(), os.pipe()
     pid = os.fork()
     if pid == 0:  # the child: its stdin and stdout are the pipes, stderr stays the caller's
@@ -226,10 +228,13 @@ def run_theirs(command: str, data: bytes, timeout: float = THEIRS_TIMEOUT) -> st
     os.close(out[1])
     deadline = time.monotonic() + timeout
     try:
-        printed = _exchange(into[1], out[0], data, deadline)
+        printed, closed = _exchange(into[1], out[0], data, deadline)
     finally:
         os.close(out[0])
-    if not _exited(pid, deadline):
+    # Killed before it is reaped: until then its group cannot be another's. Its output still
+    # open at the deadline means something of it runs on, if not the shell itself (a child it
+    # left behind holds it).
+    if not closed or not _exited(pid, deadline):
         try:
             os.killpg(pid, KILL)  # too slow for a status bar: it and what it started
         except OSError:
@@ -238,12 +243,14 @@ def run_theirs(command: str, data: bytes, timeout: float = THEIRS_TIMEOUT) -> st
     return printed.decode("utf-8", "replace").removesuffix("\n")
 
 
-def _exchange(into: int, out: int, data: bytes, deadline: float) -> bytes:
+def _exchange(into: int, out: int, data: bytes, deadline: float) -> tuple[bytes, bool]:
     """Give `data` to `into` and read `out` until it is closed, at once (a command may print
-    before it reads) and never waiting past `deadline` (one may never read, or never close)."""
+    before it reads) and never waiting past `deadline` (one may never read, or never close).
+    What it read, and whether `out` was closed by then."""
     os.set_blocking(into, False)
     left, chunks = memoryview(data), []
     writing = [into]
+    closed = False
     try:
         while (wait := deadline - time.monotonic()) > 0:
             if writing and not left:
@@ -259,12 +266,13 @@ def _exchange(into: int, out: int, data: bytes, deadline: float) -> bytes:
             if readable:
                 chunk = os.read(out, 65536)
                 if not chunk:
+                    closed = True
                     break
                 chunks.append(chunk)
     finally:
         for fd in writing:
             os.close(fd)
-    return b"".join(chunks)
+    return b"".join(chunks), closed
 
 
 def _exited(pid: int, deadline: float) -> bool:

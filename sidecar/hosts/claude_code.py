@@ -52,6 +52,14 @@ def ranked_below(place: Path, home: Path) -> list[Path]:
         if place in files else []
 
 
+def read_wherever(place: Path, home: Path) -> list[Path]:
+    """The files below `place` that are read wherever `place` is, so what they set may be
+    copied into it: only the local file's (this user, this machine, this project) are. The
+    committed file goes to every collaborator, who has not the user's own settings."""
+    below = ranked_below(place, home)
+    return below if place.name == "settings.local.json" else []
+
+
 def last_failure(entries: list[dict[str, Any]]) -> Failure | None:
     """The last assistant entry, if it is the API's refusal (`isApiErrorMessage`)."""
     for entry in reversed(entries):
@@ -142,8 +150,10 @@ class ClaudeCode(Host):
     def integrate_extra(self, flag: str, place: Path, sidecar: str) -> str:
         from sidecar.hosts import claude_statusline
 
-        return claude_statusline.install(place, sidecar, self.name,
-                                         ranked_below(place, Path.home()))
+        below = ranked_below(place, Path.home())
+        taken = read_wherever(place, Path.home())
+        return claude_statusline.install(place, sidecar, self.name, taken,
+                                         [file for file in below if file not in taken])
 
     def integrated(self, root: Path | None, home: Path) -> bool:
         from sidecar.hosts import settings

@@ -6,11 +6,15 @@ after `--then` (`sidecar status --line --source claude-code --then '<theirs>'`),
 theirs with the same input and prints its lines first, then sidecar's. Every other key of
 theirs (`padding`...) stays as it is. A file with none of its own takes, in the same way, the
 status line Claude Code would show without it: that of a file it ranks lower (the project's
-committed settings, the user's), which is never written. Taking sidecar out puts their command
+committed settings, the user's), which is never written; and only into a file read wherever
+that one is (the project's local settings: the committed ones go to every collaborator, who
+must not get the user's own line). Taking sidecar out puts their command
 back, or removes the `statusLine` sidecar added, so the file is given back byte for byte; a
 file whose status line could not be given back so (a command written with escapes JSON does
 not need) is left alone, and the error says how to combine the two by hand. What sidecar wrote
-is remembered (owned.py): a `sidecar status --line` the user wrote by hand is never taken out.
+is remembered (owned.py), before it is written: a `sidecar status --line` the user wrote by
+hand is never taken out, and a key the user adds by hand to the status line sidecar added stays
+when it is.
 """
 
 from __future__ import annotations
@@ -22,6 +26,7 @@ import shlex
 from pathlib import Path
 from typing import Any
 
+from sidecar.errors import SidecarError
 from sidecar.hosts import jsonedit, owned, settings, userfile
 from sidecar.hosts.base import IntegrateError
 
@@ -66,33 +71,49 @@ def composed(line: Any, sidecar: str, source: str, path: Path) -> dict[str, Any]
 
 def shown_below(below: list[Path]) -> tuple[Any, Path | None]:
     """The status line Claude Code shows from the files it ranks below the one written (the
-    first of them that has one), and that file; (None, None) if none has."""
+    first of them that has one, but sidecar's alone, which the new one shows already), and
+    that file; (None, None) if none has."""
     for file in below:
         line = settings.load_json(file).get(KEY)
-        if line is not None:
+        if line is not None and parse(line.get("command") if isinstance(line, dict)
+                                      else None) != (True, None):
             return line, file
     return None, None
 
 
-def without_ours(data: dict[str, Any], added: bool) -> dict[str, Any]:
+def hand_added(line: Any, wrote: Any) -> dict[str, Any]:
+    """The keys of sidecar's status line `line` that the user set by hand since sidecar wrote
+    the others (`wrote`: those and their values, but the command); none if that is unknown."""
+    if not isinstance(line, dict) or not isinstance(wrote, dict):
+        return {}
+    return {key: value for key, value in line.items()
+            if key != "command" and (key not in wrote or wrote[key] != value)}
+
+
+def without_ours(data: dict[str, Any], added: bool, wrote: Any = None) -> dict[str, Any]:
     """The settings as they were before sidecar's status line: the user's command back, or
-    (`added`: the file had none) no status line."""
+    (`added`: the file had none) no status line, but for the keys set by hand since."""
     out = copy.deepcopy(data)
     line = out.get(KEY)
     mine, theirs = parse(line.get("command") if isinstance(line, dict) else None)
     if not mine or not isinstance(line, dict):
         return out
-    if added or theirs is None:
+    kept = hand_added(line, wrote) if added else {}
+    if kept:
+        out[KEY] = kept
+    elif added or theirs is None:
         del out[KEY]
     else:
         line["command"] = theirs
     return out
 
 
-def install(path: Path, sidecar: str, source: str, below: list[Path]) -> str:
+def install(path: Path, sidecar: str, source: str, below: list[Path],
+            hidden: list[Path]) -> str:
     """Set sidecar's status line in `path`, running first the user's: the file's own, or, if
     it has none, the one of the files `below` it that Claude Code would show otherwise (never
-    written). Says what it did. IntegrateError, and nothing written, where taking it out again
+    written); of the files `hidden` below it, none is copied in (said, if one has a line).
+    Says what it did. IntegrateError, and nothing written, where taking it out again
     could not give the file back as it is. A `sidecar status --line` the user wrote by hand
     stays as it is (and stays on uninstall: only what sidecar wrote is remembered as its)."""
     old = settings.read_text(path)
@@ -106,6 +127,9 @@ def install(path: Path, sidecar: str, source: str, below: list[Path]) -> str:
     added = line is None or (mine and bool(record and record.get("added")))
     base, base_path = shown_below(below) if added else (line, path)
     ours = composed(base, sidecar, source, base_path or path)
+    wrote = {key: value for key, value in ours.items() if key != "command"}
+    if added:  # what the user set by hand in sidecar's line since it wrote it stays
+        ours = {**ours, **hand_added(line, record.get("wrote") if record else None)}
     new_data = {**data, KEY: ours}
     try:
         new = jsonedit.dumps_new(new_data) if old is None else jsonedit.rewrite(old, new_data)
@@ -114,14 +138,28 @@ def install(path: Path, sidecar: str, source: str, below: list[Path]) -> str:
         raise IntegrateError(f"{path}: {exc}") from None
     if old is not None and back != old and without_ours(data, added) == data:
         raise IntegrateError(f"{path}: {_not_kept(line, ours)}")
+    # Remembered first: a line of sidecar's that is not remembered would stay on uninstall,
+    # and be taken for the user's own. Forgotten again if it cannot be written.
+    _remember(path, source, {"added": added, "wrote": wrote} if added else {"added": False})
     if new != old:
-        _write(path, new)
-    owned.change(source, str(path), lambda ours_here: ours_here.update({KEY: {"added": added}}))
+        try:
+            _write(path, new)
+        except IntegrateError:
+            _remember(path, source, record if isinstance(record, dict) else None, undo=True)
+            raise
     theirs = parse(ours["command"])[1]
     return f"the status line runs `sidecar status --line` in {path}" + (
         f", and first {theirs} of {base_path}, the status line Claude Code showed (that file "
         f"is not changed)" if base_path not in (None, path) and theirs else "") + (
-        "" if new != old else " (already so; nothing changed)")
+        "" if new != old else " (already so; nothing changed)") + _hides(added, base, hidden)
+
+
+def _hides(added: bool, base: Any, hidden: list[Path]) -> str:
+    """What the user no longer sees: a line of a file below that is not copied in."""
+    file = shown_below(hidden)[1] if added and base is None else None
+    return "" if file is None else (
+        f"; it hides in this project the status line of {file}, which is not copied into a "
+        f"file others read too: to see both, integrate it without --shared as well")
 
 
 def _not_kept(line: Any, ours: dict[str, Any]) -> str:
@@ -142,9 +180,26 @@ def remove(path: Path, source: str) -> bool:
     if not isinstance(record, dict) or settings.read_text(path) is None:
         return False
     changed = settings.save_json(path, without_ours(settings.load_json(path),
-                                                    bool(record.get("added"))))
+                                                    bool(record.get("added")), record.get("wrote")))
     owned.change(source, str(path), lambda ours_here: ours_here.pop(KEY, None))
     return changed
+
+
+def _remember(path: Path, source: str, record: dict[str, Any] | None, undo: bool = False) -> None:
+    """Remember `record` as sidecar's status line in `path` (None: none). IntegrateError if it
+    cannot be; an `undo` that cannot is let be: a record of a line that is not there (or not
+    sidecar's) makes an uninstall change nothing."""
+    def edit(ours_here: dict[str, Any]) -> None:
+        if record is None:
+            ours_here.pop(KEY, None)
+        else:
+            ours_here[KEY] = record
+    try:
+        owned.change(source, str(path), edit)
+    except (OSError, SidecarError) as exc:
+        if not undo:
+            raise IntegrateError(f"{path}: sidecar could not remember its status line in its "
+                                 f"integrations file ({exc}), so nothing was written") from None
 
 
 def _write(path: Path, text: str) -> None:

@@ -216,6 +216,8 @@ def alive(pid: int) -> bool:
     "echo $$ > {pids}; echo mine; sleep 60 & echo $! >> {pids}; wait",
     # closes its output at once, then keeps running
     "echo $$ > {pids}; echo mine; exec >&-; exec sleep 60",
+    # exits at once, but a child it left behind holds its output open
+    "echo $$ > {pids}; echo mine; (sleep 60 & echo $! >> {pids})",
 ])
 def test_a_users_command_that_hangs_is_stopped_at_its_deadline(workspace, tmp_path, theirs):
     pids = tmp_path / "pids"

@@ -179,16 +179,52 @@ def test_the_nearest_lower_status_line_is_the_one_claude_code_shows(workspace, e
     local = workspace.root / ".claude" / "settings.local.json"
     assert run("integrate", "claude-code", "--statusline", cwd=workspace.root, env=env).returncode == 0
     assert shlex.split(status_line(local)["command"])[-2:] == ["--then", "projects"]
-    # the committed settings, --shared: only the user's is below them
     assert run("integrate", "claude-code", "--uninstall", cwd=workspace.root, env=env).returncode == 0
     shared.write_text('{"model": "opus"}\n')
-    assert run("integrate", "claude-code", "--shared", "--statusline", cwd=workspace.root,
-               env=env).returncode == 0
+    # the local file is this machine's: it takes the user's line too, when it is the nearest
+    assert run("integrate", "claude-code", "--statusline", cwd=workspace.root, env=env).returncode == 0
+    assert shlex.split(status_line(local)["command"])[-2:] == ["--then", "users"]
+    assert run("integrate", "claude-code", "--uninstall", cwd=workspace.root, env=env).returncode == 0
+
+
+PRIVATE = '{"statusLine": {"type": "command", "command": "~/bin/my-line --token=abc123"}}\n'
+
+
+def test_the_committed_settings_never_take_the_users_own_line(workspace, env):
+    """The committed settings go to every collaborator: the user's own status line (a
+    command of their machine, maybe a secret in it) is never copied into them."""
+    user = settings_file("user", workspace.root, env)
+    shared = settings_file("shared", workspace.root, env)
+    user.parent.mkdir(parents=True)
+    user.write_text(PRIVATE)
+    shared.parent.mkdir(parents=True)
+    shared.write_text('{"model": "opus"}\n')
+    done = run("integrate", "claude-code", "--shared", "--statusline", cwd=workspace.root, env=env)
+    assert done.returncode == 0, done.stderr
+    assert b"abc123" not in shared.read_bytes() and b"my-line" not in shared.read_bytes()
     assert shlex.split(status_line(shared)["command"]) == \
-        ["sidecar", "status", "--line", "--source", "claude-code", "--then", "users"]
+        ["sidecar", "status", "--line", "--source", "claude-code"]
+    assert f"hides in this project the status line of {user}".encode() in done.stdout, done.stdout
+    assert b"abc123" not in done.stdout
+    assert user.read_text() == PRIVATE
+    # as it says: this machine's own file shows both (sidecar's committed line adds nothing)
+    local = workspace.root / ".claude" / "settings.local.json"
+    assert run("integrate", "claude-code", "--statusline", cwd=workspace.root, env=env).returncode == 0
+    assert shlex.split(status_line(local)["command"])[-2:] == ["--then", "~/bin/my-line --token=abc123"]
+    assert run("integrate", "claude-code", "--uninstall", cwd=workspace.root, env=env).returncode == 0
     assert run("integrate", "claude-code", "--shared", "--uninstall", cwd=workspace.root,
                env=env).returncode == 0
     assert shared.read_text() == '{"model": "opus"}\n'
+
+
+def test_the_users_settings_take_no_projects_line(workspace, env):
+    shared = settings_file("shared", workspace.root, env)
+    shared.parent.mkdir(parents=True)
+    shared.write_text('{"statusLine": {"type": "command", "command": "projects"}}\n')
+    assert run("integrate", "claude-code", "--user", "--statusline", cwd=workspace.root,
+               env=env).returncode == 0
+    user = settings_file("user", workspace.root, env)
+    assert "--then" not in shlex.split(status_line(user)["command"])
 
 
 def test_sidecars_own_line_below_is_not_run_inside_itself(workspace, env):

@@ -1,0 +1,91 @@
+"""What sidecar remembers of the status line it writes (`integrations.json`) and the file
+itself stay in step: remembered before it is written, forgotten again if the write fails; and
+what the user added to sidecar's status line by hand stays when it is taken out."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from helpers import invoke
+from sidecar import layout
+from support.user_files import user_env
+
+MINE = '{\n  "statusLine": {"type": "command", "command": "mine"}\n}\n'
+
+
+def run(*args: str, cwd: Path, env: dict[str, str]):
+    result = invoke(*args, cwd=cwd, env=env)
+    assert b"Traceback" not in result.stderr, result.stderr.decode()
+    return result
+
+
+@pytest.fixture
+def env(tmp_path: Path) -> dict[str, str]:
+    return user_env(tmp_path)
+
+
+def remembered() -> dict:
+    try:
+        return json.loads((layout.config_home() / "integrations.json").read_text())
+    except FileNotFoundError:
+        return {}
+
+
+def test_a_status_line_sidecar_cannot_remember_is_not_written(workspace, env):
+    """Unremembered, uninstall would leave it, and a reinstall would call it the user's."""
+    local = workspace.root / ".claude" / "settings.local.json"
+    local.parent.mkdir()
+    local.write_text(MINE)
+    layout.config_home().mkdir(parents=True, exist_ok=True)
+    (layout.config_home() / "integrations.lock").mkdir()  # the record's lock cannot be taken
+    done = run("integrate", "claude-code", "--statusline", cwd=workspace.root, env=env)
+    assert done.returncode != 0 and b"integrations" in done.stderr, done.stderr
+    assert b"nothing was written" in done.stderr
+    assert local.read_text() == MINE
+
+
+def test_a_status_line_that_cannot_be_written_is_not_remembered(workspace, env):
+    local = workspace.root / ".claude" / "settings.local.json"
+    local.parent.mkdir()
+    local.write_text(MINE)
+    local.chmod(0o444)
+    done = run("integrate", "claude-code", "--statusline", cwd=workspace.root, env=env)
+    assert done.returncode != 0 and b"read-only" in done.stderr, done.stderr
+    assert local.read_text() == MINE
+    assert str(local) not in json.dumps(remembered())  # nothing of it is sidecar's
+
+
+@pytest.mark.parametrize("before", [None, '{\n  "model": "opus"\n}\n'])
+def test_what_the_user_adds_to_sidecars_status_line_stays_on_uninstall(workspace, env, before):
+    local = workspace.root / ".claude" / "settings.local.json"
+    if before is not None:
+        local.parent.mkdir()
+        local.write_text(before)
+    assert run("integrate", "claude-code", "--statusline", cwd=workspace.root, env=env).returncode == 0
+    data = json.loads(local.read_text())
+    data["statusLine"]["padding"] = 2  # by hand, afterwards
+    local.write_text(json.dumps(data, indent=2) + "\n")
+    again = run("integrate", "claude-code", "--statusline", cwd=workspace.root, env=env)
+    assert again.returncode == 0 and json.loads(local.read_text())["statusLine"]["padding"] == 2
+    assert run("integrate", "claude-code", "--uninstall", cwd=workspace.root, env=env).returncode == 0
+    left = json.loads(local.read_text())
+    assert left["statusLine"] == {"padding": 2}  # sidecar's command and type gone, theirs kept
+    assert "hooks" not in left
+
+
+def test_keys_sidecar_took_from_a_lower_file_go_with_it(workspace, env):
+    user = Path(env["HOME"]) / ".claude" / "settings.json"
+    user.parent.mkdir(parents=True)
+    user.write_text('{"statusLine": {"type": "command", "command": "users", "padding": 1}}\n')
+    local = workspace.root / ".claude" / "settings.local.json"
+    local.parent.mkdir()
+    local.write_text('{\n  "model": "opus"\n}\n')
+    assert run("integrate", "claude-code", "--statusline", cwd=workspace.root, env=env).returncode == 0
+    data = json.loads(local.read_text())
+    data["statusLine"]["refreshInterval"] = 7  # by hand
+    local.write_text(json.dumps(data, indent=2) + "\n")
+    assert run("integrate", "claude-code", "--uninstall", cwd=workspace.root, env=env).returncode == 0
+    assert json.loads(local.read_text()) == {"model": "opus", "statusLine": {"refreshInterval": 7}}
