@@ -261,3 +261,20 @@ def test_apprise_is_never_loaded_by_the_daemon_nor_the_hook_path():
             "print('apprise' in sys.modules)")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "False"
+
+
+def test_a_bad_target_set_by_hand_is_logged_without_its_secret(workspace, start_daemon):
+    """The daemon says hooks.json is broken, and why, in its output and its daemon.log, but
+    never with the target's password (here one holding an unencoded /)."""
+    from sidecar import layout
+
+    ws = workspace
+    add(ws, "phone", "needs-input", "https://hooks.example.com/x")
+    daemon = start_daemon(ws.root)
+    doc = read_json(ws.hooks_file)
+    doc["hooks"]["phone"]["action"] = {"notify": "https://alice:s3cr/etpw@hooks.example.com/x"}
+    ws.hooks_file.write_bytes(orjson.dumps(doc))
+    wait_until(lambda: "phone.action.notify" in daemon.output(), 15)
+    said = daemon.output() + layout.daemon_log().read_text(errors="replace")
+    assert "hooks.json is broken" in said
+    assert "s3cr" not in said and "etpw" not in said, said
