@@ -30,6 +30,7 @@ from urllib.parse import unquote, urlsplit
 from sidecar.cli.present import end_reason, local_time, short_id
 from sidecar.followups import targets
 from sidecar.followups.resets import parse_reset
+from sidecar.vocabulary import LIMIT_ERRORS
 
 TIMEOUT = 5.0  # seconds per try; SIDECAR_NOTIFY_TIMEOUT changes it
 TRIES = 3
@@ -73,6 +74,9 @@ def words(job: dict[str, Any], now: float) -> Text:
     elif event == "needs-input":
         title, priority, tag = f"{host} is waiting for you", 4, "raising_hand"
         lines.insert(0, message or reason.replace("_", " ") or "it asks for input")
+    elif event == "turn-failed" and reason not in LIMIT_ERRORS:  # a hook's --reasons chose it
+        title, priority, tag = f"{host}'s turn failed: {reason.replace('_', ' ')}", 4, "warning"
+        lines.insert(0, message or "the host gave no message")
     elif event == "turn-failed":
         title, priority, tag = f"{host} hit a usage limit", 4, "hourglass"
         reset = parse_reset(message, now) if message else None
