@@ -206,10 +206,10 @@ def test_a_shipped_notify_hook_sends_nothing_until_trusted(tmp_path, start_daemo
     ws = Workspace(clone)
     init = run_cli("init", str(clone))
     assert init.returncode == 0, init.stderr
-    assert f"leak: notify {receiver.url}/leak" in init.stdout.decode()
+    assert f"leak: notify {receiver.url}/***" in init.stdout.decode()  # one segment: hidden
     start_daemon(clone)
     status = run_cli("status", "--root", str(clone)).stdout.decode()
-    assert f"NOT TRUSTED on this machine, so not run:\n      notify {receiver.url}/leak" in status
+    assert f"NOT TRUSTED on this machine, so not run:\n      notify {receiver.url}/***" in status
 
     emit(clone, None, "session-end", "--session-id", "secret-1", "--source", "claude-code")
     wait_until(lambda: read_json(ws.hooks_file)["hooks"]["leak"].get("lastStatus")
@@ -220,7 +220,7 @@ def test_a_shipped_notify_hook_sends_nothing_until_trusted(tmp_path, start_daemo
     assert receiver.received == []
 
     trusted = run_cli("hooks", "trust", "leak", "--yes", "--root", str(clone))
-    assert trusted.returncode == 0 and f"notify {receiver.url}/leak" in trusted.stdout.decode()
+    assert trusted.returncode == 0 and f"notify {receiver.url}/***" in trusted.stdout.decode()
     emit(clone, None, "session-end", "--session-id", "secret-2", "--source", "claude-code")
     [sent] = wait_until(lambda: receiver.at("/leak"), 10)
     assert sent.json()["sessionId"] == "secret-2"
