@@ -17,7 +17,7 @@ from sidecar.cli import hooks_text, notify, present
 from sidecar.cli.common import BUSY, FAILURE, NOT_WORKSPACE, fail
 from sidecar.cli.sessions import named_session
 from sidecar.errors import SidecarError
-from sidecar.followups import logtail, targets, trust
+from sidecar.followups import logtail, notices, targets, trust
 from sidecar.followups.model import Hook, HooksDoc, HooksError, new_hook, slug
 from sidecar.followups.store import HookStore
 from sidecar.layout import find_workspace
@@ -123,6 +123,7 @@ def add(
             _fail(f"a hook {hook_id!r} exists already; choose another name, or add --replace")
         hook = new_hook(hook_id, name, now(), **fields)
         _prompt_exists(store, hook.prompt_file)
+        notices.keep_recent(doc.hooks.get(hook_id), hook)
         doc.hooks[hook_id] = hook
         if replace:
             doc.drop_orphans()

@@ -3,13 +3,16 @@
 A resume or command hook is queued once per session (queue.py). A notice is about one
 transition of it instead: each needs-input ask, each usage limit's episode, the end, each
 failed follow-up. Its entry's id names the transition: by the inbox file and the time it came
-from, and a limit by when its episode began (a host that reports each failed attempt of a
-turn, Copilot CLI, reports one episode many times). So two asks are two notices, while the
-same ask applied again finds its key among the hook's recent notices (`recentNotices`, kept
-with the hook in the same write that queues the notice): whether the notice still waits or
-was sent already, as when a batch whose record could not be saved (a full disk) is applied
-again a second later. What the notice tells is kept in the entry (`notice`), as it was when
-the transition happened: by the time it is sent the session may have moved on.
+from, and a limit failure by when its episode began (a host that reports each failed attempt
+of a turn, Copilot CLI, reports one episode many times, and a resume that hits the limit
+again is the same episode); another failure while a limit holds (a server error) is its own.
+So two asks are two notices, while the same ask applied again finds its key among the hook's
+recent notices (`recentNotices`, kept with the hook in the same write that queues the
+notice): whether the notice still waits or was sent already, as when a batch whose record
+could not be saved (a full disk) is applied again a second later. A hook replaced by one of
+the same id keeps them (`keep_recent`). What the notice tells is kept in the entry
+(`notice`), as it was when the transition happened: by the time it is sent the session may
+have moved on.
 """
 
 from __future__ import annotations
@@ -19,7 +22,7 @@ import hashlib
 from sidecar.followups.model import Hook, HooksDoc, Json, QueueEntry, entry_id
 from sidecar.followups.targets import Notify
 from sidecar.timeutil import iso
-from sidecar.vocabulary import EventKind, FollowUpEvent, SessionChange
+from sidecar.vocabulary import LIMIT_ERRORS, EventKind, FollowUpEvent, SessionChange
 
 NOTICE = "notice"  # the queue entry's key for what the notice tells
 RECENT = "recentNotices"  # the hook's key for the transitions it was queued for lately
@@ -52,8 +55,11 @@ def add_for_change(doc: HooksDoc, hook: Hook, change: SessionChange, now: float,
                    queued: set[str]) -> None:
     """Queue the notice of one session change (once, however often its batch is replayed)."""
     assert change.kind is not None
+    # A limit failure is keyed by its episode (each resume or retry that hits the limit again
+    # is the same transition); any other failure while a limit holds is one of its own.
     transition = _transition(change.kind, "limit", change.limit_since) \
-        if change.kind == EventKind.TURN_FAILED and change.limit_since else \
+        if change.kind == EventKind.TURN_FAILED and change.limit_since \
+        and change.reason in LIMIT_ERRORS else \
         _transition(change.kind, change.event_file, repr(change.ts))
     key = f"{entry_id(hook.id, change.host, change.session_id)}@{transition}"
     if key in queued or key in recent(hook):
@@ -90,6 +96,13 @@ def add_for_follow_up(doc: HooksDoc, event: FollowUpEvent, fired: QueueEntry, ho
         queued.add(key)
         added += 1
     return added
+
+
+def keep_recent(replaced: Hook | None, hook: Hook) -> None:
+    """A notify hook written over one of the same id keeps the transitions that one was
+    queued for: the same transition applied again (a limit's next try) is told of once."""
+    if replaced is not None and is_notify(hook) and recent(replaced):
+        hook.extra[RECENT] = recent(replaced)
 
 
 def recent(hook: Hook) -> list[str]:

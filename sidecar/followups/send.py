@@ -30,6 +30,7 @@ from urllib.parse import unquote, urlsplit
 from sidecar.cli.present import end_reason, local_time, short_id
 from sidecar.followups import targets
 from sidecar.followups.resets import parse_reset
+from sidecar.vocabulary import LIMIT_ERRORS
 
 TIMEOUT = 5.0  # seconds per try; SIDECAR_NOTIFY_TIMEOUT changes it
 TRIES = 3
@@ -73,6 +74,9 @@ def words(job: dict[str, Any], now: float) -> Text:
     elif event == "needs-input":
         title, priority, tag = f"{host} is waiting for you", 4, "raising_hand"
         lines.insert(0, message or reason.replace("_", " ") or "it asks for input")
+    elif event == "turn-failed" and reason not in LIMIT_ERRORS:  # a hook's --reasons chose it
+        title, priority, tag = f"{host}'s turn failed: {reason.replace('_', ' ')}", 4, "warning"
+        lines.insert(0, message or "the host gave no message")
     elif event == "turn-failed":
         title, priority, tag = f"{host} hit a usage limit", 4, "hourglass"
         reset = parse_reset(message, now) if message else None
@@ -140,11 +144,27 @@ def _header(value: str) -> str:
     return "=?UTF-8?B?" + base64.b64encode(value.encode()).decode() + "?="
 
 
-def _post(url: str, data: bytes, headers: dict[str, str], timeout: float) -> str:
+class _NoRedirects(urllib.request.HTTPRedirectHandler):
+    """A notice goes to its target or fails: urllib would follow a redirect to any host or
+    scheme (https to http too), and turn the POST into a GET that counts as delivered."""
+
+    def redirect_request(self, req: urllib.request.Request, fp: Any, code: int, msg: str,
+                         headers: Any, newurl: str) -> None:
+        raise NotSent(f"HTTP {code} redirects to {_host(newurl)}, which is not followed", False)
+
+
+_OPENER = urllib.request.build_opener(_NoRedirects)
+
+
+def _post(url: str, data: bytes, headers: dict[str, str], timeout: float,
+          secret: dict[str, str] | None = None) -> str:
+    """POST `data`; the `secret` headers (Authorization) are never carried to another URL."""
     request = urllib.request.Request(url, data=data, method="POST",
                                      headers={"User-Agent": USER_AGENT, **headers})
+    for name, value in (secret or {}).items():
+        request.add_unredirected_header(name, value)
     try:
-        with urllib.request.urlopen(request, timeout=timeout) as answer:
+        with _OPENER.open(request, timeout=timeout) as answer:
             return f"HTTP {answer.status}"
     except urllib.error.HTTPError as exc:
         # 429 and 5xx may pass; any other refusal will not change by asking again.
@@ -179,14 +199,14 @@ def _authorization(target: str) -> dict[str, str]:
 def _ntfy(target: str, job: dict[str, Any], text: Text, timeout: float) -> str:
     headers = {"Title": _header(text.title), "Priority": str(text.priority),
                "Tags": ",".join(text.tags), "Content-Type": "text/plain; charset=utf-8"}
-    headers.update(_authorization(target))
-    return _post(targets.ntfy_url(target), text.body.encode(), headers, timeout)
+    return _post(targets.ntfy_url(target), text.body.encode(), headers, timeout,
+                 _authorization(target))
 
 
 def _webhook(target: str, job: dict[str, Any], text: Text, timeout: float) -> str:
     data = json.dumps(webhook_body(job, text)).encode()
-    headers = {"Content-Type": "application/json", **_authorization(target)}
-    return _post(targets.without_user(target), data, headers, timeout)
+    return _post(targets.without_user(target), data, {"Content-Type": "application/json"},
+                 timeout, _authorization(target))
 
 
 def _desktop(target: str, job: dict[str, Any], text: Text, timeout: float) -> str:

@@ -27,6 +27,8 @@ TOPIC = re.compile(r"[A-Za-z0-9_-]{1,64}")
 SCHEME = re.compile(r"([a-z][a-z0-9+.-]*)://", re.IGNORECASE)
 EXTRA = "agent-sidecar[notify]"
 MAX_TARGET = 2048
+# host[:port] as a URL can have it: a name or an address in [ ], and a port of digits only.
+HOST_PORT = re.compile(r"(\[[0-9A-Fa-f:.]*\]|[^\[\]@:/?#]*)(:[0-9]*)?")
 
 # The events a notify hook may listen for: session events worth a notice, and what the
 # follow-up runner itself produces (vocabulary.FollowUpEvent).
@@ -80,21 +82,30 @@ def check(target: Any) -> Notify:
     if target == DESKTOP:
         return Notify(target)
     if SCHEME.match(target) is None:
-        raise TargetError(f"{target!r} is not a target: give ntfy://host/topic, "
-                          "ntfys://host/topic, an http(s):// URL, `desktop`, or an apprise "
-                          f"URL (with {EXTRA})")
+        raise TargetError("is not a target: give ntfy://host/topic, ntfys://host/topic, an "
+                          f"http(s):// URL, `desktop`, or an apprise URL (with {EXTRA})")
+    named = shown(target)  # what a message names: never the target itself (it holds secrets)
     try:
         parts = urlsplit(target)
         parts.port  # noqa: B018 (a port that is not a number raises here)
     except ValueError as exc:
-        raise TargetError(f"{target!r} is not a URL: {exc}") from None
+        # urllib's own words quote the port or the host, which may be part of a password.
+        raise TargetError(f"{named} is not a URL: {_unreadable(str(exc))}") from None
     scheme = parts.scheme.lower()
     if scheme in NTFY + WEBHOOK and not parts.hostname:
-        raise TargetError(f"{target!r} names no host")
+        raise TargetError(f"{named} names no host")
     if scheme in NTFY and not TOPIC.fullmatch(parts.path.lstrip("/")):
-        raise TargetError(f"{target!r}: an ntfy target is {scheme}://host[:port]/topic, with a "
+        raise TargetError(f"{named}: an ntfy target is {scheme}://host[:port]/topic, with a "
                           "topic of letters, digits, - and _")
     return Notify(target)
+
+
+def _unreadable(why: str) -> str:
+    """What urllib found wrong with a URL, in words that quote nothing of it."""
+    if "Port" in why:
+        return ("what follows the host's last : is not a port from 0 to 65535 (a password "
+                "holding / ? # or @ must be percent-encoded: %2F %3F %23 %40)")
+    return "its host cannot be read (an IPv6 address goes in [ ], a password's [ ] percent-encoded)"
 
 
 def event_misfit(event: str, notify: bool) -> str | None:
@@ -132,25 +143,35 @@ def without_user(url: str) -> str:
 
 def shown(target: str) -> str:
     """The target with its secrets hidden, for lists, logs, history and messages: any user
-    and password, the query and fragment, a webhook's path after its first segment (Slack's
-    and Discord's tokens are there), and all but the scheme of an apprise URL (its host is
-    often a token itself) but for a host after a user. What is left names the target:
-    `https://***@host/hook`, `https://hooks.slack.com/services/***`, `slack://***`."""
+    and password, the query and fragment, a webhook's path but for its first segment when
+    more follow (Slack's and Discord's tokens are there, webhook.site's is the only one), an
+    ntfy topic (on a public server the topic is the password), and all but the scheme of an
+    apprise URL (its host is often a token itself: Pushover's app token, PagerDuty's key).
+    A target whose host cannot be read shows only its scheme: where its user part ends (a
+    password holding an unencoded /) cannot be told. What is left names the target:
+    `https://***@host/***`, `https://hooks.slack.com/services/***`, `ntfys://ntfy.sh/***`,
+    `slack://***`."""
     scheme, sep, rest = target.partition("://")
     if not sep:
-        return target  # `desktop`, or no URL at all: nothing in it is a secret
+        return target if target == DESKTOP else "***"  # no URL: nothing of it names a target
+    if kind(target) == "apprise":
+        return f"{scheme}://***"
     # A user part ends at the last @ before the path (a password may hold ? or #, unencoded).
     head = rest.split("/", 1)[0]
     at = head.rfind("@")
     user, rest = ("***@", rest[at + 1:]) if at >= 0 else ("", rest)
-    if kind(target) == "apprise":
-        return f"{scheme}://" + (user + _before(rest, "/?#") if user else "***")
     host = _before(rest, "/?#")
+    if not HOST_PORT.fullmatch(host):
+        return f"{scheme}://***"
     path = _before(rest[len(host):], "?#")
     after = rest[len(host) + len(path):]
     segments = path.split("/")
-    if kind(target) == "webhook" and len(segments) > 2:
+    if "@" in path or (kind(target) == "ntfy" and path not in ("", "/")):
+        path = "/***"
+    elif len(segments) > 2:
         path = f"/{segments[1]}/***"
+    elif path not in ("", "/"):
+        path = "/***"
     return f"{scheme}://{user}{host}{path}" + ("?***" if after.startswith("?") else "") + \
         ("#***" if "#" in after else "")
 

@@ -4,9 +4,11 @@ A command hook's argv comes from `hooks.json`, which a cloned repository, a pull
 edit can change. Such a command runs only if the workspace's owner trusted that exact argv
 for that workspace, the way direnv's `allow` and Codex's hook hashes work. Trust lives in the
 owner's own config folder (`trust.json`), never in the workspace: per workspace (its real
-path), the SHA-256 of the argv and the argv itself, to show. `sidecar hooks add/update --`
-trusts what the user writes; `sidecar hooks trust NAME` trusts what arrived otherwise. A
-`resume` action needs no trust: its program comes from the user's own `config.toml`.
+path), the SHA-256 of the argv and the argv itself, to show (a notice's target only as
+`targets.shown` shows it: the file outlives the hook, and must not keep its secret).
+`sidecar hooks add/update --` trusts what the user writes; `sidecar hooks trust NAME` trusts
+what arrived otherwise. A `resume` action needs no trust: its program comes from the user's
+own `config.toml`.
 
 A notify hook's target is trusted the same way: it runs no program a workspace could ship,
 but a shipped hooks.json naming a URL would send that URL what the user's sessions do. Its
@@ -113,7 +115,9 @@ def trust(ws: Workspace, action: Trusted, now: float) -> None:
         if not isinstance(doc, dict) or not isinstance(doc.get("workspaces"), dict):
             doc = {"version": 1, "workspaces": {}}
         entries = doc["workspaces"].setdefault(workspace_key(ws), {})
-        shape = action.to_json() if isinstance(action, Notify) else {"argv": action}
+        # A target as shown only: this file outlives the hook, and the digest is what counts.
+        shape = {"notify": targets.shown(action.target)} if isinstance(action, Notify) else \
+            {"argv": action}
         entries[digest(action)] = {**shape, "trustedAt": iso(now)}
         jsonfile.write_json_atomic(path, doc)
 

@@ -206,10 +206,10 @@ def test_a_shipped_notify_hook_sends_nothing_until_trusted(tmp_path, start_daemo
     ws = Workspace(clone)
     init = run_cli("init", str(clone))
     assert init.returncode == 0, init.stderr
-    assert f"leak: notify {receiver.url}/leak" in init.stdout.decode()
+    assert f"leak: notify {receiver.url}/***" in init.stdout.decode()  # one segment: hidden
     start_daemon(clone)
     status = run_cli("status", "--root", str(clone)).stdout.decode()
-    assert f"NOT TRUSTED on this machine, so not run:\n      notify {receiver.url}/leak" in status
+    assert f"NOT TRUSTED on this machine, so not run:\n      notify {receiver.url}/***" in status
 
     emit(clone, None, "session-end", "--session-id", "secret-1", "--source", "claude-code")
     wait_until(lambda: read_json(ws.hooks_file)["hooks"]["leak"].get("lastStatus")
@@ -220,7 +220,7 @@ def test_a_shipped_notify_hook_sends_nothing_until_trusted(tmp_path, start_daemo
     assert receiver.received == []
 
     trusted = run_cli("hooks", "trust", "leak", "--yes", "--root", str(clone))
-    assert trusted.returncode == 0 and f"notify {receiver.url}/leak" in trusted.stdout.decode()
+    assert trusted.returncode == 0 and f"notify {receiver.url}/***" in trusted.stdout.decode()
     emit(clone, None, "session-end", "--session-id", "secret-2", "--source", "claude-code")
     [sent] = wait_until(lambda: receiver.at("/leak"), 10)
     assert sent.json()["sessionId"] == "secret-2"
@@ -261,3 +261,20 @@ def test_apprise_is_never_loaded_by_the_daemon_nor_the_hook_path():
             "print('apprise' in sys.modules)")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "False"
+
+
+def test_a_bad_target_set_by_hand_is_logged_without_its_secret(workspace, start_daemon):
+    """The daemon says hooks.json is broken, and why, in its output and its daemon.log, but
+    never with the target's password (here one holding an unencoded /)."""
+    from sidecar import layout
+
+    ws = workspace
+    add(ws, "phone", "needs-input", "https://hooks.example.com/x")
+    daemon = start_daemon(ws.root)
+    doc = read_json(ws.hooks_file)
+    doc["hooks"]["phone"]["action"] = {"notify": "https://alice:s3cr/etpw@hooks.example.com/x"}
+    ws.hooks_file.write_bytes(orjson.dumps(doc))
+    wait_until(lambda: "phone.action.notify" in daemon.output(), 15)
+    said = daemon.output() + layout.daemon_log().read_text(errors="replace")
+    assert "hooks.json is broken" in said
+    assert "s3cr" not in said and "etpw" not in said, said

@@ -2,8 +2,9 @@
 message as the body, Title/Priority/Tags headers) and takes a JSON webhook (POST of a JSON
 document), recording each request with the monotonic time it arrived.
 
-Its answer can be set per path: 200 (the default), another status, or a hang (the request is
-read, then nothing is answered until the receiver stops).
+Its answer can be set per path: 200 (the default), another status, a hang (the request is
+read, then nothing is answered until the receiver stops), or a 302 redirect to another URL.
+A GET (what a client that follows a 302 sends) is recorded too.
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ class Received:
     headers: dict[str, str]
     body: bytes
     at: float  # time.monotonic() when it arrived
+    method: str = "POST"
 
     def json(self) -> Any:
         return json.loads(self.body)
@@ -32,6 +34,7 @@ class Receiver:
     server: ThreadingHTTPServer
     received: list[Received] = field(default_factory=list)
     answers: dict[str, int | str] = field(default_factory=dict)  # path -> status, or "hang"
+    redirects: dict[str, str] = field(default_factory=dict)  # path -> where a 302 points
     lock: threading.Lock = field(default_factory=threading.Lock)
     stopping: threading.Event = field(default_factory=threading.Event)
 
@@ -64,7 +67,13 @@ def start() -> Receiver:
             body = self.rfile.read(length)
             with receiver.lock:
                 receiver.received.append(Received(self.path, dict(self.headers.items()), body,
-                                                  time.monotonic()))
+                                                  time.monotonic(), self.command))
+            if self.path in receiver.redirects:
+                self.send_response(302)
+                self.send_header("Location", receiver.redirects[self.path])
+                self.send_header("Content-Length", "0")
+                self.end_headers()
+                return
             answer = receiver.answers.get(self.path, 200)
             if answer == "hang":
                 receiver.stopping.wait(60)
@@ -74,6 +83,8 @@ def start() -> Receiver:
             self.send_header("Content-Type", "application/json")
             self.end_headers()
             self.wfile.write(b'{"id": "x"}')
+
+        do_GET = do_POST  # noqa: N815 (http.server's name)
 
         def log_message(self, *args: object) -> None:
             pass

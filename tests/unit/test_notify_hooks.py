@@ -110,7 +110,7 @@ def test_a_target_is_trusted_apart_from_any_command(tmp_path, config_home):
     assert not trust.is_trusted(ws, target)
     trust.trust(ws, target, T0)
     assert trust.is_trusted(ws, target) and not trust.is_trusted(ws, Notify("desktop"))
-    assert trust.shown(Notify("ntfys://me:pw@ntfy.sh/t")) == "notify ntfys://***@ntfy.sh/t"
+    assert trust.shown(Notify("ntfys://me:pw@ntfy.sh/t")) == "notify ntfys://***@ntfy.sh/***"
 
 
 def test_a_notice_in_words():
@@ -177,3 +177,13 @@ def test_a_changed_event_file_is_a_new_transition(queue):
     queue.add([base], T0)
     queue.add([replace(base, event_file="f.json")], T0)
     assert len([i for i in queued(queue) if i.startswith("phone:")]) == 2
+
+
+def test_a_failed_turn_that_is_no_limit_is_not_called_one():
+    job = {"host": "claude-code", "sessionId": "0123456789abcdef", "workspace": "/w/proj",
+           "notice": {"event": "turn-failed", "reason": "server_error",
+                      "message": "API Error: 500 Internal server error"}}
+    text = send.words(job, T0)
+    assert text.title == "claude-code's turn failed: server error"
+    assert text.body.splitlines()[0] == "API Error: 500 Internal server error"
+    assert "reset" not in text.body

@@ -109,3 +109,46 @@ def test_a_notice_sent_before_its_batch_was_saved_is_not_queued_again(f, monkeyp
     assert [e for e in f.queue.view(T0).pending if e.hook_id == "asked"] == []  # not again
     history = f.queue.view(T0).hooks["asked"].history
     assert [r.status for r in history] == ["ok"]
+
+
+def test_another_failure_within_a_limit_episode_is_a_notice_of_its_own(tmp_path):
+    """The episode's key is for its limit failures only: a server error while a limit
+    holds is another transition, told of; a resume that hits the limit again is not."""
+    from support.limits import LIMITED, ev, failed
+
+    h = Harness(Workspace(tmp_path / "ws"))
+    hook = notify_hook("fail", EventKind.TURN_FAILED)
+    hook.reasons = ["rate_limit", "server_error"]
+    h.hooks.change(T0, lambda d: d.hooks.__setitem__("fail", hook))
+    t = T0 + 10
+    h.apply(ev("SessionStart", t), ev("UserPromptSubmit", t + 1, prompt="go"))
+    h.apply(failed(t + 2))
+    assert send_notices(h, "fail", t + 2) == 1
+    h.apply(ev("UserPromptSubmit", t + 3, prompt="go on"))
+    h.apply(failed(t + 4, message="API Error: 500 Internal server error", error="server_error"))
+    assert send_notices(h, "fail", t + 4) == 1
+    h.apply(ev("UserPromptSubmit", t + 5, prompt="once more"))
+    h.apply(failed(t + 6, message=LIMITED))  # the same episode's limit again: told already
+    assert send_notices(h, "fail", t + 6) == 0
+
+
+def test_replacing_a_notify_hook_keeps_the_notices_it_sent(tmp_path, config_home):
+    """`hooks add --replace` of the same name: the transitions it was queued for stay known,
+    so a resume that hits the same limit again is not told of again."""
+    from helpers import invoke
+    from support.limits import LIMITED, ev, failed
+
+    ws = Workspace(tmp_path / "ws")
+    h = Harness(ws)
+    h.hooks.change(T0, lambda d: d.hooks.__setitem__("limit", notify_hook(
+        "limit", EventKind.TURN_FAILED)))
+    t = T0 + 10
+    h.apply(ev("SessionStart", t), ev("UserPromptSubmit", t + 1, prompt="go"))
+    h.apply(failed(t + 2))
+    assert send_notices(h, "limit", t + 2) == 1
+    replaced = invoke("hooks", "add", "limit", "--replace", "--event", "turn-failed",
+                      "--notify", "desktop", "--root", str(ws.root))
+    assert replaced.returncode == 0, replaced.stderr
+    h.apply(ev("UserPromptSubmit", t + 3, prompt="go on"))
+    h.apply(failed(t + 4, message=LIMITED))
+    assert send_notices(h, "limit", t + 4) == 0

@@ -30,19 +30,26 @@ def receiver():
 
 
 @pytest.mark.parametrize(("target", "shown"), [
-    ("ntfys://me:hunter2@ntfy.sh/t", "ntfys://***@ntfy.sh/t"),
-    ("ntfy://tk_s3cr3t@ntfy.example:8080/alerts", "ntfy://***@ntfy.example:8080/alerts"),
-    ("https://bob:hunter2@127.0.0.1:9/hook", "https://***@127.0.0.1:9/hook"),
-    ("https://bob:hun#ter2@127.0.0.1:9/hook", "https://***@127.0.0.1:9/hook"),  # unencoded #
+    ("ntfys://me:hunter2@ntfy.sh/t", "ntfys://***@ntfy.sh/***"),
+    ("ntfy://tk_s3cr3t@ntfy.example:8080/alerts", "ntfy://***@ntfy.example:8080/***"),
+    ("ntfys://ntfy.sh/my-agents-7f3a", "ntfys://ntfy.sh/***"),  # a public topic is a password
+    ("https://bob:hunter2@127.0.0.1:9/hook", "https://***@127.0.0.1:9/***"),
+    ("https://bob:hun#ter2@127.0.0.1:9/hook", "https://***@127.0.0.1:9/***"),  # unencoded #
     ("https://hooks.slack.com/services/T000/B000/XXXX", "https://hooks.slack.com/services/***"),
     ("https://discord.com/api/webhooks/123/XXXX", "https://discord.com/api/***"),
-    ("https://example.com/hook?token=zz-token", "https://example.com/hook?***"),
+    ("https://webhook.site/0f3c9a52-XXXX", "https://webhook.site/***"),  # one segment: a token
+    ("https://example.com/hook?token=zz-token", "https://example.com/***?***"),
+    ("https://example.com/", "https://example.com/"),
     ("http://[::1]:8080/a/XXXX#zz-token", "http://[::1]:8080/a/***#***"),
+    # A password holding an unencoded / : where the user part ends cannot be told.
+    ("https://alice:s3cr/etpw@hooks.example.com/x", "https://***"),
+    ("https://alice:12/etpw@hooks.example.com/x", "https://alice:12/***"),  # @ in the path
     ("tgram://123:B0T0K3N/chat", "tgram://***"),
     ("slack://T000/B000/XXXX", "slack://***"),
-    ("mailto://me:hunter2@gmail.com", "mailto://***@gmail.com"),
+    ("mailto://me:hunter2@gmail.com", "mailto://***"),
+    ("pover://USERKEY@XXXX", "pover://***"),  # Pushover's app token is after the @
     ("desktop", "desktop"),
-    ("https://example.com/hook", "https://example.com/hook"),
+    ("me:hunter2@ntfy.sh/t", "***"),  # no scheme: not a target, and nothing of it is shown
 ])
 def test_shown_hides_every_secret_and_keeps_what_names_the_target(target, shown):
     assert targets.shown(target) == shown
@@ -110,9 +117,9 @@ def test_no_command_shows_a_targets_secret(tmp_path, config_home):
     said += "".join(f.what + f.fix for f in doctor_hooks.check(Workspace(ws))).encode()
     for secret in SECRETS:
         assert secret.encode() not in said, secret
-    assert b"https://***@127.0.0.1:1/hook" in said and b"https://hooks.slack.com/services/***" in said
+    assert b"https://***@127.0.0.1:1/***" in said and b"https://hooks.slack.com/services/***" in said
     listed = json.loads(invoke("hooks", "list", "--json", "--root", str(ws)).stdout)
-    assert listed["hooks"]["pw"]["action"] == {"notify": "https://***@127.0.0.1:1/hook"}
+    assert listed["hooks"]["pw"]["action"] == {"notify": "https://***@127.0.0.1:1/***"}
     # hooks.json itself holds the real target, private to its owner; trust is over the real one.
     workspace = Workspace(ws)
     assert stat.S_IMODE(workspace.hooks_file.stat().st_mode) == 0o600
@@ -120,3 +127,73 @@ def test_no_command_shows_a_targets_secret(tmp_path, config_home):
         "notify": secret_targets["pw"]}
     assert trust.is_trusted(workspace, Notify(secret_targets["pw"]))
     assert not trust.is_trusted(workspace, Notify(targets.shown(secret_targets["pw"])))
+
+
+BAD = "https://alice:s3cr/etpw@hooks.example.com/x"  # a password with an unencoded /
+
+
+def test_a_bad_target_set_by_hand_is_named_without_its_secret(tmp_path, config_home):
+    """A hand edit (or a pull) that leaves a target urllib cannot read: every command that
+    says hooks.json is broken says why without the target's password."""
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    assert invoke("init", str(ws)).returncode == 0
+    typed = invoke("hooks", "add", "typed", "--notify", BAD, "--root", str(ws))
+    assert typed.returncode != 0 and b"https://***" in typed.stderr
+    said = typed.stdout + typed.stderr
+    assert invoke("hooks", "add", "phone", "--notify", "https://hooks.example.com/x",
+                  "--root", str(ws)).returncode == 0
+    workspace = Workspace(ws)
+    doc = json.loads(workspace.hooks_file.read_bytes())
+    doc["hooks"]["phone"]["action"] = {"notify": BAD}
+    workspace.hooks_file.write_text(json.dumps(doc))
+    for args in (("hooks", "list"), ("hooks", "list", "--json"), ("status",),
+                 ("status", "--json"), ("hooks", "add", "more", "--notify", "desktop")):
+        done = invoke(*args, "--root", str(ws))
+        said += done.stdout + done.stderr
+    said += "".join(f.what + f.fix for f in doctor_hooks.check(workspace)).encode()
+    # A clone that ships it: `init` moves it aside and says what it found.
+    clone = tmp_path / "clone" / ".context" / "runtime"
+    clone.mkdir(parents=True)
+    (clone / "hooks.json").write_text(json.dumps(doc))
+    init = invoke("init", str(tmp_path / "clone"))
+    assert init.returncode == 0, init.stderr
+    assert b"hooks.json that cannot be used" in init.stdout
+    said += init.stdout + init.stderr
+    assert b"phone.action.notify" in said  # the error is still said, and where it is
+    assert b"s3cr" not in said and b"etpw" not in said, said.decode()
+
+
+@pytest.mark.parametrize("target", [
+    "https://alice:s3cr@hooks.example.com:s3cr/x",  # a port that is no number
+    "https://alice:s3cr@hooks.example.com:99999/x",  # a port out of range
+    "https://[alice:s3cr@hooks.example.com/x",  # an unclosed [
+    "ntfys://alice:s3cr@ntfy.sh/s3cr.topic",  # a topic ntfy does not take
+    "s3cr",  # not a URL at all
+])
+def test_no_target_error_holds_the_target_or_urllibs_words(target):
+    with pytest.raises(targets.TargetError) as raised:
+        targets.check(target)
+    assert "s3cr" not in str(raised.value)
+
+
+def test_a_redirect_is_refused_and_carries_no_authorization(receiver):
+    """urllib would follow a 302 to wherever it points, Authorization header and all, as a
+    GET that counts as delivered: a notice goes to its target or fails."""
+    elsewhere = receiver_mod.start()
+    try:
+        receiver.redirects["/hook"] = f"{elsewhere.url}/landed"
+        receiver.redirects["/alerts"] = f"{elsewhere.url}/alerts"
+        host, port = receiver.hostport.split(":")
+        said: list[str] = []
+        assert not send.deliver(job(f"http://bob:hunter2@{host}:{port}/hook"), tries=1,
+                                say=said.append)
+        assert not send.deliver(job(f"ntfy://tk_s3cr3t@{receiver.hostport}/alerts"), tries=1,
+                                say=said.append)
+        assert elsewhere.received == []  # never asked, with or without the header
+        assert [r.method for r in receiver.received] == ["POST", "POST"]
+        assert said[-1] == f"notice not delivered: HTTP 302 redirects to {elsewhere.hostport}, " \
+                           "which is not followed"
+        assert not any(secret in line for line in said for secret in SECRETS), said
+    finally:
+        elsewhere.stop()

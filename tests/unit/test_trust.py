@@ -166,3 +166,20 @@ def test_a_workspace_reached_through_a_link_trusts_nothing(tmp_path, config_home
     hook = new_hook("cmd", "cmd", 0.0, action=argv, promptFile=None)
     assert trust.untrusted(real, [hook]) == []
     assert trust.untrusted(Workspace(tmp_path / "link"), [hook]) == [hook]
+
+
+def test_trust_json_keeps_a_targets_digest_and_its_shown_form_only(tmp_path, config_home):
+    """trust.json outlives the hook: it must not keep the secret a target holds, while the
+    target (compared by its digest) is still trusted, and one byte changed is not."""
+    from sidecar.followups.targets import Notify
+
+    ws = Workspace(tmp_path / "ws")
+    ws.ensure_runtime()
+    target = Notify("https://bob:hunter2@hooks.example.com/services/T000/XXXX")
+    trust.trust(ws, target, 0.0)
+    assert trust.is_trusted(ws, target)
+    assert not trust.is_trusted(ws, Notify(target.target.replace("XXXX", "XXXY")))
+    kept = (config_home / "trust.json").read_text()
+    assert "hunter2" not in kept and "XXXX" not in kept
+    [entry] = read_json(config_home / "trust.json")["workspaces"][os.path.realpath(ws.root)].values()
+    assert entry["notify"] == "https://***@hooks.example.com/services/***"
