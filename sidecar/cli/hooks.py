@@ -260,7 +260,7 @@ def trust_hook(
     if isinstance(hook.action, str):
         typer.echo(f"{hook_id} resumes the session with your own [resume] command; it needs no trust")
         return
-    typer.echo(f"{hook_id} runs, in {store.ws.root}:\n  {trust.shown(hook.action)}")
+    typer.echo(f"{hook_id} runs, in {store.ws.root}:\n  {trust.shown(hook.action, whole=True)}")
     if trust.is_trusted(store.ws, hook.action):
         typer.echo("already trusted on this machine")
         return

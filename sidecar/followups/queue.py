@@ -350,10 +350,11 @@ def _wants(hook: Hook, change: SessionChange) -> bool:
     """Whether the hook is queued for this change's reason. A session's end: by default every
     reason but `stale` (a session nobody touched for a day is not a finished task), and never
     while a usage limit holds (the task is not finished either). A failed turn: its error
-    kind, by default any usage limit."""
+    kind, by default any usage limit; a resume or command only while a limit holds (what it
+    acts on is the limit), a notice of any failure its reasons name."""
     if change.kind == EventKind.TURN_FAILED:
         return change.reason in (LIMIT_ERRORS if hook.reasons is None else hook.reasons) \
-            and change.limit_failures > 0
+            and (change.limit_failures > 0 or notices.is_notify(hook))
     if change.kind != EventKind.SESSION_END:
         return True
     if change.limited:

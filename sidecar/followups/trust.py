@@ -52,11 +52,14 @@ def what(action: Trusted) -> str:
         f"command {shown(action)}"
 
 
-def shown(argv: Trusted) -> str:
-    """A command as a shell would read it (a notice as `notify TARGET`, any password hidden),
-    with every control character escaped (`\\x1b`, `\\r`): what a terminal shows is exactly
-    what would run, never a line redrawn over."""
-    text = f"notify {targets.shown(argv.target)}" if isinstance(argv, Notify) else shlex.join(argv)
+def shown(argv: Trusted, *, whole: bool = False) -> str:
+    """A command as a shell would read it (a notice as `notify TARGET`, its secrets hidden
+    unless `whole`: the trust prompt shows the user exactly what they allow), with every
+    control character escaped (`\\x1b`, `\\r`): what a terminal shows is exactly what would
+    run, never a line redrawn over."""
+    target = (argv.target if whole else targets.shown(argv.target)) if isinstance(argv, Notify) \
+        else ""
+    text = f"notify {target}" if isinstance(argv, Notify) else shlex.join(argv)
     return "".join(ch if ch.isprintable() or ch == " " else ch.encode("unicode_escape").decode()
                    for ch in text)
 

@@ -152,3 +152,19 @@ def test_replacing_a_notify_hook_keeps_the_notices_it_sent(tmp_path, config_home
     h.apply(ev("UserPromptSubmit", t + 3, prompt="go on"))
     h.apply(failed(t + 4, message=LIMITED))
     assert send_notices(h, "limit", t + 4) == 0
+
+
+def test_a_notice_of_a_failure_its_reasons_name_needs_no_usage_limit(tmp_path):
+    """A resume-after-limit acts on a limit, so it waits for one; a notice of `server_error`
+    tells of that failure whenever it comes, with no limit episode open."""
+    from support.limits import ev, failed
+
+    h = Harness(Workspace(tmp_path / "ws"))
+    hook = notify_hook("broke", EventKind.TURN_FAILED)
+    hook.reasons = ["server_error"]
+    h.hooks.change(T0, lambda d: d.hooks.__setitem__("broke", hook))
+    h.apply(ev("SessionStart", T0 + 1), ev("UserPromptSubmit", T0 + 2))
+    h.apply(failed(T0 + 3, message="internal error", error="server_error"))
+    assert send_notices(h, "broke", T0 + 3) == 1
+    h.apply(failed(T0 + 4, error="rate_limit"))  # not a reason it names
+    assert send_notices(h, "broke", T0 + 4) == 0

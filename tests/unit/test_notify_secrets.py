@@ -110,7 +110,7 @@ def test_no_command_shows_a_targets_secret(tmp_path, config_home):
         assert not any(s.encode() in added.stdout + added.stderr for s in SECRETS)
     said = b""
     for args in (("hooks", "list"), ("hooks", "list", "--json"), ("status",),
-                 ("status", "--json"), ("hooks", "trust", "pw")):
+                 ("status", "--json")):
         done = invoke(*args, "--root", str(ws))
         said += done.stdout + done.stderr
     # `doctor`'s findings of the workspace's hooks (the whole command looks at services too).
@@ -127,6 +127,21 @@ def test_no_command_shows_a_targets_secret(tmp_path, config_home):
         "notify": secret_targets["pw"]}
     assert trust.is_trusted(workspace, Notify(secret_targets["pw"]))
     assert not trust.is_trusted(workspace, Notify(targets.shown(secret_targets["pw"])))
+
+
+def test_the_trust_prompt_shows_the_whole_target_it_asks_about(tmp_path, config_home):
+    """`hooks trust` is the one place a target is shown whole: asked to allow a notice that
+    came with a clone, the user must tell their own topic from someone else's on the same
+    server (`ntfys://ntfy.sh/***` would not)."""
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    assert invoke("init", str(ws)).returncode == 0
+    target = "ntfys://ntfy.sh/someone-elses-topic"
+    assert invoke("hooks", "add", "n", "--event", "needs-input", "--notify", target,
+                  "--root", str(ws)).returncode == 0
+    shown = invoke("hooks", "trust", "n", "--yes", "--root", str(ws))
+    assert shown.returncode == 0 and f"notify {target}".encode() in shown.stdout, shown.stdout
+    assert b"someone-elses-topic" not in invoke("hooks", "list", "--root", str(ws)).stdout
 
 
 BAD = "https://alice:s3cr/etpw@hooks.example.com/x"  # a password with an unencoded /
