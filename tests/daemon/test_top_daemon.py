@@ -7,9 +7,7 @@ from __future__ import annotations
 import asyncio
 import os
 import re
-import shlex
 import shutil
-import subprocess
 import time
 
 import orjson
@@ -19,6 +17,7 @@ from helpers import SIDECAR, emit, read_json, run_cli, trust_commands, wait_unti
 from sidecar.followups import trust
 from sidecar.top.app import TopApp
 from sidecar.top.feed import Feed
+from support.tmux import Tmux
 
 pytestmark = pytest.mark.slow
 
@@ -121,41 +120,17 @@ def test_cancel_keeps_the_daemon_from_firing_it(workspace, start_daemon, tmp_pat
     assert read_json(workspace.hooks_file)["pending"] == []
 
 
-class Tmux:
-    """A private tmux server (its own socket) holding one window."""
-
-    def __init__(self, socket) -> None:
-        self.base = ["tmux", "-S", str(socket)]
-
-    def start(self, argv: list[str], env: dict[str, str]) -> None:
-        # `; echo exit=$?` keeps the window after `top` ends, showing how it ended; COLUMNS
-        # and LINES (set in the test process) would size the app instead of the window
-        command = shlex.join(["env", "-u", "COLUMNS", "-u", "LINES",
-                              *(f"{k}={v}" for k, v in env.items()), *argv])
-        subprocess.run([*self.base, "new-session", "-d", "-x", "150", "-y", "30",
-                        f"{command}; echo exit=$?; sleep 30"], check=True)
-
-    def keys(self, *keys: str) -> None:
-        subprocess.run([*self.base, "send-keys", *keys], check=True)
-
-    def screen(self) -> str:
-        return subprocess.run([*self.base, "capture-pane", "-p"], capture_output=True,
-                              text=True).stdout
-
-    def stop(self) -> None:
-        subprocess.run([*self.base, "kill-server"], capture_output=True)
-
-
 def test_top_in_a_real_terminal_shows_a_new_session_and_quits_with_q(workspace, start_daemon,
                                                                      config_home, tmp_path):
     if shutil.which("tmux") is None:
         pytest.skip("tmux is not installed (tests/install-hosts.sh installs it)")
     start_daemon(workspace.root)
-    tmux = Tmux(tmp_path / "tmux.sock")
+    tmux = Tmux(tmp_path / "tmux.sock", 150, 30)
     env = {"SIDECAR_CONFIG_HOME": str(config_home), "TERM": "xterm-256color",
            "PATH": os.environ["PATH"]}
     try:
-        tmux.start([SIDECAR, "top", "--root", str(workspace.root)], env)
+        tmux.start([SIDECAR, "top", "--root", str(workspace.root)], env, unsized=True,
+                   keep_open=True)
         wait_until(lambda: "0 working" in tmux.screen(), 15, 0.1)
         assert emit(workspace.root, None, "session-start", "--session-id", "seen-in-tmux",
                     "--source", "claude-code").returncode == 0

@@ -12,9 +12,7 @@ from __future__ import annotations
 
 import json
 import re
-import shlex
 import shutil
-import subprocess
 from pathlib import Path
 
 import orjson
@@ -22,34 +20,13 @@ import pytest
 
 from helpers import fixture_payload, npm_host, read_json, run_cli, wait_until
 from stubs.anthropic_stub import ToolAnthropicStub
+from support.tmux import Tmux
 
 pytestmark = pytest.mark.e2e
 
 CLAUDE_VERSION = "2.1.328"
 API_KEY = "sk-test-0123456789abcdefghij"
 TRIGGER = "ASK-FOR-A-TOOL"
-
-
-class Tmux:
-    """A private tmux server (its own socket) holding one window."""
-
-    def __init__(self, socket: Path) -> None:
-        self.base = ["tmux", "-S", str(socket)]
-
-    def start(self, argv: list[str], cwd: Path, env: dict[str, str]) -> None:
-        command = shlex.join(["env", *(f"{k}={v}" for k, v in env.items()), *argv])
-        subprocess.run([*self.base, "new-session", "-d", "-x", "160", "-y", "45", "-c",
-                        str(cwd), command], check=True)
-
-    def keys(self, *keys: str, literal: bool = False) -> None:
-        subprocess.run([*self.base, "send-keys", *(["-l"] if literal else []), *keys], check=True)
-
-    def screen(self) -> str:
-        return subprocess.run([*self.base, "capture-pane", "-p"], capture_output=True,
-                              text=True).stdout
-
-    def stop(self) -> None:
-        subprocess.run([*self.base, "kill-server"], capture_output=True)
 
 
 def claude_home(home: Path, project: Path) -> dict[str, str]:
@@ -102,7 +79,7 @@ def test_a_permission_prompt_is_waiting_until_the_user_answers(workspace, start_
         env["ANTHROPIC_BASE_URL"] = stub.url
         start_daemon(root, env=env)
         try:
-            tmux.start([str(claude)], root, env)
+            tmux.start([str(claude)], env, root)
             wait_until(lambda: "manual mode on" in tmux.screen(), 60, 0.2)
             tmux.keys(f"{TRIGGER} please", literal=True)
             tmux.keys("Enter")

@@ -13,7 +13,6 @@ from __future__ import annotations
 import contextlib
 import json
 import os
-import shlex
 import shutil
 import signal
 import subprocess
@@ -36,6 +35,7 @@ from stubs.lifecycle import (
     user_texts,
     wait_for_the_limit_resume,
 )
+from support.tmux import Tmux
 
 pytestmark = pytest.mark.e2e
 
@@ -80,29 +80,6 @@ def assert_is_the_real_cli(pid: int) -> None:
     assert any(word.endswith("/cli.js") for word in cmdline(parent(pid)))  # the middle node
 
 
-class Tmux:
-    """A private tmux server (its own socket) holding one window."""
-
-    def __init__(self, socket: Path) -> None:
-        self.base = ["tmux", "-S", str(socket)]
-
-    def start(self, argv: list[str], cwd: Path, env: dict[str, str]) -> None:
-        command = shlex.join(["env", *(f"{k}={v}" for k, v in env.items()), *argv])
-        subprocess.run([*self.base, "new-session", "-d", "-x", "160", "-y", "45", "-c",
-                        str(cwd), command], check=True)
-
-    def type(self, text: str) -> None:
-        subprocess.run([*self.base, "send-keys", "-l", text], check=True)
-        subprocess.run([*self.base, "send-keys", "Enter"], check=True)
-
-    def screen(self) -> str:
-        done = subprocess.run([*self.base, "capture-pane", "-p"], capture_output=True, text=True)
-        return done.stdout
-
-    def stop(self) -> None:
-        subprocess.run([*self.base, "kill-server"], capture_output=True)
-
-
 def test_a_qwen_session_ends_on_quit_and_is_resumed_once(workspace, start_daemon, config_home,
                                                         tmp_path):
     qwen = npm_host("qwen", QWEN_VERSION, "qwen")
@@ -120,7 +97,7 @@ def test_a_qwen_session_ends_on_quit_and_is_resumed_once(workspace, start_daemon
         assert read_json(settings)["model"] == {"name": "stub-model"}  # the user's, kept
         start_daemon(workspace.root, env=env)
         try:
-            tmux.start([str(qwen)], workspace.root, env)
+            tmux.start([str(qwen)], env, workspace.root)
             record = wait_until(lambda: active_session(workspace, "qwen"), 60, 0.2)
             assert_is_the_real_cli(read_json(record)["metadata"]["sidecar"]["hostPid"])
             wait_until(lambda: "Type your message" in tmux.screen(), 60, 0.2)
