@@ -102,8 +102,10 @@ def _plain_help() -> None:
         original = cls.format_help
 
         def format_help(self: Any, ctx: Any, formatter: Any, _original: Any = original) -> None:
-            if self.help:
-                self.help = reflowed(self.help)
+            # a group lists its commands by their help's first paragraph: reflowed too
+            for command in (self, *getattr(self, "commands", {}).values()):
+                if command.help:
+                    command.help = reflowed(command.help)
             _original(self, ctx, formatter)
 
         cls.format_help = format_help
