@@ -65,7 +65,8 @@ def check_manager(platform: str = sys.platform) -> None:
     user = getpass.getuser()
     command = hand_run_command(sidecar_path())
     ways = [f"run `{command}` under your own supervisor (a terminal multiplexer, supervisord, "
-            f"runit, or your container's init), e.g.: nohup {command} >> ~/sidecar.log 2>&1 &"]
+            f"runit, or your container's init), e.g.: nohup {command} >/dev/null 2>&1 & "
+            "(it logs to its own daemon.log: `sidecar logs -f`)"]
     if _linger(user) == "no" and os.getuid() != 0:
         ways.insert(0, f"let systemd keep a user manager for you: loginctl enable-linger {user} "
                        "(then log in again) and re-run `sidecar service install`")
