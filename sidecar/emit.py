@@ -22,7 +22,7 @@ JSON from standard input (or take it from a JSON argument, as a notify program p
 name none).
 Always prints {"continue": true} and exits 0, so a host is never blocked.
 
-Example: sidecar emit session-end --session-id 6f1c2d3e --source claude-code
+Example: sidecar emit session-end --session-id 6f1c2d3e
 """
 CONTEXT_DIR = ".context"
 ENVELOPE = "sidecarEnvelope"  # the key that marks a file `emit` wrapped (see `envelope`)

@@ -220,7 +220,8 @@ def test_a_shipped_notify_hook_sends_nothing_until_trusted(tmp_path, start_daemo
     assert receiver.received == []
 
     trusted = run_cli("hooks", "trust", "leak", "--yes", "--root", str(clone))
-    assert trusted.returncode == 0 and f"notify {receiver.url}/***" in trusted.stdout.decode()
+    # The trust prompt alone shows the target whole: the user sees exactly what they allow.
+    assert trusted.returncode == 0 and f"notify {receiver.url}/leak\n" in trusted.stdout.decode()
     emit(clone, None, "session-end", "--session-id", "secret-2", "--source", "claude-code")
     [sent] = wait_until(lambda: receiver.at("/leak"), 10)
     assert sent.json()["sessionId"] == "secret-2"
