@@ -5,8 +5,6 @@ and for every recorded payload of all five hosts.
 from __future__ import annotations
 
 import json
-import shutil
-import subprocess
 
 import orjson
 import pytest
@@ -15,10 +13,10 @@ from hypothesis import strategies as st
 
 from helpers import FIXTURES, emit, fixture_payload, inbox_files, read_json, wait_until
 from sidecar import emit as emit_mod
-from sidecar.hosts import opencode
 from sidecar.hosts.hermes import event_for
 from sidecar.inbox import events
 from sidecar.sessions.rules import harness_id
+from support.node_plugin import run_opencode_plugin
 
 LOOK_ALIKES = ["host", "ts", "session_id", "sessionId", "thread-id", "cwd", "sidecarHookId",
                "hook_event_name", "event", "type", "hook", "payload", "sidecarEnvelope"]
@@ -108,16 +106,7 @@ for (const name of fs.readdirSync(fixtures).sort()) {
 
 
 def test_every_recorded_opencode_event_is_filed_under_its_own_session(workspace, tmp_path):
-    node = shutil.which("node")
-    if node is None:
-        pytest.skip("node is not installed, so the opencode plugin cannot run here")
-    plugin = tmp_path / "sidecar.mjs"
-    plugin.write_bytes(opencode.plugin_source())  # as `sidecar integrate opencode` installs it
-    harness = tmp_path / "harness.mjs"
-    harness.write_text(NODE_HARNESS)
-    result = subprocess.run([node, str(harness), str(plugin), str(FIXTURES / "opencode-1.18.33")],
-                            cwd=workspace.root, capture_output=True, text=True, timeout=60)
-    assert result.returncode == 0, result.stderr
+    run_opencode_plugin(workspace.root, tmp_path, NODE_HARNESS, str(FIXTURES / "opencode-1.18.33"))
     recorded = {json.loads(p.read_bytes()).get("properties", {}).get("sessionID")
                 for p in (FIXTURES / "opencode-1.18.33").glob("*.json")} - {None}
     filed = [events.parse(p.read_bytes(), p.name, 0.0) for p in inbox_files(workspace)]

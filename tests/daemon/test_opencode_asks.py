@@ -2,16 +2,11 @@
 
 from __future__ import annotations
 
-import shutil
-import subprocess
-
-import pytest
-
 from helpers import FIXTURES
-from sidecar.hosts import opencode
 from sidecar.inbox.events import parse
 from sidecar.sessions import activity
 from sidecar.vocabulary import EventKind
+from support.node_plugin import run_opencode_plugin
 
 NODE_HARNESS = """
 import fs from "node:fs"
@@ -23,18 +18,9 @@ for (const file of files) await hooks.event({ event: JSON.parse(fs.readFileSync(
 
 
 def test_opencodes_permission_ask_is_dropped_as_needs_input(workspace, tmp_path):
-    node = shutil.which("node")
-    if node is None:
-        pytest.skip("node is not installed, so the opencode plugin cannot run here")
-    plugin = tmp_path / "sidecar.mjs"
-    plugin.write_bytes(opencode.plugin_source())  # as `sidecar integrate opencode` installs it
-    harness = tmp_path / "harness.mjs"
-    harness.write_text(NODE_HARNESS)
     folder = FIXTURES / "opencode-1.18.33"
-    result = subprocess.run([node, str(harness), str(plugin), str(folder / "permission.asked.json"),
-                             str(folder / "permission.replied.json")],
-                            cwd=workspace.root, capture_output=True, text=True, timeout=60)
-    assert result.returncode == 0, result.stderr
+    run_opencode_plugin(workspace.root, tmp_path, NODE_HARNESS, str(folder / "permission.asked.json"),
+                        str(folder / "permission.replied.json"))
     dropped = [parse(p.read_bytes(), p.name, 0.0) for p in sorted(workspace.inbox.glob("*.json"))]
     asks = [e for e in dropped if e.kind is EventKind.NEEDS_INPUT]
     assert len(asks) == 1

@@ -1,11 +1,11 @@
 """A user's own settings files: sidecar's hooks in them, dotfiles with a given mode; shared by
-tests/unit/test_user_files.py and tests/daemon/test_user_files_daemon.py."""
+tests/unit/test_user_files.py, the status line tests and tests/daemon/test_user_files_daemon.py."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
-from helpers import SIDECAR
+from helpers import SIDECAR, invoke
 from sidecar.hosts import settings as settings_mod
 
 
@@ -30,3 +30,10 @@ def user_env(tmp_path: Path) -> dict[str, str]:
     home.mkdir()
     return {"HOME": str(home), "XDG_CONFIG_HOME": "", "CODEX_HOME": str(home / ".codex"),
             "PATH": f"{Path(SIDECAR).parent}:/usr/bin:/bin"}
+
+
+def run(*args: str, cwd: Path, env: dict[str, str]):
+    """`sidecar ARGS` as that user, in `cwd`: whatever it says, never a traceback."""
+    result = invoke(*args, cwd=cwd, env=env)
+    assert b"Traceback" not in result.stderr, result.stderr.decode()
+    return result

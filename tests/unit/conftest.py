@@ -18,3 +18,12 @@ def _no_processes(monkeypatch: pytest.MonkeyPatch) -> None:
     for name in ("fork", "forkpty", "posix_spawn", "posix_spawnp", "system", "execv", "execve"):
         if hasattr(os, name):
             monkeypatch.setattr(os, name, _refuse)
+
+
+@pytest.fixture
+def env(tmp_path):
+    """The environment of a user of their own (support.user_files.user_env), for the tests of
+    the user's files that `sidecar integrate` edits."""
+    from support.user_files import user_env
+
+    return user_env(tmp_path)

@@ -11,9 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from helpers import invoke
 from sidecar.hosts import claude_code, claude_statusline
-from support.user_files import dotfile, sidecar_hooks, user_env
+from support.user_files import dotfile, run, sidecar_hooks
 
 THEIRS = "~/.claude/statusline.sh --short"
 LAYOUTS = {
@@ -25,17 +24,6 @@ LAYOUTS = {
                            + json.dumps(THEIRS) + ',\n    "padding": 0\n  },\n  "model": "opus"\n}\n'),
     "theirs, one line": '{"statusLine":{"type":"command","command":"echo \\"$USER\\" ok"}}',
 }
-
-
-def run(*args: str, cwd: Path, env: dict[str, str]):
-    result = invoke(*args, cwd=cwd, env=env)
-    assert b"Traceback" not in result.stderr, result.stderr.decode()
-    return result
-
-
-@pytest.fixture
-def env(tmp_path: Path) -> dict[str, str]:
-    return user_env(tmp_path)
 
 
 def status_line(path: Path) -> dict:

@@ -9,22 +9,10 @@ from pathlib import Path
 
 import pytest
 
-from helpers import invoke
 from sidecar import layout
-from support.user_files import user_env
+from support.user_files import run
 
 MINE = '{\n  "statusLine": {"type": "command", "command": "mine"}\n}\n'
-
-
-def run(*args: str, cwd: Path, env: dict[str, str]):
-    result = invoke(*args, cwd=cwd, env=env)
-    assert b"Traceback" not in result.stderr, result.stderr.decode()
-    return result
-
-
-@pytest.fixture
-def env(tmp_path: Path) -> dict[str, str]:
-    return user_env(tmp_path)
 
 
 def remembered() -> dict:

@@ -16,9 +16,9 @@ from pathlib import Path
 
 import pytest
 
-from helpers import invoke, read_json
+from helpers import read_json
 from sidecar.hosts import claude_code
-from support.user_files import dotfile, sidecar_hooks, user_env
+from support.user_files import dotfile, run, sidecar_hooks
 
 LAYOUTS = {
     "four spaces, one-line objects": (
@@ -34,17 +34,6 @@ LAYOUTS = {
     "empty object": "{}\n",
     "byte-order mark": '\ufeff{ "model" : "opus" }\n',
 }
-
-
-def run(*args: str, cwd: Path, env: dict[str, str]):
-    result = invoke(*args, cwd=cwd, env=env)
-    assert b"Traceback" not in result.stderr, result.stderr.decode()
-    return result
-
-
-@pytest.fixture
-def env(tmp_path: Path) -> dict[str, str]:
-    return user_env(tmp_path)
 
 
 @pytest.mark.parametrize("layout", LAYOUTS)
