@@ -12,7 +12,7 @@ STAMP := $(VENV)/.installed
 $(STAMP): pyproject.toml bin/sidecar
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --disable-pip-version-check \
-		--config-settings editable_mode=compat -e '.[test,check,notify]'
+		--config-settings editable_mode=compat -e '.[test,check,notify,redis]'
 	touch $(STAMP)
 
 install: $(STAMP)
