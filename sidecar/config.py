@@ -6,9 +6,10 @@ text such as `15m`, `24h`, `30d`.
 
 from __future__ import annotations
 
+import os
 import tomllib
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from types import MappingProxyType
 from typing import Any
@@ -54,6 +55,9 @@ class Config:
     # The hosts' resume options by placeholder name (permission_mode = "acceptEdits", ...).
     options: Mapping[str, str] = field(
         default_factory=lambda: MappingProxyType(registry.default_options()))
+    # `[coordination] url`: the Redis every instance of a shared workspace coordinates through;
+    # None: the file backend (locks on the workspace's own files), the default.
+    coordination_url: str | None = None
 
     def option(self, key: str) -> str:
         """A host's resume option by its config.toml key (permissionMode)."""
@@ -83,7 +87,11 @@ def load_config(path: Path | None = None) -> Config:
         raise ConfigError(f"{path} {exc}; it is never read") from None
     except (OSError, ValueError) as exc:  # not UTF-8, not TOML
         raise ConfigError(f"{path}: {exc}") from None
-    return parse_config(data, path, read_env_file(path.with_name("environment")))
+    config = parse_config(data, path, read_env_file(path.with_name("environment")))
+    url = os.environ.get(COORDINATION_ENV)
+    if url is not None:  # the variable wins over the file, and "" chooses the file backend
+        config = replace(config, coordination_url=_coordination({"url": url}, Path(f"${COORDINATION_ENV}")))
+    return config
 
 
 def parse_config(data: Mapping[str, Any], path: Path, env: EnvFile) -> Config:
@@ -105,6 +113,8 @@ def parse_config(data: Mapping[str, Any], path: Path, env: EnvFile) -> Config:
             values["limit_backoff_scale"] = _scale(value, path)
         elif key == "resume":
             values["resume"] = _resume(value, path)
+        elif key == "coordination":
+            values["coordination_url"] = _coordination(value, path)
         elif key in HOST_OPTIONS:
             options[HOST_OPTIONS[key].name] = _choice(HOST_OPTIONS[key], value, path)
         else:
@@ -127,6 +137,22 @@ def _scale(value: Any, path: Path) -> float:
         raise ConfigError(f"{path}: limitBackoffScale must be a number above 0 (1 is the "
                           f"documented back-off; 0.001 makes its minutes about seconds)")
     return float(value)
+
+
+COORDINATION_ENV = "SIDECAR_COORDINATION_URL"
+COORDINATION_SCHEMES = ("redis://", "rediss://", "unix://")
+
+
+def _coordination(value: Any, path: Path) -> str | None:
+    if not isinstance(value, dict) or set(value) - {"url"}:
+        raise ConfigError(f"{path}: [coordination] takes one key, url = \"redis://host:6379/0\"")
+    url = value.get("url")
+    if url is None or url == "":
+        return None
+    if not isinstance(url, str) or not url.startswith(COORDINATION_SCHEMES):
+        raise ConfigError(f"{path}: coordination.url must start with "
+                          f"{', '.join(COORDINATION_SCHEMES)}")
+    return url
 
 
 def _resume(value: Any, path: Path) -> Mapping[str, tuple[str, ...]]:
