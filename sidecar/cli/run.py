@@ -33,7 +33,8 @@ def run(
 
     Example: sidecar run --root ~/project -v
     """
-    from sidecar.daemon.process import configure_logging, serve
+    from sidecar.daemon.logfile import configure_logging
+    from sidecar.daemon.process import serve
 
     configure_logging(logging.DEBUG if verbose else logging.INFO)
     config = load_config()

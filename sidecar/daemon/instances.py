@@ -14,10 +14,13 @@ import socket
 import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import IO, Any
+from typing import Any
 
-from sidecar import __version__, jsonfile, locks, safedir
+from sidecar import __version__, jsonfile, safedir
 from sidecar.build import build_id
+from sidecar.coordination import current as coordination
+from sidecar.coordination.base import Unreachable
+from sidecar.coordination.files import life_lock_name
 from sidecar.layout import PLAIN_NAME, Workspace
 from sidecar.timeutil import iso, now, parse_ts
 
@@ -57,6 +60,9 @@ class InstanceInfo:
     plugins: dict[str, dict[str, int]] = field(default_factory=dict)
     # The environment its follow-ups get: PATH, user, names of host variables set (followups/environment.py).
     environment: Json | None = None
+    # Why the coordination service could not be reached, and since when, while so.
+    coordination_error: str | None = None
+    coordination_since: str | None = None
 
     @classmethod
     def from_json(cls, instance_id: str, data: Json) -> InstanceInfo:
@@ -81,6 +87,8 @@ class InstanceInfo:
             plugins={k: v for k, v in plugins.items() if isinstance(v, dict)}
             if isinstance(plugins, dict) else {},
             environment=environment if isinstance(environment, dict) else None,
+            coordination_error=text("coordinationError"),
+            coordination_since=text("coordinationSince"),
         )
 
     def to_json(self) -> Json:
@@ -90,7 +98,9 @@ class InstanceInfo:
                 "lastError": self.last_error,
                 "hooksError": self.hooks_error, "plugins": self.plugins, "applied": self.applied,
                 "rejected": self.rejected, "errors": self.errors,
-                "environment": self.environment}
+                "environment": self.environment,
+                "coordinationError": self.coordination_error,
+                "coordinationSince": self.coordination_since}
 
 
 @dataclass(frozen=True)
@@ -102,15 +112,16 @@ class Seen:
 
 
 def life_lock(ws: Workspace, instance_id: str) -> Path:
-    return ws.lock(f"instance-{instance_id}")
+    return ws.lock(life_lock_name(instance_id))
 
 
 def is_alive(ws: Workspace, instance_id: str) -> bool:
-    """Whether that instance lives; an id that is not a plain name (read from a hand-edited
+    """Whether that instance lives (its life lock, or its lease in the coordination service:
+    Unreachable if that cannot say); an id that is not a plain name (read from a hand-edited
     `claimedBy`) names no instance, and never a path."""
     if not PLAIN_NAME.fullmatch(instance_id):
         return False
-    return locks.is_held(life_lock(ws, instance_id))
+    return coordination.get().is_alive(ws, instance_id)
 
 
 class Membership:
@@ -119,27 +130,33 @@ class Membership:
     def __init__(self, ws: Workspace, identity: Identity) -> None:
         self.ws = ws
         self.identity = identity
-        self.lock: IO[bytes] | None = None
+        self.trouble_since: str | None = None  # when the coordination error began
 
     @property
     def file(self) -> Path:
         return self.ws.instances / f"{self.identity.id}.json"
 
     def join(self) -> None:
-        """Take the life lock; held until `leave` or the process's death."""
-        self.lock = locks.try_lock(life_lock(self.ws, self.identity.id))
+        """Say that this instance lives (its life lock, or its lease in the coordination
+        service), until `leave` or the process's death."""
+        coordination.get().join(self.ws, self.identity.id)
 
     def heartbeat(self, role: str, counters: dict[str, int], last_error: str,
                   hooks_error: str | None, plugins: dict[str, dict[str, int]],
-                  environment: Json | None = None) -> None:
+                  environment: Json | None = None, coordination_error: str | None = None) -> None:
         """Rewrite this instance's file: who it is, what it does, when it last did it."""
         me = self.identity
+        if coordination_error is None:
+            self.trouble_since = None
+        elif self.trouble_since is None:
+            self.trouble_since = iso(now())
         info = InstanceInfo(
             id=me.id, pid=me.pid, hostname=me.hostname, version=__version__,
             started_at=iso(me.started), heartbeat_at=iso(now()), role=role, build=me.build,
             applied=counters.get("applied", 0), rejected=counters.get("rejected", 0),
             errors=counters.get("errors", 0), last_error=last_error, hooks_error=hooks_error,
-            plugins=plugins, environment=environment,
+            plugins=plugins, environment=environment, coordination_error=coordination_error,
+            coordination_since=self.trouble_since,
         )
         try:
             jsonfile.write_json_atomic(self.file, info.to_json(), durable=False)
@@ -148,16 +165,19 @@ class Membership:
 
     def leave(self) -> None:
         """Remove this instance's file and lock; its registration ends."""
-        for path in (self.file,):
-            _unlink(path)
-        locks.release(self.lock)
-        self.lock = None
+        _unlink(self.file)
+        coordination.get().leave(self.ws, self.identity.id)
         _unlink(life_lock(self.ws, self.identity.id))
 
     def clean_dead(self) -> None:
-        """Remove the files of instances whose life lock is free: they are dead."""
+        """Remove the files of instances that no longer live (none while the coordination
+        service cannot say who lives)."""
         for instance_id in _registered(self.ws):
-            if instance_id != self.identity.id and not is_alive(self.ws, instance_id):
+            try:
+                dead = instance_id != self.identity.id and not is_alive(self.ws, instance_id)
+            except Unreachable:
+                return
+            if dead:
                 _unlink(self.ws.instances / f"{instance_id}.json")
                 _unlink(life_lock(self.ws, instance_id))
 

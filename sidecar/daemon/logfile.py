@@ -129,3 +129,13 @@ class SharedLogFile(logging.Handler):
 def rotated(path: Path, backups: int = BACKUPS) -> list[Path]:
     """The log's files, oldest first: daemon.log.3, .2, .1, daemon.log."""
     return [path.with_name(f"{path.name}.{n}") for n in range(backups, 0, -1)] + [path]
+
+
+def configure_logging(level: int = logging.INFO) -> None:
+    """Plain lines on stderr (journald and launchd add their own timestamps), and the same
+    records, timed, in the user's daemon.log for `sidecar logs` (daemon/logfile.py)."""
+    handler = logging.StreamHandler()
+    handler.setFormatter(logging.Formatter("%(levelname)s %(message)s"))
+    root = logging.getLogger("sidecar")
+    root.handlers[:] = [handler, SharedLogFile(layout.daemon_log())]
+    root.setLevel(level)

@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import errno
 import logging
-import resource
 import threading
 import time
 from pathlib import Path
@@ -25,9 +24,16 @@ from pathlib import Path
 from sidecar import config as config_mod
 from sidecar import jsonfile, layout
 from sidecar.config import Config
+from sidecar.coordination import current as coordination
+from sidecar.coordination.base import Listening, workspace_key
 from sidecar.daemon import plugins as plugins_mod
+from sidecar.daemon.fdlimit import (
+    FDS_PER_WORKSPACE,
+    files_needed,
+    raise_fd_limit,
+    workspaces_within,
+)
 from sidecar.daemon.instances import Identity
-from sidecar.daemon.logfile import SharedLogFile
 from sidecar.daemon.loop import StepLoop
 from sidecar.daemon.plugins import PluginRunner
 from sidecar.daemon.sdnotify import Notifier
@@ -45,33 +51,18 @@ log = logging.getLogger("sidecar")
 REGISTRY_INTERVAL = 2.0
 SKIPPED_NAMED = 5  # registered folders that are not workspaces named one by one, at most
 SET_ASIDE_RETRY = 2.0  # how often a workspace set aside (a tampered runtime) is looked at again
-FDS_PER_WORKSPACE = 2  # its leader lock and its instance's life lock, held while served
-FDS_SPARE = 64  # kept free for the work itself: state files, logs, pipes, actions starting
-
-
-def raise_fd_limit() -> int:
-    """Raise the soft limit on open files to the hard one (systemd's soft default is 1,024,
-    which two locks per workspace exhaust at about 500 workspaces); returns the soft limit."""
-    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
-    if hard == resource.RLIM_INFINITY or hard > soft:
-        try:
-            resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
-            soft = hard
-        except (ValueError, OSError):
-            pass
-    return soft
-
-
-def workspaces_within(fd_limit: int) -> int:
-    return max(0, (fd_limit - FDS_SPARE) // FDS_PER_WORKSPACE)
-
-
 class Daemon:
     """The process: workspace servers, their watches and loop, signals, the registry."""
 
     def __init__(self, roots: list[Path] | None, config: Config) -> None:
         self.fixed_roots = roots
         self.config = config  # replaced whole on reload, never changed in place
+        # Chosen once: instances of one workspace on different backends would not see each
+        # other's locks, so a changed URL takes a restart (a reload says so).
+        self.coordination_url = config.coordination_url
+        self.coordination = coordination.for_url(config.coordination_url)
+        coordination.use(self.coordination)
+        self.by_key: dict[str, WorkspaceServer] = {}  # (coordination's workspace keys)
         self.identity = Identity()
         self.stop = threading.Event()
         self.servers: dict[Path, WorkspaceServer] = {}
@@ -123,7 +114,7 @@ class Daemon:
         if len(workspaces) > workspaces_within(self.fd_limit):
             log.error("%d workspaces need about %d open files, but the limit is %d: raise it "
                       "(LimitNOFILE= in the service unit, or `ulimit -n`)", len(workspaces),
-                      len(workspaces) * FDS_PER_WORKSPACE + FDS_SPARE, self.fd_limit)
+                      files_needed(len(workspaces)), self.fd_limit)
         for ws in workspaces:
             root = ws.root
             if root in self.servers:
@@ -188,7 +179,9 @@ class Daemon:
         ws.ensure_runtime()
         server = WorkspaceServer(ws, self.current_config, self.identity, self.plugins,
                                  self.stop.is_set, self.watch_process,
-                                 watch_reliable=isinstance(self.folders, InotifyWatch))
+                                 watch_reliable=isinstance(self.folders, InotifyWatch)
+                                 and not self.coordination.distributed)
+        self.by_key[workspace_key(ws)] = server
         server.wake = lambda: self.loop.wake(server)
         self._watch_folders(server)
         self.servers[root] = server
@@ -200,10 +193,12 @@ class Daemon:
         def on_inbox(name: str | None) -> None:
             if name is None or not inbox.is_temporary(name):
                 server.notice_arrival()
+                self._announce(server)
 
         def on_runtime(name: str | None) -> None:
             if name is None or name == "hooks.json":
                 server.notice_hooks_change()
+                self._announce(server)
 
         for handle in self.watches.pop(server, []):
             self.folders.remove(handle)
@@ -217,6 +212,19 @@ class Daemon:
                 self.folders.remove(handle)
             handles.clear()
             raise
+
+    def _announce(self, server: WorkspaceServer) -> None:
+        """Tell the leader on another machine what this one's watch saw (its own watch never
+        sees another machine's writes); a leader sees its own arrivals."""
+        if self.coordination.distributed and server.leader is None:
+            self.coordination.changed(server.ws)
+
+    def _woken(self, key: str) -> None:
+        """Another machine saw a workspace's files change ("": any may have, after a gap)."""
+        servers = list(self.servers.values()) if not key else [self.by_key.get(key)]
+        for server in servers:
+            if server is not None and server.leader is not None:
+                server.notice_arrival()
 
     def watch_process(self, proc: Proc, server: WorkspaceServer) -> None:
         """Tell `server` when `proc` exits (one watch however many workspaces ask)."""
@@ -274,6 +282,7 @@ class Daemon:
             self.folders.remove(handle)
         self.opened.discard(server)
         self.servers.pop(server.ws.root, None)
+        self.by_key.pop(workspace_key(server.ws), None)
         self.retiring.discard(server)
         self.resync = True
         log.info("%s: no longer registered; stopped serving it", server.ws.root)
@@ -312,6 +321,8 @@ class Daemon:
     def run(self) -> int:
         self.folders.start()
         self.loop.start()
+        if isinstance(self.coordination, Listening):
+            self.coordination.listen(self._woken)
         try:
             self.sync_workspaces()
             if not self.servers and not self.failing and self.fixed_roots is not None:
@@ -356,6 +367,7 @@ class Daemon:
         self.folders.stop()
         self.procs.stop()
         self.plugins.stop()
+        self.coordination.close()  # this instance's lease ends now, not at its expiry
         log.info("stopped")
 
     def _reload_config(self) -> None:
@@ -364,20 +376,13 @@ class Daemon:
         try:
             self.config = config_mod.load_config()
             log.info("configuration reloaded")
+            if self.config.coordination_url != self.coordination_url:
+                log.warning("the coordination URL changed; it is used from the next start "
+                            "(sidecar service restart): until then, %s", self.coordination.shown)
             say_env_problems(self.config)
         except config_mod.ConfigError as exc:
             log.error("configuration not reloaded: %s", exc)
         self.notifier.send("READY=1", f"STATUS={self.status_line()}")
-
-
-def configure_logging(level: int = logging.INFO) -> None:
-    """Plain lines on stderr (journald and launchd add their own timestamps), and the same
-    records, timed, in the user's daemon.log for `sidecar logs` (daemon/logfile.py)."""
-    handler = logging.StreamHandler()
-    handler.setFormatter(logging.Formatter("%(levelname)s %(message)s"))
-    root = logging.getLogger("sidecar")
-    root.handlers[:] = [handler, SharedLogFile(layout.daemon_log())]
-    root.setLevel(level)
 
 
 def say_env_problems(config: Config) -> None:

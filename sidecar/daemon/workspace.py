@@ -15,12 +15,14 @@ from __future__ import annotations
 import logging
 import threading
 from collections.abc import Callable
-from typing import IO, Any, NamedTuple
+from typing import Any, NamedTuple
 
 import orjson
 
-from sidecar import emit, locks
+from sidecar import emit
 from sidecar.config import Config
+from sidecar.coordination import current as coordination
+from sidecar.coordination.base import Leadership, LeaseLost, Unreachable
 from sidecar.daemon import instances
 from sidecar.daemon.clocksteps import StepDetector
 from sidecar.daemon.hostends import RecordedEnds, end_event
@@ -36,7 +38,7 @@ from sidecar.followups.store import HookStore
 from sidecar.layout import Workspace
 from sidecar.procwatch import Proc
 from sidecar.sessions.model import Key
-from sidecar.sessions.store import SessionStore, StoreError
+from sidecar.sessions.store import SessionStore
 from sidecar.vocabulary import HOST_EXITED, Fired, SessionChange
 
 log = logging.getLogger("sidecar")
@@ -55,6 +57,7 @@ class Reportable(NamedTuple):
     hooks_error: str | None
     plugins: dict[str, dict[str, int]]
     environment: dict[str, Any]  # what its follow-ups get (followups/environment.py): for doctor
+    coordination: str | None  # why the coordination service cannot be reached, while so
 
 
 class WorkspaceServer:
@@ -69,6 +72,8 @@ class WorkspaceServer:
         self.config = config
         self.identity = identity
         self.plugins = plugins
+        self.coordination = coordination.get()
+        self.leadership = self.coordination.leadership(ws, identity.id, self._lead_lost)
         self.membership = Membership(ws, identity)
         self.sessions = SessionStore(ws)
         self.hook_store = HookStore(ws)
@@ -77,7 +82,8 @@ class WorkspaceServer:
                                watch_reliable)
         self.followups: FollowUps | None = None
         self.environment = followup_env.Reporter(ws, config)
-        self.leader: IO[bytes] | None = None
+        self.leader: Leadership | None = None  # the lead, while this instance holds it
+        self.trouble: str | None = None  # why the coordination service cannot be reached
         self.watch = watch  # the process watch: tells `notice_host_exit` when a host is gone
         self.hosts = HostWatch(self._watch_process)  # the live sessions' host processes
         # The live sessions of hosts that write their end down themselves (hostends.py)
@@ -114,11 +120,20 @@ class WorkspaceServer:
         """Do what is due; returns when to step again (sooner if woken). TamperedRuntime if
         the runtime's folders are not what sidecar made (a symlink): nothing is done then."""
         self.ws.check_runtime()
+        if self.leader is not None and not self.leader.held():
+            self.step_down("the lead was lost")
         if self.leader is None and not self._try_lead(now):
             self.set_aside_for = None
             self._say_standing_by()
             return min(now + STANDBY_RETRY, self._beat_if_due(now))
         self.set_aside_for = None  # served again: a new reason to set it aside is said anew
+        try:
+            return self._lead(now)
+        except (LeaseLost, Unreachable) as exc:
+            self.step_down(str(exc))
+            return min(now + STANDBY_RETRY, self._beat_if_due(now))
+
+    def _lead(self, now: float) -> float:
         arrived = self.inbox_arrival.is_set()
         if arrived:
             self.inbox_arrival.clear()  # before listing: an arrival from now on is not lost
@@ -149,23 +164,77 @@ class WorkspaceServer:
                                      f"the clock's step of {jump:+.0f}s: {exc}")
 
     def _try_lead(self, now: float) -> bool:
-        self.leader = locks.try_lock(self.ws.lock("leader"))
-        if self.leader is None:
+        try:
+            if not self.leadership.try_acquire():
+                self._reachable()
+                return False
+        except Unreachable as exc:
+            self._unreachable(exc)
             return False
-        log.info("%s: leading (instance %s)", self.ws.root, self.identity.id)
+        self._reachable()
+        self.leader = self.leadership
+        # Every write a leader makes is checked against its lead first (fencing), and its
+        # claims are named for its term: a claim of an earlier term is another's, settled
+        # by whoever leads now (a file lead cannot be lost while the process lives).
+        self.sessions.fence = self.hook_store.fence = self.leadership.check
+        self.queue.instance_id = self.leadership.term or self.identity.id
+        log.info("%s: leading (instance %s%s)", self.ws.root, self.identity.id,
+                 f", through {self.coordination.shown}" if self.coordination.distributed else "")
+        try:
+            return self._take_over(now)
+        except (LeaseLost, Unreachable) as exc:
+            self.step_down(str(exc))
+            return False
+
+    def _take_over(self, now: float) -> bool:
         self.leader_looks = 0
         self.heartbeat(now)
         self.membership.clean_dead()
         self.hook_store.seed(now)
         self.followups = FollowUps(
-            self.ws, self.queue, self.sessions, self.config,
-            lambda other: instances.is_alive(self.ws, other), self._watch_process, self._fired)
+            self.ws, self.queue, self.sessions, self.config, self._claimer_lives,
+            self._watch_process, self._fired, self.coordination)
         live = self.sessions.live_hosts()
         for key, pid, start in live:  # a host may have died meanwhile
             self.hosts.follow(Proc(pid, start), key)
         self.recorded.begin([key for key, _, _ in live], now)
         self.ingest.start(now)
         return True
+
+    def _claimer_lives(self, claimer: str) -> bool:
+        """Whether the instance that claimed a follow-up lives. Where a lead is held in a
+        term, only the current term's claims are live: this instance leads now."""
+        if self.coordination.distributed:
+            return claimer == self.queue.instance_id
+        return instances.is_alive(self.ws, claimer)
+
+    def _lead_lost(self) -> None:
+        """Called on the coordination's own thread when the lead is lost: the next step
+        steps down, and every write before it fails its fencing check."""
+        log.warning("%s: the lead was lost (instance %s)", self.ws.root, self.identity.id)
+        self.wake()
+
+    def step_down(self, why: str) -> None:
+        """Stop leading at once: write nothing more; running actions run on, detached, for
+        the next leader to adopt (this instance too, if it leads again)."""
+        log.warning("%s: no longer leading: %s; this instance stands by", self.ws.root, why)
+        if self.followups is not None:
+            self.followups.stopping = True
+        self.followups = None
+        self.leadership.release()
+        self.leader = None
+        self.sessions.fence = self.hook_store.fence = lambda: None
+        self.leader_looks = 0
+
+    def _unreachable(self, exc: Exception) -> None:
+        if self.trouble is None:
+            log.warning("%s: %s; standing by until it answers", self.ws.root, exc)
+        self.trouble = str(exc)
+
+    def _reachable(self) -> None:
+        if self.trouble is not None:
+            log.info("%s: the coordination service answers again", self.ws.root)
+        self.trouble = None
 
     def _say_standing_by(self) -> None:
         """Say once who leads instead, so a second `sidecar run` started by mistake is not a
@@ -174,7 +243,10 @@ class WorkspaceServer:
         if self.leader_looks > LEADER_LOOKS:
             return
         self.leader_looks += 1
-        other = instances.leader(self.ws, self.identity.id)
+        try:
+            other = instances.leader(self.ws, self.identity.id)
+        except Unreachable:
+            return  # said by `_unreachable`
         if other is None and self.leader_looks <= LEADER_LOOKS:
             return
         self.leader_looks = LEADER_LOOKS + 1
@@ -221,9 +293,9 @@ class WorkspaceServer:
 
     def _live_sessions(self) -> list[Key]:
         try:
-            with locks.locked(self.sessions.lock_file):
+            with self.sessions.locked():
                 return [key for key, _ in self.sessions.load_bindings().items()]
-        except (StoreError, locks.LockTimeout, OSError) as exc:
+        except (SidecarError, OSError) as exc:  # StoreError, LockTimeout, Unreachable
             log.warning("%s: the live sessions cannot be listed: %s", self.ws.root, exc)
             return []
 
@@ -245,7 +317,7 @@ class WorkspaceServer:
         return Reportable("leader" if self.leader is not None else "standby", health.counters(),
                           health.last_error, state.error if state is not None else None,
                           self.plugins.counters() if self.plugins is not None else {},
-                          self.environment.current())
+                          self.environment.current(), self.trouble)
 
     def heartbeat(self, now: float) -> None:
         self.reported = self._reportable()
@@ -269,7 +341,7 @@ class WorkspaceServer:
         repeated: they run detached, and the next leader adopts them."""
         if self.followups is not None:
             self.followups.stopping = True
-        locks.release(self.leader)
+        self.leadership.release()
         self.leader = None
         self.membership.leave()
 

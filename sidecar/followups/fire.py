@@ -22,8 +22,10 @@ import orjson
 
 from sidecar import owner
 from sidecar.config import Config, ConfigError
+from sidecar.coordination import current as coordination
+from sidecar.coordination.base import Coordination
 from sidecar.errors import SidecarError
-from sidecar.followups import actions, environment, notices, trust
+from sidecar.followups import actions, environment, notices, remote, trust
 from sidecar.followups import store as hook_store
 from sidecar.followups.actions import ActionError, Firing, build_argv, working_folder
 from sidecar.followups.decide import decide, next_due
@@ -41,6 +43,7 @@ log = logging.getLogger("sidecar")
 RECOVERY_INTERVAL = 30.0  # how often claims left by other instances are looked for
 NOTICE_CONCURRENCY = 8  # notices sent at once: apart from `concurrency`, which is the agents'
 SENDER = [sys.executable, "-I", "-m", "sidecar.followups.send"]  # -I: nothing of the cwd's
+REMOTE_POLL = 0.5  # how often an action that may run on another machine is looked at
 WAIT_POLL = 0.01  # `fire_now`'s look at a running action, where nothing else wakes it
 
 
@@ -53,6 +56,9 @@ class Running:
     log: Path
     deadline: float  # when actionTimeout runs out
     kill_at: float | None = None  # once timed out: when SIGKILL follows the SIGTERM
+    # Adopted where its process cannot be watched (another machine may run it): its runner's
+    # lease in the coordination service says whether it runs; it is never signalled.
+    remote: bool = False
 
     @property
     def notice(self) -> bool:
@@ -65,8 +71,10 @@ class FollowUps:
     def __init__(self, ws: Workspace, queue: FollowUpQueue, sessions: SessionStore,
                  config: Callable[[], Config], is_alive_instance: Callable[[str], bool],
                  watch: Callable[[Proc], None] = lambda proc: None,
-                 on_fired: Callable[[Fired], None] | None = None) -> None:
+                 on_fired: Callable[[Fired], None] | None = None,
+                 coord: Coordination | None = None) -> None:
         self.ws = ws
+        self.coordination = coord or coordination.get()
         self.queue = queue
         self.sessions = sessions
         self.config = config
@@ -115,7 +123,9 @@ class FollowUps:
         for entry in unsettled:
             log_path = self.ws.firing_log(entry.hook_id, entry.log or "")
             assert log_path is not None  # `unsettled` holds only claims with a log
-            proc = actions.settle_start(log_path, runs_as)  # started, or now never will
+            proc = (remote.settle(self.coordination, self.ws, log_path, entry.id)
+                    if self.coordination.distributed
+                    else actions.settle_start(log_path, runs_as))  # started, or now never will
             settled[entry.id] = Settled(proc, "" if proc else actions.outcome(log_path),
                                         entry.log)
         return self.queue.recover(self.is_alive_instance, now, settled, pending)
@@ -137,7 +147,11 @@ class FollowUps:
         return self.next_recovery if others else None
 
     def _deadlines(self) -> list[float]:
-        return [r.kill_at if r.kill_at is not None else r.deadline for r in self.running.values()]
+        times = [r.kill_at if r.kill_at is not None else r.deadline for r in self.running.values()
+                 if not r.remote]
+        if any(r.remote for r in self.running.values()):
+            times.append(time.time() + REMOTE_POLL)  # (its runner's end also wakes the loop)
+        return times
 
     def start(self, claimed: Claimed, now: float) -> None:
         """Decide, then start the action (or postpone, or skip, at once)."""
@@ -218,8 +232,9 @@ class FollowUps:
                 if isinstance(hook.action, Notify) \
                 else build_argv(hook.action, firing, config.resume, self.ws)
             trust.run_key()  # made before the start: a run is never left unsigned, unwatched
-            proc = actions.start(command.argv, firing.cwd, firing.environment(self.ws, base),
-                                 log_path, account, command.stdin)
+            env = firing.environment(self.ws, base)
+            env.update(self.coordination.run_lease(self.ws, entry.id))  # read by the runner only
+            proc = actions.start(command.argv, firing.cwd, env, log_path, account, command.stdin)
         except ActionError as exc:
             outcome = "skipped" if isinstance(exc, actions.CannotResume) else "error"
             self.finish(entry, f"{outcome}: {exc}", log_path if log_path.exists() else None)
@@ -282,13 +297,18 @@ class FollowUps:
         started = min(parse_ts(entry.run.started_at) or now, now)
         proc = Proc(entry.run.pid, entry.run.start)
         log_path = self.ws.firing_log(entry.hook_id, entry.run.log) or self.log_path(entry, now)
+        remote = self.coordination.distributed
         self.running[entry.id] = Running(entry, proc, log_path,
-                                         started + self.config().action_timeout)
-        self.watch(proc)
+                                         started + self.config().action_timeout, remote=remote)
+        if not remote:
+            self.watch(proc)
 
     def check_running(self, now: float) -> None:
         """Record the outcome of every action that ended; time out those past their limit."""
         for key, run in list(self.running.items()):
+            if run.remote:
+                self._check_remote(key, run, now)
+                continue
             actions.reap(run.proc.pid)  # our own child: collect it, so it reads as gone
             if not is_alive(run.proc):
                 status = (f"error: timed out after {self.config().action_timeout:g}s"
@@ -301,6 +321,16 @@ class FollowUps:
                 run.kill_at = now + actions.KILL_GRACE
             elif run.kill_at is not None and now >= run.kill_at:
                 actions.signal_group(run.proc, signal.SIGKILL)
+
+    def _check_remote(self, key: str, run: Running, now: float) -> None:
+        status = remote.outcome(self.coordination, self.ws, run.log, run.entry.id)
+        if status is not None:
+            del self.running[key]
+            self.finish(run.entry, status, run.log)
+        elif run.kill_at is None and now >= run.deadline:
+            run.kill_at = now  # said once: its process may be another machine's, never signalled
+            log.warning("%s: %s ran past actionTimeout; it runs where this instance cannot stop "
+                        "it (sidecar hooks kill-running on its machine)", self.ws.root, key)
 
     def finish(self, entry: QueueEntry, status: str, log_path: Path | None) -> None:
         shown = str(log_path) if log_path else None

@@ -16,11 +16,13 @@ import logging
 import os
 import stat
 from collections.abc import Callable
+from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TypeVar
 
-from sidecar import jsonfile, locks, safedir
+from sidecar import jsonfile, safedir
+from sidecar.coordination import current as coordination
 from sidecar.errors import SidecarError
 from sidecar.followups.model import (
     HISTORY_LIMIT,
@@ -69,14 +71,15 @@ class HookStore:
         self.ws = ws
         self.durable = durable
         self.state: HookState | None = None
+        self.fence: Callable[[], None] = lambda: None  # a leader's check (sessions/store.py)
 
     @property
     def last_good_file(self) -> Path:
         return self.ws.runtime / "hooks.last-good.json"
 
-    @property
-    def lock_file(self) -> Path:
-        return self.ws.lock("hooks")
+    def locked(self) -> AbstractContextManager[None]:
+        """hooks.json's lock, through the coordination (coordination/base.py)."""
+        return coordination.get().store_lock(self.ws, "hooks")
 
     def read_file(self) -> HooksDoc:
         """The document on disk; HooksError if it is broken, FileNotFoundError if absent."""
@@ -146,6 +149,7 @@ class HookStore:
         return state
 
     def _write(self, doc: HooksDoc, as_json: dict[str, object] | None = None) -> None:
+        self.fence()
         data = jsonfile.dumps(as_json if as_json is not None else doc.to_json())
         written = jsonfile.write_bytes_atomic(self.ws.hooks_file, data, durable=self.durable)
         if self.state is not None:
@@ -158,7 +162,7 @@ class HookStore:
         While the file is broken the edit applies to the last good copy only, and the broken
         file stays exactly as the user left it.
         """
-        with locks.locked(self.lock_file):
+        with self.locked():
             state = self.refresh(now)
             doc = state.doc
             try:
@@ -183,7 +187,7 @@ class HookStore:
 
     def listened_events(self, now: float) -> set[HookEvent]:
         """The events some enabled hook waits for (no copy of the queue: cheap per batch)."""
-        with locks.locked(self.lock_file):
+        with self.locked():
             state = self.refresh(now)
             return {h.event for h in state.doc.hooks.values() if h.enabled}
 
@@ -194,7 +198,7 @@ class HookStore:
         keep this cheap at thousands of entries: read them, never change them (`change` is
         the one way to change anything).
         """
-        with locks.locked(self.lock_file):
+        with self.locked():
             state = self.refresh(now)
             return HooksView(dict(state.doc.hooks), list(state.doc.pending), state.error)
 
@@ -211,7 +215,7 @@ class HookStore:
             with open(fd, "wb") as prompt:
                 prompt.write(text.encode())
             created = True
-        with locks.locked(self.lock_file):
+        with self.locked():
             if not self.ws.hooks_file.exists():
                 self.state = None
                 self._write(default_doc(now))

@@ -17,13 +17,14 @@ import shutil
 import stat
 import time
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import orjson
 
-from sidecar import jsonfile, locks, safedir
+from sidecar import jsonfile, safedir
+from sidecar.coordination import current as coordination
 from sidecar.errors import SidecarError
 from sidecar.hosts import registry
 from sidecar.inbox.events import Event
@@ -148,10 +149,13 @@ class SessionStore:
     def __init__(self, ws: Workspace, *, durable: bool = True) -> None:
         self.ws = ws
         self.durable = durable
+        # A leader's fencing check (coordination/base.py), run before each write: one that
+        # lost the lead writes nothing more. Nothing to check for any other writer.
+        self.fence: Callable[[], None] = lambda: None
 
-    @property
-    def lock_file(self) -> Path:
-        return self.ws.lock("bindings")
+    def locked(self) -> AbstractContextManager[None]:
+        """The sessions' lock (the bindings' and the records'), through the coordination."""
+        return coordination.get().store_lock(self.ws, "bindings")
 
     # -- files -------------------------------------------------------------------------
 
@@ -173,6 +177,7 @@ class SessionStore:
         raise StoreError(f"{self.ws.bindings_file} is not a JSON object; left as it is")
 
     def save_bindings(self, bindings: Bindings) -> None:
+        self.fence()
         safedir.make_dirs(self.ws.bindings_file.parent)
         jsonfile.write_json_atomic(self.ws.bindings_file, bindings.to_json(), durable=self.durable)
 
@@ -191,6 +196,7 @@ class SessionStore:
 
     def save_session(self, record: SessionRecord, trace: list[TraceLine],
                      dedupe: bool = False) -> None:
+        self.fence()
         folder = self.ws.session_dir(record.id)
         safedir.make_dirs(folder)  # never through a symlinked folder (ELOOP)
         if trace and dedupe:
@@ -207,7 +213,7 @@ class SessionStore:
     def batch(self, replay: bool = False) -> Iterator[Batch]:
         """A batch under the sessions' lock. `replay` says it may repeat one a dead instance
         half-saved: trace lines it already appended are then not appended again."""
-        with locks.locked(self.lock_file):
+        with self.locked():
             yield Batch(self, self.load_bindings(), replay)
 
     def open_work(self, key: Key, bindings: Bindings) -> Work:
@@ -225,7 +231,7 @@ class SessionStore:
         """A session's record as saved (None: no id, no record, or one that cannot be read)."""
         if not hid:
             return None
-        with locks.locked(self.lock_file):
+        with self.locked():
             try:
                 return self.load_session(hid)
             except (OSError, ValueError, StoreError):
@@ -234,7 +240,7 @@ class SessionStore:
     def facts(self, hid: str | None, key: Key) -> Facts:
         """What the follow-up scheduler decides on: whether the session is live again, what
         its skips look at, and its transcript's size and age."""
-        with locks.locked(self.lock_file):
+        with self.locked():
             record = None
             if hid:
                 try:
@@ -264,7 +270,7 @@ class SessionStore:
         """(session, host pid, host start time) for every active session whose host is known:
         what a new leader watches again."""
         found = []
-        with locks.locked(self.lock_file):
+        with self.locked():
             bindings = self.load_bindings().items()
         for key, binding in bindings:
             try:
@@ -283,7 +289,7 @@ class SessionStore:
         (`seen_ago`: how long ago this instance applied an event of it, measured across any
         step of the wall clock)."""
         result = BatchResult()
-        with locks.locked(self.lock_file):
+        with self.locked():
             gone: list[Key] = []
             for key, binding in self.load_bindings().items():
                 idle = rules.idle_for(binding, now, seen_ago(key))

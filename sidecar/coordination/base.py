@@ -1,0 +1,113 @@
+"""What sidecar needs to coordinate the instances that serve a workspace, as one interface.
+
+Every part that coordinates instances goes through a `Coordination`: who leads a workspace
+(`Leadership`), the short locks of the stores (hooks.json, the bindings and session records),
+which instances live, whether a follow-up's runner still runs, and the wake-up that a
+workspace's files changed. Two backends implement it (huey's storage backends are the model):
+
+- `files.FileCoordination`, the default: flock on the workspace's own lock files, the kernel's
+  process liveness, inotify. Right wherever every instance runs on one machine.
+- `redis_backend.RedisCoordination`, chosen by `[coordination] url` (or
+  `SIDECAR_COORDINATION_URL`): one standalone Redis that every machine sharing the workspace
+  reaches, for file locks that a network volume does not honour across machines.
+
+The state files stay where they are, on the workspace; the backend decides who may write
+them, and when.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Callable
+from contextlib import AbstractContextManager
+from typing import Protocol, runtime_checkable
+
+from sidecar.errors import SidecarError
+from sidecar.layout import Workspace
+
+
+class LeaseLost(SidecarError):
+    """This instance no longer leads the workspace: it must write nothing more."""
+
+
+class Unreachable(SidecarError):
+    """The coordination service cannot be reached; the message names it (never a password)."""
+
+
+class Leadership(Protocol):
+    """One instance's claim to lead one workspace."""
+
+    #: The current term's name while held where a lead can be lost while the process lives
+    #: (`<instance>.<fencing token>`): follow-ups are claimed in its name. "" for a file lead.
+    term: str
+
+    def try_acquire(self) -> bool:
+        """Take the lead if nobody holds it; never waits for a holder. Unreachable if the
+        service cannot be asked."""
+
+    def check(self) -> None:
+        """Raise LeaseLost unless the lead is still this instance's: called before every
+        write a leader makes (a fencing check)."""
+
+    def held(self) -> bool:
+        """Whether the lead is still held, as far as this instance knows without asking."""
+
+    def release(self) -> None:
+        """Give the lead up (at once: a stand-by takes over)."""
+
+
+class Coordination(Protocol):
+    """A backend: what the instances of every workspace coordinate through."""
+
+    #: How the backend is shown (`file`, or the Redis URL with any password masked).
+    shown: str
+    #: Whether another machine may serve the same workspace: then process ids, pidfds and
+    #: inotify say nothing of what runs there, and the inbox is listed on a timer as well.
+    distributed: bool
+
+    def store_lock(self, ws: Workspace, name: str,
+                   timeout: float = 10.0) -> AbstractContextManager[None]:
+        """Hold the lock of one store (`hooks`, `bindings`) for a short read-modify-write;
+        LockTimeout after `timeout` seconds."""
+
+    def leadership(self, ws: Workspace, instance_id: str,
+                   on_lost: Callable[[], None]) -> Leadership:
+        """This instance's claim on the lead of `ws`; `on_lost` is called (on any thread) when
+        a held lead is lost."""
+
+    def join(self, ws: Workspace, instance_id: str) -> None:
+        """Say that the instance lives, until `leave` or its death."""
+
+    def leave(self, ws: Workspace, instance_id: str) -> None:
+        ...
+
+    def is_alive(self, ws: Workspace, instance_id: str) -> bool:
+        """Whether that instance lives. Unreachable if the service cannot say."""
+
+    def changed(self, ws: Workspace) -> None:
+        """Tell the other machines that this one saw the workspace's files change."""
+
+    def run_lease(self, ws: Workspace, entry_id: str) -> dict[str, str]:
+        """The variables that make a follow-up's runner keep a lease while it runs, for a
+        leader on another machine ({} where the process watch sees every runner)."""
+
+    def run_alive(self, ws: Workspace, entry_id: str) -> bool:
+        """Whether the runner of that follow-up holds its lease. Unreachable if unknown."""
+
+    def close(self) -> None:
+        ...
+
+
+@runtime_checkable
+class Listening(Protocol):
+    """A backend that hears the changes other machines announce (`Coordination.changed`)."""
+
+    def listen(self, woken: Callable[[str], None]) -> None:
+        """Call `woken(workspace key)` for each announced change, and `woken("")` after a
+        gap in which some may have been missed."""
+
+
+def workspace_key(ws: Workspace) -> str:
+    """The workspace's name in a shared service: its path, which every machine must mount
+    the shared workspace at (the session records hold paths too), hashed to a fixed size."""
+    return hashlib.sha1(str(ws.root).encode(), usedforsecurity=False).hexdigest()[:20]

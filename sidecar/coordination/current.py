@@ -1,0 +1,64 @@
+"""Which backend this process coordinates through: chosen once, from the configuration.
+
+The daemon chooses at its start (`use`); a command (`hooks add`, `top`'s cancel, `status`)
+takes what config.toml or `SIDECAR_COORDINATION_URL` names the first time it needs a lock
+(`get`). A change of the URL takes a restart of the daemon: two instances of one workspace
+that coordinate through different backends would not see each other's locks, so it is not
+swapped under a running daemon.
+"""
+
+from __future__ import annotations
+
+import threading
+
+from sidecar.coordination.base import Coordination
+from sidecar.coordination.files import FileCoordination
+from sidecar.errors import SidecarError
+
+_lock = threading.Lock()
+_current: Coordination | None = None
+
+
+class MissingExtra(SidecarError):
+    """A Redis URL is configured but redis-py is not installed."""
+
+
+def for_url(url: str | None) -> Coordination:
+    """The backend a URL names; the file backend for None."""
+    if url is None:
+        return FileCoordination()
+    try:
+        from sidecar.coordination.redis_backend import RedisCoordination
+    except ImportError as exc:
+        raise MissingExtra(
+            f"[coordination] url needs the redis extra ({exc.name} is missing): "
+            "pipx install 'agent-sidecar[redis]' (or pip install 'agent-sidecar[redis]')") from None
+    return RedisCoordination(url)
+
+
+def use(backend: Coordination) -> None:
+    global _current
+    with _lock:
+        if _current is not None and _current is not backend:
+            _current.close()
+        _current = backend
+
+
+def get() -> Coordination:
+    """This process's backend; the configured one, chosen at the first call."""
+    global _current
+    with _lock:
+        if _current is None:
+            from sidecar.config import load_config
+
+            _current = for_url(load_config().coordination_url)
+        return _current
+
+
+def reset() -> None:
+    """Forget the backend (tests, which change the configuration between cases)."""
+    global _current
+    with _lock:
+        if _current is not None:
+            _current.close()
+        _current = None

@@ -1,0 +1,343 @@
+"""The Redis backend: machines that share a workspace coordinate through one standalone Redis.
+
+Imported only when `[coordination] url` names a Redis (the `redis` extra: redis-py and
+portalocker's `RedisLock`). What lives in Redis, under `sidecar:`:
+
+- `<ws>:leader` — the lead, a `RedisLock` (a subscription on that channel: freed when the
+  holder's connection dies) with fencing: every grant draws the next number of the lock's
+  fence key, and the holder writes `<instance>:<number>` to `<ws>:leader-holder`. A leader
+  checks both before every write (`check`), so one that lost the lead (its connection
+  killed, or stopped so long that a stand-by reaped it) writes nothing more.
+- `instance:<id>` — an instance lives while this key does: a keeper thread renews it every
+  `KEEP_EVERY` seconds with a time to live of `INSTANCE_TTL` (the lease).
+- `<ws>:lock:<store>` — a store's short lock: a key set only if absent, holding
+  `<instance or "cmd">:<random>`, deleted by its holder only, renewed while held by a daemon,
+  and broken by a waiter when the instance that holds it no longer lives.
+- `<ws>:run:<entry>` — a running follow-up's lease, kept by its runner (followups/runlease.py).
+- `wake:<ws>` — a channel: a machine that saw the workspace's files change publishes on it, so
+  the leader (wherever it runs) lists the inbox at once.
+
+`<ws>` is `base.workspace_key`. A stand-by looks cheaply (who holds the lead, and whether that
+instance's key lives) and only then tries the lock, which asks the holder and reaps it if it
+does not answer within `PROBE_TIMEOUT`: a leader SIGSTOPped past its lease is taken over within
+a second of the lease's end; one that died is taken over at the stand-by's next look.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+import uuid
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+
+import portalocker
+import redis
+from portalocker import exceptions as lock_errors
+
+from sidecar.coordination.base import LeaseLost, Unreachable, workspace_key
+from sidecar.coordination.url import masked, scrub
+from sidecar.layout import Workspace
+from sidecar.locks import LockTimeout
+from sidecar.timeutil import now
+
+log = logging.getLogger("sidecar")
+
+PREFIX = "sidecar:"
+INSTANCE_TTL = 1.5  # seconds an instance's key outlives its last renewal: the lease
+KEEP_EVERY = 0.3  # seconds between renewals (several per lease: a busy machine keeps it)
+PROBE_TIMEOUT = 0.5  # how long a stand-by's try waits for a silent holder before reaping it
+STORE_LOCK_TTL = 10_000  # ms; renewed while a daemon holds it, broken when its holder died
+CONNECT_TIMEOUT = 1.0
+COMMAND_TIMEOUT = 2.0
+
+_COMPARE_AND_DELETE = """
+if redis.call('get', KEYS[1]) == ARGV[1] then return redis.call('del', KEYS[1]) end
+return 0
+"""
+_COMPARE_AND_RENEW = """
+if redis.call('get', KEYS[1]) == ARGV[1] then return redis.call('pexpire', KEYS[1], ARGV[2]) end
+return 0
+"""
+
+
+class RedisCoordination:
+    distributed = True
+
+    def __init__(self, url: str) -> None:
+        self.url = url
+        self.shown = masked(url)
+        self.client = redis.Redis.from_url(
+            url, socket_connect_timeout=CONNECT_TIMEOUT, socket_timeout=COMMAND_TIMEOUT,
+            decode_responses=True, health_check_interval=10)
+        self.members: set[str] = set()  # instance ids whose keys this process renews
+        self.held_locks: dict[str, str] = {}  # store lock key -> token, renewed while held
+        self.wakes: set[str] = set()  # workspace keys to announce
+        self.state = threading.Lock()
+        self.poke = threading.Event()
+        self.stopping = threading.Event()
+        self.keeper: threading.Thread | None = None
+        self.trouble: tuple[float, str] | None = None  # (since, why) while unreachable
+        self.delete_if = self.client.register_script(_COMPARE_AND_DELETE)
+        self._renew = self.client.register_script(_COMPARE_AND_RENEW)
+
+    # -- errors --------------------------------------------------------------------------
+
+    def unreachable(self, exc: BaseException) -> Unreachable:
+        why = scrub(str(exc) or type(exc).__name__, self.url)
+        return Unreachable(f"coordination {self.shown} unreachable: {why}")
+
+    def _noted(self, exc: BaseException | None) -> None:
+        """Remember since when the service cannot be reached (status shows it)."""
+        with self.state:
+            if exc is None:
+                if self.trouble is not None:
+                    log.info("coordination %s reachable again", self.shown)
+                self.trouble = None
+            elif self.trouble is None:
+                self.trouble = (now(), str(self.unreachable(exc)))
+                log.warning("%s", self.trouble[1])
+
+    # -- the keeper thread: leases, held locks, wake-ups ---------------------------------
+
+    def _start_keeper(self) -> None:
+        with self.state:
+            if self.keeper is None:
+                self.keeper = threading.Thread(target=self._keep, name="coordination",
+                                               daemon=True)
+                self.keeper.start()
+
+    def _keep(self) -> None:
+        while not self.stopping.is_set():
+            self.poke.wait(KEEP_EVERY)
+            self.poke.clear()
+            with self.state:
+                members, held, wakes = list(self.members), dict(self.held_locks), self.wakes
+                self.wakes = set()
+            try:
+                pipe = self.client.pipeline(transaction=False)
+                for member in members:
+                    pipe.set(PREFIX + "instance:" + member, "1", px=int(INSTANCE_TTL * 1000))
+                for key in wakes:
+                    pipe.publish(PREFIX + "wake:" + key, "1")
+                pipe.execute()
+                for key, token in held.items():
+                    self._renew(keys=[key], args=[token, STORE_LOCK_TTL])
+            except redis.RedisError as exc:
+                self._noted(exc)
+                continue
+            self._noted(None)
+
+    # -- membership ----------------------------------------------------------------------
+
+    def join(self, ws: Workspace, instance_id: str) -> None:
+        with self.state:
+            self.members.add(instance_id)
+        self._start_keeper()
+        self.poke.set()
+
+    def leave(self, ws: Workspace, instance_id: str) -> None:
+        """An instance serves many workspaces: its key goes when the process leaves them all
+        (`close`), or expires after its death."""
+
+    def is_alive(self, ws: Workspace, instance_id: str) -> bool:
+        try:
+            return bool(self.client.exists(PREFIX + "instance:" + instance_id))
+        except redis.RedisError as exc:
+            raise self.unreachable(exc) from None
+
+    # -- store locks ---------------------------------------------------------------------
+
+    @contextmanager
+    def store_lock(self, ws: Workspace, name: str, timeout: float = 10.0) -> Iterator[None]:
+        key = f"{PREFIX}{workspace_key(ws)}:lock:{name}"
+        with self.state:
+            tag = min(self.members) if self.members else "cmd"
+        token = f"{tag}:{uuid.uuid4().hex}"
+        deadline = time.monotonic() + timeout
+        delay, next_look = 0.0005, 0.0
+        try:
+            while not self.client.set(key, token, nx=True, px=STORE_LOCK_TTL):
+                if time.monotonic() >= next_look:
+                    self._break_if_dead(key)
+                    next_look = time.monotonic() + 0.1
+                if time.monotonic() >= deadline:
+                    raise LockTimeout(f"could not lock {name} of {ws.root} within {timeout:g}s "
+                                      f"(coordination {self.shown})")
+                time.sleep(delay)
+                delay = min(delay * 2, 0.01)
+        except redis.RedisError as exc:
+            raise self.unreachable(exc) from None
+        if tag != "cmd":
+            with self.state:
+                self.held_locks[key] = token
+        try:
+            yield
+        finally:
+            with self.state:
+                self.held_locks.pop(key, None)
+            try:
+                self.delete_if(keys=[key], args=[token])
+            except redis.RedisError:
+                pass  # it expires; a waiter also breaks it once this instance is gone
+
+    def _break_if_dead(self, key: str) -> None:
+        token = self.client.get(key)
+        if not isinstance(token, str) or ":" not in token:
+            return
+        holder = token.split(":", 1)[0]
+        if holder != "cmd" and not self.client.exists(PREFIX + "instance:" + holder):
+            if self.delete_if(keys=[key], args=[token]):
+                log.info("a store lock held by instance %s, which is gone, was broken", holder)
+
+    # -- the lead ------------------------------------------------------------------------
+
+    def leadership(self, ws: Workspace, instance_id: str,
+                   on_lost: Callable[[], None]) -> RedisLeadership:
+        return RedisLeadership(self, ws, instance_id, on_lost)
+
+    # -- runners and wake-ups ------------------------------------------------------------
+
+    def run_key(self, ws: Workspace, entry_id: str) -> str:
+        return f"{PREFIX}{workspace_key(ws)}:run:{entry_id}"
+
+    def run_lease(self, ws: Workspace, entry_id: str) -> dict[str, str]:
+        return {"SIDECAR_RUN_LEASE": self.run_key(ws, entry_id),
+                "SIDECAR_COORDINATION_URL": self.url,
+                "SIDECAR_RUN_WAKE": PREFIX + "wake:" + workspace_key(ws)}
+
+    def run_alive(self, ws: Workspace, entry_id: str) -> bool:
+        try:
+            return bool(self.client.exists(self.run_key(ws, entry_id)))
+        except redis.RedisError as exc:
+            raise self.unreachable(exc) from None
+
+    def changed(self, ws: Workspace) -> None:
+        """Announced by the keeper thread: a watch thread never waits on the network."""
+        with self.state:
+            self.wakes.add(workspace_key(ws))
+        self._start_keeper()
+        self.poke.set()
+
+    def listen(self, woken: Callable[[str], None]) -> None:
+        """Call `woken(workspace key)` (on a thread of its own) for every announced change,
+        reconnecting after a failure for as long as the process runs."""
+        threading.Thread(target=self._listen, args=(woken,), name="coordination-wake",
+                         daemon=True).start()
+
+    def _listen(self, woken: Callable[[str], None]) -> None:
+        while not self.stopping.is_set():
+            pubsub = self.client.pubsub(ignore_subscribe_messages=True)  # type: ignore[no-untyped-call]
+            try:
+                pubsub.psubscribe(PREFIX + "wake:*")
+                woken("")  # (re)connected: whatever was announced meanwhile is listed now
+                while not self.stopping.is_set():
+                    message = pubsub.get_message(timeout=1.0)
+                    if message is not None and message.get("type") == "pmessage":
+                        woken(str(message["channel"])[len(PREFIX + "wake:"):])
+            except redis.RedisError as exc:
+                self._noted(exc)
+                self.stopping.wait(0.5)
+            finally:
+                try:
+                    pubsub.close()
+                except redis.RedisError:
+                    pass
+
+    def close(self) -> None:
+        self.stopping.set()
+        self.poke.set()
+        with self.state:
+            members = list(self.members)
+            self.members.clear()
+        try:
+            if members:
+                self.client.delete(*[PREFIX + "instance:" + m for m in members])
+        except redis.RedisError:
+            pass  # they expire
+        self.client.close()
+
+
+class RedisLeadership:
+    """The lead of one workspace, held through a fenced `RedisLock`."""
+
+    def __init__(self, coord: RedisCoordination, ws: Workspace, instance_id: str,
+                 on_lost: Callable[[], None]) -> None:
+        self.coord = coord
+        self.instance_id = instance_id
+        self.on_lost = on_lost
+        base = PREFIX + workspace_key(ws)
+        self.channel = base + ":leader"
+        self.holder_key = base + ":leader-holder"
+        self.lock: portalocker.RedisLock | None = None
+        self.me: str | None = None  # `<instance>:<fence token>` while held
+        self.term = ""
+
+    def _lost(self, lock: portalocker.RedisLock) -> None:
+        if lock is self.lock:
+            self.on_lost()
+
+    def _holder_lives(self) -> bool:
+        """Whether someone holds the lead and its instance's lease runs: then it is left
+        alone without asking it (a probe costs the holder an answer, and time)."""
+        client = self.coord.client
+        subscribed = client.pubsub_numsub(self.channel)
+        if not subscribed or not int(subscribed[0][1]):
+            return False
+        holder = client.get(self.holder_key)
+        if not isinstance(holder, str) or ":" not in holder:
+            return False
+        return bool(client.exists(PREFIX + "instance:" + holder.split(":", 1)[0]))
+
+    def try_acquire(self) -> bool:
+        try:
+            if self._holder_lives():
+                return False
+            lock = portalocker.RedisLock(
+                self.channel, connection=self.coord.client, fail_when_locked=True, timeout=0,
+                unavailable_timeout=PROBE_TIMEOUT, fencing=True, interrupt_on_lost=False,
+                on_lost=self._lost)
+            try:
+                lock.acquire()
+            except lock_errors.AlreadyLocked:
+                lock.release()
+                return False
+            self.lock = lock
+            self.me = f"{self.instance_id}:{lock.fence_token}"
+            self.term = f"{self.instance_id}.{lock.fence_token}"
+            self.coord.client.set(self.holder_key, self.me)
+            return True
+        except (redis.RedisError, lock_errors.LockException) as exc:
+            self.release()
+            raise self.coord.unreachable(exc) from None
+
+    def check(self) -> None:
+        lock, me = self.lock, self.me
+        if lock is None or me is None or lock.lost:
+            raise LeaseLost("this instance no longer leads the workspace")
+        try:
+            fence, holder = self.coord.client.mget(lock.fence_key, self.holder_key)
+        except redis.RedisError as exc:
+            raise LeaseLost(f"the lead cannot be confirmed: {self.coord.unreachable(exc)}") from None
+        if holder != me or str(fence) != me.rsplit(":", 1)[1]:
+            raise LeaseLost(f"another instance leads the workspace now ({holder!r})")
+
+    def held(self) -> bool:
+        return self.lock is not None and not self.lock.lost
+
+    def release(self) -> None:
+        lock, me = self.lock, self.me
+        self.lock = self.me = None
+        self.term = ""
+        if lock is None:
+            return
+        try:
+            if me is not None:
+                self.coord.delete_if(keys=[self.holder_key], args=[me])
+        except redis.RedisError:
+            pass
+        try:
+            lock.release()
+        except Exception:  # noqa: BLE001 - a dead connection: Redis frees the lock with it
+            pass
