@@ -198,6 +198,31 @@ def host_process() -> tuple[int, int | None]:
         return pid, None
 
 
+def process_space() -> str | None:
+    """Where a pid means something: this boot of this machine (its boot id), and this PID
+    namespace. Another machine's daemon, or one in another namespace, must not look a host
+    up by a pid from here."""
+    try:
+        with open("/proc/sys/kernel/random/boot_id", "rb") as handle:
+            boot = handle.read().strip().decode("ascii", "replace")
+        space = os.readlink("/proc/self/ns/pid")  # `pid:[4026531836]`
+    except OSError:
+        return None
+    return f"{boot}/{space[5:-1]}"
+
+
+def host_meta() -> list[tuple[str, str]]:
+    """The hook's host, so its death can end the session: its pid, its start, its space."""
+    pid, start = host_process()
+    meta = [("hostPid", str(pid))]
+    if start is not None:
+        meta.append(("hostStart", str(start)))
+    space = process_space()
+    if space is not None:
+        meta.append(("hostSpace", json_string(space)))
+    return meta
+
+
 def build_event(options: dict[str, str],
                 positionals: list[str]) -> tuple[bytes | None, str, str]:
     """The event file's bytes and the folder to route it by; or None and why not."""
@@ -235,10 +260,7 @@ def build_event(options: dict[str, str],
         raw = raw[3:]
     if not raw.strip():
         return None, "empty payload; nothing emitted", ""
-    pid, start = host_process()  # a hook's host, so its death can end the session
-    meta.append(("hostPid", str(pid)))
-    if start is not None:
-        meta.append(("hostStart", str(start)))
+    meta += host_meta()
     return envelope(raw, meta), "", top_level_string(raw, "cwd") or ""
 
 

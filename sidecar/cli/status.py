@@ -15,6 +15,8 @@ from sidecar import __version__
 from sidecar.cli.common import OK, UNSERVED
 from sidecar.cli.status_text import render_session as render_session
 from sidecar.cli.status_text import render_text as render_text
+from sidecar.coordination import current as coordination
+from sidecar.coordination.base import Unreachable
 from sidecar.daemon import instances
 from sidecar.errors import SidecarError
 from sidecar.followups import logtail, targets, trust
@@ -27,7 +29,7 @@ from sidecar.procwatch import Proc, is_alive
 from sidecar.sessions import lookup, tokens
 from sidecar.sessions.model import Binding, Key
 from sidecar.sessions.store import SessionStore
-from sidecar.timeutil import parse_ts
+from sidecar.timeutil import iso, parse_ts
 
 T = TypeVar("T")
 REPORT_VERSION = 1
@@ -104,9 +106,18 @@ class WorkspaceReport(HooksSection):
     errors: list[str]
 
 
+class CoordinationRow(TypedDict):
+    backend: str  # "file" or "redis"
+    url: str | None  # the Redis URL, its password masked
+    reachable: bool
+    error: str | None
+    since: str | None  # since when it has been unreachable, as the instances found
+
+
 class Report(TypedDict):
     version: int
     sidecar: str
+    coordination: CoordinationRow
     workspaces: list[WorkspaceReport]
 
 
@@ -251,8 +262,30 @@ def build(workspaces: list[Workspace], now: float) -> Report:
     return {
         "version": REPORT_VERSION,
         "sidecar": __version__,
+        "coordination": coordination_row(workspaces, now),
         "workspaces": [workspace_report(ws, now) for ws in workspaces],
     }
+
+
+def coordination_row(workspaces: list[Workspace], now: float) -> CoordinationRow:
+    """The backend the instances coordinate through, and whether it answers now (asked with
+    the configuration `status` runs with, which the daemon's should be)."""
+    try:
+        backend = coordination.get()
+    except SidecarError as exc:
+        return {"backend": "redis", "url": None, "reachable": False, "error": str(exc),
+                "since": None}
+    row: CoordinationRow = {"backend": "redis" if backend.distributed else "file",
+                            "url": backend.shown if backend.distributed else None,
+                            "reachable": True, "error": None, "since": None}
+    try:
+        backend.ping()
+    except Unreachable as exc:
+        since = [i.coordination_since for ws in workspaces for i in instances.registered(ws)
+                 if i.coordination_since]
+        row["reachable"], row["error"] = False, str(exc)
+        row["since"] = min(since) if since else iso(now)
+    return row
 
 
 KNOWN_HOSTS = (*registry.names(), registry.UNKNOWN)
@@ -300,4 +333,5 @@ def session_report(ws: Workspace, session_id: str) -> dict[str, Any] | None:
 
 
 def exit_code(report: Report) -> int:
-    return OK if all(w["served"] for w in report["workspaces"]) else UNSERVED
+    served = all(w["served"] for w in report["workspaces"])
+    return OK if served and report["coordination"]["reachable"] else UNSERVED

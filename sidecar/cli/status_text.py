@@ -14,7 +14,7 @@ from sidecar.followups import trust
 from sidecar.timeutil import parse_ts
 
 if TYPE_CHECKING:
-    from sidecar.cli.status import HookRow, QueueRow, Report, WorkspaceReport
+    from sidecar.cli.status import CoordinationRow, HookRow, QueueRow, Report, WorkspaceReport
 
 LABEL = 11  # "workspace  ": the width of the labels on the left
 
@@ -201,4 +201,20 @@ def render_text(report: Report, bindings_shown: int = 20, now: float | None = No
     paint = style or present.style_for()
     blocks = ["\n".join(_workspace_lines(w, bindings_shown, now, paint))
               for w in report["workspaces"]]
+    coordination = _coordination_line(report["coordination"], now, paint)
+    if coordination:
+        blocks.insert(0, coordination)
     return "\n\n".join(blocks) + "\n" if blocks else ""
+
+
+def _coordination_line(row: CoordinationRow, now: float, paint: Style) -> str:
+    """Nothing for the file backend (the default, on one machine); the Redis, and whether it
+    answers, otherwise."""
+    if row["backend"] == "file":
+        return ""
+    if row["reachable"]:
+        return f"coordination  {row['url']} (reachable)"
+    since = parse_ts(row["since"])
+    when = "" if since is None else f" since {present.local_time(since, now)} ({present.ago(since, now)})"
+    return paint(f"coordination: {row['url'] or 'redis'} unreachable{when}: {row['error']}",
+                 "red", "bold")

@@ -94,6 +94,9 @@ class Coordination(Protocol):
     def run_alive(self, ws: Workspace, entry_id: str) -> bool:
         """Whether the runner of that follow-up holds its lease. Unreachable if unknown."""
 
+    def ping(self) -> None:
+        """Ask the service whether it answers: Unreachable if not."""
+
     def close(self) -> None:
         ...
 

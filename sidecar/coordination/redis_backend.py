@@ -43,6 +43,8 @@ from sidecar.locks import LockTimeout
 from sidecar.timeutil import now
 
 log = logging.getLogger("sidecar")
+# portalocker logs each reaping with the whole client record; sidecar says what it did itself.
+logging.getLogger("portalocker").setLevel(logging.ERROR)
 
 PREFIX = "sidecar:"
 INSTANCE_TTL = 1.5  # seconds an instance's key outlives its last renewal: the lease
@@ -244,6 +246,12 @@ class RedisCoordination:
                     pubsub.close()
                 except redis.RedisError:
                     pass
+
+    def ping(self) -> None:
+        try:
+            self.client.ping()
+        except redis.RedisError as exc:
+            raise self.unreachable(exc) from None
 
     def close(self) -> None:
         self.stopping.set()

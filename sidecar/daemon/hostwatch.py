@@ -20,8 +20,13 @@ from sidecar.vocabulary import EventKind, SessionChange
 class HostWatch:
     """Host process -> the sessions it holds, for one workspace."""
 
-    def __init__(self, watch: Callable[[Proc], None] = lambda proc: None) -> None:
+    def __init__(self, watch: Callable[[Proc], None] = lambda proc: None,
+                 space: str | None = None, unknown_is_ours: bool = True) -> None:
         self.watch = watch  # asks the process watch to call `exited` once `proc` is gone
+        self.space = space  # where this process's pids mean something (emit.process_space)
+        # A host whose event named no space (a plugin's own writer) is taken to run here,
+        # unless another machine may be where it runs.
+        self.unknown_is_ours = unknown_is_ours
         self.hosts: dict[Proc, set[Key]] = {}
         self.gone: queue.SimpleQueue[Proc] = queue.SimpleQueue()
 
@@ -36,6 +41,9 @@ class HostWatch:
             self.watch(proc)  # its exit comes once, whichever sessions it holds by then
         self.hosts.setdefault(proc, set()).add(key)
 
+    def watched(self) -> set[Key]:
+        return {key for keys in self.hosts.values() for key in keys}
+
     def forget(self, key: Key) -> None:
         """The session ended: its host's exit says nothing of it any more."""
         for keys in self.hosts.values():
@@ -47,8 +55,13 @@ class HostWatch:
             key = (change.host, change.session_id)
             if change.kind == EventKind.SESSION_END:
                 self.forget(key)
-            elif change.host_pid is not None:
+            elif change.host_pid is not None and self.watchable(change.host_space):
                 self.follow(Proc(change.host_pid, change.host_start), key)
+
+    def watchable(self, space: str | None) -> bool:
+        """Whether a host's pid from `space` names a process this one can watch: one of
+        another machine, or of another PID namespace, is never looked up here."""
+        return self.unknown_is_ours if space is None else space == self.space
 
     def exited(self, proc: Proc) -> None:
         """The process watch's word that `proc` is gone (from any thread)."""

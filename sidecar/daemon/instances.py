@@ -194,8 +194,8 @@ def _unlink(path: Path) -> None:
     safedir.unlink(path)  # never through a symlinked folder
 
 
-def seen(ws: Workspace) -> list[Seen]:
-    """Every instance that registered with the workspace, and whether it is alive."""
+def registered(ws: Workspace) -> list[InstanceInfo]:
+    """What every instance that registered with the workspace last said of itself."""
     found = []
     for instance_id in _registered(ws):
         try:
@@ -203,9 +203,14 @@ def seen(ws: Workspace) -> list[Seen]:
         except (OSError, ValueError):
             continue
         if isinstance(data, dict):
-            found.append(Seen(InstanceInfo.from_json(instance_id, data),
-                              is_alive(ws, instance_id)))
+            found.append(InstanceInfo.from_json(instance_id, data))
     return found
+
+
+def seen(ws: Workspace) -> list[Seen]:
+    """Every instance that registered with the workspace, and whether it is alive
+    (Unreachable where the coordination service cannot say)."""
+    return [Seen(info, is_alive(ws, info.id)) for info in registered(ws)]
 
 
 def leader(ws: Workspace, me: str) -> InstanceInfo | None:

@@ -45,6 +45,7 @@ log = logging.getLogger("sidecar")
 
 STANDBY_RETRY = 0.2  # seconds between a stand-by's attempts at the leader lock
 BEAT_MIN = 1.0  # seconds between instance-file writes while what they report keeps changing
+HOST_LOOK = 2.0  # seconds between a stand-by's looks for the hosts on its own machine
 LEADER_LOOKS = 10  # a stand-by's looks for the leader's file (it follows the lock) before it speaks
 
 
@@ -85,7 +86,9 @@ class WorkspaceServer:
         self.leader: Leadership | None = None  # the lead, while this instance holds it
         self.trouble: str | None = None  # why the coordination service cannot be reached
         self.watch = watch  # the process watch: tells `notice_host_exit` when a host is gone
-        self.hosts = HostWatch(self._watch_process)  # the live sessions' host processes
+        # The live sessions' host processes, those whose pids mean something here
+        self.hosts = HostWatch(self._watch_process, emit.process_space(),
+                               unknown_is_ours=not self.coordination.distributed)
         # The live sessions of hosts that write their end down themselves (hostends.py)
         self.recorded = RecordedEnds(ws, self._live_sessions, lambda: config().sweep_interval)
         self.wake: Callable[[], None] = lambda: None  # the loop's: step this workspace now
@@ -96,6 +99,7 @@ class WorkspaceServer:
         self.set_aside_for: str | None = None  # why the workspace is set aside, while it is
         self.leader_looks = 0  # looks for who leads since standing by; past LEADER_LOOKS: said
         self.clock = StepDetector()  # fed by the loop's step with both clocks' times
+        self.next_host_look = 0.0  # a stand-by's next look for hosts on its machine
 
     # -- what the watches call -------------------------------------------------------------
 
@@ -125,6 +129,8 @@ class WorkspaceServer:
         if self.leader is None and not self._try_lead(now):
             self.set_aside_for = None
             self._say_standing_by()
+            if self.coordination.distributed:
+                self._watch_hosts_here(now)
             return min(now + STANDBY_RETRY, self._beat_if_due(now))
         self.set_aside_for = None  # served again: a new reason to set it aside is said anew
         try:
@@ -195,9 +201,10 @@ class WorkspaceServer:
             self.ws, self.queue, self.sessions, self.config, self._claimer_lives,
             self._watch_process, self._fired, self.coordination)
         live = self.sessions.live_hosts()
-        for key, pid, start in live:  # a host may have died meanwhile
-            self.hosts.follow(Proc(pid, start), key)
-        self.recorded.begin([key for key, _, _ in live], now)
+        for key, pid, start, space in live:  # a host may have died meanwhile
+            if self.hosts.watchable(space):
+                self.hosts.follow(Proc(pid, start), key)
+        self.recorded.begin([key for key, _, _, _ in live], now)
         self.ingest.start(now)
         return True
 
@@ -265,6 +272,24 @@ class WorkspaceServer:
         if self.watch is not None:
             self.watch(proc, self)
 
+    def _watch_hosts_here(self, now: float) -> None:
+        """A stand-by, where other machines serve the workspace too: the hosts that run on
+        this machine are watched here, the one place where their pids mean something, and an
+        exit is reported through the inbox for the leader to apply (wherever it runs)."""
+        if now >= self.next_host_look:
+            self.next_host_look = now + HOST_LOOK
+            try:
+                live = self.sessions.live_hosts()
+            except (SidecarError, OSError):
+                return  # looked at again at the next turn
+            here = {key: Proc(pid, start) for key, pid, start, space in live
+                    if space is not None and space == self.hosts.space}
+            for key in self.hosts.watched() - here.keys():
+                self.hosts.forget(key)
+            for key, proc in here.items():
+                self.hosts.follow(proc, key)
+        self._end_exited_hosts(now)
+
     def _end_exited_hosts(self, now: float) -> None:
         """Report each session of a host that is gone as ended, through the inbox, so that its
         completion, follow-ups and plugin calls are those of any end (and a replay is safe)."""
@@ -274,7 +299,7 @@ class WorkspaceServer:
                          proc.pid, host, session_id)
                 event = {"event": "session-end", "session_id": session_id, "host": host,
                          "reason": HOST_EXITED, "ts": now, "hostPid": proc.pid,
-                         "hostStart": proc.start}
+                         "hostStart": proc.start, "hostSpace": self.hosts.space}
                 emit.drop(str(self.ws.root), orjson.dumps(event))
                 self.inbox_arrival.set()
 

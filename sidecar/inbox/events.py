@@ -54,6 +54,7 @@ class Event:
     hook_id: str | None = None  # the follow-up hook whose run produced it (SIDECAR_HOOK_ID)
     host_pid: int | None = None  # the host's process, and its start time (a reused pid differs)
     host_start: int | None = None
+    host_space: str | None = None  # where that pid means something (emit.process_space)
     # The generic fields its host reads out of a payload of its own shape (Host.payload_fields)
     fields: dict[str, str] = field(default_factory=dict, repr=False)
 
@@ -274,6 +275,7 @@ def parse(data: bytes, file: str, mtime: float) -> Event:
         hook_id=hook_id if isinstance(hook_id, str) and hook_id else None,
         host_pid=host_pid if host_pid and host_pid > 1 else None,
         host_start=_whole(payload.get("hostStart", meta.get("hostStart"))),
+        host_space=_text_or_none(payload.get("hostSpace", meta.get("hostSpace"))),
         fields=fields,
     )
     if event.kind == EventKind.NEEDS_INPUT and known is not None \
@@ -298,3 +300,7 @@ def _event_name(payload: dict[str, Any], meta: dict[str, Any]) -> str:
 
 def _whole(value: Any) -> int | None:
     return value if isinstance(value, int) and not isinstance(value, bool) and value >= 0 else None
+
+
+def _text_or_none(value: object) -> str | None:
+    return value if isinstance(value, str) and value else None

@@ -113,6 +113,7 @@ class SidecarMeta:
     completion_reason: str | None = None
     host_pid: int | None = None  # the host's process while the session is active
     host_start: int | None = None
+    host_space: str | None = None  # where that pid means something (emit.process_space)
     recent_events: list[str] = field(default_factory=list)
     follow_ups: dict[str, Json] = field(default_factory=dict)
     limit: LimitEpisode | None = None
@@ -129,7 +130,7 @@ class SidecarMeta:
     KEYS = frozenset(("cwd", "transcriptPath", "cron", "subagent", "startedByHook", "completionReason",
             "recentEvents", "followUps", "hostPid", "hostStart", "limit", "turnFailed", "tokens",
             "turnOpen", "userTurnEndedAt", "needsInput", "turnStartedAt", "lastTool",
-            "lastMessage"))
+            "lastMessage", "hostSpace"))
 
     @classmethod
     def from_json(cls, data: Any) -> SidecarMeta:
@@ -146,6 +147,7 @@ class SidecarMeta:
             completion_reason=_text(data.get("completionReason")),
             host_pid=_number(data.get("hostPid")),
             host_start=_number(data.get("hostStart")),
+            host_space=_text(data.get("hostSpace")),
             recent_events=[e for e in recent if isinstance(e, str)] if isinstance(recent, list) else [],
             follow_ups={k: v for k, v in follow_ups.items() if isinstance(v, dict)}
             if isinstance(follow_ups, dict) else {},
@@ -167,6 +169,7 @@ class SidecarMeta:
                     ("startedByHook", self.started_by_hook),
                     ("completionReason", self.completion_reason),
                     ("hostPid", self.host_pid), ("hostStart", self.host_start),
+                    ("hostSpace", self.host_space),
                     ("userTurnEndedAt", self.user_turn_ended_at),
                     ("turnStartedAt", self.turn_started_at), ("lastTool", self.last_tool),
                     ("lastMessage", self.last_message))

@@ -108,7 +108,7 @@ def change(record: SessionRecord, kind: EventKind | None, ts: float, reason: str
         payload=event.payload if event is not None else None,  # plugins get their own copy
         from_hook=bool(meta.started_by_hook or (event is not None and event.hook_id)),
         follow_ups_done=frozenset(meta.follow_ups),
-        host_pid=meta.host_pid, host_start=meta.host_start,
+        host_pid=meta.host_pid, host_start=meta.host_start, host_space=meta.host_space,
         limited=meta.limit is not None,
         limit_failures=meta.limit.failures if meta.limit is not None else 0,
         limit_message=meta.limit.message if meta.limit is not None else "",
@@ -322,6 +322,7 @@ def _remember(record: SessionRecord, event: Event) -> None:
     meta.started_by_hook = event.hook_id or meta.started_by_hook
     if event.host_pid is not None and not _exit_report(event):
         meta.host_pid, meta.host_start = event.host_pid, event.host_start
+        meta.host_space = event.host_space
 
 
 def _exit_report(event: Event) -> bool:

@@ -266,9 +266,9 @@ class SessionStore:
                      cwd=meta.cwd, transcript_size=size, transcript_mtime=mtime,
                      limited=meta.limit is not None, id_misfit=misfit)
 
-    def live_hosts(self) -> list[tuple[Key, int, int | None]]:
-        """(session, host pid, host start time) for every active session whose host is known:
-        what a new leader watches again."""
+    def live_hosts(self) -> list[tuple[Key, int, int | None, str | None]]:
+        """(session, host pid, host start time, its space) for every active session whose
+        host is known: what a new leader watches again."""
         found = []
         with self.locked():
             bindings = self.load_bindings().items()
@@ -277,8 +277,9 @@ class SessionStore:
                 record = self.load_session(binding.harness_session_id or harness_id(*key))
             except (OSError, ValueError, StoreError):
                 continue
-            if record is not None and record.active and record.sidecar.host_pid is not None:
-                found.append((key, record.sidecar.host_pid, record.sidecar.host_start))
+            meta = record.sidecar if record is not None and record.active else None
+            if meta is not None and meta.host_pid is not None:
+                found.append((key, meta.host_pid, meta.host_start, meta.host_space))
         return found
 
     # -- sweep and retention -------------------------------------------------------------
