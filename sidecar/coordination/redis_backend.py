@@ -26,6 +26,8 @@ a second of the lease's end; one that died is taken over at the stand-by's next 
 from __future__ import annotations
 
 import logging
+import os
+import socket
 import threading
 import time
 import uuid
@@ -67,12 +69,14 @@ return 0
 class RedisCoordination:
     distributed = True
 
-    def __init__(self, url: str) -> None:
+    def __init__(self, url: str, name: str | None = None) -> None:
         self.url = url
         self.shown = masked(url)
+        # Named (`sidecar@<host>:<pid>`) so that CLIENT LIST tells whose connection is whose.
         self.client = redis.Redis.from_url(
             url, socket_connect_timeout=CONNECT_TIMEOUT, socket_timeout=COMMAND_TIMEOUT,
-            decode_responses=True, health_check_interval=10)
+            decode_responses=True, health_check_interval=10,
+            client_name=name or f"sidecar@{socket.gethostname()}:{os.getpid()}")
         self.members: set[str] = set()  # instance ids whose keys this process renews
         self.held_locks: dict[str, str] = {}  # store lock key -> token, renewed while held
         self.wakes: set[str] = set()  # workspace keys to announce

@@ -180,6 +180,7 @@ class Ingestor:
         for event in events:
             self.seen[(event.host, event.session_id)] = now
         self._finish(result, now)
+        log.debug("%s: applied %d event(s)", self.ws.root, len(result.applied))
 
     def _read(self, arrivals: list[inbox.Arrival], now: float) -> list[Event]:
         events = []

@@ -224,7 +224,8 @@ class WorkspaceServer:
     def step_down(self, why: str) -> None:
         """Stop leading at once: write nothing more; running actions run on, detached, for
         the next leader to adopt (this instance too, if it leads again)."""
-        log.warning("%s: no longer leading: %s; this instance stands by", self.ws.root, why)
+        log.warning("%s: no longer leading (instance %s): %s; it stands by", self.ws.root,
+                    self.identity.id, why)
         if self.followups is not None:
             self.followups.stopping = True
         self.followups = None

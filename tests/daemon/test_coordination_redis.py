@@ -1,0 +1,161 @@
+"""The Redis backend's parts, each against a real redis-server: the lead and its fencing, the
+store locks, instance leases, runner leases, wake-ups, and an unreachable server."""
+
+from __future__ import annotations
+
+import threading
+import time
+
+import pytest
+
+from helpers import wait_until
+from sidecar.coordination.base import LeaseLost, Unreachable
+from sidecar.coordination.redis_backend import INSTANCE_TTL, RedisCoordination
+from sidecar.layout import Workspace
+from sidecar.locks import LockTimeout
+from support.redis_server import RedisServer
+
+
+@pytest.fixture
+def coords(redis_server: RedisServer):
+    made: list[RedisCoordination] = []
+
+    def make(url: str | None = None) -> RedisCoordination:
+        coord = RedisCoordination(url or redis_server.url)
+        made.append(coord)
+        return coord
+
+    yield make
+    for coord in made:
+        coord.close()
+
+
+def test_one_lead_at_a_time_and_the_next_after_a_release(tmp_path, coords):
+    ws = Workspace(tmp_path)
+    a, b = coords(), coords()
+    a.join(ws, "aaaa")
+    b.join(ws, "bbbb")
+    lead_a = a.leadership(ws, "aaaa", lambda: None)
+    lead_b = b.leadership(ws, "bbbb", lambda: None)
+    assert lead_a.try_acquire()
+    assert not lead_b.try_acquire()
+    lead_a.check()  # held: no error
+    assert lead_a.term.startswith("aaaa.")
+    lead_a.release()
+    assert lead_b.try_acquire()
+    with pytest.raises(LeaseLost):
+        lead_a.check()
+    assert int(lead_b.term.split(".")[1]) > 0
+
+
+def test_a_leader_whose_connections_are_killed_is_fenced_and_told(tmp_path, coords, redis_server):
+    ws = Workspace(tmp_path)
+    a, b = coords(), coords()
+    a.join(ws, "aaaa")
+    b.join(ws, "bbbb")
+    lost = threading.Event()
+    lead_a = a.leadership(ws, "aaaa", lost.set)
+    assert lead_a.try_acquire()
+    redis_server.kill_clients(lambda client: "leader-lock" in client.get("name", ""))
+    assert lost.wait(5), "the lost lead was never reported"
+    assert not lead_a.held()
+    with pytest.raises(LeaseLost):
+        lead_a.check()
+    lead_b = b.leadership(ws, "bbbb", lambda: None)
+    assert wait_until(lead_b.try_acquire, 3)
+    with pytest.raises(LeaseLost):
+        lead_a.check()  # and stays fenced once another leads
+
+
+def test_an_instance_lives_while_its_process_renews_its_lease(tmp_path, coords):
+    ws = Workspace(tmp_path)
+    a, b = coords(), coords()
+    a.join(ws, "aaaa")
+    assert wait_until(lambda: b.is_alive(ws, "aaaa"), 2)
+    assert not b.is_alive(ws, "zzzz")
+    time.sleep(INSTANCE_TTL + 0.5)  # renewed meanwhile
+    assert b.is_alive(ws, "aaaa")
+    a.stopping.set()  # its keeper stops, as at the process's death
+    assert wait_until(lambda: not b.is_alive(ws, "aaaa"), INSTANCE_TTL + 2)
+
+
+def test_a_store_lock_excludes_and_a_dead_holders_lock_is_broken(tmp_path, coords):
+    ws = Workspace(tmp_path)
+    a, b = coords(), coords()
+    a.join(ws, "aaaa")
+    b.join(ws, "bbbb")
+    order: list[str] = []
+    with a.store_lock(ws, "hooks"):
+        with pytest.raises(LockTimeout):
+            with b.store_lock(ws, "hooks", timeout=0.3):
+                order.append("b inside a")
+        entered = a.client.get(next(iter(a.held_locks)))
+        assert entered and entered.startswith("aaaa:")
+        # The holder dies holding it (its keeper stops renewing its instance's lease)
+        a.stopping.set()
+        began = time.monotonic()
+        with b.store_lock(ws, "hooks", timeout=INSTANCE_TTL + 3):
+            order.append("b after a died")
+        took = time.monotonic() - began
+    assert order == ["b after a died"]
+    assert took < INSTANCE_TTL + 2, took  # not the lock's own 10 s expiry
+
+
+def test_a_command_holds_a_store_lock_without_being_an_instance(tmp_path, coords):
+    ws = Workspace(tmp_path)
+    cmd = coords()
+    with cmd.store_lock(ws, "bindings"):
+        key = next(k for k in cmd.client.keys("sidecar:*:lock:bindings"))
+        assert cmd.client.get(key).startswith("cmd:")
+    assert not cmd.client.exists(key)
+
+
+def test_a_runners_lease_is_what_says_it_runs(tmp_path, coords):
+    ws = Workspace(tmp_path)
+    coord = coords()
+    env = coord.run_lease(ws, "entry-1")
+    assert env["SIDECAR_COORDINATION_URL"] == coord.url
+    assert not coord.run_alive(ws, "entry-1")
+    coord.client.set(env["SIDECAR_RUN_LEASE"], "1", px=3000)
+    assert coord.run_alive(ws, "entry-1")
+
+
+def test_a_change_announced_on_one_machine_wakes_the_other(tmp_path, coords):
+    ws = Workspace(tmp_path)
+    here, there = coords(), coords()
+    heard: list[str] = []
+    there.listen(heard.append)
+    wait_until(lambda: "" in heard, 3)  # subscribed (it says so with "")
+    here.changed(ws)
+    from sidecar.coordination.base import workspace_key
+
+    assert wait_until(lambda: workspace_key(ws) in heard, 3)
+
+
+def test_an_unreachable_server_is_named_without_its_password(tmp_path, coords, redis_server):
+    ws = Workspace(tmp_path)
+    url = f"redis://:s3cret-pw@127.0.0.1:{redis_server.port}/0"
+    redis_server.stop()
+    coord = coords(url)
+    with pytest.raises(Unreachable) as caught:
+        coord.ping()
+    assert "s3cret-pw" not in str(caught.value)
+    assert "redis://:***@127.0.0.1" in str(caught.value)
+    with pytest.raises(Unreachable):
+        coord.leadership(ws, "aaaa", lambda: None).try_acquire()
+    with pytest.raises(Unreachable):
+        with coord.store_lock(ws, "hooks"):
+            pass
+    with pytest.raises(Unreachable):
+        coord.is_alive(ws, "aaaa")
+    redis_server.start()
+    wait_until(lambda: _answers(coord), 5)
+    assert coord.leadership(ws, "aaaa", lambda: None).try_acquire() in (True, False)
+
+
+def _answers(coord: RedisCoordination) -> bool:
+    try:
+        coord.ping()
+    except Unreachable:
+        return False
+    return True
