@@ -1,0 +1,82 @@
+"""Several "machines" (support/machines.py) serving one workspace through a real Redis
+(support/redis_server.py): its configuration, its sidecars, who leads, and what each said.
+
+Every daemon of a test shares the test's XDG_STATE_HOME, so `lead_changes` reads one log:
+each line is timed to the millisecond and names the instance that took or lost the lead.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from pathlib import Path
+
+import orjson
+
+from helpers import SIDECAR, wait_until
+from sidecar.layout import Workspace
+from support.machines import Machine
+from support.redis_server import RedisServer
+from sidecar.timeutil import parse_ts
+
+LEADING = re.compile(r"^(\S+) \d+ \w+ (\S+): leading \(instance (\w+)")
+STEPPED_DOWN = re.compile(r"^(\S+) \d+ \w+ (\S+): no longer leading \(instance (\w+)\)")
+
+
+def coordinate_through(config_home: Path, server: RedisServer) -> None:
+    """Make the test's config.toml name the server (every daemon and command reads it)."""
+    with open(config_home / "config.toml", "a") as config:
+        config.write(f'\n[coordination]\nurl = "{server.url}"\n')
+
+
+def start_sidecar(machine: Machine, ws: Workspace) -> Machine:
+    """Boot `machine` running `sidecar run -v` for the workspace."""
+    return machine.start([SIDECAR, "run", "--root", str(ws.root), "-v"], cwd=ws.root)
+
+
+def instances(ws: Workspace) -> list[dict]:
+    found = []
+    for path in ws.instances.glob("*.json"):
+        try:
+            found.append(orjson.loads(path.read_bytes()))
+        except (OSError, ValueError):
+            continue  # being replaced
+    return found
+
+
+def leader_of(ws: Workspace, server: RedisServer, machines: list[Machine]) -> Machine | None:
+    """The machine whose live instance holds the lead now, by Redis's own word (the holder
+    key), and its instance file's hostname (each machine has its own)."""
+    with server.client(decode_responses=True) as client:
+        holders = [client.get(key) for key in client.keys("sidecar:*:leader-holder")]
+        alive = {h.split(":", 1)[0] for h in holders if h and client.exists(
+            "sidecar:instance:" + h.split(":", 1)[0])}
+    hostnames = {i.get("hostname") for i in instances(ws) if i.get("id") in alive}
+    return next((m for m in machines if m.name in hostnames and m.up), None)
+
+
+def wait_for_leader(ws: Workspace, server: RedisServer, machines: list[Machine],
+                    timeout: float = 15) -> Machine:
+    return wait_until(lambda: leader_of(ws, server, machines), timeout)
+
+
+def daemon_log() -> Path:
+    state = os.environ.get("XDG_STATE_HOME") or str(Path.home() / ".local" / "state")
+    return Path(state) / "sidecar" / "daemon.log"
+
+
+def lead_changes(ws: Workspace) -> list[tuple[float, str, str]]:
+    """(time, "lead" or "stepped down", instance) for the workspace, in the log's order."""
+    changes = []
+    for line in daemon_log().read_text(errors="replace").splitlines():
+        for pattern, what in ((LEADING, "lead"), (STEPPED_DOWN, "stepped down")):
+            found = pattern.match(line)
+            if found and found.group(2) == str(ws.root):
+                at = parse_ts(found.group(1))
+                assert at is not None, line
+                changes.append((at, what, found.group(3)))
+    return changes
+
+
+def inbox_events(ws: Workspace) -> list[str]:
+    return [n for n in os.listdir(ws.inbox) if n.endswith(".json")]
