@@ -4,7 +4,6 @@ power cut kills every one of them, its sidecar can be frozen, thawed and stopped
 
 from __future__ import annotations
 
-import signal
 import sys
 import time
 from pathlib import Path

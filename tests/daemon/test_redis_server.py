@@ -77,7 +77,6 @@ def test_a_password_is_required_and_given_by_the_url(redis_servers):
 
 
 def test_kill_clients_cuts_off_the_named_connection_only(redis_server):
-    import redis
 
     leader = redis_server.client(client_name="leader")
     other = redis_server.client(client_name="other")
