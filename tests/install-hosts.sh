@@ -102,3 +102,10 @@ if ! command -v redis-server >/dev/null 2>&1 && command -v apt-get >/dev/null 2>
     fi
     apt-get update -qq >/dev/null && apt-get install -y -qq --no-install-recommends redis-server >/dev/null || true
 fi
+
+# doctor's shared-filesystem note is tested on a real FUSE mount (bindfs, in a private mount
+# namespace: tests/daemon/test_doctor_mounts_daemon.py).
+if ! command -v bindfs >/dev/null 2>&1 && command -v apt-get >/dev/null 2>&1 && [ "$(id -u)" = 0 ]; then
+    echo "install-hosts: installing bindfs (for doctor's shared-filesystem test)" >&2
+    apt-get update -qq >/dev/null && apt-get install -y -qq --no-install-recommends bindfs >/dev/null || true
+fi
