@@ -148,3 +148,27 @@ def test_two_sidecars_on_two_machines_share_a_workspace(machines, workspace, con
     a.kill()  # the leader's machine loses its power; b leads
     wait_until(lambda: leader_host(workspace) == "b:2", 30)
     assert b.terminate() == 0
+
+
+def test_the_children_of_a_process_are_found_without_proc_children_too(machines, monkeypatch):
+    a = machines("a").start(["sleep", "300"])
+    init = a.init_pid()
+    real_read = Path.read_text
+
+    def no_children_files(path, *args, **kwargs):
+        if path.name == "children":
+            raise FileNotFoundError(2, "No such file or directory", str(path))
+        return real_read(path, *args, **kwargs)
+
+    monkeypatch.setattr(Path, "read_text", no_children_files)
+    assert machines_mod.children(a.pid) == [init]
+    assert machines_mod.children(init) == [a.main_pid()]
+
+
+def test_a_machine_reaches_the_tests_redis(machines, redis_servers):
+    over_tcp, over_socket = redis_servers(), redis_servers(unix_socket=True, password="pw")
+    a = machines("a").start(["sleep", "300"])
+    for server in (over_tcp, over_socket):
+        ping = a.run([sys.executable, "-c", "import redis, sys; "
+                      "print(redis.Redis.from_url(sys.argv[1]).ping())", server.url])
+        assert ping.stdout == b"True\n", ping.stderr

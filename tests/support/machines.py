@@ -61,18 +61,31 @@ def require_machines() -> None:
 
 
 def children(pid: int) -> list[int]:
-    """The pids (as seen from here) of a process's children, from every thread of it."""
+    """The pids (as seen from here) of a process's children: from every thread's `children`
+    file, or, on a kernel without them (CONFIG_PROC_CHILDREN), from every process's parent."""
     found: list[int] = []
     try:
         threads = list(Path(f"/proc/{pid}/task").iterdir())
+        for thread in threads:
+            found += [int(child) for child in (thread / "children").read_text().split()]
+    except FileNotFoundError as exc:
+        if exc.filename is None or not str(exc.filename).endswith("children"):
+            return found  # the process is gone
+        return [child for child in _all_pids() if _parent(child) == pid]
     except OSError:
         return found
-    for thread in threads:
-        try:
-            found += [int(child) for child in (thread / "children").read_text().split()]
-        except OSError:
-            continue
     return found
+
+
+def _all_pids() -> list[int]:
+    return [int(name) for name in os.listdir("/proc") if name.isdigit()]
+
+
+def _parent(pid: int) -> int | None:
+    try:
+        return int(Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[1])
+    except (OSError, IndexError, ValueError):
+        return None
 
 
 def namespace_pids(pid: int) -> list[int]:
