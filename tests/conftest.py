@@ -81,3 +81,8 @@ def start_daemon(tmp_path: Path, config_home: Path) -> Iterator[Callable[..., Da
     finally:
         for daemon in started:
             daemon.stop()
+
+
+# Fixtures of the support modules, for every test: a real redis-server of a test's own, and
+# "machines" (PID namespaces) to run sidecars on.
+pytest_plugins = ["support.redis_server", "support.machines"]

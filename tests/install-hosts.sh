@@ -89,3 +89,23 @@ if ! command -v tmux >/dev/null 2>&1 && command -v apt-get >/dev/null 2>&1 && [ 
     echo "install-hosts: installing tmux (for Qwen Code's interactive end-to-end test)" >&2
     apt-get update -qq >/dev/null && apt-get install -y -qq tmux >/dev/null || true
 fi
+
+# The coordination tests run a real Redis, one `redis-server` per test on a loopback port or
+# a socket in its tmp folder (tests/support/redis_server.py); the system's service is never
+# started: `policy-rc.d` refusing every start keeps the package's postinstall from doing so.
+if ! command -v redis-server >/dev/null 2>&1 && command -v apt-get >/dev/null 2>&1 && [ "$(id -u)" = 0 ]; then
+    echo "install-hosts: installing redis-server (for the Redis coordination tests)" >&2
+    policy=/usr/sbin/policy-rc.d
+    if [ ! -e "$policy" ]; then
+        printf '#!/bin/sh\nexit 101\n' >"$policy" && chmod 755 "$policy"
+        trap 'rm -f "$policy"' EXIT
+    fi
+    apt-get update -qq >/dev/null && apt-get install -y -qq --no-install-recommends redis-server >/dev/null || true
+fi
+
+# doctor's shared-filesystem note is tested on a real FUSE mount (bindfs, in a private mount
+# namespace: tests/daemon/test_doctor_mounts_daemon.py).
+if ! command -v bindfs >/dev/null 2>&1 && command -v apt-get >/dev/null 2>&1 && [ "$(id -u)" = 0 ]; then
+    echo "install-hosts: installing bindfs (for doctor's shared-filesystem test)" >&2
+    apt-get update -qq >/dev/null && apt-get install -y -qq --no-install-recommends bindfs >/dev/null || true
+fi

@@ -8,10 +8,11 @@ import sys
 from pathlib import Path
 
 from sidecar import config as config_mod
-from sidecar import envfile
+from sidecar import envfile, layout
 from sidecar.cli import present, status
 from sidecar.cli.present import Style
 from sidecar.doctor import hooks as hook_checks
+from sidecar.doctor import mounts
 from sidecar.followups import environment as followup_env
 from sidecar.hosts import registry
 from sidecar.hosts.base import Finding, Host, note
@@ -25,7 +26,8 @@ MIN_INSTANCES = 64
 
 
 def check(cwd: Path, home: Path, platform: str = sys.platform,
-          proc: Path = Path("/proc/sys/fs/inotify")) -> list[Finding]:
+          proc: Path = Path("/proc/sys/fs/inotify"),
+          mountinfo: Path = mounts.MOUNTINFO) -> list[Finding]:
     ws = find_workspace(cwd)
     try:
         roots: list[Path] | None = config_mod.load_registry()
@@ -46,6 +48,7 @@ def check(cwd: Path, home: Path, platform: str = sys.platform,
         *_hosts(ws, home, platform, running),
         *_env_file(running),
         *_inotify(proc),
+        *_shared_filesystems([*([ws.root] if ws else []), *registered], mountinfo),
     ]
 
 
@@ -227,3 +230,26 @@ def render(findings: list[Finding], style: Style | None = None) -> str:
         if f.fix:
             lines.append(f"        {paint('fix:', 'bold')} {f.fix}")
     return "\n".join(lines) + "\n"
+
+
+def _shared_filesystems(roots: list[Path], mountinfo: Path) -> list[Finding]:
+    """On the file backend, a workspace on a network or shared filesystem: its flock locks
+    may be held by two machines at once, so sidecars on two machines could both lead. Worth
+    a note, not a failure: one machine alone using it is served well."""
+    try:
+        if config_mod.load_config().coordination_url is not None:
+            return []  # Redis coordinates the instances, whatever the filesystem
+    except config_mod.ConfigError:
+        return []  # the resume check says what is wrong with config.toml
+    findings = []
+    for root in dict.fromkeys(roots):
+        mount = mounts.mount_of(root, mountinfo)
+        if mount is not None and mount.locks_unshared:
+            findings.append(note(
+                f"workspace {root} is on {mount.fs_type} (mounted at {mount.mount_point}): file "
+                "locks there may be held by two machines at once, so sidecars serving it from "
+                "two machines could both lead",
+                f'to serve it from several machines, coordinate them through Redis: '
+                f'[coordination] url = "redis://host:6379/0" in {layout.config_file()} '
+                f"(the guide's Shared workspaces page)"))
+    return findings
