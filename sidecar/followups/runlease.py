@@ -143,7 +143,9 @@ class Connection:
                     sock.close()
                     raise
             else:
-                sock = socket.create_connection((address.host, address.port), timeout)
+                # An ASCII name as bytes: a str is encoded by the idna codec, slow to import.
+                host = address.host.encode() if address.host.isascii() else address.host
+                sock = socket.create_connection((host, address.port), timeout)  # type: ignore[arg-type]
             return self._secure(sock) if address.tls else sock
         except OSError as exc:
             raise LeaseError(f"cannot reach Redis at {address.where()}: "
