@@ -72,34 +72,82 @@ class Address:
 
 
 def parse_url(url: str) -> Address:
-    """The server a coordination URL names (the forms redis-py's `from_url` reads)."""
+    """The server a coordination URL names, read as redis-py's `from_url` reads it (through
+    urllib.parse, whose rules this follows: importing it would cost the runner more time than
+    the rest of the lease)."""
     if not url.startswith(SCHEMES):
         raise LeaseError(f"the coordination URL must start with {', '.join(SCHEMES)}")
-    from urllib.parse import parse_qs, unquote, urlparse  # only in Redis mode
-
-    parts = urlparse(url)
-    query = {name: values[0] for name, values in parse_qs(parts.query).items() if values}
+    for unsafe in "\t\r\n":  # urllib drops them wherever they are
+        url = url.replace(unsafe, "")
+    scheme, _, rest = url.partition("://")
+    cut = min((i for i in (rest.find(c) for c in "/?#") if i >= 0), default=len(rest))
+    netloc, rest = rest[:cut], rest[cut:]
+    if ("[" in netloc) != ("]" in netloc):
+        raise LeaseError("the coordination URL's IPv6 address lacks a bracket")
+    rest = rest.partition("#")[0]
+    path, _, query_text = rest.partition("?")  # no ";parameters": not for these schemes
+    query = _query(query_text)
     address = Address(username=query.get("username"), password=query.get("password"))
-    if parts.username:
-        address.username = unquote(parts.username)
-    if parts.password:
-        address.password = unquote(parts.password)
-    if parts.scheme == "unix":
-        if not parts.path:
+    userinfo, at, hostinfo = netloc.rpartition("@")
+    if at:
+        username, _, password = userinfo.partition(":")
+        address.username = _unquote(username) if username else address.username
+        address.password = _unquote(password) if password else address.password
+    if scheme == "unix":
+        if not path:
             raise LeaseError("the unix:// coordination URL names no socket path")
-        address.path = unquote(parts.path)
+        address.path = _unquote(path)
     else:
-        address.host = unquote(parts.hostname) if parts.hostname else address.host
-        try:
-            address.port = parts.port or address.port
-        except ValueError:
-            raise LeaseError("the coordination URL's port is not a number") from None
-        if parts.path and "db" not in query:
-            digits = unquote(parts.path).replace("/", "")
+        _read_host(address, hostinfo)
+        if path and "db" not in query:
+            digits = _unquote(path).replace("/", "")
             address.db = int(digits) if digits.isdigit() else 0
-        address.tls = parts.scheme == "rediss"
+        address.tls = scheme == "rediss"
     _read_options(address, query)
     return address
+
+
+def _read_host(address: Address, hostinfo: str) -> None:
+    _, bracket, inside = hostinfo.partition("[")
+    if bracket:
+        host, _, port = inside.partition("]")
+        port = port.partition(":")[2]
+    else:
+        host, _, port = hostinfo.partition(":")
+    if host:
+        name, percent, zone = host.partition("%")  # an IPv6 zone keeps its case
+        address.host = _unquote(name.lower() + percent + zone)
+    if port:
+        if not (port.isdigit() and port.isascii() and int(port) <= 65535):
+            raise LeaseError("the coordination URL's port is not a number up to 65535")
+        address.port = int(port) or address.port
+
+
+_HEX = "0123456789abcdefABCDEF"
+
+
+def _unquote(text: str) -> str:
+    """Percent-decoding as urllib's unquote: UTF-8, a malformed escape kept as it is."""
+    if "%" not in text:
+        return text
+    first, *pieces = text.split("%")
+    data = bytearray(first.encode())
+    for piece in pieces:
+        if len(piece) >= 2 and piece[0] in _HEX and piece[1] in _HEX:
+            data += bytes.fromhex(piece[:2]) + piece[2:].encode()
+        else:
+            data += b"%" + piece.encode()
+    return data.decode(errors="replace")
+
+
+def _query(text: str) -> dict[str, str]:
+    """The first value of each named argument, as parse_qs reads them (blank ones dropped)."""
+    found: dict[str, str] = {}
+    for pair in text.split("&"):
+        name, equals, value = pair.partition("=")
+        if equals and value:
+            found.setdefault(_unquote(name.replace("+", " ")), _unquote(value.replace("+", " ")))
+    return found
 
 
 def _read_options(address: Address, query: dict[str, str]) -> None:

@@ -59,6 +59,34 @@ def test_a_url_names_the_server_redis_py_would_reach(url):
     assert address.tls == (theirs.get("connection_class") is redis_connection.SSLConnection)
 
 
+def _combinations() -> list[str]:
+    """URLs built from every awkward part a user may write, each read by both parsers."""
+    logins = ["", "@", ":@", "alice@", ":p%40ss@", "al%3Aice:pa:ss@", "bob:p%2Fw%@", ":%E2%82%AC@",
+              "a@b:c@"]
+    hosts = ["localhost", "Redis.Example", "[::1]", "[FE80::1%25Eth0]", "10.1.2.3", "h%2Dx", ""]
+    ports = ["", ":", ":6390", ":0"]
+    tails = ["", "/", "/7", "//8", "/x9", "/3;p=1", "/3?db=5", "?db=2&db=4", "/1?password=q&username=u",
+             "?password=a+b%21", "#frag", "/2?db=6#frag", "?\tdb=3", "/%31"]
+    urls = [f"{scheme}://{login}{host}{port}{tail}" for scheme in ("redis", "rediss")
+            for login in logins for host in hosts for port in ports for tail in tails]
+    paths = ["/run/redis.sock", "/run/a%20b.sock", "/run/x;y/r.sock", "/r.sock;v"]
+    urls += [f"unix://{login}{path}{query}" for login in logins for path in paths
+             for query in ("", "?db=3", "?db=1&password=z", "#f")]
+    return urls
+
+
+def test_every_combination_is_read_as_redis_py_reads_it():
+    for url in _combinations():
+        theirs = redis_connection.parse_url(url)
+        expected = {"db": theirs.get("db", 0), "username": theirs.get("username"),
+                    "password": theirs.get("password")}
+        if url.startswith("unix://"):
+            expected["path"] = theirs["path"]
+        else:
+            expected.update(host=theirs.get("host", "localhost"), port=theirs.get("port", 6379))
+        assert _as_redis_py_reads(parse_url(url)) == expected, url
+
+
 def test_tls_checks_the_certificate_and_its_name_unless_told_otherwise():
     strict = parse_url("rediss://redis.example")
     assert (strict.tls, strict.cert_reqs, strict.check_hostname, strict.ca_certs) == (
