@@ -4,6 +4,7 @@ on another machine can tell whether the action still runs."""
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import shutil
@@ -72,7 +73,31 @@ class RedisServer:
 
     def client(self, db: int = 0) -> redis.Redis:
         return redis.Redis(host="127.0.0.1", port=self.port, db=db, password=self.password,
-                           socket_timeout=2)
+                           socket_timeout=2, **self.client_options)
+
+    client_options: dict[str, object] = {}
+
+
+class TlsRedisServer(RedisServer):
+    """Serving TLS only, on its port, with a certificate for localhost from a CA of its own."""
+
+    def __init__(self, folder: Path) -> None:
+        folder.mkdir(parents=True)
+        self.ca = folder / "ca.pem"
+        key = ["-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes"]
+        run = functools.partial(subprocess.run, check=True, capture_output=True, cwd=folder)
+        run(["openssl", "req", "-x509", *key, "-keyout", "ca.key", "-out", "ca.pem", "-days", "2",
+             "-subj", "/CN=sidecar test authority"])
+        run(["openssl", "req", *key, "-keyout", "server.key", "-out", "server.csr",
+             "-subj", "/CN=localhost"])
+        (folder / "names.ext").write_text("subjectAltName=DNS:localhost,IP:127.0.0.1\n")
+        run(["openssl", "x509", "-req", "-in", "server.csr", "-CA", "ca.pem", "-CAkey", "ca.key",
+             "-CAcreateserial", "-out", "server.pem", "-days", "2", "-extfile", "names.ext"])
+        self.client_options = {"ssl": True, "ssl_ca_certs": str(self.ca)}
+        port = _free_port()
+        super().__init__(folder, "--port", "0", "--tls-port", str(port), "--tls-cert-file",
+                         str(folder / "server.pem"), "--tls-key-file", str(folder / "server.key"),
+                         "--tls-ca-cert-file", str(self.ca), "--tls-auth-clients", "no", port=port)
 
 
 @pytest.fixture
@@ -309,3 +334,25 @@ def test_without_the_url_there_is_no_lease_and_nothing_is_said(runners, tmp_path
     assert runner.wait() == 0
     assert json.loads(runner.status.read_text()) == {"exit": 0}
     assert "Redis" not in runner.text()
+
+
+@pytest.mark.skipif(shutil.which("openssl") is None, reason="openssl is not installed")
+def test_tls_checks_the_server_s_certificate(runners, tmp_path):
+    server = TlsRedisServer(tmp_path / "tls")
+    try:
+        ran = tmp_path / "ran"
+        base = f"rediss://localhost:{server.port}/0"
+        # Checked against the system's authorities, which never signed it: refused, said so.
+        untrusted = runners(tmp_path / "untrusted", ["touch", str(ran)], **lease_env(base))
+        assert untrusted.wait() == 0 and ran.exists()
+        assert f"cannot reach Redis at localhost:{server.port}" in untrusted.text()
+        assert "certificate verify failed" in untrusted.text()
+        for name, url in (("own-authority", f"{base}?ssl_cert_reqs=required&ssl_ca_certs={server.ca}"),
+                          ("unchecked", f"{base}?ssl_cert_reqs=none")):
+            runner = runners(tmp_path / name, ["sleep", "1"], **lease_env(url))
+            wait_for(runner.started.exists)
+            assert server.client().exists(KEY), name
+            assert runner.wait() == 0
+            assert not server.client().exists(KEY) and "liveness" not in runner.text()
+    finally:
+        server.stop()
