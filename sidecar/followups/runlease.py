@@ -7,7 +7,7 @@ action runs; once `LOG.status` exists it has ended; a `LOG.started` with neither
 machine (or the runner) died, known within `TTL_MS`.
 
 `take(url, key, value)` sets the key (`SET key value PX TTL_MS`) and starts a daemon thread
-that refreshes it every `REFRESH_S` (`PEXPIRE`; the key is set again if it has vanished,
+that refreshes it every third of its lifetime (`PEXPIRE`; the key is set again if it has vanished,
 after a restart of Redis, say), reconnecting quietly after a failure until it is stopped.
 `Lease.end()` stops the thread, deletes the key and publishes the key's name on the wake-up
 channel given to `take`, each best effort: an expiry says the same, only later.
@@ -36,7 +36,7 @@ import threading
 import time
 
 TTL_MS = 3000  # a dead machine's follow-up is known dead within 3 s
-REFRESH_S = 1.0  # three refreshes per lifetime: one lost refresh never lets the key lapse
+REFRESH_S = TTL_MS / 3 / 1000  # three refreshes a lifetime: one lost never lets the key lapse
 TIMEOUT_S = 1.0  # to connect, and for each reply
 SCHEMES = ("redis://", "rediss://", "unix://")
 _CERT_REQS = ("none", "optional", "required")
@@ -239,6 +239,9 @@ class Connection:
         except OSError as exc:
             raise LeaseError(f"lost Redis at {self.address.where()}: "
                              f"{exc.strerror or exc}") from None
+        except ValueError:  # a length or number that is not one
+            raise LeaseError(f"Redis at {self.address.where()} sent a reply that is not RESP"
+                             ) from None
 
     def _reply(self) -> object:
         line = self._file.readline()
@@ -276,9 +279,10 @@ class Lease:
     """A key that lives while its holder refreshes it: see the module's docstring."""
 
     def __init__(self, address: Address, key: str, value: str, ttl_ms: int = TTL_MS,
-                 wake: str | None = None, refresh_s: float = REFRESH_S) -> None:
+                 wake: str | None = None) -> None:
         self.address, self.key, self.value = address, key, value
-        self.ttl_ms, self.wake, self.refresh_s = ttl_ms, wake, refresh_s
+        self.ttl_ms, self.wake = ttl_ms, wake
+        self.refresh_s = ttl_ms / 3 / 1000
         self._connection: Connection | None = None
         self._lock = threading.Lock()  # one command at a time; and none after end()
         self._stopped = threading.Event()

@@ -296,6 +296,15 @@ def test_redis_down_at_the_start_the_action_runs_and_the_log_says_so(runners, tm
     assert "secret" not in runner.text()
 
 
+def test_a_url_that_is_not_redis_s_runs_the_action_and_the_log_says_why(runners, tmp_path):
+    ran = tmp_path / "ran"
+    runner = runners(tmp_path / "logs", ["touch", str(ran)],
+                     **lease_env("http://:secret@127.0.0.1:6379"))
+    assert runner.wait() == 0 and ran.exists()
+    assert "no liveness lease in Redis (the coordination URL must start with redis://" in runner.text()
+    assert "secret" not in runner.text()
+
+
 def test_a_redis_that_comes_back_gets_the_lease_again_quietly(redis_server, runners, tmp_path):
     server = redis_server()
     runner = runners(tmp_path / "logs", ["sleep", "6"], **lease_env(server.url()))
