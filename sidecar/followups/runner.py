@@ -13,13 +13,31 @@ link, which fails if the file exists: a leader that finds a claim whose instance
 recording the start creates that file first to give the firing up, so either the action runs
 and is adopted, or it never runs and is recorded interrupted. Never both, never neither.
 
-It imports nothing beyond the interpreter's start-up modules and runs without `site`: every
-millisecond it takes to start delays the action.
+In Redis mode (the environment holds `SIDECAR_RUN_LEASE`, the lease's key, and
+`SIDECAR_COORDINATION_URL`; `SIDECAR_RUN_WAKE` optionally names a channel) it keeps a
+liveness lease in Redis (runlease.py) from before `LOG.started` is created until after
+`LOG.status` is written, so a leader on another machine, where the pid means nothing, reads
+lease, then status, then started: a start with neither a lease nor a status means the
+machine died. None of the three variables reaches the action: the URL may hold a password.
+
+It imports nothing beyond the interpreter's start-up modules (and, in Redis mode, runlease
+and the few standard modules it needs) and runs without `site`: every millisecond it takes
+to start delays the action.
 """
 
 import os
 import signal
 import sys
+
+TYPE_CHECKING = False  # typing itself is too slow to import here
+if TYPE_CHECKING:
+    from sidecar.followups.runlease import Lease
+
+LEASE_KEY = "SIDECAR_RUN_LEASE"
+COORDINATION_URL = "SIDECAR_COORDINATION_URL"
+LEASE_WAKE = "SIDECAR_RUN_WAKE"
+LEASE_VARIABLES = (LEASE_KEY, COORDINATION_URL, LEASE_WAKE)
+LEASE_WITHIN = 2.0  # seconds to reach Redis before the action runs without a lease
 
 
 def _json_string(text: str) -> str:
@@ -67,21 +85,55 @@ def _start_time() -> str:
         return "null"
 
 
+def take_lease(value: str) -> "Lease | None":
+    """In Redis mode, the lease on `SIDECAR_RUN_LEASE`, kept until `Lease.end()`; None
+    otherwise, or when Redis cannot be reached (said in the log): the action runs anyway,
+    since a leader on this machine still tells by the pid whether it runs."""
+    if not (os.environ.get(LEASE_KEY) and os.environ.get(COORDINATION_URL)):
+        return None
+    if __package__:
+        from sidecar.followups import runlease
+    else:  # run as a script, without site: sys.path[0] is this file's own folder
+        import runlease  # type: ignore[import-not-found, no-redef]
+    try:
+        lease: Lease = runlease.take(os.environ[COORDINATION_URL], os.environ[LEASE_KEY], value,
+                                     wake=os.environ.get(LEASE_WAKE) or None, within=LEASE_WITHIN)
+    except runlease.LeaseError as exc:  # its words name no password
+        sys.stderr.write(f"sidecar runner: no liveness lease in Redis ({exc}); the action runs, "
+                         "and only an instance on this machine can tell that it does\n")
+        return None
+    return lease
+
+
 def main(argv: list[str]) -> int:
     if len(argv) < 4 or argv[2] != "--" or not argv[0].isdigit():
         sys.stderr.write("usage: runner.py FD LOG -- ARGV...\n")
         return 2
     folder, log, command = int(argv[0]), argv[1], argv[3:]
     os.set_inheritable(folder, False)  # the log's folder is the runner's, not the action's
-    if not claim_start(folder, f"{log}.started",
-                       f'{{"pid": {os.getpid()}, "start": {_start_time()}}}'):
+    started = f'{{"pid": {os.getpid()}, "start": {_start_time()}}}'
+    # The lease comes first: a leader elsewhere that sees `.started` must find it live.
+    lease = take_lease(started)
+    if not claim_start(folder, f"{log}.started", started):
         sys.stderr.write("sidecar runner: the firing was given up before it started\n")
+        if lease is not None:
+            lease.end(publish=False)
         return 0
+    try:
+        return run(folder, log, command)
+    finally:
+        if lease is not None:  # after `.status`: the lease's end says "read the status"
+            lease.end()
+
+
+def run(folder: int, log: str, command: list[str]) -> int:
+    """Run the action and write its outcome into `LOG.status`."""
+    env = {name: value for name, value in os.environ.items() if name not in LEASE_VARIABLES}
     # SIGTERM to the group (a timeout, `sidecar hooks kill-running`) is for the action: this
     # runner stays to record how it ended. (A handler, unlike SIG_IGN, is not inherited.)
     signal.signal(signal.SIGTERM, lambda *_: None)
     try:
-        pid = os.posix_spawnp(command[0], command, os.environ)  # same process group as this
+        pid = os.posix_spawnp(command[0], command, env)  # same process group as this
     except OSError as exc:
         why = f"cannot start {command[0]!r}: {exc.strerror or exc}"
         write_atomic(folder, f"{log}.status", f'{{"error": {_json_string(why)}}}')

@@ -76,3 +76,44 @@ def test_the_status_line_loads_only_the_standard_library():
     assert sorted(m for m in loaded if m.split(".")[0] == "sidecar") == [
         "sidecar", "sidecar.quickread", "sidecar.statusline"]
     assert [m for m in loaded if m.split(".")[0] not in (*sys.stdlib_module_names, "sidecar")] == []
+
+
+def _runner_imports(tmp_path, env: dict[str, str]) -> set[str]:
+    """What the follow-up runner imports beyond the interpreter's start-up, run as the daemon
+    runs it: `python -S runner.py FD LOG -- ARGV`, the action a no-op."""
+    import os
+
+    from sidecar.followups import actions
+
+    folder = os.open(tmp_path, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        result = subprocess.run(
+            [sys.executable, "-S", "-X", "importtime", actions.RUNNER, str(folder), "action.log",
+             "--", "true"], env={**os.environ, **env}, pass_fds=(folder,), capture_output=True,
+            text=True, check=True)
+    finally:
+        os.close(folder)
+    baseline = subprocess.run([sys.executable, "-S", "-X", "importtime", "-c", "pass"],
+                              capture_output=True, text=True, check=True).stderr
+    return _imported(result.stderr) - _imported(baseline)
+
+
+def _imported(importtime: str) -> set[str]:
+    return {line.rsplit("|", 1)[1].strip() for line in importtime.splitlines()
+            if line.startswith("import time:") and not line.rstrip().endswith("package")}
+
+
+def test_the_runner_imports_only_the_standard_library_and_the_lease_only_in_redis_mode(tmp_path):
+    """The runner starts every action: without `site`, nothing beyond the standard library;
+    runlease (by the runner's own folder) and its sockets only when it keeps a lease."""
+    (tmp_path / "plain").mkdir()
+    plain = _runner_imports(tmp_path / "plain", {})
+    assert not {"runlease", "socket", "threading"} & plain
+    (tmp_path / "lease").mkdir()
+    # Nothing listens on port 1: the lease is not taken, but everything it needs is loaded.
+    leased = _runner_imports(tmp_path / "lease", {"SIDECAR_RUN_LEASE": "sidecar:run:x",
+                                                  "SIDECAR_COORDINATION_URL": "redis://127.0.0.1:1"})
+    assert {"runlease", "socket", "threading"} <= leased
+    assert not [m for m in plain | leased
+                if m.split(".")[0] not in (*sys.stdlib_module_names, "runlease")]
+    assert "ssl" not in leased  # only for rediss://
