@@ -53,6 +53,7 @@ INSTANCE_TTL = 1.5  # seconds an instance's key outlives its last renewal: the l
 KEEP_EVERY = 0.3  # seconds between renewals (several per lease: a busy machine keeps it)
 PROBE_TIMEOUT = 0.5  # how long a stand-by's try waits for a silent holder before reaping it
 STORE_LOCK_TTL = 10_000  # ms; renewed while a daemon holds it, broken when its holder died
+LISTEN_POLL = 0.25  # how often the wake-up listener looks whether the process stops
 CONNECT_TIMEOUT = 1.0
 COMMAND_TIMEOUT = 2.0
 
@@ -84,6 +85,7 @@ class RedisCoordination:
         self.poke = threading.Event()
         self.stopping = threading.Event()
         self.keeper: threading.Thread | None = None
+        self.listener: threading.Thread | None = None
         self.trouble: tuple[float, str] | None = None  # (since, why) while unreachable
         self.delete_if = self.client.register_script(_COMPARE_AND_DELETE)
         self._renew = self.client.register_script(_COMPARE_AND_RENEW)
@@ -229,8 +231,9 @@ class RedisCoordination:
     def listen(self, woken: Callable[[str], None]) -> None:
         """Call `woken(workspace key)` (on a thread of its own) for every announced change,
         reconnecting after a failure for as long as the process runs."""
-        threading.Thread(target=self._listen, args=(woken,), name="coordination-wake",
-                         daemon=True).start()
+        self.listener = threading.Thread(target=self._listen, args=(woken,),
+                                         name="coordination-wake", daemon=True)
+        self.listener.start()
 
     def _listen(self, woken: Callable[[str], None]) -> None:
         while not self.stopping.is_set():
@@ -239,16 +242,18 @@ class RedisCoordination:
                 pubsub.psubscribe(PREFIX + "wake:*")
                 woken("")  # (re)connected: whatever was announced meanwhile is listed now
                 while not self.stopping.is_set():
-                    message = pubsub.get_message(timeout=1.0)
+                    message = pubsub.get_message(timeout=LISTEN_POLL)
                     if message is not None and message.get("type") == "pmessage":
                         woken(str(message["channel"])[len(PREFIX + "wake:"):])
-            except redis.RedisError as exc:
+            except (redis.RedisError, OSError, ValueError) as exc:
+                if self.stopping.is_set():
+                    return  # closed under it, as the process stops
                 self._noted(exc)
                 self.stopping.wait(0.5)
             finally:
                 try:
                     pubsub.close()
-                except redis.RedisError:
+                except (redis.RedisError, OSError, ValueError):
                     pass
 
     def ping(self) -> None:
@@ -260,6 +265,8 @@ class RedisCoordination:
     def close(self) -> None:
         self.stopping.set()
         self.poke.set()
+        if self.listener is not None:
+            self.listener.join(LISTEN_POLL * 2)
         with self.state:
             members = list(self.members)
             self.members.clear()

@@ -15,9 +15,9 @@ import orjson
 
 from helpers import SIDECAR, wait_until
 from sidecar.layout import Workspace
+from sidecar.timeutil import parse_ts
 from support.machines import Machine
 from support.redis_server import RedisServer
-from sidecar.timeutil import parse_ts
 
 LEADING = re.compile(r"^(\S+) \d+ \w+ (\S+): leading \(instance (\w+)")
 STEPPED_DOWN = re.compile(r"^(\S+) \d+ \w+ (\S+): no longer leading \(instance (\w+)\)")
