@@ -283,7 +283,7 @@ def coordination_row(workspaces: list[Workspace], now: float) -> CoordinationRow
     except Unreachable as exc:
         since = [i.coordination_since for ws in workspaces for i in instances.registered(ws)
                  if i.coordination_since]
-        row["reachable"], row["error"] = False, str(exc)
+        row["reachable"], row["error"] = False, exc.why
         row["since"] = min(since) if since else iso(now)
     return row
 

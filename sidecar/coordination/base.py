@@ -31,7 +31,12 @@ class LeaseLost(SidecarError):
 
 
 class Unreachable(SidecarError):
-    """The coordination service cannot be reached; the message names it (never a password)."""
+    """The coordination service cannot be reached; the message names it (never a password)
+    and says why; `why` is the reason alone."""
+
+    def __init__(self, shown: str, why: str) -> None:
+        super().__init__(f"coordination {shown} unreachable: {why}")
+        self.why = why
 
 
 class Leadership(Protocol):

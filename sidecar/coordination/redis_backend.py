@@ -37,6 +37,8 @@ from contextlib import contextmanager
 import portalocker
 import redis
 from portalocker import exceptions as lock_errors
+from redis.backoff import NoBackoff
+from redis.retry import Retry
 
 from sidecar.coordination.base import LeaseLost, Unreachable, workspace_key
 from sidecar.coordination.url import masked, scrub
@@ -54,6 +56,8 @@ KEEP_EVERY = 0.3  # seconds between renewals (several per lease: a busy machine 
 PROBE_TIMEOUT = 0.5  # how long a stand-by's try waits for a silent holder before reaping it
 STORE_LOCK_TTL = 10_000  # ms; renewed while a daemon holds it, broken when its holder died
 LISTEN_POLL = 0.25  # how often the wake-up listener looks whether the process stops
+# One quick retry of a failed command: sidecar retries at its own pace (a stand-by every 200 ms,
+# the keeper every KEEP_EVERY), and `status` must not wait through redis-py's back-off.
 CONNECT_TIMEOUT = 1.0
 COMMAND_TIMEOUT = 2.0
 
@@ -76,7 +80,7 @@ class RedisCoordination:
         # Named (`sidecar@<host>:<pid>`) so that CLIENT LIST tells whose connection is whose.
         self.client = redis.Redis.from_url(
             url, socket_connect_timeout=CONNECT_TIMEOUT, socket_timeout=COMMAND_TIMEOUT,
-            decode_responses=True, health_check_interval=10,
+            decode_responses=True, health_check_interval=10, retry=Retry(NoBackoff(), 1),
             client_name=name or f"sidecar@{socket.gethostname()}:{os.getpid()}")
         self.members: set[str] = set()  # instance ids whose keys this process renews
         self.held_locks: dict[str, str] = {}  # store lock key -> token, renewed while held
@@ -93,8 +97,7 @@ class RedisCoordination:
     # -- errors --------------------------------------------------------------------------
 
     def unreachable(self, exc: BaseException) -> Unreachable:
-        why = scrub(str(exc) or type(exc).__name__, self.url)
-        return Unreachable(f"coordination {self.shown} unreachable: {why}")
+        return Unreachable(self.shown, scrub(str(exc) or type(exc).__name__, self.url))
 
     def _noted(self, exc: BaseException | None) -> None:
         """Remember since when the service cannot be reached (status shows it)."""

@@ -11,8 +11,11 @@ from sidecar import config as config_mod
 from sidecar import envfile, layout
 from sidecar.cli import present, status
 from sidecar.cli.present import Style
+from sidecar.coordination import current as coordination
+from sidecar.coordination.base import Unreachable
 from sidecar.doctor import hooks as hook_checks
 from sidecar.doctor import mounts
+from sidecar.errors import SidecarError
 from sidecar.followups import environment as followup_env
 from sidecar.hosts import registry
 from sidecar.hosts.base import Finding, Host, note
@@ -42,6 +45,7 @@ def check(cwd: Path, home: Path, platform: str = sys.platform,
     running = _running(ws, registered)
     return [
         *unreadable,
+        *_coordination(),
         _service(platform, home, registered, unserved, fix),
         _on_path(),
         *_workspace(cwd, ws, roots, unserved, fix),
@@ -230,6 +234,24 @@ def render(findings: list[Finding], style: Style | None = None) -> str:
         if f.fix:
             lines.append(f"        {paint('fix:', 'bold')} {f.fix}")
     return "\n".join(lines) + "\n"
+
+
+def _coordination() -> list[Finding]:
+    """Where Redis coordinates the instances: whether it answers, named by its URL (its
+    password masked) and the error. Nothing to say of the file backend."""
+    try:
+        backend = coordination.get()
+    except SidecarError as exc:
+        return [Finding(False, str(exc), "install the extra, or correct [coordination] url")]
+    if not backend.distributed:
+        return []
+    try:
+        backend.ping()
+    except Unreachable as exc:
+        return [Finding(False, str(exc), f"start that Redis, or correct [coordination] url in "
+                        f"{layout.config_file()} (or SIDECAR_COORDINATION_URL); until it answers "
+                        "no instance leads, and hooks' events wait in the inbox")]
+    return [Finding(True, f"coordination {backend.shown} answers")]
 
 
 def _shared_filesystems(roots: list[Path], mountinfo: Path) -> list[Finding]:
