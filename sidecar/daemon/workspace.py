@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import logging
 import threading
+import time
 from collections.abc import Callable
 from typing import Any, NamedTuple
 
@@ -45,6 +46,7 @@ log = logging.getLogger("sidecar")
 
 STANDBY_RETRY = 0.2  # seconds between a stand-by's attempts at the leader lock
 BEAT_MIN = 1.0  # seconds between instance-file writes while what they report keeps changing
+LOST_LEAD_PAUSE = 1.0  # seconds before an instance that lost the lead tries for it again
 HOST_LOOK = 2.0  # seconds between a stand-by's looks for the hosts on its own machine
 LEADER_LOOKS = 10  # a stand-by's looks for the leader's file (it follows the lock) before it speaks
 
@@ -100,6 +102,7 @@ class WorkspaceServer:
         self.leader_looks = 0  # looks for who leads since standing by; past LEADER_LOOKS: said
         self.clock = StepDetector()  # fed by the loop's step with both clocks' times
         self.next_host_look = 0.0  # a stand-by's next look for hosts on its machine
+        self.lead_again_at = 0.0  # after losing the lead: not tried for again before then
 
     # -- what the watches call -------------------------------------------------------------
 
@@ -126,7 +129,7 @@ class WorkspaceServer:
         self.ws.check_runtime()
         if self.leader is not None and not self.leader.held():
             self.step_down("the lead was lost")
-        if self.leader is None and not self._try_lead(now):
+        if self.leader is None and (now < self.lead_again_at or not self._try_lead(now)):
             self.set_aside_for = None
             self._say_standing_by()
             if self.coordination.distributed:
@@ -233,6 +236,9 @@ class WorkspaceServer:
         self.leader = None
         self.sessions.fence = self.hook_store.fence = lambda: None
         self.leader_looks = 0
+        # A lead lost while the process lives came of its connection or its pace: a stand-by
+        # whose own are sound takes over first (it tries every STANDBY_RETRY).
+        self.lead_again_at = time.time() + LOST_LEAD_PAUSE
 
     def _unreachable(self, exc: Exception) -> None:
         if self.trouble is None:
