@@ -17,7 +17,7 @@ from typing import Any
 
 import orjson
 
-from sidecar.emit import drop, find_workspace, registered
+from sidecar.emit import drop, find_workspace, process_space, registered
 from sidecar.hosts.base import Host
 from sidecar.procwatch import start_time
 from sidecar.vocabulary import EventKind
@@ -36,7 +36,8 @@ def event_for(hook: str, kwargs: dict[str, Any]) -> dict[str, Any] | None:
     event: dict[str, Any] = {"event": hook, "session_id": session_id, "host": "hermes",
                              "ts": time.time(), "cwd": os.getcwd(),
                              # the agent's own process: sidecar ends its sessions if it dies
-                             "hostPid": os.getpid(), "hostStart": start_time(os.getpid())}
+                             "hostPid": os.getpid(), "hostStart": start_time(os.getpid()),
+                             "hostSpace": process_space()}
     for key in KEPT:
         value = kwargs.get(key)
         if isinstance(value, (str, int, float, bool)):

@@ -24,6 +24,18 @@ function startTime() {
   }
 }
 
+// Where this pid means something: this boot of this machine, and this PID namespace (as
+// `sidecar emit` says it), so a daemon on another machine never looks the agent up by it.
+function processSpace() {
+  try {
+    const boot = fs.readFileSync("/proc/sys/kernel/random/boot_id", "utf8").trim()
+    const space = fs.readlinkSync("/proc/self/ns/pid")
+    return `${boot}/${space.slice(5, -1)}`
+  } catch {
+    return undefined
+  }
+}
+
 function findWorkspace(start) {
   let dir = path.resolve(start)
   for (;;) {
@@ -93,6 +105,7 @@ function openInbox(root, fds) {
 // agent.
 function inboxWriter(host) {
   const hostStart = startTime()
+  const hostSpace = processSpace()
   let sequence = 0n
   return (dir, fields) => {
     const fds = []
@@ -105,7 +118,7 @@ function inboxWriter(host) {
       const stamp = (BigInt(Date.now()) * 1000000n + (sequence++ % 1000000n)).toString()
       const name = `${stamp.padStart(20, "0")}-${process.pid}-${host}`
       const body = { host, ts: Date.now() / 1000, cwd: dir, hostPid: process.pid, hostStart,
-                     ...fields }
+                     hostSpace, ...fields }
       if (process.env.SIDECAR_HOOK_ID) body.sidecarHookId = process.env.SIDECAR_HOOK_ID
       const temp = path.join(inbox, `.${name}.tmp`)
       const fd = fs.openSync(temp, C.O_WRONLY | C.O_CREAT | C.O_EXCL | C.O_NOFOLLOW, 0o600)
