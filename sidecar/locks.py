@@ -1,20 +1,23 @@
-"""Advisory file locks (portalocker's flock), always on dedicated lock files.
+"""Advisory file locks (flock), always on dedicated lock files.
 
 A lock file is never replaced or deleted while in use, so a lock cannot be lost to an atomic
 replace; the kernel releases it when its process dies. Callers keep the returned handle:
 dropping it releases the lock.
+
+The standard library's `fcntl.flock` is all a lock on one machine needs: importing portalocker
+(which this once used) loads redis-py wherever the `redis` extra is installed, and the Redis
+lock is imported by the Redis backend alone.
 """
 
 from __future__ import annotations
 
+import fcntl
 import os
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import IO
-
-import portalocker
 
 from sidecar import safedir
 from sidecar.errors import SidecarError
@@ -34,10 +37,10 @@ def _open(path: Path) -> IO[bytes]:
 def try_lock(path: Path, *, shared: bool = False) -> IO[bytes] | None:
     """Take the lock without waiting; the open handle holds it, or None if it is held."""
     handle = _open(path)
-    flags = (portalocker.LOCK_SH if shared else portalocker.LOCK_EX) | portalocker.LOCK_NB
+    flags = (fcntl.LOCK_SH if shared else fcntl.LOCK_EX) | fcntl.LOCK_NB
     try:
-        portalocker.lock(handle, flags)
-    except portalocker.LockException:
+        fcntl.flock(handle.fileno(), flags)
+    except BlockingIOError:
         handle.close()
         return None
     return handle
@@ -46,7 +49,7 @@ def try_lock(path: Path, *, shared: bool = False) -> IO[bytes] | None:
 def release(handle: IO[bytes] | None) -> None:
     if handle is not None and not handle.closed:
         try:
-            portalocker.unlock(handle)
+            fcntl.flock(handle.fileno(), fcntl.LOCK_UN)
         finally:
             handle.close()
 

@@ -117,3 +117,36 @@ def test_the_runner_imports_only_the_standard_library_and_the_lease_only_in_redi
     assert not [m for m in plain | leased
                 if m.split(".")[0] not in (*sys.stdlib_module_names, "runlease")]
     assert "ssl" not in leased  # only for rediss://
+
+
+COORDINATED = ("import sys, json, sidecar.daemon.process\n"
+               "from sidecar.coordination import current\n"
+               "print(current.get().shown)\n"
+               "print(json.dumps(sorted(sys.modules)))\n")
+
+
+def test_redis_is_loaded_only_where_a_redis_url_is_configured(tmp_path):
+    """The optional extra stays out of every process that does not coordinate through Redis,
+    and out of the hook path even where one does (emit never reads the URL)."""
+    import os
+
+    from helpers import emit
+
+    plain = {k: v for k, v in os.environ.items() if k != "SIDECAR_COORDINATION_URL"}
+    files = subprocess.run([sys.executable, "-c", COORDINATED], capture_output=True, check=True,
+                           text=True, env=plain).stdout.splitlines()
+    assert files[0] == "file"
+    assert not [m for m in orjson.loads(files[1]) if m == "redis" or m.startswith("redis.")]
+    assert "portalocker.redis" not in orjson.loads(files[1])
+    url = "redis://:pw@127.0.0.1:1/0"  # nothing listens there: choosing it connects to nothing
+    redis_mode = subprocess.run([sys.executable, "-c", COORDINATED], capture_output=True,
+                                check=True, text=True,
+                                env={**plain, "SIDECAR_COORDINATION_URL": url}).stdout.splitlines()
+    assert redis_mode[0] == "redis://:***@127.0.0.1:1/0"
+    assert "redis" in orjson.loads(redis_mode[1])
+    (tmp_path / "ws" / ".context").mkdir(parents=True)
+    hook = emit(tmp_path / "ws", b'{"hook_event_name":"Stop","session_id":"s"}', "--source",
+                "claude-code", env={"SIDECAR_COORDINATION_URL": url, "PYTHONVERBOSE": "1"})
+    said = hook.stderr.decode()
+    assert "import 'sidecar.emit'" in said  # (the verbose import trace is there to read)
+    assert "import 'redis'" not in said and "import 'sidecar.coordination" not in said
