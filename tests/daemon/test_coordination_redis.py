@@ -160,3 +160,30 @@ def _answers(coord: RedisCoordination) -> bool:
     except Unreachable:
         return False
     return True
+
+
+def test_a_redis_password_never_shows_in_the_log_status_or_doctor(
+        workspace, config_home, redis_servers, start_daemon):
+    from helpers import run_cli
+    from support.cluster import coordinate_through, daemon_log
+
+    secret = "pa55-w0rd-xyz"
+    server = redis_servers(password=secret)
+    coordinate_through(config_home, server)
+    daemon = start_daemon(workspace.root)
+    assert "redis://:***@127.0.0.1" in run_cli("status", "--root", str(workspace.root)).stdout.decode()
+    server.stop()
+    wait_until(lambda: "unreachable" in daemon_log().read_text(), 10)
+    status = run_cli("status", "--root", str(workspace.root))
+    report = run_cli("status", "--root", str(workspace.root), "--json")
+    doctor = run_cli("doctor", cwd=workspace.root)
+    shown = [status.stdout, status.stderr, report.stdout, doctor.stdout, doctor.stderr]
+    assert status.returncode == 3
+    assert b"redis://:***@127.0.0.1" in status.stdout and b"unreachable since" in status.stdout
+    server.start()
+    wait_until(lambda: run_cli("status", "--root", str(workspace.root)).returncode == 0, 15)
+    daemon.stop()
+    said = daemon_log().read_bytes() + daemon.log_path.read_bytes()
+    assert b"reachable again" in said or b"answers again" in said
+    for text in [*shown, said]:
+        assert secret.encode() not in text
