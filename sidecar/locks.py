@@ -40,7 +40,7 @@ def try_lock(path: Path, *, shared: bool = False) -> IO[bytes] | None:
     flags = (fcntl.LOCK_SH if shared else fcntl.LOCK_EX) | fcntl.LOCK_NB
     try:
         fcntl.flock(handle.fileno(), flags)
-    except BlockingIOError:
+    except OSError:  # held (EWOULDBLOCK), or no lock to be had there (ENOLCK): not taken
         handle.close()
         return None
     return handle

@@ -9,6 +9,7 @@ swapped under a running daemon.
 
 from __future__ import annotations
 
+import os
 import threading
 
 from sidecar.coordination.base import Coordination
@@ -49,10 +50,20 @@ def get() -> Coordination:
     global _current
     with _lock:
         if _current is None:
-            from sidecar.config import load_config
-
-            _current = for_url(load_config().coordination_url)
+            _current = for_url(_configured_url())
         return _current
+
+
+def _configured_url() -> str | None:
+    """The configured URL. A config.toml that cannot be read names none (its error is said
+    by whatever reads the rest of it), unless SIDECAR_COORDINATION_URL does."""
+    from sidecar import config
+
+    try:
+        return config.load_config().coordination_url
+    except config.ConfigError:
+        url = os.environ.get(config.COORDINATION_ENV)
+        return url or None
 
 
 def reset() -> None:

@@ -40,6 +40,7 @@ from portalocker import exceptions as lock_errors
 from redis.backoff import NoBackoff
 from redis.retry import Retry
 
+from sidecar.config import ConfigError
 from sidecar.coordination.base import LeaseLost, Unreachable, workspace_key
 from sidecar.coordination.url import masked, scrub
 from sidecar.layout import Workspace
@@ -55,9 +56,8 @@ INSTANCE_TTL = 1.5  # seconds an instance's key outlives its last renewal: the l
 KEEP_EVERY = 0.3  # seconds between renewals (several per lease: a busy machine keeps it)
 PROBE_TIMEOUT = 0.5  # how long a stand-by's try waits for a silent holder before reaping it
 STORE_LOCK_TTL = 10_000  # ms; renewed while a daemon holds it, broken when its holder died
+BREAK_AFTER = int(2 * INSTANCE_TTL * 1000)  # ms without a renewal before a dead holder's lock breaks
 LISTEN_POLL = 0.25  # how often the wake-up listener looks whether the process stops
-# One quick retry of a failed command: sidecar retries at its own pace (a stand-by every 200 ms,
-# the keeper every KEEP_EVERY), and `status` must not wait through redis-py's back-off.
 CONNECT_TIMEOUT = 1.0
 COMMAND_TIMEOUT = 2.0
 
@@ -71,6 +71,15 @@ return 0
 """
 
 
+def _client(url: str, **options: object) -> redis.Redis:
+    """redis-py's client for the URL; a URL it cannot read is a configuration error (named
+    without its password), not a traceback wherever it is first used."""
+    try:
+        return redis.Redis.from_url(url, **options)
+    except ValueError as exc:
+        raise ConfigError(f"[coordination] url {masked(url)}: {scrub(str(exc), url)}") from None
+
+
 class RedisCoordination:
     distributed = True
 
@@ -78,9 +87,12 @@ class RedisCoordination:
         self.url = url
         self.shown = masked(url)
         # Named (`sidecar@<host>:<pid>`) so that CLIENT LIST tells whose connection is whose.
-        self.client = redis.Redis.from_url(
+        self.client = _client(
             url, socket_connect_timeout=CONNECT_TIMEOUT, socket_timeout=COMMAND_TIMEOUT,
-            decode_responses=True, health_check_interval=10, retry=Retry(NoBackoff(), 1),
+            decode_responses=True, health_check_interval=10,
+            # One quick retry of a failed command: sidecar retries at its own pace (a stand-by
+            # every 200 ms, the keeper every KEEP_EVERY); `status` must not wait out a back-off.
+            retry=Retry(NoBackoff(), 1),
             client_name=name or f"sidecar@{socket.gethostname()}:{os.getpid()}")
         self.members: set[str] = set()  # instance ids whose keys this process renews
         self.held_locks: dict[str, str] = {}  # store lock key -> token, renewed while held
@@ -138,6 +150,9 @@ class RedisCoordination:
             except redis.RedisError as exc:
                 self._noted(exc)
                 continue
+            except Exception:  # noqa: BLE001 - a dead keeper would let every lease lapse
+                log.exception("coordination %s: the keeper's round failed", self.shown)
+                continue
             self._noted(None)
 
     # -- membership ----------------------------------------------------------------------
@@ -194,11 +209,17 @@ class RedisCoordination:
                 pass  # it expires; a waiter also breaks it once this instance is gone
 
     def _break_if_dead(self, key: str) -> None:
+        """Break a store lock whose holder is gone: its instance's lease has lapsed AND the
+        lock itself has not been renewed for BREAK_AFTER (a live holder's keeper renews both
+        every KEEP_EVERY), so a holder that is merely slow keeps its lock."""
         token = self.client.get(key)
         if not isinstance(token, str) or ":" not in token:
             return
         holder = token.split(":", 1)[0]
-        if holder != "cmd" and not self.client.exists(PREFIX + "instance:" + holder):
+        if holder == "cmd" or self.client.exists(PREFIX + "instance:" + holder):
+            return
+        left = self.client.pttl(key)
+        if isinstance(left, int) and 0 <= left <= STORE_LOCK_TTL - BREAK_AFTER:
             if self.delete_if(keys=[key], args=[token]):
                 log.info("a store lock held by instance %s, which is gone, was broken", holder)
 
@@ -243,11 +264,11 @@ class RedisCoordination:
             pubsub = self.client.pubsub(ignore_subscribe_messages=True)  # type: ignore[no-untyped-call]
             try:
                 pubsub.psubscribe(PREFIX + "wake:*")
-                woken("")  # (re)connected: whatever was announced meanwhile is listed now
+                _tell(woken, "")  # (re)connected: what was announced meanwhile is listed now
                 while not self.stopping.is_set():
                     message = pubsub.get_message(timeout=LISTEN_POLL)
                     if message is not None and message.get("type") == "pmessage":
-                        woken(str(message["channel"])[len(PREFIX + "wake:"):])
+                        _tell(woken, str(message["channel"])[len(PREFIX + "wake:"):])
             except (redis.RedisError, OSError, ValueError) as exc:
                 if self.stopping.is_set():
                     return  # closed under it, as the process stops
@@ -279,6 +300,14 @@ class RedisCoordination:
         except redis.RedisError:
             pass  # they expire
         self.client.close()
+
+
+def _tell(woken: Callable[[str], None], key: str) -> None:
+    """A wake-up's listener must outlive a failure of what it wakes."""
+    try:
+        woken(key)
+    except Exception:  # noqa: BLE001
+        log.exception("a wake-up for %s failed", key or "every workspace")
 
 
 class RedisLeadership:
@@ -326,8 +355,11 @@ class RedisLeadership:
                 lock.release()
                 return False
             self.lock = lock
-            self.me = f"{self.instance_id}:{lock.fence_token}"
-            self.term = f"{self.instance_id}.{lock.fence_token}"
+            # The fencing counter starts again at a Redis restart without persistence: the
+            # nonce keeps a term's name (and its claims) its own all the same.
+            nonce = uuid.uuid4().hex[:8]
+            self.me = f"{self.instance_id}:{lock.fence_token}:{nonce}"
+            self.term = f"{self.instance_id}.{lock.fence_token}.{nonce}"
             self.coord.client.set(self.holder_key, self.me)
             return True
         except (redis.RedisError, lock_errors.LockException) as exc:
@@ -342,7 +374,7 @@ class RedisLeadership:
             fence, holder = self.coord.client.mget(lock.fence_key, self.holder_key)
         except redis.RedisError as exc:
             raise LeaseLost(f"the lead cannot be confirmed: {self.coord.unreachable(exc)}") from None
-        if holder != me or str(fence) != me.rsplit(":", 1)[1]:
+        if holder != me or str(fence) != me.split(":")[1]:
             raise LeaseLost(f"another instance leads the workspace now ({holder!r})")
 
     def held(self) -> bool:

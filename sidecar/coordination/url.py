@@ -2,25 +2,34 @@
 
 from __future__ import annotations
 
-from urllib.parse import urlsplit, urlunsplit
+from urllib.parse import parse_qsl, urlencode, urlsplit
+
+SECRET_ARGUMENTS = ("password", "username")  # redis-py reads both from the query too
 
 
 def masked(url: str) -> str:
-    """`redis://:secret@host:6379/0` -> `redis://:***@host:6379/0`; a URL that cannot be
-    parsed is shown by its scheme alone."""
+    """`redis://:secret@host:6379/0` -> `redis://:***@host:6379/0` (and `?password=` too); a
+    URL that cannot be parsed is shown by its scheme alone."""
     try:
         parts = urlsplit(url)
         host = parts.hostname or ""
         port = parts.port
     except ValueError:
         return url.split("://", 1)[0] + "://…"
-    if parts.password is None and parts.username is None:
+    query = parts.query
+    arguments = parse_qsl(query, keep_blank_values=True)
+    if any(name in SECRET_ARGUMENTS for name, _ in arguments):
+        query = urlencode([(n, "***" if n in SECRET_ARGUMENTS else v) for n, v in arguments],
+                          safe="*/")
+    netloc = parts.netloc
+    if parts.password is not None or parts.username is not None:
+        netloc = f"[{host}]" if ":" in host else host
+        if port is not None:
+            netloc += f":{port}"
+        netloc = f"{'***' if parts.username else ''}:***@{netloc}"
+    if (netloc, query) == (parts.netloc, parts.query):
         return url
-    where = f"[{host}]" if ":" in host else host
-    if port is not None:
-        where += f":{port}"
-    user = "***" if parts.username else ""
-    return urlunsplit((parts.scheme, f"{user}:***@{where}", parts.path, parts.query, ""))
+    return f"{parts.scheme}://{netloc}{parts.path}" + (f"?{query}" if query else "")
 
 
 def scrub(text: str, url: str) -> str:
@@ -29,6 +38,7 @@ def scrub(text: str, url: str) -> str:
     try:
         parts = urlsplit(url)
         secrets = [s for s in (parts.password, parts.username) if s]
+        secrets += [v for n, v in parse_qsl(parts.query) if n in SECRET_ARGUMENTS and v]
     except ValueError:
         return text
     for secret in secrets:
