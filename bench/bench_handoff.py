@@ -24,8 +24,9 @@ def leader_pid(root) -> int | None:
     return None
 
 
-def handoff(kills: int = 15) -> None:
-    with sandbox("reconcileInterval = 2\nheartbeatInterval = 0.2\n") as (root, env):
+def handoff_samples(kills: int, coordination_url: str | None = None) -> list[float]:
+    """Seconds from each SIGKILL of the leader to the next event applied (by the stand-by)."""
+    with sandbox("reconcileInterval = 2\nheartbeatInterval = 0.2\n", coordination_url) as (root, env):
         inbox = root / ".context/runtime/inbox"
         observer, clock = watch_deletes(inbox)
         procs = [subprocess.Popen([SIDECAR, "run", "--root", str(root)], env=env,
@@ -72,6 +73,11 @@ def handoff(kills: int = 15) -> None:
                 proc.wait(30)
             observer.stop()
             observer.join()
+    return waits
+
+
+def handoff(kills: int = 15) -> None:
+    waits = handoff_samples(kills)
     report("hand-off after SIGKILL of the leader: p50", f"{percentile(waits, 50) * 1000:.0f} ms",
            "stand-by retry interval 200 ms", f"{len(waits)} kills; contract: < 1 s")
     report("hand-off after SIGKILL of the leader: p99", f"{percentile(waits, 99) * 1000:.0f} ms")

@@ -18,13 +18,20 @@ BIN = Path(sys.executable).parent
 SIDECAR = str(BIN / "sidecar")
 # The hosts' recorded payloads, beside their end-to-end tests.
 HOST_FIXTURES = Path(__file__).resolve().parent.parent / "tests" / "e2e"
+COORDINATION_ENV = "SIDECAR_COORDINATION_URL"
 
 
 @contextmanager
-def sandbox(config: str = "") -> Iterator[tuple[Path, dict[str, str]]]:
-    """A temporary workspace (initialised) and a private user config; removed afterwards."""
+def sandbox(config: str = "", coordination_url: str | None = None
+            ) -> Iterator[tuple[Path, dict[str, str]]]:
+    """A temporary workspace (initialised) and a private user config; removed afterwards.
+    With `coordination_url`, every daemon and command started with its env coordinates
+    through that Redis; without, through files (whatever the caller's environment says)."""
     top = Path(tempfile.mkdtemp(prefix="sidecar-bench-"))
     env = {**os.environ, "SIDECAR_CONFIG_HOME": str(top / "config")}
+    env.pop(COORDINATION_ENV, None)
+    if coordination_url is not None:
+        env[COORDINATION_ENV] = coordination_url
     (top / "config").mkdir()
     (top / "config" / "config.toml").write_text(config)
     root = top / "ws"

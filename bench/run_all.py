@@ -1,7 +1,7 @@
 """`make bench`: every benchmark, each figure beside a floor measured in the same run.
 
 Benchmarks measure; they assert nothing. Pass names (emit, latency, throughput, status, hooks,
-handoff, lifecycle, idle, many, top, statusline) to run only some.
+handoff, lifecycle, idle, many, top, statusline, redis) to run only some.
 """
 
 from __future__ import annotations
@@ -17,13 +17,15 @@ import bench_handoff  # noqa: E402
 import bench_hooks  # noqa: E402
 import bench_lifecycle  # noqa: E402
 import bench_many  # noqa: E402
+import bench_redis  # noqa: E402
 import bench_statusline  # noqa: E402
 import bench_top  # noqa: E402
 
 
 def main() -> None:
     chosen = set(sys.argv[1:]) or {"emit", "latency", "throughput", "status", "hooks", "handoff",
-                                   "lifecycle", "idle", "many", "top", "statusline"}
+                                   "lifecycle", "idle", "many", "top", "statusline",
+                                   "redis"}
     print(f"{'benchmark':<44} {'figure':<26} {'floor (same run)':<34} ratio / target")
     if "emit" in chosen:
         bench_emit.main()
@@ -49,6 +51,8 @@ def main() -> None:
         bench_top.top(1000)
     if "statusline" in chosen:
         bench_statusline.main()
+    if "redis" in chosen:
+        bench_redis.main()
 
 
 if __name__ == "__main__":

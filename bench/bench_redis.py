@@ -1,0 +1,120 @@
+"""Redis coordination beside file coordination: drop-to-applied, hand-off after SIGKILL of
+the leader, and follow-up due-to-start, each measured in both modes in the same run.
+
+Each Redis figure is printed beside the file figure of the same run and their ratio (the goal:
+within 2x of file mode), with the floor the file-mode benchmark already prints. The Redis is a
+`redis-server` of the bench's own, on a free loopback port, without persistence.
+"""
+
+from __future__ import annotations
+
+import shutil
+import socket
+import subprocess
+import tempfile
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+from bench_daemon import latency_samples
+from bench_handoff import handoff_samples
+from bench_hooks import due_samples
+from common import percentile, report
+
+GOAL = 2.0  # a Redis figure within this many times the file figure of the same run
+READY_TIMEOUT = 10.0
+
+
+def free_port() -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])
+
+
+def answers(port: int) -> bool:
+    """Whether a Redis answers PING on the port (its inline protocol: no client library)."""
+    try:
+        with socket.create_connection(("127.0.0.1", port), timeout=1) as conn:
+            conn.sendall(b"PING\r\n")
+            return conn.recv(64).startswith(b"+PONG")
+    except OSError:
+        return False
+
+
+@contextmanager
+def redis_server(binary: str) -> Iterator[str]:
+    """A redis-server of the bench's own; yields its URL, and stops it afterwards."""
+    folder = Path(tempfile.mkdtemp(prefix="sidecar-bench-redis-"))
+    port = free_port()
+    proc = subprocess.Popen([binary, "--port", str(port), "--bind", "127.0.0.1", "--save", "",
+                             "--appendonly", "no", "--dir", str(folder)],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        deadline = time.monotonic() + READY_TIMEOUT
+        while not answers(port):
+            if proc.poll() is not None or time.monotonic() > deadline:
+                raise RuntimeError(f"redis-server did not start on port {port}")
+            time.sleep(0.02)
+        yield f"redis://127.0.0.1:{port}/0"
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(10)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+        shutil.rmtree(folder, ignore_errors=True)
+
+
+def compare(name: str, unit: str, redis_value: float, file_value: float, floor: str) -> None:
+    """One row: the Redis figure, the file figure of the same run, the floor, the ratio."""
+    ratio = redis_value / file_value if file_value > 0 else float("inf")
+    digits = 0 if unit == "ms" and file_value >= 10 else 2
+    report(f"redis: {name}", f"{redis_value:.{digits}f} {unit} (file {file_value:.{digits}f} {unit})",
+           floor, f"{ratio:.2f}x file (goal <= {GOAL:g}x)")
+
+
+def ms(values: list[float], pct: float) -> float:
+    return percentile(values, pct) * 1000 if values else float("nan")
+
+
+def latency(url: str, rate: float, count: int) -> None:
+    file_waits, floor, file_missing = latency_samples(rate, count)
+    redis_waits, _, redis_missing = latency_samples(rate, count, url)
+    for pct in (50, 99):
+        compare(f"drop -> applied at {rate:.0f}/s p{pct}", "ms", ms(redis_waits, pct),
+                ms(file_waits, pct), f"floor (watch only) p{pct} {ms(floor, pct):.2f} ms")
+    if file_missing or redis_missing:
+        report("redis: events not seen applied", f"{redis_missing} (file {file_missing})")
+
+
+def handoff(url: str, kills: int) -> None:
+    file_waits = handoff_samples(kills)
+    redis_waits = handoff_samples(kills, url)
+    for pct in (50, 99):
+        compare(f"hand-off after SIGKILL p{pct}", "ms", ms(redis_waits, pct), ms(file_waits, pct),
+                f"stand-by retry 200 ms; {len(redis_waits)}/{len(file_waits)} kills")
+
+
+def due_to_start(url: str, count: int) -> None:
+    file_waits, floor = due_samples(count, 1)
+    redis_waits, _ = due_samples(count, 1, url)
+    for pct in (50, 99):
+        compare(f"hook due -> action start p{pct}", "ms", ms(redis_waits, pct),
+                ms(file_waits, pct), f"floor (spawn only) p{pct} {ms(floor, pct):.1f} ms")
+
+
+def main(rate: float = 200.0, events: int = 1000, kills: int = 10, follow_ups: int = 30) -> None:
+    binary = shutil.which("redis-server")
+    if binary is None:
+        report("redis coordination", "skipped", "needs redis-server on PATH")
+        return
+    with redis_server(binary) as url:
+        latency(url, rate, events)
+        handoff(url, kills)
+        due_to_start(url, follow_ups)
+
+
+if __name__ == "__main__":
+    main()
