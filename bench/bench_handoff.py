@@ -10,7 +10,7 @@ import time
 
 import orjson
 from bench_daemon import watch_deletes
-from common import SIDECAR, drop, percentile, report, sandbox
+from common import SIDECAR, drop, percentile, report, sandbox, wait_for_role
 
 
 def leader_pid(root) -> int | None:
@@ -22,6 +22,26 @@ def leader_pid(root) -> int | None:
         if doc.get("role") == "leader" and os.path.exists(f"/proc/{doc['pid']}"):
             return doc["pid"]
     return None
+
+
+def wait_for_stand_bys(root, procs: list[subprocess.Popen], timeout: float = 30) -> None:
+    """Until one instance leads and every other stands by: a hand-off, not a start-up."""
+    deadline = time.monotonic() + timeout
+    while (first := leader_pid(root)) is None and time.monotonic() < deadline:
+        time.sleep(0.02)
+    for proc in procs:
+        if proc.pid != first:
+            wait_for_role(root, proc.pid, "standby", timeout)
+
+
+def first_applied_after(deleted: dict[str, float], killed: float, timeout: float = 10) -> float | None:
+    """When the first inbox file was applied (deleted) after the kill; None within `timeout`."""
+    deadline = killed + timeout
+    while time.perf_counter() < deadline:
+        if any(t > killed + 0.001 for t in list(deleted.values())[-50:]):
+            break
+        time.sleep(0.001)
+    return min((t for t in list(deleted.values()) if t > killed), default=None)
 
 
 def handoff_samples(kills: int, coordination_url: str | None = None) -> list[float]:
@@ -44,7 +64,7 @@ def handoff_samples(kills: int, coordination_url: str | None = None) -> list[flo
         producer = threading.Thread(target=produce, daemon=True)
         waits = []
         try:
-            time.sleep(1.0)
+            wait_for_stand_bys(root, procs)
             producer.start()
             for _ in range(kills):
                 time.sleep(0.5)
@@ -53,19 +73,16 @@ def handoff_samples(kills: int, coordination_url: str | None = None) -> list[flo
                     continue
                 os.kill(pid, signal.SIGKILL)
                 killed = time.perf_counter()
-                deadline = killed + 10
-                while time.perf_counter() < deadline:
-                    if any(t > killed + 0.001 for t in list(clock.deleted.values())[-50:]):
-                        break
-                    time.sleep(0.001)
-                after = [t for t in list(clock.deleted.values()) if t > killed]
-                if after:
-                    waits.append(min(after) - killed)
+                applied = first_applied_after(clock.deleted, killed)
+                if applied is not None:
+                    waits.append(applied - killed)
                 for n, proc in enumerate(procs):
                     if proc.pid == pid:
                         proc.wait()
                         procs[n] = subprocess.Popen([SIDECAR, "run", "--root", str(root)], env=env,
                                                     stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+                        # The next kill measures a hand-off, not the replacement's start-up.
+                        wait_for_role(root, procs[n].pid, "standby")
         finally:
             stop.set()
             for proc in procs:

@@ -79,41 +79,63 @@ def ms(values: list[float], pct: float) -> float:
     return percentile(values, pct) * 1000 if values else float("nan")
 
 
-def latency(url: str, rate: float, count: int) -> None:
-    file_waits, floor, file_missing = latency_samples(rate, count)
-    redis_waits, _, redis_missing = latency_samples(rate, count, url)
+def latency(url: str, rate: float, events: int, rounds: int) -> None:
+    file_waits: list[float] = []
+    redis_waits: list[float] = []
+    floor: list[float] = []
+    missing = [0, 0]
+    for _ in range(rounds):
+        waits, floor_waits, lost = latency_samples(rate, events, None)
+        file_waits += waits
+        floor += floor_waits
+        missing[0] += lost
+        waits, _, lost = latency_samples(rate, events, url)
+        redis_waits += waits
+        missing[1] += lost
     for pct in (50, 99):
         compare(f"drop -> applied at {rate:.0f}/s p{pct}", "ms", ms(redis_waits, pct),
                 ms(file_waits, pct), f"floor (watch only) p{pct} {ms(floor, pct):.2f} ms")
-    if file_missing or redis_missing:
-        report("redis: events not seen applied", f"{redis_missing} (file {file_missing})")
+    if any(missing):
+        report("redis: events not seen applied", f"{missing[1]} (file {missing[0]})")
 
 
-def handoff(url: str, kills: int) -> None:
-    file_waits = handoff_samples(kills)
-    redis_waits = handoff_samples(kills, url)
+def handoff(url: str, kills: int, rounds: int) -> None:
+    file_waits: list[float] = []
+    redis_waits: list[float] = []
+    for _ in range(rounds):
+        file_waits += handoff_samples(kills)
+        redis_waits += handoff_samples(kills, url)
     for pct in (50, 99):
         compare(f"hand-off after SIGKILL p{pct}", "ms", ms(redis_waits, pct), ms(file_waits, pct),
                 f"stand-by retry 200 ms; {len(redis_waits)}/{len(file_waits)} kills")
 
 
-def due_to_start(url: str, count: int) -> None:
-    file_waits, floor = due_samples(count, 1)
-    redis_waits, _ = due_samples(count, 1, url)
+def due_to_start(url: str, follow_ups: int, rounds: int) -> None:
+    file_waits: list[float] = []
+    redis_waits: list[float] = []
+    floor: list[float] = []
+    for _ in range(rounds):
+        waits, spawns = due_samples(follow_ups, 1)
+        file_waits += waits
+        floor += spawns
+        redis_waits += due_samples(follow_ups, 1, url)[0]
     for pct in (50, 99):
         compare(f"hook due -> action start p{pct}", "ms", ms(redis_waits, pct),
                 ms(file_waits, pct), f"floor (spawn only) p{pct} {ms(floor, pct):.1f} ms")
 
 
-def main(rate: float = 200.0, events: int = 1000, kills: int = 10, follow_ups: int = 30) -> None:
+def main(rate: float = 200.0, events: int = 500, kills: int = 5, follow_ups: int = 15,
+         rounds: int = 2) -> None:
+    """Each measurement alternates file and Redis mode `rounds` times, pooling the samples:
+    on a shared machine, a burst of load then falls on both modes rather than on one."""
     binary = shutil.which("redis-server")
     if binary is None:
         report("redis coordination", "skipped", "needs redis-server on PATH")
         return
     with redis_server(binary) as url:
-        latency(url, rate, events)
-        handoff(url, kills)
-        due_to_start(url, follow_ups)
+        latency(url, rate, events, rounds)
+        handoff(url, kills, rounds)
+        due_to_start(url, follow_ups, rounds)
 
 
 if __name__ == "__main__":

@@ -67,6 +67,11 @@ def stop(proc: subprocess.Popen, timeout: float = 60) -> float:
 
 
 def wait_for_leader(root: Path, pid: int, timeout: float = 30) -> None:
+    wait_for_role(root, pid, "leader", timeout)
+
+
+def wait_for_role(root: Path, pid: int, role: str, timeout: float = 30) -> None:
+    """Until the instance of process `pid` says it is `role` ("leader" or "standby")."""
     import orjson
 
     deadline = time.monotonic() + timeout
@@ -77,10 +82,10 @@ def wait_for_leader(root: Path, pid: int, timeout: float = 30) -> None:
                 doc = orjson.loads(path.read_bytes())
             except ValueError:
                 continue
-            if doc.get("pid") == pid and doc.get("role") == "leader":
+            if doc.get("pid") == pid and doc.get("role") == role:
                 return
         time.sleep(0.02)
-    raise RuntimeError("daemon did not become leader")
+    raise RuntimeError(f"daemon did not become {role}")
 
 
 def time_command(args: list[str], stdin: bytes | None = None, runs: int = 30,
