@@ -8,6 +8,7 @@ within 2x of file mode), with the floor the file-mode benchmark already prints. 
 
 from __future__ import annotations
 
+import os
 import shutil
 import socket
 import subprocess
@@ -64,6 +65,26 @@ def redis_server(binary: str) -> Iterator[str]:
         except subprocess.TimeoutExpired:
             proc.kill()
             proc.wait()
+        shutil.rmtree(folder, ignore_errors=True)
+
+
+@contextmanager
+def bytecode_cached() -> Iterator[None]:
+    """Daemons and runners started meanwhile cache their bytecode (in a folder of the bench's
+    own), as an installed sidecar does: an environment that forbids it would add compiling
+    every module at each start to both modes."""
+    saved = {name: os.environ.get(name) for name in ("PYTHONDONTWRITEBYTECODE", "PYTHONPYCACHEPREFIX")}
+    folder = tempfile.mkdtemp(prefix="sidecar-bench-pycache-")
+    os.environ.pop("PYTHONDONTWRITEBYTECODE", None)
+    os.environ["PYTHONPYCACHEPREFIX"] = folder
+    try:
+        yield
+    finally:
+        for name, value in saved.items():
+            if value is None:
+                os.environ.pop(name, None)
+            else:
+                os.environ[name] = value
         shutil.rmtree(folder, ignore_errors=True)
 
 
@@ -132,7 +153,7 @@ def main(rate: float = 200.0, events: int = 500, kills: int = 5, follow_ups: int
     if binary is None:
         report("redis coordination", "skipped", "needs redis-server on PATH")
         return
-    with redis_server(binary) as url:
+    with redis_server(binary) as url, bytecode_cached():
         latency(url, rate, events, rounds)
         handoff(url, kills, rounds)
         due_to_start(url, follow_ups, rounds)
