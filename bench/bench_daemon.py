@@ -39,8 +39,11 @@ def watch_deletes(inbox: Path) -> tuple[Observer, DeleteClock]:
     return observer, clock
 
 
-def latency(rate: float = 200.0, count: int = 2000) -> None:
-    with sandbox(FAST) as (root, env):
+def latency_samples(rate: float, count: int, coordination_url: str | None = None
+                    ) -> tuple[list[float], list[float], int]:
+    """Drop-to-applied waits of `count` events dropped at `rate`, the watch-only floor's
+    waits (seconds), and how many events were not seen applied."""
+    with sandbox(FAST, coordination_url) as (root, env):
         inbox = root / ".context/runtime/inbox"
         observer, clock = watch_deletes(inbox)
         # Floor: the same drop and the same watch, with the bench deleting the file itself.
@@ -73,14 +76,19 @@ def latency(rate: float = 200.0, count: int = 2000) -> None:
         observer.stop()
         observer.join()
         waits = [clock.deleted[n] - t for n, t in dropped.items() if n in clock.deleted]
-        f50 = percentile(floor, 50) * 1000
-        p50, p99 = percentile(waits, 50) * 1000, percentile(waits, 99) * 1000
-        report(f"latency at {rate:.0f} events/s: p50", f"{p50:.2f} ms", f"floor (watch only) {f50:.2f} ms",
-               "target <= 5 ms")
-        report(f"latency at {rate:.0f} events/s: p99", f"{p99:.2f} ms",
-               f"floor p99 {percentile(floor, 99) * 1000:.2f} ms", "target <= 25 ms")
-        if len(waits) != count:
-            report("latency: events not seen applied", str(count - len(waits)))
+    return waits, floor, count - len(waits)
+
+
+def latency(rate: float = 200.0, count: int = 2000) -> None:
+    waits, floor, missing = latency_samples(rate, count)
+    f50 = percentile(floor, 50) * 1000
+    p50, p99 = percentile(waits, 50) * 1000, percentile(waits, 99) * 1000
+    report(f"latency at {rate:.0f} events/s: p50", f"{p50:.2f} ms", f"floor (watch only) {f50:.2f} ms",
+           "target <= 5 ms")
+    report(f"latency at {rate:.0f} events/s: p99", f"{p99:.2f} ms",
+           f"floor p99 {percentile(floor, 99) * 1000:.2f} ms", "target <= 25 ms")
+    if missing:
+        report("latency: events not seen applied", str(missing))
 
 
 def drain_time(events: int) -> tuple[float, float]:

@@ -18,13 +18,20 @@ BIN = Path(sys.executable).parent
 SIDECAR = str(BIN / "sidecar")
 # The hosts' recorded payloads, beside their end-to-end tests.
 HOST_FIXTURES = Path(__file__).resolve().parent.parent / "tests" / "e2e"
+COORDINATION_ENV = "SIDECAR_COORDINATION_URL"
 
 
 @contextmanager
-def sandbox(config: str = "") -> Iterator[tuple[Path, dict[str, str]]]:
-    """A temporary workspace (initialised) and a private user config; removed afterwards."""
+def sandbox(config: str = "", coordination_url: str | None = None
+            ) -> Iterator[tuple[Path, dict[str, str]]]:
+    """A temporary workspace (initialised) and a private user config; removed afterwards.
+    With `coordination_url`, every daemon and command started with its env coordinates
+    through that Redis; without, through files (whatever the caller's environment says)."""
     top = Path(tempfile.mkdtemp(prefix="sidecar-bench-"))
     env = {**os.environ, "SIDECAR_CONFIG_HOME": str(top / "config")}
+    env.pop(COORDINATION_ENV, None)
+    if coordination_url is not None:
+        env[COORDINATION_ENV] = coordination_url
     (top / "config").mkdir()
     (top / "config" / "config.toml").write_text(config)
     root = top / "ws"
@@ -60,6 +67,11 @@ def stop(proc: subprocess.Popen, timeout: float = 60) -> float:
 
 
 def wait_for_leader(root: Path, pid: int, timeout: float = 30) -> None:
+    wait_for_role(root, pid, "leader", timeout)
+
+
+def wait_for_role(root: Path, pid: int, role: str, timeout: float = 30) -> None:
+    """Until the instance of process `pid` says it is `role` ("leader" or "standby")."""
     import orjson
 
     deadline = time.monotonic() + timeout
@@ -70,10 +82,10 @@ def wait_for_leader(root: Path, pid: int, timeout: float = 30) -> None:
                 doc = orjson.loads(path.read_bytes())
             except ValueError:
                 continue
-            if doc.get("pid") == pid and doc.get("role") == "leader":
+            if doc.get("pid") == pid and doc.get("role") == role:
                 return
         time.sleep(0.02)
-    raise RuntimeError("daemon did not become leader")
+    raise RuntimeError(f"daemon did not become {role}")
 
 
 def time_command(args: list[str], stdin: bytes | None = None, runs: int = 30,

@@ -1,7 +1,7 @@
 """`make bench`: every benchmark, each figure beside a floor measured in the same run.
 
 Benchmarks measure; they assert nothing. Pass names (emit, latency, throughput, status, hooks,
-handoff, lifecycle, idle, many, top, statusline) to run only some.
+handoff, lifecycle, idle, many, top, statusline, redis) to run only some.
 """
 
 from __future__ import annotations
@@ -17,38 +17,34 @@ import bench_handoff  # noqa: E402
 import bench_hooks  # noqa: E402
 import bench_lifecycle  # noqa: E402
 import bench_many  # noqa: E402
+import bench_redis  # noqa: E402
 import bench_statusline  # noqa: E402
 import bench_top  # noqa: E402
 
+# Each name and what it runs, in the order a full run takes them.
+BENCHMARKS = {
+    "emit": [bench_emit.main],
+    "latency": [bench_daemon.latency],
+    "throughput": [bench_daemon.throughput_and_scaling],
+    "status": [bench_daemon.status_speed],
+    "hooks": [bench_hooks.due_to_start, bench_hooks.save_and_reload],
+    "handoff": [bench_handoff.handoff],
+    "lifecycle": [bench_lifecycle.host_exit, bench_lifecycle.sigterm_handoff],
+    "idle": [lambda: bench_daemon.idle(60.0)],
+    "many": [lambda: bench_many.many(1000)],
+    "top": [lambda: bench_top.top(1000)],
+    "statusline": [bench_statusline.main],
+    "redis": [bench_redis.main],
+}
+
 
 def main() -> None:
-    chosen = set(sys.argv[1:]) or {"emit", "latency", "throughput", "status", "hooks", "handoff",
-                                   "lifecycle", "idle", "many", "top", "statusline"}
+    chosen = set(sys.argv[1:]) or set(BENCHMARKS)
     print(f"{'benchmark':<44} {'figure':<26} {'floor (same run)':<34} ratio / target")
-    if "emit" in chosen:
-        bench_emit.main()
-    if "latency" in chosen:
-        bench_daemon.latency()
-    if "throughput" in chosen:
-        bench_daemon.throughput_and_scaling()
-    if "status" in chosen:
-        bench_daemon.status_speed()
-    if "hooks" in chosen:
-        bench_hooks.due_to_start()
-        bench_hooks.save_and_reload()
-    if "handoff" in chosen:
-        bench_handoff.handoff()
-    if "lifecycle" in chosen:
-        bench_lifecycle.host_exit()
-        bench_lifecycle.sigterm_handoff()
-    if "idle" in chosen:
-        bench_daemon.idle(60.0)
-    if "many" in chosen:
-        bench_many.many(1000)
-    if "top" in chosen:
-        bench_top.top(1000)
-    if "statusline" in chosen:
-        bench_statusline.main()
+    for name, runs in BENCHMARKS.items():
+        if name in chosen:
+            for run in runs:
+                run()
 
 
 if __name__ == "__main__":
