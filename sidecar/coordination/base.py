@@ -20,7 +20,7 @@ from __future__ import annotations
 import hashlib
 from collections.abc import Callable
 from contextlib import AbstractContextManager
-from typing import Protocol, runtime_checkable
+from typing import NamedTuple, Protocol, runtime_checkable
 
 from sidecar.errors import SidecarError
 from sidecar.layout import Workspace
@@ -37,6 +37,14 @@ class Unreachable(SidecarError):
     def __init__(self, shown: str, why: str) -> None:
         super().__init__(f"coordination {shown} unreachable: {why}")
         self.why = why
+
+
+class RunLease(NamedTuple):
+    """A runner's lease: the variables naming its key and wake-up channel, and the URL to
+    reach the service, which the runner is given on a pipe (it may hold a password)."""
+
+    env: dict[str, str]
+    url: bytes
 
 
 class Leadership(Protocol):
@@ -92,9 +100,9 @@ class Coordination(Protocol):
     def changed(self, ws: Workspace) -> None:
         """Tell the other machines that this one saw the workspace's files change."""
 
-    def run_lease(self, ws: Workspace, entry_id: str) -> dict[str, str]:
-        """The variables that make a follow-up's runner keep a lease while it runs, for a
-        leader on another machine ({} where the process watch sees every runner)."""
+    def run_lease(self, ws: Workspace, entry_id: str) -> RunLease | None:
+        """What makes a follow-up's runner keep a lease while it runs, for a leader on
+        another machine (None where the process watch sees every runner)."""
 
     def run_alive(self, ws: Workspace, entry_id: str) -> bool:
         """Whether the runner of that follow-up holds its lease. Unreachable if unknown."""

@@ -14,6 +14,7 @@ from contextlib import AbstractContextManager
 from typing import IO
 
 from sidecar import locks
+from sidecar.coordination.base import RunLease
 from sidecar.layout import PLAIN_NAME, Workspace
 
 
@@ -75,8 +76,8 @@ class FileCoordination:
     def changed(self, ws: Workspace) -> None:
         return None  # every instance has its own folder watch
 
-    def run_lease(self, ws: Workspace, entry_id: str) -> dict[str, str]:
-        return {}
+    def run_lease(self, ws: Workspace, entry_id: str) -> RunLease | None:
+        return None
 
     def run_alive(self, ws: Workspace, entry_id: str) -> bool:
         raise AssertionError("the file backend watches runners by their process")

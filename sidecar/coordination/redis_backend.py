@@ -41,7 +41,7 @@ from redis.backoff import NoBackoff
 from redis.retry import Retry
 
 from sidecar.config import ConfigError
-from sidecar.coordination.base import LeaseLost, Unreachable, workspace_key
+from sidecar.coordination.base import LeaseLost, RunLease, Unreachable, workspace_key
 from sidecar.coordination.url import masked, scrub
 from sidecar.layout import Workspace
 from sidecar.locks import LockTimeout
@@ -96,6 +96,7 @@ class RedisCoordination:
             client_name=name or f"sidecar@{socket.gethostname()}:{os.getpid()}")
         self.members: set[str] = set()  # instance ids whose keys this process renews
         self.held_locks: dict[str, str] = {}  # store lock key -> token, renewed while held
+        self.terms: dict[str, str] = {}  # workspace key -> the term this process leads it in
         self.wakes: set[str] = set()  # workspace keys to announce
         self.state = threading.Lock()
         self.poke = threading.Event()
@@ -178,8 +179,9 @@ class RedisCoordination:
     @contextmanager
     def store_lock(self, ws: Workspace, name: str, timeout: float = 10.0) -> Iterator[None]:
         key = f"{PREFIX}{workspace_key(ws)}:lock:{name}"
-        with self.state:
-            tag = min(self.members) if self.members else "cmd"
+        with self.state:  # a leader's locks name its term: they break once it is deposed
+            tag = self.terms.get(workspace_key(ws)) or (min(self.members) if self.members
+                                                        else "cmd")
         token = f"{tag}:{uuid.uuid4().hex}"
         deadline = time.monotonic() + timeout
         delay, next_look = 0.0005, 0.0
@@ -216,12 +218,27 @@ class RedisCoordination:
         if not isinstance(token, str) or ":" not in token:
             return
         holder = token.split(":", 1)[0]
+        if self._deposed(key, holder):
+            if self.delete_if(keys=[key], args=[token]):
+                log.info("a store lock held by a deposed leader (%s) was broken", holder)
+            return
+        holder = holder.split(".", 1)[0]  # the instance, of a term
         if holder == "cmd" or self.client.exists(PREFIX + "instance:" + holder):
             return
         left = self.client.pttl(key)
         if isinstance(left, int) and 0 <= left <= STORE_LOCK_TTL - BREAK_AFTER:
             if self.delete_if(keys=[key], args=[token]):
                 log.info("a store lock held by instance %s, which is gone, was broken", holder)
+
+    def _deposed(self, key: str, holder: str) -> bool:
+        """Whether the lock's holder is a leader of an earlier term (`<instance>.<fence>.<nonce>`
+        below the lead's current fence): its fencing check fails before any write it makes,
+        so the new leader need not wait for its lease (its death, say) to run out."""
+        parts = holder.split(".")
+        if len(parts) != 3 or not parts[1].isdigit():
+            return False
+        fence = self.client.get(key.rsplit(":lock:", 1)[0] + ":leader-fence")
+        return isinstance(fence, str) and fence.isdigit() and int(parts[1]) < int(fence)
 
     # -- the lead ------------------------------------------------------------------------
 
@@ -234,10 +251,10 @@ class RedisCoordination:
     def run_key(self, ws: Workspace, entry_id: str) -> str:
         return f"{PREFIX}{workspace_key(ws)}:run:{entry_id}"
 
-    def run_lease(self, ws: Workspace, entry_id: str) -> dict[str, str]:
-        return {"SIDECAR_RUN_LEASE": self.run_key(ws, entry_id),
-                "SIDECAR_COORDINATION_URL": self.url,
-                "SIDECAR_RUN_WAKE": PREFIX + "wake:" + workspace_key(ws)}
+    def run_lease(self, ws: Workspace, entry_id: str) -> RunLease:
+        return RunLease({"SIDECAR_RUN_LEASE": self.run_key(ws, entry_id),
+                         "SIDECAR_RUN_WAKE": PREFIX + "wake:" + workspace_key(ws)},
+                        self.url.encode())
 
     def run_alive(self, ws: Workspace, entry_id: str) -> bool:
         try:
@@ -318,7 +335,8 @@ class RedisLeadership:
         self.coord = coord
         self.instance_id = instance_id
         self.on_lost = on_lost
-        base = PREFIX + workspace_key(ws)
+        self.key = workspace_key(ws)
+        base = PREFIX + self.key
         self.channel = base + ":leader"
         self.holder_key = base + ":leader-holder"
         self.lock: portalocker.RedisLock | None = None
@@ -360,6 +378,8 @@ class RedisLeadership:
             nonce = uuid.uuid4().hex[:8]
             self.me = f"{self.instance_id}:{lock.fence_token}:{nonce}"
             self.term = f"{self.instance_id}.{lock.fence_token}.{nonce}"
+            with self.coord.state:
+                self.coord.terms[self.key] = self.term
             self.coord.client.set(self.holder_key, self.me)
             return True
         except (redis.RedisError, lock_errors.LockException) as exc:
@@ -384,6 +404,8 @@ class RedisLeadership:
         lock, me = self.lock, self.me
         self.lock = self.me = None
         self.term = ""
+        with self.coord.state:
+            self.coord.terms.pop(self.key, None)
         if lock is None:
             return
         try:

@@ -21,6 +21,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from sidecar.config import Config
+from sidecar.coordination.base import LeaseLost, Unreachable
 from sidecar.errors import SidecarError
 from sidecar.followups.queue import FollowUpQueue
 from sidecar.inbox import folder as inbox
@@ -171,6 +172,8 @@ class Ingestor:
                 changes = batch.plan(events)
                 queued = self.queue.add(changes, now, self.config().limit_backoff_scale)
                 result = batch.commit(queued, now)
+        except (LeaseLost, Unreachable):
+            raise  # not a batch's failure: this instance must stop leading (workspace.py)
         except (SidecarError, OSError) as exc:
             self.health.error(self.ws.root, f"batch of {len(events)} left in the inbox: {exc}")
             for event in events:
@@ -204,6 +207,7 @@ class Ingestor:
             self.health.error(self.ws.root, f"cannot set {inbox.shown(rejection.name)} aside: {exc}")
 
     def _finish(self, result: BatchResult, now: float) -> None:
+        self.sessions.fence()  # a leader deposed meanwhile leaves the files to the next one
         inbox.remove(self.ws, result.applied)
         for name, why in result.rejected:
             self._reject(inbox.Rejected(name, why), now)
@@ -232,6 +236,8 @@ class Ingestor:
         self.timers.sweep = now + cfg.sweep_interval  # a failed sweep is tried again then
         try:
             result = self.sessions.sweep(now, cfg.stale_after, lambda key: self._seen_ago(key, now))
+        except (LeaseLost, Unreachable):
+            raise
         except (SidecarError, OSError) as exc:
             self.health.error(self.ws.root, f"stale sweep failed: {exc}")
             return

@@ -102,7 +102,7 @@ class WorkspaceServer:
         self.leader_looks = 0  # looks for who leads since standing by; past LEADER_LOOKS: said
         self.clock = StepDetector()  # fed by the loop's step with both clocks' times
         self.next_host_look = 0.0  # a stand-by's next look for hosts on its machine
-        self.lead_again_at = 0.0  # after losing the lead: not tried for again before then
+        self.lead_again_at = 0.0  # after losing the lead: not tried for before (monotonic)
 
     # -- what the watches call -------------------------------------------------------------
 
@@ -129,7 +129,8 @@ class WorkspaceServer:
         self.ws.check_runtime()
         if self.leader is not None and not self.leader.held():
             self.step_down("the lead was lost")
-        if self.leader is None and (now < self.lead_again_at or not self._try_lead(now)):
+        if self.leader is None and (time.monotonic() < self.lead_again_at
+                                    or not self._try_lead(now)):
             self.set_aside_for = None
             self._say_standing_by()
             if self.coordination.distributed:
@@ -162,6 +163,7 @@ class WorkspaceServer:
                  self.ws.root, jump)
         self.next_beat += jump
         self.beaten += jump
+        self.next_host_look += jump
         self.ingest.clock_stepped(jump)
         if self.followups is None:
             return
@@ -238,7 +240,7 @@ class WorkspaceServer:
         self.leader_looks = 0
         # A lead lost while the process lives came of its connection or its pace: a stand-by
         # whose own are sound takes over first (it tries every STANDBY_RETRY).
-        self.lead_again_at = time.time() + LOST_LEAD_PAUSE
+        self.lead_again_at = time.monotonic() + LOST_LEAD_PAUSE
 
     def _unreachable(self, exc: Exception) -> None:
         if self.trouble is None:

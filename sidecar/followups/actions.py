@@ -20,7 +20,9 @@ from pathlib import Path
 from typing import IO
 
 from sidecar import jsonfile, safedir
+from sidecar.coordination.base import RunLease
 from sidecar.errors import SidecarError
+from sidecar.followups.runner import COORDINATION_FD
 from sidecar.hosts import registry
 from sidecar.layout import Workspace
 from sidecar.owner import Account
@@ -146,7 +148,8 @@ def working_folder(ws: Workspace, cwd: str | None) -> Path:
 
 
 def start(argv: list[str], cwd: Path, env: dict[str, str], log_path: Path,
-          account: Account | None = None, stdin: str | None = None) -> Proc:
+          account: Account | None = None, stdin: str | None = None,
+          lease: RunLease | None = None) -> Proc:
     """Start the action through `sidecar.runner`, in a session of its own, and return its
     process: it outlives this instance, and its outcome lands in `status_file(log_path)`.
     With `account`, the runner and the action run as that user (uid, gid, groups). `stdin`
@@ -159,10 +162,15 @@ def start(argv: list[str], cwd: Path, env: dict[str, str], log_path: Path,
     except OSError as exc:
         raise ActionError(f"{exc.filename}: {exc.strerror}; the firing's log is never "
                           "written through a link") from None
+    passed: tuple[int, ...] = (folder,)
+    if lease is not None:  # the runner's lease: its URL on a pipe, never in an environment
+        env = {**env, **lease.env, COORDINATION_FD: str(pipe := _pipe_of(lease.url))}
+        passed = (folder, pipe)
     try:
         given = _input(stdin)
     except OSError as exc:  # no room for a temporary file, say
-        os.close(folder)
+        for fd in passed:
+            os.close(fd)
         raise ActionError(f"cannot give {argv[0]!r} its standard input: "
                           f"{exc.strerror or exc}") from None
     try:
@@ -181,7 +189,7 @@ def start(argv: list[str], cwd: Path, env: dict[str, str], log_path: Path,
                     [sys.executable, "-S", RUNNER, str(folder), log_path.name, "--", *argv],
                     cwd=cwd, env=env, stdin=given, stdout=log_file,
                     stderr=subprocess.STDOUT, start_new_session=True, close_fds=True,
-                    pass_fds=(folder,), user=account.uid if account else None,
+                    pass_fds=passed, user=account.uid if account else None,
                     group=account.gid if account else None,
                     extra_groups=list(account.groups) if account else None)
             except OSError as exc:
@@ -192,12 +200,23 @@ def start(argv: list[str], cwd: Path, env: dict[str, str], log_path: Path,
                     ) from None
                 raise ActionError(f"cannot start {argv[0]!r}: {exc.strerror or exc}") from None
     finally:
-        os.close(folder)
+        for fd in passed:
+            os.close(fd)  # the runner holds its own copies
         if not isinstance(given, int):
-            given.close()  # the runner holds its own copy
+            given.close()
     # Not waited for through this Popen: any instance may be the one that sees it end.
     proc.returncode = 0  # keeps subprocess from warning about a child it never waited for
     return Proc(proc.pid, start_time(proc.pid))
+
+
+def _pipe_of(data: bytes) -> int:
+    """A pipe's read end holding `data` whole (a URL: far below a pipe's buffer)."""
+    read, write = os.pipe()
+    try:
+        os.write(write, data)
+    finally:
+        os.close(write)
+    return read
 
 
 def _input(text: str | None) -> int | IO[bytes]:

@@ -21,6 +21,7 @@ from typing import Any
 from sidecar import envfile, owner
 from sidecar.config import Config, ConfigError
 from sidecar.daemon import instances
+from sidecar.errors import SidecarError
 from sidecar.hosts import registry
 from sidecar.layout import Workspace
 
@@ -104,7 +105,7 @@ def reported(ws: Workspace) -> Reported | None:
     None where no live instance reports it (none runs, or one from before reports began)."""
     try:
         seen = [s.info for s in instances.seen(ws) if s.live and s.info.environment is not None]
-    except (OSError, ValueError):
+    except (OSError, ValueError, SidecarError):  # Unreachable: who lives cannot be told now
         return None
     if not seen:
         return None

@@ -83,6 +83,8 @@ class FollowUps:
         self.on_fired = on_fired
         self.running: dict[str, Running] = {}
         self.next_recovery = 0.0
+        self.recover_soon = False  # a claim could not be settled yet (its runner's lease)
+        self.absences = remote.Absences()  # since when adopted runners' leases are missing
         self.stopping = False
 
     # -- the step ----------------------------------------------------------------------
@@ -92,9 +94,10 @@ class FollowUps:
         if self.stopping:
             return None
         if now >= self.next_recovery:
+            self.recover_soon = False
             for entry in self.recover(now):
                 self.adopt(entry, now)
-            self.next_recovery = now + RECOVERY_INTERVAL
+            self.next_recovery = now + (REMOTE_POLL if self.recover_soon else RECOVERY_INTERVAL)
         self.check_running(now)
         while True:
             pending = self.queue.view(now).pending
@@ -123,9 +126,14 @@ class FollowUps:
         for entry in unsettled:
             log_path = self.ws.firing_log(entry.hook_id, entry.log or "")
             assert log_path is not None  # `unsettled` holds only claims with a log
-            proc = (remote.settle(self.coordination, self.ws, log_path, entry.id)
-                    if self.coordination.distributed
-                    else actions.settle_start(log_path, runs_as))  # started, or now never will
+            try:
+                proc = (remote.settle(self.coordination, self.ws, log_path, entry.id,
+                                      self.absences, runs_as)
+                        if self.coordination.distributed
+                        else actions.settle_start(log_path, runs_as))  # started, or never will
+            except SidecarError:  # its lease cannot be told yet: the next recovery settles it
+                self.recover_soon = True
+                continue
             settled[entry.id] = Settled(proc, "" if proc else actions.outcome(log_path),
                                         entry.log)
         return self.queue.recover(self.is_alive_instance, now, settled, pending)
@@ -232,9 +240,9 @@ class FollowUps:
                 if isinstance(hook.action, Notify) \
                 else build_argv(hook.action, firing, config.resume, self.ws)
             trust.run_key()  # made before the start: a run is never left unsigned, unwatched
-            env = firing.environment(self.ws, base)
-            env.update(self.coordination.run_lease(self.ws, entry.id))  # read by the runner only
-            proc = actions.start(command.argv, firing.cwd, env, log_path, account, command.stdin)
+            lease = self.coordination.run_lease(self.ws, entry.id)  # the runner's alone
+            proc = actions.start(command.argv, firing.cwd, firing.environment(self.ws, base),
+                                 log_path, account, command.stdin, lease)
         except ActionError as exc:
             outcome = "skipped" if isinstance(exc, actions.CannotResume) else "error"
             self.finish(entry, f"{outcome}: {exc}", log_path if log_path.exists() else None)
@@ -297,10 +305,12 @@ class FollowUps:
         started = min(parse_ts(entry.run.started_at) or now, now)
         proc = Proc(entry.run.pid, entry.run.start)
         log_path = self.ws.firing_log(entry.hook_id, entry.run.log) or self.log_path(entry, now)
-        remote = self.coordination.distributed
+        # Judged by its lease where another machine may run it; a runner that started in this
+        # process space is watched by its pid, as on one machine (its lease aside).
+        elsewhere = self.coordination.distributed and not remote.runs_here(log_path)
         self.running[entry.id] = Running(entry, proc, log_path,
-                                         started + self.config().action_timeout, remote=remote)
-        if not remote:
+                                         started + self.config().action_timeout, remote=elsewhere)
+        if not elsewhere:
             self.watch(proc)
 
     def check_running(self, now: float) -> None:
@@ -323,7 +333,8 @@ class FollowUps:
                 actions.signal_group(run.proc, signal.SIGKILL)
 
     def _check_remote(self, key: str, run: Running, now: float) -> None:
-        status = remote.outcome(self.coordination, self.ws, run.log, run.entry.id)
+        status = remote.outcome(self.coordination, self.ws, run.log, run.entry.id,
+                                self.absences, owner.runs_as(self.ws))
         if status is not None:
             del self.running[key]
             self.finish(run.entry, status, run.log)

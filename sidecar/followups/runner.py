@@ -35,8 +35,12 @@ if TYPE_CHECKING:
 
 LEASE_KEY = "SIDECAR_RUN_LEASE"
 COORDINATION_URL = "SIDECAR_COORDINATION_URL"
+# The daemon gives the URL (which may hold a password) on an inherited pipe instead, whose
+# descriptor this names: a process's environment is readable by every process of its user
+# (/proc/PID/environ), the action's too, and the pipe is read and closed before it starts.
+COORDINATION_FD = "SIDECAR_COORDINATION_FD"
 LEASE_WAKE = "SIDECAR_RUN_WAKE"
-LEASE_VARIABLES = (LEASE_KEY, COORDINATION_URL, LEASE_WAKE)
+LEASE_VARIABLES = (LEASE_KEY, COORDINATION_URL, COORDINATION_FD, LEASE_WAKE)
 LEASE_WITHIN = 2.0  # seconds to reach Redis before the action runs without a lease
 
 
@@ -85,18 +89,53 @@ def _start_time() -> str:
         return "null"
 
 
+def _coordination_url() -> str:
+    """The URL from the daemon's pipe (read whole, then closed), else from the environment."""
+    fd = os.environ.get(COORDINATION_FD, "")
+    if not fd.isdigit():
+        return os.environ.get(COORDINATION_URL, "")
+    chunks = []
+    try:
+        while True:
+            chunk = os.read(int(fd), 65536)
+            if not chunk:
+                break
+            chunks.append(chunk)
+    except OSError:
+        return ""
+    finally:
+        try:
+            os.close(int(fd))
+        except OSError:
+            pass
+    return b"".join(chunks).decode("utf-8", "replace")
+
+
+def process_space() -> str:
+    """Where this pid means something: this machine's boot and PID namespace (`null` if
+    unknown); the same words as `sidecar.emit.process_space`, which a test holds it to."""
+    try:
+        with open("/proc/sys/kernel/random/boot_id", "rb") as handle:
+            boot = handle.read().strip().decode("ascii", "replace")
+        space = os.readlink("/proc/self/ns/pid")
+    except OSError:
+        return "null"
+    return _json_string(f"{boot}/{space[5:-1]}")
+
+
 def take_lease(value: str) -> "Lease | None":
     """In Redis mode, the lease on `SIDECAR_RUN_LEASE`, kept until `Lease.end()`; None
     otherwise, or when Redis cannot be reached (said in the log): the action runs anyway,
     since a leader on this machine still tells by the pid whether it runs."""
-    if not (os.environ.get(LEASE_KEY) and os.environ.get(COORDINATION_URL)):
+    url = _coordination_url()
+    if not (os.environ.get(LEASE_KEY) and url):
         return None
     if __package__:
         from sidecar.followups import runlease
     else:  # run as a script, without site: sys.path[0] is this file's own folder
         import runlease  # type: ignore[import-not-found, no-redef]
     try:
-        lease: Lease = runlease.take(os.environ[COORDINATION_URL], os.environ[LEASE_KEY], value,
+        lease: Lease = runlease.take(url, os.environ[LEASE_KEY], value,
                                      wake=os.environ.get(LEASE_WAKE) or None, within=LEASE_WITHIN)
     except runlease.LeaseError as exc:  # its words name no password
         sys.stderr.write(f"sidecar runner: no liveness lease in Redis ({exc}); the action runs, "
@@ -111,7 +150,8 @@ def main(argv: list[str]) -> int:
         return 2
     folder, log, command = int(argv[0]), argv[1], argv[3:]
     os.set_inheritable(folder, False)  # the log's folder is the runner's, not the action's
-    started = f'{{"pid": {os.getpid()}, "start": {_start_time()}}}'
+    started = (f'{{"pid": {os.getpid()}, "start": {_start_time()}, '
+               f'"space": {process_space()}}}')
     # The lease comes first: a leader elsewhere that sees `.started` must find it live.
     lease = take_lease(started)
     if not claim_start(folder, f"{log}.started", started):

@@ -165,6 +165,7 @@ class HookStore:
         with self.locked():
             state = self.refresh(now)
             doc = state.doc
+            self.fence()  # before the edit: a claim a deposed leader made would be acted on
             try:
                 result = edit(doc)  # typed records: an edit cannot store a wrongly typed value
                 data = doc.to_json()

@@ -134,13 +134,19 @@ class Batch:
                 changed |= rules.sync_binding(fresh, work.key, work.record, repo)
         if changed:
             self.store.save_bindings(fresh)
+        self._add_tokens(result)
+        return result
+
+    def _add_tokens(self, result: BatchResult) -> None:
         grew = [w.applied.tokens_grew for w in self.works.values()
                 if w.failed is None and w.applied.tokens_grew]
+        if not grew:
+            return
+        self.store.fence()  # (a deposed leader's replay would count them twice)
         try:
             tokens.add(self.store.ws, grew, self.store.durable)
         except (OSError, SidecarError) as exc:
             result.errors.append(f"cannot add to the token totals: {exc}")
-        return result
 
 
 class SessionStore:
@@ -205,6 +211,7 @@ class SessionStore:
         if trace:
             jsonfile.append_lines(folder / "trace.jsonl", [t.to_json() for t in trace],
                                   durable=self.durable)
+            self.fence()  # again: the append's fsync may take long on a network volume
         jsonfile.write_json_atomic(folder / "session.json", record.to_json(), durable=self.durable)
 
     # -- batches -----------------------------------------------------------------------
@@ -337,6 +344,7 @@ class SessionStore:
 
     def prune(self, now: float, retention: float) -> int:
         """Delete completed sessions older than `retention`; returns how many."""
+        self.fence()
         cutoff = now - retention
         pruned = 0
         try:

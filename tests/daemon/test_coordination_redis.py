@@ -10,7 +10,7 @@ import pytest
 
 from helpers import wait_until
 from sidecar.coordination.base import LeaseLost, Unreachable
-from sidecar.coordination.redis_backend import INSTANCE_TTL, RedisCoordination
+from sidecar.coordination.redis_backend import BREAK_AFTER, INSTANCE_TTL, RedisCoordination
 from sidecar.layout import Workspace
 from sidecar.locks import LockTimeout
 from support.redis_server import RedisServer
@@ -98,7 +98,29 @@ def test_a_store_lock_excludes_and_a_dead_holders_lock_is_broken(tmp_path, coord
             order.append("b after a died")
         took = time.monotonic() - began
     assert order == ["b after a died"]
-    assert took < INSTANCE_TTL + 2, took  # not the lock's own 10 s expiry
+    assert took < BREAK_AFTER / 1000 + 2, took  # not the lock's own 10 s expiry
+
+
+def test_a_deposed_leaders_store_lock_is_broken_by_the_next_leader_at_once(tmp_path, coords):
+    """A leader that dies holding the sessions' lock does not keep its successor waiting for
+    its lease to run out: its lock names its term, which the new lead's fence has passed."""
+    ws = Workspace(tmp_path)
+    a, b = coords(), coords()
+    a.join(ws, "aaaa")
+    b.join(ws, "bbbb")
+    lead_a = a.leadership(ws, "aaaa", lambda: None)
+    assert lead_a.try_acquire()
+    held = a.store_lock(ws, "bindings")
+    held.__enter__()  # and then the leader's process stops for good: nothing renews or frees it
+    a.stopping.set()
+    a.client.connection_pool.disconnect()
+    lead_a.lock.release()  # its subscription gone with it, as at its death
+    lead_b = b.leadership(ws, "bbbb", lambda: None)
+    assert wait_until(lead_b.try_acquire, 3)
+    began = time.monotonic()
+    with b.store_lock(ws, "bindings", timeout=5):
+        took = time.monotonic() - began
+    assert took < INSTANCE_TTL, took  # not its lease's end, nor the lock's own expiry
 
 
 def test_a_command_holds_a_store_lock_without_being_an_instance(tmp_path, coords):
@@ -113,10 +135,11 @@ def test_a_command_holds_a_store_lock_without_being_an_instance(tmp_path, coords
 def test_a_runners_lease_is_what_says_it_runs(tmp_path, coords):
     ws = Workspace(tmp_path)
     coord = coords()
-    env = coord.run_lease(ws, "entry-1")
-    assert env["SIDECAR_COORDINATION_URL"] == coord.url
+    lease = coord.run_lease(ws, "entry-1")
+    assert lease.url == coord.url.encode()  # given on a pipe: never in an environment
+    assert "SIDECAR_COORDINATION_URL" not in lease.env
     assert not coord.run_alive(ws, "entry-1")
-    coord.client.set(env["SIDECAR_RUN_LEASE"], "1", px=3000)
+    coord.client.set(lease.env["SIDECAR_RUN_LEASE"], "1", px=3000)
     assert coord.run_alive(ws, "entry-1")
 
 
