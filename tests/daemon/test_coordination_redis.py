@@ -201,6 +201,7 @@ def test_a_redis_password_never_shows_in_the_log_status_or_doctor(
     report = run_cli("status", "--root", str(workspace.root), "--json")
     doctor = run_cli("doctor", cwd=workspace.root)
     shown = [status.stdout, status.stderr, report.stdout, doctor.stdout, doctor.stderr]
+    assert f"workspace {workspace.root} is registered".encode() in doctor.stdout, doctor.stdout
     assert status.returncode == 3
     assert b"redis://:***@127.0.0.1" in status.stdout and b"unreachable since" in status.stdout
     server.start()

@@ -186,3 +186,22 @@ def test_a_follow_up_running_across_a_sigterm_cutover_is_recorded_by_the_new_lea
     time.sleep(SETTLE)  # never run again
     assert outcome(ws) == settled
     assert recorded(out, "start") == Counter(["cutover"])
+
+
+def test_a_follow_up_running_while_redis_restarts_empty_is_recorded_ok_and_never_again(cluster):
+    """Redis restarts without persistence while an action runs: every key is gone (the lead,
+    the leases, the fencing counter). Whoever leads next must neither take the action for
+    dead (its runner sets its lease again) nor take the old term's claim for its own."""
+    ws, server, out, boot = cluster
+    a, b = boot(recording_hook(out, sleep=6))
+    end_sessions(ws, ["restarted"])
+    wait_until(lambda: where(out, "restarted"), 30)
+    server.stop()
+    time.sleep(1)
+    server.start()
+    wait_for_leader(ws, server, [a, b], 15)
+    wait_until(lambda: history(ws), 30)
+    time.sleep(SETTLE)
+    assert outcome(ws) == ([("restarted", "ok")], [])
+    assert recorded(out, "start") == Counter(["restarted"])
+    assert recorded(out, "end") == Counter(["restarted"])

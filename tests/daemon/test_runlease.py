@@ -365,3 +365,30 @@ def test_tls_checks_the_server_s_certificate(runners, tmp_path):
             assert not server.client().exists(KEY) and "liveness" not in runner.text()
     finally:
         server.stop()
+
+
+def test_the_daemon_gives_the_url_on_a_pipe_that_no_action_can_read(redis_server, tmp_path):
+    """As the daemon starts a follow-up (actions.start with the coordination's RunLease): the
+    runner takes its lease with the URL it read from an inherited pipe, and neither the
+    action's environment nor its parent's (/proc/$PPID/environ, readable by the same user)
+    holds the URL or its password."""
+    from sidecar.coordination.base import RunLease
+
+    server = redis_server("--requirepass", "right-horse")
+    probe = ("tr '\\0' '\\n' < /proc/$PPID/environ; echo ---; env; "
+             "ls -l /proc/$$/fd /proc/$PPID/fd; sleep 1")
+    log = tmp_path / "logs" / "fired.log"
+    log.parent.mkdir()
+    lease = RunLease({"SIDECAR_RUN_LEASE": KEY, "SIDECAR_RUN_WAKE": WAKE}, server.url().encode())
+    proc = actions.start(["sh", "-c", probe], tmp_path, {"PATH": os.environ["PATH"]}, log,
+                         lease=lease)
+    wait_for(lambda: server.client().exists(KEY))  # the runner holds its lease
+    owner = json.loads(server.client().get(KEY))
+    assert owner["pid"] == proc.pid
+    wait_for(lambda: log.with_name(log.name + ".status").exists())
+    printed = log.read_text()
+    assert "SIDECAR_COORDINATION_FD=" in printed  # the runner's own environment, as the action reads it
+    assert "right-horse" not in printed and "SIDECAR_COORDINATION_URL" not in printed
+    assert "pipe:[" not in printed  # read and closed by the runner, never the action's
+    assert json.loads(log.with_name(log.name + ".status").read_text()) == {"exit": 0}
+    wait_for(lambda: not server.client().exists(KEY))
