@@ -65,6 +65,15 @@ _COMPARE_AND_DELETE = """
 if redis.call('get', KEYS[1]) == ARGV[1] then return redis.call('del', KEYS[1]) end
 return 0
 """
+# Whether the lead's channel has a subscriber whose holder record names a live instance: one
+# round trip for a stand-by's every look.
+_HOLDER_LIVES = """
+if redis.call('pubsub', 'numsub', KEYS[1])[2] == 0 then return 0 end
+local holder = redis.call('get', KEYS[2])
+local instance = holder and string.match(holder, '^([^:]+):')
+if not instance then return 0 end
+return redis.call('exists', ARGV[1] .. instance)
+"""
 _COMPARE_AND_RENEW = """
 if redis.call('get', KEYS[1]) == ARGV[1] then return redis.call('pexpire', KEYS[1], ARGV[2]) end
 return 0
@@ -106,6 +115,7 @@ class RedisCoordination:
         self.trouble: tuple[float, str] | None = None  # (since, why) while unreachable
         self.delete_if = self.client.register_script(_COMPARE_AND_DELETE)
         self._renew = self.client.register_script(_COMPARE_AND_RENEW)
+        self.holder_lives = self.client.register_script(_HOLDER_LIVES)
 
     # -- errors --------------------------------------------------------------------------
 
@@ -350,14 +360,8 @@ class RedisLeadership:
     def _holder_lives(self) -> bool:
         """Whether someone holds the lead and its instance's lease runs: then it is left
         alone without asking it (a probe costs the holder an answer, and time)."""
-        client = self.coord.client
-        subscribed = client.pubsub_numsub(self.channel)
-        if not subscribed or not int(subscribed[0][1]):
-            return False
-        holder = client.get(self.holder_key)
-        if not isinstance(holder, str) or ":" not in holder:
-            return False
-        return bool(client.exists(PREFIX + "instance:" + holder.split(":", 1)[0]))
+        return bool(self.coord.holder_lives(keys=[self.channel, self.holder_key],
+                                            args=[PREFIX + "instance:"]))
 
     def try_acquire(self) -> bool:
         try:

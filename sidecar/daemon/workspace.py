@@ -46,6 +46,7 @@ log = logging.getLogger("sidecar")
 
 STANDBY_RETRY = 0.2  # seconds between a stand-by's attempts at the leader lock
 BEAT_MIN = 1.0  # seconds between instance-file writes while what they report keeps changing
+WOKEN_LOOK = 0.01  # seconds between a distributed stand-by's tries, however often it is woken
 LOST_LEAD_PAUSE = 1.0  # seconds before an instance that lost the lead tries for it again
 HOST_LOOK = 2.0  # seconds between a stand-by's looks for the hosts on its own machine
 LEADER_LOOKS = 10  # a stand-by's looks for the leader's file (it follows the lock) before it speaks
@@ -103,6 +104,7 @@ class WorkspaceServer:
         self.clock = StepDetector()  # fed by the loop's step with both clocks' times
         self.next_host_look = 0.0  # a stand-by's next look for hosts on its machine
         self.lead_again_at = 0.0  # after losing the lead: not tried for before (monotonic)
+        self.next_look = 0.0  # a distributed stand-by's next try (monotonic)
 
     # -- what the watches call -------------------------------------------------------------
 
@@ -130,7 +132,7 @@ class WorkspaceServer:
         if self.leader is not None and not self.leader.held():
             self.step_down("the lead was lost")
         if self.leader is None and (time.monotonic() < self.lead_again_at
-                                    or not self._try_lead(now)):
+                                    or not self._looked_for_lead(now)):
             self.set_aside_for = None
             self._say_standing_by()
             if self.coordination.distributed:
@@ -173,6 +175,16 @@ class WorkspaceServer:
         except (SidecarError, OSError) as exc:
             self.ingest.health.error(self.ws.root, f"cannot move the follow-ups' due times by "
                                      f"the clock's step of {jump:+.0f}s: {exc}")
+
+    def _looked_for_lead(self, now: float) -> bool:
+        """Try for the lead: at every step where a lock is a system call, at most every
+        WOKEN_LOOK where it is a round trip to the coordination service (every arrival wakes a
+        stand-by; its tries must not crowd the machine's leader)."""
+        if self.coordination.distributed:
+            if time.monotonic() < self.next_look:
+                return False
+            self.next_look = time.monotonic() + WOKEN_LOOK
+        return self._try_lead(now)
 
     def _try_lead(self, now: float) -> bool:
         try:

@@ -74,6 +74,16 @@ def standing_by(ws, machine) -> bool:
                for i in instances(ws))
 
 
+def leader_and_stand_by(ws, server, machines):
+    """Machine a leads, machine b stands by (its instance says so)."""
+    a, b = machines("a"), machines("b")
+    start_sidecar(a, ws)
+    wait_for_leader(ws, server, [a])
+    start_sidecar(b, ws)
+    wait_until(lambda: standing_by(ws, b), 10)
+    return a, b
+
+
 def holder(server) -> str | None:
     with server.client(decode_responses=True) as client:
         keys = client.keys("sidecar:*:leader-holder")
@@ -160,11 +170,7 @@ def test_a_leader_cut_off_from_redis_is_taken_over_and_writes_nothing_more(
     coordinate_through(config_home, redis_server)
     no_hooks(workspace)
     with holding_locks(workspace.root):
-        a, b = machines("a"), machines("b")
-        start_sidecar(a, workspace)
-        wait_for_leader(workspace, redis_server, [a])
-        start_sidecar(b, workspace)
-        wait_until(lambda: standing_by(workspace, b), 10)
+        a, b = leader_and_stand_by(workspace, redis_server, machines)
         emit_from(b, workspace, "before", "session-start")
         wait_until(lambda: trace_of(workspace, "before"), 10)
         was = holder(redis_server)
@@ -194,11 +200,7 @@ def test_a_leader_frozen_past_its_lease_is_taken_over_and_steps_down_when_thawed
     coordinate_through(config_home, redis_server)
     no_hooks(workspace)
     with holding_locks(workspace.root):
-        a, b = machines("a"), machines("b")
-        start_sidecar(a, workspace)
-        wait_for_leader(workspace, redis_server, [a])
-        start_sidecar(b, workspace)
-        wait_until(lambda: standing_by(workspace, b), 10)
+        a, b = leader_and_stand_by(workspace, redis_server, machines)
         was = holder(redis_server)
         frozen = time.monotonic()
         a.stop()
