@@ -44,6 +44,13 @@ class HostWatch:
     def watched(self) -> set[Key]:
         return {key for keys in self.hosts.values() for key in keys}
 
+    def only(self, here: dict[Key, Proc]) -> None:
+        """Watch exactly these sessions' hosts (a stand-by's view of its own machine)."""
+        for key in self.watched() - here.keys():
+            self.forget(key)
+        for key, proc in here.items():
+            self.follow(proc, key)
+
     def forget(self, key: Key) -> None:
         """The session ended: its host's exit says nothing of it any more."""
         for keys in self.hosts.values():

@@ -303,12 +303,8 @@ class WorkspaceServer:
                 live = self.sessions.live_hosts()
             except (SidecarError, OSError):
                 return  # looked at again at the next turn
-            here = {key: Proc(pid, start) for key, pid, start, space in live
-                    if space is not None and space == self.hosts.space}
-            for key in self.hosts.watched() - here.keys():
-                self.hosts.forget(key)
-            for key, proc in here.items():
-                self.hosts.follow(proc, key)
+            self.hosts.only({key: Proc(pid, start) for key, pid, start, space in live
+                             if space is not None and space == self.hosts.space})
         self._end_exited_hosts(now)
 
     def _end_exited_hosts(self, now: float) -> None:
