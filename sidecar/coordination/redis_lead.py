@@ -28,7 +28,7 @@ class RedisLeadership:
         self.channel = base + ":leader"
         self.holder_key = base + ":leader-holder"
         self.lock: portalocker.RedisLock | None = None
-        self.me: str | None = None  # `<instance>:<fence token>` while held
+        self.me: str | None = None  # `<instance>:<fence token>:<nonce>` while held
         self.term = ""
 
     def _lost(self, lock: portalocker.RedisLock) -> None:

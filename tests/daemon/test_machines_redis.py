@@ -127,6 +127,9 @@ def test_one_leader_at_a_time_and_every_event_once_under_power_cuts(
                 start_sidecar(leading, workspace)  # and it boots again
         for machine in servers:
             assert machine.up, machine.output()[-2000:]
+    # No instance took a file lock of its own either (its life lock): only the holder's exist.
+    assert sorted(p.name for p in (workspace.runtime / "locks").iterdir()) == [
+        "bindings.lock", "hooks.lock", "leader.lock"]
 
     dropped = set()
     for e in range(2):
