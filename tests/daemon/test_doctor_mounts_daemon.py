@@ -88,7 +88,7 @@ def leaders(ws_root: Path) -> int:
     for path in (ws_root / ".context" / "runtime" / "instances").glob("*.json"):
         try:
             count += read_json(path).get("role") == "leader"
-        except ValueError:
+        except (OSError, ValueError):  # removed (a dead instance's, cleaned) or being replaced
             continue
     return count
 
