@@ -10,6 +10,7 @@ says so. Ctrl-C ends it (exit 0).
 from __future__ import annotations
 
 import os
+import signal
 import stat
 import sys
 import threading
@@ -137,23 +138,33 @@ class Printer:
 
 def _follow(reader: Reader, printer: Printer) -> None:
     woken = threading.Event()
+    stopping = threading.Event()
+    # Ctrl-C ends the loop where it stands: a KeyboardInterrupt raised anywhere (inside the
+    # folder watch's own locking, say) could leave the watch unable to stop.
+    def interrupted(*_: object) -> None:
+        stopping.set()
+        woken.set()
+
+    previous = signal.signal(signal.SIGINT, interrupted)
     watcher = _Watcher(woken)
     try:
         watcher.watch(reader.scope.ws)
         if watcher.failed:
             typer.echo(f"sidecar logs: cannot watch the logs' folders ({watcher.failed}); "
                        f"looking every {POLL_SECONDS:g} s instead", err=True)
-        while True:
-            if woken.wait(None if not watcher.failed else POLL_SECONDS):
+        while not stopping.is_set():
+            if woken.wait(None if not watcher.failed else POLL_SECONDS) and \
+                    not stopping.is_set():
                 time.sleep(SETTLE_SECONDS)
             woken.clear()
+            if stopping.is_set():
+                break
             watcher.watch(reader.scope.ws)  # a hook that fired for the first time
             printer.show(reader.read(following=True))
-    except KeyboardInterrupt:
-        pass
     except BrokenPipeError:  # `sidecar logs -f | head`: the reader went away
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
     finally:
+        signal.signal(signal.SIGINT, previous)
         watcher.stop()
 
 
