@@ -60,6 +60,17 @@ def detail_text(app: TopApp) -> str:
     return str(app.screen.query_one("#detail").render())
 
 
+async def opened(app: TopApp, pilot) -> None:
+    """Until the session's detail screen has mounted its text (a loaded machine may take
+    more than one pause to compose a pushed screen)."""
+    for _ in range(100):
+        await pilot.pause()
+        if app.screen.query("#detail"):
+            return
+        await pilot.pause(0.05)
+    raise AssertionError("the detail screen never showed its text")
+
+
 def ask(ws: Workspace, now: float, message: str) -> None:
     """The host asks the user, saying `message` (as Claude Code's Notification does)."""
     payload = {"event": "needs-input", "session_id": ASKS, "host": top_demo.HOST, "ts": now,
@@ -85,11 +96,11 @@ def test_brackets_and_controls_in_a_message_and_a_log_show_as_text_in_row_and_de
         [row] = [line for line in shown(app) if ASKS[:12] in line]
         assert "asked for permission: Bash: ls [/" in row  # clipped at 150 columns
         await pilot.press("slash", *"b21d", "enter", "enter")
-        await pilot.pause()
+        await opened(app, pilot)
         assert isinstance(app.screen, DetailScreen)
         assert "permission_prompt: Bash: ls [/tmp] \\x1b]0;owned\\x07" in detail_text(app)
         await pilot.press("escape", "slash", *["backspace"] * 4, *"e5a8", "enter", "enter")
-        await pilot.pause()
+        await opened(app, pilot)
         assert "| [@click=app.quit]" in detail_text(app)
         assert app.is_running and app.return_value is None
 
@@ -132,7 +143,7 @@ def test_a_hard_linked_trace_or_log_is_not_shown_in_the_detail(tmp_path):
 
     async def check(app, pilot):
         await pilot.press("slash", *"e5a8", "enter", "enter")
-        await pilot.pause()
+        await opened(app, pilot)
         text = detail_text(app)
         assert "post-task ok" in text  # the follow-up itself shows, its log does not
         assert "leaked.event" not in text and "a secret line" not in text
