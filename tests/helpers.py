@@ -159,20 +159,26 @@ class DaemonProcess:
         return self.log_path.read_text(errors="replace")
 
     def stop(self, timeout: float = 15) -> int | None:
-        if self.proc.poll() is None:
-            self.proc.send_signal(signal.SIGTERM)
-            try:
-                self.proc.wait(timeout)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait()
+        code = terminate(self.proc, timeout)
         self.log.close()
-        return self.proc.returncode
+        return code
 
     def kill(self) -> None:
         if self.proc.poll() is None:
             self.proc.kill()
             self.proc.wait()
+
+
+def terminate(proc: subprocess.Popen, timeout: float = 15) -> int | None:
+    """SIGTERM and wait (SIGKILL past `timeout`); the exit status."""
+    if proc.poll() is None:
+        proc.send_signal(signal.SIGTERM)
+        try:
+            proc.wait(timeout)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+    return proc.returncode
 
 
 def is_serving(ws, daemon: DaemonProcess) -> bool:

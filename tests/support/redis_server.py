@@ -25,6 +25,8 @@ from urllib.parse import quote
 
 import pytest
 
+from helpers import terminate
+
 READY_TIMEOUT = 10.0
 STOP_TIMEOUT = 10.0
 # A unix socket's path holds at most 107 bytes (sun_path); a longer tmp folder gets a short
@@ -140,14 +142,7 @@ class RedisServer:
         """SIGTERM and wait (SIGKILL past `timeout`); the exit status, None if never started."""
         if self.proc is None:
             return None
-        if self.proc.poll() is None:
-            self.proc.send_signal(signal.SIGTERM)
-            try:
-                self.proc.wait(timeout)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait()
-        return self.proc.returncode
+        return terminate(self.proc, timeout)
 
     def kill(self) -> None:
         """SIGKILL, at once (a crash, or a teardown that must not wait)."""
