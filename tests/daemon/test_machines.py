@@ -68,9 +68,13 @@ def test_the_power_cut_kills_every_process_of_the_machine(machines):
 
 def test_its_command_is_frozen_thawed_and_terminated(machines, tmp_path):
     ticks = tmp_path / "ticks"
-    ticker = ("import signal, sys, time\n"
+    # os.write, not a file object: Python drops an exception raised in a file object's
+    # finaliser, so a SIGTERM landing while `open(...).write()`'s unnamed file is closed would
+    # have its handler's SystemExit swallowed and the ticker tick on.
+    ticker = ("import os, signal, sys, time\n"
               "signal.signal(signal.SIGTERM, lambda *_: sys.exit(3))\n"
-              f"while True:\n    open({str(ticks)!r}, 'a').write('.'); time.sleep(0.02)\n")
+              f"fd = os.open({str(ticks)!r}, os.O_WRONLY | os.O_CREAT | os.O_APPEND)\n"
+              "while True:\n    os.write(fd, b'.'); time.sleep(0.02)\n")
     a = machines("a").start([sys.executable, "-c", ticker])
     wait_until(lambda: ticks.exists() and ticks.stat().st_size > 3)
     a.stop()
