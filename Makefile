@@ -9,10 +9,13 @@ STAMP := $(VENV)/.installed
 # A virtual environment with sidecar and its test tools. The compat editable mode puts the
 # source folder on sys.path with a plain .pth line (no import hook), so the installed
 # `sidecar` command starts as fast as a normal install and always runs this checkout.
+# The launcher pip writes starts Python with `site`; sidecar's own rewrite of it (the same as
+# `sidecar integrate` does) starts hooks without it, as an installed sidecar's hooks start.
 $(STAMP): pyproject.toml bin/sidecar
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --disable-pip-version-check \
 		--config-settings editable_mode=compat -e '.[test,check,notify,redis]'
+	$(BIN)/python -m sidecar.install.launcher $(BIN)/sidecar
 	touch $(STAMP)
 
 install: $(STAMP)

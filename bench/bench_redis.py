@@ -8,7 +8,6 @@ within 2x of file mode), with the floor the file-mode benchmark already prints. 
 
 from __future__ import annotations
 
-import os
 import shutil
 import socket
 import subprocess
@@ -21,7 +20,7 @@ from pathlib import Path
 from bench_daemon import latency_samples
 from bench_handoff import handoff_samples
 from bench_hooks import due_samples
-from common import percentile, report
+from common import bytecode_cached, percentile, report
 
 GOAL = 2.0  # a Redis figure within this many times the file figure of the same run
 READY_TIMEOUT = 10.0
@@ -65,26 +64,6 @@ def redis_server(binary: str) -> Iterator[str]:
         except subprocess.TimeoutExpired:
             proc.kill()
             proc.wait()
-        shutil.rmtree(folder, ignore_errors=True)
-
-
-@contextmanager
-def bytecode_cached() -> Iterator[None]:
-    """Daemons and runners started meanwhile cache their bytecode (in a folder of the bench's
-    own), as an installed sidecar does: an environment that forbids it would add compiling
-    every module at each start to both modes."""
-    saved = {name: os.environ.get(name) for name in ("PYTHONDONTWRITEBYTECODE", "PYTHONPYCACHEPREFIX")}
-    folder = tempfile.mkdtemp(prefix="sidecar-bench-pycache-")
-    os.environ.pop("PYTHONDONTWRITEBYTECODE", None)
-    os.environ["PYTHONPYCACHEPREFIX"] = folder
-    try:
-        yield
-    finally:
-        for name, value in saved.items():
-            if value is None:
-                os.environ.pop(name, None)
-            else:
-                os.environ[name] = value
         shutil.rmtree(folder, ignore_errors=True)
 
 

@@ -129,5 +129,25 @@ def session_events(session: str, ts: float) -> list[bytes]:
     ]
 
 
+@contextmanager
+def bytecode_cached() -> Iterator[None]:
+    """Commands started meanwhile cache their bytecode (in a folder of the bench's own), as an
+    installed sidecar does (pip compiles the package): an environment that forbids it would
+    add compiling every module at each start to every figure."""
+    saved = {name: os.environ.get(name) for name in ("PYTHONDONTWRITEBYTECODE", "PYTHONPYCACHEPREFIX")}
+    folder = tempfile.mkdtemp(prefix="sidecar-bench-pycache-")
+    os.environ.pop("PYTHONDONTWRITEBYTECODE", None)
+    os.environ["PYTHONPYCACHEPREFIX"] = folder
+    try:
+        yield
+    finally:
+        for name, value in saved.items():
+            if value is None:
+                os.environ.pop(name, None)
+            else:
+                os.environ[name] = value
+        shutil.rmtree(folder, ignore_errors=True)
+
+
 def report(name: str, value: str, floor: str = "", verdict: str = "") -> None:
     print(f"{name:<44} {value:<26} {floor:<34} {verdict}", flush=True)

@@ -1,17 +1,25 @@
 """`sidecar emit`: the hot path of every agent hook.
 
 It drops one event into a workspace's inbox (write a dotfile, rename it to `*.json`) and gets
-out. It imports nothing beyond what the interpreter has loaded at start-up (`os`, `sys`,
-`time`): even a JSON library costs more than the whole budget of a hook, so a host's payload
-is written through as it came, inside a small envelope that carries the fields sidecar adds.
-The daemon does the parsing and validating, and sets aside whatever is malformed.
+out. It imports nothing beyond the interpreter's built-in modules (`posix`, `sys`, `time`) and
+sidecar's `bareos`: the launcher starts it without `site`, and even `os` costs a seventh of
+that start. A host's payload is written through as it came, inside a small envelope that
+carries the fields sidecar adds. The daemon does the parsing and validating, and sets aside
+whatever is malformed.
 
 Whatever happens, it prints `{"continue": true}` and exits 0, so a host is never blocked.
 """
 
-import os
+import posix
 import sys
 import time
+
+from sidecar import bareos
+from sidecar.rawjson import json_string, top_level_string
+
+# System calls through `os` where something loaded it already (its functions are posix's own,
+# and a test may stand in for one there), else through `posix`, without paying for `os`.
+os = sys.modules.get("os", posix)
 
 CONTINUE = b'{"continue": true}\n'
 USAGE = """usage: sidecar emit [EVENT] [--session-id ID] [--source NAME] [--root DIR] [--event NAME]
@@ -29,103 +37,16 @@ ENVELOPE = "sidecarEnvelope"  # the key that marks a file `emit` wrapped (see `e
 INBOX_PARTS = (".context", "runtime", "inbox")
 
 
-def json_string(text: str) -> str:
-    """Quote `text` as a JSON string (the subset of escaping JSON requires)."""
-    out = []
-    for ch in text:
-        if ch == '"' or ch == "\\":
-            out.append("\\" + ch)
-        elif ch < " ":
-            out.append(f"\\u{ord(ch):04x}")
-        else:
-            out.append(ch)
-    return '"' + "".join(out) + '"'
-
-
 def find_workspace(start: str) -> str | None:
     """The nearest folder at or above `start` that holds `.context/`."""
-    path = os.path.abspath(start)
+    path = bareos.abspath(start)
     while True:
-        if os.path.isdir(os.path.join(path, CONTEXT_DIR)):
+        if bareos.isdir(bareos.join(path, CONTEXT_DIR)):
             return path
-        parent = os.path.dirname(path)
+        parent = bareos.dirname(path)
         if parent == path:
             return None
         path = parent
-
-
-def _string_end(raw: bytes, start: int) -> int:
-    """The index of the quote closing the JSON string that opens at `start`, or -1."""
-    end = start
-    while True:
-        end = raw.find(b'"', end + 1)
-        if end < 0:
-            return -1
-        backslashes = 0
-        while raw[end - 1 - backslashes] == 0x5C:
-            backslashes += 1
-        if backslashes % 2 == 0:
-            return end
-
-
-def _decode_string(body: bytes) -> str | None:
-    try:
-        if b"\\" not in body:
-            return body.decode("utf-8")
-        import json  # rare: an escaped string is worth the import
-
-        value = json.loads(b'"' + body + b'"')
-        return value if isinstance(value, str) else None
-    except ValueError:
-        return None
-
-
-def top_level_string(raw: bytes, key: str) -> str | None:
-    """The string value of `key` in the payload's own top level, found without a JSON parser.
-
-    It walks the structure from one quote, bracket or comma to the next with `bytes.find`, so a
-    key of the same name nested in a tool's input or output is never taken for the top-level
-    one; it stops at the first top-level match (hosts put `cwd` near the start).
-    """
-    body = raw.lstrip()
-    if not body.startswith(b"{"):
-        return None
-    depth, expect_key = 1, True
-    upcoming = {c: body.find(c, 1) for c in b'"{}[],'}
-    while depth > 0:
-        i = min((p for p in upcoming.values() if p >= 0), default=-1)
-        if i < 0:
-            return None
-        char = body[i]
-        if char == 0x22:  # a string: a key where one is expected at the top level, else a value
-            end = _string_end(body, i)
-            if end < 0:
-                return None
-            if depth == 1 and expect_key and _decode_string(body[i + 1:end]) == key:
-                return _value_string(body, end + 1)
-            expect_key = False
-            i = end
-        elif char in b"{[":
-            depth += 1
-        elif char in b"}]":
-            depth -= 1
-        elif depth == 1:  # a comma at the top level: a key comes next
-            expect_key = True
-        for c, p in upcoming.items():
-            if 0 <= p <= i:
-                upcoming[c] = body.find(c, i + 1)
-    return None
-
-
-def _value_string(body: bytes, after_key: int) -> str | None:
-    rest = body[after_key:].lstrip()
-    if not rest.startswith(b":"):
-        return None
-    rest = rest[1:].lstrip()
-    if not rest.startswith(b'"'):
-        return None
-    end = _string_end(rest, 0)
-    return None if end < 0 else _decode_string(rest[1:end])
 
 
 def envelope(payload: bytes, meta: list[tuple[str, str]]) -> bytes:
@@ -165,8 +86,6 @@ def parse_args(args: list[str]) -> tuple[dict[str, str], list[str], list[str]]:
             positionals.append(arg)
         i += 1
     return options, positionals, complaints
-
-
 
 
 SHELLS = frozenset({"sh", "bash", "dash", "zsh", "ksh", "mksh", "fish", "busybox"})
@@ -229,7 +148,7 @@ def build_event(options: dict[str, str],
     meta: list[tuple[str, str]] = [("ts", repr(time.time()))]
     if "source" in options:
         meta.append(("host", json_string(options["source"])))
-    hook_id = os.environ.get("SIDECAR_HOOK_ID")
+    hook_id = bareos.getenv("SIDECAR_HOOK_ID")
     if hook_id:
         # Runs started by a follow-up hook carry its id, so their own session-end cannot
         # enqueue that hook again, whatever session id the host gives the resumed run.
@@ -266,19 +185,20 @@ def build_event(options: dict[str, str],
 
 def registry_file() -> str:
     """The user's registry of workspaces, as layout.registry_file() finds it."""
-    home = os.environ.get("SIDECAR_CONFIG_HOME")
+    home = bareos.getenv("SIDECAR_CONFIG_HOME")
     if not home:
-        xdg = os.environ.get("XDG_CONFIG_HOME") or os.path.join(os.path.expanduser("~"), ".config")
-        home = os.path.join(xdg, "sidecar")
-    return os.path.join(home, "workspaces.json")
+        xdg = bareos.getenv("XDG_CONFIG_HOME") or bareos.join(bareos.home(), ".config")
+        home = bareos.join(xdg, "sidecar")
+    return bareos.join(home, "workspaces.json")
 
 
-def registered(workspace: str) -> bool:
+def registered(workspace: str, folder: int) -> bool:
     """Whether this machine's user ran `sidecar init` for `workspace` (it is in their registry).
 
     A `.context/` that came with a clone, and was never initialised here, gets nothing: a
     user-level hook (Codex's, Gemini's) runs in every folder. The registry is small JSON that
-    sidecar writes itself, so the quoted path is looked for as bytes: no JSON parser."""
+    sidecar writes itself, so the quoted path is looked for as bytes: no JSON parser. `folder`
+    is the workspace's, open: its real path is the kernel's name for it."""
     try:
         fd = os.open(registry_file(), os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
     except OSError:
@@ -287,7 +207,7 @@ def registered(workspace: str) -> bool:
         data = os.read(fd, 1 << 24)
     finally:
         os.close(fd)
-    quoted = json_string(os.path.realpath(workspace)).encode("utf-8", "surrogateescape")
+    quoted = json_string(bareos.realpath(folder, workspace)).encode("utf-8", "surrogateescape")
     return quoted in data
 
 
@@ -302,12 +222,11 @@ class NotInitialised(Refused):
 DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
 
 
-def open_inbox(workspace: str) -> int:
-    """The inbox folder, reached from the workspace without following a link (openat with
-    O_NOFOLLOW at each step: a shipped or swapped symlink is refused, never written through).
-    The same walk as `safedir.open_dir`, kept here because emit imports nothing of sidecar's.
-    A missing runtime or inbox of a registered workspace is made, 0700."""
-    fd = os.open(workspace, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+def open_inbox(workspace: str, fd: int) -> int:
+    """The inbox folder, reached from the workspace (`fd`, which it closes) without following a
+    link (openat with O_NOFOLLOW at each step: a shipped or swapped symlink is refused, never
+    written through). The same walk as `safedir.open_dir`, kept here because emit imports
+    nothing of sidecar's but `bareos`. A missing runtime or inbox is made, 0700."""
     try:
         for i, name in enumerate(INBOX_PARTS):
             try:
@@ -318,7 +237,7 @@ def open_inbox(workspace: str) -> int:
                 os.mkdir(name, 0o700, dir_fd=fd)
                 child = os.open(name, DIR_FLAGS, dir_fd=fd)
             except NotADirectoryError:
-                shown = os.path.join(workspace, *INBOX_PARTS[:i + 1])
+                shown = bareos.join(workspace, *INBOX_PARTS[:i + 1])
                 raise Refused(f"{shown} is a symlink or not a folder; sidecar never writes "
                               "through one; nothing emitted") from None
             os.close(fd)
@@ -332,10 +251,15 @@ def open_inbox(workspace: str) -> int:
 def drop(workspace: str, data: bytes) -> str:
     """Write `data` into the workspace's inbox by write-then-rename; returns the file name.
     Refused (nothing written) where the workspace was never initialised on this machine."""
-    if not registered(workspace):
-        raise NotInitialised(f"{workspace} was not initialised on this machine (run `sidecar "
-                             "init` there); nothing emitted")
-    inbox = open_inbox(workspace)
+    folder = os.open(workspace, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+    try:
+        if not registered(workspace, folder):
+            raise NotInitialised(f"{workspace} was not initialised on this machine (run "
+                                 "`sidecar init` there); nothing emitted")
+    except BaseException:
+        os.close(folder)
+        raise
+    inbox = open_inbox(workspace, folder)
     # Names sort in arrival order; pid and random bytes keep concurrent producers apart.
     name = f"{time.time_ns():020d}-{os.getpid()}-{os.urandom(3).hex()}"
     temp = "." + name + ".tmp"
@@ -355,7 +279,7 @@ def drop(workspace: str, data: bytes) -> str:
             raise
     finally:
         os.close(inbox)
-    return os.path.join(workspace, *INBOX_PARTS, name + ".json")
+    return bareos.join(workspace, *INBOX_PARTS, name + ".json")
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -23,7 +23,7 @@ from sidecar.cli.common import NOT_WORKSPACE, fail
 from sidecar.followups.store import initialise
 from sidecar.hosts import owned, registry
 from sidecar.hosts.base import Host
-from sidecar.install import environment
+from sidecar.install import environment, launcher
 from sidecar.install import service as service_mod
 from sidecar.layout import Workspace, find_workspace
 from sidecar.timeutil import now
@@ -39,6 +39,15 @@ InitOpt = typer.Option(False, "--init", help="Make the folder a workspace first 
 
 def _sidecar() -> Path:
     return service_mod.sidecar_path()  # a ServiceError is said by main
+
+
+def _start_without_site() -> None:
+    """From now on the launcher the hooks run starts Python without `site`, where it may be
+    rewritten (install/launcher.py; where not, it works as it is and `doctor` says why)."""
+    try:
+        launcher.prepare(service_mod.sidecar_path())
+    except service_mod.ServiceError:
+        pass  # no `sidecar` beside this Python: hooks call the one on PATH, as it is
 
 
 def project_root(root: Path | None, init: bool = False, uninstall: bool = False) -> Path:
@@ -102,6 +111,8 @@ def integrate(host: Host, flags: dict[str, bool], uninstall: bool, root: Path | 
     # Found before anything is written (or --init registers a workspace): a `sidecar` that
     # cannot be found stops the integration at its start.
     command = "sidecar" if on_path or not host.calls_sidecar else str(_sidecar())
+    if host.calls_sidecar and not uninstall:
+        _start_without_site()
     project = project_root(root, init, uninstall) if scope.in_project else None
     place = host.place(scope, project, Path.home())
     if scope.note and not uninstall:

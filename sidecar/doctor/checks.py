@@ -20,7 +20,7 @@ from sidecar.followups import environment as followup_env
 from sidecar.hosts import registry
 from sidecar.hosts.base import Finding, Host, note
 from sidecar.install import environment as service_env
-from sidecar.install import service
+from sidecar.install import launcher, service
 from sidecar.layout import Workspace, find_workspace
 from sidecar.timeutil import now
 
@@ -48,6 +48,7 @@ def check(cwd: Path, home: Path, platform: str = sys.platform,
         *_coordination(),
         _service(platform, home, registered, unserved, fix),
         _on_path(),
+        *_launcher(),
         *_workspace(cwd, ws, roots, unserved, fix),
         *_hosts(ws, home, platform, running),
         *_env_file(running),
@@ -111,6 +112,21 @@ def _on_path() -> Finding:
         where = Path(sys.executable).parent
     return Finding(False, "`sidecar` is not on the PATH that hooks see",
                    f"add {where} to PATH, or re-run `sidecar integrate` (it writes absolute paths)")
+
+
+def _launcher() -> list[Finding]:
+    """A note where the `sidecar` launcher still starts Python with `site` (install/launcher.py):
+    every hook pays for it."""
+    try:
+        path = service.sidecar_path()
+    except service.ServiceError:
+        return []  # said by _on_path
+    why = launcher.why_slow(path)
+    if why is None:
+        return []
+    return [note(f"`sidecar` starts Python with site, which costs every hook about a third of "
+                 f"its start ({why})",
+                 f"{Path(sys.executable)} -m sidecar.install.launcher {path}")]
 
 
 def _workspace(cwd: Path, ws: Workspace | None, roots: list[Path] | None, unserved: list[Path],

@@ -17,7 +17,7 @@ from typing import Any
 
 import orjson
 
-from sidecar.emit import drop, find_workspace, process_space, registered
+from sidecar.emit import NotInitialised, drop, find_workspace, process_space
 from sidecar.hosts.base import Host
 from sidecar.procwatch import start_time
 from sidecar.vocabulary import EventKind
@@ -54,10 +54,11 @@ def forward(hook: str, **kwargs: Any) -> None:
         if event is None:
             return
         workspace = find_workspace(os.environ.get("SIDECAR_WORKSPACE") or os.getcwd())
-        if workspace is None or not registered(workspace):
-            log.debug("sidecar: no workspace initialised here at or above %s", os.getcwd())
-            return
-        drop(workspace, orjson.dumps(event))
+        if workspace is None:
+            raise NotInitialised(os.getcwd())
+        drop(workspace, orjson.dumps(event))  # NotInitialised where it was never initialised
+    except NotInitialised:
+        log.debug("sidecar: no workspace initialised here at or above %s", os.getcwd())
     except Exception:  # a plugin must never break the agent
         log.exception("sidecar: could not record %s", hook)
 
