@@ -9,5 +9,11 @@ elif command == "status" and "--line" in sys.argv[2:] and "--help" not in sys.ar
 elif command == "run":
     from sidecar.cli.run import main
 else:
+    if command in ("status", "sessions"):  # read-only: answered without typer where it can be
+        from sidecar.quickcli import main as answer
+
+        answered = answer(sys.argv[1:], lambda: None)
+        if answered is not None:
+            sys.exit(answered)
     from sidecar.cli.main import main
 sys.exit(main())

@@ -1,10 +1,14 @@
-"""Time: one clock for the whole daemon, and the text forms sidecar reads and writes."""
+"""Time: one clock for the whole daemon, and the text forms sidecar reads and writes.
+
+sidecar's own form (2026-11-29T07:25:57.336Z) is read without the datetime module, which
+costs a command started for one short answer (`status`) more than its reading; every other
+form goes through datetime, imported then.
+"""
 
 from __future__ import annotations
 
 import math
 import time
-from datetime import UTC, datetime
 
 
 def now() -> float:
@@ -14,6 +18,8 @@ def now() -> float:
 
 def iso(ts: float) -> str:
     """RFC 3339 in UTC with milliseconds, as dotcontext writes it: 2026-11-29T07:25:57.336Z."""
+    from datetime import UTC, datetime
+
     moment = datetime.fromtimestamp(ts, UTC)
     return moment.strftime("%Y-%m-%dT%H:%M:%S.") + f"{moment.microsecond // 1000:03d}Z"
 
@@ -21,6 +27,10 @@ def iso(ts: float) -> str:
 def parse_ts(value: object) -> float | None:
     """Epoch seconds from RFC 3339 text or a number; None when it is neither, or when it is a
     moment sidecar could not write back (beyond year 9999 in UTC, before year 1)."""
+    if isinstance(value, str):
+        own = _own_form(value.strip())
+        if own is not None:
+            return own  # years 1 to 9999 in UTC: always one it can write back
     seconds = _parse_ts(value)
     if seconds is None:
         return None
@@ -31,7 +41,41 @@ def parse_ts(value: object) -> float | None:
     return seconds
 
 
+_MONTH_DAYS = (31, 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31)
+
+
+def _own_form(text: str) -> float | None:
+    """Epoch seconds of `YYYY-MM-DDTHH:MM:SSZ` or `...SS.mmmZ`, as datetime reads them (to
+    the same float: the microseconds over 10**6, as timedelta.total_seconds divides); None for
+    any other text, which datetime reads instead."""
+    if len(text) not in (20, 24) or text[-1] != "Z" or text[4] != "-" or text[7] != "-" \
+            or text[10] != "T" or text[13] != ":" or text[16] != ":":
+        return None
+    fields = (text[:4], text[5:7], text[8:10], text[11:13], text[14:16], text[17:19])
+    fraction = text[20:23] if len(text) == 24 else "000"
+    if (len(text) == 24 and text[19] != ".") or not all(
+            f.isascii() and f.isdigit() for f in (*fields, fraction)):
+        return None
+    year, month, day, hour, minute, second = map(int, fields)
+    if not (1 <= year and 1 <= month <= 12 and 1 <= day <= _days_in(year, month)
+            and hour < 24 and minute < 60 and second < 60):
+        return None
+    era_year = year - (month <= 2)  # days from 1970-01-01 (H. Hinnant's civil calendar)
+    era, of_era = divmod(era_year, 400)
+    of_year = (153 * (month + (-3 if month > 2 else 9)) + 2) // 5 + day - 1
+    days = era * 146097 + of_era * 365 + of_era // 4 - of_era // 100 + of_year - 719468
+    whole = days * 86400 + hour * 3600 + minute * 60 + second
+    return (whole * 10**6 + int(fraction) * 1000) / 10**6
+
+
+def _days_in(year: int, month: int) -> int:
+    leap = year % 4 == 0 and (year % 100 != 0 or year % 400 == 0)
+    return 29 if month == 2 and leap else _MONTH_DAYS[month - 1]
+
+
 def _parse_ts(value: object) -> float | None:
+    from datetime import UTC, datetime
+
     if isinstance(value, bool):
         return None
     if isinstance(value, (int, float)):

@@ -6,6 +6,11 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any
 
+# sidecar's own completion reasons, named here as every other module names them.
+from sidecar.endreasons import DEFAULT_END_REASON as DEFAULT_END_REASON
+from sidecar.endreasons import HOST_EXITED as HOST_EXITED
+from sidecar.endreasons import STALE as STALE
+
 
 class EventKind(StrEnum):
     """What an event means to sidecar. Events of any other name are traced, not refused."""
@@ -49,9 +54,6 @@ class Verdict(StrEnum):
 # and `resume-after-limit` may carry it on once the limit resets.
 LIMIT_ERRORS = frozenset({"rate_limit", "usage_limit", "quota_exceeded", "resource_exhausted"})
 
-STALE = "stale"  # the completion reason of the stale sweep
-HOST_EXITED = "host-exited"  # the completion reason when the host's process is gone
-DEFAULT_END_REASON = "session-end"  # the completion reason of an end event that gives none
 INTERRUPTED = "skipped: the last turn was interrupted"  # a session-end hook's default for it
 
 

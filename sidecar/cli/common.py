@@ -14,15 +14,14 @@ import typer
 
 from sidecar import config as config_mod
 from sidecar.errors import SidecarError
+from sidecar.exitcodes import BUSY as BUSY
+from sidecar.exitcodes import FAILURE as FAILURE
+from sidecar.exitcodes import NO_SERVICE_MANAGER as NO_SERVICE_MANAGER
+from sidecar.exitcodes import NOT_WORKSPACE as NOT_WORKSPACE
+from sidecar.exitcodes import OK as OK
+from sidecar.exitcodes import UNSERVED as UNSERVED
+from sidecar.exitcodes import USAGE as USAGE
 from sidecar.layout import Workspace
-
-OK = 0
-FAILURE = 1  # the command could not do what it was asked; doctor found something missing
-USAGE = 2  # a bad command line, config.toml or registry (typer's own usage errors too)
-UNSERVED = 3  # no live daemon serves the workspace (status, reload); the service is not running
-NOT_WORKSPACE = 4  # the folder is not a workspace (no .context/)
-NO_SERVICE_MANAGER = 5  # `service install`: no user service manager can be reached here
-BUSY = 75  # EX_TEMPFAIL: hooks.json is locked by someone else; trying again will do
 
 
 def fail(message: str, code: int = FAILURE, command: str = "sidecar") -> NoReturn:

@@ -17,7 +17,7 @@ from sidecar.cli.integrate import integrate_app, unregister
 from sidecar.cli.logs import logs
 from sidecar.cli.reload import reload
 from sidecar.cli.run import run
-from sidecar.cli.sessions import sessions, stale_after
+from sidecar.cli.sessions_command import sessions
 from sidecar.cli.setup import doctor, service_app
 from sidecar.cli.top import top
 from sidecar.errors import SidecarError
@@ -164,11 +164,7 @@ def _session_status(root: Path | None, session: str, as_json: bool) -> NoReturn:
         fail(f"cannot read session {session}: {exc}")
     if report is None:
         fail(f"no session {session!r} in {found.root}")
-    if as_json:
-        sys.stdout.buffer.write(jsonfile.dumps(report))
-    else:
-        typer.echo(status_mod.render_session(report, found.root, stale_after=stale_after()),
-                   nl=False, color=True)
+    status_mod.write_session(report, found, as_json)
     raise typer.Exit(OK)
 
 

@@ -2,18 +2,22 @@
 durations as they are typed, paths short, end reasons in words.
 
 Nothing here reads sidecar's files; every function takes the values and returns text, so the
-same words appear in `status`, `sessions`, `hooks`, `doctor` and `top`.
+same words appear in `status`, `sessions`, `hooks`, `doctor` and `top`. It imports neither
+datetime nor pathlib: `status` answers at the cost of a hook (quickstatus.py) through it.
 """
 
 from __future__ import annotations
 
 import os
 import sys
-from datetime import datetime
-from pathlib import Path
-from typing import TextIO
+import time
 
-from sidecar.vocabulary import DEFAULT_END_REASON, HOST_EXITED, STALE
+from sidecar.endreasons import DEFAULT_END_REASON, HOST_EXITED, STALE
+
+TYPE_CHECKING = False  # typing itself is not imported: it costs a fast command (status) 2 ms
+if TYPE_CHECKING:
+    from pathlib import Path
+    from typing import TextIO
 
 # -- colour ---------------------------------------------------------------------------------
 
@@ -56,13 +60,20 @@ def style_for(stream: TextIO | None = None) -> Style:
 
 def local_time(ts: float, now: float) -> str:
     """A moment in the local time zone: the clock time today, the date otherwise."""
-    moment = datetime.fromtimestamp(ts).astimezone()
-    today = datetime.fromtimestamp(now).astimezone().date()
-    if moment.date() == today:
-        return moment.strftime("%H:%M:%S")
-    if moment.year == today.year:
-        return moment.strftime("%b %d %H:%M")
-    return moment.strftime("%Y-%m-%d %H:%M")
+    moment, today = time.localtime(_second(ts)), time.localtime(_second(now))
+    if moment[:3] == today[:3]:
+        return time.strftime("%H:%M:%S", moment)
+    if moment.tm_year == today.tm_year:
+        return time.strftime("%b %d %H:%M", moment)
+    return time.strftime("%Y-%m-%d %H:%M", moment)
+
+
+def _second(ts: float) -> int:
+    """The second `ts` falls in as datetime.fromtimestamp places it: rounded to the
+    microsecond first, half to even (time.localtime would cut the fraction off instead)."""
+    whole = int(ts)
+    micro = round((ts - whole) * 1e6)
+    return whole + (micro >= 1_000_000) - (micro < 0)
 
 
 def span(seconds: float) -> str:
@@ -119,21 +130,53 @@ def duration(seconds: float) -> str:
 # -- paths ----------------------------------------------------------------------------------
 
 
-def path(value: str | Path | None, root: Path | None = None) -> str:
-    """A path relative to the workspace when it lies inside it, else with `~` for home."""
+def path(value: str | Path | None, root: str | Path | None = None) -> str:
+    """A path relative to the workspace when it lies inside it, else with `~` for home (each
+    read as pathlib reads it: repeated slashes and `.` parts dropped)."""
     if value is None or value == "":
         return "-"
-    where = Path(value)
-    if root is not None and where.is_absolute():
+    where = _parts(os.fspath(value))
+    if root is not None and where[0]:  # absolute
+        inside = _below(where, _parts(os.fspath(root)))
+        if inside is not None:
+            return inside
+    home = _parts(home_folder())
+    if where == home:
+        return "~"
+    inside = _below(where, home)
+    return _text(where) if inside is None else "~/" + inside
+
+
+def _parts(text: str) -> tuple[str, ...]:
+    """A path as pathlib splits it on POSIX: its anchor ("", "/" or "//") and its names."""
+    anchor = "//" if text.startswith("//") and not text.startswith("///") else \
+        "/" if text.startswith("/") else ""
+    return (anchor, *(name for name in text.split("/") if name not in ("", ".")))
+
+
+def _text(parts: tuple[str, ...]) -> str:
+    return parts[0] + "/".join(parts[1:]) or "."
+
+
+def _below(where: tuple[str, ...], folder: tuple[str, ...]) -> str | None:
+    """`where` relative to `folder` (as Path.relative_to), None where it is not inside it."""
+    if where[: len(folder)] != folder or (folder == ("",) and where[0]):
+        return None
+    return "/".join(where[len(folder):]) or "."
+
+
+def home_folder() -> str:
+    """os.path.expanduser("~"), which Path.home() is: $HOME, else the password database's."""
+    if "HOME" in os.environ:
+        userhome = os.environ["HOME"]
+    else:
+        import pwd
+
         try:
-            return str(where.relative_to(root)) or "."
-        except ValueError:
-            pass
-    home = Path.home()
-    try:
-        return "~/" + str(where.relative_to(home)) if where != home else "~"
-    except ValueError:
-        return str(where)
+            userhome = pwd.getpwuid(os.getuid()).pw_dir
+        except KeyError:
+            return "~"
+    return userhome.rstrip("/") or "/"
 
 
 # -- why a session ended --------------------------------------------------------------------

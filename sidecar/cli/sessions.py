@@ -11,13 +11,11 @@ import time
 from pathlib import Path
 from typing import Any
 
-import typer
-
 from sidecar import __version__, jsonfile
 from sidecar import config as config_mod
 from sidecar.cli import present
-from sidecar.cli.common import FAILURE, OK, USAGE, fail, registered_workspaces
 from sidecar.cli.present import Style
+from sidecar.exitcodes import FAILURE, OK
 from sidecar.followups.store import HooksView
 from sidecar.hosts import registry
 from sidecar.layout import Workspace, find_workspace
@@ -69,6 +67,8 @@ def workspaces(roots: list[Path] | None, errors: list[str]) -> list[Workspace]:
             elif ws.root not in [w.root for w in found]:
                 found.append(ws)
         return found
+    from sidecar.cli.common import registered_workspaces  # (it says what it skips)
+
     return registered_workspaces()
 
 
@@ -246,43 +246,47 @@ def as_json(row: SessionRow, stale: float | None) -> dict[str, Any]:
     }
 
 
-# -- the command ----------------------------------------------------------------------------
+# -- the command (its options: sessions_command.py) ------------------------------------------
 
 
-def sessions(
-    root: list[Path] | None = typer.Option(
-        None, "--root", metavar="DIR",
-        help="List this workspace's sessions instead of every registered workspace's. "
-        "Give it more than once for several."),
-    active: bool = typer.Option(False, "--active", help="Only sessions that have not ended."),
-    since: str | None = typer.Option(
-        None, "--since", metavar="DURATION",
-        help="Only sessions with activity in this last stretch of time, like 90s, 2h or 1d."),
-    limit: int | None = typer.Option(
-        None, "--limit", metavar="N", min=1,
-        help=f"Show at most this many sessions, newest first. The default is {DEFAULT_LIMIT}, "
-        "and with --json every one."),
-    json_out: bool = typer.Option(False, "--json", help="Print one versioned JSON document."),
-) -> None:
-    """List sessions across the workspaces, newest activity first: host, workspace, id, state,
-    when it started and ended and why, tokens, and its latest follow-up.
-
-    A unique start of an id names the session in `status --session` and `hooks history`.
-
-    Example: sidecar sessions --active --since 2h
-    """
+def answer(given: dict[str, Any]) -> int | None:
+    """`sidecar sessions` without the command line framework (quickcli.py, `given` its
+    options): its exit code, or None where the full command has something to say first (a bad
+    --since or --limit, a registry it cannot read, a registered folder that is no workspace)."""
     try:
-        window = None if since is None else parse_duration(since)
-    except ValueError as exc:
-        fail(f"--since: {exc}", USAGE)
+        window = None if "--since" not in given else parse_duration(given["--since"])
+        limit = None if "--limit" not in given else int(given["--limit"])
+    except ValueError:
+        return None
+    if limit is not None and limit < 1:
+        return None
     errors: list[str] = []
-    rows = gather(workspaces(root, errors), errors)
+    roots = [Path(root) for root in given.get("--root", [])]
+    if roots:
+        found = workspaces(roots, errors)
+    else:
+        try:
+            registered = [Workspace(root) for root in config_mod.load_registry()]
+        except config_mod.RegistryError:
+            return None
+        if not all(ws.context.is_dir() for ws in registered):
+            return None
+        found = registered
+    return listed(found, errors, bool(given.get("--active")), window, limit,
+                  bool(given.get("--json")))
+
+
+def listed(found: list[Workspace], errors: list[str], active: bool, window: float | None,
+           limit: int | None, json_out: bool) -> int:
+    """Print the sessions of `found` (what could not be read on stderr); the exit code."""
+    rows = gather(found, errors)
     now = time.time()
     rows = [r for r in rows if (not active or r.activity.state != State.ENDED)
             and (window is None or last_activity(r) >= now - window)]
     stale = stale_after()
     for error in errors:
-        typer.echo(f"sidecar: {error}", err=True)
+        sys.stderr.write(f"sidecar: {error}\n")
+    sys.stderr.flush()
     if json_out:
         shown = rows if limit is None else rows[:limit]
         sys.stdout.buffer.write(jsonfile.dumps({
@@ -291,6 +295,6 @@ def sessions(
             "errors": errors}))
     else:
         shown = rows[:limit or DEFAULT_LIMIT]
-        typer.echo(render(shown, len(rows), now, stale, present.style_for()), nl=False,
-                   color=True)
-    raise typer.Exit(FAILURE if errors else OK)
+        sys.stdout.write(render(shown, len(rows), now, stale, present.style_for()))
+    sys.stdout.flush()
+    return FAILURE if errors else OK

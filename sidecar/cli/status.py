@@ -6,25 +6,27 @@ stays fast however many completed sessions a workspace keeps.
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any, TypedDict, TypeVar
 
 import orjson
 
-from sidecar import __version__
-from sidecar.cli.common import OK, UNSERVED
+from sidecar import __version__, jsonfile
 from sidecar.cli.status_text import render_session as render_session
 from sidecar.cli.status_text import render_text as render_text
 from sidecar.coordination import current as coordination
 from sidecar.coordination.base import Unreachable
 from sidecar.daemon import instances
 from sidecar.errors import SidecarError
+from sidecar.exitcodes import OK, UNSERVED
 from sidecar.followups import logtail, targets, trust
 from sidecar.followups import store as hook_store
 from sidecar.followups.targets import Notify
 from sidecar.hosts import registry
 from sidecar.inbox import folder as inbox
-from sidecar.layout import TamperedRuntime, Workspace
+from sidecar.layout import TamperedRuntime, Workspace, find_workspace
 from sidecar.procwatch import Proc, is_alive
 from sidecar.sessions import lookup, tokens
 from sidecar.sessions.model import Binding, Key
@@ -330,6 +332,34 @@ def session_report(ws: Workspace, session_id: str) -> dict[str, Any] | None:
             "tokens": meta.tokens, "limit": meta.limit.to_json() if meta.limit else None,
             "timeline": [{"at": line.get("createdAt"), "event": line.get("event"),
                           "message": line.get("message")} for line in lines]}
+
+
+def answer_session(given: dict[str, Any]) -> int | None:
+    """`status --session ID [--root DIR] [--json]` without the command line framework
+    (quickcli.py): its exit code, or None where the full command has an error to say."""
+    root = given.get("--root")
+    found = find_workspace(Path(root) if root is not None else Path.cwd())
+    if found is None:
+        return None
+    try:
+        report = session_report(found, given["--session"])
+    except (lookup.AmbiguousSession, OSError, ValueError, SidecarError):
+        return None
+    if report is None:
+        return None
+    write_session(report, found, bool(given.get("--json")))
+    return OK
+
+
+def write_session(report: dict[str, Any], ws: Workspace, as_json: bool) -> None:
+    """One session's story, as JSON or as people read it."""
+    from sidecar.cli.sessions import stale_after
+
+    if as_json:
+        sys.stdout.buffer.write(jsonfile.dumps(report))
+    else:
+        sys.stdout.write(render_session(report, ws.root, stale_after=stale_after()))
+    sys.stdout.flush()
 
 
 def exit_code(report: Report) -> int:

@@ -5,15 +5,16 @@ terminal only (present.py says all of these the same way in every command)."""
 from __future__ import annotations
 
 import time
-from pathlib import Path
-from typing import TYPE_CHECKING, Any
 
 from sidecar.cli import present
 from sidecar.cli.present import Style
-from sidecar.followups import trust
 from sidecar.timeutil import parse_ts
 
+TYPE_CHECKING = False  # nor typing: see present.py
 if TYPE_CHECKING:
+    from pathlib import Path
+    from typing import Any
+
     from sidecar.cli.status import CoordinationRow, HookRow, QueueRow, Report, WorkspaceReport
 
 LABEL = 11  # "workspace  ": the width of the labels on the left
@@ -44,7 +45,8 @@ def _width(values: list[str], floor: int = 0) -> int:
 # -- one session ----------------------------------------------------------------------------
 
 
-def render_session(report: dict[str, Any], root: Path | None = None, now: float | None = None,
+def render_session(report: dict[str, Any], root: str | Path | None = None,
+                   now: float | None = None,
                    stale_after: float | None = None, style: Style | None = None) -> str:
     """`status --session`; `root`: the workspace, to which its log paths are shown relative."""
     now = time.time() if now is None else now
@@ -83,7 +85,7 @@ def render_session(report: dict[str, Any], root: Path | None = None, now: float 
 # -- the workspaces -------------------------------------------------------------------------
 
 
-def _hook_lines(h: HookRow, widths: tuple[int, int, int], root: Path, now: float,
+def _hook_lines(h: HookRow, widths: tuple[int, int, int], root: str, now: float,
                 paint: Style) -> list[str]:
     name, event, delay = widths
     last = h["lastStatus"] or "-"
@@ -100,6 +102,8 @@ def _hook_lines(h: HookRow, widths: tuple[int, int, int], root: Path, now: float
     if h["lastLog"]:
         lines.append(f"    log {present.path(h['lastLog'], root)}")
     if not h["trusted"] and not isinstance(h["action"], str):
+        from sidecar.followups import trust  # (status's fast path leaves such hooks to this)
+
         # The command on a line of its own, whole (it is what the user is asked to trust), so
         # the lines around it fit present.WIDTH however long it is.
         lines += ["    " + paint("NOT TRUSTED", "yellow", "bold") + " on this machine, so not run:",
@@ -151,7 +155,7 @@ def _binding_lines(w: WorkspaceReport, shown: int, now: float, paint: Style) -> 
 
 
 def _follow_up_lines(w: WorkspaceReport, shown: int, now: float, paint: Style) -> list[str]:
-    root = Path(w["root"])
+    root = w["root"]
     hooks = w["hooks"]
     widths = (_width([h["id"] for h in hooks]), _width([h["event"] for h in hooks]),
               _width([present.duration(h["delaySeconds"]) for h in hooks]))

@@ -3,7 +3,13 @@
 from __future__ import annotations
 
 import io
+import os
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from sidecar.cli import present
 
@@ -54,3 +60,52 @@ def test_under_a_second_to_come_is_now_not_in_0_s():
     assert present.ago(NOW + 0.6, NOW) == "just now"
     assert present.ago(NOW + 1, NOW) == "in 1 s"
     assert present.due(NOW + 0.4, NOW) == "due now"
+
+
+def as_pathlib_said_it(value: str | Path | None, root: Path | None = None) -> str:
+    """present.path as it was written with pathlib (it is now strings: pathlib costs `status`)."""
+    if value is None or value == "":
+        return "-"
+    where = Path(value)
+    if root is not None and where.is_absolute():
+        try:
+            return str(where.relative_to(root)) or "."
+        except ValueError:
+            pass
+    home = Path.home()
+    try:
+        return "~/" + str(where.relative_to(home)) if where != home else "~"
+    except ValueError:
+        return str(where)
+
+
+PATH_PARTS = st.lists(st.sampled_from(["", ".", "..", "home", "u", "ws", "a b", ".context"]),
+                      max_size=5).map("/".join)
+PATHS = st.tuples(st.sampled_from(["", "/", "//", "///", "/home/u/", "."]), PATH_PARTS).map("".join)
+
+
+@settings(max_examples=400)
+@given(PATHS, st.none() | PATHS, st.sampled_from(["/home/u", "/home/u/", "/", "", "//home/u",
+                                                   "home/u", "/home/./u", None]))
+def test_a_path_is_shown_as_pathlib_showed_it(value, root, home):
+    with home_set(home):
+        assert present.path(value, root) == as_pathlib_said_it(
+            value, None if root is None else Path(root))
+        assert present.path(Path(value) if value else value, root) == as_pathlib_said_it(
+            value, None if root is None else Path(root))
+
+
+@contextmanager
+def home_set(home: str | None) -> Iterator[None]:
+    before = os.environ.get("HOME")
+    if home is None:
+        os.environ.pop("HOME", None)
+    else:
+        os.environ["HOME"] = home
+    try:
+        yield
+    finally:
+        if before is None:
+            os.environ.pop("HOME", None)
+        else:
+            os.environ["HOME"] = before

@@ -1,0 +1,152 @@
+"""The read-only commands answered before the command line framework (typer) is loaded:
+`status` (its report read by quickstatus.py at the cost of a hook), `status --session ID` and
+`sessions` (read by their own modules, without typer).
+
+The launcher (bin/sidecar) and `python -m sidecar` call `main`. It answers what it can say as
+the full command says it, and returns None for the rest, which the full command line then
+answers: help, an option it does not know, any error to say, and whatever quickstatus
+declines. Their options are the full commands' (cli/main.py, cli/sessions.py).
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import time
+
+from sidecar.exitcodes import OK, UNSERVED
+from sidecar.quickfiles import Declined
+
+TYPE_CHECKING = False  # typing costs `status` 2 ms (see cli/present.py)
+if TYPE_CHECKING:
+    from collections.abc import Callable
+    from typing import Any
+
+FLAGS = {"status": ("--all", "--json"), "sessions": ("--active", "--json")}
+VALUES = {"status": ("--root", "--session"), "sessions": ("--root", "--since", "--limit")}
+
+
+def main(argv: list[str], full_start: Callable[[], None]) -> int | None:
+    """Answer `argv` (the command's words, `status ...` or `sessions ...`); its exit code, or
+    None where the full command line answers. `full_start` gives the installed packages (the
+    launcher may have started Python without them): what reads records with orjson calls it."""
+    if not argv or argv[0] not in FLAGS:
+        return None
+    given = options(argv[0], argv[1:])
+    if given is None:
+        return None
+    if argv[0] == "sessions":
+        full_start()
+        from sidecar.cli.sessions import answer
+
+        return answer(given)
+    if given.get("--session"):
+        full_start()
+        from sidecar.cli.status import answer_session
+
+        return answer_session(given)
+    return status(given)
+
+
+def options(command: str, args: list[str]) -> dict[str, Any] | None:
+    """The options given, as typer takes them (`--x value`, `--x=value`, a value's last
+    mention wins, `--root` of `sessions` repeats); None for anything else (help included)."""
+    given: dict[str, Any] = {}
+    rest = list(args)
+    while rest:
+        word = rest.pop(0)
+        name, eq, value = word.partition("=")
+        if word in FLAGS[command]:
+            given[word] = True
+        elif name in VALUES[command] and (eq or rest):
+            value = value if eq else rest.pop(0)
+            if name == "--root" and command == "sessions":
+                given.setdefault(name, []).append(value)
+            else:
+                given[name] = value
+        else:
+            return None
+    return given
+
+
+# -- status ---------------------------------------------------------------------------------
+
+
+def status(given: dict[str, Any]) -> int | None:
+    """`sidecar status [--root DIR | --all] [--json]`, where quickstatus can build it."""
+    from sidecar import quickstatus
+
+    roots = registered() if given.get("--all") else here(given.get("--root"))
+    if roots is None:
+        return None
+    try:
+        report = quickstatus.build(roots, time.time(), config_file(),
+                                   os.environ.get("SIDECAR_COORDINATION_URL"))
+    except Declined:
+        return None
+    if given.get("--json"):
+        import json  # (orjson costs this command more than the whole report)
+
+        sys.stdout.buffer.write(json.dumps(report, indent=2, ensure_ascii=False).encode() + b"\n")
+    else:
+        from sidecar.cli.status_text import render_text
+
+        sys.stdout.write(render_text(report))  # type: ignore[arg-type]  # status.Report's shape
+    sys.stdout.flush()
+    served = all(w["served"] for w in report["workspaces"])
+    return OK if served and report["coordination"]["reachable"] else UNSERVED
+
+
+def here(root: str | None) -> list[str] | None:
+    """layout.find_workspace: the nearest folder at or above `root` (or here) with a
+    `.context/` folder; None where there is none (the full command says so)."""
+    path = os.path.realpath(root if root is not None else os.getcwd())
+    while True:
+        if os.path.isdir(os.path.join(path, ".context")):
+            return [path]
+        parent = os.path.dirname(path)
+        if parent == path:
+            return None
+        path = parent
+
+
+def config_home() -> str:
+    """layout.config_home: $SIDECAR_CONFIG_HOME, else $XDG_CONFIG_HOME/sidecar."""
+    override = os.environ.get("SIDECAR_CONFIG_HOME")
+    if override:
+        return override
+    from sidecar.cli.present import home_folder  # Path.home(), which layout uses
+
+    return os.path.join(os.environ.get("XDG_CONFIG_HOME")
+                        or os.path.join(home_folder(), ".config"), "sidecar")
+
+
+def config_file() -> str:
+    return os.path.join(config_home(), "config.toml")
+
+
+def registered() -> list[str] | None:
+    """config.load_registry's roots, each a workspace still; None where the full command has
+    something to say (a registry it cannot read, a folder that is no workspace any more)."""
+    from sidecar.quickfiles import parse, read_path
+
+    try:
+        found = read_path(os.path.join(config_home(), "workspaces.json"))
+        data = None if found is None else parse(found)
+    except Declined:
+        return None
+    if found is None:
+        return []
+    roots = data.get("workspaces") if isinstance(data, dict) else None
+    if not isinstance(roots, list) or not all(isinstance(r, str) and _plain_path(r) for r in roots):
+        return None
+    if not all(os.path.isdir(os.path.join(root, ".context")) for root in roots):
+        return None
+    return roots
+
+
+def _plain_path(path: str) -> bool:
+    """An absolute path as pathlib would give it back unchanged (status shows that form)."""
+    return path.startswith("/") and (path == "/" or (
+        not path.endswith("/") and "//" not in path and "/./" not in path
+        and not path.endswith("/.")))

@@ -1,0 +1,96 @@
+"""timeutil reads sidecar's own timestamps without the datetime module, to the very float the
+datetime module gives; present words local times without it, as it did with it."""
+
+from __future__ import annotations
+
+import os
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from datetime import UTC, datetime
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from sidecar import timeutil
+from sidecar.cli import present
+
+
+def through_datetime(value: object) -> float | None:
+    """parse_ts as it was: every text through datetime.fromisoformat, checked writable."""
+    if isinstance(value, str):
+        try:
+            moment = datetime.fromisoformat(value.strip())
+        except ValueError:
+            return None
+        if moment.tzinfo is None:
+            moment = moment.replace(tzinfo=UTC)
+        try:
+            seconds = moment.timestamp()
+            timeutil.iso(seconds)
+        except (ValueError, OverflowError, OSError):
+            return None
+        return seconds
+    return timeutil.parse_ts(value)
+
+
+moments = st.datetimes(min_value=datetime(1, 1, 1), max_value=datetime(9999, 12, 31, 23, 59, 59))
+
+
+@given(moments, st.booleans())
+def test_sidecars_own_form_reads_to_the_float_datetime_gives(moment, millis):
+    text = moment.strftime("%Y-%m-%dT%H:%M:%S") + (f".{moment.microsecond // 1000:03d}" if millis else "") + "Z"
+    text = text.rjust(20 + 4 * millis, "0")  # strftime drops a year's leading zeros
+    assert timeutil.parse_ts(text) == through_datetime(text)
+    assert timeutil.parse_ts(f" {text}\n") == through_datetime(text)
+
+
+@given(st.text(alphabet="0123456789-:TZ. +", min_size=19, max_size=25))
+def test_any_text_near_that_form_reads_as_datetime_reads_it(text):
+    assert timeutil.parse_ts(text) == through_datetime(text)
+
+
+@pytest.mark.parametrize("text", [
+    "2026-02-29T00:00:00Z", "2024-02-29T00:00:00Z", "1900-02-29T00:00:00Z", "2000-02-29T00:00:00Z",
+    "2026-04-31T00:00:00Z", "2026-12-31T24:00:00Z", "2026-12-31T23:60:00Z", "2026-12-31T23:59:60Z",
+    "0000-01-01T00:00:00Z", "9999-12-31T23:59:59.999Z", "0001-01-01T00:00:00.000Z",
+    "2026-12-01T20:00:00.1234Z", "2026-12-01T20:00:00,123Z", "2026-1a-01T20:00:00Z",
+    "２０２６-12-01T20:00:00Z", "2026-12-01T20:00:00+00:00", "2026-12-01t20:00:00z"])
+def test_edges_of_the_form_read_as_datetime_reads_them(text):
+    assert timeutil.parse_ts(text) == through_datetime(text)
+
+
+def as_datetime_worded_it(ts: float, now: float) -> str:
+    moment = datetime.fromtimestamp(ts).astimezone()
+    today = datetime.fromtimestamp(now).astimezone().date()
+    if moment.date() == today:
+        return moment.strftime("%H:%M:%S")
+    if moment.year == today.year:
+        return moment.strftime("%b %d %H:%M")
+    return moment.strftime("%Y-%m-%d %H:%M")
+
+
+ZONES = ["UTC", "Europe/Paris", "America/St_Johns", "Pacific/Kiritimati"]
+
+
+@contextmanager
+def zone(name: str) -> Iterator[None]:
+    before = os.environ.get("TZ")
+    os.environ["TZ"] = name
+    time.tzset()
+    try:
+        yield
+    finally:
+        if before is None:
+            del os.environ["TZ"]
+        else:
+            os.environ["TZ"] = before
+        time.tzset()
+
+
+@given(st.floats(min_value=0, max_value=4e9), st.floats(min_value=-4e7, max_value=4e7))
+def test_a_local_time_is_worded_as_datetime_worded_it(now, offset):
+    for name in ZONES:
+        with zone(name):
+            assert present.local_time(now + offset, now) == as_datetime_worded_it(now + offset, now)
