@@ -85,9 +85,10 @@ def status(given: dict[str, Any]) -> int | None:
     except Declined:
         return None
     if given.get("--json"):
-        import json  # (orjson costs this command more than the whole report)
-
-        sys.stdout.buffer.write(json.dumps(report, indent=2, ensure_ascii=False).encode() + b"\n")
+        try:
+            sys.stdout.buffer.write(dumps(report).encode() + b"\n")
+        except (Declined, UnicodeEncodeError):  # (orjson refuses a lone surrogate: a name's)
+            return None
     else:
         from sidecar.cli.status_text import render_text
 
@@ -150,3 +151,30 @@ def _plain_path(path: str) -> bool:
     return path.startswith("/") and (path == "/" or (
         not path.endswith("/") and "//" not in path and "/./" not in path
         and not path.endswith("/.")))
+
+
+def dumps(value: object, indent: str = "") -> str:
+    """JSON as jsonfile.dumps writes it (orjson, indented by 2) for what a report holds:
+    `json` itself costs this command more than its report (it loads `re`), and orjson more."""
+    from _json import encode_basestring  # the C quoting json.dumps(ensure_ascii=False) uses
+
+    inner = indent + "  "
+    if isinstance(value, dict):
+        if not value:
+            return "{}"
+        items = [f"{inner}{encode_basestring(key)}: {dumps(item, inner)}"
+                 for key, item in value.items()]
+        return "{\n" + ",\n".join(items) + "\n" + indent + "}"
+    if isinstance(value, list):
+        if not value:
+            return "[]"
+        return "[\n" + ",\n".join(inner + dumps(item, inner) for item in value) + "\n" + indent + "]"
+    if isinstance(value, str):
+        return str(encode_basestring(value))
+    if value is None or isinstance(value, bool):
+        return {None: "null", True: "true", False: "false"}[value]
+    if isinstance(value, float) and value and abs(value) < 1e-4:
+        raise Declined("a float orjson writes otherwise (1e-5, not 1e-05)")
+    if isinstance(value, int | float):
+        return repr(value)
+    raise Declined(f"{type(value).__name__} in a report")

@@ -76,7 +76,7 @@ def test_the_status_line_runs_without_site(workspace, tmp_path):
     assert "site" not in loaded(result.stderr)
 
 
-@pytest.mark.parametrize("args", [("version",), ("hooks", "list"), ("status",)])
+@pytest.mark.parametrize("args", [("version",), ("hooks", "list"), ("status", "--help")])
 def test_every_other_command_starts_as_with_site(workspace, tmp_path, args):
     launcher = rewritten(tmp_path / "bin")
     fast, slow = (run(path, *args, cwd=workspace.root)

@@ -14,7 +14,7 @@ import pytest
 from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
-from sidecar import jsonfile, locks, quickstatus
+from sidecar import jsonfile, locks, quickcli, quickstatus
 from sidecar.cli import status as status_mod
 from sidecar.cli.present import Style
 from sidecar.cli.status_text import render_text
@@ -43,7 +43,7 @@ def assert_same(ws: Workspace) -> dict:
     """The fast report is the full one, and says it in the same bytes and words."""
     quick, whole = fast(ws), full(ws)
     assert quick == whole
-    assert json.dumps(quick, indent=2, ensure_ascii=False).encode() + b"\n" == jsonfile.dumps(whole)
+    assert quickcli.dumps(quick).encode() + b"\n" == jsonfile.dumps(whole)
     for colour in (False, True):
         assert render_text(quick, now=NOW, style=Style(colour)) == \
             render_text(whole, now=NOW, style=Style(colour))  # type: ignore[arg-type]
@@ -331,3 +331,19 @@ def test_a_plain_name_is_layouts(name):
     from sidecar.layout import PLAIN_NAME
 
     assert quickstatus.is_plain(name) == bool(PLAIN_NAME.fullmatch(name))
+
+
+report_values = st.recursive(
+    st.none() | st.booleans() | st.integers(-(2**63), 2**64 - 1)
+    | st.floats(allow_nan=False, allow_infinity=False) | st.text(),
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=6), inner, max_size=3),
+    max_leaves=20)
+
+
+@given(report_values)
+def test_a_report_is_written_in_jsonfiles_bytes_or_left_to_it(value):
+    try:
+        written = quickcli.dumps(value).encode() + b"\n"
+    except (Declined, UnicodeEncodeError):
+        return
+    assert written == jsonfile.dumps(value)
