@@ -13,7 +13,7 @@ from typing import Any
 
 import orjson
 
-from sidecar import safedir
+from sidecar import safedir, together
 from sidecar.errors import SidecarError
 
 Signature = tuple[int, int, int]
@@ -64,12 +64,17 @@ def dumps(data: Any, *, pretty: bool = True) -> bytes:
 
 
 def write_all(fd: int, data: bytes, durable: bool) -> None:
-    """Write every byte (a short write, as on a nearly full disk, goes on), then fsync if asked."""
+    """Write every byte (a short write, as on a nearly full disk, goes on), then fsync if asked
+    (at the end of a `together` block, inside one)."""
     view = memoryview(data)
     while view:
         view = view[os.write(fd, view):]
     if durable:
-        os.fsync(fd)
+        group = together.current()
+        if group is None:
+            os.fsync(fd)
+        else:
+            group.sync_later(fd)
 
 
 def write_bytes_atomic(path: Path, data: bytes, *, durable: bool = True) -> Signature:
@@ -103,6 +108,10 @@ def replace_in(folder: int, name: str, data: bytes, durable: bool = True,
             st = os.fstat(fd)
         finally:
             os.close(fd)
+        group = together.current() if durable else None
+        if group is not None:  # renamed once every file of the block is on disk
+            group.rename_later(folder, temp, name)
+            return (st.st_ino, st.st_size, st.st_mtime_ns)
         os.replace(temp, name, src_dir_fd=folder, dst_dir_fd=folder)
     except BaseException:
         try:

@@ -16,6 +16,7 @@ from __future__ import annotations
 import errno
 import os
 import stat
+import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -99,35 +100,119 @@ def open_dir(folder: Path, *, create: bool = False) -> int:
     the user's umask above it (`.context` and `.context/hooks` are theirs, often committed).
     LinkRefused (ELOOP) names a folder that is a symlink.
     """
+    if getattr(_held, "folders", None):  # inside a batch: a held folder, or one below it
+        below = _below_held(folder, create)
+        if below is not None:
+            return below
     base, names = _split(folder)
     fd = _open_base(base) if names else os.open(base, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
     shown = Path(base)
     try:
         for depth, name in enumerate(names):
-            shown = shown / _plain(name, shown / name)
-            private = depth >= 1 and names[1] == "runtime"
-            made = False
-            if create:
-                try:
-                    os.mkdir(name, 0o700 if private else 0o777, dir_fd=fd)
-                    made = True
-                except FileExistsError:
-                    pass
-            child = _down(fd, name, shown)
-            try:
-                if made and private:
-                    os.fchmod(child, 0o700)  # mkdir's mode is cut by the umask
-                if made:
-                    give_to_owner(child, fd)
-            except BaseException:
-                os.close(child)
-                raise
+            shown = shown / name
+            child = open_child(fd, name, shown, create=create,
+                               private=depth >= 1 and names[1] == "runtime")
             os.close(fd)
             fd = child
     except BaseException:
         os.close(fd)
         raise
     return fd
+
+
+def open_child(fd: int, name: str, shown: Path, *, create: bool = False,
+               private: bool = True) -> int:
+    """The folder `name` inside the folder open at `fd`, never through a link: one step of
+    `open_dir`, for a caller that holds a folder open already (a batch holds `sessions/`).
+    With `create`, a missing one is made, private (0700) if `private`, and given to the
+    folder's owner where root makes it. `shown` names it in errors."""
+    _plain(name, shown)
+    made = False
+    if create:
+        try:
+            os.mkdir(name, 0o700 if private else 0o777, dir_fd=fd)
+            made = True
+        except FileExistsError:
+            pass
+    child = _down(fd, name, shown)
+    try:
+        if made and private:
+            os.fchmod(child, 0o700)  # mkdir's mode is cut by the umask
+        if made:
+            give_to_owner(child, fd)
+    except BaseException:
+        os.close(child)
+        raise
+    return child
+
+
+# The folders each thread holds open (`holding`), by their paths' text: each one's
+# descriptor, and whether what is made in it is private (inside a runtime).
+_held = threading.local()
+
+
+@contextmanager
+def holding(folder: Path) -> Iterator[None]:
+    """Hold `folder` open for a block: within it, in this thread, it and every file and folder
+    below it are opened from the held descriptor, by the same steps, rather than by a walk
+    from the root (a step of the daemon reads and writes dozens of files below one runtime).
+    The descriptor was reached without following a link, and nothing below it is opened
+    through one either: a link swapped in for the folder meanwhile is never followed, files go
+    on in the folder itself. A folder that cannot be held (absent, a link) is not: each open
+    then says so as it would without this."""
+    try:
+        fd = open_dir(folder)
+    except OSError:
+        yield
+        return
+    _base, names = _split(folder)
+    held: dict[str, tuple[int, bool]] = _held.__dict__.setdefault("folders", {})
+    key = str(folder)
+    before = held.get(key)
+    held[key] = (fd, len(names) >= 2 and names[1] == "runtime")
+    try:
+        yield
+    finally:
+        if before is None:
+            del held[key]
+        else:
+            held[key] = before
+        os.close(fd)
+
+
+def _below_held(folder: Path, create: bool) -> int | None:
+    """`folder` opened from the nearest folder held above it (or a dup of it, held itself),
+    step by step as open_dir walks; None where none is held."""
+    held: dict[str, tuple[int, bool]] = _held.folders
+    above, names = str(folder), []
+    while (entry := held.get(above)) is None:
+        above, _, name = above.rpartition("/")
+        if not name or name == CONTEXT or not above:
+            return None  # (only folders below .context are ever held)
+        names.append(name)
+    fd, private = entry
+    if not names:
+        return os.dup(fd)
+    shown, current = Path(above), fd
+    try:
+        for name in reversed(names):
+            shown = shown / name
+            child = open_child(current, name, shown, create=create, private=private)
+            if current != fd:
+                os.close(current)
+            current = child
+    except BaseException:
+        if current != fd:
+            os.close(current)
+        raise
+    return current
+
+
+def _held_entry(folder: Path) -> tuple[int, bool] | None:
+    """The descriptor `holding` holds for `folder` in this thread, and whether what is made in
+    it is private; None where it holds none."""
+    held: dict[str, tuple[int, bool]] | None = getattr(_held, "folders", None)
+    return held.get(str(folder)) if held else None
 
 
 @contextmanager
@@ -147,15 +232,34 @@ def make_dirs(folder: Path) -> None:
 
 def open_file(path: Path, flags: int, mode: int = 0o600, *, create_dirs: bool = False) -> int:
     """Open `path` (never through a link: O_NOFOLLOW) inside its safely opened folder."""
+    held = _held_entry(path.parent) if getattr(_held, "folders", None) else None
+    if held is not None:  # its folder is held (see holding)
+        return open_in(held[0], path, flags, mode)
     with opened(path.parent, create=create_dirs) as folder:
-        fd = os.open(_plain(path.name, path), flags | os.O_NOFOLLOW | os.O_CLOEXEC, mode, dir_fd=folder)
-        if flags & os.O_CREAT:
-            try:
-                give_to_owner(fd, folder)
-            except BaseException:
-                os.close(fd)
-                raise
-        return fd
+        return open_in(folder, path, flags, mode)
+
+
+def open_named(folder: Path, name: str, flags: int) -> int:
+    """`open_file(folder / name, flags)`, without building that path where `folder` is held
+    (an inbox's every event is read so)."""
+    held = _held_entry(folder) if getattr(_held, "folders", None) else None
+    if held is None or name in (".", "..") or "/" in name:
+        return open_file(folder / name, flags)
+    return os.open(name, flags | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600, dir_fd=held[0])
+
+
+def open_in(folder: int, path: Path, flags: int, mode: int = 0o600) -> int:
+    """Open the file `path` names inside its folder, already open at `folder` (a batch holds
+    it), never through a link; one it creates is given to the folder's owner where root
+    creates it."""
+    fd = os.open(_plain(path.name, path), flags | os.O_NOFOLLOW | os.O_CLOEXEC, mode, dir_fd=folder)
+    if flags & os.O_CREAT:
+        try:
+            give_to_owner(fd, folder)
+        except BaseException:
+            os.close(fd)
+            raise
+    return fd
 
 
 def unlink(path: Path) -> bool:

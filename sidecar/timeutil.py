@@ -17,23 +17,66 @@ def now() -> float:
 
 
 def iso(ts: float) -> str:
-    """RFC 3339 in UTC with milliseconds, as dotcontext writes it: 2026-11-29T07:25:57.336Z."""
+    """RFC 3339 in UTC with milliseconds, as dotcontext writes it: 2026-11-29T07:25:57.336Z.
+
+    Every trace line is stamped so: its date comes from time.gmtime, after the rounding to the
+    microsecond that datetime.fromtimestamp does (half to even), the same text to the digit;
+    years outside 1000 to 9999 go through datetime (which refuses a moment it cannot hold)."""
+    fraction, whole = math.modf(ts)
+    micro = round(fraction * 1e6)
+    if micro >= 1_000_000:
+        whole, micro = whole + 1, micro - 1_000_000
+    elif micro < 0:
+        whole, micro = whole - 1, micro + 1_000_000
+    if _FOUR_DIGIT_YEARS[0] <= whole < _FOUR_DIGIT_YEARS[1]:
+        t = time.gmtime(whole)
+        millis = micro // 1000
+        text = (f"{t.tm_year:04d}-{t.tm_mon:02d}-{t.tm_mday:02d}T{t.tm_hour:02d}:{t.tm_min:02d}:"
+                f"{t.tm_sec:02d}.{millis:03d}Z")
+        if len(_PARSED) < _PARSED_KEPT:  # what parse_ts reads it as, read again at once
+            _PARSED[text] = (int(whole) * 10**6 + millis * 1000) / 10**6
+        return text
     from datetime import UTC, datetime
 
     moment = datetime.fromtimestamp(ts, UTC)
     return moment.strftime("%Y-%m-%dT%H:%M:%S.") + f"{moment.microsecond // 1000:03d}Z"
 
 
+_FOUR_DIGIT_YEARS = (-30610224000.0, 253402300800.0)  # 1000-01-01 to 10000-01-01, in UTC
+
+
 def parse_ts(value: object) -> float | None:
     """Epoch seconds from RFC 3339 text or a number; None when it is neither, or when it is a
     moment sidecar could not write back (beyond year 9999 in UTC, before year 1)."""
     if isinstance(value, str):
-        own = _own_form(value.strip())
-        if own is not None:
-            return own  # years 1 to 9999 in UTC: always one it can write back
+        known = _PARSED.get(value, _UNKNOWN)
+        if known is _UNKNOWN:
+            if len(_PARSED) >= _PARSED_KEPT:
+                _PARSED.clear()
+            known = _PARSED[value] = _parse_text(value)
+        return known  # type: ignore[return-value]  # (a float or None, as parsed)
+    return _parse_checked(value)
+
+
+# Texts read before and what they read as: a record's times are read again at every event.
+_PARSED: dict[str, float | None] = {}
+_PARSED_KEPT = 4096
+_UNKNOWN = object()
+
+
+def _parse_text(text: str) -> float | None:
+    own = _own_form(text.strip())
+    if own is not None:
+        return own  # years 1 to 9999 in UTC: always one it can write back
+    return _parse_checked(text)
+
+
+def _parse_checked(value: object) -> float | None:
     seconds = _parse_ts(value)
     if seconds is None:
         return None
+    if _FOUR_DIGIT_YEARS[0] <= seconds < _FOUR_DIGIT_YEARS[1]:
+        return seconds  # a moment iso writes, surely
     try:
         iso(seconds)
     except (ValueError, OverflowError, OSError):
@@ -51,12 +94,12 @@ def _own_form(text: str) -> float | None:
     if len(text) not in (20, 24) or text[-1] != "Z" or text[4] != "-" or text[7] != "-" \
             or text[10] != "T" or text[13] != ":" or text[16] != ":":
         return None
-    fields = (text[:4], text[5:7], text[8:10], text[11:13], text[14:16], text[17:19])
     fraction = text[20:23] if len(text) == 24 else "000"
-    if (len(text) == 24 and text[19] != ".") or not all(
-            f.isascii() and f.isdigit() for f in (*fields, fraction)):
+    digits = text[:4] + text[5:7] + text[8:10] + text[11:13] + text[14:16] + text[17:19] + fraction
+    if (len(text) == 24 and text[19] != ".") or not (digits.isascii() and digits.isdigit()):
         return None
-    year, month, day, hour, minute, second = map(int, fields)
+    year, month, day = int(digits[:4]), int(digits[4:6]), int(digits[6:8])
+    hour, minute, second = int(digits[8:10]), int(digits[10:12]), int(digits[12:14])
     if not (1 <= year and 1 <= month <= 12 and 1 <= day <= _days_in(year, month)
             and hour < 24 and minute < 60 and second < 60):
         return None

@@ -20,14 +20,16 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
+from sidecar import safedir
 from sidecar.config import Config
 from sidecar.coordination.base import LeaseLost, Unreachable
 from sidecar.errors import SidecarError
 from sidecar.followups.queue import FollowUpQueue
 from sidecar.inbox import folder as inbox
 from sidecar.inbox.events import Event
+from sidecar.sessions.batch import BatchResult
 from sidecar.sessions.model import Key
-from sidecar.sessions.store import BatchResult, SessionStore
+from sidecar.sessions.store import SessionStore
 from sidecar.vocabulary import EventKind, SessionChange
 
 log = logging.getLogger("sidecar")
@@ -141,7 +143,12 @@ class Ingestor:
     # -- the inbox -----------------------------------------------------------------------
 
     def drain(self, now: float, replay: bool = False) -> None:
-        """Apply everything in the inbox, in batches of at most BATCH_MAX."""
+        """Apply everything in the inbox, in batches of at most BATCH_MAX, with the runtime
+        held open (safedir.holding: a batch opens dozens of files below it)."""
+        with safedir.holding(self.ws.runtime):
+            self._drain(now, replay)
+
+    def _drain(self, now: float, replay: bool) -> None:
         self.timers.grace = None
         ready = []
         for arrival in inbox.scan(self.ws):
@@ -186,15 +193,17 @@ class Ingestor:
         log.debug("%s: applied %d event(s)", self.ws.root, len(result.applied))
 
     def _read(self, arrivals: list[inbox.Arrival], now: float) -> list[Event]:
+        """The batch's events, read with the inbox held open (safedir.holding)."""
         events = []
-        for arrival in arrivals:
-            outcome = inbox.read(self.ws, arrival, now)
-            if isinstance(outcome, inbox.Deferred):
-                self._defer(outcome.retry_at)
-            elif isinstance(outcome, inbox.Rejected):
-                self._reject(outcome, now)
-            elif outcome is not None:
-                events.append(outcome)
+        with safedir.holding(self.ws.inbox):  # (each file then one open below it)
+            for arrival in arrivals:
+                outcome = inbox.read(self.ws, arrival, now)
+                if isinstance(outcome, inbox.Deferred):
+                    self._defer(outcome.retry_at)
+                elif isinstance(outcome, inbox.Rejected):
+                    self._reject(outcome, now)
+                elif outcome is not None:
+                    events.append(outcome)
         return events
 
     def _reject(self, rejection: inbox.Rejected, now: float) -> None:

@@ -106,7 +106,7 @@ def read(ws: Workspace, arrival: Arrival, now: float) -> events.Event | Deferred
     if judged is not None:
         return judged
     try:
-        fd = safedir.open_file(ws.inbox / arrival.name, os.O_RDONLY | os.O_NONBLOCK)
+        fd = safedir.open_named(ws.inbox, arrival.name, os.O_RDONLY | os.O_NONBLOCK)
     except FileNotFoundError:
         return None
     except safedir.LinkRefused:

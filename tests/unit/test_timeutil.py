@@ -94,3 +94,39 @@ def test_a_local_time_is_worded_as_datetime_worded_it(now, offset):
     for name in ZONES:
         with zone(name):
             assert present.local_time(now + offset, now) == as_datetime_worded_it(now + offset, now)
+
+
+def as_datetime_wrote_it(ts: float) -> str:
+    moment = datetime.fromtimestamp(ts, UTC)
+    return moment.strftime("%Y-%m-%dT%H:%M:%S.") + f"{moment.microsecond // 1000:03d}Z"
+
+
+@given(st.floats(min_value=-62135596800, max_value=253402300799.999) | st.integers(
+    min_value=-62135596800, max_value=253402300799).map(float) | st.sampled_from([
+        -30610224000.0, -30610224000.0000005, 253402300799.9999995, 1796000000.9999995,
+        1796000000.0000005, -0.5, -1e-300, 0.9995, 0.0004999]))
+def test_a_moment_is_written_as_datetime_wrote_it(ts):
+    try:
+        expected = as_datetime_wrote_it(ts)
+    except (ValueError, OverflowError, OSError) as exc:
+        with pytest.raises(type(exc)):
+            timeutil.iso(ts)
+        return
+    assert timeutil.iso(ts) == expected
+
+
+@pytest.mark.parametrize("ts", [1e20, -1e20, 253402300800.0, -62135596801.0, float("inf")])
+def test_a_moment_past_what_datetime_holds_is_refused_as_it_refuses_it(ts):
+    with pytest.raises((ValueError, OverflowError, OSError)):
+        as_datetime_wrote_it(ts)
+    with pytest.raises((ValueError, OverflowError, OSError)):
+        timeutil.iso(ts)
+
+
+def test_a_text_read_again_reads_the_same_and_the_memory_stays_bounded():
+    for i in range(timeutil._PARSED_KEPT * 2 + 10):
+        text = timeutil.iso(1_796_000_000 + i)
+        assert timeutil.parse_ts(text) == timeutil.parse_ts(text) == through_datetime(text)
+    assert len(timeutil._PARSED) <= timeutil._PARSED_KEPT
+    assert timeutil.parse_ts("not a time") is None and timeutil.parse_ts("not a time") is None
+

@@ -1,0 +1,23 @@
+"""A session's record id and its trace lines' ids are the uuid5s they always were (rules.py
+computes them without building UUID objects)."""
+
+from __future__ import annotations
+
+import uuid
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from sidecar.sessions import rules
+
+
+@given(st.text())
+def test_a_record_and_trace_id_is_the_uuid5_it_always_was(name):
+    try:
+        expected = str(uuid.uuid5(rules.NAMESPACE, name))
+    except UnicodeEncodeError:
+        with pytest.raises(UnicodeEncodeError):
+            rules._uuid5(name)
+        return
+    assert rules._uuid5(name) == expected
