@@ -9,14 +9,14 @@ changed.
 
 from __future__ import annotations
 
-import uuid
 from dataclasses import dataclass, field
-from hashlib import sha1
 
 from sidecar.hosts import registry
 from sidecar.hosts.base import EndFacts, Failure
 from sidecar.inbox.events import Event
-from sidecar.sessions import tokens
+from sidecar.sessions import ids, tokens
+from sidecar.sessions.ids import NAMESPACE as NAMESPACE
+from sidecar.sessions.ids import harness_id as harness_id
 from sidecar.sessions.model import (
     Binding,
     Bindings,
@@ -37,8 +37,6 @@ from sidecar.vocabulary import (
     SessionChange,
 )
 
-NAMESPACE = uuid.UUID("6f1c2a4e-8d1b-4c53-9a57-3e0f5b1d7c21")
-_NAMESPACE_BYTES = NAMESPACE.bytes
 RECENT_EVENTS = 256  # per session: enough to recognise any batch replayed after a crash
 # A host writes its record of an end a moment after its last hook's event (Cline's manifest,
 # some 60 ms after its TaskComplete hook starts): an end recorded this much before the
@@ -58,20 +56,6 @@ _TRACE_NAMES = {
     EventKind.TURN_FAILED: "turn.failed",
     EventKind.NEEDS_INPUT: "needs.input",
 }
-
-
-def harness_id(host: str, session_id: str) -> str:
-    """A host session's harness session id when no binding names one: stable for life."""
-    return _uuid5(f"{host}\0{session_id}")
-
-
-def _uuid5(name: str) -> str:
-    """str(uuid.uuid5(NAMESPACE, name)), without the UUID objects (one for every trace line)."""
-    digest = bytearray(sha1(_NAMESPACE_BYTES + name.encode()).digest()[:16])
-    digest[6] = (digest[6] & 0x0F) | 0x50  # version 5
-    digest[8] = (digest[8] & 0x3F) | 0x80  # the RFC 4122 variant
-    h = digest.hex()
-    return f"{h[:8]}-{h[8:12]}-{h[12:16]}-{h[16:20]}-{h[20:]}"
 
 
 @dataclass
@@ -96,7 +80,7 @@ def trace_line(hid: str, event: Event | None, name: str, message: str, at: float
     data = {} if event is None else {"host": event.host, "hostEvent": event.name,
                                      "inboxFile": event.file}
     # Derived from the inbox file, so a line repeated by a crash replay is recognisable.
-    line_id = _uuid5(f"{origin}\0{name}")
+    line_id = ids.uuid5(f"{origin}\0{name}")
     return TraceLine(line_id, hid, name, message, iso(at), data)
 
 

@@ -1,4 +1,4 @@
-"""A session's record id and its trace lines' ids are the uuid5s they always were (rules.py
+"""A session's record id and its trace lines' ids are the uuid5s they always were (ids.py
 computes them without building UUID objects)."""
 
 from __future__ import annotations
@@ -9,15 +9,15 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from sidecar.sessions import rules
+from sidecar.sessions import ids
 
 
 @given(st.text())
 def test_a_record_and_trace_id_is_the_uuid5_it_always_was(name):
     try:
-        expected = str(uuid.uuid5(rules.NAMESPACE, name))
+        expected = str(uuid.uuid5(ids.NAMESPACE, name))
     except UnicodeEncodeError:
         with pytest.raises(UnicodeEncodeError):
-            rules._uuid5(name)
+            ids.uuid5(name)
         return
-    assert rules._uuid5(name) == expected
+    assert ids.uuid5(name) == expected
