@@ -39,8 +39,9 @@ def pip_launcher(folder: Path) -> str:
     """The launcher as pip wrote it, before sidecar's rewrite: `#!<python>` (with site), and
     no folder written in."""
     text = Path(SIDECAR).read_bytes().split(b"\n", 1)[1]
-    text = text.replace(text[text.index(b"FOLDERS: "):].split(b"\n", 1)[0],
-                        b"FOLDERS: tuple[str, ...] = ()")
+    if b"\nFOLDERS: " in text:  # (a launcher from before the rewrite has none)
+        text = text.replace(text[text.index(b"\nFOLDERS: ") + 1:].split(b"\n", 1)[0],
+                            b"FOLDERS: tuple[str, ...] = ()")
     path = folder / "sidecar"
     path.write_bytes(b"#!" + sys.executable.encode() + b"\n" + text)
     path.chmod(0o755)

@@ -40,7 +40,7 @@ def main(argv: list[str], full_start: Callable[[], None]) -> int | None:
         from sidecar.cli.sessions import answer
 
         return answer(given)
-    if given.get("--session"):
+    if "--session" in given:  # (even an empty one, as typer takes it: the full command says)
         full_start()
         from sidecar.cli.status import answer_session
 

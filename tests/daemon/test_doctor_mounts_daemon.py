@@ -10,6 +10,7 @@ import shutil
 import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -104,9 +105,17 @@ def test_through_fuse_the_leader_lock_is_not_the_backing_files_lock(bindfs, work
         stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, start_new_session=True)
     try:
         wait_until(lambda: leaders(workspace.root) == 1, 30)
-        start_daemon(workspace.root, wait_leader=False)  # the same files, by their own path
-        # as two machines on one network volume could: both hold "the" leader lock, both lead
-        wait_until(lambda: leaders(workspace.root) == 2, 30)
+        direct = start_daemon(workspace.root, wait_leader=False)  # the same files, by their own path
+        # as two machines on one network volume could: both hold "the" leader lock, both lead.
+        # Each says so in its log. (Their instance files cannot show both at once for long:
+        # each takes the other's life lock, which it cannot see, for a dead instance's and
+        # removes its file, which the other writes again at its next heartbeat.)
+        wait_until(lambda: "leading (instance" in direct.output(), 30)
+        time.sleep(1)  # some heartbeats of both
+        fused = (tmp_path / "fuse-daemon.log").read_text()
+        for said in (direct.output(), fused):
+            assert said.count("leading (instance") == 1, said
+            assert "stands by" not in said and "no longer leading" not in said, said
     finally:
         os.killpg(on_fuse.pid, signal.SIGTERM)
         try:
