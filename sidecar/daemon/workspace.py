@@ -20,7 +20,7 @@ from typing import Any, NamedTuple
 
 import orjson
 
-from sidecar import emit
+from sidecar import emit, safedir
 from sidecar.config import Config
 from sidecar.coordination import current as coordination
 from sidecar.coordination.base import Leadership, LeaseLost, Unreachable
@@ -126,8 +126,7 @@ class WorkspaceServer:
         self.membership.join()  # the first step writes the instance file
 
     def step(self, now: float) -> float:
-        """Do what is due; returns when to step again (sooner if woken). TamperedRuntime if
-        the runtime's folders are not what sidecar made (a symlink): nothing is done then."""
+        """Do what is due; when to step again. TamperedRuntime, nothing done: a linked runtime."""
         self.ws.check_runtime()
         if self.leader is not None and not self.leader.held():
             self.step_down("the lead was lost")
@@ -140,7 +139,8 @@ class WorkspaceServer:
             return min(now + STANDBY_RETRY, self._beat_if_due(now))
         self.set_aside_for = None  # served again: a new reason to set it aside is said anew
         try:
-            return self._lead(now)
+            with safedir.holding(self.ws.runtime):  # a step opens dozens of files below it
+                return self._lead(now)
         except (LeaseLost, Unreachable) as exc:
             self.step_down(str(exc))
             return min(now + STANDBY_RETRY, self._beat_if_due(now))
