@@ -87,17 +87,24 @@ def open_root(root: str) -> int:
 
 def read(folder: int, name: str) -> bytes | None:
     """A state file's bytes (None where there is none)."""
+    return _whole_file(name, FILE, folder)
+
+
+def read_path(path: str) -> bytes | None:
+    """A file outside any runtime (the user's config folder), through the user's own links;
+    None where there is none. Never a FIFO's read that could wait."""
+    return _whole_file(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC, None)
+
+
+def _whole_file(name: str, flags: int, folder: int | None) -> bytes | None:
+    """All of a regular file (a copy of jsonfile.read_open's rules, without orjson's import);
+    None where there is none, Declined for anything else."""
     try:
-        fd = os.open(name, FILE, dir_fd=folder)
+        fd = os.open(name, flags, dir_fd=folder)
     except FileNotFoundError:
         return None
     except OSError as exc:
         raise Declined(f"{name}: {exc}") from None
-    return _whole_file(fd, name)
-
-
-def _whole_file(fd: int, name: str) -> bytes:
-    """All of the regular file open at `fd` (closed after); Declined for anything else."""
     try:
         if not stat.S_ISREG(os.fstat(fd).st_mode):
             raise Declined(f"{name} is not a regular file")
@@ -128,18 +135,6 @@ def parse(data: bytes) -> object:
     if text[end:].strip(" \t\n\r"):
         raise Declined("not JSON: extra data")
     return value
-
-
-def read_path(path: str) -> bytes | None:
-    """A file outside any runtime (the user's config folder), through the user's own links;
-    None where there is none. Never a FIFO's read that could wait."""
-    try:
-        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
-    except FileNotFoundError:
-        return None
-    except OSError as exc:
-        raise Declined(f"{path}: {exc}") from None
-    return _whole_file(fd, path)
 
 
 def read_json(folder: int, name: str) -> object:

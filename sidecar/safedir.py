@@ -240,8 +240,8 @@ def open_file(path: Path, flags: int, mode: int = 0o600, *, create_dirs: bool = 
 
 
 def open_named(folder: Path, name: str, flags: int) -> int:
-    """`open_file(folder / name, flags)`, without building that path where `folder` is held
-    (an inbox's every event is read so)."""
+    """`open_file(folder / name, flags)` for reading (nothing is created), without building
+    that path where `folder` is held (an inbox's every event is read so)."""
     held = _held_entry(folder) if getattr(_held, "folders", None) else None
     if held is None or name in (".", "..") or "/" in name:
         return open_file(folder / name, flags)
