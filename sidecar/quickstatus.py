@@ -88,21 +88,30 @@ def is_plain(name: str) -> bool:
 
 
 def is_alive(pid: int, start: int | None) -> bool:
-    """procwatch.is_alive (with /proc, as the fast path runs only where /proc is)."""
+    """procwatch.is_alive: kill(0), then its state and start time from /proc; without /proc
+    (macOS), kill(0) is all there is to go by."""
     try:
         os.kill(pid, 0)
     except ProcessLookupError:
         return False
     except PermissionError:
         pass
+    found = proc_stat(pid)
+    if found is None:
+        return not os.path.exists("/proc/self/stat")  # procwatch.HAS_PROC
+    state, started = found
+    return state != "Z" and (start is None or started == start)
+
+
+def proc_stat(pid: int) -> tuple[str, int] | None:
+    """procwatch._stat: (state, start time in clock ticks); None if gone or unknown."""
     try:
         with open(f"/proc/{pid}/stat", "rb") as handle:
             data = handle.read()
         fields = data[data.rfind(b")") + 2:].split()
-        state, started = fields[0].decode(), int(fields[19])
+        return fields[0].decode(), int(fields[19])
     except (OSError, IndexError, ValueError):
-        return False
-    return state != "Z" and (start is None or started == start)
+        return None
 
 
 def _whole(value: object) -> int | None:

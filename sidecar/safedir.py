@@ -159,24 +159,23 @@ def holding(folder: Path) -> Iterator[None]:
     The descriptor was reached without following a link, and nothing below it is opened
     through one either: a link swapped in for the folder meanwhile is never followed, files go
     on in the folder itself. A folder that cannot be held (absent, a link) is not: each open
-    then says so as it would without this."""
+    then says so as it would without this. Held already in this thread, it is the outer
+    hold's."""
+    held: dict[str, tuple[int, bool]] = _held.__dict__.setdefault("folders", {})
+    key = str(folder)
     try:
-        fd = open_dir(folder)
+        fd = None if key in held else open_dir(folder)
     except OSError:
+        fd = None
+    if fd is None:
         yield
         return
     _base, names = _split(folder)
-    held: dict[str, tuple[int, bool]] = _held.__dict__.setdefault("folders", {})
-    key = str(folder)
-    before = held.get(key)
     held[key] = (fd, len(names) >= 2 and names[1] == "runtime")
     try:
         yield
     finally:
-        if before is None:
-            del held[key]
-        else:
-            held[key] = before
+        del held[key]
         os.close(fd)
 
 

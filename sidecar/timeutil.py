@@ -117,14 +117,14 @@ def _days_in(year: int, month: int) -> int:
 
 
 def _parse_ts(value: object) -> float | None:
-    from datetime import UTC, datetime
-
     if isinstance(value, bool):
         return None
     if isinstance(value, (int, float)):
         number = float(value)
         return number if number == number and abs(number) < 1e11 else None
     if isinstance(value, str):
+        from datetime import UTC, datetime  # (only text other than sidecar's own form)
+
         try:
             moment = datetime.fromisoformat(value.strip())
         except ValueError:

@@ -6,8 +6,8 @@ installed packages and their .pth files, about a third of the interpreter's star
 user may write the launcher, `rewrite` makes its first line `#!<the same python> -S` and writes
 into it the folder sidecar was installed in (FOLDERS), the one folder `emit` and
 `status --line` import from beyond the standard library; the launcher runs `site` itself for
-every other command. `sidecar integrate` and `sidecar service install` call it, and
-`make install` runs it (`python -m sidecar.install.launcher PATH`).
+every other command. `sidecar integrate` calls it (the hooks it writes run the launcher), and
+`make install` runs it (`python -m sidecar.install.launcher PATH`), as does `doctor`'s fix.
 
 The rewrite is atomic, keeps the file's mode, and touches only a regular file of this user's
 that holds sidecar's launcher. A pip upgrade writes the slow launcher back; `doctor` says so.

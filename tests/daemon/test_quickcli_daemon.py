@@ -123,3 +123,16 @@ def test_sessions_and_one_sessions_story_answer_without_typer(workspace, start_d
         invoke("status", "--session", "s-2", "--root", str(workspace.root), "--json").stdout)
     unknown = launched("status", "--session", "nope", "--root", str(workspace.root))
     assert unknown.returncode == 1 and "no session 'nope'" in said(unknown)
+
+
+def test_a_registered_folder_that_is_no_workspace_any_more_is_said_by_the_full_command(
+        workspace, tmp_path, config_home):
+    gone = tmp_path / "gone"
+    (gone / ".context").mkdir(parents=True)
+    assert invoke("init", str(gone)).returncode == 0
+    for part in sorted(gone.rglob("*"), reverse=True):
+        part.rmdir() if part.is_dir() else part.unlink()
+    for args in (("status", "--all"), ("sessions",)):
+        result = launched(*args, cwd=tmp_path)
+        assert "typer" in loaded(result), args  # the full command, which says so
+        assert f"{gone} is registered but is not a workspace" in said(result), args
