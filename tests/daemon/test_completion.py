@@ -2,11 +2,19 @@
 
 from __future__ import annotations
 
-from helpers import invoke
+import shlex
+import subprocess
+
+from helpers import SIDECAR, invoke
 
 
 def test_show_completion_prints_a_bash_script():
-    result = invoke("--show-completion", "bash")
+    """Run from bash, it prints bash's script. typer finds the shell among the command's
+    parents (a name after the flag does not choose it), so the test starts it from a real
+    bash: the test's own parents may hold none. `; exit` keeps bash from exec-ing it."""
+    result = subprocess.run(
+        ["bash", "-c", f"{shlex.quote(SIDECAR)} --show-completion; exit $?"],
+        capture_output=True, timeout=30)
     assert result.returncode == 0
     script = result.stdout.decode()
     assert "_sidecar_completion()" in script and "complete " in script
