@@ -72,6 +72,29 @@ def wait_until(predicate: Callable[[], object], timeout: float = 10.0, interval:
         time.sleep(interval)
 
 
+def wait_for_written(path: Path, complete: Callable[[bytes], bool], timeout: float = 10.0) -> bytes:
+    """The bytes another process writes to `path`, once `complete` says they are whole: the file
+    appears when its writer opens it, before it writes, so its existence alone is not enough."""
+    def whole() -> bytes | None:
+        try:
+            data = path.read_bytes()
+        except FileNotFoundError:
+            return None
+        return data if complete(data) else None
+    return wait_until(whole, timeout)
+
+
+def wait_for_json(path: Path, timeout: float = 10.0):
+    """The JSON document another process writes to `path`, once it parses."""
+    def parses(data: bytes) -> bool:
+        try:
+            orjson.loads(data)
+        except orjson.JSONDecodeError:
+            return False
+        return True
+    return orjson.loads(wait_for_written(path, parses, timeout))
+
+
 def fixture_payload(name: str) -> bytes:
     return (FIXTURES / name).read_bytes()
 

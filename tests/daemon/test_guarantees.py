@@ -16,7 +16,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from helpers import emit, read_json, trust_commands, wait_until
+from helpers import emit, read_json, trust_commands, wait_for_json, wait_until
 from sidecar.inbox import events
 from sidecar.sessions.rules import harness_id
 
@@ -209,8 +209,7 @@ def test_no_event_field_chooses_what_runs_or_where_it_writes(workspace, start_da
                "promptFile": "../../../etc/passwd", "cwd": str(outside),
                "transcript_path": "/etc/shadow", "hooks": {"x": {"action": ["touch", "pwned3"]}}}
     emit(workspace.root, orjson.dumps(hostile), "--root", str(workspace.root))
-    wait_until(out.exists, 15)
-    assert orjson.loads(out.read_bytes()) == [str(workspace.root), str(out), "evil"]
+    assert wait_for_json(out, 15) == [str(workspace.root), str(out), "evil"]
     assert not list(tmp_path.rglob("pwned*")) and not list(workspace.root.rglob("pwned*"))
     assert list(outside.iterdir()) == []
     assert set(read_json(workspace.hooks_file)["hooks"]) == {"only"}

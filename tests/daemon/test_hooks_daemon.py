@@ -9,7 +9,7 @@ from pathlib import Path
 import orjson
 import pytest
 
-from helpers import SIDECAR, emit, read_json, run_cli, trust_commands, wait_until
+from helpers import SIDECAR, emit, read_json, run_cli, trust_commands, wait_for_json, wait_until
 from sidecar.sessions.rules import harness_id
 
 
@@ -166,9 +166,7 @@ def test_hostile_values_reach_the_command_unchanged(workspace, start_daemon, tmp
         delay=0, promptFile="hooks/nasty.md")})
     start_daemon(workspace.root)
     end_session(workspace, "s.with:odd-chars_1")
-    wait_until(out.exists, 15)
-    assert orjson.loads(out.read_bytes()) == [str(out), nasty_prompt.strip(), literal,
-                                             "s.with:odd-chars_1"]
+    assert wait_for_json(out, 15) == [str(out), nasty_prompt.strip(), literal, "s.with:odd-chars_1"]
     assert not list(workspace.root.rglob("pwned*")) and not list(tmp_path.rglob("pwned*"))
 
 

@@ -16,7 +16,7 @@ from pathlib import Path
 import orjson
 import pytest
 
-from helpers import emit, read_json, run_cli, wait_until
+from helpers import emit, read_json, run_cli, wait_for_written, wait_until
 from sidecar.followups import trust
 from sidecar.layout import Workspace
 
@@ -116,8 +116,7 @@ def test_a_command_hook_the_user_adds_runs_without_a_trust_step(workspace, start
     assert added.returncode == 0, added.stderr
     start_daemon(workspace.root)
     end_session(workspace.root, "mine")
-    wait_until(out.exists, 15)
-    assert out.read_text() == "mine\n"
+    assert wait_for_written(out, lambda data: data.endswith(b"\n"), 15) == b"mine\n"
     wait_until(lambda: last_status(workspace, "note") == "ok", 15)
 
 
