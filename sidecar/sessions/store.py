@@ -22,7 +22,7 @@ from pathlib import Path
 
 import orjson
 
-from sidecar import jsonfile, safedir
+from sidecar import jsonfile, safedir, together
 from sidecar.coordination import current as coordination
 from sidecar.hosts import registry
 from sidecar.layout import PLAIN_NAME, Workspace
@@ -71,9 +71,15 @@ class SessionStore:
         raise StoreError(f"{self.ws.bindings_file} is not a JSON object; left as it is")
 
     def save_bindings(self, bindings: Bindings) -> None:
-        self.fence()
+        if not self._renames_deferred():  # (else the block's end checks before the rename)
+            self.fence()
         safedir.make_dirs(self.ws.bindings_file.parent)
         jsonfile.write_json_atomic(self.ws.bindings_file, bindings.to_json(), durable=self.durable)
+
+    def _renames_deferred(self) -> bool:
+        """Whether a replace written now is put in place only at the end of a `together`
+        block, after the block's own fencing check (durable writes alone are deferred)."""
+        return self.durable and together.current() is not None
 
     def load_session(self, hid: str) -> SessionRecord | None:
         """The record; None if it is confirmed missing, OSError/ValueError if unreadable."""
@@ -90,7 +96,11 @@ class SessionStore:
 
     def save_session(self, record: SessionRecord, trace: list[TraceLine],
                      dedupe: bool = False) -> None:
-        self.fence()
+        # Within a `together` block the record's replace is checked at the block's end, before
+        # any rename; only the trace's append, which lands at once, needs its own check.
+        grouped = self._renames_deferred()
+        if trace or not grouped:
+            self.fence()
         folder = self.ws.session_dir(record.id)
         safedir.make_dirs(folder)  # never through a symlinked folder (ELOOP)
         if trace and dedupe:
@@ -99,7 +109,8 @@ class SessionStore:
         if trace:
             jsonfile.append_lines(folder / "trace.jsonl", [t.to_json() for t in trace],
                                   durable=self.durable)
-            self.fence()  # again: the append's fsync may take long on a network volume
+            if not grouped:
+                self.fence()  # again: the append's fsync may take long on a network volume
         jsonfile.write_json_atomic(folder / "session.json", record.to_json(), durable=self.durable)
 
     # -- batches -----------------------------------------------------------------------

@@ -13,6 +13,7 @@ from freezegun import freeze_time
 
 from helpers import FIXTURES, read_json
 from sidecar import jsonfile
+from sidecar.coordination.base import LeaseLost
 from sidecar.inbox.events import parse
 from sidecar.layout import Workspace
 from sidecar.sessions.store import SessionStore, harness_id
@@ -273,6 +274,36 @@ def test_a_replayed_batch_after_a_crash_between_trace_and_record_repeats_no_trac
     ids = [line["id"] for line in trace(ws)]
     assert len(ids) == len(set(ids)) == 3
     assert record(ws)["traceCount"] == 3
+
+
+@pytest.mark.parametrize("durable", [True, False])
+def test_a_leader_deposed_within_its_batch_appends_and_puts_in_place_nothing_after(ws, store,
+                                                                                 durable):
+    """Each session's trace append is checked against the lead (it lands at once); a record
+    and the bindings are put in place only after a check: durable ones after the batch's
+    last (they are renamed at its end), the others each after its own."""
+    apply(store, [ev("SessionStart", session="a", ts=T0), ev("SessionStart", session="b", ts=T0)])
+    before = {name: (trace(ws, session=name), record(ws, session=name)) for name in ("a", "b")}
+    bindings_before = bindings(ws)
+    checks = []
+
+    def lead_lost_at_second_check() -> None:
+        checks.append(True)
+        if len(checks) >= 2:
+            raise LeaseLost("another instance leads the workspace now")
+
+    store.durable = durable
+    store.fence = lead_lost_at_second_check
+    with pytest.raises(LeaseLost):
+        apply(store, [ev("Stop", session="a", ts=T0 + 1), ev("Stop", session="b", ts=T0 + 1)])
+    first, second = sorted(("a", "b"), key=lambda name: len(trace(ws, session=name)),
+                           reverse=True)
+    assert len(trace(ws, session=first)) == len(before[first][0]) + 1  # checked, then appended
+    assert trace(ws, session=second) == before[second][0]  # refused at its check
+    for name in ("a", "b"):
+        assert record(ws, session=name) == before[name][1]  # no record put in place
+    assert bindings(ws) == bindings_before
+    assert not [p for p in ws.runtime.rglob("*") if p.name.endswith(".tmp")]
 
 
 def test_a_transcript_whose_reading_fails_still_lets_the_session_complete(ws, store, monkeypatch,
