@@ -46,7 +46,7 @@ log = logging.getLogger("sidecar")
 
 STANDBY_RETRY = 0.2  # seconds between a stand-by's attempts at the leader lock
 BEAT_MIN = 1.0  # seconds between instance-file writes while what they report keeps changing
-WOKEN_LOOK = 0.01  # seconds between a distributed stand-by's tries, however often it is woken
+WOKEN_LOOK = 0.005  # seconds between a distributed stand-by's tries, however often it is woken
 LOST_LEAD_PAUSE = 1.0  # seconds before an instance that lost the lead tries for it again
 HOST_LOOK = 2.0  # seconds between a stand-by's looks for the hosts on its own machine
 LEADER_LOOKS = 10  # a stand-by's looks for the leader's file (it follows the lock) before it speaks

@@ -186,11 +186,20 @@ class HookStore:
         if self.state is not None and self.state.error is not None:
             self.state.fired_while_broken.add(entry_id)
 
+    def current(self, now: float) -> HookState:
+        """The state as the file has it now. Unchanged since it was read (its signature the
+        same), it is the one held, without the lock: a writer replaces the file, so a write
+        made under the lock meanwhile would show, and one still to come follows this read as
+        it would have followed a read under the lock. Only a changed file is read under it."""
+        state = self.state
+        if state is not None and jsonfile.signature(self.ws.hooks_file) == state.signature:
+            return state
+        with self.locked():
+            return self.refresh(now)
+
     def listened_events(self, now: float) -> set[HookEvent]:
         """The events some enabled hook waits for (no copy of the queue: cheap per batch)."""
-        with self.locked():
-            state = self.refresh(now)
-            return {h.event for h in state.doc.hooks.values() if h.enabled}
+        return {h.event for h in self.current(now).doc.hooks.values() if h.enabled}
 
     def snapshot(self, now: float) -> HooksView:
         """The hooks and the queue as they are now, and the file's error if broken.
@@ -199,9 +208,8 @@ class HookStore:
         keep this cheap at thousands of entries: read them, never change them (`change` is
         the one way to change anything).
         """
-        with self.locked():
-            state = self.refresh(now)
-            return HooksView(dict(state.doc.hooks), list(state.doc.pending), state.error)
+        state = self.current(now)
+        return HooksView(dict(state.doc.hooks), list(state.doc.pending), state.error)
 
     def seed(self, now: float) -> bool:
         """Give a workspace its seeded hooks (`post-task`, and `resume-after-limit` switched

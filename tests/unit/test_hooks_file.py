@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import os
+import threading
 
 import orjson
 import pytest
 
 from helpers import read_json
+from sidecar import jsonfile
 from sidecar.followups.model import QueueEntry, parse, slug
 from sidecar.followups.seeds import default_doc
 from sidecar.followups.store import HooksError, HookStore, read_prompt
@@ -157,6 +159,29 @@ def test_an_edit_is_noticed_even_with_the_same_size_and_mtime(ws):
     os.utime(replacement, ns=(before.st_atime_ns, before.st_mtime_ns))
     os.replace(replacement, ws.hooks_file)  # same size, same mtime, new inode
     assert store.snapshot(T0).hooks["post-task"].delay_seconds == 20
+
+
+def test_an_unchanged_file_is_read_without_waiting_for_its_lock_and_a_changed_one_under_it(ws):
+    """A step reads hooks.json at every batch: while another program holds its lock (a
+    `sidecar hooks` edit in progress), an unchanged file is answered from what was read; once
+    that program has replaced it, the new file is read only after the lock is let go."""
+    reader = HookStore(ws, durable=False)
+    reader.seed(T0)
+    assert reader.snapshot(T0).hooks["post-task"].delay_seconds == 10
+    editor = HookStore(ws, durable=False)
+    outcome: list[int] = []
+    with editor.locked():
+        assert reader.snapshot(T0).hooks["post-task"].delay_seconds == 10  # no wait for the lock
+        doc = read_json(ws.hooks_file)
+        doc["hooks"]["post-task"]["delaySeconds"] = 20
+        jsonfile.write_json_atomic(ws.hooks_file, doc)  # replaced, the lock still held
+        waiting = threading.Thread(target=lambda: outcome.append(
+            reader.snapshot(T0).hooks["post-task"].delay_seconds))
+        waiting.start()
+        waiting.join(0.5)
+        assert waiting.is_alive() and outcome == []  # the changed file waits for the lock
+    waiting.join(10)
+    assert outcome == [20]
 
 
 def test_a_broken_hand_edit_is_never_overwritten_and_work_goes_on(ws):
