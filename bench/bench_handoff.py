@@ -7,9 +7,9 @@ import signal
 import subprocess
 import threading
 import time
+from pathlib import Path
 
 import orjson
-from bench_daemon import watch_deletes
 from common import SIDECAR, drop, percentile, report, sandbox, wait_for_role
 
 
@@ -34,21 +34,69 @@ def wait_for_stand_bys(root, procs: list[subprocess.Popen], timeout: float = 30)
             wait_for_role(root, proc.pid, "standby", timeout)
 
 
-def first_applied_after(deleted: dict[str, float], killed: float, timeout: float = 10) -> float | None:
-    """When the first inbox file was applied (deleted) after the kill; None within `timeout`."""
-    deadline = killed + timeout
-    while time.perf_counter() < deadline:
-        if any(t > killed + 0.001 for t in list(deleted.values())[-50:]):
-            break
-        time.sleep(0.001)
-    return min((t for t in list(deleted.values()) if t > killed), default=None)
+class KillClock:
+    """Where each kill fell among the inbox's deletions. A marker file, created right after
+    the kill (a dotfile: sidecar never reads it, nor wakes for it), goes into the same inotify
+    queue as the deletions, which the kernel keeps in order: only a deletion read after the
+    marker was made after the kill (the dying leader's last ones can be read after the kill).
+    inotify directly, not watchdog: watchdog holds back every event behind a rename's first
+    half until it pairs it, up to half a second."""
+
+    def __init__(self, inbox: Path) -> None:
+        from inotify_simple import INotify, flags
+
+        self.inotify = INotify()
+        self.inotify.add_watch(str(inbox), flags.CREATE | flags.DELETE)
+        self.flags = flags
+        self.lock = threading.Lock()
+        self.marked: dict[str, bool] = {}  # marker name -> read from the queue yet
+        self.after: dict[str, float] = {}  # marker name -> its first deletion after
+        self.stopped = threading.Event()
+        self.reader = threading.Thread(target=self._read, daemon=True)
+        self.reader.start()
+
+    def _read(self) -> None:
+        while not self.stopped.is_set():
+            for event in self.inotify.read(timeout=100):
+                at = time.perf_counter()
+                with self.lock:
+                    if event.mask & self.flags.CREATE and event.name in self.marked:
+                        self.marked[event.name] = True
+                    elif event.mask & self.flags.DELETE and not event.name.startswith(MARK):
+                        for name, seen in self.marked.items():
+                            if seen and name not in self.after:
+                                self.after[name] = at
+
+    def mark(self, inbox: Path, n: int) -> str:
+        name = f"{MARK}{n}"
+        with self.lock:
+            self.marked[name] = False
+        (inbox / name).touch()
+        return name
+
+    def first_deletion_after(self, name: str, timeout: float = 10) -> float | None:
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            with self.lock:
+                if name in self.after:
+                    return self.after[name]
+            time.sleep(0.001)
+        return None
+
+    def close(self) -> None:
+        self.stopped.set()
+        self.reader.join()
+        self.inotify.close()
+
+
+MARK = ".bench-kill-"
 
 
 def handoff_samples(kills: int, coordination_url: str | None = None) -> list[float]:
     """Seconds from each SIGKILL of the leader to the next event applied (by the stand-by)."""
     with sandbox("reconcileInterval = 2\nheartbeatInterval = 0.2\n", coordination_url) as (root, env):
         inbox = root / ".context/runtime/inbox"
-        observer, clock = watch_deletes(inbox)
+        clock = KillClock(inbox)
         procs = [subprocess.Popen([SIDECAR, "run", "--root", str(root)], env=env,
                                   stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL) for _ in range(2)]
         stop = threading.Event()
@@ -66,14 +114,14 @@ def handoff_samples(kills: int, coordination_url: str | None = None) -> list[flo
         try:
             wait_for_stand_bys(root, procs)
             producer.start()
-            for _ in range(kills):
+            for n in range(kills):
                 time.sleep(0.5)
                 pid = leader_pid(root)
                 if pid is None:
                     continue
                 os.kill(pid, signal.SIGKILL)
                 killed = time.perf_counter()
-                applied = first_applied_after(clock.deleted, killed)
+                applied = clock.first_deletion_after(clock.mark(inbox, n))
                 if applied is not None:
                     waits.append(applied - killed)
                 for n, proc in enumerate(procs):
@@ -88,8 +136,7 @@ def handoff_samples(kills: int, coordination_url: str | None = None) -> list[flo
             for proc in procs:
                 proc.terminate()
                 proc.wait(30)
-            observer.stop()
-            observer.join()
+            clock.close()
     return waits
 
 
