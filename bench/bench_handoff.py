@@ -34,6 +34,9 @@ def wait_for_stand_bys(root, procs: list[subprocess.Popen], timeout: float = 30)
             wait_for_role(root, proc.pid, "standby", timeout)
 
 
+MARK = ".bench-kill-"  # a kill's marker in the inbox: a dotfile, never read by sidecar
+
+
 class KillClock:
     """Where each kill fell among the inbox's deletions. A marker file, created right after
     the kill (a dotfile: sidecar never reads it, nor wakes for it), goes into the same inotify
@@ -89,8 +92,6 @@ class KillClock:
         self.inotify.close()
 
 
-MARK = ".bench-kill-"
-
 
 def handoff_samples(kills: int, coordination_url: str | None = None) -> list[float]:
     """Seconds from each SIGKILL of the leader to the next event applied (by the stand-by)."""
@@ -114,14 +115,14 @@ def handoff_samples(kills: int, coordination_url: str | None = None) -> list[flo
         try:
             wait_for_stand_bys(root, procs)
             producer.start()
-            for n in range(kills):
+            for kill in range(kills):
                 time.sleep(0.5)
                 pid = leader_pid(root)
                 if pid is None:
                     continue
                 os.kill(pid, signal.SIGKILL)
                 killed = time.perf_counter()
-                applied = clock.first_deletion_after(clock.mark(inbox, n))
+                applied = clock.first_deletion_after(clock.mark(inbox, kill))
                 if applied is not None:
                     waits.append(applied - killed)
                 for n, proc in enumerate(procs):
