@@ -15,12 +15,12 @@ def test_every_connection_names_the_installed_version_read_once(monkeypatch):
     def no_metadata(name: str) -> str:
         raise AssertionError(f"package metadata read for {name!r} at a connection")
 
+    if "driver_info" not in redis_backend._driver_options():
+        pytest.skip(f"redis-py {redis.__version__} reads its version once, at import")
     monkeypatch.setattr("importlib.metadata.version", no_metadata)
     coord = redis_backend.RedisCoordination("redis://127.0.0.1:1/0")
     try:
         kwargs = coord.client.connection_pool.connection_kwargs
-        if "driver_info" not in redis_backend._driver_options():
-            pytest.skip(f"redis-py {redis.__version__} reads its version once, at import")
         assert kwargs["driver_info"].lib_version == redis.__version__
         assert kwargs["driver_info"].formatted_name == "redis-py"
         coord.client.connection_pool.make_connection()  # as a lock's subscription opens one
