@@ -22,6 +22,7 @@ from sidecar import layout
 from sidecar.config import Config, ConfigError, parse_config
 from sidecar.envfile import EnvFile, parse_env
 from sidecar.errors import SidecarError
+from sidecar.hosts import transcripts
 from sidecar.layout import Workspace
 
 SAFE_PATH = "/usr/local/bin:/usr/bin:/bin"  # an owner's PATH when the daemon's is not theirs
@@ -113,11 +114,12 @@ def read_owned(path: Path, uid: int) -> bytes | None:
     For this process's own user, its own file (which may be a dotfiles link). For another
     user, from their home down every folder and the file itself are opened without following
     a link and must belong to them, and nobody else may write the file: a link in their home
-    can never make root read its own files."""
+    can never make root read its own files. Only a regular file is ever opened
+    (transcripts.open_regular): a FIFO or device in its place is not."""
     if uid == os.geteuid():
         try:
-            fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
-        except OSError:
+            fd = transcripts.open_regular(str(path))
+        except transcripts.Unreadable:
             return None
         return _read_checked(fd, None)
     try:
@@ -137,9 +139,8 @@ def read_owned(path: Path, uid: int) -> bytes | None:
             folder = child
             if os.fstat(folder).st_uid != uid:
                 return None
-        fd = os.open(names[-1], os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC,
-                     dir_fd=folder)
-    except OSError:
+        fd = transcripts.open_regular(names[-1], follow=False, dir_fd=folder)
+    except (OSError, transcripts.Unreadable):
         return None
     finally:
         os.close(folder)

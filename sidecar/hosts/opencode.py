@@ -49,11 +49,18 @@ def database() -> str:
 
 
 def tokens(db: str, session_id: str) -> Tokens | None:
-    """The session's totals in opencode's SQLite database, opened read only."""
+    """The session's totals in opencode's SQLite database, opened read only, and only if it
+    is a regular file that the reader of transcripts (a root daemon's: the workspace's
+    owner) may read. SQLite opens it again by its path, which is the daemon's own home's,
+    never an event's."""
     import sqlite3
     from contextlib import closing
 
-    if not session_id or not os.path.isfile(db):
+    if not session_id:
+        return None
+    try:
+        os.close(transcripts.open_regular(db))
+    except transcripts.Unreadable:
         return None
     try:
         with closing(sqlite3.connect(f"file:{db}?mode=ro", uri=True, timeout=1.0)) as con:

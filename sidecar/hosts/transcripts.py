@@ -7,13 +7,23 @@ untrusted: every read stops at a hard cap whatever the file's size says (/proc/s
 says 0 and never ends), and the token figures are streamed a line at a time, never kept. A
 transcript that is missing, unreadable or too large gives nothing: the figures are left out,
 never the event.
+
+Every file an event names is opened by `open_regular`, and only as a regular file: a
+terminal, device, FIFO or socket is never opened at all (a terminal would become a session
+leader's controlling terminal, and a device's open alone can act: a watchdog is armed by
+it). Where a root daemon serves another user's workspace, the file is read with that user's
+rights (`reading_as`), never root's.
 """
 
 from __future__ import annotations
 
+import errno
 import os
 import stat
 from collections.abc import Callable, Iterable, Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
+from dataclasses import dataclass
 from typing import Any, TypeVar
 
 import orjson
@@ -30,21 +40,147 @@ class Unreadable(Exception):
     """The transcript gives nothing: missing, not a regular file, unreadable or too large."""
 
 
-def open_regular(path: str, follow: bool = True) -> int:
-    """A descriptor of the regular file at `path` (a FIFO is never opened for a read that
-    could wait; with `follow` False, nor a link at its last step); Unreadable otherwise."""
-    flags = os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC | (0 if follow else os.O_NOFOLLOW)
+# An O_PATH descriptor names a file without opening it: a device's or FIFO's open never runs.
+PROBE = getattr(os, "O_PATH", 0)  # Linux only
+READ = os.O_RDONLY | os.O_NOCTTY | os.O_NONBLOCK | os.O_CLOEXEC
+FOLDER = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
+MAY_READ, MAY_SEARCH = 4, 1
+ACL = "system.posix_acl_access"
+
+
+@dataclass(frozen=True)
+class Reader:
+    """A user whose rights a file an event names is read with, where they are not this
+    process's (a root daemon serving another user's workspace).
+
+    Root's own open passes every permission check, so the user's are made here, on what was
+    opened: the file's mode bits on the descriptor that is read, and search permission on
+    each folder from `/` down to it, each opened from the one above without following a
+    link, so no folder can be swapped between its check and the next step. That is what the
+    kernel checks for the user's own open: a file readable by all inside a folder only root
+    may search stays unread. Bits are all that is weighed: a POSIX ACL on a file or folder
+    the user does not own (it could deny them what the bits allow) refuses it outright.
+    os.access cannot serve, as it asks for the real uid (root's), and a reader process
+    running as the user would cost one per read on the daemon's path."""
+
+    uid: int
+    groups: frozenset[int]
+
+    def may(self, fd: int, st: os.stat_result, want: int) -> bool:
+        """Whether this user may `want` (MAY_READ, MAY_SEARCH) the file open at `fd`."""
+        if st.st_uid == self.uid:
+            return (st.st_mode >> 6) & want == want
+        if _has_acl(fd):
+            return False
+        shift = 3 if st.st_gid in self.groups else 0
+        return (st.st_mode >> shift) & want == want
+
+    def folder_of(self, path: str, follow: bool) -> tuple[int, str]:
+        """The folder holding the file `path` names, reached from `/` as described above,
+        and the file's name in it. Links are resolved first (as this process, without
+        opening anything): the folders the file really is in decide."""
+        if follow:
+            real = os.path.realpath(path)
+        else:
+            head, name = os.path.split(os.path.abspath(path))
+            real = os.path.join(os.path.realpath(head), name)
+        *folders, name = real.split("/")[1:]
+        fd = os.open("/", FOLDER)
+        try:
+            self._search(fd, "/")
+            for part in folders:
+                child = os.open(part, FOLDER, dir_fd=fd)
+                os.close(fd)
+                fd = child
+                self._search(fd, part)
+        except BaseException:
+            os.close(fd)
+            raise
+        return fd, name
+
+    def _search(self, fd: int, shown: str) -> None:
+        if not self.may(fd, os.fstat(fd), MAY_SEARCH):
+            raise Unreadable(f"uid {self.uid} may not search {shown}")
+
+
+def _has_acl(fd: int) -> bool:
+    """Whether the file open at `fd` (not an O_PATH descriptor) has an access ACL beyond its
+    mode bits; unknown counts as yes. (macOS has no POSIX ACLs to ask for.)"""
+    if not hasattr(os, "getxattr"):
+        return False
     try:
-        fd = os.open(path, flags)
+        os.getxattr(fd, ACL)
+    except OSError as exc:
+        return exc.errno not in (errno.ENODATA, errno.ENOTSUP)
+    return True
+
+
+_reader: ContextVar[Reader | None] = ContextVar("sidecar_transcript_reader", default=None)
+
+
+@contextmanager
+def reading_as(reader: Reader | None) -> Iterator[None]:
+    """Within the block (in this thread), files are opened with `reader`'s rights; None:
+    with this process's own, which the kernel checks."""
+    token = _reader.set(reader)
+    try:
+        yield
+    finally:
+        _reader.reset(token)
+
+
+def open_regular(path: str, follow: bool = True, *, dir_fd: int | None = None) -> int:
+    """A descriptor, for reading, of the regular file at `path`, opened with the rights of
+    the `reading_as` reader (else this process's); Unreadable otherwise. Nothing else is
+    ever opened: not a terminal, device, FIFO or socket, and with `follow` False, no link at
+    the last step. Every file an event names is opened here. With `dir_fd`, `path` is a name
+    in that folder, which the caller reached, and only the file itself is checked."""
+    reader = _reader.get()
+    try:
+        if reader is None or dir_fd is not None:
+            return _open_file(path, follow, dir_fd, reader)
+        folder, name = reader.folder_of(path, follow)
+        try:
+            return _open_file(name, False, folder, reader)
+        finally:
+            os.close(folder)
     except OSError as exc:
         raise Unreadable(str(exc)) from None
+
+
+def _open_file(name: str, follow: bool, dir_fd: int | None, reader: Reader | None) -> int:
+    nofollow = 0 if follow else os.O_NOFOLLOW
+    if PROBE:
+        probe = os.open(name, PROBE | nofollow | os.O_CLOEXEC, dir_fd=dir_fd)
+        try:
+            found = _regular(os.fstat(probe), name)
+            # /proc/self/fd/N opens the very file the probe names, looking up no path again;
+            # without /proc, the name is opened again, and must still be that file.
+            try:
+                fd = os.open(f"/proc/self/fd/{probe}", READ)
+            except FileNotFoundError:
+                fd = os.open(name, READ | nofollow, dir_fd=dir_fd)
+        finally:
+            os.close(probe)
+    else:  # no O_PATH: checked by its path first, so only a file swapped in meanwhile is opened
+        found = _regular(os.stat(name, dir_fd=dir_fd, follow_symlinks=follow), name)
+        fd = os.open(name, READ | nofollow, dir_fd=dir_fd)
     try:
-        if not stat.S_ISREG(os.fstat(fd).st_mode):
-            raise Unreadable(f"{path} is not a regular file")
+        st = os.fstat(fd)
+        if (st.st_dev, st.st_ino) != (found.st_dev, found.st_ino):
+            raise Unreadable(f"{name} was replaced as it was opened")
+        if reader is not None and not reader.may(fd, st, MAY_READ):
+            raise Unreadable(f"uid {reader.uid} may not read {name}")
     except BaseException:
         os.close(fd)
         raise
     return fd
+
+
+def _regular(st: os.stat_result, name: str) -> os.stat_result:
+    if not stat.S_ISREG(st.st_mode):
+        raise Unreadable(f"{name} is not a regular file")
+    return st
 
 
 def read_small(path: str | os.PathLike[str], cap: int, follow: bool = True) -> bytes | None:

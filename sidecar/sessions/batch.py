@@ -75,7 +75,7 @@ class Batch:
                     work.record = rules.new_record(key, work.harness_id, repo, event,
                                                        work.applied)
                 # The host's own records are read here, so that the rules read no file.
-                end = endfacts.read(work.record, event) \
+                end = endfacts.read(work.record, event, self.store.ws) \
                     if event.kind == EventKind.SESSION_END and work.record.active else None
                 rules.apply(work.record, event, work.applied, end)
             except Exception as exc:  # one event that cannot be applied never stops the batch

@@ -164,12 +164,9 @@ class SessionStore:
             return Facts(live=bound, id_misfit=misfit)
         meta = record.sidecar
         size = mtime = None
-        if meta.transcript_path:
-            try:
-                st = os.stat(meta.transcript_path)
-                size, mtime = st.st_size, st.st_mtime
-            except OSError:
-                pass  # a missing transcript holds nothing back
+        st = endfacts.transcript_stat(meta.transcript_path, self.ws)
+        if st is not None:  # a missing transcript holds nothing back
+            size, mtime = st.st_size, st.st_mtime
         return Facts(live=record.active or bound, cron=meta.cron, subagent=meta.subagent,
                      cwd=meta.cwd, transcript_size=size, transcript_mtime=mtime,
                      limited=meta.limit is not None, id_misfit=misfit)
@@ -231,7 +228,7 @@ class SessionStore:
             return False  # a passing failure: the binding stays for the next sweep
         if record is None or not record.active:
             return True  # confirmed missing, or completed already
-        if endfacts.transcript_recent(record, now, stale_after):
+        if endfacts.transcript_recent(record, now, stale_after, self.ws):
             return False
         applied = Applied()
         rules.sweep_stale(record, now, applied)

@@ -272,6 +272,7 @@ def test_the_project_scope_writes_into_the_workspace(tmp_path):
 def test_a_session_end_takes_the_facts_found_with_a_recorded_end_and_reads_nothing(tmp_path):
     # What the daemon read as the owner wins over the transcript the end names (which, read
     # again, would be read with the daemon's rights).
+    from sidecar.layout import Workspace
     from sidecar.sessions import endfacts
     from sidecar.sessions.model import SessionRecord
 
@@ -281,8 +282,9 @@ def test_a_session_end_takes_the_facts_found_with_a_recorded_end_and_reads_nothi
                                 "transcript_path": str(messages_path(tmp_path, "1_a")),
                                 "recordedFacts": facts.to_json()}), "f.json", 1.0)
     record = SessionRecord.from_json({"id": "h", "status": "active"})
-    assert endfacts.read(record, event) == facts
+    ws = Workspace(tmp_path)  # this user's own: read with its rights
+    assert endfacts.read(record, event, ws) == facts
     named = parse(orjson.dumps({"event": "session-end", "session_id": "1_a", "host": "cline",
                                 "transcript_path": str(messages_path(tmp_path, "1_a"))}),
                   "g.json", 1.0)
-    assert endfacts.read(record, named).tokens == Tokens(input=40, output=20)
+    assert endfacts.read(record, named, ws).tokens == Tokens(input=40, output=20)
