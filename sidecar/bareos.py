@@ -14,6 +14,7 @@ _ENCODING = sys.getfilesystemencoding()
 _ERRORS = sys.getfilesystemencodeerrors()
 _DIRECTORY = 0o040000  # stat.S_IFDIR, without importing stat
 _FORMAT = 0o170000  # stat.S_IFMT
+_REGULAR = 0o100000  # stat.S_IFREG
 
 
 def getenv(name: str) -> str | None:
@@ -93,3 +94,52 @@ def home() -> str:
         except (ImportError, KeyError):
             return "~"
     return userhome.rstrip("/") or "/"
+
+
+def config_home() -> str:
+    """layout.config_home: $SIDECAR_CONFIG_HOME, else $XDG_CONFIG_HOME/sidecar."""
+    override = getenv("SIDECAR_CONFIG_HOME")
+    if override:
+        return override
+    return join(getenv("XDG_CONFIG_HOME") or join(home(), ".config"), "sidecar")
+
+
+def registry_file() -> str:
+    """layout.registry_file: the user's registry of workspaces."""
+    return join(config_home(), "workspaces.json")
+
+
+REGISTRY_LIMIT = 16 * 1024 * 1024  # far above any real registry; bounds a hostile one
+
+
+def read_registry() -> bytes | None:
+    """The registry's bytes, as every fast reader of it reads them (`emit`, `status --line`,
+    quick `status --all`); None where there is none, OSError where it cannot be read."""
+    return read_regular(registry_file(), REGISTRY_LIMIT)
+
+
+def read_regular(path: str, limit: int) -> bytes | None:
+    """All of the regular file at `path` (through the user's own links), None where there is
+    none, OSError for anything else. A FIFO, socket or device is refused by its type before any
+    read, and the open never waits (O_NONBLOCK; a FIFO's open waits for a writer): a status bar
+    or a host's hook that read one would wait for as long as nobody writes into it."""
+    try:
+        fd = posix.open(path, posix.O_RDONLY | posix.O_NONBLOCK | posix.O_CLOEXEC)
+    except FileNotFoundError:
+        return None
+    try:
+        st = posix.fstat(fd)
+        if st.st_mode & _FORMAT != _REGULAR:
+            raise OSError(f"{path} is not a regular file")
+        if st.st_size > limit:
+            raise OSError(f"{path} is larger than {limit} bytes")
+        chunks = []
+        size = 0
+        while size <= limit and (chunk := posix.read(fd, 1 << 20)):
+            chunks.append(chunk)
+            size += len(chunk)
+        if size > limit:  # (it grew while read)
+            raise OSError(f"{path} is larger than {limit} bytes")
+        return b"".join(chunks)
+    finally:
+        posix.close(fd)

@@ -183,30 +183,20 @@ def build_event(options: dict[str, str],
     return envelope(raw, meta), "", top_level_string(raw, "cwd") or ""
 
 
-def registry_file() -> str:
-    """The user's registry of workspaces, as layout.registry_file() finds it."""
-    home = bareos.getenv("SIDECAR_CONFIG_HOME")
-    if not home:
-        xdg = bareos.getenv("XDG_CONFIG_HOME") or bareos.join(bareos.home(), ".config")
-        home = bareos.join(xdg, "sidecar")
-    return bareos.join(home, "workspaces.json")
-
-
 def registered(workspace: str, folder: int) -> bool:
     """Whether this machine's user ran `sidecar init` for `workspace` (it is in their registry).
 
     A `.context/` that came with a clone, and was never initialised here, gets nothing: a
     user-level hook (Codex's, Gemini's) runs in every folder. The registry is small JSON that
     sidecar writes itself, so the quoted path is looked for as bytes: no JSON parser. `folder`
-    is the workspace's, open: its real path is the kernel's name for it."""
+    is the workspace's, open: its real path is the kernel's name for it. A registry that
+    cannot be read (a FIFO in its place included) registers nothing."""
     try:
-        fd = os.open(registry_file(), os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+        data = bareos.read_registry()
     except OSError:
         return False
-    try:
-        data = os.read(fd, 1 << 24)
-    finally:
-        os.close(fd)
+    if data is None:
+        return False
     quoted = json_string(bareos.realpath(folder, workspace)).encode("utf-8", "surrogateescape")
     return quoted in data
 

@@ -7,4 +7,5 @@ USAGE = 2  # a bad command line, config.toml or registry (typer's own usage erro
 UNSERVED = 3  # no live daemon serves the workspace (status, reload); the service is not running
 NOT_WORKSPACE = 4  # the folder is not a workspace (no .context/)
 NO_SERVICE_MANAGER = 5  # `service install`: no user service manager can be reached here
+NO_ROOM = 6  # status: a served workspace's runtime is on a full disk or a read-only mount
 BUSY = 75  # EX_TEMPFAIL: hooks.json is locked by someone else; trying again will do

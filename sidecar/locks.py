@@ -74,11 +74,17 @@ def locked(path: Path, timeout: float = 10.0) -> Iterator[None]:
 
 
 def is_held(path: Path) -> bool:
-    """Whether some open file description holds a lock on `path` (any process, this one too)."""
-    if not path.exists():
+    """Whether some open file description holds a lock on `path` (any process, this one too).
+    It is only read: a look creates nothing and needs no write access (a live daemon's lock on
+    a file system that turned read-only under it is still held)."""
+    try:
+        fd = safedir.open_file(path, os.O_RDONLY | os.O_NONBLOCK)  # (a FIFO's open never waits)
+    except FileNotFoundError:
         return False
-    handle = try_lock(path, shared=True)
-    if handle is None:
+    try:
+        fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+    except OSError:  # held (EWOULDBLOCK), or no lock to be had there (ENOLCK), as try_lock
         return True
-    release(handle)
+    finally:
+        os.close(fd)  # (closing lets the lock taken go)
     return False

@@ -14,7 +14,7 @@ import os
 import sys
 import time
 
-from sidecar.exitcodes import OK, UNSERVED
+from sidecar.exitcodes import NO_ROOM, OK, UNSERVED
 from sidecar.quickfiles import Declined
 
 TYPE_CHECKING = False  # typing costs `status` 2 ms (see cli/present.py)
@@ -95,7 +95,9 @@ def status(given: dict[str, Any]) -> int | None:
         sys.stdout.write(render_text(report))  # type: ignore[arg-type]  # status.Report's shape
     sys.stdout.flush()
     served = all(w["served"] for w in report["workspaces"])
-    return OK if served and report["coordination"]["reachable"] else UNSERVED
+    if not served or not report["coordination"]["reachable"]:
+        return UNSERVED
+    return NO_ROOM if any(w["storage"] for w in report["workspaces"]) else OK
 
 
 def here(root: str | None) -> list[str] | None:
@@ -129,12 +131,13 @@ def config_file() -> str:
 def registered() -> list[str] | None:
     """config.load_registry's roots, each a workspace still; None where the full command has
     something to say (a registry it cannot read, a folder that is no workspace any more)."""
-    from sidecar.quickfiles import parse, read_path
+    from sidecar.bareos import read_registry
+    from sidecar.quickfiles import parse
 
     try:
-        found = read_path(os.path.join(config_home(), "workspaces.json"))
+        found = read_registry()
         data = None if found is None else parse(found)
-    except Declined:
+    except (Declined, OSError):
         return None
     if found is None:
         return []

@@ -14,7 +14,7 @@ import socket
 import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 from sidecar import __version__, jsonfile, safedir
 from sidecar.build import build_id
@@ -27,6 +27,18 @@ from sidecar.timeutil import iso, now, parse_ts
 log = logging.getLogger("sidecar")
 
 Json = dict[str, Any]
+
+
+class Reportable(NamedTuple):
+    """What the instance file says besides who and when."""
+
+    role: str
+    counters: dict[str, int]
+    last_error: str
+    hooks_error: str | None
+    plugins: dict[str, dict[str, int]]
+    environment: dict[str, Any]  # what its follow-ups get (followups/environment.py): for doctor
+    coordination: str | None  # why the coordination service cannot be reached, while so
 
 
 @dataclass(frozen=True)
@@ -131,6 +143,7 @@ class Membership:
         self.ws = ws
         self.identity = identity
         self.trouble_since: str | None = None  # when the coordination error began
+        self.unwritten: str | None = None  # why the instance file cannot be written, while so
 
     @property
     def file(self) -> Path:
@@ -160,8 +173,14 @@ class Membership:
         )
         try:
             jsonfile.write_json_atomic(self.file, info.to_json(), durable=False)
-        except OSError as exc:
-            log.warning("%s: cannot write heartbeat: %s", self.ws.root, exc)
+        except OSError as exc:  # said once (a full disk fails every heartbeat), not each time
+            if self.unwritten != str(exc):
+                log.warning("%s: cannot write heartbeat: %s", self.ws.root, exc)
+            self.unwritten = str(exc)
+            return
+        if self.unwritten is not None:
+            log.info("%s: heartbeat written again", self.ws.root)
+            self.unwritten = None
 
     def leave(self) -> None:
         """Remove this instance's file and lock; its registration ends."""

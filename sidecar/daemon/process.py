@@ -27,6 +27,7 @@ from sidecar.config import Config
 from sidecar.coordination import current as coordination
 from sidecar.coordination.base import Listening, workspace_key
 from sidecar.daemon import plugins as plugins_mod
+from sidecar.daemon import setaside
 from sidecar.daemon.fdlimit import (
     FDS_PER_WORKSPACE,
     files_needed,
@@ -37,20 +38,19 @@ from sidecar.daemon.instances import Identity
 from sidecar.daemon.loop import StepLoop
 from sidecar.daemon.plugins import PluginRunner
 from sidecar.daemon.sdnotify import Notifier
+from sidecar.daemon.setaside import SET_ASIDE_RETRY
 from sidecar.daemon.signalflags import SignalFlags
-from sidecar.daemon.watch import FolderWatch, InotifyWatch, WatchError, folder_watch
+from sidecar.daemon.watch import FolderWatch, InotifyWatch, folder_watch
 from sidecar.daemon.workspace import WorkspaceServer
 from sidecar.inbox import folder as inbox
-from sidecar.layout import TamperedRuntime, Workspace
+from sidecar.layout import Workspace
 from sidecar.procwatch import Proc, ProcessWatch
-from sidecar.safedir import LinkRefused
 from sidecar.timeutil import now
 
 log = logging.getLogger("sidecar")
 
 REGISTRY_INTERVAL = 2.0
 SKIPPED_NAMED = 5  # registered folders that are not workspaces named one by one, at most
-SET_ASIDE_RETRY = 2.0  # how often a workspace set aside (a tampered runtime) is looked at again
 class Daemon:
     """The process: workspace servers, their watches and loop, signals, the registry."""
 
@@ -246,6 +246,8 @@ class Daemon:
         if server in self.retiring:
             self._stop_serving(server, at)
             return None
+        if server not in self.opened and not setaside.is_back(server.ws):
+            return mono + SET_ASIDE_RETRY  # deleted: opening it would make it again
         try:
             jump = server.clock.stepped(at, mono)
             if jump:
@@ -259,18 +261,10 @@ class Daemon:
                 self._watch_folders(server)  # its folder was replaced: watch the new one
                 server.notice_arrival()  # and list it: files may have come meanwhile
                 return time.monotonic()
-        except (TamperedRuntime, LinkRefused) as exc:  # set aside; the others go on
-            server.set_aside(exc)
-            return mono + SET_ASIDE_RETRY
-        except WatchError as exc:  # its folder is not there (yet): looked at again soon
-            server.set_aside(exc)
-            return mono + SET_ASIDE_RETRY
         except Exception as exc:
-            if isinstance(exc, OSError) and exc.errno == errno.EMFILE:
-                server.set_aside(self._too_many_files())  # said once; served once files free
-                return mono + SET_ASIDE_RETRY
-            server.unexpected(exc)  # a bug or a surprise must not end service
-            return mono + 1.0
+            if setaside.deleted(server.ws) is not None:
+                self.opened.discard(server)  # opened anew once back
+            return mono + setaside.after_failure(server, exc, self._too_many_files())
         return mono + (deadline - at)
 
     def _stop_serving(self, server: WorkspaceServer, at: float) -> None:

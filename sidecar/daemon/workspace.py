@@ -16,7 +16,6 @@ import logging
 import threading
 import time
 from collections.abc import Callable
-from typing import Any, NamedTuple
 
 import orjson
 
@@ -29,7 +28,7 @@ from sidecar.daemon.clocksteps import StepDetector
 from sidecar.daemon.hostends import RecordedEnds, end_event
 from sidecar.daemon.hostwatch import HostWatch
 from sidecar.daemon.ingest import Ingestor
-from sidecar.daemon.instances import Identity, Membership
+from sidecar.daemon.instances import Identity, Membership, Reportable
 from sidecar.daemon.plugins import PluginRunner
 from sidecar.errors import SidecarError
 from sidecar.followups import environment as followup_env
@@ -50,18 +49,6 @@ WOKEN_LOOK = 0.005  # seconds between a distributed stand-by's tries, however of
 LOST_LEAD_PAUSE = 1.0  # seconds before an instance that lost the lead tries for it again
 HOST_LOOK = 2.0  # seconds between a stand-by's looks for the hosts on its own machine
 LEADER_LOOKS = 10  # a stand-by's looks for the leader's file (it follows the lock) before it speaks
-
-
-class Reportable(NamedTuple):
-    """What the instance file says besides who and when."""
-
-    role: str
-    counters: dict[str, int]
-    last_error: str
-    hooks_error: str | None
-    plugins: dict[str, dict[str, int]]
-    environment: dict[str, Any]  # what its follow-ups get (followups/environment.py): for doctor
-    coordination: str | None  # why the coordination service cannot be reached, while so
 
 
 class WorkspaceServer:
@@ -240,9 +227,11 @@ class WorkspaceServer:
 
     def step_down(self, why: str) -> None:
         """Stop leading at once: write nothing more; running actions run on, detached, for
-        the next leader to adopt (this instance too, if it leads again)."""
-        log.warning("%s: no longer leading (instance %s): %s; it stands by", self.ws.root,
-                    self.identity.id, why)
+        the next leader to adopt (this instance too, if it leads again). `why` empty: said by
+        the caller."""
+        if why:
+            log.warning("%s: no longer leading (instance %s): %s; it stands by", self.ws.root,
+                        self.identity.id, why)
         if self.followups is not None:
             self.followups.stopping = True
         self.followups = None
@@ -367,8 +356,11 @@ class WorkspaceServer:
         self.beaten = now
         self.next_beat = now + self.config().heartbeat_interval
 
-    def set_aside(self, exc: BaseException | str) -> None:
-        """The workspace cannot be served safely now: said once, counted, retried."""
+    def set_aside(self, exc: BaseException | str, let_go: bool = False) -> None:
+        """The workspace cannot be served safely now: said once, counted, retried. `let_go`:
+        its lead too, without a word (its lock files were deleted: it is taken on new ones)."""
+        if let_go and self.leader is not None:
+            self.step_down("")
         if self.set_aside_for != str(exc):
             self.set_aside_for = str(exc)
             self.ingest.health.error(self.ws.root, f"set aside: {exc}")

@@ -55,12 +55,19 @@ function registryFile() {
   return path.join(home, "workspaces.json")
 }
 
+// A registry that is no regular file registers nothing: a FIFO put in its place would hold the
+// host's whole process on the read (hence O_NONBLOCK, and its type looked at before any read).
 function registered(root) {
+  let fd
   try {
-    const roots = JSON.parse(fs.readFileSync(registryFile(), "utf8")).workspaces
+    fd = fs.openSync(registryFile(), fs.constants.O_RDONLY | fs.constants.O_NONBLOCK)
+    if (!fs.fstatSync(fd).isFile()) return false
+    const roots = JSON.parse(fs.readFileSync(fd, "utf8")).workspaces
     return Array.isArray(roots) && roots.includes(fs.realpathSync(root))
   } catch {
     return false
+  } finally {
+    if (fd !== undefined) fs.closeSync(fd)
   }
 }
 

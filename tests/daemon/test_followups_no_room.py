@@ -1,0 +1,85 @@
+"""Follow-ups stepped in process on a disk without room (ENOSPC) at each write a firing makes:
+a claim whose action cannot start is given back (in memory first, where even that cannot be
+written) and fires once there is room; none is recorded as failed, none is left claimed."""
+
+from __future__ import annotations
+
+import errno
+
+import pytest
+from test_followups import T0, Harness, ev, wait_out
+
+from helpers import wait_until
+from sidecar import storage
+from sidecar.followups import actions
+
+DUE = T0 + 20
+
+
+def no_space(*args, **kwargs):
+    raise OSError(errno.ENOSPC, "No space left on device")
+
+
+@pytest.fixture
+def h(tmp_path) -> Harness:
+    harness = Harness(tmp_path)
+    harness.use_command_hook()
+    harness.apply(ev("SessionStart"), ev("SessionEnd", ts=T0 + 1))
+    return harness
+
+
+def full_disk(monkeypatch, full: bool) -> None:
+    monkeypatch.setattr(storage, "trouble", lambda path: "is on a full disk (0 KiB free)"
+                        if full else None)
+
+
+def test_nothing_is_claimed_while_the_disk_is_full(h, monkeypatch):
+    full_disk(monkeypatch, True)
+    assert h.followups.step(DUE) is not None  # looked at again soon
+    [entry] = h.pending()
+    assert entry.claimed_by is None and h.firings() == []
+    full_disk(monkeypatch, False)
+    h.followups.step(DUE + 5)
+    wait_out(h, DUE + 5)
+    assert h.firings() == ["s1"] and h.pending() == []
+    assert [f.status for f in h.hook().history] == ["ok"]
+
+
+def test_an_action_that_cannot_start_for_want_of_room_is_given_back(h, monkeypatch):
+    started = actions.start
+    monkeypatch.setattr(actions, "start", no_space)  # its log cannot be written, say
+    h.followups.step(DUE)
+    [entry] = h.pending()
+    assert entry.claimed_by is None and h.hook().history == []  # not lost, not failed
+    monkeypatch.setattr(actions, "start", started)
+    h.followups.step(DUE + 5)
+    wait_out(h, DUE + 5)
+    assert h.firings() == ["s1"] and h.pending() == []
+    assert [f.status for f in h.hook().history] == ["ok"]
+
+
+def test_a_claim_that_cannot_even_be_given_back_is_given_back_later(h, monkeypatch):
+    started, release = actions.start, h.queue.release
+    monkeypatch.setattr(actions, "start", no_space)
+    monkeypatch.setattr(h.queue, "release", no_space)
+    h.followups.step(DUE)
+    [entry] = h.pending()
+    assert entry.claimed_by == "me"  # written so before the disk filled
+    monkeypatch.setattr(actions, "start", started)
+    monkeypatch.setattr(h.queue, "release", release)
+    h.followups.step(DUE + 5)  # given back, claimed again and fired
+    wait_out(h, DUE + 5)
+    assert h.firings() == ["s1"] and h.pending() == []
+    assert [f.status for f in h.hook().history] == ["ok"]
+
+
+def test_an_outcome_that_cannot_be_recorded_is_recorded_later(h, monkeypatch):
+    h.followups.step(DUE)
+    finish = h.queue.finish
+    monkeypatch.setattr(h.queue, "finish", no_space)
+    wait_until(lambda: h.followups.check_running(DUE + 1) or h.followups.room.waiting)
+    assert h.firings() == ["s1"] and h.pending()[0].run is not None  # it ended, unrecorded
+    monkeypatch.setattr(h.queue, "finish", finish)
+    h.followups.step(DUE + 5)
+    assert h.pending() == [] and [f.status for f in h.hook().history] == ["ok"]
+    assert h.firings() == ["s1"]  # once

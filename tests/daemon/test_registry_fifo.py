@@ -1,0 +1,122 @@
+"""A registry (`workspaces.json`) that is a FIFO or some other file that is not a regular one is
+refused by every reader at once: a read of a FIFO waits for a writer that may never come, and
+a status bar or a host's hook would wait with it."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import socket
+import subprocess
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from helpers import SIDECAR, wait_until
+from sidecar.hosts import opencode
+
+TIMEOUT = 10  # seconds: far more than a refusal takes; a read of the FIFO never ends
+
+
+def _fifo(registry: Path) -> Iterator[None]:
+    os.mkfifo(registry)
+    yield
+
+
+def _fifo_with_a_writer(registry: Path) -> Iterator[None]:
+    """A writer holds the FIFO open and never writes: a reader's open succeeds at once, and a
+    read without O_NONBLOCK waits forever (without a writer, it could end at once on EOF)."""
+    os.mkfifo(registry)
+    fd = os.open(registry, os.O_RDWR)
+    try:
+        yield
+    finally:
+        os.close(fd)
+
+
+def _socket(registry: Path) -> Iterator[None]:
+    with socket.socket(socket.AF_UNIX) as sock:
+        sock.bind(str(registry))
+        yield
+
+
+def _device(registry: Path) -> Iterator[None]:
+    registry.symlink_to("/dev/zero")  # endless bytes, through the user's own link
+    yield
+
+
+KINDS = {"FIFO": _fifo, "FIFO with a writer": _fifo_with_a_writer, "socket": _socket,
+         "device": _device}
+
+
+@pytest.fixture(params=list(KINDS.values()), ids=list(KINDS))
+def bad_registry(request, workspace, config_home) -> Iterator[Path]:
+    registry = config_home / "workspaces.json"
+    registry.unlink()
+    yield from request.param(registry)
+
+
+def _run(*args: str, cwd: Path | None = None, payload: bytes = b"") -> subprocess.CompletedProcess:
+    return subprocess.run([SIDECAR, *args], input=payload, capture_output=True, cwd=cwd,
+                          timeout=TIMEOUT)
+
+
+def test_the_status_line_refuses_it(bad_registry):
+    result = _run("status", "--line")
+    assert result.returncode == 0  # a status bar is never failed
+    assert result.stdout.decode().strip() == "sidecar: registry unreadable"
+
+
+@pytest.mark.parametrize("args", [("status", "--all"), ("status", "--all", "--json"),
+                                  ("sessions",), ("doctor",), ("reload",)])
+def test_the_commands_refuse_it(bad_registry, workspace, args):
+    result = _run(*args, cwd=workspace.root)
+    assert result.returncode != 0
+    output = (result.stdout + result.stderr).decode()
+    assert "cannot be read" in output and "Traceback" not in output, output
+
+
+def test_init_and_unregister_refuse_it(bad_registry, workspace, tmp_path):
+    new = tmp_path / "new"
+    new.mkdir()
+    for args in (("init", str(new)), ("unregister", str(workspace.root))):
+        result = _run(*args)
+        assert result.returncode != 0, args
+        assert "cannot be read" in result.stderr.decode()
+
+
+def test_emit_from_a_user_level_hook_refuses_it(bad_registry, workspace):
+    """A user-level hook runs emit in every folder: the workspace is then not known to be
+    initialised here, so nothing is written and the host goes on."""
+    result = _run("emit", "--source", "claude-code", cwd=workspace.root,
+                  payload=b'{"hook_event_name":"SessionStart","session_id":"s1"}')
+    assert result.returncode == 0
+    assert "Traceback" not in result.stderr.decode()
+    assert list(workspace.inbox.glob("*.json")) == []
+
+
+def test_the_opencode_plugin_refuses_it(bad_registry, workspace, tmp_path):
+    node = shutil.which("node")
+    if node is None:
+        pytest.skip("node is not installed, so the opencode plugin cannot run here")
+    plugin = tmp_path / "sidecar.mjs"
+    plugin.write_bytes(opencode.plugin_source())
+    driver = tmp_path / "driver.mjs"
+    driver.write_text(
+        f"import {{ SidecarPlugin }} from {json.dumps(plugin.as_uri())}\n"
+        f"const hooks = await SidecarPlugin({{ directory: {json.dumps(str(workspace.root))} }})\n"
+        "await hooks.event({ event: { type: 'session.created',\n"
+        f"  properties: {{ info: {{ id: 'ses_1', directory: {json.dumps(str(workspace.root))} }} }} }} }})\n")
+    result = subprocess.run([node, str(driver)], capture_output=True, text=True,
+                            timeout=TIMEOUT, cwd=workspace.root)
+    assert result.returncode == 0, result.stderr
+    assert list(workspace.inbox.glob("*.json")) == []
+
+
+def test_a_daemon_refuses_it_and_serves_on(bad_registry, workspace, config_home, start_daemon):
+    daemon = start_daemon()  # no --root: it serves what the registry names
+    registry = config_home / "workspaces.json"
+    wait_until(lambda: f"the registry {registry} cannot be read" in daemon.output(), TIMEOUT)
+    assert daemon.proc.poll() is None
