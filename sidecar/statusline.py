@@ -19,6 +19,8 @@ import select
 import sys
 import time
 
+from sidecar.bareos import read_registry
+from sidecar.escapes import escaped
 from sidecar.quickread import (
     MAX_FILE,
     Unreadable,
@@ -104,17 +106,15 @@ def session_line(payload: dict, host: str | None, roots: list[str], now: float) 
 # -- every registered workspace, counted -------------------------------------------------------
 
 def registered() -> list[str]:
-    """The registry's workspace roots (config.load_registry's file); Unreadable if broken."""
-    home = os.environ.get("SIDECAR_CONFIG_HOME") or os.path.join(
-        os.environ.get("XDG_CONFIG_HOME") or os.path.join(os.path.expanduser("~"), ".config"),
-        "sidecar")
+    """The registry's workspace roots (config.load_registry's file); Unreadable if broken,
+    a FIFO or anything else that is no regular file included (a read of it would never end)."""
     try:
-        with open(os.path.join(home, "workspaces.json"), "rb") as file:
-            data = loads(file.read(MAX_FILE).decode("utf-8"))
-    except FileNotFoundError:
-        return []
+        found = read_registry()
+        data = loads(found.decode("utf-8")) if found is not None else None
     except (OSError, ValueError):
         raise Unreadable("registry unreadable") from None
+    if found is None:
+        return []
     roots = obj(data).get("workspaces")
     if not isinstance(roots, list):
         raise Unreadable("registry unreadable")
@@ -332,7 +332,9 @@ def main(argv: list[str] | None = None) -> int:
         except OSError as exc:
             theirs = f"sidecar: the status line command did not run ({exc.strerror})"
         lines += [theirs] if theirs else []
-    text = ours(given, data).replace("\n", " ")
+    # sidecar's own line shows what a host or a file said (a tool's name) escaped: a status
+    # bar is a terminal too. The user's own command's line is theirs, colours and all.
+    text = escaped(ours(given, data))
     lines += [text] if text or not lines else []
     sys.stdout.write("\n".join(lines) + "\n")
     sys.stdout.flush()

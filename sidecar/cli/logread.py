@@ -25,6 +25,7 @@ from pathlib import Path
 
 from sidecar import layout, safedir
 from sidecar.daemon.logfile import rotated
+from sidecar.escapes import escaped
 from sidecar.layout import HOOK_NAME, LOG_NAME, Workspace
 from sidecar.timeutil import parse_ts
 
@@ -219,9 +220,7 @@ def _as_named(session_id: str) -> str:
 
 def _clean(raw: str) -> str:
     parts = [p for p in COLOUR.sub("", raw).split("\r") if p.strip()]
-    text = parts[-1].rstrip() if parts else ""
-    return "".join(ch if ch.isprintable() or ch == "\t" else ch.encode("unicode_escape").decode()
-                   for ch in text)
+    return escaped(parts[-1].rstrip() if parts else "", keep="\t")  # a tab moves no line
 
 
 def follow_up_folders(ws: Workspace) -> list[Path]:

@@ -15,6 +15,7 @@ from sidecar import __version__, jsonfile
 from sidecar import config as config_mod
 from sidecar.cli import present
 from sidecar.cli.present import Style
+from sidecar.escapes import escaped
 from sidecar.exitcodes import FAILURE, OK
 from sidecar.followups.store import HooksView
 from sidecar.hosts import registry
@@ -155,10 +156,12 @@ def workspace_names(rows: list[SessionRow]) -> dict[Path, str]:
 
 
 def cells(row: SessionRow, workspace: str, now: float, stale: float | None) -> list[str]:
-    return [row.host, workspace, present.short_id(row.session_id, SHORT_ID),
-            state_shown(row, stale), short_ago(row.started_at, now),
-            ended_shown(row, now), tokens_shown(row.tokens),
-            follow_up_shown(row.follow_ups, now)]
+    """The row's cells, escaped (an end reason is the host's text) before they are painted."""
+    return [escaped(cell) for cell in (
+        row.host, workspace, present.short_id(row.session_id, SHORT_ID),
+        state_shown(row, stale), short_ago(row.started_at, now),
+        ended_shown(row, now), tokens_shown(row.tokens),
+        follow_up_shown(row.follow_ups, now))]
 
 
 # -- the table ------------------------------------------------------------------------------
@@ -285,7 +288,7 @@ def listed(found: list[Workspace], errors: list[str], active: bool, window: floa
             and (window is None or last_activity(r) >= now - window)]
     stale = stale_after()
     for error in errors:
-        sys.stderr.write(f"sidecar: {error}\n")
+        sys.stderr.write(f"sidecar: {escaped(error)}\n")
     sys.stderr.flush()
     if json_out:
         shown = rows if limit is None else rows[:limit]

@@ -8,7 +8,7 @@ import sys
 from pathlib import Path
 
 from sidecar import config as config_mod
-from sidecar import envfile, layout
+from sidecar import envfile, layout, storage
 from sidecar.cli import present, status
 from sidecar.cli.present import Style
 from sidecar.coordination import current as coordination
@@ -16,6 +16,7 @@ from sidecar.coordination.base import Unreachable
 from sidecar.doctor import hooks as hook_checks
 from sidecar.doctor import mounts
 from sidecar.errors import SidecarError
+from sidecar.escapes import escaped
 from sidecar.followups import environment as followup_env
 from sidecar.hosts import registry
 from sidecar.hosts.base import Finding, Host, note
@@ -50,6 +51,7 @@ def check(cwd: Path, home: Path, platform: str = sys.platform,
         _on_path(),
         *_launcher(),
         *_workspace(cwd, ws, roots, unserved, fix),
+        *_storage(ws, mountinfo),
         *_hosts(ws, home, platform, running),
         *_env_file(running),
         *_inotify(proc),
@@ -141,6 +143,21 @@ def _workspace(cwd: Path, ws: Workspace | None, roots: list[Path] | None, unserv
     if ws.root in unserved:
         findings.append(Finding(False, f"no live instance serves {ws.root}", fix))
     return findings + hook_checks.check(ws)
+
+
+def _storage(ws: Workspace | None, mountinfo: Path) -> list[Finding]:
+    """A runtime on a read-only mount or a full disk: nothing is recorded there, whether or
+    not a daemon lives (one does not fix it: the mount or the disk does)."""
+    why = None if ws is None else storage.trouble(ws.runtime)
+    if ws is None or why is None:
+        return []
+    mount = mounts.mount_of(ws.runtime, mountinfo)
+    point = mount.mount_point if mount is not None else str(ws.runtime)
+    where = f" (mounted at {point})" if mount is not None else ""
+    fix = f"mount -o remount,rw {point}" if why == storage.READ_ONLY else \
+        f"free some space on {point}"
+    return [Finding(False, f"{ws.runtime} {why}{where}: nothing is recorded there, and "
+                           "follow-ups wait", fix)]
 
 
 def _integration(host: Host, integrated: bool) -> Finding:
@@ -240,15 +257,16 @@ def _inotify(proc: Path) -> list[Finding]:
 
 
 def render(findings: list[Finding], style: Style | None = None) -> str:
-    """One line per finding (`ok`, `note` or `PROBLEM`, painted on a terminal), its fix below."""
+    """One line per finding (`ok`, `note` or `PROBLEM`, painted on a terminal), its fix below;
+    what a finding quotes (a hook's outcome, a path, a file's error) escaped."""
     paint = style or present.style_for()
     lines = []
     for f in findings:
         mark = (paint("note   ", "yellow") if f.note else paint("ok     ", "green") if f.ok
                 else paint("PROBLEM", "red", "bold"))
-        lines.append(f"{mark} {f.what}")
+        lines.append(f"{mark} {escaped(f.what)}")
         if f.fix:
-            lines.append(f"        {paint('fix:', 'bold')} {f.fix}")
+            lines.append(f"        {paint('fix:', 'bold')} {escaped(f.fix)}")
     return "\n".join(lines) + "\n"
 
 

@@ -15,6 +15,7 @@ import stat
 from pathlib import Path
 
 from sidecar import safedir
+from sidecar.escapes import escaped
 from sidecar.followups.model import Hook
 from sidecar.layout import Workspace
 
@@ -99,6 +100,5 @@ def meaningful(data: bytes, whole: bool) -> str | None:
 
 
 def _shown(text: str) -> str:
-    escaped = "".join(ch if ch.isprintable() else ch.encode("unicode_escape").decode()
-                      for ch in text)
-    return escaped if len(escaped) <= MAX_SHOWN else escaped[:MAX_SHOWN - 1] + "…"
+    shown = escaped(text)
+    return shown if len(shown) <= MAX_SHOWN else shown[:MAX_SHOWN - 1] + "…"

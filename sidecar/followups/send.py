@@ -28,6 +28,7 @@ from typing import Any
 from urllib.parse import unquote, urlsplit
 
 from sidecar.cli.present import end_reason, local_time, short_id
+from sidecar.escapes import escaped
 from sidecar.followups import targets
 from sidecar.followups.resets import parse_reset
 from sidecar.vocabulary import LIMIT_ERRORS
@@ -95,7 +96,10 @@ def words(job: dict[str, Any], now: float) -> Text:
         lines.append("tokens " + ", ".join(f"{k} {v}" for k, v in tokens.items()))
     at = lines.index(summary) + 1
     lines[at:at] = last_message(job).splitlines()  # what the agent said, after who it is
-    return Text(title, "\n".join(lines), priority, (tag, "sidecar", host or "host"))
+    # What the host and the agent said is shown as text, its control characters escaped (a
+    # title is one line: a header); the body's line breaks are its own.
+    return Text(escaped(title), escaped("\n".join(lines), keep="\n"), priority,
+                (tag, "sidecar", host or "host"))
 
 
 def webhook_body(job: dict[str, Any], text: Text) -> dict[str, Any]:
@@ -138,7 +142,10 @@ def last_message(job: dict[str, Any]) -> str:
 # -- one try ----------------------------------------------------------------------------------
 
 def _header(value: str) -> str:
-    """A header value HTTP can carry: ASCII as it is, else RFC 2047 (which ntfy reads)."""
+    """A header value HTTP can carry: printable ASCII as it is, else RFC 2047 (which ntfy
+    reads); a line break or any other control character escaped first, never sent (urllib
+    refuses it, and it would end the header)."""
+    value = escaped(value)
     if value.isascii():
         return value
     return "=?UTF-8?B?" + base64.b64encode(value.encode()).decode() + "?="
@@ -198,7 +205,7 @@ def _authorization(target: str) -> dict[str, str]:
 
 def _ntfy(target: str, job: dict[str, Any], text: Text, timeout: float) -> str:
     headers = {"Title": _header(text.title), "Priority": str(text.priority),
-               "Tags": ",".join(text.tags), "Content-Type": "text/plain; charset=utf-8"}
+               "Tags": _header(",".join(text.tags)), "Content-Type": "text/plain; charset=utf-8"}
     return _post(targets.ntfy_url(target), text.body.encode(), headers, timeout,
                  _authorization(target))
 
@@ -250,14 +257,13 @@ def deliver(job: dict[str, Any], tries: int = TRIES, timeout: float | None = Non
     """Send the job's notice, trying up to `tries` times; says each try; whether delivered."""
     target = str(job.get("target", ""))
     timeout = timeout if timeout is not None else _timeout()
-    text = words(job, time.time())
     send = SENDERS[targets.kind(target)]
     shown = targets.shown(target)
     wait = BACKOFF
     for attempt in range(1, tries + 1):
         began = time.monotonic()
         try:
-            answer = send(target, job, text, timeout)
+            answer = _try(send, target, job, timeout)
         except NotSent as exc:
             took = time.monotonic() - began
             say(f"try {attempt}/{tries} to {shown}: not sent ({exc}) after {took:.2f}s")
@@ -270,6 +276,20 @@ def deliver(job: dict[str, Any], tries: int = TRIES, timeout: float | None = Non
         say(f"try {attempt}/{tries} to {shown}: {answer} after {time.monotonic() - began:.2f}s")
         return True
     return False
+
+
+def _try(send: Callable[[str, dict[str, Any], Text, float], str], target: str,
+         job: dict[str, Any], timeout: float) -> str:
+    """One try: the notice built and sent. Whatever stops it is NotSent, a request that
+    cannot be built included (a value no header can carry, a job not as it should be): a
+    failed try, said and tried again, never a traceback that loses the notice."""
+    try:
+        return send(target, job, words(job, time.time()), timeout)
+    except NotSent:
+        raise
+    except Exception as exc:
+        raise NotSent(f"cannot build the notice: {type(exc).__name__}: {escaped(str(exc))}") \
+            from exc
 
 
 def _timeout() -> float:

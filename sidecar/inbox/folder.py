@@ -14,6 +14,7 @@ import stat
 from dataclasses import dataclass
 
 from sidecar import jsonfile, safedir
+from sidecar.escapes import escaped
 from sidecar.inbox import events
 from sidecar.layout import Workspace
 from sidecar.timeutil import iso
@@ -180,7 +181,7 @@ def _kept_name(name: str) -> str:
 
 def shown(name: str) -> str:
     """A file name as it may be logged: printable, and no newline can forge a log line."""
-    return printable(name).encode("unicode_escape").decode("ascii")
+    return escaped(printable(name))
 
 
 def _exists(folder: int, name: str) -> bool:

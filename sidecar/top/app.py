@@ -26,6 +26,7 @@ from textual.strip import Strip
 from textual.widgets import Input, Static
 
 from sidecar.errors import SidecarError
+from sidecar.escapes import escaped
 from sidecar.top import detail, view
 from sidecar.top.actions import act_on
 from sidecar.top.feed import Feed, RowKey
@@ -180,13 +181,13 @@ class TopApp(App[int]):
         if self.table.active_only:
             parts += ["  ", ("active only", "bold")]
         if self.table.filter:
-            parts += ["  filter ", (view.printable(self.table.filter), "bold")]
+            parts += ["  filter ", (escaped(self.table.filter), "bold")]
         used = sum(len(part if isinstance(part, str) else part[0]) for part in parts)
         parts += ["   ", (view.key_help(self.size.width - used - 3), "dim")]
         problems = list(self.feed.errors.values()) + self.notes
         if problems:
             more = f" (and {len(problems) - 1} more)" if len(problems) > 1 else ""
-            parts += ["\n", ("note:", "bold"), f" {view.printable(problems[0])}{more}"]
+            parts += ["\n", ("note:", "bold"), f" {escaped(problems[0])}{more}"]
         self.query_one("#foot", Static).update(Content.assemble(*parts))
 
     def tick(self) -> None:

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 import orjson
 
 from sidecar.cli import present
+from sidecar.escapes import escaped
 from sidecar.followups import logtail
 from sidecar.layout import Workspace
 from sidecar.sessions.listing import SessionRow
@@ -80,7 +81,7 @@ def render(row: SessionRow, gathered: Gathered, now: float) -> list[str]:
         lines.append(f"  {view.follow_up(item, now)}")
         logged = gathered.logs[index] if index < len(gathered.logs) else []
         lines += [f"    | {text}" for text in logged]
-    return [view.printable(line) for line in lines]
+    return [escaped(line) for line in lines]
 
 
 def _when(ts: float | None, now: float) -> str:

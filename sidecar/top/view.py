@@ -13,6 +13,7 @@ from collections.abc import Collection, Iterable
 from dataclasses import dataclass
 
 from sidecar.cli import present
+from sidecar.escapes import escaped
 from sidecar.followups.resets import parse_reset
 from sidecar.sessions.activity import State
 from sidecar.sessions.listing import FollowUp, SessionRow
@@ -83,16 +84,10 @@ def follow_ups(row: SessionRow, now: float) -> str:
 
 
 def cells(row: SessionRow, now: float) -> list[str]:
-    return [printable(cell) for cell in (
+    return [escaped(cell) for cell in (
         row.host, row.root.name, present.short_id(row.session_id),
         STATE_WORDS[row.activity.state], why(row, now),
         present.ago(row.updated_at, now), tokens(row.tokens), follow_ups(row, now))]
-
-
-def printable(text: str) -> str:
-    """`text` with control characters escaped: what a host said can never drive the terminal."""
-    return "".join(ch if ch.isprintable() else ch.encode("unicode_escape").decode()
-                   for ch in text)
 
 
 def matches(row: SessionRow, text: str) -> bool:
