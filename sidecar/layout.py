@@ -63,6 +63,11 @@ class Workspace:
         return self.runtime / "hooks.json"
 
     @cached_property
+    def identity_file(self) -> Path:
+        """The workspace's random id (followups/trust.py): what a clone at its path lacks."""
+        return self.runtime / "workspace-id"
+
+    @cached_property
     def bindings_file(self) -> Path:
         return self.runtime / "hooks" / "host-sessions.json"
 

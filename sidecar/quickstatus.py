@@ -7,8 +7,9 @@ It mirrors `status.build` for what a workspace on one machine usually holds, and
 a coordination service (Redis); a runtime not as sidecar made it; a file it cannot read, or
 one orjson could read differently (an integer past 64 bits, a lone surrogate); a hooks.json
 the daemon has not taken up (it differs from hooks.last-good.json, the copy kept of every
-valid one); a command or notify hook (whether it is trusted is the owner's files' to say); a
-failed firing (the last line of its log). test_quickstatus.py holds the two to one report.
+valid one); an enabled hook not plainly trusted as it stands (quicktrust.py), or a notify
+hook (its target is shown masked); a failed firing (the last line of its log).
+test_quickstatus.py holds the two to one report.
 """
 
 from __future__ import annotations
@@ -16,9 +17,10 @@ from __future__ import annotations
 import os
 import stat
 
-from sidecar import __version__
+from sidecar import __version__, storage
 from sidecar.quickfiles import Declined, below, open_root, parse, read, read_json, read_path, walk
 from sidecar.quickread import obj
+from sidecar.quicktrust import Trusted
 from sidecar.timeutil import parse_ts
 
 TYPE_CHECKING = False  # typing costs this command 2 ms (see cli/present.py)
@@ -210,8 +212,8 @@ def life_lock_held(runtime: int, instance_id: str) -> bool:
     if folder is None:
         return False
     try:
-        fd = os.open(f"instance-{instance_id}.lock", os.O_RDWR | os.O_NOFOLLOW | os.O_CLOEXEC,
-                     dir_fd=folder)
+        fd = os.open(f"instance-{instance_id}.lock",
+                     os.O_RDONLY | os.O_NONBLOCK | os.O_NOFOLLOW | os.O_CLOEXEC, dir_fd=folder)
     except FileNotFoundError:
         return False
     except OSError as exc:
@@ -239,7 +241,7 @@ def tokens(runtime: int) -> dict[str, int] | None:
 # -- hooks and queue ------------------------------------------------------------------------
 
 
-def hooks_section(runtime: int, now: float) -> dict[str, Any]:
+def hooks_section(runtime: int, now: float, trusted: Trusted) -> dict[str, Any]:
     """status.hooks_section, for a hooks.json the daemon has taken up: one the same as the
     last good copy it keeps of every valid one it read or wrote (store.py), so valid."""
     data = read(runtime, "hooks.json")
@@ -250,19 +252,19 @@ def hooks_section(runtime: int, now: float) -> dict[str, Any]:
     doc = parse(data)
     if not isinstance(doc, dict) or any(key in doc for key in BROKEN_KEYS):
         raise Declined("hooks.json is not as sidecar keeps it")
-    rows = [hook_row(raw) for raw in obj(doc.get("hooks")).values()]
+    rows = [hook_row(raw, trusted) for raw in obj(doc.get("hooks")).values()]
     queue = [queue_row(entry, now) for entry in doc.get("pending") or ()]
     queue.sort(key=lambda q: q["dueInSeconds"])
     return {"hooks": rows, "queue": queue, "error": None}
 
 
-def hook_row(raw: dict[str, Any]) -> dict[str, Any]:
+def hook_row(raw: dict[str, Any], trusted: Trusted) -> dict[str, Any]:
     """One valid hook as followups/model.Hook reads it and status shows it."""
     action = raw.get("action", "resume")
-    if action != "resume" and (raw.get("enabled", True) or not isinstance(action, list)):
-        # Whether an enabled command or notice is trusted is the owner's files' to say, and a
-        # notice's target is shown masked (targets.py): both left to the full command.
-        raise Declined("a command or notify hook")
+    if action != "resume" and not isinstance(action, list):
+        raise Declined("a notify hook: its target is shown masked (targets.py)")
+    if raw.get("enabled", True):
+        trusted.check(raw)  # else Declined: the full command says it is not trusted
     delay = raw.get("delaySeconds")
     if delay is None:  # model._migrate_delay_minutes, then the default
         minutes = raw.get("delayMinutes")
@@ -278,7 +280,7 @@ def hook_row(raw: dict[str, Any]) -> dict[str, Any]:
         "event": raw.get("event", "session-end"), "delaySeconds": delay, "action": action,
         "lastStatus": status, "lastFiredAt": _text(raw.get("lastFiredAt")),
         "lastLog": _text(last.get("log")) if isinstance(last, dict) else None,
-        "lastLine": None, "trusted": True,  # a resume action needs no trust
+        "lastLine": None, "trusted": True,  # enabled: checked above; disabled: runs nothing
     }
 
 
@@ -314,16 +316,15 @@ def coordination(config_file: str, url_variable: str | None) -> dict[str, Any]:
     return dict(FILE_BACKEND)
 
 
-def workspace_report(root: str, now: float) -> dict[str, Any]:
+def workspace_report(root: str, now: float, config_folder: str) -> dict[str, Any]:
     """status.workspace_report of the workspace at `root` (a real, absolute path)."""
     check_runtime(root)
     base = open_root(root)
     try:
         runtime = walk(base, ".context", "runtime")
     except FileNotFoundError:
-        raise Declined("no runtime: never initialised here") from None
-    finally:
         os.close(base)
+        raise Declined("no runtime: never initialised here") from None
     opened = {name: below(runtime, name) for name in ("inbox", "hooks", "sessions")}
     try:
         sessions = opened["sessions"]
@@ -331,9 +332,11 @@ def workspace_report(root: str, now: float) -> dict[str, Any]:
         total = 0 if sessions is None else sum(
             1 for name in os.listdir(sessions) if not name.startswith("."))
         found = instances(runtime, now)
+        trouble = storage.said(f"{root}/.context/runtime")
         report = {
             "root": root,
             "served": any(i["live"] for i in found),
+            "storage": trouble,
             "instances": found,
             "inbox": arrivals(opened["inbox"], now),
             "rejected": count_rejected(opened["inbox"]),
@@ -341,12 +344,12 @@ def workspace_report(root: str, now: float) -> dict[str, Any]:
                          "completed": max(0, total - len(bound))},
             "tokens": tokens(runtime),
             "bindings": bound,
-            **hooks_section(runtime, now),
+            **hooks_section(runtime, now, Trusted(root, base, runtime, config_folder)),
             "plugins": plugin_counters(found),
-            "errors": [],
+            "errors": [] if trouble is None else [trouble],
         }
     finally:
-        for fd in (*opened.values(), runtime):
+        for fd in (*opened.values(), runtime, base):
             if fd is not None:
                 os.close(fd)
     return report
@@ -370,7 +373,8 @@ def build(roots: list[str], now: float, config_file: str, url_variable: str | No
     try:
         return {"version": 1, "sidecar": __version__,
                 "coordination": coordination(config_file, url_variable),
-                "workspaces": [workspace_report(root, now) for root in roots]}
+                "workspaces": [workspace_report(root, now, os.path.dirname(config_file))
+                               for root in roots]}
     except Declined:
         raise
     except Exception as exc:  # whatever went wrong, the full command says it as it does

@@ -103,14 +103,18 @@ def read_json(path: Path):
     return orjson.loads(path.read_bytes())
 
 
-def trust_commands(ws) -> None:
-    """Trust every command hook of the workspace, as its user would with `sidecar hooks trust`
-    (a hand-written hooks.json, as these tests write, is not trusted by itself)."""
-    from sidecar.followups import store, trust
+def trust_hooks(ws) -> None:
+    """Trust every hook of the workspace as it stands, its prompt's bytes too, as its user
+    would with `sidecar hooks trust` (a hand-written hooks.json or prompt, as these tests
+    write, is not trusted by itself)."""
+    from sidecar.followups import prompts, store, trust
 
     for hook in store.read_view(ws).hooks.values():
-        if isinstance(hook.action, list):
-            trust.trust(ws, hook.action, time.time())
+        try:
+            found = trust.content(ws, hook)
+        except (OSError, prompts.PromptError):
+            continue  # a prompt that cannot be read: nothing of it to approve (its firing fails)
+        trust.trust(ws, found, time.time())
 
 
 def run_cli(*args: str, input: bytes | None = None, cwd: Path | None = None,

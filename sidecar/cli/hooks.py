@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 import sys
 from collections.abc import Callable
 from dataclasses import replace
@@ -13,7 +12,7 @@ import typer
 
 from sidecar import jsonfile
 from sidecar.cli import hook_options as opts
-from sidecar.cli import hooks_text, notify, present
+from sidecar.cli import hooks_text, hooks_trust, notify, present
 from sidecar.cli.common import BUSY, FAILURE, NOT_WORKSPACE, fail
 from sidecar.cli.sessions import named_session
 from sidecar.errors import SidecarError
@@ -22,7 +21,6 @@ from sidecar.followups.model import Hook, HooksDoc, HooksError, new_hook, slug
 from sidecar.followups.store import HookStore
 from sidecar.layout import find_workspace
 from sidecar.locks import LockTimeout
-from sidecar.owner import owner_uid
 from sidecar.timeutil import now
 
 T = TypeVar("T")
@@ -42,6 +40,10 @@ def _store(root: Path | None) -> HookStore:
     ws = find_workspace(root or Path.cwd())
     if ws is None:
         _fail(f"{root or Path.cwd()} is not a workspace (no .context/); run `sidecar init`", NOT_WORKSPACE)
+    for folder in (ws.runtime, ws.locks):  # a clone's `.context/` comes without them
+        if not folder.is_dir():
+            _fail(f"{folder} is missing: this workspace was not set up on this machine; run "
+                  f"`sidecar init {ws.root}`", NOT_WORKSPACE)
     return HookStore(ws)
 
 
@@ -118,7 +120,7 @@ def add(
         fields["promptFile"] = None  # a command gets {prompt} only when asked for
     hook_id = slug(name)
 
-    def edit(doc: HooksDoc) -> str:
+    def edit(doc: HooksDoc) -> Hook:
         if hook_id in doc.hooks and not replace:
             _fail(f"a hook {hook_id!r} exists already; choose another name, or add --replace")
         hook = new_hook(hook_id, name, now(), **fields)
@@ -127,22 +129,11 @@ def add(
         doc.hooks[hook_id] = hook
         if replace:
             doc.drop_orphans()
-        return hook_id
+        return hook
 
     added = _apply(store, edit)
-    if (action := notify.written(fields.get("action"))) is not None:
-        _trust(store, action)  # the user wrote it here: it is theirs
-    typer.echo(f"added {added}")
-
-
-def _trust(store: HookStore, action: trust.Trusted) -> None:
-    """Trust `action` for this user; where the workspace is someone else's, say that only its
-    owner's trust counts (a root daemon acts as the owner, with the owner's trust)."""
-    owner = owner_uid(store.ws)
-    if owner != os.geteuid():
-        typer.echo(f"note: {store.ws.root} belongs to uid {owner}; its command runs only once "
-                   "that user trusts it (`sidecar hooks trust` run as them)", err=True)
-    trust.trust(store.ws, action, now())
+    typer.echo(f"added {added.id}")
+    hooks_trust.trust_written(store, added, None)  # the user wrote it here: it is theirs
 
 
 def _prompt_exists(store: HookStore, prompt_file: str | None) -> None:
@@ -183,17 +174,17 @@ def update(
     if not fields:
         _fail("nothing to change")
 
-    def edit(doc: HooksDoc) -> None:
+    def edit(doc: HooksDoc) -> tuple[Hook, Hook]:
         hook = _existing(doc, hook_id)
         changed = Hook.from_json({**hook.to_json(), **fields}, f"hook {hook_id}")
         if "promptFile" in fields:
             _prompt_exists(store, changed.prompt_file)
         doc.hooks[hook_id] = changed
+        return hook, changed
 
-    _apply(store, edit)
-    if (action := notify.written(fields.get("action"))) is not None:
-        _trust(store, action)  # the user wrote it here: it is theirs
+    before, after = _apply(store, edit)
     typer.echo(f"updated {hook_id}")
+    hooks_trust.trust_written(store, after, before)
 
 
 def _existing(doc: HooksDoc, hook_id: str) -> Hook:
@@ -210,13 +201,17 @@ def _existing_in(hooks: dict[str, Hook], hook_id: str) -> Hook:
 def _switch(hook_id: str, enabled: bool, root: Path | None) -> None:
     store = _store(root)
 
-    def edit(doc: HooksDoc) -> int:
-        _existing(doc, hook_id).enabled = enabled
-        return len(doc.drop_orphans())
+    def edit(doc: HooksDoc) -> tuple[Hook, Hook, int]:
+        hook = _existing(doc, hook_id)
+        before = replace(hook, history=[])
+        hook.enabled = enabled
+        return before, hook, len(doc.drop_orphans())
 
-    dropped = _apply(store, edit)
+    before, after, dropped = _apply(store, edit)
     typer.echo(f"{'enabled' if enabled else 'disabled'} {hook_id}"
                + (f"; dropped {dropped} queued firing(s)" if dropped else ""))
+    # Off and on again: still the user's. Switching off says nothing of trust: it runs nothing.
+    hooks_trust.trust_written(store, after, before, quiet=not enabled)
 
 
 @hooks_app.command(epilog="Example: sidecar hooks enable post-task")
@@ -243,34 +238,6 @@ def remove(hook_id: str, root: Path | None = RootOption) -> None:
 
     dropped = _apply(store, edit)
     typer.echo(f"removed {hook_id}" + (f"; dropped {dropped} queued firing(s)" if dropped else ""))
-
-
-@hooks_app.command("trust", epilog="Example: sidecar hooks trust post-task")
-def trust_hook(
-    hook_id: str = typer.Argument(..., help="The command hook to trust."),
-    yes: bool = typer.Option(False, "--yes", "-y", help="Do not ask; trust what is shown."),
-    root: Path | None = RootOption,
-) -> None:
-    """Show a command hook's exact command, then trust it on this machine, for this workspace.
-
-    A command that arrived with a clone, a pull or a hand edit runs only once trusted; a
-    later change to it needs trusting again."""
-    store = _store(root)
-    hook = _existing_in(store.snapshot(now()).hooks, hook_id)
-    if isinstance(hook.action, str):
-        typer.echo(f"{hook_id} resumes the session with your own [resume] command; it needs no trust")
-        return
-    typer.echo(f"{hook_id} runs, in {store.ws.root}:\n  {trust.shown(hook.action, whole=True)}")
-    if trust.is_trusted(store.ws, hook.action):
-        typer.echo("already trusted on this machine")
-        return
-    if not yes:
-        if not sys.stdin.isatty():
-            _fail("not trusted: add --yes to trust it without a question", 1)
-        if not typer.confirm("Trust this command on this machine?", default=False):
-            _fail("not trusted", 1)
-    _trust(store, hook.action)
-    typer.echo(f"trusted {hook_id} (in {trust.trust_file()})")
 
 
 @hooks_app.command("kill-running", epilog="Example: sidecar hooks kill-running")
@@ -331,3 +298,4 @@ def history(
 
 
 notify.register(hooks_app, _store)  # `hooks test`
+hooks_trust.register(hooks_app, _store)  # `hooks trust`, `hooks edit`

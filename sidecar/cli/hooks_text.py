@@ -1,17 +1,20 @@
 """`hooks list` and `hooks history` as people read them: tables sized to their content within
 100 columns, delays as typed, local and relative times, log paths relative to the workspace,
 colour on a terminal only. A command is always shown whole, on its own line: it is what the
-user trusts, so it is never cut."""
+user trusts, so it is never cut; `hooks trust` shows the whole of what a hook does."""
 
 from __future__ import annotations
 
 from collections.abc import Iterable
 from typing import Any
 
+import orjson
+
 from sidecar.cli import present
 from sidecar.cli.present import Style
 from sidecar.cli.status_text import outcome_style
-from sidecar.followups import trust
+from sidecar.escapes import escaped, escaped_values
+from sidecar.followups import prompts, trust
 from sidecar.followups.model import Hook, QueueEntry
 from sidecar.layout import Workspace
 from sidecar.timeutil import parse_ts
@@ -20,8 +23,10 @@ GAP = "  "
 
 
 def table(rows: list[list[str]], last_room: bool = True) -> list[list[str]]:
-    """The cells padded to their column's widest; the last column is cut to what is left of
-    present.WIDTH (when `last_room`), never narrower than its heading."""
+    """The cells, escaped (an outcome, a host's session id), padded to their column's widest;
+    the last column is cut to what is left of present.WIDTH (when `last_room`), never
+    narrower than its heading."""
+    rows = [[escaped(cell) for cell in row] for row in rows]
     sizes = [max(len(cell) for cell in column) for column in zip(*rows, strict=True)]
     if last_room:
         room = present.WIDTH - sum(sizes[:-1]) - len(GAP) * (len(sizes) - 1)
@@ -53,12 +58,12 @@ def render_list(ws: Workspace, hooks: Iterable[Hook], untrusted: set[str],
     for hook, cells in zip(listed, padded[1:], strict=True):
         cells[-1] = paint(cells[-1].rstrip(), *outcome_style(hook.last_status))
         lines.append(GAP.join(cells).rstrip())
-        if not isinstance(hook.action, str):
-            lines.append(f"    {'runs' if isinstance(hook.action, list) else 'sends'} "
-                         f"{trust.shown(hook.action)}")
-            if hook.id in untrusted:
-                lines.append("    " + paint("NOT TRUSTED", "yellow", "bold") + " on this "
-                             f"machine, so not run (to run it: sidecar hooks trust {hook.id})")
+        if not isinstance(hook.action, str):  # what it runs, whole: what the user trusts
+            lines.append(f"    {trust.described(hook)}")
+        if hook.id in untrusted:
+            lines.append("    " + paint("NOT TRUSTED", "yellow", "bold") + " on this "
+                         f"machine as it stands, so not run (see it and trust it: sidecar "
+                         f"hooks trust {hook.id})")
     if not listed:
         lines = ["no hooks (add one: sidecar hooks add NAME)"]
     if pending:
@@ -74,6 +79,7 @@ def render_history(ws: Workspace, firings: list[dict[str, Any]], now: float,
                    paint: Style) -> str:
     if not firings:
         return "no firings yet\n"
+    firings = escaped_values(firings)  # its log's path too, before anything is painted
     rows = [["WHEN", "HOOK", "HOST", "SESSION", "OUTCOME"]]
     for f in firings:
         at = parse_ts(f["at"])
@@ -87,4 +93,30 @@ def render_history(ws: Workspace, firings: list[dict[str, Any]], now: float,
         lines.append(GAP.join(cells).rstrip())
         if f["log"]:
             lines.append(f"  log {present.path(f['log'], ws.root)}")
+    return "\n".join(lines) + "\n"
+
+
+SETTINGS = ("event", "delaySeconds", "enabled", "reasons", "alsoInterrupted",
+            "againAfterUserTurn", "alsoFollowUps", "skipCron", "skipSubagents", "maxContextK")
+
+
+def approval(ws: Workspace, found: trust.Content) -> str:
+    """All that trusting a hook approves, as `hooks trust` shows it before asking: its
+    settings as hooks.json has them, what it runs (a notice's target whole), and the exact
+    text the agent is told, every control character escaped."""
+    hook, definition = found.hook, found.definition()
+    settings = " ".join(f"{k}={escaped(orjson.dumps(definition[k]).decode())}"
+                        for k in SETTINGS if k in definition)
+    if isinstance(hook.action, str):
+        does = "resumes the session with its host's resume command, with the edit rights " \
+               "your config.toml gives it"
+    elif isinstance(hook.action, list):
+        does = f"runs {trust.shown(hook.action, whole=True)}"
+    else:
+        does = f"sends a notice: {trust.shown(hook.action, whole=True)}"
+    lines = [f"{hook.id}, in {ws.root}:", f"  settings  {settings}", f"  does      {does}"]
+    if found.prompt is not None:
+        text = prompts.text_of(found.prompt)
+        lines.append(f"  prompt    {ws.context / str(hook.prompt_file)}, the agent is told:")
+        lines += [f"    | {escaped(line)}" for line in text.splitlines() or [""]]
     return "\n".join(lines) + "\n"

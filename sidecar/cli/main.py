@@ -22,7 +22,8 @@ from sidecar.cli.setup import doctor, service_app
 from sidecar.cli.top import top
 from sidecar.errors import SidecarError
 from sidecar.followups import trust
-from sidecar.followups.store import initialise
+from sidecar.followups.model import Hook
+from sidecar.followups.store import HookStore, initialise
 from sidecar.hosts import registry
 from sidecar.install import foreign
 from sidecar.install.uninstall import uninstall
@@ -65,8 +66,8 @@ def init(directory: Path = typer.Argument(Path("."), metavar="DIR", help="The wo
         registered_before = root in config_mod.load_registry()
         ws.check_runtime()
         moved = foreign.set_aside(ws, registered_before, now())
-        had_hooks = ws.hooks_file.exists()
-        seeded = initialise(ws, now())
+        wrote = initialise(ws, now())
+        untrusted = trust.untrusted(ws, HookStore(ws).snapshot(now()).hooks.values())
     except (OSError, SidecarError) as exc:
         fail(f"cannot initialise {root}: {exc}")
     try:
@@ -76,9 +77,10 @@ def init(directory: Path = typer.Argument(Path("."), metavar="DIR", help="The wo
     typer.echo(f"{'initialised' if fresh else 'already initialised'}: {ws.context}")
     if moved is not None:
         _say_moved(ws, *moved)
-    if seeded:
-        typer.echo("wrote the default prompts (.context/hooks/)" if had_hooks else
-                   "wrote the default post-task hook and its prompt (.context/hooks/post-task.md)")
+    for path in wrote:
+        typer.echo(f"wrote {'the default hooks to ' if path.endswith('.json') else ''}"
+                   f".context/{path}")
+    _say_untrusted(untrusted)
     typer.echo(f"{'registered' if registered else 'already registered'} in {layout.registry_file()}")
     *others, last = [host.name for host in registry.integrable()]
     typer.echo(f"next: sidecar integrate <host> ({', '.join(others)} or {last}), so the "
@@ -90,14 +92,22 @@ def _say_moved(ws: Workspace, found: foreign.Found, aside: Path) -> None:
     for what in found.what:
         typer.echo(f"  - {what}")
     typer.echo(f"moved it to {aside.relative_to(ws.root)}/; none of it runs")
-    commands = [h for h in found.hooks.values() if not isinstance(h.action, str)]
     if found.hooks:
-        typer.echo(f"kept its hook definitions ({', '.join(found.hooks)}) without their queue; "
-                   "a command hook runs only once you trust it:")
-    for hook in commands:
-        assert not isinstance(hook.action, str)
-        typer.echo(f"  {hook.id}: {trust.shown(hook.action)}  (to run it: sidecar hooks trust "
-                   f"{hook.id})")
+        typer.echo(f"kept its hook definitions ({', '.join(found.hooks)}) without their queue, "
+                   "as untrusted")
+
+
+def _say_untrusted(hooks: list[Hook]) -> None:
+    """The hooks that do not run until trusted: found here, not written by this sidecar, or
+    changed since they were trusted."""
+    if not hooks:
+        return
+    typer.echo("not trusted on this machine as they stand (found here, or changed since they "
+               "were trusted), so they do not run:")
+    for hook in hooks:
+        typer.echo(f"  {hook.id}: {trust.described(hook)}")
+    typer.echo(f"to see exactly what they run and trust them: sidecar hooks trust "
+               f"{' '.join(h.id for h in hooks)}")
 
 
 app.command()(run)

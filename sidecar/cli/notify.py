@@ -71,13 +71,6 @@ def fields(notify: str | None, also_follow_ups: bool | None, command: list[str],
     return out
 
 
-def written(action: Any) -> list[str] | Notify | None:
-    """What the user wrote on the command line that needs trust: a command, or a target."""
-    if isinstance(action, dict) and "notify" in action:
-        return Notify(action["notify"])
-    return list(action) if isinstance(action, list) else None
-
-
 def sample(store: HookStore, hook: Hook) -> dict[str, Any]:
     """A notice like the hook's own, with made-up facts, for `hooks test`."""
     assert isinstance(hook.action, Notify)
@@ -115,7 +108,7 @@ def register(hooks_app: typer.Typer, store_of: Any) -> None:
             _fail(f"no hook {hook_id!r}")
         if not isinstance(hook.action, Notify):
             _fail(f"{hook_id} is not a notify hook (it has no --notify target)")
-        if not trust.is_trusted(store.ws, hook.action):
+        if trust.untrusted(store.ws, [hook]):
             _fail(f"{hook_id} sends to {targets.shown(hook.action.target)}, which is not trusted "
                   f"on this machine; see it and trust it with `sidecar hooks trust {hook_id}`")
         delivered = send.deliver(sample(store, hook), tries=1, say=typer.echo)

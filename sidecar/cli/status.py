@@ -13,14 +13,14 @@ from typing import Any, TypedDict, TypeVar
 
 import orjson
 
-from sidecar import __version__, jsonfile
+from sidecar import __version__, jsonfile, storage
 from sidecar.cli.status_text import render_session as render_session
 from sidecar.cli.status_text import render_text as render_text
 from sidecar.coordination import current as coordination
 from sidecar.coordination.base import Unreachable
 from sidecar.daemon import instances
 from sidecar.errors import SidecarError
-from sidecar.exitcodes import OK, UNSERVED
+from sidecar.exitcodes import NO_ROOM, OK, UNSERVED
 from sidecar.followups import logtail, targets, trust
 from sidecar.followups import store as hook_store
 from sidecar.followups.targets import Notify
@@ -76,7 +76,7 @@ class HookRow(TypedDict):
     lastFiredAt: str | None
     lastLog: str | None
     lastLine: str | None  # a failed firing's: the last line its log says (logtail)
-    trusted: bool  # a command hook's exact command is trusted on this machine (resume: true)
+    trusted: bool  # an enabled hook is trusted on this machine as it stands (disabled: true)
 
 
 class QueueRow(TypedDict):
@@ -98,6 +98,7 @@ class HooksSection(TypedDict):
 class WorkspaceReport(HooksSection):
     root: str
     served: bool
+    storage: str | None  # why nothing can be written in its runtime (storage.py), while so
     instances: list[InstanceRow]
     inbox: dict[str, Any]
     rejected: int
@@ -205,9 +206,11 @@ def workspace_report(ws: Workspace, now: float) -> WorkspaceReport:
     found = _read(errors, f"the instances {ws.instances}", lambda: instance_rows(ws, now),
                   no_instances)
     empty: HooksSection = {"hooks": [], "queue": [], "error": None}
+    trouble = storage.said(ws.runtime)
     return {
         "root": str(ws.root),
         "served": any(i["live"] for i in found),
+        "storage": trouble,
         "instances": found,
         "inbox": {
             "backlog": len(arrivals),
@@ -224,12 +227,12 @@ def workspace_report(ws: Workspace, now: float) -> WorkspaceReport:
         "bindings": bindings,
         **_read(errors, f"the hooks {ws.hooks_file}", lambda: hooks_section(ws, now), empty),
         "plugins": _plugin_counters(found),
-        "errors": errors,
+        "errors": errors if trouble is None else [trouble, *errors],
     }
 
 
 def _set_aside_report(ws: Workspace, error: str) -> WorkspaceReport:
-    return {"root": str(ws.root), "served": False, "instances": [],
+    return {"root": str(ws.root), "served": False, "storage": None, "instances": [],
             "inbox": {"backlog": 0, "oldestAgeSeconds": None}, "rejected": 0,
             "sessions": {"total": 0, "active": 0, "completed": 0}, "tokens": None,
             "bindings": [],
@@ -364,4 +367,6 @@ def write_session(report: dict[str, Any], ws: Workspace, as_json: bool) -> None:
 
 def exit_code(report: Report) -> int:
     served = all(w["served"] for w in report["workspaces"])
-    return OK if served and report["coordination"]["reachable"] else UNSERVED
+    if not served or not report["coordination"]["reachable"]:
+        return UNSERVED
+    return NO_ROOM if any(w["storage"] for w in report["workspaces"]) else OK

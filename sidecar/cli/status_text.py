@@ -8,6 +8,7 @@ import time
 
 from sidecar.cli import present
 from sidecar.cli.present import Style
+from sidecar.escapes import escaped, escaped_values
 from sidecar.timeutil import parse_ts
 
 TYPE_CHECKING = False  # nor typing: see present.py
@@ -51,6 +52,8 @@ def render_session(report: dict[str, Any], root: str | Path | None = None,
     """`status --session`; `root`: the workspace, to which its log paths are shown relative."""
     now = time.time() if now is None else now
     paint = style or present.style_for()
+    # What the host said (its end reason, its messages) escaped before any of it is painted.
+    report, root = escaped_values(report), None if root is None else escaped(str(root))
     ended = report["completedAt"]
     why = present.end_reason(report["completionReason"], stale_after=stale_after)
     lines = [paint(f"session    {report['host']} {report['sessionId']}", "bold")
@@ -101,13 +104,16 @@ def _hook_lines(h: HookRow, widths: tuple[int, int, int], root: str, now: float,
         lines = [head.rstrip(), "    last " + paint(said, *outcome_style(last)) + when_fired]
     if h["lastLog"]:
         lines.append(f"    log {present.path(h['lastLog'], root)}")
-    if not h["trusted"] and not isinstance(h["action"], str):
+    if not h["trusted"]:
         from sidecar.followups import trust  # (status's fast path leaves such hooks to this)
 
-        # The command on a line of its own, whole (it is what the user is asked to trust), so
-        # the lines around it fit present.WIDTH however long it is.
+        # What it would do on a line of its own, whole (it is what the user is asked to
+        # trust), so the lines around it fit present.WIDTH however long it is.
+        action = h["action"]
+        does = "resumes the session with its prompt" if isinstance(action, str) else \
+            trust.shown(action)
         lines += ["    " + paint("NOT TRUSTED", "yellow", "bold") + " on this machine, so not run:",
-                  f"      {trust.shown(h['action'])}",
+                  f"      {does}",
                   f"    to run it: sidecar hooks trust {h['id']}"]
     return lines
 
@@ -203,6 +209,7 @@ def render_text(report: Report, bindings_shown: int = 20, now: float | None = No
                 style: Style | None = None) -> str:
     now = time.time() if now is None else now
     paint = style or present.style_for()
+    report = escaped_values(report)  # a hook's outcome, a path, an error: before painting
     blocks = ["\n".join(_workspace_lines(w, bindings_shown, now, paint))
               for w in report["workspaces"]]
     coordination = _coordination_line(report["coordination"], now, paint)

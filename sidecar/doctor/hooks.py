@@ -1,5 +1,5 @@
-"""What `doctor` says of a workspace's follow-ups: a hooks.json that cannot be read, command
-hooks not trusted here, and hooks whose follow-ups keep failing, each with its fix."""
+"""What `doctor` says of a workspace's follow-ups: a hooks.json that cannot be read, hooks
+not trusted here as they stand, and hooks whose follow-ups keep failing, each with its fix."""
 
 from __future__ import annotations
 
@@ -26,10 +26,11 @@ def check(ws: Workspace) -> list[Finding]:
                    f"said and no change to it counts: {view.error}",
             f"correct the file, or move it aside and run `sidecar init {ws.root}` for the "
             "default hooks"))
-    findings += [Finding(False, f"hook {h.id}'s {trust.what(h.action).split()[0]} is not trusted "
-                                f"on this machine, so it does not run: {trust.shown(h.action)}",
-                         f"sidecar hooks trust {h.id}")
-                 for h in untrusted if not isinstance(h.action, str)]
+    findings += [Finding(False, f"hook {h.id} ({trust.described(h)}) is not trusted on this "
+                                "machine as it stands (its settings, action or prompt arrived "
+                                "or changed outside sidecar), so it does not run",
+                         f"see exactly what it runs and trust it: sidecar hooks trust {h.id}")
+                 for h in untrusted]
     return findings + [f for h in view.hooks.values() for f in _failing(ws, h)]
 
 

@@ -43,7 +43,7 @@ class Firing:
     session_id: str
     harness_session_id: str
     prompt: str
-    prompt_file: str | None
+    prompt_file: str | None  # the path `{prompt_file}` names: a copy of the approved bytes
     cwd: Path
     # The hosts' resume options (Host.options), by placeholder name, from config.toml.
     options: Mapping[str, str] = field(default_factory=registry.default_options)
@@ -55,7 +55,7 @@ class Firing:
             "{session_id}": self.session_id,
             "{harness_session_id}": self.harness_session_id,
             "{prompt}": self.prompt,
-            "{prompt_file}": str(ws.context / self.prompt_file) if self.prompt_file else "",
+            "{prompt_file}": self.prompt_file or "",
             "{host}": self.host,
             "{hook_id}": self.hook_id,
             "{workspace}": str(ws.root),

@@ -20,17 +20,17 @@ from pathlib import Path
 
 import orjson
 
-from sidecar import owner
+from sidecar import jsonfile, owner, safedir
 from sidecar.config import Config, ConfigError
 from sidecar.coordination import current as coordination
 from sidecar.coordination.base import Coordination
 from sidecar.errors import SidecarError
-from sidecar.followups import actions, environment, notices, remote, trust
-from sidecar.followups import store as hook_store
+from sidecar.followups import actions, environment, notices, prompts, remote, trust
 from sidecar.followups.actions import ActionError, Firing, build_argv, working_folder
 from sidecar.followups.decide import decide, next_due
 from sidecar.followups.model import FOLLOW_UP_EVENTS, Hook, QueueEntry, Run
 from sidecar.followups.queue import Claimed, FollowUpQueue, Settled
+from sidecar.followups.room import Room
 from sidecar.followups.targets import Notify
 from sidecar.layout import Workspace, confined
 from sidecar.procwatch import Proc, is_alive
@@ -86,6 +86,7 @@ class FollowUps:
         self.recover_soon = False  # a claim could not be settled yet (its runner's lease)
         self.absences = remote.Absences()  # since when adopted runners' leases are missing
         self.stopping = False
+        self.room = Room(ws)  # a disk without room: nothing claimed, claims given back
 
     # -- the step ----------------------------------------------------------------------
 
@@ -99,6 +100,7 @@ class FollowUps:
                 self.adopt(entry, now)
             self.next_recovery = now + (REMOTE_POLL if self.recover_soon else RECOVERY_INTERVAL)
         self.check_running(now)
+        self.room.retry(self.queue, now)
         while True:
             pending = self.queue.view(now).pending
             # An action's or a notice's exit wakes the loop when either kind is at its limit;
@@ -110,7 +112,10 @@ class FollowUps:
                            set(self.running), now)
             if due.entry is None:
                 return _earliest(due.wake_at, self._recovery_due(pending), *self._deadlines())
-            claimed = self.queue.claim(due.entry.id, now, str(self.log_path(due.entry, now)))
+            if self.room.lacks(now):  # looked at again soon; space freed wakes nothing
+                return _earliest(self.room.until, self._recovery_due(pending), *self._deadlines())
+            claimed = self.room.claim(self.queue, due.entry.id, now,
+                                      str(self.log_path(due.entry, now)))
             if claimed is not None:
                 self.start(claimed, now)
 
@@ -182,6 +187,9 @@ class FollowUps:
                 return
             self.launch(entry, hook, facts.cwd, now)
         except Exception as exc:
+            if self.room.refused(exc, now):  # not started: it fires once there is room
+                self.room.give_back(self.queue, entry.id, now)
+                return
             log.exception("%s: firing %s failed", self.ws.root, entry.id)
             self.finish(entry, f"error: {exc}", None)
 
@@ -207,35 +215,38 @@ class FollowUps:
     def launch(self, entry: QueueEntry, hook: Hook, cwd: str | None, now: float) -> None:
         """Start the hook's action detached and record it; an error status if it cannot start.
 
-        A command from hooks.json runs only if the workspace's owner trusted it (trust.py);
-        where the owner is not this process's user, it runs as the owner (owner.py)."""
-        if not isinstance(hook.action, str) and not trust.is_trusted(self.ws, hook.action):
-            log.warning("%s: %s's %s is not trusted on this machine; not run (sidecar "
-                        "hooks trust %s)", self.ws.root, hook.id, trust.what(hook.action),
-                        hook.id)
-            self.finish(entry, trust.NOT_TRUSTED, None)
-            return
-        prompt = ""
-        if hook.prompt_file and not isinstance(hook.action, Notify):
-            try:
-                prompt = hook_store.read_prompt(self.ws, hook.prompt_file)
-            except (OSError, hook_store.PromptError) as exc:
-                why = exc.strerror if isinstance(exc, OSError) and exc.strerror else exc
-                self.finish(entry, f"error: prompt file {hook.prompt_file}: {why}", None)
-                return
+        It runs only if the workspace's owner trusted exactly what it does now (trust.py):
+        the prompt is read once, and the bytes trusted are the bytes sent. Where the owner is
+        not this process's user, it runs as the owner (owner.py)."""
         try:
             account = owner.foreign_owner(self.ws)
             config = self.config() if account is None else owner.owner_config(account)
         except (owner.CannotActAsOwner, ConfigError) as exc:
             self.finish(entry, f"error: {exc}", None)
             return
+        try:
+            found = trust.content(self.ws, hook)
+        except (OSError, prompts.PromptError) as exc:
+            why = exc.strerror if isinstance(exc, OSError) and exc.strerror else exc
+            self.finish(entry, f"error: prompt file {hook.prompt_file}: {why}", None)
+            return
+        if not trust.is_trusted(self.ws, found):
+            log.warning("%s: hook %s (%s) is not trusted on this machine as it stands; not "
+                        "run (sidecar hooks trust %s)", self.ws.root, hook.id,
+                        trust.described(hook), hook.id)
+            self.finish(entry, trust.NOT_TRUSTED, None)
+            return
+        prompt = "" if found.prompt is None else prompts.text_of(found.prompt)
+        log_path = self.ws.firing_log(entry.hook_id, entry.log or "") or self.log_path(entry, now)
         firing = Firing(hook_id=hook.id, host=entry.host, session_id=entry.session_id,
                         harness_session_id=entry.harness_session_id or "", prompt=prompt,
-                        prompt_file=hook.prompt_file, cwd=working_folder(self.ws, cwd),
+                        prompt_file=None, cwd=working_folder(self.ws, cwd),
                         options=config.options)
         base = environment.follow_up_base(account, config)
-        log_path = self.ws.firing_log(entry.hook_id, entry.log or "") or self.log_path(entry, now)
         try:
+            if found.prompt is not None and isinstance(hook.action, list) and \
+                    any("{prompt_file}" in arg for arg in hook.action):
+                firing.prompt_file = approved_copy(log_path, found.prompt)
             command = self._notice(entry, hook.action, config) \
                 if isinstance(hook.action, Notify) \
                 else build_argv(hook.action, firing, config.resume, self.ws)
@@ -244,13 +255,17 @@ class FollowUps:
             proc = actions.start(command.argv, firing.cwd, firing.environment(self.ws, base),
                                  log_path, account, command.stdin, lease)
         except ActionError as exc:
+            if self.room.lacks(now):  # no room for its log or its input: it waits
+                self.room.give_back(self.queue, entry.id, now)
+                return
             outcome = "skipped" if isinstance(exc, actions.CannotResume) else "error"
             self.finish(entry, f"{outcome}: {exc}", log_path if log_path.exists() else None)
             return
         # The one ambiguous window: between the claim and this write, a death of this instance
         # leaves a firing nobody can tell ran or not (recorded `error: interrupted`).
         run = trust.sign(self.ws, entry.id, Run(proc.pid, proc.start, str(log_path), iso(now)))
-        self.queue.started(entry.id, run, now)
+        # Without room to record it, it runs all the same: watched from here, never given back.
+        self.room.written(now, self.queue.started, entry.id, run, now)
         self.running[entry.id] = Running(entry, proc, log_path, now + self.config().action_timeout)
         self.watch(proc)
         if hook.action == "resume" and hook.event == EventKind.TURN_FAILED:
@@ -324,7 +339,8 @@ class FollowUps:
                 status = (f"error: timed out after {self.config().action_timeout:g}s"
                           if run.kill_at is not None else actions.outcome(run.log))
                 del self.running[key]  # after the outcome is read: a tampered `logs` retries
-                self.finish(run.entry, status, run.log)
+                if not self.room.written(now, self.finish, run.entry, status, run.log):
+                    self.running[key] = run  # its outcome is recorded once there is room
             elif run.kill_at is None and now >= run.deadline:
                 log.warning("%s: %s ran past actionTimeout; stopping it", self.ws.root, key)
                 actions.signal_group(run.proc, signal.SIGTERM)
@@ -347,13 +363,27 @@ class FollowUps:
         shown = str(log_path) if log_path else None
         if not self.queue.finish(entry, status, shown, time.time()):
             return  # another instance holds the claim now: it records the outcome
-        if status != "ok" and not status.startswith("skipped"):
+        if status != "ok" and (not status.startswith("skipped") or status == trust.NOT_TRUSTED):
             log.warning("%s: follow-up %s for %s session %s: %s (log %s)", self.ws.root,
                         entry.hook_id, entry.host, entry.session_id, status, shown)
             self._follow_up_event(FollowUpEvent.FAILED, entry, status)
         if self.on_fired is not None:
             self.on_fired(Fired(str(self.ws.root), entry.hook_id, entry.host, entry.session_id,
                                 entry.harness_session_id, status, shown))
+
+
+def approved_copy(log_path: Path, prompt: bytes) -> str:
+    """The approved prompt's bytes in a file beside the firing's log, for `{prompt_file}`:
+    the command reads what was trusted, whatever the workspace's file says by then (made
+    like the log: never through a link, the folder owner's, private)."""
+    name = log_path.with_suffix(".prompt.md").name
+    try:
+        with safedir.opened(log_path.parent, create=True) as folder:
+            jsonfile.replace_in(folder, name, prompt, durable=False)
+    except OSError as exc:
+        raise ActionError(f"cannot write the approved prompt beside {log_path}: "
+                          f"{exc.strerror or exc}") from None
+    return str(log_path.parent / name)
 
 
 def _earliest(*times: float | None) -> float | None:

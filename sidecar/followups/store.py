@@ -11,10 +11,8 @@ writer of both files.
 
 from __future__ import annotations
 
-import errno
 import logging
 import os
-import stat
 from collections.abc import Callable
 from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
@@ -24,6 +22,7 @@ from typing import TypeVar
 from sidecar import jsonfile, safedir
 from sidecar.coordination import current as coordination
 from sidecar.errors import SidecarError
+from sidecar.followups import trust
 from sidecar.followups.model import (
     HISTORY_LIMIT,
     Hook,
@@ -211,10 +210,11 @@ class HookStore:
         state = self.current(now)
         return HooksView(dict(state.doc.hooks), list(state.doc.pending), state.error)
 
-    def seed(self, now: float) -> bool:
+    def seed(self, now: float) -> list[str]:
         """Give a workspace its seeded hooks (`post-task`, and `resume-after-limit` switched
-        off) and their prompts, each only if missing and only once (see model.SEEDED)."""
-        created = False
+        off) and their prompts, each only if missing and only once (see model.SEEDED); what
+        was written, as paths below `.context/`."""
+        wrote = []
         for name, text in PROMPTS.items():
             try:  # never through a symlinked `hooks/`, never over anything in the prompt's place
                 fd = safedir.open_file(self.ws.prompts / name, os.O_WRONLY | os.O_CREAT | os.O_EXCL,
@@ -223,23 +223,29 @@ class HookStore:
                 continue
             with open(fd, "wb") as prompt:
                 prompt.write(text.encode())
-            created = True
+            wrote.append(f"hooks/{name}")
         with self.locked():
             if not self.ws.hooks_file.exists():
                 self.state = None
                 self._write(default_doc(now))
-                return True
+                return [*wrote, "runtime/hooks.json"]
         view = self.snapshot(now)  # brings self.state up to date
         if view.error is None and self.state is not None and needs_seeding(self.state.doc):
             self.change(now, lambda doc: seed_missing(doc, now))
-        return created
+            wrote.append("runtime/hooks.json")
+        return wrote
 
 
-def initialise(ws: Workspace, now: float) -> bool:
+def initialise(ws: Workspace, now: float) -> list[str]:
     """Make a folder a workspace: its `.context/`, the runtime folders and the seeded hooks
-    (each only if missing); returns whether a hook or prompt was written."""
+    (each only if missing), and its id (trust.py); the seeded hooks as they stand are trusted
+    where they are exactly sidecar's own. Returns what was written (paths below `.context/`)."""
     ws.ensure_runtime()
-    return HookStore(ws).seed(now)
+    trust.ensure_workspace_id(ws)
+    store = HookStore(ws)
+    wrote = store.seed(now)
+    trust.trust_seeded(ws, store.snapshot(now).hooks.values(), now)
+    return wrote
 
 
 def _merge_after_repair(doc: HooksDoc, old: HookState) -> HooksDoc:
@@ -282,44 +288,3 @@ def _read(path: Path) -> bytes:
 
 def _doc_parts(doc: HooksDoc) -> tuple[dict[str, Hook], list[QueueEntry]]:
     return doc.hooks, doc.pending
-
-
-MAX_PROMPT_BYTES = 64 * 1024
-
-
-class PromptError(SidecarError):
-    """A prompt file that must not be used: the message says why; the firing fails with it."""
-
-
-def read_prompt(ws: Workspace, prompt_file: str) -> str:
-    """The prompt's text with any YAML frontmatter removed.
-
-    A prompt file is a regular file directly inside `.context/hooks/`, not a symlink (a cloned
-    repository could point one at a credentials file), and at most 64 KiB.
-    """
-    try:
-        fd = safedir.open_file(ws.context / prompt_file, os.O_RDONLY | os.O_NONBLOCK)
-    except OSError as exc:
-        if exc.errno == errno.ELOOP and exc.filename == Path(prompt_file).name:  # the file
-            raise PromptError("is a symlink, not a regular file") from None
-        if exc.errno == errno.ELOOP:  # a folder above it
-            raise PromptError(f"{exc.filename} is a symlink; prompt files are never read "
-                              "through one") from None
-        raise
-    try:
-        st = os.fstat(fd)
-        if not stat.S_ISREG(st.st_mode):
-            raise PromptError("is not a regular file")
-        data = os.read(fd, MAX_PROMPT_BYTES + 1)
-    finally:
-        os.close(fd)
-    if len(data) > MAX_PROMPT_BYTES:
-        raise PromptError(f"is larger than {MAX_PROMPT_BYTES // 1024} KiB")
-    text = data.decode("utf-8", "replace")
-    if text.startswith("---"):
-        lines = text.splitlines(keepends=True)
-        for i in range(1, len(lines)):
-            if lines[i].strip() == "---":
-                text = "".join(lines[i + 1:])
-                break
-    return text.strip()

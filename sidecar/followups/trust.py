@@ -1,18 +1,21 @@
-"""Trust: which commands a workspace's files may make sidecar run, as this machine's user said.
+"""Trust: what a workspace's files may make sidecar run unattended, as this machine's user
+approved it, by content.
 
-A command hook's argv comes from `hooks.json`, which a cloned repository, a pull or a hand
-edit can change. Such a command runs only if the workspace's owner trusted that exact argv
-for that workspace, the way direnv's `allow` and Codex's hook hashes work. Trust lives in the
-owner's own config folder (`trust.json`), never in the workspace: per workspace (its real
-path), the SHA-256 of the argv and the argv itself, to show (a notice's target only as
-`targets.shown` shows it: the file outlives the hook, and must not keep its secret).
-`sidecar hooks add/update --` trusts what the user writes; `sidecar hooks trust NAME` trusts
-what arrived otherwise. A `resume` action needs no trust: its program comes from the user's
-own `config.toml`.
+A firing runs an agent or a command on words and settings that live in the workspace
+(`runtime/hooks.json`, `.context/hooks/*.md`), which a clone, a pull or a hand edit can
+change. So a hook fires only if the workspace's owner trusted exactly what it would do now:
+a digest over the hook's whole definition (its event, delay, reasons, the flags that widen
+it, its action: the resume, the command's argv or the notice's target), the bytes of its
+prompt file, and the workspace's identity: its real path *and* the random id `init` writes
+into its runtime (`workspace-id`, which git ignores), so a different repository later cloned
+at the same path is a different workspace. The firing hashes the very bytes it then sends:
+what was approved is what runs. Any change (a pull, a hand edit) is a new digest, untrusted
+until `sidecar hooks trust` shows it and the user says yes, the way direnv's `allow` works.
 
-A notify hook's target is trusted the same way: it runs no program a workspace could ship,
-but a shipped hooks.json naming a URL would send that URL what the user's sessions do. Its
-digest is of `{"notify": TARGET}`, which no argv (a list) can share.
+Trust lives in the owner's own config folder (`trust.json`), never in the workspace. What
+the user writes through sidecar (`init`'s seeded hooks and prompts, `hooks add/update/edit`)
+is trusted as written, where every part of it the user did not write then was approved
+before (see `trust_written`).
 
 Run records (`pending[].run`) carry a MAC keyed by a per-user secret (`run-key`, 0600, in
 the daemon user's config folder), so a pid planted in `hooks.json` is never adopted nor
@@ -26,13 +29,17 @@ import hmac
 import os
 import shlex
 from collections.abc import Iterable
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import orjson
 
-from sidecar import jsonfile, layout, locks
-from sidecar.followups import targets
+from sidecar import jsonfile, layout, locks, safedir, trustcheck
+from sidecar.escapes import escaped  # what a terminal shows is exactly what runs
+from sidecar.followups import prompts, targets
 from sidecar.followups.model import Hook, Run
+from sidecar.followups.seeds import PROMPTS, default_doc
 from sidecar.followups.targets import Notify
 from sidecar.layout import Workspace
 from sidecar.owner import CannotActAsOwner, config_home_of, owner_uid, read_owned
@@ -41,73 +48,154 @@ from sidecar.timeutil import iso
 TRUST_FILE = "trust.json"
 RUN_KEY = "run-key"
 NOT_TRUSTED = "skipped: not trusted on this machine"
+KEPT = 8  # approvals kept per hook: a branch switched back to is still trusted
+SIDECARS_OWN = frozenset(trustcheck.sha(text.encode()) for text in PROMPTS.values())
 
 
-Trusted = list[str] | Notify  # what needs trust: a command's argv, or a notice's target
-
-
-def what(action: Trusted) -> str:
-    """What a trusted action does, in a few words, for a log or a message."""
-    return f"notice target {shown(action)}" if isinstance(action, Notify) else \
-        f"command {shown(action)}"
-
-
-def shown(argv: Trusted, *, whole: bool = False) -> str:
+def shown(action: list[str] | Notify, *, whole: bool = False) -> str:
     """A command as a shell would read it (a notice as `notify TARGET`, its secrets hidden
-    unless `whole`: the trust prompt shows the user exactly what they allow), with every
-    control character escaped (`\\x1b`, `\\r`): what a terminal shows is exactly what would
-    run, never a line redrawn over."""
-    target = (argv.target if whole else targets.shown(argv.target)) if isinstance(argv, Notify) \
-        else ""
-    text = f"notify {target}" if isinstance(argv, Notify) else shlex.join(argv)
-    return "".join(ch if ch.isprintable() or ch == " " else ch.encode("unicode_escape").decode()
-                   for ch in text)
+    unless `whole`: the trust prompt shows the user exactly what they allow), escaped."""
+    if isinstance(action, Notify):
+        return escaped(f"notify {action.target if whole else targets.shown(action.target)}")
+    return escaped(shlex.join(action))
 
 
-def digest(argv: Trusted) -> str:
-    return hashlib.sha256(orjson.dumps(argv.to_json() if isinstance(argv, Notify) else argv)).hexdigest()
+def described(hook: Hook) -> str:
+    """What firing the hook does, in one line (its secrets hidden), escaped."""
+    if isinstance(hook.action, str):
+        prompt = f" with {hook.prompt_file}" if hook.prompt_file else " with no prompt"
+        return escaped(f"resumes the session{prompt}")
+    text = f"runs {shown(hook.action)}" if not isinstance(hook.action, Notify) else \
+        f"sends a notice: {shown(hook.action)}"
+    return escaped(text + (f" (prompt {hook.prompt_file})" if hook.prompt_file and
+                           not isinstance(hook.action, Notify) else ""))
 
 
-def workspace_key(ws: Workspace) -> str:
+@dataclass(frozen=True, slots=True)
+class Content:
+    """What a hook would do if it fired now: its definition and its prompt's bytes (None
+    where it has no prompt)."""
+
+    hook: Hook
+    prompt: bytes | None
+
+    def definition(self) -> dict[str, Any]:
+        return trustcheck.definition_of(self.hook.to_json())
+
+    def definition_sha(self) -> str:
+        return trustcheck.sha(trustcheck.canonical(self.definition()))
+
+    def prompt_sha(self) -> str | None:
+        return None if self.prompt is None else trustcheck.sha(self.prompt)
+
+    def digest(self, place: str, identity: str) -> str:
+        return trustcheck.digest(place, identity, self.definition(), self.prompt)
+
+
+def content(ws: Workspace, hook: Hook) -> Content:
+    """The hook as it stands, its prompt read once (OSError, PromptError where it cannot be)."""
+    if hook.prompt_file is None or isinstance(hook.action, Notify):  # a notice has no prompt
+        return Content(hook, None)
+    return Content(hook, prompts.read_bytes(ws, hook.prompt_file))
+
+
+# -- the workspace's identity ---------------------------------------------------------------
+
+def place(ws: Workspace) -> str:
     return os.path.realpath(ws.root)
 
 
-def _entries(data: bytes | None, key: str) -> dict[str, object]:
+def workspace_id(ws: Workspace) -> str | None:
+    """The random id `init` wrote into this workspace's runtime; None where there is none
+    (nothing is trusted there until someone trusts it anew)."""
     try:
-        doc = orjson.loads(data) if data else {}
+        data = jsonfile.read_bytes(ws.identity_file)
+    except (OSError, jsonfile.NotARegularFile):
+        return None
+    return trustcheck.identity_of(data)
+
+
+def ensure_workspace_id(ws: Workspace) -> str:
+    """The workspace's id, made now if it has none (written whole, then linked into place:
+    two commands making it at once agree on the first)."""
+    found = workspace_id(ws)
+    if found is not None:
+        return found
+    safedir.make_dirs(ws.runtime)
+    with safedir.opened(ws.runtime) as runtime:
+        if os.path.lexists(ws.identity_file):  # there, but not an id: replaced
+            os.unlink(ws.identity_file.name, dir_fd=runtime)
+        temp = f".{ws.identity_file.name}.{os.getpid()}.tmp"
+        jsonfile.replace_in(runtime, temp, os.urandom(16).hex().encode() + b"\n")
+        try:
+            os.link(temp, ws.identity_file.name, src_dir_fd=runtime, dst_dir_fd=runtime,
+                    follow_symlinks=False)
+        except FileExistsError:
+            pass
+        finally:
+            os.unlink(temp, dir_fd=runtime)
+    made = workspace_id(ws)
+    if made is None:
+        raise OSError(f"{ws.identity_file} cannot be read back")
+    return made
+
+
+# -- approvals ------------------------------------------------------------------------------
+
+Approvals = dict[str, list[dict[str, Any]]]  # hook id -> what was approved for it, oldest first
+
+
+def _section(data: bytes | None, where: str, identity: str | None) -> Approvals:
+    """One workspace's approvals in a trust file: none unless made for this identity."""
+    try:
+        doc = orjson.loads(data) if data and identity else None
     except orjson.JSONDecodeError:
         return {}
-    found = doc.get("workspaces", {}).get(key, {}) if isinstance(doc, dict) else {}
-    return found if isinstance(found, dict) else {}
+    return trustcheck.section(doc, where, identity)
 
 
-def trusted_digests(ws: Workspace) -> set[str]:
-    """The argv digests the workspace's owner trusted for it (read from the owner's folder,
-    only if the file is theirs and nobody else may write it); none where the workspace has no
-    owner to act for (a link on its path, two users who could replace it)."""
+def approvals(ws: Workspace) -> Approvals:
+    """What the workspace's owner approved for it (read from the owner's folder, only if the
+    file is theirs and nobody else may write it); none where the workspace has no owner to act
+    for (a link on its path, two users who could replace it)."""
     try:
         uid = owner_uid(ws)
     except CannotActAsOwner:
-        return set()
-    data = read_owned(config_home_of(uid) / TRUST_FILE, uid)
-    return set(_entries(data, workspace_key(ws)))
+        return {}
+    return _section(read_owned(config_home_of(uid) / TRUST_FILE, uid), place(ws), workspace_id(ws))
 
 
-def is_trusted(ws: Workspace, action: Trusted) -> bool:
-    return digest(action) in trusted_digests(ws)
+def _is_approved(ws: Workspace, found: Content, given: Approvals) -> bool:
+    identity = workspace_id(ws)
+    return identity is not None and trustcheck.approved(given, found.hook.id,
+                                                        found.digest(place(ws), identity))
+
+
+def is_trusted(ws: Workspace, found: Content) -> bool:
+    return _is_approved(ws, found, approvals(ws))
 
 
 def untrusted(ws: Workspace, hooks: Iterable[Hook]) -> list[Hook]:
-    """The enabled command and notify hooks whose action the owner has not trusted."""
-    commands = [(h, h.action) for h in hooks if h.enabled and not isinstance(h.action, str)]
-    if not commands:
+    """The enabled hooks whose content as it stands the owner has not trusted (one whose
+    prompt cannot be read among them: nothing of it was approved)."""
+    enabled = [h for h in hooks if h.enabled]
+    if not enabled:
         return []
-    known = trusted_digests(ws)
-    return [h for h, action in commands if digest(action) not in known]
+    given = approvals(ws)
+    out = []
+    for hook in enabled:
+        try:
+            if _is_approved(ws, content(ws, hook), given):
+                continue
+        except (OSError, prompts.PromptError):
+            pass
+        out.append(hook)
+    return out
 
 
-def trust(ws: Workspace, action: Trusted, now: float) -> None:
-    """Record, in this user's own folder, that they trust `action` in this workspace."""
+def trust(ws: Workspace, found: Content, now: float) -> None:
+    """Record, in this user's own folder, that they trust `found` in this workspace."""
+    identity = ensure_workspace_id(ws)
     path = trust_file()
     path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
     with locks.locked(path.with_name("trust.lock")):
@@ -115,14 +203,77 @@ def trust(ws: Workspace, action: Trusted, now: float) -> None:
             doc = jsonfile.read_json(path)
         except FileNotFoundError:
             doc = {}
-        if not isinstance(doc, dict) or not isinstance(doc.get("workspaces"), dict):
-            doc = {"version": 1, "workspaces": {}}
-        entries = doc["workspaces"].setdefault(workspace_key(ws), {})
-        # A target as shown only: this file outlives the hook, and the digest is what counts.
-        shape = {"notify": targets.shown(action.target)} if isinstance(action, Notify) else \
-            {"argv": action}
-        entries[digest(action)] = {**shape, "trustedAt": iso(now)}
+        if not isinstance(doc, dict) or doc.get("version") != trustcheck.TRUST_VERSION or \
+                not isinstance(doc.get("workspaces"), dict):
+            doc = {"version": trustcheck.TRUST_VERSION, "workspaces": {}}
+        section = doc["workspaces"].get(place(ws))
+        if not isinstance(section, dict) or section.get("id") != identity or \
+                not isinstance(section.get("hooks"), dict):
+            section = doc["workspaces"][place(ws)] = {"id": identity, "hooks": {}}
+        digest = found.digest(place(ws), identity)
+        kept = [e for e in section["hooks"].get(found.hook.id, [])
+                if isinstance(e, dict) and e.get("digest") != digest]
+        # What it does as shown only: this file outlives the hook, and must keep no secret.
+        kept.append({"digest": digest, "definition": found.definition_sha(),
+                     "prompt": found.prompt_sha(), "does": described(found.hook),
+                     "trustedAt": iso(now)})
+        section["hooks"][found.hook.id] = kept[-KEPT:]
         jsonfile.write_json_atomic(path, doc)
+
+
+def _mine(ws: Workspace) -> Approvals:
+    """What this user (the one running a command) approved for the workspace."""
+    try:
+        data = jsonfile.read_bytes(trust_file())
+    except (OSError, jsonfile.NotARegularFile):
+        data = None
+    return _section(data, place(ws), workspace_id(ws))
+
+
+def settings_known(ws: Workspace, hook: Hook) -> bool:
+    """Whether this user approved the hook's definition as it is, with some prompt or none."""
+    known = Content(hook, None).definition_sha()
+    return any(e.get("definition") == known for e in _mine(ws).get(hook.id, ()))
+
+
+def trust_written(ws: Workspace, found: Content, before: Hook | None, now: float) -> str | None:
+    """Trust what the user just wrote through sidecar: a hook they added (`before` None) or
+    changed. Each part of it they did not write now must have been approved before in this
+    workspace: the rest of an existing hook's definition, and a prompt that is not sidecar's
+    own text (a prompt a pull brought stays untrusted however the hook is then changed).
+    None once trusted; otherwise why not, for the user."""
+    if before is not None and not settings_known(ws, before):
+        return f"{before.id}'s settings were not approved on this machine before"
+    wanted = found.prompt_sha()
+    if wanted is not None and wanted not in SIDECARS_OWN and not any(
+            e.get("prompt") == wanted for entries in _mine(ws).values() for e in entries):
+        return f"its prompt {found.hook.prompt_file} is not one approved on this machine"
+    trust(ws, found, now)
+    return None
+
+
+def trust_seeded(ws: Workspace, hooks: Iterable[Hook], now: float) -> list[str]:
+    """Trust the hooks that are exactly what sidecar seeds, settings and prompt (`init`'s
+    own words, whoever put them there); the ids trusted."""
+    seeded = default_doc(now).hooks
+    done = []
+    for hook in hooks:
+        model = seeded.get(hook.id)
+        if model is None or model.prompt_file is None or \
+                Content(hook, None).definition_sha() != Content(model, None).definition_sha():
+            continue
+        try:
+            found = content(ws, hook)
+        except (OSError, prompts.PromptError):
+            continue
+        if found.prompt == PROMPTS[Path(model.prompt_file).name].encode():
+            trust(ws, found, now)
+            done.append(hook.id)
+    return done
+
+
+def trust_file() -> Path:
+    return layout.config_home() / TRUST_FILE
 
 
 # -- run records ----------------------------------------------------------------------------
@@ -154,7 +305,7 @@ def run_key() -> bytes:
 
 
 def _run_message(ws: Workspace, entry_id: str, run: Run) -> bytes:
-    return orjson.dumps([workspace_key(ws), entry_id, run.pid, run.start, run.started_at, run.log])
+    return orjson.dumps([place(ws), entry_id, run.pid, run.start, run.started_at, run.log])
 
 
 def sign(ws: Workspace, entry_id: str, run: Run) -> Run:
@@ -168,7 +319,3 @@ def is_ours(ws: Workspace, entry_id: str, run: Run) -> bool:
         return False
     expected = hmac.new(run_key(), _run_message(ws, entry_id, run), hashlib.sha256).hexdigest()
     return hmac.compare_digest(expected, run.mac)
-
-
-def trust_file() -> Path:
-    return layout.config_home() / TRUST_FILE

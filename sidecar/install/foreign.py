@@ -6,9 +6,10 @@ here, so none of it may make sidecar act. `init` of a folder that was not regist
 machine (or whose runtime git tracks) moves such state into `.context/runtime.untrusted-<time>/`
 before it initialises, and says what it found. Session records and bindings (dotcontext's
 schema) are data, not permission: they stay, so sessions left active are still completed.
-The hooks' definitions are carried over without their queue and history: a `resume` hook
-prompts the host with the user's own command, and a command hook runs only once trusted
-(trust.py).
+The hooks' definitions are carried over without their queue and history, untrusted: trust
+is by content, for this machine's user (trust.py), so none of them fires until `sidecar
+hooks trust` has shown it and the user said yes. A shipped `workspace-id` is moved too: the
+workspace gets an id of its own, which nothing approved elsewhere names.
 """
 
 from __future__ import annotations
@@ -25,7 +26,7 @@ from sidecar.followups.seeds import default_doc
 from sidecar.layout import Workspace
 from sidecar.timeutil import iso
 
-MOVED_FILES = ("hooks.json", "hooks.last-good.json")
+MOVED_FILES = ("hooks.json", "hooks.last-good.json", "workspace-id")
 MOVED_FOLDERS = ("inbox", "instances", "locks", "logs")
 
 
@@ -56,12 +57,11 @@ def _hooks_file(path: Path, found: Found) -> None:
         found.what.append(f"{path.name} that cannot be used ({exc})")
         return
     commands = [h for h in doc.hooks.values() if not isinstance(h.action, str)]
-    if commands or doc.pending:
-        shown = "; ".join(f"{h.id}: {trust.shown(h.action)}" for h in commands
-                          if not isinstance(h.action, str))
-        found.what.append(f"{path.name} with {len(commands)} command hook(s)"
-                          + (f" ({shown})" if shown else "") + f" and {len(doc.pending)} "
-                          "queued firing(s)")
+    if doc.hooks or doc.pending:
+        shown = "; ".join(f"{h.id}: {trust.described(h)}" for h in doc.hooks.values())
+        found.what.append(f"{path.name} with {len(doc.hooks)} hook(s), {len(commands)} of them "
+                          f"commands or notices" + (f" ({shown})" if shown else "") +
+                          f", and {len(doc.pending)} queued firing(s)")
     if path.name == "hooks.json":
         found.hooks = doc.hooks
 
@@ -78,8 +78,10 @@ def _folder(path: Path, found: Found) -> None:
 
 def inspect(ws: Workspace) -> Found:
     found = Found()
-    for name in MOVED_FILES:
+    for name in MOVED_FILES[:2]:
         _hooks_file(ws.runtime / name, found)
+    if os.path.lexists(ws.identity_file):
+        found.what.append(f"{ws.identity_file.name}, an identity this machine did not give it")
     for name in MOVED_FOLDERS:
         _folder(ws.runtime / name, found)
     return found

@@ -26,6 +26,7 @@ from pathlib import Path
 from sidecar.daemon.watch import FolderWatch, WatchError, folder_watch
 from sidecar.errors import SidecarError
 from sidecar.followups import store as hook_store
+from sidecar.followups import trust
 from sidecar.layout import PLAIN_NAME, Workspace
 from sidecar.sessions import listing
 from sidecar.sessions.listing import FollowUp, SessionRow
@@ -95,6 +96,15 @@ class Feed:
             self.errors[f"{root}/hooks.json"] = view.error
         else:
             self.errors.pop(f"{root}/hooks.json", None)
+        # Read again with hooks.json (a firing skipped as untrusted changes it): a prompt
+        # changed since shows at the latest when its firing is skipped.
+        untrusted = " ".join(h.id for h in trust.untrusted(served.ws, view.hooks.values()))
+        if untrusted:
+            self.errors[f"{root}/trust"] = (f"{root}: not trusted on this machine as they "
+                                            f"stand, so not run: {untrusted} (sidecar hooks "
+                                            f"trust {untrusted})")
+        else:
+            self.errors.pop(f"{root}/trust", None)
         served.follow_ups = listing.follow_ups_by_session(view)
         return True
 

@@ -14,7 +14,7 @@ from pathlib import Path
 import orjson
 import pytest
 
-from helpers import read_json, trust_commands, wait_until
+from helpers import read_json, trust_hooks, wait_until
 from sidecar.sessions.rules import harness_id
 
 pytestmark = pytest.mark.slow
@@ -32,7 +32,7 @@ def use_hooks(ws, hooks: dict) -> None:
     doc = read_json(ws.hooks_file)
     doc["hooks"] = hooks
     ws.hooks_file.write_bytes(orjson.dumps(doc))
-    trust_commands(ws)
+    trust_hooks(ws)
 
 
 def inbox_events(ws) -> list[str]:

@@ -13,7 +13,7 @@ import orjson
 import pytest
 from freezegun import freeze_time
 
-from helpers import read_json, trust_commands
+from helpers import read_json, trust_hooks
 from sidecar.config import Config
 from sidecar.followups.fire import FollowUps
 from sidecar.followups.model import new_hook
@@ -41,6 +41,7 @@ class Harness:
         self.sessions = SessionStore(self.ws, durable=False)
         self.hooks = HookStore(self.ws, durable=False)
         self.hooks.seed(T0)
+        trust_hooks(self.ws)  # sidecar's own defaults, as `sidecar init` trusts them
         self.queue = FollowUpQueue(self.hooks, instance)
         self.alive = alive
         self.fired = root / "fired.txt"
@@ -55,7 +56,7 @@ class Harness:
         hook = new_hook("rec", "rec", T0, action=argv, **{"promptFile": None, "delaySeconds": 10,
                                                           **fields})
         self.hooks.change(T0, lambda d: setattr(d, "hooks", {"rec": hook}))
-        trust_commands(self.ws)
+        trust_hooks(self.ws)
 
     def use_resume_hook(self, **fields):
         """Make `rec` a resume, whose resume command records each firing in fired.txt."""
@@ -65,11 +66,12 @@ class Harness:
         hook = new_hook("rec", "rec", T0, action="resume", **{"promptFile": None,
                                                               "delaySeconds": 10, **fields})
         self.hooks.change(T0, lambda d: setattr(d, "hooks", {"rec": hook}))
+        trust_hooks(self.ws)  # as `sidecar hooks add` trusts what the user writes
 
     def set_action(self, argv, hook_id="rec"):
         """Change a hook's command, as `sidecar hooks update ID -- ARGV` does (trusting it)."""
         self.hooks.change(T0, lambda d: setattr(d.hooks[hook_id], "action", argv))
-        trust_commands(self.ws)
+        trust_hooks(self.ws)
 
     def apply(self, *events, crash_after_queue=False, at=T0):
         """One batch as ingestion runs it, at `at`: plan, queue the follow-ups, commit."""

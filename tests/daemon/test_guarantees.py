@@ -16,7 +16,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from helpers import emit, read_json, trust_commands, wait_for_json, wait_until
+from helpers import emit, read_json, trust_hooks, wait_for_json, wait_until
 from sidecar.inbox import events
 from sidecar.sessions.rules import harness_id
 
@@ -42,7 +42,7 @@ def test_blue_green_cutover_loses_and_doubles_nothing(workspace, start_daemon, t
     doc = read_json(workspace.hooks_file)
     doc["hooks"] = {}
     workspace.hooks_file.write_bytes(orjson.dumps(doc))
-    trust_commands(workspace)
+    trust_hooks(workspace)
     blue = start_daemon(workspace.root)
     names = tmp_path / "names.txt"
     sessions = [f"bg-{i}" for i in range(40)]
@@ -81,7 +81,7 @@ def test_a_cutover_with_a_follow_up_in_flight_neither_waits_for_nor_repeats_it(
                              "promptFile": None, "enabled": True,
                              "action": [sys.executable, "-c", script]}}
     workspace.hooks_file.write_bytes(orjson.dumps(doc))
-    trust_commands(workspace)
+    trust_hooks(workspace)
     old = start_daemon(workspace.root)
     emit(workspace.root, None, "session-end", "--session-id", "s-cut", "--source", "x")
     wait_until(lambda: runs.exists(), 15)
@@ -200,7 +200,7 @@ def test_no_event_field_chooses_what_runs_or_where_it_writes(workspace, start_da
                              "promptFile": None, "enabled": True,
                              "action": [sys.executable, "-c", dump, str(out), "{session_id}"]}}
     workspace.hooks_file.write_bytes(orjson.dumps(doc))
-    trust_commands(workspace)
+    trust_hooks(workspace)
     start_daemon(workspace.root)
     outside = tmp_path / "outside"
     outside.mkdir()

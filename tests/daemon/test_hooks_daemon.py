@@ -9,7 +9,7 @@ from pathlib import Path
 import orjson
 import pytest
 
-from helpers import SIDECAR, emit, read_json, run_cli, trust_commands, wait_for_json, wait_until
+from helpers import SIDECAR, emit, read_json, run_cli, trust_hooks, wait_for_json, wait_until
 from sidecar.sessions.rules import harness_id
 
 
@@ -17,7 +17,7 @@ def set_hooks(ws, hooks: dict) -> None:
     doc = read_json(ws.hooks_file)
     doc["hooks"] = hooks
     ws.hooks_file.write_bytes(orjson.dumps(doc))
-    trust_commands(ws)
+    trust_hooks(ws)
 
 
 def command_hook(hook_id: str, argv: list[str], delay: int = 1, **fields) -> dict:

@@ -11,7 +11,7 @@ import time
 
 import orjson
 
-from helpers import SIDECAR, emit, read_json, run_cli, trust_commands, wait_until
+from helpers import SIDECAR, emit, read_json, run_cli, trust_hooks, wait_until
 from sidecar import layout
 from sidecar.sessions.rules import harness_id
 
@@ -20,7 +20,7 @@ def set_hooks(ws, hooks: dict) -> None:
     doc = read_json(ws.hooks_file)
     doc["hooks"] = hooks
     ws.hooks_file.write_bytes(orjson.dumps(doc))
-    trust_commands(ws)
+    trust_hooks(ws)
 
 
 def saying(hook_id: str, words: str) -> dict:

@@ -18,7 +18,7 @@ from pathlib import Path
 import orjson
 import pytest
 
-from helpers import read_json, trust_commands, wait_until
+from helpers import read_json, trust_hooks, wait_until
 from sidecar.emit import drop
 from sidecar.followups.runlease import TTL_MS
 from support.cluster import (
@@ -50,7 +50,7 @@ def use_hook(ws, hook: dict) -> None:
     doc = read_json(ws.hooks_file)
     doc["hooks"] = {hook["id"]: hook}
     ws.hooks_file.write_bytes(orjson.dumps(doc))
-    trust_commands(ws)
+    trust_hooks(ws)
 
 
 def end_sessions(ws, sessions: list[str]) -> None:

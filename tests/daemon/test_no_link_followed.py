@@ -209,7 +209,8 @@ def test_reject_refuses_a_rejected_folder_swapped_for_a_symlink(ws, tmp_path):
 def test_a_prompt_is_never_read_through_a_symlinked_hooks_folder(ws, tmp_path):
     """Attack: a clone ships `.context/hooks` as a symlink to a folder holding a `post-task.md`
     of someone else's (a secret): it would have been read and sent to an agent as the prompt."""
-    from sidecar.followups.store import PromptError, read_prompt
+    from sidecar.followups.prompts import PromptError
+    from sidecar.followups.prompts import read as read_prompt
 
     target = outside(tmp_path)
     (target / "post-task.md").write_text("the secret\n")

@@ -182,6 +182,25 @@ def test_a_failed_follow_up_is_a_notice(workspace, start_daemon, receiver):
     assert len(receiver.at("/failed")) == 1
 
 
+def test_an_end_reason_with_a_line_break_is_told_once_on_one_header_line(
+        workspace, start_daemon, receiver):
+    """A header carries no line break: an end reason (the host's text) that holds one is told
+    with it escaped in the title, once, and nothing it says becomes a header of its own."""
+    ws = workspace
+    add(ws, "phone", "session-end", f"ntfy://{receiver.hostport}/agents")
+    start_daemon(ws.root)
+    emit(ws.root, None, "session-start", "--session-id", "c1", "--source", "claude-code")
+    drop(ws, {"event": "session-end", "session_id": "c1", "host": "claude-code",
+              "reason": "exit\r\nX-Injected: yes"})
+    [told] = wait_until(lambda: receiver.at("/agents"), 10)
+    assert told.headers["Title"] == "claude-code finished: exit\\r\\nX-Injected: yes"
+    assert "X-Injected" not in told.headers
+    wait_until(lambda: history(ws, "phone"), 10)
+    time.sleep(1.5)
+    assert len(receiver.at("/agents")) == 1
+    assert [h["status"] for h in history(ws, "phone")] == ["ok"]
+
+
 needs_git = pytest.mark.skipif(shutil.which("git") is None, reason="needs git")
 
 
@@ -206,7 +225,7 @@ def test_a_shipped_notify_hook_sends_nothing_until_trusted(tmp_path, start_daemo
     ws = Workspace(clone)
     init = run_cli("init", str(clone))
     assert init.returncode == 0, init.stderr
-    assert f"leak: notify {receiver.url}/***" in init.stdout.decode()  # one segment: hidden
+    assert f"leak: sends a notice: notify {receiver.url}/***" in init.stdout.decode()  # hidden
     start_daemon(clone)
     status = run_cli("status", "--root", str(clone)).stdout.decode()
     assert f"NOT TRUSTED on this machine, so not run:\n      notify {receiver.url}/***" in status

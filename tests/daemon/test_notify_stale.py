@@ -28,7 +28,7 @@ def test_a_stale_ends_notice_says_the_configured_quiet_time(tmp_path, config_hom
     told = Hook(id="told", name="told", event=EventKind.SESSION_END, delay_seconds=0,
                 prompt_file=None, action=Notify("desktop"), reasons=["stale"])
     hooks.change(T0, lambda d: d.hooks.__setitem__("told", told))
-    trust.trust(ws, Notify("desktop"), T0)
+    trust.trust(ws, trust.content(ws, told), T0)
     queue = FollowUpQueue(hooks, "me")
     queue.add([SessionChange(EventKind.SESSION_END, "claude-code", "s1", "h1", T0,
                              reason="stale")], T0)

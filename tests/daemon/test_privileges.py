@@ -217,12 +217,19 @@ def command_hook(hook_id: str, argv: list[str], delay: int = 0) -> dict:
             "promptFile": None, "action": argv, "enabled": True}
 
 
-def trust_as_owner(ws: Workspace, argv: list[str], owner: Owner) -> Path:
-    """Trust `argv` the way the owner's own `sidecar hooks trust` would: in their folder,
+def trusted_hook(ws: Workspace, hook_id: str) -> trust.Content:
+    """What the hook does as it stands, to trust."""
+    from sidecar.followups import store
+
+    return trust.content(ws, store.read_view(ws).hooks[hook_id])
+
+
+def trust_as_owner(ws: Workspace, hook_id: str, owner: Owner) -> Path:
+    """Trust the hook the way the owner's own `sidecar hooks trust` would: in their folder,
     a file of theirs. Returns the trust file."""
     with pytest.MonkeyPatch.context() as env:
         env.setenv("SIDECAR_CONFIG_HOME", str(owner.config))
-        trust.trust(ws, argv, time.time())
+        trust.trust(ws, trusted_hook(ws, hook_id), time.time())
     owner.chown(owner.home / ".config")
     return owner.config / trust.TRUST_FILE
 
@@ -286,7 +293,7 @@ def test_a_root_daemon_runs_an_owners_trusted_hook_as_the_owner(top, owner, conf
               'echo "${DAEMON_MARK-unset}" >> "$0"; echo "$PATH" >> "$0"')
     argv = ["sh", "-c", script, str(out)]
     ws = owned_workspace(top, owner, {"who": command_hook("who", argv)})
-    trust_as_owner(ws, argv, owner)
+    trust_as_owner(ws, "who", owner)
     (owner.config / "environment").write_text("OWNER_MARK=from-the-owner\n")
     owner.chown(owner.config)
     (config_home / "environment").write_text("ROOT_MARK=root's\n")  # root's own: not for them
@@ -320,10 +327,10 @@ def test_only_the_owners_own_trust_counts(top, owner, config_home, root_daemon, 
     argv = ["sh", "-c", 'id -u > "$0"', str(out)]
     ws = owned_workspace(top, owner, {"cmd": command_hook("cmd", argv)})
     if where == "root's own trust file":
-        trust.trust(ws, argv, time.time())  # SIDECAR_CONFIG_HOME: the daemon's (config_home)
-        assert trust.digest(argv) in str(read_json(config_home / trust.TRUST_FILE))
+        trust.trust(ws, trusted_hook(ws, "cmd"), time.time())  # the daemon's: config_home
+        assert "cmd" in str(read_json(config_home / trust.TRUST_FILE))
     else:
-        path = trust_as_owner(ws, argv, owner)
+        path = trust_as_owner(ws, "cmd", owner)
         if where == "the owner's, writable by anyone":
             os.chmod(path, 0o666)
         elif where == "the owner's folder, a link to root's":
@@ -424,7 +431,7 @@ def test_blind_symlink_toggling_plants_nothing_outside_the_workspace(top, owner,
     again once the links are gone."""
     argv = ["true"]
     ws = owned_workspace(top, owner, {"fire": command_hook("fire", argv)})
-    trust_as_owner(ws, argv, owner)
+    trust_as_owner(ws, "fire", owner)
     secret = top / "root-only"
     secret.mkdir(mode=0o700)
     pairs = []
@@ -473,7 +480,7 @@ def test_an_owners_unreadable_settings_fail_the_firing_clearly(top, owner, confi
     out = top / "ws" / "ran.txt"
     argv = ["sh", "-c", 'id -u > "$0"', str(out)]
     ws = owned_workspace(top, owner, {"cmd": command_hook("cmd", argv)})
-    trust_as_owner(ws, argv, owner)
+    trust_as_owner(ws, "cmd", owner)
     (owner.config / "config.toml").write_text("permissionMode = \n")
     owner.chown(owner.config)
     daemon = root_daemon(ws.root)

@@ -10,7 +10,7 @@ import subprocess
 import orjson
 import pytest
 
-from helpers import SIDECAR, emit, invoke, read_json, trust_commands, wait_until
+from helpers import SIDECAR, emit, invoke, read_json, trust_hooks, wait_until
 
 # What a moment later reads differently: ages and countdowns.
 MOVING = ("ageSeconds", "heartbeatAgeSeconds", "dueInSeconds", "oldestAgeSeconds", "heartbeatAt")
@@ -85,7 +85,7 @@ def test_what_the_fast_answer_declines_gets_the_full_commands_answer(workspace):
     untrusted = launched("status", "--root", str(workspace.root))
     assert "typer" in loaded(untrusted)
     assert b"NOT TRUSTED" in untrusted.stdout and untrusted.returncode == 3
-    trust_commands(workspace)
+    trust_hooks(workspace)
     trusted = launched("status", "--root", str(workspace.root))
     assert b"NOT TRUSTED" not in trusted.stdout
 

@@ -14,7 +14,7 @@ import pytest
 from freezegun import freeze_time
 from test_followups import SID, T0, Harness, ev
 
-from helpers import read_json, run_cli, trust_commands
+from helpers import read_json, run_cli, trust_hooks
 from sidecar.followups.model import new_hook
 from sidecar.timeutil import iso
 from sidecar.vocabulary import INTERRUPTED
@@ -245,7 +245,7 @@ def test_placeholders_are_filled_once_over_the_template_never_inside_the_values(
             "json.dumps(sys.argv[2:]))", str(out), "{prompt}", "{host}:{session_id}"]
     hook = new_hook("rec", "rec", T0, action=argv, promptFile="hooks/p.md", delaySeconds=10)
     h.hooks.change(T0, lambda d: setattr(d, "hooks", {"rec": hook}))
-    trust_commands(h.ws)
+    trust_hooks(h.ws)
     h.apply(ev("SessionStart"), ev("SessionEnd", ts=T0 + 1))
     with freeze_time(iso(T0 + 20)):
         h.fire_due()

@@ -13,7 +13,7 @@ import time
 import orjson
 import pytest
 
-from helpers import SIDECAR, emit, read_json, run_cli, trust_commands, wait_until
+from helpers import SIDECAR, emit, read_json, run_cli, trust_hooks, wait_until
 from sidecar.followups import trust
 from sidecar.top.app import TopApp
 from sidecar.top.feed import Feed
@@ -104,7 +104,7 @@ def test_fire_now_of_an_untrusted_command_runs_nothing(workspace, start_daemon, 
 def test_cancel_keeps_the_daemon_from_firing_it(workspace, start_daemon, tmp_path):
     out = tmp_path / "ran"
     add_hook(workspace, out, delay="3s")
-    trust_commands(workspace)
+    trust_hooks(workspace)
     start_daemon(workspace.root)
     end(workspace, "cancel-me")
     wait_until(lambda: read_json(workspace.hooks_file)["pending"], 10)

@@ -74,8 +74,9 @@ def test_a_cloned_repositorys_command_runs_only_once_trusted_then_exactly_once(
     assert init.returncode == 0, init.stderr
     out = init.stdout.decode()
     assert "did not write" in out and "runtime.untrusted-" in out
-    assert f"post-task: sh -c 'id >> {pwned}'  (to run it: sidecar hooks trust post-task)" in out
-    assert "wrote the default post-task hook" not in out  # the shipped definition was kept
+    assert f"  post-task: runs sh -c 'id >> {pwned}'\n" in out
+    assert "sidecar hooks trust post-task" in out
+    assert "wrote the default hooks" not in out  # the shipped definition was kept
     [aside] = (clone / ".context").glob("runtime.untrusted-*")
     assert (aside / "hooks.json").exists() and (aside / "inbox/planted.json").exists()
     assert read_json(ws.hooks_file)["pending"] == []  # the shipped queue is not adopted
@@ -86,7 +87,7 @@ def test_a_cloned_repositorys_command_runs_only_once_trusted_then_exactly_once(
     status = run_cli("status", "--root", str(clone))
     assert f"NOT TRUSTED on this machine, so not run:\n      sh -c 'id >> {pwned}'" in status.stdout.decode()
     doctor = run_cli("doctor", cwd=clone)
-    assert f"hook post-task's command is not trusted on this machine, so it does not run: sh -c 'id >> {pwned}'" \
+    assert f"hook post-task (runs sh -c 'id >> {pwned}') is not trusted on this machine" \
         in doctor.stdout.decode()
     assert "sidecar hooks trust post-task" in doctor.stdout.decode()
 
@@ -170,7 +171,7 @@ def test_a_daemon_that_cannot_become_the_owner_runs_nothing(tmp_path, config_hom
 
     from sidecar.timeutil import iso
 
-    h = Harness(tmp_path)  # the seeded post-task hook: a resume, which needs no trust
+    h = Harness(tmp_path)  # the seeded post-task hook, trusted as `sidecar init` trusts it
     h.apply(ev("SessionStart", session=SID), ev("SessionEnd", session=SID, ts=1_795_900_001.0))
     owner_uid = os.stat(h.ws.root).st_uid
     monkeypatch.setattr(os, "geteuid", lambda: owner_uid + 4242)

@@ -8,7 +8,7 @@ import itertools
 
 import orjson
 
-from helpers import read_json
+from helpers import read_json, trust_hooks
 from sidecar.followups.decide import decide
 from sidecar.followups.queue import FollowUpQueue
 from sidecar.followups.seeds import LIMIT_HOOK
@@ -47,6 +47,7 @@ class Harness:
         self.queue = FollowUpQueue(self.hooks, "me")
         self.scale = scale
         self.hooks.change(T0, lambda d: setattr(d.hooks[LIMIT_HOOK], "enabled", True))
+        trust_hooks(ws)  # as `sidecar init` and `sidecar hooks enable` trust them
 
     def apply(self, *events):
         with self.sessions.batch() as batch:

@@ -10,6 +10,7 @@ import orjson
 
 from sidecar.config import Config
 from sidecar.daemon.ingest import Ingestor
+from sidecar.followups import trust
 from sidecar.followups.model import HooksDoc
 from sidecar.followups.queue import FollowUpQueue
 from sidecar.followups.store import HookStore
@@ -49,6 +50,7 @@ def build(root: Path, now: float) -> Workspace:
     ws.ensure_runtime()
     hooks = HookStore(ws, durable=False)
     hooks.seed(now - 10_000)
+    trust.trust_seeded(ws, hooks.snapshot(now).hooks.values(), now)  # as `sidecar init` does
     number = 0
     for session, story in STORIES.items():
         for ago, event, extra in story:

@@ -258,7 +258,8 @@ def test_trusting_a_command_hook(workspace):
     again = invoke(*args)
     assert again.returncode == common.OK and b"already trusted on this machine" in again.stdout
     resume = invoke("hooks", "trust", "post-task", "--root", str(workspace.root))
-    assert resume.returncode == common.OK and b"it needs no trust" in resume.stdout
+    assert resume.returncode == common.OK and b"already trusted on this machine" in resume.stdout
+    assert b"\n    | The task in this conversation has ended." in resume.stdout  # what it says
     missing = invoke("hooks", "trust", "nope", "--root", str(workspace.root))
     assert missing.returncode == common.FAILURE and b"no hook 'nope'" in missing.stderr
 
@@ -270,7 +271,7 @@ def test_trust_asks_at_a_terminal(workspace, monkeypatch):
     said_no = invoke(*args, input=b"n\n")
     assert said_no.returncode == common.FAILURE
     assert said_no.stderr == b"sidecar hooks: not trusted\n"
-    assert b"Trust this command on this machine?" in said_no.stdout
+    assert b"does      runs notify-send done\nTrust notify as shown on this machine?" in said_no.stdout
     said_yes = invoke(*args, input=b"y\n")
     assert said_yes.returncode == common.OK and b"trusted notify (in " in said_yes.stdout
 

@@ -13,7 +13,7 @@ import sys
 import orjson
 import pytest
 
-from helpers import invoke, read_json, trust_commands
+from helpers import invoke, read_json, trust_hooks
 from sidecar import locks
 from sidecar.config import Config
 from sidecar.followups.model import new_hook
@@ -57,7 +57,7 @@ def fire_post_task(ws: Workspace, tmp_path) -> str:
     hooks = HookStore(ws, durable=False)
     hook = new_hook("post-task", "post-task", T0, action=[sys.executable, "-c", "pass", "{prompt}"])
     hooks.change(T0, lambda d: d.hooks.update({"post-task": hook}))
-    trust_commands(ws)
+    trust_hooks(ws)
     queue = FollowUpQueue(hooks, "me")
     store = SessionStore(ws, durable=False)
     with store.batch() as batch:

@@ -11,8 +11,9 @@ import pytest
 from helpers import read_json
 from sidecar import jsonfile
 from sidecar.followups.model import QueueEntry, parse, slug
+from sidecar.followups.prompts import read as read_prompt
 from sidecar.followups.seeds import default_doc
-from sidecar.followups.store import HooksError, HookStore, read_prompt
+from sidecar.followups.store import HooksError, HookStore
 from sidecar.layout import Workspace
 from sidecar.timeutil import parse_ts
 

@@ -102,14 +102,19 @@ def test_the_action_and_its_errors_in_hooks_json():
 
 
 def test_a_target_is_trusted_apart_from_any_command(tmp_path, config_home):
+    from sidecar.followups.model import new_hook
+
     ws = Workspace(tmp_path)
     ws.ensure_runtime()
-    target = Notify("http://127.0.0.1:1/x")
-    assert not trust.is_trusted(ws, target)
-    trust.trust(ws, ["notify", "http://127.0.0.1:1/x"], T0)  # a command of the same words
-    assert not trust.is_trusted(ws, target)
-    trust.trust(ws, target, T0)
-    assert trust.is_trusted(ws, target) and not trust.is_trusted(ws, Notify("desktop"))
+    notice = new_hook("n", "n", T0, action={"notify": "http://127.0.0.1:1/x"})
+    command = new_hook("n", "n", T0, action=["notify", "http://127.0.0.1:1/x"], promptFile=None)
+    assert not trust.is_trusted(ws, trust.content(ws, notice))
+    trust.trust(ws, trust.content(ws, command), T0)  # a command of the same words
+    assert not trust.is_trusted(ws, trust.content(ws, notice))
+    trust.trust(ws, trust.content(ws, notice), T0)
+    desktop = new_hook("n", "n", T0, action={"notify": "desktop"})
+    assert trust.is_trusted(ws, trust.content(ws, notice))
+    assert not trust.is_trusted(ws, trust.content(ws, desktop))
     assert trust.shown(Notify("ntfys://me:pw@ntfy.sh/t")) == "notify ntfys://***@ntfy.sh/***"
 
 
@@ -187,3 +192,35 @@ def test_a_failed_turn_that_is_no_limit_is_not_called_one():
     assert text.title == "claude-code's turn failed: server error"
     assert text.body.splitlines()[0] == "API Error: 500 Internal server error"
     assert "reset" not in text.body
+
+
+def test_a_notice_that_cannot_be_built_is_said_in_its_log_and_tried_again(monkeypatch):
+    """Whatever stops one try from building or sending its request (a value no header can
+    carry, a job that is not what it should be) is a try that failed, said and tried again:
+    never a traceback that loses the notice."""
+    from support import receiver as receiver_mod
+
+    built = []
+
+    def once_unbuildable(job: dict[str, object], now: float) -> send.Text:
+        built.append(now)
+        if len(built) == 1:
+            raise ValueError("a value it cannot take")
+        return real(job, now)
+
+    real = send.words
+    monkeypatch.setattr(send, "words", once_unbuildable)
+    got = receiver_mod.start()
+    try:
+        job = {"target": f"ntfy://{got.hostport}/agents", "host": "claude-code",
+               "sessionId": "s1", "workspace": "/w/proj",
+               "notice": {"event": "needs-input", "reason": "\r\n", "message": "may I?\r\nX: 1"}}
+        said: list[str] = []
+        assert send.deliver(job, say=said.append, sleep=lambda s: None)
+        [sent] = got.at("/agents")
+    finally:
+        got.stop()
+    assert said[0].startswith("try 1/3 to ntfy://") and said[0].endswith(
+        "not sent (cannot build the notice: ValueError: a value it cannot take) after 0.00s")
+    assert said[1].startswith("try 2/3 to ntfy://") and "HTTP 200" in said[1]
+    assert sent.body.decode().startswith("may I?\\r\nX: 1\n")  # its own line breaks kept

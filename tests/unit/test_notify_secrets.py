@@ -8,6 +8,7 @@ from __future__ import annotations
 import base64
 import json
 import stat
+from dataclasses import replace
 
 import pytest
 
@@ -125,8 +126,12 @@ def test_no_command_shows_a_targets_secret(tmp_path, config_home):
     assert stat.S_IMODE(workspace.hooks_file.stat().st_mode) == 0o600
     assert json.loads(workspace.hooks_file.read_bytes())["hooks"]["pw"]["action"] == {
         "notify": secret_targets["pw"]}
-    assert trust.is_trusted(workspace, Notify(secret_targets["pw"]))
-    assert not trust.is_trusted(workspace, Notify(targets.shown(secret_targets["pw"])))
+    from sidecar.followups import store
+
+    pw = store.read_view(workspace).hooks["pw"]
+    assert trust.is_trusted(workspace, trust.content(workspace, pw))
+    shown = replace(pw, action=Notify(targets.shown(secret_targets["pw"])))
+    assert not trust.is_trusted(workspace, trust.content(workspace, shown))
 
 
 def test_the_trust_prompt_shows_the_whole_target_it_asks_about(tmp_path, config_home):

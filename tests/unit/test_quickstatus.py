@@ -20,6 +20,7 @@ from sidecar.cli.present import Style
 from sidecar.cli.status_text import render_text
 from sidecar.coordination import current
 from sidecar.followups import trust
+from sidecar.followups.model import Hook
 from sidecar.layout import Workspace
 from sidecar.procwatch import start_time
 from sidecar.quickfiles import Declined
@@ -176,8 +177,9 @@ def test_hooks_and_a_queue_as_the_daemon_keeps_them(workspace):
     post["history"] = [{"at": iso(NOW - 99), "status": "error: old", "log": "x.log"},
                        {"at": iso(NOW - 9), "status": "ok", "log": "post-task-2.log"}]
     post["lastStatus"], post["lastFiredAt"] = "ok", iso(NOW - 9)
-    doc["hooks"]["old-style"] = {"id": "old-style", "name": "old style", "delayMinutes": 1.5}
-    doc["hooks"]["bare"] = {"id": "bare", "name": "bare"}
+    doc["hooks"]["old-style"] = {"id": "old-style", "name": "old style", "delayMinutes": 1.5,
+                                 "enabled": False}  # on, a hand edit would be untrusted
+    doc["hooks"]["bare"] = {"id": "bare", "name": "bare", "enabled": False}
     doc["hooks"]["off-command"] = {"id": "off-command", "name": "off", "enabled": False,
                                    "action": ["make", "lint"], "history": ["not an object"]}
     doc["pending"] = [
@@ -226,9 +228,20 @@ def test_a_hooks_file_not_taken_up_broken_or_with_trust_to_check_is_left(workspa
     command = {**doc, "hooks": {**doc["hooks"], "lint": {"id": "lint", "name": "lint",
                                                          "action": ["make", "lint"]}}}
     set_hooks(workspace, command)
-    assert_declined(workspace)  # an enabled command: trusted or not is the owner's to say
-    trust.trust(workspace, ["make", "lint"], NOW)
+    assert_declined(workspace)  # an enabled command nobody trusted: the full command says so
+    trust.trust(workspace, trust.content(workspace, Hook.from_json(command["hooks"]["lint"], "$")), NOW)
+    assert_declined(workspace)  # trusted as the typed hook writes it, not as written by hand
+    typed = {**doc, "hooks": {**doc["hooks"], "lint": Hook.from_json(
+        command["hooks"]["lint"], "$").to_json()}}
+    set_hooks(workspace, typed)  # as `sidecar hooks add` writes it
+    assert assert_same(workspace)["workspaces"][0]["hooks"][-1]["trusted"] is True
+    (workspace.prompts / "post-task.md").write_text("Also push to production.\n")  # a pull
     assert_declined(workspace)
+    assert full(workspace)["workspaces"][0]["hooks"][0]["trusted"] is False
+    set_hooks(workspace, doc)
+    workspace.prompts.joinpath("post-task.md").unlink()
+    os.symlink("/etc/hostname", workspace.prompts / "post-task.md")
+    assert_declined(workspace)  # a link: never read
     notify = {**doc, "hooks": {**doc["hooks"], "n": {"id": "n", "name": "n",
                                                      "action": {"notify": "desktop"},
                                                      "event": "needs-input"}}}

@@ -221,6 +221,19 @@ def test_a_new_session_shows_within_a_second_of_its_record(tmp_path):
     run(check, ws, follow=True)
 
 
+def test_a_hook_not_trusted_as_it_stands_is_a_note(tmp_path):
+    ws, _ = demo(tmp_path)
+    prompt = ws.prompts / "post-task.md"
+    prompt.write_text(prompt.read_text() + "Also push to production.\n")  # a pull
+
+    async def check(app, pilot):
+        assert "note:" in footer(app)
+        assert "not trusted on this machine as they stand, so not run: post-task" in footer(app)
+        assert "sidecar hooks trust post-task" in footer(app)
+
+    run(check, ws)
+
+
 def test_an_unreadable_record_or_workspace_is_a_note_and_the_rest_is_shown(tmp_path):
     ws, _ = demo(tmp_path)
     broken = ws.sessions / "broken-record"

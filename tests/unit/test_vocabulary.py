@@ -7,7 +7,7 @@ import pytest
 from sidecar import config, jsonfile, layout, locks
 from sidecar.daemon import plugins
 from sidecar.errors import SidecarError
-from sidecar.followups import actions, model, store
+from sidecar.followups import actions, model, prompts
 from sidecar.hosts import base, registry
 from sidecar.inbox import events
 from sidecar.install import service
@@ -18,7 +18,7 @@ from sidecar.vocabulary import EventKind, FollowUpEvent
 @pytest.mark.parametrize("error", [
     actions.ActionError, config.ConfigError, events.BadEvent, model.HooksError,
     base.IntegrateError, locks.LockTimeout, service.ServiceError, session_store.StoreError,
-    service.NoServiceManager, store.PromptError, layout.TamperedRuntime, layout.UnconfinedName,
+    service.NoServiceManager, prompts.PromptError, layout.TamperedRuntime, layout.UnconfinedName,
     jsonfile.NotARegularFile,
 ])
 def test_every_error_sidecar_raises_on_purpose_shares_one_root(error):

@@ -23,7 +23,13 @@ from sidecar.config import DEFAULT_RESUME
 from sidecar.sessions.rules import harness_id
 from sidecar.timeutil import parse_ts
 from stubs.anthropic_stub import AnthropicStub, LimitedAnthropicStub
-from stubs.lifecycle import assert_prompt_arrived_exactly, prepare_post_task, set_resume, settled
+from stubs.lifecycle import (
+    assert_prompt_arrived_exactly,
+    prepare_post_task,
+    set_resume,
+    settled,
+    trust_all,
+)
 
 pytestmark = pytest.mark.e2e
 
@@ -161,6 +167,7 @@ def test_a_turn_refused_by_a_usage_limit_is_resumed_once_the_limit_resets(
     doc = read_json(workspace.hooks_file)
     doc["hooks"]["post-task"]["delaySeconds"] = 1
     workspace.hooks_file.write_bytes(orjson.dumps(doc))
+    trust_all(workspace)  # both edited by hand: trusted as the user would, having seen them
     with open(config_home / "config.toml", "a") as config:
         config.write("limitBackoffScale = 0.002\n")  # 15 minutes become 1.8 s
     set_resume(config_home, "claude-code", [str(claude), *DEFAULT_RESUME["claude-code"][1:]])

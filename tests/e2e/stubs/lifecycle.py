@@ -11,7 +11,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from helpers import wait_until
+from helpers import run_cli, wait_until
 
 MARKER = "POST-TASK-MARKER-5b1e"
 # The prompt a host must receive, to the byte: quotes, two spaces and a line break included,
@@ -25,11 +25,19 @@ def read(path: Path) -> Any:
 
 def prepare_post_task(ws: Any, delay: int = 3) -> None:
     """A recognisable prompt, and a short delay so the test does not wait ten seconds (but
-    over the 2 s a transcript must be quiet, so no postponement of a minute)."""
+    over the 2 s a transcript must be quiet, so no postponement of a minute). Edited by hand,
+    so trusted afterwards as the user would: `sidecar hooks trust --yes` after seeing it."""
     (ws.prompts / "post-task.md").write_text(f"---\ndescription: test prompt\n---\n{PROMPT}\n")
     doc = read(ws.hooks_file)
     doc["hooks"]["post-task"]["delaySeconds"] = delay
     ws.hooks_file.write_text(json.dumps(doc))
+    trust_all(ws)
+
+
+def trust_all(ws: Any) -> None:
+    """`sidecar hooks trust --yes`: every enabled hook as it stands, after a hand edit."""
+    trusted = run_cli("hooks", "trust", "--yes", "--root", str(ws.root))
+    assert trusted.returncode == 0, trusted.stderr
 
 
 def set_resume(config_home: Path, host: str, argv: list[str]) -> None:

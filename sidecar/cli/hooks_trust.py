@@ -1,0 +1,179 @@
+"""`sidecar hooks trust` and `sidecar hooks edit`: what this machine's user approves to run.
+
+A hook fires only as its owner trusted it, by content (followups/trust.py). `hooks trust`
+shows the whole of what a hook would do (settings, command or target, the prompt's exact
+text) and records the user's yes; `hooks edit` opens a hook's prompt in the user's editor
+and trusts what they save, so editing one's own prompt stays one command.
+"""
+
+from __future__ import annotations
+
+import os
+import shlex
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+from typing import Any, NoReturn
+
+import typer
+
+from sidecar.cli import hooks_text
+from sidecar.cli.common import FAILURE, fail
+from sidecar.errors import SidecarError
+from sidecar.followups import prompts, trust
+from sidecar.followups.model import Hook
+from sidecar.followups.store import HookStore
+from sidecar.owner import owner_uid
+from sidecar.timeutil import now
+
+RootOption = typer.Option(None, "--root", metavar="DIR",
+                          help="The workspace (default: the one holding the current folder).")
+
+
+def _fail(message: str, code: int = FAILURE) -> NoReturn:
+    fail(message, code, "sidecar hooks")
+
+
+def owner_note(store: HookStore) -> None:
+    """Where the workspace is someone else's, say that only its owner's trust counts (a root
+    daemon acts as the owner, with the owner's trust)."""
+    owner = owner_uid(store.ws)
+    if owner != os.geteuid():
+        typer.echo(f"note: {store.ws.root} belongs to uid {owner}; its hooks run only once "
+                   "that user trusts them (`sidecar hooks trust` run as them)", err=True)
+
+
+def _content(store: HookStore, hook: Hook) -> trust.Content:
+    try:
+        return trust.content(store.ws, hook)
+    except (OSError, SidecarError) as exc:
+        _fail(f"{hook.id}'s prompt {hook.prompt_file} cannot be read: {exc}")
+
+
+def trust_written(store: HookStore, hook: Hook, before: Hook | None, quiet: bool = False) -> None:
+    """Trust a hook the user just wrote through sidecar, where every part of it they did not
+    write was approved before; else say what still needs `hooks trust` (trust.trust_written),
+    unless `quiet`."""
+    try:
+        found = trust.content(store.ws, hook)
+    except (OSError, SidecarError) as exc:
+        if not quiet:
+            typer.echo(f"note: {hook.id} is not trusted: its prompt {hook.prompt_file}: {exc}",
+                       err=True)
+        return
+    why = trust.trust_written(store.ws, found, before, now())
+    if quiet:
+        return
+    if why is not None:
+        typer.echo(f"note: {hook.id} is not trusted on this machine, so it does not run: {why}; "
+                   f"see what it runs, and trust it, with `sidecar hooks trust {hook.id}`", err=True)
+    else:
+        owner_note(store)
+
+
+def _editor() -> list[str]:
+    """The user's editor, as git and crontab find it."""
+    return shlex.split(os.environ.get("VISUAL") or os.environ.get("EDITOR") or "vi")
+
+
+def register(hooks_app: typer.Typer, store_of: Any) -> None:
+    """Add `hooks trust` and `hooks edit` to the hooks command group."""
+
+    @hooks_app.command("trust", epilog="Example: sidecar hooks trust post-task")
+    def trust_hooks(
+        hook_ids: list[str] = typer.Argument(None, metavar="HOOKS",
+                                             help="The hooks to trust; every enabled one not "
+                                                  "trusted as it stands if none is named."),
+        yes: bool = typer.Option(False, "--yes", "-y", help="Do not ask; trust what is shown."),
+        root: Path | None = RootOption,
+    ) -> None:
+        """Show exactly what a hook does (its settings, its command or target, its prompt's
+        text), then trust that, on this machine, for this workspace.
+
+        A hook that arrived with a clone, a pull or a hand edit, or whose prompt changed
+        since, runs only once trusted; any later change needs trusting again."""
+        approve(store_of(root), hook_ids or [], yes)
+
+    @hooks_app.command("edit", epilog="Example: sidecar hooks edit post-task")
+    def edit_prompt(
+        hook_id: str = typer.Argument(..., metavar="HOOK", help="The hook whose prompt to edit."),
+        root: Path | None = RootOption,
+    ) -> None:
+        """Edit a hook's prompt in $VISUAL or $EDITOR, and trust what you save.
+
+        The text is edited in a private copy and put in place whole once the editor exits
+        with success; the hook's settings are trusted with it only where they were before."""
+        edit(store_of(root), hook_id)
+
+
+def approve(store: HookStore, hook_ids: list[str], yes: bool) -> None:
+    """Show each hook, then trust it where the user says yes (or gave --yes)."""
+    hooks = store.snapshot(now()).hooks
+    for hook_id in hook_ids:
+        if hook_id not in hooks:
+            _fail(f"no hook {hook_id!r} (have: {', '.join(hooks) or 'none'})")
+    chosen = [hooks[h] for h in hook_ids] if hook_ids else \
+        trust.untrusted(store.ws, hooks.values())
+    if not chosen:
+        typer.echo("every enabled hook is trusted on this machine as it stands")
+    for hook in chosen:
+        found = _content(store, hook)
+        typer.echo(hooks_text.approval(store.ws, found), nl=False)
+        if trust.is_trusted(store.ws, found):
+            typer.echo("already trusted on this machine")
+            continue
+        if not yes:
+            if not sys.stdin.isatty():
+                _fail("not trusted: add --yes to trust it without a question", 1)
+            if not typer.confirm(f"Trust {hook.id} as shown on this machine?", default=False):
+                _fail("not trusted", 1)
+        trust.trust(store.ws, found, now())
+        owner_note(store)
+        typer.echo(f"trusted {hook.id} (in {trust.trust_file()})")
+
+
+def edit(store: HookStore, hook_id: str) -> None:
+    """Edit a hook's prompt in a private copy, put it in place, trust what was saved."""
+    hook = store.snapshot(now()).hooks.get(hook_id)
+    if hook is None:
+        _fail(f"no hook {hook_id!r}")
+    if hook.prompt_file is None:
+        _fail(f"{hook_id} has no prompt file; give it one with `sidecar hooks update "
+              f"{hook_id} --prompt-file hooks/NAME.md`")
+    try:
+        before = prompts.read_bytes(store.ws, hook.prompt_file)
+    except FileNotFoundError:
+        before = b""
+    except (OSError, SidecarError) as exc:
+        _fail(f"{store.ws.context / hook.prompt_file} cannot be edited: {exc}")
+    saved = _edited(before, Path(hook.prompt_file).name)
+    if saved == before and trust.is_trusted(store.ws, trust.Content(hook, saved)):
+        typer.echo(f"{hook_id}'s prompt is unchanged and trusted")
+        return
+    try:
+        prompts.write(store.ws, hook.prompt_file, saved)
+    except (OSError, SidecarError) as exc:
+        _fail(f"{store.ws.context / hook.prompt_file} cannot be written: {exc}")
+    # The prompt is the user's own now; the settings count only if approved before.
+    if trust.settings_known(store.ws, hook):
+        trust.trust(store.ws, trust.Content(hook, saved), now())
+        typer.echo(f"saved {hook.prompt_file}; {hook_id} is trusted as saved")
+    else:
+        typer.echo(f"saved {hook.prompt_file}; {hook_id} is not trusted yet: its settings "
+                   "were not approved on this machine before; see them and trust them "
+                   f"with `sidecar hooks trust {hook_id}`")
+
+
+def _edited(text: bytes, name: str) -> bytes:
+    """The text after the user's editor has had it, in a private temporary copy."""
+    with tempfile.TemporaryDirectory(prefix="sidecar-edit-") as folder:
+        path = Path(folder) / name
+        path.write_bytes(text)
+        try:
+            status = subprocess.call([*_editor(), str(path)])
+        except OSError as exc:
+            _fail(f"cannot start the editor {shlex.join(_editor())}: {exc}; set $VISUAL or $EDITOR")
+        if status != 0:
+            _fail(f"the editor exited with status {status}; nothing was saved")
+        return path.read_bytes()

@@ -1,0 +1,108 @@
+"""Trust as `status`'s fast path sees it (quickstatus.py): whether each enabled hook is
+trusted as it stands, by the digest followups/trust.py checks (trustcheck.py), read with the
+standard library alone. Anything that is not plainly so is declined (`Declined`), so the full
+command says it: a hook not trusted, a workspace that may not be this user's (another user's
+trust would count), a trust file, id or prompt that cannot be read as the full command reads
+them.
+"""
+
+from __future__ import annotations
+
+import os
+import stat
+
+from sidecar import trustcheck
+from sidecar.quickfiles import FILE, Declined, parse, read, walk
+
+TYPE_CHECKING = False  # typing costs this command 2 ms (see cli/present.py)
+if TYPE_CHECKING:
+    from typing import Any
+
+MAX_PROMPT_BYTES = 64 * 1024  # followups/prompts.py's
+MAX_OWNED_BYTES = 1024 * 1024  # owner.py's
+
+
+def plainly_mine(root: str) -> bool:
+    """Whether owner.owner_uid would say this process's user, and no less plainly: no link
+    on the path, every folder root's or this user's, none that others may change, and one of
+    them this user's (or this user is root). Anything else is the full command's to weigh."""
+    me, mine, path = os.geteuid(), False, "/"
+    for name in ["", *(n for n in root.split("/") if n)]:
+        path = os.path.join(path, name) if name else path
+        st = os.lstat(path)
+        if stat.S_ISLNK(st.st_mode) or st.st_uid not in (0, me) or (
+                st.st_mode & 0o002 and not st.st_mode & stat.S_ISVTX and path != root):
+            return False
+        mine = mine or st.st_uid == me
+    return mine or me == 0
+
+
+def own_trust_file(config_folder: str) -> bytes | None:
+    """This user's trust.json as owner.read_owned reads one's own: a regular file of theirs
+    that nobody else may write (None where there is none)."""
+    try:
+        fd = os.open(os.path.join(config_folder, "trust.json"),
+                     os.O_RDONLY | os.O_NONBLOCK | os.O_NOCTTY | os.O_CLOEXEC)
+    except FileNotFoundError:
+        return None
+    except OSError as exc:
+        raise Declined(f"trust.json: {exc}") from None
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode) or st.st_mode & 0o022 or st.st_uid != os.geteuid() \
+                or st.st_size > MAX_OWNED_BYTES:
+            raise Declined("trust.json is not as the full command reads it")
+        return os.read(fd, MAX_OWNED_BYTES)
+    finally:
+        os.close(fd)
+
+
+class Trusted:
+    """The approvals for one workspace, read once, for its hooks one by one."""
+
+    def __init__(self, root: str, base: int, runtime: int, config_folder: str) -> None:
+        self.root, self.base, self.runtime = root, base, runtime
+        self.config_folder = config_folder
+        self.given: dict[str, list[dict[str, Any]]] | None = None
+        self.identity: str | None = None
+
+    def check(self, raw: dict[str, Any]) -> None:
+        """Declined unless the enabled hook `raw` (as hooks.json has it) is trusted."""
+        if self.given is None:
+            if not plainly_mine(self.root):
+                raise Declined("whose trust counts is the full command's to say")
+            self.identity = trustcheck.identity_of(read(self.runtime, trustcheck.ID_FILE))
+            data = own_trust_file(self.config_folder)
+            self.given = trustcheck.section(parse(data) if data else None, self.root,
+                                            self.identity)
+        definition = trustcheck.definition_of(raw)
+        action = raw.get("action", "resume")
+        prompt = raw.get("promptFile") if not isinstance(action, dict) else None
+        data = None if prompt is None else self.prompt(str(prompt))
+        if self.identity is None or not trustcheck.approved(
+                self.given, str(raw.get("id")),
+                trustcheck.digest(self.root, self.identity, definition, data)):
+            raise Declined("a hook not trusted as it stands: the full command says so")
+
+    def prompt(self, name: str) -> bytes:
+        """The prompt file's bytes as prompts.read_bytes reads them: `hooks/NAME.md` below
+        `.context`, never through a link, a regular file of at most 64 KiB."""
+        folder, _, file = name.rpartition("/")
+        if folder != "hooks" or not file or file.startswith("."):
+            raise Declined("a prompt file named otherwise")
+        hooks = walk(self.base, ".context", "hooks")
+        try:
+            fd = os.open(file, FILE | os.O_NOCTTY, dir_fd=hooks)
+        except OSError as exc:
+            raise Declined(f"{name}: {exc}") from None
+        finally:
+            os.close(hooks)
+        try:
+            if not stat.S_ISREG(os.fstat(fd).st_mode):
+                raise Declined(f"{name} is not a regular file")
+            data = os.read(fd, MAX_PROMPT_BYTES + 1)
+        finally:
+            os.close(fd)
+        if len(data) > MAX_PROMPT_BYTES:
+            raise Declined(f"{name} is too large")
+        return data

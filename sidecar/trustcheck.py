@@ -1,0 +1,67 @@
+"""Whether a hook is trusted as it stands: the digest and the look-up that the daemon's firing
+(followups/trust.py) and `status`'s fast path (quickstatus.py) both make, with the standard
+library alone (hashlib and json's C encoder: no orjson, pathlib or typing).
+
+The digest is SHA-256 over one canonical JSON text: the workspace's real path, its id (the
+`workspace-id` file `init` writes), the hook's definition (DEFINITION's keys, as hooks.json
+spells them) and the SHA-256 of its prompt file's bytes (null without one).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+
+TYPE_CHECKING = False  # typing costs the fast path 2 ms (see cli/present.py)
+if TYPE_CHECKING:
+    from typing import Any
+
+TRUST_VERSION = 2  # 1 trusted a command's argv by the workspace's path alone: none of it counts
+# What a hook does, as hooks.json spells it: every key but its name, record and history.
+DEFINITION = ("id", "event", "delaySeconds", "promptFile", "action", "enabled", "skipCron",
+              "skipSubagents", "maxContextK", "reasons", "alsoInterrupted",
+              "againAfterUserTurn", "alsoFollowUps")
+ID_FILE = "workspace-id"
+
+
+def canonical(value: Any) -> bytes:
+    """One text for one value: keys sorted, no spaces, UTF-8 as it is."""
+    return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False).encode()
+
+
+def sha(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
+
+
+def definition_of(doc: dict[str, Any]) -> dict[str, Any]:
+    """The definition keys of a hook's JSON (as model.Hook.to_json writes it)."""
+    return {key: doc[key] for key in DEFINITION if key in doc}
+
+
+def digest(place: str, identity: str, definition: dict[str, Any], prompt: bytes | None) -> str:
+    return sha(canonical([place, identity, definition, None if prompt is None else sha(prompt)]))
+
+
+def identity_of(data: bytes | None) -> str | None:
+    """The workspace's id from its `workspace-id` file's bytes; None for none or a bad one."""
+    text = (data or b"").decode("ascii", "replace").strip()
+    return text if 32 <= len(text) <= 128 and all(c in "0123456789abcdef" for c in text) \
+        else None
+
+
+def section(doc: Any, place: str, identity: str | None) -> dict[str, list[dict[str, Any]]]:
+    """One workspace's approvals in a parsed trust file, by hook id: none unless made for
+    this identity, in this version."""
+    if identity is None or not isinstance(doc, dict) or doc.get("version") != TRUST_VERSION:
+        return {}
+    workspaces = doc.get("workspaces")
+    found = workspaces.get(place) if isinstance(workspaces, dict) else None
+    if not isinstance(found, dict) or found.get("id") != identity or \
+            not isinstance(found.get("hooks"), dict):
+        return {}
+    return {k: [e for e in v if isinstance(e, dict)] for k, v in found["hooks"].items()
+            if isinstance(v, list)}
+
+
+def approved(given: dict[str, list[dict[str, Any]]], hook_id: str, want: str) -> bool:
+    return any(e.get("digest") == want for e in given.get(hook_id, ()))
