@@ -252,7 +252,11 @@ def hooks_section(runtime: int, now: float, trusted: Trusted) -> dict[str, Any]:
     doc = parse(data)
     if not isinstance(doc, dict) or any(key in doc for key in BROKEN_KEYS):
         raise Declined("hooks.json is not as sidecar keeps it")
-    rows = [hook_row(raw, trusted) for raw in obj(doc.get("hooks")).values()]
+    hooks = obj(doc.get("hooks"))
+    if any(not isinstance(raw, dict) or raw.get("id") != key or type(raw.get("enabled", True))
+           is not bool for key, raw in hooks.items()):  # a shipped runtime ships both files
+        raise Declined("a hook the full command may read otherwise")
+    rows = [hook_row(raw, trusted) for raw in hooks.values()]
     queue = [queue_row(entry, now) for entry in doc.get("pending") or ()]
     queue.sort(key=lambda q: q["dueInSeconds"])
     return {"hooks": rows, "queue": queue, "error": None}

@@ -110,8 +110,9 @@ def approval(ws: Workspace, found: trust.Content) -> str:
     if isinstance(hook.action, str):
         does = "resumes the session with its host's resume command, with the edit rights " \
                "your config.toml gives it"
-    elif isinstance(hook.action, list):
-        does = f"runs {trust.shown(hook.action, whole=True)}"
+    elif isinstance(hook.action, list):  # a script it names is the workspace's: not covered
+        does = (f"runs {trust.shown(hook.action, whole=True)}\n            (the command as "
+                "written: a script it names can change without a new question)")
     else:
         does = f"sends a notice: {trust.shown(hook.action, whole=True)}"
     lines = [f"{hook.id}, in {ws.root}:", f"  settings  {settings}", f"  does      {does}"]

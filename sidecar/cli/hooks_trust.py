@@ -148,8 +148,12 @@ def edit(store: HookStore, hook_id: str) -> None:
     except (OSError, SidecarError) as exc:
         _fail(f"{store.ws.context / hook.prompt_file} cannot be edited: {exc}")
     saved = _edited(before, Path(hook.prompt_file).name)
-    if saved == before and trust.is_trusted(store.ws, trust.Content(hook, saved)):
-        typer.echo(f"{hook_id}'s prompt is unchanged and trusted")
+    if saved == before:  # only opened: what was there is not thereby the user's
+        if trust.is_trusted(store.ws, trust.Content(hook, saved)):
+            typer.echo(f"{hook_id}'s prompt is unchanged and trusted")
+        else:
+            typer.echo(f"{hook_id}'s prompt is unchanged, and not trusted on this machine")
+            approve(store, [hook_id], yes=False)
         return
     try:
         prompts.write(store.ws, hook.prompt_file, saved)

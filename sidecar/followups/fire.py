@@ -244,9 +244,8 @@ class FollowUps:
                         options=config.options)
         base = environment.follow_up_base(account, config)
         try:
-            if found.prompt is not None and isinstance(hook.action, list) and \
-                    any("{prompt_file}" in arg for arg in hook.action):
-                firing.prompt_file = approved_copy(log_path, found.prompt)
+            if found.prompt is not None:  # a command's or a [resume] template's `{prompt_file}`
+                firing.prompt_file = approved_copy(log_path, prompt)
             command = self._notice(entry, hook.action, config) \
                 if isinstance(hook.action, Notify) \
                 else build_argv(hook.action, firing, config.resume, self.ws)
@@ -372,14 +371,15 @@ class FollowUps:
                                 entry.harness_session_id, status, shown))
 
 
-def approved_copy(log_path: Path, prompt: bytes) -> str:
-    """The approved prompt's bytes in a file beside the firing's log, for `{prompt_file}`:
-    the command reads what was trusted, whatever the workspace's file says by then (made
-    like the log: never through a link, the folder owner's, private)."""
+def approved_copy(log_path: Path, prompt: str) -> str:
+    """The approved prompt's text (as `hooks trust` showed it, and as `{prompt}` gives it: no
+    frontmatter) in a file beside the firing's log, for `{prompt_file}`: the command reads
+    what was trusted, whatever the workspace's file says by then (made like the log: never
+    through a link, the folder owner's, private)."""
     name = log_path.with_suffix(".prompt.md").name
     try:
         with safedir.opened(log_path.parent, create=True) as folder:
-            jsonfile.replace_in(folder, name, prompt, durable=False)
+            jsonfile.replace_in(folder, name, prompt.encode(), durable=False)
     except OSError as exc:
         raise ActionError(f"cannot write the approved prompt beside {log_path}: "
                           f"{exc.strerror or exc}") from None

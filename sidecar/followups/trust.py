@@ -28,6 +28,7 @@ import hashlib
 import hmac
 import os
 import shlex
+import stat
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
@@ -36,13 +37,14 @@ from typing import Any
 import orjson
 
 from sidecar import jsonfile, layout, locks, safedir, trustcheck
+from sidecar.errors import SidecarError
 from sidecar.escapes import escaped  # what a terminal shows is exactly what runs
 from sidecar.followups import prompts, targets
 from sidecar.followups.model import Hook, Run
 from sidecar.followups.seeds import PROMPTS, default_doc
 from sidecar.followups.targets import Notify
-from sidecar.layout import Workspace
-from sidecar.owner import CannotActAsOwner, config_home_of, owner_uid, read_owned
+from sidecar.layout import TamperedRuntime, Workspace
+from sidecar.owner import MAX_OWNED_BYTES, CannotActAsOwner, config_home_of, owner_uid, read_owned
 from sidecar.timeutil import iso
 
 TRUST_FILE = "trust.json"
@@ -50,6 +52,10 @@ RUN_KEY = "run-key"
 NOT_TRUSTED = "skipped: not trusted on this machine"
 KEPT = 8  # approvals kept per hook: a branch switched back to is still trusted
 SIDECARS_OWN = frozenset(trustcheck.sha(text.encode()) for text in PROMPTS.values())
+
+
+class TrustFileFull(SidecarError):
+    """trust.json would grow past what its readers read: refused, never silently unread."""
 
 
 def shown(action: list[str] | Notify, *, whole: bool = False) -> str:
@@ -123,7 +129,10 @@ def ensure_workspace_id(ws: Workspace) -> str:
         return found
     safedir.make_dirs(ws.runtime)
     with safedir.opened(ws.runtime) as runtime:
-        if os.path.lexists(ws.identity_file):  # there, but not an id: replaced
+        if os.path.lexists(ws.identity_file) and workspace_id(ws) is None:  # not an id: replaced
+            if not stat.S_ISREG(os.lstat(ws.identity_file).st_mode):
+                raise TamperedRuntime(f"{ws.identity_file} is not a regular file; remove it, "
+                                      "then trust again")
             os.unlink(ws.identity_file.name, dir_fd=runtime)
         temp = f".{ws.identity_file.name}.{os.getpid()}.tmp"
         jsonfile.replace_in(runtime, temp, os.urandom(16).hex().encode() + b"\n")
@@ -203,6 +212,9 @@ def trust(ws: Workspace, found: Content, now: float) -> None:
             doc = jsonfile.read_json(path)
         except FileNotFoundError:
             doc = {}
+        except (orjson.JSONDecodeError, jsonfile.NotARegularFile):  # kept aside, begun anew
+            os.replace(path, path.with_name(f"{TRUST_FILE}.bad"))
+            doc = {}
         if not isinstance(doc, dict) or doc.get("version") != trustcheck.TRUST_VERSION or \
                 not isinstance(doc.get("workspaces"), dict):
             doc = {"version": trustcheck.TRUST_VERSION, "workspaces": {}}
@@ -211,14 +223,23 @@ def trust(ws: Workspace, found: Content, now: float) -> None:
                 not isinstance(section.get("hooks"), dict):
             section = doc["workspaces"][place(ws)] = {"id": identity, "hooks": {}}
         digest = found.digest(place(ws), identity)
-        kept = [e for e in section["hooks"].get(found.hook.id, [])
-                if isinstance(e, dict) and e.get("digest") != digest]
+        earlier = section["hooks"].get(found.hook.id)
+        kept = [e for e in earlier if isinstance(e, dict) and e.get("digest") != digest] \
+            if isinstance(earlier, list) else []
         # What it does as shown only: this file outlives the hook, and must keep no secret.
         kept.append({"digest": digest, "definition": found.definition_sha(),
                      "prompt": found.prompt_sha(), "does": described(found.hook),
                      "trustedAt": iso(now)})
         section["hooks"][found.hook.id] = kept[-KEPT:]
-        jsonfile.write_json_atomic(path, doc)
+        data = jsonfile.dumps(doc)
+        if len(data) > MAX_OWNED_BYTES:  # past what is read back: workspaces gone are forgotten
+            doc["workspaces"] = {k: v for k, v in doc["workspaces"].items() if os.path.isdir(k)}
+            data = jsonfile.dumps(doc)
+        if len(data) > MAX_OWNED_BYTES:
+            raise TrustFileFull(f"{path} would pass {MAX_OWNED_BYTES // 1024} KiB, more than "
+                                "is read back; nothing was trusted (remove workspaces you no "
+                                "longer use from it)")
+        jsonfile.write_bytes_atomic(path, data)
 
 
 def _mine(ws: Workspace) -> Approvals:
@@ -240,14 +261,15 @@ def trust_written(ws: Workspace, found: Content, before: Hook | None, now: float
     """Trust what the user just wrote through sidecar: a hook they added (`before` None) or
     changed. Each part of it they did not write now must have been approved before in this
     workspace: the rest of an existing hook's definition, and a prompt that is not sidecar's
-    own text (a prompt a pull brought stays untrusted however the hook is then changed).
+    own text, for this very hook (a prompt a pull brought stays untrusted however the hook is
+    then changed, and one approved for a harmless command is not thereby one for a resume).
     None once trusted; otherwise why not, for the user."""
     if before is not None and not settings_known(ws, before):
         return f"{before.id}'s settings were not approved on this machine before"
     wanted = found.prompt_sha()
     if wanted is not None and wanted not in SIDECARS_OWN and not any(
-            e.get("prompt") == wanted for entries in _mine(ws).values() for e in entries):
-        return f"its prompt {found.hook.prompt_file} is not one approved on this machine"
+            e.get("prompt") == wanted for e in _mine(ws).get(found.hook.id, ())):
+        return f"its prompt {found.hook.prompt_file} is not one approved for it on this machine"
     trust(ws, found, now)
     return None
 

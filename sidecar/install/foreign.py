@@ -23,6 +23,7 @@ from sidecar.errors import SidecarError
 from sidecar.followups import trust
 from sidecar.followups.model import Hook, HooksDoc, parse
 from sidecar.followups.seeds import default_doc
+from sidecar.install import gitindex
 from sidecar.layout import Workspace
 from sidecar.timeutil import iso
 
@@ -39,13 +40,8 @@ class Found:
 
 
 def tracked_by_git(ws: Workspace) -> bool:
-    """Whether git tracks files under `.context/runtime/`: the index is read as bytes (running
-    git inside an untrusted repository could run its configured programs)."""
-    try:
-        data = jsonfile.read_bytes(ws.root / ".git" / "index")
-    except (OSError, SidecarError):
-        return False
-    return b".context/runtime/" in data
+    """Whether git tracks files under `.context/runtime/` (read from its index as bytes)."""
+    return gitindex.tracks_under(ws.root, ".context/runtime/")
 
 
 def _hooks_file(path: Path, found: Found) -> None:

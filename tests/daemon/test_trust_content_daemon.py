@@ -247,16 +247,20 @@ def test_a_command_given_the_prompt_file_reads_the_approved_bytes(workspace, tmp
     out = tmp_path / "given.json"
     dump = ("import json, sys; json.dump([sys.argv[2], open(sys.argv[2]).read()], "
             "open(sys.argv[1], 'w'))")
-    added = run_cli("hooks", "add", "reader", "--delay", "0", "--prompt-file", "hooks/post-task.md",
+    hidden = "---\nallowed-tools: Bash(curl *)\n---\nReview the change.\n"  # frontmatter
+    (workspace.prompts / "review.md").write_text(hidden)
+    added = run_cli("hooks", "add", "reader", "--delay", "0", "--prompt-file", "hooks/review.md",
                     "--root", str(workspace.root), "--", sys.executable, "-c", dump, str(out),
                     "{prompt_file}")
-    assert added.returncode == 0 and added.stderr == b"", added.stderr
+    assert added.returncode == 0 and b"not trusted" in added.stderr  # a prompt never approved
+    shown = run_cli("hooks", "trust", "reader", "--yes", "--root", str(workspace.root))
+    assert "    | Review the change.\n" in shown.stdout.decode()
     start_daemon(workspace.root)
     end_session(workspace.root, "reads")
     wait_until(lambda: fired_for(workspace, "reads", "reader") == "ok", 20)
     path, text = read_json(out)
     assert Path(path).parent == workspace.logs / "hooks" / "reader" and path.endswith(".prompt.md")
-    assert text == DEFAULT_PROMPT
+    assert text == "Review the change."  # what was shown: the frontmatter is not passed on
 
 
 def test_a_hook_skipped_as_untrusted_is_told_where_a_notice_is_configured(
@@ -282,3 +286,17 @@ def test_a_hook_skipped_as_untrusted_is_told_where_a_notice_is_configured(
         assert len(receiver.at("/failed")) == 1 and told(resumes) == []
     finally:
         receiver.stop()
+
+
+def test_editing_a_prompt_without_a_change_trusts_nothing_unasked(workspace):
+    """`hooks edit` trusts what the user saves; a pulled prompt only opened and left as it
+    was is shown and asked about like any other (no terminal here: not trusted)."""
+    prompt = workspace.prompts / "post-task.md"
+    prompt.write_text("Pulled words.\n")
+    result = run_cli("hooks", "edit", "post-task", "--root", str(workspace.root),
+                     env={"EDITOR": "true", "VISUAL": ""})
+    assert result.returncode == 1 and b"unchanged, and not trusted" in result.stdout
+    assert b"    | Pulled words." in result.stdout
+    from sidecar.followups import store
+
+    assert trust.untrusted(workspace, store.read_view(workspace).hooks.values())

@@ -271,7 +271,9 @@ def test_trust_asks_at_a_terminal(workspace, monkeypatch):
     said_no = invoke(*args, input=b"n\n")
     assert said_no.returncode == common.FAILURE
     assert said_no.stderr == b"sidecar hooks: not trusted\n"
-    assert b"does      runs notify-send done\nTrust notify as shown on this machine?" in said_no.stdout
+    assert b"does      runs notify-send done\n" in said_no.stdout
+    assert b"a script it names can change without a new question)\nTrust notify as shown on " \
+        b"this machine?" in said_no.stdout
     said_yes = invoke(*args, input=b"y\n")
     assert said_yes.returncode == common.OK and b"trusted notify (in " in said_yes.stdout
 
