@@ -7,6 +7,8 @@ The folder a test lives in is its kind, and its marker: `tests/unit` starts no p
 
 from __future__ import annotations
 
+import os
+import shutil
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
@@ -81,6 +83,17 @@ def start_daemon(tmp_path: Path, config_home: Path) -> Iterator[Callable[..., Da
     finally:
         for daemon in started:
             daemon.stop()
+
+
+@pytest.fixture
+def private_mounts() -> list[str]:
+    """The command prefix that runs a shell in a mount namespace of its own: what it mounts
+    is seen by it and its children alone, and gone when they end."""
+    if os.geteuid() != 0:
+        pytest.skip("mounting needs root (CAP_SYS_ADMIN); these tests run as root in CI")
+    if shutil.which("unshare") is None:
+        pytest.skip("unshare (util-linux) is not installed")
+    return ["unshare", "--mount", "--propagation", "private"]
 
 
 # Fixtures of the support modules, for every test: a real redis-server of a test's own, and

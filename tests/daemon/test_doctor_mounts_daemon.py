@@ -28,15 +28,6 @@ exit $status
 
 
 @pytest.fixture
-def private_mounts() -> list[str]:
-    if os.geteuid() != 0:
-        pytest.skip("mounting needs root (CAP_SYS_ADMIN); these tests run as root in CI")
-    if shutil.which("unshare") is None:
-        pytest.skip("unshare (util-linux) is not installed")
-    return ["unshare", "--mount", "--propagation", "private"]
-
-
-@pytest.fixture
 def bindfs(private_mounts) -> list[str]:
     if shutil.which("bindfs") is None or not Path("/dev/fuse").exists():
         pytest.skip("bindfs (a FUSE filesystem; tests/install-hosts.sh installs it) or "

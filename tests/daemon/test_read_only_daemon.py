@@ -4,11 +4,7 @@ daemon, which can write nothing there, for a dead one; once the daemon is gone i
 
 from __future__ import annotations
 
-import os
-import shutil
 import subprocess
-
-import pytest
 
 from helpers import SIDECAR
 
@@ -30,15 +26,6 @@ echo "== status"; "$sidecar" status && echo "exit 0" || echo "exit $?"
 kill -9 $daemon; wait $daemon || true
 echo "== dead"; "$sidecar" doctor || true
 """
-
-
-@pytest.fixture
-def private_mounts() -> list[str]:
-    if os.geteuid() != 0:
-        pytest.skip("mounting needs root (CAP_SYS_ADMIN); these tests run as root in CI")
-    if shutil.which("unshare") is None:
-        pytest.skip("unshare (util-linux) is not installed")
-    return ["unshare", "--mount", "--propagation", "private"]
 
 
 def test_doctor_tells_a_read_only_mount_from_a_dead_daemon(private_mounts, tmp_path, config_home):
