@@ -124,7 +124,7 @@ def read_regular(path: str, limit: int) -> bytes | None:
     read, and the open never waits (O_NONBLOCK; a FIFO's open waits for a writer): a status bar
     or a host's hook that read one would wait for as long as nobody writes into it."""
     try:
-        fd = posix.open(path, posix.O_RDONLY | posix.O_NONBLOCK | posix.O_CLOEXEC)
+        fd = posix.open(path, posix.O_RDONLY | posix.O_NONBLOCK | posix.O_NOCTTY | posix.O_CLOEXEC)
     except FileNotFoundError:
         return None
     try:

@@ -5,8 +5,9 @@ traceback, retried in a second).
 A workspace deleted while it is served is one of the known causes: every step would fail on
 its missing folders, and a traceback a second would fill the log. It is said once, its lead is
 let go (its lock files went with it: a lead kept on them would not stop another instance from
-leading the new ones), and nothing is made again in its place until `sidecar init` (or a
-restore) brings it back; it is then opened and served anew.
+leading the new ones), and nothing is made again in its place while its `.context/` is gone;
+once `sidecar init` (or a restore) brings that back, it is opened and served anew, its
+runtime made again where only the runtime was deleted.
 """
 
 from __future__ import annotations
@@ -47,8 +48,9 @@ def after_failure(server: WorkspaceServer, exc: Exception, too_many_files: str) 
         exc = tampered
     gone = None if isinstance(exc, TamperedRuntime) else deleted(server.ws)
     if gone is not None:
-        server.set_aside(f"{gone} is gone (deleted while served); served again once it is "
-                         f"back (`sidecar init {server.ws.root}`)", let_go=True)
+        server.set_aside(f"{gone} is gone (deleted while served); served again once "
+                         f"{server.ws.context} is back (`sidecar init {server.ws.root}`)",
+                         let_go=True)
         return SET_ASIDE_RETRY
     if isinstance(exc, (TamperedRuntime, LinkRefused, WatchError)):  # the others go on
         server.set_aside(exc)  # (a watched folder not there yet: looked at again soon)

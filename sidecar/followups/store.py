@@ -153,7 +153,11 @@ class HookStore:
         written = jsonfile.write_bytes_atomic(self.ws.hooks_file, data, durable=self.durable)
         if self.state is not None:
             self.state.signature = written
-        jsonfile.write_bytes_atomic(self.last_good_file, data, durable=self.durable)
+        try:  # hooks.json is the record: a copy that cannot be written (a full disk) is stale
+            jsonfile.write_bytes_atomic(self.last_good_file, data, durable=self.durable)
+        except OSError as exc:
+            log.warning("%s: %s; the last good copy is older than hooks.json until the next "
+                        "write", self.last_good_file, exc.strerror or exc)
 
     def change(self, now: float, edit: Callable[[HooksDoc], T]) -> T:
         """Run `edit` on the current document and save it: the one way to change hooks.json.
@@ -171,13 +175,18 @@ class HookStore:
             except BaseException:
                 self.state = None  # the edit may have half-changed it: start again from disk
                 raise
-            if state.error is None:
-                self._write(doc, data)
-            else:
-                # Only the copy changes; it also remembers since when, for the merge on repair.
-                kept = {**data, BROKEN_SINCE: iso(state.broken_at or now),
-                        FIRED_WHILE_BROKEN: sorted(state.fired_while_broken)}
-                jsonfile.write_json_atomic(self.last_good_file, kept, durable=self.durable)
+            try:
+                if state.error is None:
+                    self._write(doc, data)
+                else:
+                    # Only the copy changes; it also remembers since when, for the merge on
+                    # repair.
+                    kept = {**data, BROKEN_SINCE: iso(state.broken_at or now),
+                            FIRED_WHILE_BROKEN: sorted(state.fired_while_broken)}
+                    jsonfile.write_json_atomic(self.last_good_file, kept, durable=self.durable)
+            except BaseException:
+                self.state = None  # not written (a full disk): what is on disk is what holds
+                raise
             return result
 
     def note_fired_while_broken(self, entry_id: str) -> None:

@@ -56,10 +56,12 @@ class Reader:
     Root's own open passes every permission check, so the user's are made here, on what was
     opened: the file's mode bits on the descriptor that is read, and search permission on
     each folder from `/` down to it, each opened from the one above without following a
-    link, so no folder can be swapped between its check and the next step. That is what the
-    kernel checks for the user's own open: a file readable by all inside a folder only root
-    may search stays unread. Bits are all that is weighed: a POSIX ACL on a file or folder
-    the user does not own (it could deny them what the bits allow) refuses it outright.
+    link, so no folder can be swapped between its check and the next step: a file readable
+    by all inside a folder only root may search stays unread. The mode bits of the real path
+    are what is weighed, which is close to, not all of, what the kernel would check for the
+    user's own open: the links on the way are resolved with root's rights, a POSIX ACL on a
+    file or folder the user does not own (it could deny them what the bits allow) refuses it
+    outright, and procfs's own checks and security modules are not weighed.
     os.access cannot serve, as it asks for the real uid (root's), and a reader process
     running as the user would cost one per read on the daemon's path."""
 
@@ -144,7 +146,7 @@ def open_regular(path: str, follow: bool = True, *, dir_fd: int | None = None) -
             return _open_file(name, False, folder, reader)
         finally:
             os.close(folder)
-    except OSError as exc:
+    except (OSError, ValueError) as exc:  # ValueError: a NUL byte in the path an event named
         raise Unreadable(str(exc)) from None
 
 
@@ -159,6 +161,8 @@ def _open_file(name: str, follow: bool, dir_fd: int | None, reader: Reader | Non
             try:
                 fd = os.open(f"/proc/self/fd/{probe}", READ)
             except FileNotFoundError:
+                if reader is not None:  # a FIFO swapped in would be opened by root: refused
+                    raise Unreadable(f"{name}: /proc is needed to read it as its owner") from None
                 fd = os.open(name, READ | nofollow, dir_fd=dir_fd)
         finally:
             os.close(probe)

@@ -218,3 +218,16 @@ def test_a_root_daemon_reads_a_transcript_only_where_its_owner_could(top, owner,
     assert SECRET.encode() not in found, "root's text reached the owner's workspace"
     assert str(SECRET_TOKENS).encode() not in found
     assert daemon.proc.poll() is None
+
+
+def test_a_nul_byte_in_a_named_path_is_no_error_and_the_sweep_goes_on(tmp_path):
+    """A path with a NUL byte (which no file can have) made every open raise ValueError, not
+    OSError: the stale sweep stopped at that session each time, logging a traceback."""
+    from test_followups import T0, Harness, ev
+
+    h = Harness(tmp_path)
+    h.apply(ev("SessionStart", session="nul", transcript_path=f"{tmp_path}/a\x00b"),
+            ev("SessionStart", session="plain"))
+    assert sum(map(len, h.sessions.load_bindings().by_host.values())) == 2
+    h.sessions.sweep(T0 + 10**6, 60.0)
+    assert sum(map(len, h.sessions.load_bindings().by_host.values())) == 0  # both swept

@@ -83,3 +83,48 @@ def test_an_outcome_that_cannot_be_recorded_is_recorded_later(h, monkeypatch):
     h.followups.step(DUE + 5)
     assert h.pending() == [] and [f.status for f in h.hook().history] == ["ok"]
     assert h.firings() == ["s1"]  # once
+
+
+# -- the writes themselves failing (the disk filled past the check) --------------------------
+
+@pytest.mark.parametrize("failing", ["hooks.json", "hooks.last-good.json"])
+def test_a_claim_whose_write_fails_is_never_left_claimed(h, monkeypatch, failing):
+    """The claim's write of `failing` runs out of room: the claim held in memory must not
+    outlive it (a live instance's claim is never recovered, so it would never fire)."""
+    from sidecar import jsonfile
+
+    real = jsonfile.write_bytes_atomic
+
+    def full(path, *args, **kwargs):
+        if path.name == failing:
+            no_space()
+        return real(path, *args, **kwargs)
+
+    monkeypatch.setattr(jsonfile, "write_bytes_atomic", full)
+    h.followups.step(DUE)
+    monkeypatch.setattr(jsonfile, "write_bytes_atomic", real)
+    for at in (DUE + 5, DUE + 10, DUE + 60):
+        h.followups.step(at)
+        wait_out(h, at)
+    assert h.firings() == ["s1"] and h.pending() == []
+
+
+def test_an_outcome_whose_write_fails_is_recorded_and_told_once_later(h, monkeypatch):
+    from sidecar import jsonfile
+    from sidecar.procwatch import is_alive
+
+    told = []
+    h.followups.on_fired = told.append
+    h.followups.step(DUE)
+    [run] = h.followups.running.values()
+    wait_until(lambda: h.firings() and (actions.reap(run.proc.pid) or not is_alive(run.proc)))
+    real = jsonfile.write_bytes_atomic
+    monkeypatch.setattr(jsonfile, "write_bytes_atomic", no_space)
+    h.followups.check_running(DUE + 1)  # ended, and its outcome cannot be written
+    assert list(h.followups.running) and told == []
+    monkeypatch.setattr(jsonfile, "write_bytes_atomic", real)
+    for at in (DUE + 5, DUE + 10):
+        h.followups.step(at)
+        wait_out(h, at)
+    assert [f.status for f in h.hook().history] == ["ok"]
+    assert [f.status for f in told] == ["ok"] and h.pending() == []

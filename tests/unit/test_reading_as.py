@@ -58,6 +58,9 @@ def test_only_a_regular_file_is_opened(top):
     (top / "link").symlink_to(write(top / "file", 0o644))
     assert readable(top / "link", None) and not readable(top / "link", None, follow=False)
     assert transcripts.tail_entries(str(top / "fifo")) == []  # no hang
+    assert transcripts.tail_entries(str(top / "a\0b")) == []  # a NUL byte an event named
+    with pytest.raises(transcripts.Unreadable):
+        transcripts.open_regular(str(top / "a\0b"))
 
 
 def test_a_reader_reads_only_what_the_bits_let_them(top):
