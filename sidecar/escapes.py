@@ -38,6 +38,26 @@ def _escape(ch: str) -> str:
                               if code < 0x10000 else f"\\U{code:08x}")
 
 
+# What JSON may carry raw but a terminal acts on or reorders: DEL, the C1 controls (U+009B is
+# a CSI of its own), the bidirectional marks, overrides and isolates, the line and paragraph
+# separators, zero-width characters. (JSON itself escapes the C0 controls.)
+_JSON_UNSAFE = {code: f"\\u{code:04x}" for code in (
+    0x7F, *range(0x80, 0xA0), *range(0x200B, 0x2010), *range(0x2028, 0x202F),
+    *range(0x2060, 0x206A), 0xFEFF)}
+
+
+def json_escaped(text: str) -> str:
+    """JSON text with each character a terminal would act on written as its `\\u` escape:
+    the same JSON, safe to print (`--json` on a terminal)."""
+    return text if text.isascii() and "\x7f" not in text else text.translate(_JSON_UNSAFE)
+
+
+def json_bytes_escaped(data: bytes) -> bytes:
+    """`json_escaped` of UTF-8 JSON bytes."""
+    return data if data.isascii() and b"\x7f" not in data else \
+        json_escaped(data.decode("utf-8")).encode("utf-8")
+
+
 def escaped_values(value: "T") -> "T":
     """A report (dicts and lists of values, as `--json` gives it) with every text in it, keys
     included, escaped: what a command prints of it is then safe whatever field it shows."""

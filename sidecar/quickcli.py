@@ -86,7 +86,9 @@ def status(given: dict[str, Any]) -> int | None:
         return None
     if given.get("--json"):
         try:
-            sys.stdout.buffer.write(dumps(report).encode() + b"\n")
+            from sidecar.escapes import json_escaped  # as cli/jsonout.py prints it
+
+            sys.stdout.buffer.write(json_escaped(dumps(report)).encode() + b"\n")
         except (Declined, UnicodeEncodeError):  # (orjson refuses a lone surrogate: a name's)
             return None
     else:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import sys
 from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
@@ -10,10 +9,10 @@ from typing import NoReturn, TypeVar
 
 import typer
 
-from sidecar import jsonfile
 from sidecar.cli import hook_options as opts
 from sidecar.cli import hooks_text, hooks_trust, notify, present
 from sidecar.cli.common import BUSY, FAILURE, NOT_WORKSPACE, fail
+from sidecar.cli.jsonout import print_json
 from sidecar.cli.sessions import named_session
 from sidecar.errors import SidecarError
 from sidecar.followups import logtail, notices, targets, trust
@@ -74,10 +73,10 @@ def list_hooks(root: Path | None = RootOption,
     store = _store(root)
     view = store.snapshot(now())
     if as_json:
-        sys.stdout.buffer.write(jsonfile.dumps({
+        print_json({
             "hooks": {k: replace(h, action=targets.masked(h.action)).to_json()  # no secret
                       for k, h in view.hooks.items()},
-            "pending": [e.to_json() for e in view.pending], "error": view.error}))
+            "pending": [e.to_json() for e in view.pending], "error": view.error})
         return
     if view.error:
         typer.echo(f"hooks.json is broken: {view.error} (showing the last good hooks)")
@@ -291,7 +290,7 @@ def history(
          if session in (None, f.session_id)),
         key=lambda row: str(row["at"]))
     if as_json:
-        sys.stdout.buffer.write(jsonfile.dumps({"firings": rows}))
+        print_json({"firings": rows})
         return
     typer.echo(hooks_text.render_history(store.ws, rows, now(), present.style_for()), nl=False,
                color=True)

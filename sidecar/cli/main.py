@@ -2,18 +2,18 @@
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 from typing import NoReturn
 
 import typer
 
 from sidecar import config as config_mod
-from sidecar import jsonfile, layout
+from sidecar import layout
 from sidecar.cli import status as status_mod
 from sidecar.cli.common import NOT_WORKSPACE, OK, fail, registered_workspaces, run_app
 from sidecar.cli.hooks import hooks_app
 from sidecar.cli.integrate import integrate_app, unregister
+from sidecar.cli.jsonout import print_json
 from sidecar.cli.logs import logs
 from sidecar.cli.reload import reload
 from sidecar.cli.run import run
@@ -156,7 +156,7 @@ def status(
         workspaces = [found]
     report = status_mod.build(workspaces, now())
     if as_json:
-        sys.stdout.buffer.write(jsonfile.dumps(report))
+        print_json(report)
     else:
         typer.echo(status_mod.render_text(report), nl=False, color=True)
     raise typer.Exit(status_mod.exit_code(report))

@@ -11,9 +11,10 @@ import time
 from pathlib import Path
 from typing import Any
 
-from sidecar import __version__, jsonfile
+from sidecar import __version__
 from sidecar import config as config_mod
 from sidecar.cli import present
+from sidecar.cli.jsonout import print_json
 from sidecar.cli.present import Style
 from sidecar.escapes import escaped
 from sidecar.exitcodes import FAILURE, OK
@@ -292,10 +293,10 @@ def listed(found: list[Workspace], errors: list[str], active: bool, window: floa
     sys.stderr.flush()
     if json_out:
         shown = rows if limit is None else rows[:limit]
-        sys.stdout.buffer.write(jsonfile.dumps({
+        print_json({
             "version": SESSIONS_VERSION, "sidecar": __version__,
             "sessions": [as_json(r, stale) for r in shown], "total": len(rows),
-            "errors": errors}))
+            "errors": errors})
     else:
         shown = rows[:limit or DEFAULT_LIMIT]
         sys.stdout.write(render(shown, len(rows), now, stale, present.style_for()))

@@ -13,7 +13,8 @@ from typing import Any, TypedDict, TypeVar
 
 import orjson
 
-from sidecar import __version__, jsonfile, storage
+from sidecar import __version__, storage
+from sidecar.cli.jsonout import print_json
 from sidecar.cli.status_text import render_session as render_session
 from sidecar.cli.status_text import render_text as render_text
 from sidecar.coordination import current as coordination
@@ -359,7 +360,7 @@ def write_session(report: dict[str, Any], ws: Workspace, as_json: bool) -> None:
     from sidecar.cli.sessions import stale_after
 
     if as_json:
-        sys.stdout.buffer.write(jsonfile.dumps(report))
+        print_json(report)
     else:
         sys.stdout.write(render_session(report, ws.root, stale_after=stale_after()))
     sys.stdout.flush()

@@ -112,12 +112,18 @@ def test_the_status_line_shows_a_tool_named_with_a_clipboard_write_escaped(world
 def test_status_json_stays_json_with_every_value_exact(world):
     for run in (run_cli, invoke):
         done = run("status", "--json", "--root", str(world.root))
-        assert b"\x1b" not in done.stdout and b"\x07" not in done.stdout  # JSON's \u001b
+        assert RAW.findall(done.stdout.decode()) == []  # \u001b, \u009b: the same JSON
         [report] = orjson.loads(done.stdout)["workspaces"]
         [hook] = [h for h in report["hooks"] if h["id"] == "post-task"]
         assert hook["lastStatus"] == f"error: {EVIL}"
         done = run("status", "--session", "s-end", "--json", "--root", str(world.root))
+        assert RAW.findall(done.stdout.decode()) == []
         assert orjson.loads(done.stdout)["completionReason"] == EVIL
+        for args in (("sessions", "--json"), ("hooks", "list", "--json"),
+                     ("hooks", "history", "--json")):
+            done = run(*args, "--root", str(world.root))
+            assert done.returncode == 0 and RAW.findall(done.stdout.decode()) == [], args
+            orjson.loads(done.stdout)
 
 
 def test_the_colours_are_sidecars_own_and_the_data_is_escaped_inside_them(world):
