@@ -78,7 +78,8 @@ def is_held(path: Path) -> bool:
     It is only read: a look creates nothing and needs no write access (a live daemon's lock on
     a file system that turned read-only under it is still held)."""
     try:
-        fd = safedir.open_file(path, os.O_RDONLY | os.O_NONBLOCK)  # (a FIFO's open never waits)
+        # (a FIFO's open never waits, and nothing becomes a controlling terminal)
+        fd = safedir.open_file(path, os.O_RDONLY | os.O_NONBLOCK | os.O_NOCTTY)
     except FileNotFoundError:
         return False
     try:

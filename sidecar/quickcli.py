@@ -14,7 +14,7 @@ import os
 import sys
 import time
 
-from sidecar.exitcodes import NO_ROOM, OK, UNSERVED
+from sidecar.exitcodes import of_status
 from sidecar.quickfiles import Declined
 
 TYPE_CHECKING = False  # typing costs `status` 2 ms (see cli/present.py)
@@ -96,10 +96,7 @@ def status(given: dict[str, Any]) -> int | None:
 
         sys.stdout.write(render_text(report))  # type: ignore[arg-type]  # status.Report's shape
     sys.stdout.flush()
-    served = all(w["served"] for w in report["workspaces"])
-    if not served or not report["coordination"]["reachable"]:
-        return UNSERVED
-    return NO_ROOM if any(w["storage"] for w in report["workspaces"]) else OK
+    return of_status(report)
 
 
 def here(root: str | None) -> list[str] | None:
@@ -115,18 +112,9 @@ def here(root: str | None) -> list[str] | None:
         path = parent
 
 
-def config_home() -> str:
-    """layout.config_home: $SIDECAR_CONFIG_HOME, else $XDG_CONFIG_HOME/sidecar."""
-    override = os.environ.get("SIDECAR_CONFIG_HOME")
-    if override:
-        return override
-    from sidecar.cli.present import home_folder  # Path.home(), which layout uses
-
-    return os.path.join(os.environ.get("XDG_CONFIG_HOME")
-                        or os.path.join(home_folder(), ".config"), "sidecar")
-
-
 def config_file() -> str:
+    from sidecar.bareos import config_home
+
     return os.path.join(config_home(), "config.toml")
 
 

@@ -15,6 +15,7 @@ import os
 FULL_BELOW = 1 << 20  # bytes free under which a disk counts as full: a firing's log needs room
 NO_ROOM = (errno.ENOSPC, errno.EDQUOT, errno.EROFS)
 READ_ONLY = "is on a read-only file system"
+STOPS = "sidecar's writes there may fail, so follow-ups wait"  # what `status` and `doctor` add
 
 
 def trouble(path: str | os.PathLike[str]) -> str | None:
@@ -35,7 +36,7 @@ def trouble(path: str | os.PathLike[str]) -> str | None:
 def said(path: str | os.PathLike[str]) -> str | None:
     """`trouble` as `status` says it: the path, and what it stops."""
     why = trouble(path)
-    return None if why is None else f"{path} {why}: nothing is recorded there, and follow-ups wait"
+    return None if why is None else f"{path} {why}: {STOPS}"
 
 
 def no_room(exc: BaseException | None) -> bool:

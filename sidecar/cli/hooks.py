@@ -202,7 +202,7 @@ def _switch(hook_id: str, enabled: bool, root: Path | None) -> None:
 
     def edit(doc: HooksDoc) -> tuple[Hook, Hook, int]:
         hook = _existing(doc, hook_id)
-        before = replace(hook, history=[])
+        before = replace(hook)  # as it was: its settings decide whether the change is trusted
         hook.enabled = enabled
         return before, hook, len(doc.drop_orphans())
 

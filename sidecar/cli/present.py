@@ -167,16 +167,9 @@ def _below(where: tuple[str, ...], folder: tuple[str, ...]) -> str | None:
 
 def home_folder() -> str:
     """os.path.expanduser("~"), which Path.home() is: $HOME, else the password database's."""
-    if "HOME" in os.environ:
-        userhome = os.environ["HOME"]
-    else:
-        import pwd
+    from sidecar.bareos import home
 
-        try:
-            userhome = pwd.getpwuid(os.getuid()).pw_dir
-        except KeyError:
-            return "~"
-    return userhome.rstrip("/") or "/"
+    return home()
 
 
 # -- why a session ended --------------------------------------------------------------------

@@ -21,7 +21,7 @@ from sidecar.coordination import current as coordination
 from sidecar.coordination.base import Unreachable
 from sidecar.daemon import instances
 from sidecar.errors import SidecarError
-from sidecar.exitcodes import NO_ROOM, OK, UNSERVED
+from sidecar.exitcodes import OK, of_status
 from sidecar.followups import logtail, targets, trust
 from sidecar.followups import store as hook_store
 from sidecar.followups.targets import Notify
@@ -367,7 +367,4 @@ def write_session(report: dict[str, Any], ws: Workspace, as_json: bool) -> None:
 
 
 def exit_code(report: Report) -> int:
-    served = all(w["served"] for w in report["workspaces"])
-    if not served or not report["coordination"]["reachable"]:
-        return UNSERVED
-    return NO_ROOM if any(w["storage"] for w in report["workspaces"]) else OK
+    return of_status(report)

@@ -262,9 +262,10 @@ class Daemon:
                 server.notice_arrival()  # and list it: files may have come meanwhile
                 return time.monotonic()
         except Exception as exc:
-            if setaside.deleted(server.ws) is not None:
+            after = setaside.after_failure(server, exc, self._too_many_files())
+            if after.deleted:
                 self.opened.discard(server)  # opened anew once back
-            return mono + setaside.after_failure(server, exc, self._too_many_files())
+            return mono + after.retry_in
         return mono + (deadline - at)
 
     def _stop_serving(self, server: WorkspaceServer, at: float) -> None:

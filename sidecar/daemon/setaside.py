@@ -15,6 +15,7 @@ from __future__ import annotations
 import errno
 import os
 from pathlib import Path
+from typing import NamedTuple
 
 from sidecar.daemon.watch import WatchError
 from sidecar.daemon.workspace import WorkspaceServer
@@ -40,8 +41,15 @@ def is_back(ws: Workspace) -> bool:
     return ws.context.is_dir()
 
 
-def after_failure(server: WorkspaceServer, exc: Exception, too_many_files: str) -> float:
-    """Seconds until `server` is stepped again, after its step raised `exc`."""
+class After(NamedTuple):
+    """What a failed step leads to."""
+
+    retry_in: float  # seconds until the workspace is stepped again
+    deleted: bool  # its runtime is gone: it is opened anew once back
+
+
+def after_failure(server: WorkspaceServer, exc: Exception, too_many_files: str) -> After:
+    """What follows the failure `exc` of `server`'s step: said, and when to look again."""
     try:
         server.ws.check_runtime()  # a folder replaced by a file or a link: said as such
     except TamperedRuntime as tampered:
@@ -51,12 +59,12 @@ def after_failure(server: WorkspaceServer, exc: Exception, too_many_files: str) 
         server.set_aside(f"{gone} is gone (deleted while served); served again once "
                          f"{server.ws.context} is back (`sidecar init {server.ws.root}`)",
                          let_go=True)
-        return SET_ASIDE_RETRY
+        return After(SET_ASIDE_RETRY, True)
     if isinstance(exc, (TamperedRuntime, LinkRefused, WatchError)):  # the others go on
         server.set_aside(exc)  # (a watched folder not there yet: looked at again soon)
-        return SET_ASIDE_RETRY
+        return After(SET_ASIDE_RETRY, False)
     if isinstance(exc, OSError) and exc.errno == errno.EMFILE:
         server.set_aside(too_many_files)  # said once; served once files free
-        return SET_ASIDE_RETRY
+        return After(SET_ASIDE_RETRY, False)
     server.unexpected(exc)  # a bug or a surprise must not end service
-    return UNEXPECTED_RETRY
+    return After(UNEXPECTED_RETRY, False)

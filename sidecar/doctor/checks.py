@@ -146,7 +146,7 @@ def _workspace(cwd: Path, ws: Workspace | None, roots: list[Path] | None, unserv
 
 
 def _storage(ws: Workspace | None, mountinfo: Path) -> list[Finding]:
-    """A runtime on a read-only mount or a full disk: nothing is recorded there, whether or
+    """A runtime on a read-only mount or a full disk: sidecar's writes there may fail, whether or
     not a daemon lives (one does not fix it: the mount or the disk does)."""
     why = None if ws is None else storage.trouble(ws.runtime)
     if ws is None or why is None:
@@ -156,8 +156,7 @@ def _storage(ws: Workspace | None, mountinfo: Path) -> list[Finding]:
     where = f" (mounted at {point})" if mount is not None else ""
     fix = f"mount -o remount,rw {point}" if why == storage.READ_ONLY else \
         f"free some space on {point}"
-    return [Finding(False, f"{ws.runtime} {why}{where}: nothing is recorded there, and "
-                           "follow-ups wait", fix)]
+    return [Finding(False, f"{ws.runtime} {why}{where}: {storage.STOPS}", fix)]
 
 
 def _integration(host: Host, integrated: bool) -> Finding:

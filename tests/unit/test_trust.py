@@ -298,3 +298,41 @@ def test_trust_json_keeps_a_targets_digest_and_its_shown_form_only(tmp_path, con
     [entry] = read_json(config_home / "trust.json")["workspaces"][os.path.realpath(ws.root)][
         "hooks"]["n"]
     assert entry["does"] == "sends a notice: notify https://***@hooks.example.com/services/***"
+
+
+def test_a_trust_file_past_what_is_read_back_forgets_gone_workspaces_or_refuses(
+        tmp_path, config_home):
+    """Its readers read at most 1 MiB: one written past that would trust nothing, silently."""
+    from sidecar.owner import MAX_OWNED_BYTES
+
+    ws = Workspace(tmp_path / "ws")
+    initialise(ws, 0.0)
+    filler = {"id": "f" * 32, "hooks": {"h": [{"digest": "d" * 64 * 40}]}}
+    doc = read_json(config_home / "trust.json")
+    gone = {str(tmp_path / f"gone-{i}"): filler for i in range(MAX_OWNED_BYTES // 2500)}
+    doc["workspaces"].update(gone)
+    (config_home / "trust.json").write_bytes(orjson.dumps(doc))
+    approve(ws, command(["true"]))  # the gone ones are forgotten to make room
+    kept = read_json(config_home / "trust.json")["workspaces"]
+    assert set(kept) == {os.path.realpath(ws.root)} and trusted(ws, command(["true"]))
+    here = {}
+    for i in range(MAX_OWNED_BYTES // 2500):
+        (tmp_path / f"here-{i}").mkdir()
+        here[str(tmp_path / f"here-{i}")] = filler
+    doc = read_json(config_home / "trust.json")
+    doc["workspaces"].update(here)
+    (config_home / "trust.json").write_bytes(orjson.dumps(doc))
+    with pytest.raises(trust.TrustFileFull):
+        approve(ws, command(["false"]))
+    assert not trusted(ws, command(["false"]))
+
+
+def test_a_workspace_id_that_is_no_file_is_said_not_replaced(tmp_path, config_home):
+    from sidecar.layout import TamperedRuntime
+
+    ws = Workspace(tmp_path / "ws")
+    ws.ensure_runtime()
+    ws.identity_file.mkdir()
+    assert trust.workspace_id(ws) is None
+    with pytest.raises(TamperedRuntime, match="not a regular file"):
+        trust.ensure_workspace_id(ws)
