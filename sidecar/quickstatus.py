@@ -36,7 +36,9 @@ TOKEN_FIELDS = ("input", "output", "cacheRead", "cacheWrite", "sessions")  # tok
 BROKEN_KEYS = ("sidecarBrokenSince", "sidecarFiredWhileBroken")  # followups/store.py's
 HISTORY_LIMIT = 200  # followups/model.py's
 DEFAULT_DELAY = 10  # followups/model.py's, for a hook that is not a notify hook
-FILE_BACKEND = {"backend": "file", "url": None, "reachable": True, "error": None, "since": None}
+FILE_BACKEND: dict[str, Any] = {
+    "backend": "file", "url": None, "reachable": True, "error": None, "since": None,
+    "clockOffsetSeconds": None, "persistence": None, "warnings": []}
 PLAIN = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_:-.")
 
 
@@ -317,7 +319,7 @@ def coordination(config_file: str, url_variable: str | None) -> dict[str, Any]:
         raise Declined("SIDECAR_COORDINATION_URL names a coordination service")
     if url_variable is None and b"coordination" in (read_path(config_file) or b""):
         raise Declined("config.toml may name a coordination service")
-    return dict(FILE_BACKEND)
+    return {**FILE_BACKEND, "warnings": []}  # (a list of its own)
 
 
 def workspace_report(root: str, now: float, config_folder: str) -> dict[str, Any]:

@@ -12,8 +12,33 @@ import time
 
 
 def now() -> float:
-    """Seconds since the epoch; everything asks here, so freezegun drives every timer."""
-    return time.time()
+    """Seconds since the epoch; everything asks here, so freezegun drives every timer. In Redis
+    mode, Redis's (`set_offset`); this machine's own otherwise."""
+    return time.time() + _offset
+
+
+# Seconds added to this machine's wall clock: 0.0 but in a daemon that coordinates through Redis,
+# where every machine's due times, ages and `completedAt` must come from one clock, Redis's
+# (coordination/redis_clock.py measures the skew and sets this).
+_offset = 0.0
+
+
+def set_offset(seconds: float) -> None:
+    """Read the wall clock `seconds` ahead of this machine's from now on.
+
+    A change moves `now()` as a step of the wall clock would, and the daemon's step detector
+    (daemon/clocksteps.py, fed with `now()`) takes one beyond its tolerance for a step: timers
+    and waiting due times keep the time they had left. That is what is wanted, whichever
+    clock moved: after this machine's clock is stepped, `now()` steps with it until the next
+    measurement steps it back (moved out and back, or not at all if no step came between);
+    after Redis's is stepped, every machine's `now()` steps alike, as every clock does on one
+    machine. The small moves of each measurement stay under the tolerance: not steps."""
+    global _offset
+    _offset = float(seconds)
+
+
+def offset() -> float:
+    return _offset
 
 
 def iso(ts: float) -> str:

@@ -116,6 +116,13 @@ class CoordinationRow(TypedDict):
     reachable: bool
     error: str | None
     since: str | None  # since when it has been unreachable, as the instances found
+    # This machine's wall clock minus Redis's, in seconds (None: the file backend, or unknown).
+    # Measured by `status` itself rather than read from a daemon's instance file: it is this
+    # machine's clock that is judged, also where no daemon runs here, and TIME costs the
+    # round trip the ping it replaces did (each machine's own status or doctor judges its own).
+    clockOffsetSeconds: float | None
+    persistence: dict[str, Any] | None  # Redis's: appendonly (bool) and appendfsync (str)
+    warnings: list[str]  # a clock off Redis's by more than a second; persistence wanting
 
 
 class Report(TypedDict):
@@ -280,12 +287,22 @@ def coordination_row(workspaces: list[Workspace], now: float) -> CoordinationRow
         backend = coordination.get()
     except SidecarError as exc:
         return {"backend": "redis", "url": None, "reachable": False, "error": str(exc),
-                "since": None}
+                "since": None, "clockOffsetSeconds": None, "persistence": None, "warnings": []}
     row: CoordinationRow = {"backend": "redis" if backend.distributed else "file",
                             "url": backend.shown if backend.distributed else None,
-                            "reachable": True, "error": None, "since": None}
+                            "reachable": True, "error": None, "since": None,
+                            "clockOffsetSeconds": None, "persistence": None, "warnings": []}
+    if not backend.distributed:
+        return row
+    from sidecar.coordination import redis_clock  # (imports redis: only where it is used)
+
     try:
-        backend.ping()
+        reading = redis_clock.look(backend)  # a ping that also reads its clock and persistence
+        if reading is not None:
+            row["clockOffsetSeconds"] = None if reading.skew is None else \
+                round(reading.skew.skew, 3)
+            row["persistence"] = reading.persistence.to_json()
+            row["warnings"] = reading.warnings()
     except Unreachable as exc:
         since = [i.coordination_since for ws in workspaces for i in instances.registered(ws)
                  if i.coordination_since]

@@ -219,12 +219,13 @@ def render_text(report: Report, bindings_shown: int = 20, now: float | None = No
 
 
 def _coordination_line(row: CoordinationRow, now: float, paint: Style) -> str:
-    """Nothing for the file backend (the default, on one machine); the Redis, and whether it
-    answers, otherwise."""
+    """Nothing for the file backend (the default, on one machine); the Redis, whether it
+    answers, and what it warns of (this machine's clock, Redis's persistence), otherwise."""
     if row["backend"] == "file":
         return ""
     if row["reachable"]:
-        return f"coordination  {row['url']} (reachable)"
+        return "\n".join([f"coordination  {row['url']} (reachable)",
+                          *[paint(f"  warning: {said}", "yellow") for said in row["warnings"]]])
     since = parse_ts(row["since"])
     when = "" if since is None else f" since {present.local_time(since, now)} ({present.ago(since, now)})"
     return paint(f"coordination: {row['url'] or 'redis'} unreachable{when}: {row['error']}",

@@ -41,6 +41,7 @@ from redis.retry import Retry
 
 from sidecar.config import ConfigError
 from sidecar.coordination.base import RunLease, Unreachable, workspace_key
+from sidecar.coordination.redis_clock import RedisClock
 from sidecar.coordination.url import masked, scrub
 from sidecar.layout import Workspace
 from sidecar.locks import LockTimeout
@@ -128,7 +129,10 @@ class RedisCoordination:
         self.trouble: tuple[float, str] | None = None  # (since, why) while unreachable
         self.delete_if = self.client.register_script(_COMPARE_AND_DELETE)
         self._renew = self.client.register_script(_COMPARE_AND_RENEW)
-        self.holder_lives = self.client.register_script(_HOLDER_LIVES)
+        # Redis's clock, which `now()` keeps to, and its persistence (redis_clock.py); a
+        # stand-by takes no lead before the clock is known (`RedisClock.steady`).
+        self.clock = RedisClock(self.client)
+        self.holder_lives = self.clock.gate(self.client.register_script(_HOLDER_LIVES))
 
     # -- errors --------------------------------------------------------------------------
 
@@ -171,6 +175,7 @@ class RedisCoordination:
                 pipe.execute()
                 for key, token in held.items():
                     self._renew(keys=[key], args=[token, STORE_LOCK_TTL])
+                self.clock.keep()  # after the renewals, which it must not hold back
             except redis.RedisError as exc:
                 self._noted(exc)
                 continue
@@ -269,6 +274,7 @@ class RedisCoordination:
                    on_lost: Callable[[], None]) -> RedisLeadership:
         from sidecar.coordination.redis_lead import RedisLeadership
 
+        self.clock.first()  # before the daemon's first step, which then keeps to Redis's clock
         return RedisLeadership(self, ws, instance_id, on_lost)
 
     # -- runners and wake-ups ------------------------------------------------------------
@@ -342,6 +348,7 @@ class RedisCoordination:
         except redis.RedisError:
             pass  # they expire
         self.client.close()
+        self.clock.close()
 
 
 def _tell(woken: Callable[[str], None], key: str) -> None:

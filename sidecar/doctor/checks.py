@@ -6,6 +6,7 @@ import os
 import shutil
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from sidecar import config as config_mod
 from sidecar import envfile, layout, storage
@@ -24,6 +25,9 @@ from sidecar.install import environment as service_env
 from sidecar.install import launcher, service
 from sidecar.layout import Workspace, find_workspace
 from sidecar.timeutil import now
+
+if TYPE_CHECKING:
+    from sidecar.coordination import redis_clock
 
 MIN_WATCHES = 8192
 MIN_INSTANCES = 64
@@ -278,13 +282,44 @@ def _coordination() -> list[Finding]:
         return [Finding(False, str(exc), "install the extra, or correct [coordination] url")]
     if not backend.distributed:
         return []
+    from sidecar.coordination import redis_clock  # (imports redis: only where it is used)
+
     try:
-        backend.ping()
+        reading = redis_clock.look(backend)  # a ping that also reads its clock and persistence
     except Unreachable as exc:
         return [Finding(False, str(exc), f"start that Redis, or correct [coordination] url in "
                         f"{layout.config_file()} (or SIDECAR_COORDINATION_URL); until it answers "
                         "no instance leads, and hooks' events wait in the inbox")]
-    return [Finding(True, f"coordination {backend.shown} answers")]
+    found = [Finding(True, f"coordination {backend.shown} answers")]
+    return found if reading is None else [*found, *_redis_server(reading)]
+
+
+def _redis_server(reading: redis_clock.Reading) -> list[Finding]:
+    """This machine's clock against Redis's (which the daemon keeps to, so an offset is a note,
+    not a failure), and whether Redis keeps what it acknowledged through a restart."""
+    from sidecar.coordination import redis_clock
+
+    skew, kept = reading.skew, reading.persistence
+    if skew is None:
+        clock = note("this machine's clock cannot be compared with Redis's (TIME is refused): "
+                     "due times and ages follow this machine's clock",
+                     "allow TIME to sidecar's Redis user (ACL SETUSER <user> +time)")
+    elif abs(skew.skew) > redis_clock.TOLERATED:
+        clock = note(f"this machine's clock is {redis_clock.described(skew.skew)} (measured to "
+                     f"±{skew.rtt / 2 * 1000:.1f} ms); sidecar keeps to Redis's, other programs "
+                     "here do not", "set this machine's clock right: timedatectl set-ntp true")
+    else:
+        clock = Finding(True, f"this machine's clock is within {abs(skew.skew) * 1000:.0f} ms "
+                        "of Redis's")
+    warning = kept.warning()
+    if warning is not None:
+        return [clock, note(f"{warning} ({kept.shown()})", "in redis.conf: appendonly yes and "
+                            "appendfsync everysec (or always; the guide's Shared workspaces page "
+                            "says what each keeps), or at once: redis-cli CONFIG SET appendonly "
+                            "yes")]
+    if kept.appendonly is None:
+        return [clock, note("Redis does not say whether it persists (INFO refused)")]
+    return [clock, Finding(True, f"Redis persists what it acknowledges ({kept.shown()})")]
 
 
 def _shared_filesystems(roots: list[Path], mountinfo: Path) -> list[Finding]:

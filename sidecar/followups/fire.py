@@ -20,7 +20,7 @@ from pathlib import Path
 
 import orjson
 
-from sidecar import jsonfile, owner, safedir
+from sidecar import jsonfile, owner, safedir, timeutil
 from sidecar.config import Config, ConfigError
 from sidecar.coordination import current as coordination
 from sidecar.coordination.base import Coordination
@@ -163,7 +163,7 @@ class FollowUps:
         times = [r.kill_at if r.kill_at is not None else r.deadline for r in self.running.values()
                  if not r.remote]
         if any(r.remote for r in self.running.values()):
-            times.append(time.time() + REMOTE_POLL)  # (its runner's end also wakes the loop)
+            times.append(timeutil.now() + REMOTE_POLL)  # (its runner's end also wakes the loop)
         return times
 
     def start(self, claimed: Claimed, now: float) -> None:
@@ -299,7 +299,7 @@ class FollowUps:
         if notices.notice_of(entry).get("event") in FOLLOW_UP_EVENTS:
             return
         try:
-            self.queue.add_follow_up_event(event, entry, entry.hook_id, status, time.time())
+            self.queue.add_follow_up_event(event, entry, entry.hook_id, status, timeutil.now())
         except (SidecarError, OSError) as exc:
             log.warning("%s: the notice that %s %s cannot be queued: %s", self.ws.root,
                         entry.hook_id, event.value, exc)
@@ -360,7 +360,7 @@ class FollowUps:
 
     def finish(self, entry: QueueEntry, status: str, log_path: Path | None) -> None:
         shown = str(log_path) if log_path else None
-        if not self.queue.finish(entry, status, shown, time.time()):
+        if not self.queue.finish(entry, status, shown, timeutil.now()):
             return  # another instance holds the claim now: it records the outcome
         if status != "ok" and (not status.startswith("skipped") or status == trust.NOT_TRUSTED):
             log.warning("%s: follow-up %s for %s session %s: %s (log %s)", self.ws.root,
