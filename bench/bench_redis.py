@@ -1,5 +1,6 @@
-"""Redis coordination beside file coordination: drop-to-applied, hand-off after SIGKILL of
-the leader, and follow-up due-to-start, each measured in both modes in the same run.
+"""Redis coordination beside file coordination: drop-to-applied, a backlog's throughput,
+hand-off after SIGKILL of the leader, and follow-up due-to-start, each measured in both modes
+in the same run (in Redis mode, Redis is the store of record and the files its copy).
 
 Each Redis figure is printed beside the file figure of the same run and their ratio (the goal:
 within 2x of file mode), with the floor the file-mode benchmark already prints. The Redis is a
@@ -17,10 +18,10 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-from bench_daemon import latency_samples
+from bench_daemon import FAST, any_event, latency_samples
 from bench_handoff import handoff_samples
 from bench_hooks import due_samples
-from common import bytecode_cached, percentile, report
+from common import SIDECAR, bytecode_cached, drop, percentile, report, sandbox, session_events
 
 GOAL = 2.0  # a Redis figure within this many times the file figure of the same run
 READY_TIMEOUT = 10.0
@@ -99,6 +100,39 @@ def latency(url: str, rate: float, events: int, rounds: int) -> None:
         report("redis: events not seen applied", f"{missing[1]} (file {missing[0]})")
 
 
+def drain_seconds(events: int, url: str | None) -> float:
+    """Seconds a daemon takes, from its start, to apply a backlog of `events` (25-event
+    sessions) and empty the inbox."""
+    with sandbox(FAST, url) as (root, env):
+        inbox = root / ".context/runtime/inbox"
+        base = time.time()
+        for s in range(events // 25):
+            for i, payload in enumerate(session_events(f"tp-{s}", base + s)):
+                drop(inbox, f"{s:08d}-{i:02d}", payload)
+        proc = subprocess.Popen([SIDECAR, "run", "--root", str(root)], env=env,
+                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        start = time.perf_counter()
+        try:
+            while any_event(inbox):
+                time.sleep(0.02)
+            return time.perf_counter() - start
+        finally:
+            proc.terminate()
+            proc.wait(60)
+
+
+def throughput(url: str, events: int, rounds: int) -> None:
+    file_seconds = redis_seconds = 0.0
+    for _ in range(rounds):
+        file_seconds += drain_seconds(events, None)
+        redis_seconds += drain_seconds(events, url)
+    file_rate, redis_rate = events * rounds / file_seconds, events * rounds / redis_seconds
+    # A rate: the ratio is file over Redis, so that above 1 means slower in Redis mode too.
+    report(f"redis: throughput, a backlog of {events:,}", f"{redis_rate:,.0f} events/s "
+           f"(file {file_rate:,.0f} events/s)", "includes start-up",
+           f"{file_rate / redis_rate:.2f}x file's time (goal <= {GOAL:g}x)")
+
+
 def handoff(url: str, kills: int, rounds: int) -> None:
     file_waits: list[float] = []
     redis_waits: list[float] = []
@@ -125,7 +159,7 @@ def due_to_start(url: str, follow_ups: int, rounds: int) -> None:
 
 
 def main(rate: float = 200.0, events: int = 500, kills: int = 5, follow_ups: int = 15,
-         rounds: int = 2) -> None:
+         rounds: int = 2, backlog: int = 5_000) -> None:
     """Each measurement alternates file and Redis mode `rounds` times, pooling the samples:
     on a shared machine, a burst of load then falls on both modes rather than on one."""
     binary = shutil.which("redis-server")
@@ -134,6 +168,7 @@ def main(rate: float = 200.0, events: int = 500, kills: int = 5, follow_ups: int
         return
     with redis_server(binary) as url, bytecode_cached():
         latency(url, rate, events, rounds)
+        throughput(url, backlog, rounds)
         handoff(url, kills, rounds)
         due_to_start(url, follow_ups, rounds)
 

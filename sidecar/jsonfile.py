@@ -131,7 +131,16 @@ def write_json_atomic(path: Path, data: Any, *, durable: bool = True) -> None:
 def append_lines(path: Path, lines: list[Any], *, durable: bool = True) -> None:
     """Append one JSON document per line, all or nothing: a write that fails part way (a full
     disk) is cut back to where it began, so no torn line is ever left."""
-    payload = b"".join(orjson.dumps(line, option=orjson.OPT_APPEND_NEWLINE) for line in lines)
+    append_bytes(path, lines_of(lines), durable=durable)
+
+
+def lines_of(documents: list[Any]) -> bytes:
+    """One JSON document per line."""
+    return b"".join(orjson.dumps(d, option=orjson.OPT_APPEND_NEWLINE) for d in documents)
+
+
+def append_bytes(path: Path, payload: bytes, *, durable: bool = True) -> None:
+    """Append whole lines, all or nothing (`append_lines`)."""
     # A symlink in its place, or in place of a folder, is refused (ELOOP), never appended through.
     fd = safedir.open_file(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NONBLOCK)
     try:

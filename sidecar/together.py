@@ -8,6 +8,10 @@ folder a rename changed fsynced. The same fsyncs as one write after another, and
 nothing put in place before its bytes are on disk; but issued together, the file system
 commits them together (about a seventh less time, measured with bench/bench_daemon.py).
 
+In Redis mode the fence is where the block's changes go to Redis, the store of record, all
+in one script that Redis refuses to a deposed leader (coordination/redis_records.py); the
+files' copy of them is written after it passed (`once_accepted`).
+
 A failure anywhere leaves no replace half done: the renames not yet made are not made and
 their temporary files are removed, and the block's caller retries (a batch leaves its events
 in the inbox; appended trace lines a retry finds are not appended twice).
@@ -28,6 +32,10 @@ class Group:
 
     def __init__(self, fence: Callable[[], None]) -> None:
         self.fence = fence
+        #: Set once the block's end checks its fence: a check made before it is the block's
+        #: to make (in Redis mode the fence sends the block's changes, all at once).
+        self.finishing = False
+        self.accepted: list[Callable[[], None]] = []  # run once the fence passed
         self.files: list[int] = []  # descriptors of their own (dups) of the files to fsync
         self.renames: list[tuple[int, str, str]] = []  # (folder, temporary name, final name)
 
@@ -37,10 +45,18 @@ class Group:
     def rename_later(self, folder: int, temp: str, name: str) -> None:
         self.renames.append((os.dup(folder), temp, name))
 
+    def once_accepted(self, then: Callable[[], None]) -> None:
+        """Run `then` at the block's end, once its fence passed (a mirror of what the store of
+        record accepted is written only then)."""
+        self.accepted.append(then)
+
     def finish(self) -> None:
         for fd in self.files:
             os.fsync(fd)
+        self.finishing = True
         self.fence()  # a leader deposed meanwhile puts nothing in place
+        for then in self.accepted:
+            then()
         folders: dict[tuple[int, int], int] = {}
         while self.renames:
             folder, temp, name = self.renames[0]
@@ -75,9 +91,11 @@ def current() -> Group | None:
 
 
 @contextmanager
-def together(fence: Callable[[], None] = lambda: None) -> Iterator[None]:
+def together(fence: Callable[[], None] = lambda: None,
+             forget: Callable[[], None] = lambda: None) -> Iterator[None]:
     """Make the durable writes of the block durable together at its end (see the module);
-    `fence`: checked before the renames. Inside another block, it is part of that one."""
+    `fence`: checked before the renames; `forget`: called when the block fails, to drop what
+    it had not yet sent. Inside another block, it is part of that one."""
     if current() is not None:
         yield
         return
@@ -87,6 +105,7 @@ def together(fence: Callable[[], None] = lambda: None) -> Iterator[None]:
         group.finish()
     except BaseException:
         group.abandon()
+        forget()
         raise
     finally:
         _local.group = None

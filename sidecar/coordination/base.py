@@ -11,8 +11,8 @@ workspace's files changed. Two backends implement it (huey's storage backends ar
   `SIDECAR_COORDINATION_URL`): one standalone Redis that every machine sharing the workspace
   reaches, for file locks that a network volume does not honour across machines.
 
-The state files stay where they are, on the workspace; the backend decides who may write
-them, and when.
+With the file backend the state files on the workspace are the record; with Redis, Redis is
+(its records refuse a deposed leader's write themselves) and the files are its mirror.
 """
 
 from __future__ import annotations
@@ -20,10 +20,13 @@ from __future__ import annotations
 import hashlib
 from collections.abc import Callable
 from contextlib import AbstractContextManager
-from typing import NamedTuple, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, NamedTuple, Protocol, runtime_checkable
 
 from sidecar.errors import SidecarError
 from sidecar.layout import Workspace
+
+if TYPE_CHECKING:
+    from sidecar.coordination.redis_records import RedisRecords
 
 
 class LeaseLost(SidecarError):
@@ -60,7 +63,8 @@ class Leadership(Protocol):
 
     def check(self) -> None:
         """Raise LeaseLost unless the lead is still this instance's: called before every
-        write a leader makes (a fencing check)."""
+        write a leader makes (a fencing check). Where Redis keeps the records, it is the
+        write: the changes put since are sent, and Redis checks the lead as it applies them."""
 
     def held(self) -> bool:
         """Whether the lead is still held, as far as this instance knows without asking."""
@@ -99,6 +103,10 @@ class Coordination(Protocol):
 
     def changed(self, ws: Workspace) -> None:
         """Tell the other machines that this one saw the workspace's files change."""
+
+    def records(self, ws: Workspace) -> RedisRecords | None:
+        """Where the leader's records of `ws` are kept when that is not its files: Redis, the
+        store of record in Redis mode (redis_records.py). None: the files are the record."""
 
     def run_lease(self, ws: Workspace, entry_id: str) -> RunLease | None:
         """What makes a follow-up's runner keep a lease while it runs, for a leader on

@@ -76,6 +76,9 @@ class FileCoordination:
     def changed(self, ws: Workspace) -> None:
         return None  # every instance has its own folder watch
 
+    def records(self, ws: Workspace) -> None:
+        return None  # the files are the record
+
     def run_lease(self, ws: Workspace, entry_id: str) -> RunLease | None:
         return None
 

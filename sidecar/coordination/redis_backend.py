@@ -16,6 +16,8 @@ portalocker's `RedisLock`). What lives in Redis, under `sidecar:`:
 - `<ws>:run:<entry>` — a running follow-up's lease, kept by its runner (followups/runlease.py).
 - `wake:<ws>` — a channel: a machine that saw the workspace's files change publishes on it, so
   the leader (wherever it runs) lists the inbox at once.
+- `<ws>:doc:<name>` and the rest of the store of record (redis_records.py): the records a
+  leader keeps, whose changes Redis applies only for the lead's current holder.
 
 `<ws>` is `base.workspace_key`. A stand-by looks cheaply (who holds the lead, and whether that
 instance's key lives) and only then tries the lock, which asks the holder and reaps it if it
@@ -26,6 +28,7 @@ a second of the lease's end; one that died is taken over at the stand-by's next 
 from __future__ import annotations
 
 import logging
+import math
 import os
 import socket
 import threading
@@ -42,6 +45,7 @@ from redis.retry import Retry
 from sidecar.config import ConfigError
 from sidecar.coordination.base import RunLease, Unreachable, workspace_key
 from sidecar.coordination.redis_clock import RedisClock
+from sidecar.coordination.redis_records import RedisRecords
 from sidecar.coordination.url import masked, scrub
 from sidecar.layout import Workspace
 from sidecar.locks import LockTimeout
@@ -127,6 +131,16 @@ class RedisCoordination:
         self.keeper: threading.Thread | None = None
         self.listener: threading.Thread | None = None
         self.trouble: tuple[float, str] | None = None  # (since, why) while unreachable
+        # The records (redis_records.py) are bytes, kept as written: a client of their own
+        # that does not decode them.
+        self.raw = _client(url, socket_connect_timeout=CONNECT_TIMEOUT,
+                           socket_timeout=COMMAND_TIMEOUT, health_check_interval=10,
+                           retry=Retry(NoBackoff(), 1),
+                           client_name=name or f"sidecar@{socket.gethostname()}:{os.getpid()}")
+        self.kept_records: dict[str, RedisRecords] = {}
+        #: When (monotonic) the last renewal that Redis confirmed was *sent*: the lease runs
+        #: from then, however late the answer came (redis_lead.py's `check`).
+        self.renewal_sent = -math.inf
         self.delete_if = self.client.register_script(_COMPARE_AND_DELETE)
         self._renew = self.client.register_script(_COMPARE_AND_RENEW)
         # Redis's clock, which `now()` keeps to, and its persistence (redis_clock.py); a
@@ -166,6 +180,7 @@ class RedisCoordination:
             with self.state:
                 members, held, wakes = list(self.members), dict(self.held_locks), self.wakes
                 self.wakes = set()
+            sent = time.monotonic()
             try:
                 pipe = self.client.pipeline(transaction=False)
                 for member in members:
@@ -173,6 +188,8 @@ class RedisCoordination:
                 for key in wakes:
                     pipe.publish(PREFIX + "wake:" + key, "1")
                 pipe.execute()
+                if members:
+                    self.renewal_sent = sent
                 for key, token in held.items():
                     self._renew(keys=[key], args=[token, STORE_LOCK_TTL])
                 self.clock.keep()  # after the renewals, which it must not hold back
@@ -268,6 +285,18 @@ class RedisCoordination:
         fence = self.client.get(key.rsplit(":lock:", 1)[0] + ":leader-fence")
         return isinstance(fence, str) and fence.isdigit() and int(parts[1]) < int(fence)
 
+    # -- the store of record ------------------------------------------------------------
+
+    def records(self, ws: Workspace) -> RedisRecords:
+        """The workspace's records in Redis: one object per workspace in this process, which
+        its stores and its lead share (the lead sets the term its changes are sent in)."""
+        key = workspace_key(ws)
+        with self.state:
+            found = self.kept_records.get(key)
+            if found is None:
+                found = self.kept_records[key] = RedisRecords(self.raw, ws)
+            return found
+
     # -- the lead ------------------------------------------------------------------------
 
     def leadership(self, ws: Workspace, instance_id: str,
@@ -348,6 +377,7 @@ class RedisCoordination:
         except redis.RedisError:
             pass  # they expire
         self.client.close()
+        self.raw.close()
         self.clock.close()
 
 

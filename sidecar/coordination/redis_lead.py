@@ -1,8 +1,17 @@
 """The lead of one workspace in Redis: a fenced portalocker `RedisLock` (redis_backend.py
-says what lives in Redis, and how a stand-by looks for a lead that is free)."""
+says what lives in Redis, and how a stand-by looks for a lead that is free).
+
+The lead is a lease: a stand-by may take it once the holder's instance key has expired,
+`INSTANCE_TTL` after Redis received its last renewal, which is no sooner than that renewal was
+sent. So the holder counts its lease from when it *sent* the last renewal Redis confirmed, on
+its monotonic clock, and stops `LEASE_MARGIN` before the end: an answer that comes late
+(a slow link) never extends it. Within the lease the holder's changes still go through Redis's
+own check of its term (redis_records.py): the lease keeps what Redis cannot check (a firing
+started, a mirror file written, an inbox file removed) to the holder's time."""
 
 from __future__ import annotations
 
+import time
 import uuid
 from collections.abc import Callable
 
@@ -11,8 +20,17 @@ import redis
 from portalocker import exceptions as lock_errors
 
 from sidecar.coordination.base import LeaseLost, workspace_key
-from sidecar.coordination.redis_backend import PREFIX, PROBE_TIMEOUT, RedisCoordination
+from sidecar.coordination.redis_backend import (
+    INSTANCE_TTL,
+    PREFIX,
+    PROBE_TIMEOUT,
+    RedisCoordination,
+)
+from sidecar.errors import SidecarError
 from sidecar.layout import Workspace
+from sidecar.together import current as block_in_hand
+
+LEASE_MARGIN = 0.3  # seconds before the lease's end that its holder stops
 
 
 class RedisLeadership:
@@ -27,6 +45,8 @@ class RedisLeadership:
         base = PREFIX + self.key
         self.channel = base + ":leader"
         self.holder_key = base + ":leader-holder"
+        self.records = coord.records(ws)
+        self.records.fenced = True  # a daemon's changes need the lead from now on
         self.lock: portalocker.RedisLock | None = None
         self.me: str | None = None  # `<instance>:<fence token>:<nonce>` while held
         self.term = ""
@@ -63,21 +83,32 @@ class RedisLeadership:
             with self.coord.state:
                 self.coord.terms[self.key] = self.term
             self.coord.client.set(self.holder_key, self.me)
+            self.records.me = self.me
             return True
         except (redis.RedisError, lock_errors.LockException) as exc:
             self.release()
             raise self.coord.unreachable(exc) from None
 
     def check(self) -> None:
+        """The lease still runs (by this process's clock), then this thread's changes are sent
+        to Redis, which applies them only if the lead is still this term's: LeaseLost if not.
+        Within a `together` block the changes wait for the block's end, one script for all."""
         lock, me = self.lock, self.me
         if lock is None or me is None or lock.lost:
             raise LeaseLost("this instance no longer leads the workspace")
+        since = time.monotonic() - self.coord.renewal_sent
+        if since > INSTANCE_TTL - LEASE_MARGIN:
+            raise LeaseLost(f"the lease ran out: its last confirmed renewal was sent "
+                            f"{since:.1f}s ago")
+        block = block_in_hand()
+        if block is not None and not block.finishing:
+            return
         try:
-            fence, holder = self.coord.client.mget(lock.fence_key, self.holder_key)
-        except redis.RedisError as exc:
-            raise LeaseLost(f"the lead cannot be confirmed: {self.coord.unreachable(exc)}") from None
-        if holder != me or str(fence) != me.split(":")[1]:
-            raise LeaseLost(f"another instance leads the workspace now ({holder!r})")
+            self.records.flush()
+        except LeaseLost:
+            raise
+        except SidecarError as exc:
+            raise LeaseLost(f"the lead cannot be confirmed: {exc}") from None
 
     def held(self) -> bool:
         return self.lock is not None and not self.lock.lost
@@ -85,6 +116,8 @@ class RedisLeadership:
     def release(self) -> None:
         lock, me = self.lock, self.me
         self.lock = self.me = None
+        self.records.me = None
+        self.records.discard()
         self.term = ""
         with self.coord.state:
             self.coord.terms.pop(self.key, None)

@@ -37,6 +37,7 @@ log = logging.getLogger("sidecar")
 BATCH_MAX = 2000  # events per batch: bounds memory and the time between state writes
 RETRY_SECONDS = 1.0  # a batch that could not be saved is tried again this much later
 PRUNE_INTERVAL = 3600.0
+REMIRROR_INTERVAL = 10.0  # seconds between comparisons of the files with Redis (Redis mode)
 RELIABLE_RECONCILE = 600.0  # inbox listings without a wake-up, where overflows are reported
 UNRELIABLE_RECONCILE = 2.0  # and where they are not
 
@@ -64,6 +65,7 @@ class Timers:
     reconcile: float = 0.0
     sweep: float = 0.0
     prune: float = 0.0
+    remirror: float = 0.0  # in Redis mode, when the files' copy is next compared with it
     grace: float | None = None  # the earliest time a held-back file is looked at again
     retry_after: dict[str, float] = field(default_factory=dict)
 
@@ -72,6 +74,7 @@ class Timers:
         self.reconcile += jump
         self.sweep += jump
         self.prune += jump
+        self.remirror += jump
         if self.grace is not None:
             self.grace += jump
         for name in self.retry_after:
@@ -120,7 +123,9 @@ class Ingestor:
         if now >= timers.prune:
             self.prune(now)
             timers.prune = now + PRUNE_INTERVAL
-        deadlines = [timers.reconcile, timers.sweep, timers.prune]
+        if now >= timers.remirror:
+            self.remirror(now)
+        deadlines = [timers.reconcile, timers.sweep, timers.prune, timers.remirror]
         if timers.grace is not None:
             deadlines.append(timers.grace)
         return min(deadlines)
@@ -175,6 +180,9 @@ class Ingestor:
         # before the record's save): its retry appends only the lines that are not there yet.
         replay = replay or any(e.file in self.timers.retry_after for e in events)
         try:
+            events = self._not_applied(events)
+            if not events:
+                return
             with self.sessions.batch(replay) as batch:
                 changes = batch.plan(events)
                 queued = self.queue.add(changes, now, self.config().limit_backoff_scale)
@@ -191,6 +199,20 @@ class Ingestor:
             self.seen[(event.host, event.session_id)] = now
         self._finish(result, now)
         log.debug("%s: applied %d event(s)", self.ws.root, len(result.applied))
+
+    def _not_applied(self, events: list[Event]) -> list[Event]:
+        """In Redis mode, the events no leader applied yet: the files of the others (a leader
+        applied them, then stopped before removing them) are removed, nothing applied twice."""
+        records = self.sessions.records
+        if records is None:
+            return events
+        fresh = set(records.unapplied([e.file for e in events]))
+        done = [e.file for e in events if e.file not in fresh]
+        if done:
+            log.info("%s: %d inbox file(s) were applied already; removed", self.ws.root,
+                     len(done))
+            inbox.remove(self.ws, done)
+        return [e for e in events if e.file in fresh]
 
     def _read(self, arrivals: list[inbox.Arrival], now: float) -> list[Event]:
         """The batch's events, read with the inbox held open (safedir.holding)."""
@@ -265,6 +287,23 @@ class Ingestor:
         """How long ago this instance applied an event of `key` (None: not since it led)."""
         seen = self.seen.get(key)
         return None if seen is None else now - seen
+
+    def remirror(self, now: float) -> None:
+        """In Redis mode, write again the files' copy of records a deposed leader's late
+        rename set back (redis_records.py); nothing to do where the files are the record."""
+        records = self.sessions.records
+        if records is None:
+            self.timers.remirror = math.inf
+            return
+        self.timers.remirror = now + REMIRROR_INTERVAL
+        self.sessions.fence()  # a copy is a leader's to write
+        try:
+            rewritten = records.remirror()
+        except (SidecarError, OSError) as exc:
+            self.health.error(self.ws.root, f"cannot compare the files with Redis: {exc}")
+            return
+        if rewritten:
+            log.info("%s: wrote again %d file(s) not what Redis holds", self.ws.root, rewritten)
 
     def prune(self, now: float) -> None:
         try:

@@ -187,6 +187,8 @@ class WorkspaceServer:
         # claims are named for its term: a claim of an earlier term is another's, settled
         # by whoever leads now (a file lead cannot be lost while the process lives).
         self.sessions.fence = self.hook_store.fence = self.leadership.check
+        if self.coordination.distributed:
+            self.hook_store.state = None  # read again from the record: others led meanwhile
         self.queue.instance_id = self.leadership.term or self.identity.id
         log.info("%s: leading (instance %s%s)", self.ws.root, self.identity.id,
                  f", through {self.coordination.shown}" if self.coordination.distributed else "")
@@ -237,7 +239,7 @@ class WorkspaceServer:
         self.followups = None
         self.leadership.release()
         self.leader = None
-        self.sessions.fence = self.hook_store.fence = lambda: None
+        self.sessions.fence, self.hook_store.fence = self.sessions.no_lead, self.hook_store.no_lead
         self.leader_looks = 0
         # A lead lost while the process lives came of its connection or its pace: a stand-by
         # whose own are sound takes over first (it tries every STANDBY_RETRY).

@@ -251,13 +251,18 @@ class FollowUpQueue:
 
         ws = self.store.ws
         settled = settled or {}
+        # In Redis mode a run record is Redis's, written by a leader (a person's edit keeps the
+        # record's runs: hooks_record.py): it needs no MAC, which is per machine; in file mode
+        # the MAC tells sidecar's own run records from planted ones.
+        proven = self.store.records is not None
 
         def edit(doc: HooksDoc) -> tuple[list[QueueEntry], int]:
             adopted, lost = [], 0
             for entry in list(doc.pending):
                 if not entry.claimed_by or entry.claimed_by == mine:
                     continue
-                if entry.run is not None and not trust.is_ours(ws, entry.id, entry.run):
+                if entry.run is not None and not proven \
+                        and not trust.is_ours(ws, entry.id, entry.run):
                     _drop(doc, entry, FOREIGN_RUN, now)  # planted: never adopted, never signalled
                     continue
                 log_path = ws.firing_log(entry.hook_id, entry.log or "")

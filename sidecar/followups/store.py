@@ -15,16 +15,19 @@ import logging
 import os
 from collections.abc import Callable
 from contextlib import AbstractContextManager
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
-from typing import TypeVar
+from typing import TYPE_CHECKING, TypeVar
+
+import orjson
 
 from sidecar import jsonfile, safedir
 from sidecar.coordination import current as coordination
 from sidecar.errors import SidecarError
-from sidecar.followups import trust
+from sidecar.followups import hooks_record, trust
+from sidecar.followups.hooks_record import HOOKS, LAST_GOOD
+from sidecar.followups.hookstate import HookState, merged_after_repair
 from sidecar.followups.model import (
-    HISTORY_LIMIT,
     Hook,
     HookEvent,
     HooksDoc,
@@ -36,22 +39,15 @@ from sidecar.followups.seeds import PROMPTS, default_doc, needs_seeding, seed_mi
 from sidecar.layout import Workspace
 from sidecar.timeutil import iso, parse_ts
 
+if TYPE_CHECKING:
+    from sidecar.coordination.redis_records import RedisRecords
+
 log = logging.getLogger("sidecar")
 
 T = TypeVar("T")
+
 BROKEN_SINCE = "sidecarBrokenSince"  # kept in hooks.last-good.json only while hooks.json is broken
 FIRED_WHILE_BROKEN = "sidecarFiredWhileBroken"
-
-
-@dataclass
-class HookState:
-    """What one process knows of hooks.json: the last good document and any error."""
-
-    doc: HooksDoc
-    error: str | None = None
-    signature: jsonfile.Signature | None = None
-    broken_at: float | None = None
-    fired_while_broken: set[str] = field(default_factory=set)
 
 
 @dataclass
@@ -70,11 +66,22 @@ class HookStore:
         self.ws = ws
         self.durable = durable
         self.state: HookState | None = None
-        self.fence: Callable[[], None] = lambda: None  # a leader's check (sessions/store.py)
+        self.fence: Callable[[], None] = self.no_lead  # a leader's check (sessions/store.py)
 
     @property
     def last_good_file(self) -> Path:
-        return self.ws.runtime / "hooks.last-good.json"
+        return self.ws.runtime / LAST_GOOD
+
+    @property
+    def records(self) -> RedisRecords | None:
+        """Redis, where it is the store of record (sessions/store.py, hooks_record.py)."""
+        return coordination.get().records(self.ws)
+
+    def no_lead(self) -> None:
+        """The fence of a writer that leads nothing (sessions/store.py's `no_lead`)."""
+        records = self.records
+        if records is not None:
+            records.flush()
 
     def locked(self) -> AbstractContextManager[None]:
         """hooks.json's lock, through the coordination (coordination/base.py)."""
@@ -87,7 +94,12 @@ class HookStore:
     def _last_good(self) -> HookState:
         """The state kept beside a broken file, with what was done while it was broken."""
         try:
-            raw = jsonfile.read_json(self.last_good_file)
+            records = self.records
+            if records is not None:
+                kept = records.read(LAST_GOOD, adopt=False) or records.read(HOOKS, adopt=False)
+                raw = {} if kept is None else orjson.loads(kept)
+            else:
+                raw = jsonfile.read_json(self.last_good_file)
             broken_since = raw.pop(BROKEN_SINCE, None) if isinstance(raw, dict) else None
             fired = raw.pop(FIRED_WHILE_BROKEN, None) if isinstance(raw, dict) else None
             state = HookState(HooksDoc.from_json(raw))
@@ -99,6 +111,9 @@ class HookStore:
 
     def refresh(self, now: float) -> HookState:
         """Bring the in-memory state up to date with the file; call with the lock held."""
+        records = self.records
+        if records is not None:
+            return hooks_record.refresh(self, records, now)
         sig = jsonfile.signature(self.ws.hooks_file)
         state = self.state
         if state is not None and sig == state.signature:
@@ -111,14 +126,14 @@ class HookStore:
             self.state = HookState(kept, None, sig)
             return self.state
         except HooksError as exc:
-            return self._broken(state, str(exc), sig, now)
+            return self.broken(state, str(exc), sig, now)
         repaired = state is not None and state.error is not None
         if state is not None and state.error is not None:
             log.info("%s is valid again; taken up", self.ws.hooks_file)
-            doc = _merge_after_repair(doc, state)
+            doc = merged_after_repair(doc, state)
         self.state = HookState(doc, None, sig)
         if doc.drop_orphans() or repaired:
-            self._write(doc)  # the file is valid, so writing over it loses nothing
+            self.write(doc)  # the file is valid, so writing over it loses nothing
         elif not self._kept_already(data):
             # Someone else wrote a good version: keep it as the copy a later break falls back on.
             jsonfile.write_bytes_atomic(self.last_good_file, data, durable=self.durable)
@@ -132,8 +147,8 @@ class HookStore:
         except (OSError, SidecarError):
             return False
 
-    def _broken(self, state: HookState | None, error: str, sig: jsonfile.Signature | None,
-                now: float) -> HookState:
+    def broken(self, state: HookState | None, error: str, sig: jsonfile.Signature | None,
+               now: float) -> HookState:
         if state is None:  # started on a broken file: carry on from the kept copy
             state = self._last_good()
             state.broken_at = state.broken_at or now
@@ -147,9 +162,13 @@ class HookStore:
         self.state = state
         return state
 
-    def _write(self, doc: HooksDoc, as_json: dict[str, object] | None = None) -> None:
-        self.fence()
+    def write(self, doc: HooksDoc, as_json: dict[str, object] | None = None) -> None:
         data = jsonfile.dumps(as_json if as_json is not None else doc.to_json())
+        records = self.records
+        if records is not None:
+            hooks_record.send(self, records, data)
+            return
+        self.fence()
         written = jsonfile.write_bytes_atomic(self.ws.hooks_file, data, durable=self.durable)
         if self.state is not None:
             self.state.signature = written
@@ -177,13 +196,18 @@ class HookStore:
                 raise
             try:
                 if state.error is None:
-                    self._write(doc, data)
+                    self.write(doc, data)
                 else:
                     # Only the copy changes; it also remembers since when, for the merge on
                     # repair.
                     kept = {**data, BROKEN_SINCE: iso(state.broken_at or now),
                             FIRED_WHILE_BROKEN: sorted(state.fired_while_broken)}
-                    jsonfile.write_json_atomic(self.last_good_file, kept, durable=self.durable)
+                    records = self.records
+                    if records is not None:
+                        hooks_record.send_while_broken(self, records, data, kept)
+                    else:
+                        jsonfile.write_json_atomic(self.last_good_file, kept,
+                                                   durable=self.durable)
             except BaseException:
                 self.state = None  # not written (a full disk): what is on disk is what holds
                 raise
@@ -198,9 +222,13 @@ class HookStore:
         """The state as the file has it now. Unchanged since it was read (its signature the
         same), it is the one held, without the lock: a writer replaces the file, so a write
         made under the lock meanwhile would show, and one still to come follows this read as
-        it would have followed a read under the lock. Only a changed file is read under it."""
+        it would have followed a read under the lock. Only a changed file is read under it.
+        In Redis mode the record's revision must be the same too: another machine's change
+        shows there before its copy does (if this machine sees the copy change at all)."""
         state = self.state
-        if state is not None and jsonfile.signature(self.ws.hooks_file) == state.signature:
+        records = self.records
+        if state is not None and jsonfile.signature(self.ws.hooks_file) == state.signature \
+                and (records is None or records.revision(HOOKS) == state.revision):
             return state
         with self.locked():
             return self.refresh(now)
@@ -234,9 +262,11 @@ class HookStore:
                 prompt.write(text.encode())
             wrote.append(f"hooks/{name}")
         with self.locked():
-            if not self.ws.hooks_file.exists():
+            records = self.records
+            if not self.ws.hooks_file.exists() and (records is None or records.read(
+                    HOOKS, adopt=False) is None):
                 self.state = None
-                self._write(default_doc(now))
+                self.write(default_doc(now))
                 return [*wrote, "runtime/hooks.json"]
         view = self.snapshot(now)  # brings self.state up to date
         if view.error is None and self.state is not None and needs_seeding(self.state.doc):
@@ -255,24 +285,6 @@ def initialise(ws: Workspace, now: float) -> list[str]:
     wrote = store.seed(now)
     trust.trust_seeded(ws, store.snapshot(now).hooks.values(), now)
     return wrote
-
-
-def _merge_after_repair(doc: HooksDoc, old: HookState) -> HooksDoc:
-    """The user's fixed file, plus queue work done while it was broken."""
-    ids = {e.id for e in doc.pending}
-    for entry in old.doc.pending:
-        queued = parse_ts(entry.enqueued_at) or 0.0
-        if entry.id not in ids and old.broken_at is not None and queued >= old.broken_at:
-            doc.pending.append(entry)
-    doc.pending = [e for e in doc.pending if e.id not in old.fired_while_broken]
-    for hook_id, hook in old.doc.hooks.items():
-        target = doc.hooks.get(hook_id)
-        if target is not None and (hook.last_fired_at or "") > (target.last_fired_at or ""):
-            target.last_status = hook.last_status
-            target.last_fired_at = hook.last_fired_at
-            target.history = hook.history[-HISTORY_LIMIT:]
-    doc.drop_orphans()
-    return doc
 
 
 def read_view(ws: Workspace) -> HooksView:

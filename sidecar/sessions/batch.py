@@ -98,7 +98,9 @@ class Batch:
                     done[hook_id] = {**done.get(hook_id, {}), "queuedAt": iso(now)}
         # The records, the bindings and the totals are made durable together (together.py):
         # written one by one, fsynced and put in place at the block's end.
-        with together(lambda: self.store.fence()):
+        # In Redis mode the block's end sends every change to Redis in one script, with the
+        # inbox files applied, which no leader then applies again (redis_records.py).
+        with together(lambda: self.store.fence(), self.store.forget):
             self._save_records()
             fresh = self.store.load_bindings()  # re-read: dotcontext may have written meanwhile
             changed = False
@@ -115,6 +117,9 @@ class Batch:
             if changed:
                 self.store.save_bindings(fresh)
             self._add_tokens(result)
+            records = self.store.records
+            if records is not None:
+                records.mark_applied(result.applied)
         return result
 
     def _save_records(self) -> None:
@@ -132,6 +137,6 @@ class Batch:
             return
         self.store.fence()  # (a deposed leader's replay would count them twice)
         try:
-            tokens.add(self.store.ws, grew, self.store.durable)
+            tokens.add(self.store.ws, grew, self.store.durable, self.store.records)
         except (OSError, SidecarError) as exc:
             result.errors.append(f"cannot add to the token totals: {exc}")

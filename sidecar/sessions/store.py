@@ -19,6 +19,7 @@ import time
 from collections.abc import Callable, Iterator
 from contextlib import AbstractContextManager, contextmanager
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import orjson
 
@@ -34,7 +35,11 @@ from sidecar.sessions.batch import Work as Work
 from sidecar.sessions.model import Bindings, Facts, Key, SessionRecord, TraceLine, ts_or
 from sidecar.sessions.rules import Applied, harness_id
 
+if TYPE_CHECKING:
+    from sidecar.coordination.redis_records import RedisRecords
+
 log = logging.getLogger("sidecar")
+BINDINGS = "hooks/host-sessions.json"  # the bindings' record's name (redis_records.py)
 
 
 class SessionStore:
@@ -44,8 +49,28 @@ class SessionStore:
         self.ws = ws
         self.durable = durable
         # A leader's fencing check (coordination/base.py), run before each write: one that
-        # lost the lead writes nothing more. Nothing to check for any other writer.
-        self.fence: Callable[[], None] = lambda: None
+        # lost the lead writes nothing more. In Redis mode it also sends the changes (see
+        # `records`). Nothing to check for any other writer.
+        self.fence: Callable[[], None] = self.no_lead
+
+    @property
+    def records(self) -> RedisRecords | None:
+        """The store of record where it is not the files (Redis mode): changes are put there
+        first, sent by the fence, and mirrored to the files once Redis accepted them."""
+        return coordination.get().records(self.ws)
+
+    def no_lead(self) -> None:
+        """The fence of a writer that leads nothing: a command's changes go to Redis as they
+        are (under the store's lock); a daemon's are refused there (it lost its lead)."""
+        records = self.records
+        if records is not None:
+            records.flush()
+
+    def forget(self) -> None:
+        """Drop the changes not sent (a block that failed)."""
+        records = self.records
+        if records is not None:
+            records.discard()
 
     def locked(self) -> AbstractContextManager[None]:
         """The sessions' lock (the bindings' and the records'), through the coordination."""
@@ -55,6 +80,9 @@ class SessionStore:
 
     def load_bindings(self) -> Bindings:
         """The bindings document; retried briefly, since dotcontext writes in place."""
+        records = self.records
+        if records is not None:
+            return _bindings_of(records.read(BINDINGS), self.ws.bindings_file)
         for attempt in range(5):
             try:
                 data = jsonfile.read_json(self.ws.bindings_file)
@@ -71,10 +99,27 @@ class SessionStore:
         raise StoreError(f"{self.ws.bindings_file} is not a JSON object; left as it is")
 
     def save_bindings(self, bindings: Bindings) -> None:
+        data = jsonfile.dumps(bindings.to_json())
+        records = self.records
+        if records is not None:
+            records.put(BINDINGS, data)
+            self.fence()
+            records.mirror(lambda: self._mirror(self.ws.bindings_file, data))
+            return
         if not self._renames_deferred():  # (else the block's end checks before the rename)
             self.fence()
         safedir.make_dirs(self.ws.bindings_file.parent)
-        jsonfile.write_json_atomic(self.ws.bindings_file, bindings.to_json(), durable=self.durable)
+        jsonfile.write_bytes_atomic(self.ws.bindings_file, data, durable=self.durable)
+
+    @staticmethod
+    def _mirror(path: Path, data: bytes, append: bool = False) -> None:
+        """The files' copy of a record Redis holds: not made durable (Redis is), and never
+        through a link (safedir)."""
+        safedir.make_dirs(path.parent)
+        if append:
+            jsonfile.append_bytes(path, data, durable=False)
+        else:
+            jsonfile.write_bytes_atomic(path, data, durable=False)
 
     def _renames_deferred(self) -> bool:
         """Whether a replace written now is put in place only at the end of a `together`
@@ -84,8 +129,15 @@ class SessionStore:
     def load_session(self, hid: str) -> SessionRecord | None:
         """The record; None if it is confirmed missing, OSError/ValueError if unreadable."""
         path = self.ws.session_dir(hid) / "session.json"  # read never through a link (ELOOP)
+        records = self.records
         try:
-            data = jsonfile.read_json(path)
+            if records is not None:
+                raw = records.read(f"sessions/{hid}/session.json")
+                if raw is None:
+                    return None
+                data = orjson.loads(raw)
+            else:
+                data = jsonfile.read_json(path)
         except FileNotFoundError:
             if self.ws.sessions.is_dir():
                 return None
@@ -96,6 +148,10 @@ class SessionStore:
 
     def save_session(self, record: SessionRecord, trace: list[TraceLine],
                      dedupe: bool = False) -> None:
+        records = self.records
+        if records is not None:
+            self._send_session(records, record, trace)
+            return
         # Within a `together` block the record's replace is checked at the block's end, before
         # any rename; only the trace's append, which lands at once, needs its own check.
         grouped = self._renames_deferred()
@@ -112,6 +168,25 @@ class SessionStore:
             if not grouped:
                 self.fence()  # again: the append's fsync may take long on a network volume
         jsonfile.write_json_atomic(folder / "session.json", record.to_json(), durable=self.durable)
+
+    def _send_session(self, records: RedisRecords, record: SessionRecord,
+                      trace: list[TraceLine]) -> None:
+        """`save_session` in Redis mode: a batch's changes reach Redis all at once with the
+        inbox files they came from, so no line is appended twice there and none needs the
+        files' tail looked at; the files follow what Redis accepted."""
+        folder = self.ws.session_dir(record.id)
+        lines = jsonfile.lines_of([t.to_json() for t in trace])
+        body = jsonfile.dumps(record.to_json())
+        if lines:
+            records.append(f"sessions/{record.id}/trace.jsonl", lines)
+        records.put(f"sessions/{record.id}/session.json", body)
+        self.fence()
+
+        def mirror() -> None:
+            if lines:
+                self._mirror(folder / "trace.jsonl", lines, append=True)
+            self._mirror(folder / "session.json", body)
+        records.mirror(mirror)
 
     # -- batches -----------------------------------------------------------------------
 
@@ -242,6 +317,7 @@ class SessionStore:
 
     def prune(self, now: float, retention: float) -> int:
         """Delete completed sessions older than `retention`; returns how many."""
+        records = self.records
         self.fence()
         cutoff = now - retention
         pruned = 0
@@ -260,6 +336,10 @@ class SessionStore:
                 continue
             if record is None or record.active or ts_or(record.completed_at, now) >= cutoff:
                 continue
+            if records is not None:  # Redis forgets it first: its copy goes after
+                records.delete(f"sessions/{entry.name}/session.json")
+                records.delete(f"sessions/{entry.name}/trace.jsonl")
+                self.fence()
             with safedir.opened(self.ws.sessions) as folder:  # never through a link
                 shutil.rmtree(entry.name, dir_fd=folder, ignore_errors=True)
             pruned += 1
@@ -292,3 +372,16 @@ def _tail_ids(path: Path, lines: int) -> set[str]:
         except (ValueError, KeyError, TypeError):
             continue
     return ids
+
+
+def _bindings_of(data: bytes | None, path: Path) -> Bindings:
+    """The bindings a record holds (none yet: none at all)."""
+    if data is None:
+        return Bindings()
+    try:
+        parsed = orjson.loads(data)
+    except ValueError:
+        parsed = None
+    if not isinstance(parsed, dict):
+        raise StoreError(f"the record of {path} in Redis is not a JSON object; left as it is")
+    return Bindings.from_json(parsed)

@@ -10,13 +10,19 @@ uncounted here (the record keeps it), never counted twice.
 
 from __future__ import annotations
 
-from typing import Any, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple
+
+import orjson
 
 from sidecar import jsonfile
 from sidecar.errors import SidecarError
 from sidecar.layout import Workspace
 
+if TYPE_CHECKING:
+    from sidecar.coordination.redis_records import RedisRecords
+
 FIELDS = ("input", "output", "cacheRead", "cacheWrite")
+USAGE = "usage.json"
 
 
 class Growth(NamedTuple):
@@ -32,11 +38,16 @@ def grown(old: dict[str, int] | None, new: dict[str, int]) -> dict[str, int]:
     return {k: max(0, new.get(k, 0) - before.get(k, 0)) for k in FIELDS}
 
 
-def totals(ws: Workspace) -> dict[str, int] | None:
+def totals(ws: Workspace, records: RedisRecords | None = None) -> dict[str, int] | None:
     """The workspace's totals and the sessions counted; None before any was counted, or if
-    the file cannot be read (the next completion starts it again)."""
+    the file (or in Redis mode, the record) cannot be read (the next completion starts it
+    again)."""
     try:
-        data: Any = jsonfile.read_json(ws.runtime / "usage.json")
+        if records is not None:
+            raw = records.read(USAGE)
+            data: Any = None if raw is None else orjson.loads(raw)
+        else:
+            data = jsonfile.read_json(ws.runtime / USAGE)
     except (OSError, ValueError, SidecarError):
         return None
     if not isinstance(data, dict):
@@ -45,13 +56,20 @@ def totals(ws: Workspace) -> dict[str, int] | None:
             if isinstance(v := data.get(k, 0), int) and not isinstance(v, bool)}
 
 
-def add(ws: Workspace, growth: list[Growth], durable: bool) -> None:
-    """Add these completions' growth; the caller holds the sessions' lock."""
+def add(ws: Workspace, growth: list[Growth], durable: bool,
+        records: RedisRecords | None = None) -> None:
+    """Add these completions' growth; the caller holds the sessions' lock. In Redis mode the
+    record is changed (sent with the caller's block), and the file follows it."""
     if not growth:
         return
-    current = totals(ws) or {}
+    current = totals(ws, records) or {}
     for grew in growth:
         for key in FIELDS:
             current[key] = current.get(key, 0) + grew.tokens.get(key, 0)
     current["sessions"] = current.get("sessions", 0) + sum(1 for g in growth if g.first)
-    jsonfile.write_json_atomic(ws.runtime / "usage.json", current, durable=durable)
+    data = jsonfile.dumps(current)
+    if records is None:
+        jsonfile.write_bytes_atomic(ws.runtime / USAGE, data, durable=durable)
+        return
+    records.put(USAGE, data)
+    records.mirror(lambda: jsonfile.write_bytes_atomic(ws.runtime / USAGE, data, durable=False))

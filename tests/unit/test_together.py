@@ -137,3 +137,26 @@ def test_writes_that_need_no_fsync_are_not_held_back(ws):
     with together.together():
         jsonfile.write_json_atomic(ws.bindings_file, {"bindings": {}}, durable=False)
         assert ws.bindings_file.exists()
+
+
+def test_what_waits_for_the_fence_runs_after_it_and_only_if_it_passed(ws):
+    said: list[str] = []
+
+    def fence() -> None:
+        said.append("fence" if together.current().finishing else "early")
+
+    with together.together(fence, lambda: said.append("forgotten")):
+        together.current().once_accepted(lambda: said.append("then"))
+        assert not together.current().finishing
+    assert said == ["fence", "then"]
+
+    said.clear()
+
+    def refused() -> None:
+        said.append("refused")
+        raise LeaseLost("another leads")
+
+    with pytest.raises(LeaseLost):
+        with together.together(refused, lambda: said.append("forgotten")):
+            together.current().once_accepted(lambda: said.append("then"))
+    assert said == ["refused", "forgotten"]  # nothing of the block is kept, nothing after it

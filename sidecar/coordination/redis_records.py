@@ -1,0 +1,346 @@
+"""In Redis mode, Redis is the store of record: what a leader decides is kept there, and Redis
+itself refuses the write of a leader that no longer leads.
+
+A workspace's records are named as their files are, relative to `.context/runtime/`
+(`hooks.json`, `hooks/host-sessions.json`, `sessions/<id>/session.json`, its `trace.jsonl`,
+`usage.json`), and kept under `sidecar:<ws>:doc:<name>`. The stores (sessions/store.py,
+followups/store.py) put their changes here first (`put`, `append`, `delete`), and their
+fencing check sends them (`flush`): one Lua script that first verifies that the lead's holder
+record still names the caller's term, then applies every change and marks the inbox files the
+changes came from as applied, all or nothing. A deposed, paused or partitioned leader's
+script is refused whenever it arrives (and counted, in `<ws>:refused`), so its changes never
+land, however late. Only then are the files written, as a mirror of what Redis accepted: for
+people, for `status`'s fast path, for hosts that read them.
+
+A mirror can still be set back: a leader stopped between Redis's acceptance and its rename
+renames an older copy when it resumes. So the leader rewrites, at every sweep, the mirror of
+each record changed in the last `RECENT` seconds whose file differs (`remirror`), and
+hooks.json's hand edits are told from such a stale copy by the digests of the copies written
+(`was_mirrored`).
+
+A command (`sidecar hooks add`) writes unfenced, under the store's lock: it leads nothing.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+import os
+import threading
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import redis
+
+from sidecar import jsonfile, safedir, together
+from sidecar.coordination.base import LeaseLost, workspace_key
+from sidecar.errors import SidecarError
+from sidecar.layout import Workspace
+
+log = logging.getLogger("sidecar")
+
+APPLIED_FOR = 7 * 24 * 3600  # seconds an inbox file's id is remembered once applied
+RECENT = 600  # seconds a changed record's copy is checked again (`remirror`)
+HOOKS_NAMES = ("hooks.json", "hooks.last-good.json")
+
+# KEYS: the lead's holder record, its fence counter, the refusals' counter, the recently changed
+# records, each record's digest, then one key per applied id, then the operations' keys
+# (`set`: the record and its revision; `append`: the record; `del`: the record and its
+# revision; `digest`: the sorted set of hooks.json's digests). ARGV: the caller's holder record
+# and fence token ('' for a command, which leads nothing and writes under the store's lock),
+# the number of ids, how long an id is kept, how long a change is recent, then (operation,
+# value) pairs. Returns the new revision of each record set, in order; -1 for a refused lead,
+# -2 for an id applied already. The digests of hooks.json kept are the latest 200.
+_COMMIT = """
+if ARGV[1] ~= '' and (redis.call('get', KEYS[1]) ~= ARGV[1]
+                      or redis.call('get', KEYS[2]) ~= ARGV[2]) then
+  redis.call('incr', KEYS[3])
+  return -1
+end
+local ids = tonumber(ARGV[3])
+for i = 1, ids do
+  if redis.call('exists', KEYS[5 + i]) == 1 then return -2 end
+end
+local t = redis.call('time')
+local now = tonumber(t[1]) + tonumber(t[2]) / 1000000
+for i = 1, ids do redis.call('set', KEYS[5 + i], '1', 'EX', ARGV[4]) end
+local revisions = {}
+local k = 6 + ids
+for a = 6, #ARGV, 2 do
+  local op, value = ARGV[a], ARGV[a + 1]
+  if op == 'set' then
+    redis.call('set', KEYS[k], value)
+    table.insert(revisions, redis.call('incr', KEYS[k + 1]))
+    redis.call('zadd', KEYS[4], now, KEYS[k])
+    redis.call('hset', KEYS[5], KEYS[k], redis.sha1hex(value))
+    k = k + 2
+  elseif op == 'append' then
+    redis.call('append', KEYS[k], value)
+    redis.call('zadd', KEYS[4], now, KEYS[k])
+    redis.call('hset', KEYS[5], KEYS[k], redis.sha1hex(redis.call('get', KEYS[k])))
+    k = k + 1
+  elseif op == 'del' then
+    redis.call('del', KEYS[k], KEYS[k + 1])
+    redis.call('zrem', KEYS[4], KEYS[k])
+    redis.call('hdel', KEYS[5], KEYS[k])
+    k = k + 2
+  elseif op == 'digest' then
+    redis.call('zadd', KEYS[k], now, value)
+    redis.call('zremrangebyrank', KEYS[k], 0, -201)
+    k = k + 1
+  end
+end
+redis.call('zremrangebyscore', KEYS[4], '-inf', now - tonumber(ARGV[5]))
+return revisions
+"""
+
+
+class RecordError(SidecarError):
+    """Redis cannot be asked, or refused a change for a reason other than a lost lead."""
+
+
+@dataclass
+class Pending:
+    """This thread's changes not yet sent: sent together by the next `flush`."""
+
+    sets: dict[str, bytes | None] = field(default_factory=dict)  # None: deleted
+    appends: dict[str, list[bytes]] = field(default_factory=dict)
+    applied: list[str] = field(default_factory=list)
+    digests: list[str] = field(default_factory=list)
+
+    def __bool__(self) -> bool:
+        return bool(self.sets or self.appends or self.applied or self.digests)
+
+
+class RedisRecords:
+    """One workspace's records in Redis (see the module)."""
+
+    def __init__(self, client: redis.Redis, ws: Workspace) -> None:
+        self.client = client
+        self.ws = ws
+        self.base = f"sidecar:{workspace_key(ws)}"
+        self.holder_key = self.base + ":leader-holder"
+        #: Whether a daemon writes here: then every change needs the lead (`me`), and one made
+        #: without it is refused before it is sent. A command's changes are unfenced.
+        self.fenced = False
+        #: The lead's holder record (`<instance>:<fence token>:<nonce>`) while this process
+        #: leads the workspace (redis_lead.py).
+        self.me: str | None = None
+        self.local = threading.local()
+        self._commit = client.register_script(_COMMIT)
+
+    def key(self, name: str) -> str:
+        return f"{self.base}:doc:{name}"
+
+    def _pending(self) -> Pending:
+        pending: Pending | None = getattr(self.local, "pending", None)
+        if pending is None:
+            pending = self.local.pending = Pending()
+        return pending
+
+    # -- reads ---------------------------------------------------------------------------
+
+    def read(self, name: str, adopt: bool = True) -> bytes | None:
+        """The record as Redis holds it (with this thread's unsent changes), None if absent.
+        With `adopt`, a record Redis does not have is the file's: a workspace new to Redis
+        mode, or a Redis that lost its data (run without persistence), where the files are
+        what is left of the record; the next change puts it in Redis."""
+        pending = self._pending()
+        if name in pending.sets:
+            data = pending.sets[name]
+        else:
+            data = self._get(self.key(name))
+            if data is None and adopt:
+                data = self._file(name)
+        if data is None:
+            return None
+        return data + b"".join(pending.appends.get(name, []))
+
+    def _file(self, name: str) -> bytes | None:
+        """The file's copy of a record, None if there is none (or none that can be read)."""
+        try:
+            return jsonfile.read_bytes(self.ws.runtime / name) if _plain(name) else None
+        except (OSError, SidecarError):
+            return None
+
+    def revision(self, name: str) -> int:
+        """How many times the record was set: a change anyone made shows here."""
+        value = self._get(self.key(name) + ":rev")
+        return int(value) if value is not None else 0
+
+    def unapplied(self, ids: list[str]) -> list[str]:
+        """The inbox files among `ids` that no leader has applied yet."""
+        if not ids:
+            return []
+        try:
+            seen = self.client.mget([f"{self.base}:applied:{i}" for i in ids])
+        except redis.RedisError as exc:
+            raise RecordError(f"cannot ask Redis which events were applied: {exc}") from None
+        return [i for i, hit in zip(ids, seen, strict=True) if hit is None]
+
+    def was_mirrored(self, data: bytes) -> bool:
+        """Whether `data` is a copy of hooks.json that some leader wrote (not a hand edit)."""
+        try:
+            return self.client.zscore(self.base + ":mirrored", _digest(data)) is not None
+        except redis.RedisError as exc:
+            raise RecordError(f"cannot ask Redis about hooks.json: {exc}") from None
+
+    def _get(self, key: str) -> bytes | None:
+        try:
+            value = self.client.get(key)
+        except redis.RedisError as exc:
+            raise RecordError(f"cannot read {key} from Redis: {exc}") from None
+        if value is None:
+            return None
+        return value if isinstance(value, bytes) else str(value).encode("utf-8", "surrogateescape")
+
+    # -- changes -------------------------------------------------------------------------
+
+    def put(self, name: str, data: bytes) -> None:
+        pending = self._pending()
+        pending.sets[name] = data
+        pending.appends.pop(name, None)
+
+    def append(self, name: str, data: bytes) -> None:
+        """Append to a record; one Redis does not have starts from its file (`read`), so that
+        its copy is never written again shorter."""
+        pending = self._pending()
+        if name not in pending.sets and name not in pending.appends:
+            try:
+                present = self.client.exists(self.key(name))
+            except redis.RedisError as exc:
+                raise RecordError(f"cannot ask Redis for {name}: {exc}") from None
+            kept = None if present else self._file(name)
+            if kept is not None:
+                pending.sets[name] = kept
+        pending.appends.setdefault(name, []).append(data)
+
+    def delete(self, name: str) -> None:
+        pending = self._pending()
+        pending.sets[name] = None
+        pending.appends.pop(name, None)
+
+    def mark_applied(self, ids: list[str]) -> None:
+        self._pending().applied.extend(ids)
+
+    def mark_mirrored(self, data: bytes) -> None:
+        self._pending().digests.append(_digest(data))
+
+    def discard(self) -> None:
+        """Forget this thread's unsent changes (their block failed)."""
+        self.local.pending = None
+
+    def flush(self) -> dict[str, int]:
+        """Send this thread's changes as one fenced script (nothing sent: the fence alone);
+        the new revision of each record set. LeaseLost if the lead is not the caller's,
+        checked by Redis; RecordError if Redis cannot be asked. Either way nothing of them is
+        kept: the caller's block is retried."""
+        pending, self.local.pending = self._pending(), None
+        me = self.me or ""
+        if self.fenced and not me:
+            raise LeaseLost("this instance does not lead the workspace")
+        keys = [self.holder_key, self.base + ":leader-fence", self.base + ":refused",
+                self.base + ":recent", self.base + ":digests",
+                *[f"{self.base}:applied:{i}" for i in pending.applied]]
+        fence = me.split(":")[1] if me else ""
+        args: list[str | bytes | int] = [me, fence, len(pending.applied), APPLIED_FOR, RECENT]
+        named = []
+        for name, data in pending.sets.items():
+            key = self.key(name)
+            keys += [key, key + ":rev"]
+            args += ["set", data] if data is not None else ["del", ""]
+            if data is not None:
+                named.append(name)
+        for name, chunks in pending.appends.items():
+            keys.append(self.key(name))
+            args += ["append", b"".join(chunks)]
+        for digest in pending.digests:
+            keys.append(self.base + ":mirrored")
+            args += ["digest", digest]
+        if not pending and not me:
+            return {}  # a command with nothing to send: nothing to check either
+        try:
+            answer = self._commit(keys=keys, args=args)
+        except redis.RedisError as exc:
+            raise RecordError(f"Redis did not take the change: {exc}") from None
+        if answer == -1:
+            raise LeaseLost("Redis refused the write: another instance leads the workspace now")
+        if answer == -2:
+            raise RecordError("an event of this batch was applied already; the batch is left")
+        revisions = dict(zip(named, (int(r) for r in answer), strict=True))
+        self.local.revisions = revisions
+        return revisions
+
+    def sent_revision(self, name: str) -> int | None:
+        """The revision this thread's last `flush` gave the record, if it set it."""
+        revisions: dict[str, int] = getattr(self.local, "revisions", {})
+        return revisions.get(name)
+
+    # -- the mirror ----------------------------------------------------------------------
+
+    def mirror(self, write: Callable[[], object]) -> None:
+        """Write the files' copy of changes Redis accepted: now (after a `flush`), or within a
+        `together` block once its end's fence sent them. A copy that cannot be written is
+        said, never the change's failure: Redis has it, and `remirror` writes it later."""
+        block = together.current()
+        if block is not None and not block.finishing:
+            block.once_accepted(lambda: self._mirrored(write))
+        else:
+            self._mirrored(write)
+
+    def _mirrored(self, write: Callable[[], object]) -> None:
+        try:
+            write()
+        except (OSError, SidecarError) as exc:
+            log.warning("%s: the files' copy of a change Redis holds cannot be written (it is "
+                        "written again at the next sweep): %s", self.ws.root, exc)
+
+    def remirror(self) -> int:
+        """Write again the copy of every record changed in the last RECENT seconds whose file
+        is not what Redis holds (told by digest: only those are read); how many."""
+        try:
+            now = self.client.time()
+            keys = [k if isinstance(k, bytes) else str(k).encode() for k in
+                    self.client.zrangebyscore(self.base + ":recent", now[0] - RECENT, "+inf")]
+            digests = self.client.hmget(self.base + ":digests", keys) if keys else []
+        except redis.RedisError as exc:
+            raise RecordError(f"cannot list the records changed lately: {exc}") from None
+        prefix = self.key("").encode()
+        rewritten = 0
+        for key, digest in zip(keys, digests, strict=True):
+            name = key[len(prefix):].decode("utf-8", "replace")
+            # hooks.json's copy may be a person's edit not yet taken up: only its store
+            # (hooks_record.py) tells, and writes it again.
+            if digest is None or not key.startswith(prefix) or not _plain(name) \
+                    or name in HOOKS_NAMES:
+                continue
+            path = self.ws.runtime / name
+            try:
+                if hashlib.sha1(jsonfile.read_bytes(path),
+                                usedforsecurity=False).hexdigest().encode() == digest:
+                    continue
+            except (OSError, SidecarError):
+                pass  # missing or unreadable: written again
+            data = self._get(key.decode())
+            if data is None:
+                continue
+            try:
+                safedir.make_dirs(path.parent)
+                jsonfile.write_bytes_atomic(path, data, durable=False)
+            except (OSError, SidecarError) as exc:
+                log.warning("%s: cannot write the copy of %s again: %s", self.ws.root, name, exc)
+                continue
+            rewritten += 1
+        return rewritten
+
+
+def _plain(name: str) -> bool:
+    """A record's name is a path below the runtime with no way out of it."""
+    parts = Path(name).parts
+    return bool(parts) and all(p not in ("", ".", "..") and os.sep not in p for p in parts) \
+        and not name.startswith("/")
+
+
+def _digest(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()

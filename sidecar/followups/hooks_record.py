@@ -1,0 +1,111 @@
+"""hooks.json in Redis mode: Redis holds the hooks and their queue (redis_records.py), and the
+file is their copy, which people still edit by hand.
+
+So the store (store.py) reads the record, and looks at the file only to tell what changed it:
+- the file is the record's copy, or gone: the record stands (a gone copy is written again);
+- it is a copy some leader wrote earlier (its digest is known): a deposed leader's late
+  rename set it back; the record stands and the copy is written again;
+- anything else is a person's edit: taken up as the file does in file mode (broken, it is left
+  as it is and the record is worked on), except that the claims and runs stay the record's,
+  so an edit never makes a leader adopt or signal a process no leader started.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import TYPE_CHECKING
+
+from sidecar import jsonfile
+from sidecar.followups.hookstate import HookState, merged_after_repair
+from sidecar.followups.model import HooksDoc, HooksError, parse
+
+if TYPE_CHECKING:
+    from sidecar.coordination.redis_records import RedisRecords
+    from sidecar.followups.store import HookStore
+
+log = logging.getLogger("sidecar")
+
+HOOKS = "hooks.json"  # the records' names
+LAST_GOOD = "hooks.last-good.json"  # kept only while the file is broken
+
+
+def refresh(store: HookStore, records: RedisRecords, now: float) -> HookState:
+    """`HookStore.refresh` in Redis mode (see the module); call with the lock held."""
+    path = store.ws.hooks_file
+    sig = jsonfile.signature(path)
+    revision = records.revision(HOOKS)
+    state = store.state
+    if state is not None and sig == state.signature and revision == state.revision:
+        return state
+    record = records.read(HOOKS, adopt=False)  # the file is compared with it, below
+    try:
+        data: bytes | None = jsonfile.read_bytes(path)
+    except FileNotFoundError:
+        data = None
+    except jsonfile.NotARegularFile as exc:
+        return store.broken(state, str(exc), sig, now)
+    if record is not None and (data is None or data == record or records.was_mirrored(data)):
+        store.state = HookState(parse(record), None, sig, revision)
+        if data != record:  # set back, or removed: the record's copy again
+            log.info("%s is not the copy of what Redis holds; written again", path)
+            records.mirror(lambda: _copy(store, record))
+        return store.state
+    if data is None:  # neither yet: a workspace new to Redis mode, before its seeding
+        store.state = HookState(HooksDoc(), None, sig, revision)
+        return store.state
+    try:
+        doc = parse(data)
+    except HooksError as exc:
+        return store.broken(state, str(exc), sig, now)
+    if record is not None:
+        _keep_claims(doc, parse(record))
+    if state is not None and state.error is not None:
+        log.info("%s is valid again; taken up", path)
+        doc = merged_after_repair(doc, state)
+    store.state = HookState(doc, None, sig, revision)
+    doc.drop_orphans()
+    if not records.fenced or records.me is not None:  # a stand-by leaves it to the leader
+        store.write(doc)
+    return store.state
+
+
+def send(store: HookStore, records: RedisRecords, data: bytes) -> None:
+    """`HookStore.write` in Redis mode: the record first (with its digest, so that this copy
+    is never taken for a person's edit), then the file."""
+    records.put(HOOKS, data)
+    records.delete(LAST_GOOD)
+    records.mark_mirrored(data)
+    store.fence()
+    revision = records.sent_revision(HOOKS)
+    if store.state is not None and revision is not None:
+        store.state.revision = revision
+    records.mirror(lambda: _copy(store, data))
+
+
+def send_while_broken(store: HookStore, records: RedisRecords, data: dict[str, object],
+                      kept: dict[str, object]) -> None:
+    """A change while the file is broken: the record changes, the file stays as the person
+    left it, and what the repair merges (since when, what fired) is kept beside it."""
+    records.put(HOOKS, jsonfile.dumps(data))
+    records.put(LAST_GOOD, jsonfile.dumps(kept))
+    store.fence()
+    revision = records.sent_revision(HOOKS)
+    if store.state is not None and revision is not None:
+        store.state.revision = revision
+
+
+def _copy(store: HookStore, data: bytes) -> None:
+    written = jsonfile.write_bytes_atomic(store.ws.hooks_file, data, durable=False)
+    if store.state is not None:
+        store.state.signature = written
+
+
+def _keep_claims(doc: HooksDoc, record: HooksDoc) -> None:
+    """An edit's queue entries keep the record's claims and runs: only a leader claims."""
+    held = {e.id: e for e in record.pending}
+    for entry in doc.pending:
+        found = held.get(entry.id)
+        entry.claimed_by = found.claimed_by if found else None
+        entry.claimed_at = found.claimed_at if found else None
+        entry.log = found.log if found else None
+        entry.run = found.run if found else None
