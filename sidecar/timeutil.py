@@ -14,31 +14,42 @@ import time
 def now() -> float:
     """Seconds since the epoch; everything asks here, so freezegun drives every timer. In Redis
     mode, Redis's (`set_offset`); this machine's own otherwise."""
-    return time.time() + _offset
+    anchor = _anchor
+    if anchor is None:
+        return time.time()
+    return anchor[0] + (time.monotonic() - anchor[1])
 
 
-# Seconds added to this machine's wall clock: 0.0 but in a daemon that coordinates through Redis,
-# where every machine's due times, ages and `completedAt` must come from one clock, Redis's
-# (coordination/redis_clock.py measures the skew and sets this).
-_offset = 0.0
+# In a daemon that coordinates through Redis, where every machine's due times, ages and
+# `completedAt` must come from one clock, Redis's: its time at the last reading
+# (coordination/redis_clock.py measures it) and the monotonic clock then. Carried forward by
+# the monotonic clock, a step of this machine's wall clock never reaches `now()`; None: this
+# machine's wall clock.
+_anchor: tuple[float, float] | None = None
 
 
-def set_offset(seconds: float) -> None:
-    """Read the wall clock `seconds` ahead of this machine's from now on.
+def set_offset(seconds: float | None) -> None:
+    """Keep to a clock `seconds` ahead of this machine's wall clock as it reads now, carried
+    forward by the monotonic clock; None: to this machine's wall clock again.
 
-    A change moves `now()` as a step of the wall clock would, and the daemon's step detector
-    (daemon/clocksteps.py, fed with `now()`) takes one beyond its tolerance for a step: timers
-    and waiting due times keep the time they had left. That is what is wanted, whichever
-    clock moved: after this machine's clock is stepped, `now()` steps with it until the next
-    measurement steps it back (moved out and back, or not at all if no step came between);
-    after Redis's is stepped, every machine's `now()` steps alike, as every clock does on one
-    machine. The small moves of each measurement stay under the tolerance: not steps."""
-    global _offset
-    _offset = float(seconds)
+    A reading that moves `now()` further than the daemon's step detector tolerates
+    (daemon/clocksteps.py, fed with `now()`) is a step to it: timers and waiting due times
+    keep the time they had left. Only Redis's own clock being stepped (or this machine
+    sleeping, which the monotonic clock does not count) moves it so; each reading's small
+    correction stays under the tolerance."""
+    global _anchor
+    _anchor = None if seconds is None else (time.time() + seconds, time.monotonic())
+
+
+def from_local(ts: float) -> float:
+    """A time read from this machine's wall clock (a file's mtime) on `now()`'s clock: a file's
+    age is judged by the clock that stamped it."""
+    return ts + offset()
 
 
 def offset() -> float:
-    return _offset
+    """How far `now()` is ahead of this machine's wall clock."""
+    return 0.0 if _anchor is None else now() - time.time()
 
 
 def iso(ts: float) -> str:

@@ -121,7 +121,7 @@ class CoordinationRow(TypedDict):
     # machine's clock that is judged, also where no daemon runs here, and TIME costs the
     # round trip the ping it replaces did (each machine's own status or doctor judges its own).
     clockOffsetSeconds: float | None
-    persistence: dict[str, Any] | None  # Redis's: appendonly (bool) and appendfsync (str)
+    persistence: dict[str, Any] | None  # Redis's: appendonly, appendfsync, evicts
     warnings: list[str]  # a clock off Redis's by more than a second; persistence wanting
 
 

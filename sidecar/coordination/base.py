@@ -33,6 +33,11 @@ class LeaseLost(SidecarError):
     """This instance no longer leads the workspace: it must write nothing more."""
 
 
+class Conflict(SidecarError):
+    """A record changed since it was read (Redis mode: by a command, or another leader): it
+    is read again and the change made anew (redis_records.py)."""
+
+
 class Unreachable(SidecarError):
     """The coordination service cannot be reached; the message names it (never a password)
     and says why; `why` is the reason alone."""

@@ -131,11 +131,11 @@ class RedisCoordination:
         self.keeper: threading.Thread | None = None
         self.listener: threading.Thread | None = None
         self.trouble: tuple[float, str] | None = None  # (since, why) while unreachable
-        # The records (redis_records.py) are bytes, kept as written: a client of their own
-        # that does not decode them.
+        # The records (redis_records.py): bytes, not decoded; a change never sent twice (a
+        # script retried after its answer was lost would apply twice: the step is retried).
         self.raw = _client(url, socket_connect_timeout=CONNECT_TIMEOUT,
                            socket_timeout=COMMAND_TIMEOUT, health_check_interval=10,
-                           retry=Retry(NoBackoff(), 1),
+                           retry=Retry(NoBackoff(), 0),
                            client_name=name or f"sidecar@{socket.gethostname()}:{os.getpid()}")
         self.kept_records: dict[str, RedisRecords] = {}
         #: When (monotonic) the last renewal that Redis confirmed was *sent*: the lease runs
@@ -172,6 +172,19 @@ class RedisCoordination:
                 self.keeper = threading.Thread(target=self._keep, name="coordination",
                                                daemon=True)
                 self.keeper.start()
+                # The clock's readings take round trips of their own: on a thread of their own,
+                # they never hold a renewal back (a lease counts from the renewal sent).
+                threading.Thread(target=self._measure, name="coordination-clock",
+                                 daemon=True).start()
+
+    def _measure(self) -> None:
+        while not self.stopping.wait(KEEP_EVERY):
+            try:
+                self.clock.keep()
+            except redis.RedisError:
+                continue  # the keeper says when Redis cannot be reached
+            except Exception:  # noqa: BLE001 - a dead thread would leave the clock as it was
+                log.exception("coordination %s: Redis's clock was not read", self.shown)
 
     def _keep(self) -> None:
         while not self.stopping.is_set():
@@ -192,7 +205,6 @@ class RedisCoordination:
                     self.renewal_sent = sent
                 for key, token in held.items():
                     self._renew(keys=[key], args=[token, STORE_LOCK_TTL])
-                self.clock.keep()  # after the renewals, which it must not hold back
             except redis.RedisError as exc:
                 self._noted(exc)
                 continue
@@ -288,8 +300,7 @@ class RedisCoordination:
     # -- the store of record ------------------------------------------------------------
 
     def records(self, ws: Workspace) -> RedisRecords:
-        """The workspace's records in Redis: one object per workspace in this process, which
-        its stores and its lead share (the lead sets the term its changes are sent in)."""
+        """The workspace's records in Redis, shared by its stores and its lead (redis_lead.py)."""
         key = workspace_key(ws)
         with self.state:
             found = self.kept_records.get(key)

@@ -6,6 +6,8 @@ wall clocks need not agree, so a daemon in Redis mode keeps to Redis's: its keep
 (redis_backend.py) measures how far this machine's clock is from Redis's `TIME` every
 MEASURE_EVERY seconds and makes `timeutil.now()` add the difference. A hook never waits on
 it, nor does a step of the loop, but a stand-by's try for the lead before its first reading.
+Each daemon also says its machine's offset in Redis (`OFFSETS`), so that a leader reads the
+times stamped by the hooks of any machine a daemon runs on as Redis's (daemon/ingest.py).
 
 A measurement is the best (shortest round trip) of a few TIME calls, each read as taken at its
 round trip's midpoint: right to half that round trip. A new measurement within JUMP of the
@@ -29,6 +31,8 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 import redis
 
 from sidecar import timeutil
+from sidecar.coordination.records import OFFSETS
+from sidecar.emit import process_space
 
 if TYPE_CHECKING:
     from sidecar.coordination.base import Coordination
@@ -90,6 +94,7 @@ def described(skew: float) -> str:
 class Persistence(NamedTuple):
     appendonly: bool | None  # None: INFO refused, or did not say
     appendfsync: str | None  # always, everysec or no; None: CONFIG refused
+    evicts: bool | None = None  # a maxmemory with a policy other than noeviction; None: unknown
 
     def warning(self) -> str | None:
         """What Redis would lose, in words; None when it loses nothing acknowledged to a kill of
@@ -100,6 +105,9 @@ class Persistence(NamedTuple):
         if self.appendonly and self.appendfsync == "no":
             return ("Redis runs with appendfsync no: the last ~30 s of what it acknowledged are "
                     "lost if its machine loses power")
+        if self.evicts:
+            return ("Redis may evict keys (maxmemory with a policy other than noeviction): a "
+                    "record it evicts is lost; set maxmemory-policy noeviction")
         return None
 
     def shown(self) -> str:
@@ -108,12 +116,13 @@ class Persistence(NamedTuple):
                 f"appendfsync {self.appendfsync or 'unknown'}")
 
     def to_json(self) -> dict[str, Any]:
-        return {"appendonly": self.appendonly, "appendfsync": self.appendfsync}
+        return {"appendonly": self.appendonly, "appendfsync": self.appendfsync,
+                "evicts": self.evicts}
 
 
-def persistence_of(info: object, config: object) -> Persistence:
-    """From the replies to `INFO persistence` and `CONFIG GET appendfsync`, either of which
-    may be an error (refused) or missing."""
+def persistence_of(info: object, config: object, memory: object = None) -> Persistence:
+    """From the replies to `INFO persistence`, `CONFIG GET appendfsync` and `INFO memory`, any
+    of which may be an error (refused) or missing."""
     appendonly = None
     if isinstance(info, Mapping):
         flag = info.get("aof_enabled")
@@ -126,7 +135,12 @@ def persistence_of(info: object, config: object) -> Persistence:
             value = value.decode("ascii", "replace")
         if isinstance(value, str) and value.lower() in FSYNC_POLICIES:
             fsync = value.lower()
-    return Persistence(appendonly, fsync)
+    evicts = None
+    if isinstance(memory, Mapping) and "maxmemory_policy" in memory:
+        limit = str(memory.get("maxmemory", "0"))
+        evicts = limit.isdigit() and int(limit) > 0 \
+            and str(memory["maxmemory_policy"]) != "noeviction"
+    return Persistence(appendonly, fsync, evicts)
 
 
 def read_persistence(client: redis.Redis, ask_config: bool = True) -> tuple[Persistence, bool]:
@@ -136,9 +150,11 @@ def read_persistence(client: redis.Redis, ask_config: bool = True) -> tuple[Pers
     pipe.info("persistence")
     if ask_config:
         pipe.config_get("appendfsync")
+    pipe.info("memory")
     replies = pipe.execute(raise_on_error=False)
     config = replies[1] if ask_config else None
-    return persistence_of(replies[0], config), isinstance(config, redis.ResponseError)
+    return (persistence_of(replies[0], config, replies[-1]),
+            isinstance(config, redis.ResponseError))
 
 
 class Reading(NamedTuple):
@@ -260,9 +276,12 @@ class RedisClock:
             self.moved_at = time.monotonic()
         timeutil.set_offset(offset)
         self.applied = True
+        space = process_space()
+        if space is not None:  # the events its hooks stamp are read on Redis's clock by it
+            self.client.hset(OFFSETS, space, repr(offset))
 
     def close(self) -> None:
         """Give the process its own clock back (a test's next backend starts from it)."""
         if self.applied:
-            timeutil.set_offset(0.0)
+            timeutil.set_offset(None)
             self.applied = False

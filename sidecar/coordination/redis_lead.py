@@ -6,8 +6,9 @@ The lead is a lease: a stand-by may take it once the holder's instance key has e
 sent. So the holder counts its lease from when it *sent* the last renewal Redis confirmed, on
 its monotonic clock, and stops `LEASE_MARGIN` before the end: an answer that comes late
 (a slow link) never extends it. Within the lease the holder's changes still go through Redis's
-own check of its term (redis_records.py): the lease keeps what Redis cannot check (a firing
-started, a mirror file written, an inbox file removed) to the holder's time."""
+own check of its term (redis_records.py); the lease, checked again once Redis answered, keeps
+what Redis cannot check (the files' copy written, an inbox file removed) to the holder's time.
+A firing's start is guarded by its runner's exclusive start token (followups/remote.py)."""
 
 from __future__ import annotations
 
@@ -19,7 +20,7 @@ import portalocker
 import redis
 from portalocker import exceptions as lock_errors
 
-from sidecar.coordination.base import LeaseLost, workspace_key
+from sidecar.coordination.base import Conflict, LeaseLost, workspace_key
 from sidecar.coordination.redis_backend import (
     INSTANCE_TTL,
     PREFIX,
@@ -96,19 +97,23 @@ class RedisLeadership:
         lock, me = self.lock, self.me
         if lock is None or me is None or lock.lost:
             raise LeaseLost("this instance no longer leads the workspace")
-        since = time.monotonic() - self.coord.renewal_sent
-        if since > INSTANCE_TTL - LEASE_MARGIN:
-            raise LeaseLost(f"the lease ran out: its last confirmed renewal was sent "
-                            f"{since:.1f}s ago")
+        self._within_lease()
         block = block_in_hand()
         if block is not None and not block.finishing:
             return
         try:
             self.records.flush()
-        except LeaseLost:
-            raise
+        except (LeaseLost, Conflict):
+            raise  # (a record changed since it was read: its change is made again)
         except SidecarError as exc:
             raise LeaseLost(f"the lead cannot be confirmed: {exc}") from None
+        self._within_lease()  # a slow answer: what follows it (the files' copy) is not written
+
+    def _within_lease(self) -> None:
+        since = time.monotonic() - self.coord.renewal_sent
+        if since > INSTANCE_TTL - LEASE_MARGIN:
+            raise LeaseLost(f"the lease ran out: its last confirmed renewal was sent "
+                            f"{since:.1f}s ago")
 
     def held(self) -> bool:
         return self.lock is not None and not self.lock.lost

@@ -13,12 +13,14 @@ land, however late. Only then are the files written, as a mirror of what Redis a
 people, for `status`'s fast path, for hosts that read them.
 
 A mirror can still be set back: a leader stopped between Redis's acceptance and its rename
-renames an older copy when it resumes. So the leader rewrites, at every sweep, the mirror of
-each record changed in the last `RECENT` seconds whose file differs (`remirror`), and
-hooks.json's hand edits are told from such a stale copy by the digests of the copies written
-(`was_mirrored`).
+renames an older copy when it resumes. So the leader writes again, every few seconds, the copy
+of each record changed in the last `RECENT` seconds whose file differs (`remirror`).
 
-A command (`sidecar hooks add`) writes unfenced, under the store's lock: it leads nothing.
+hooks.json is also edited by people, and changed by commands (`sidecar hooks add`), which lead
+nothing and write unfenced. So it is changed by compare-and-set: a change names the revision
+it was read at (`expect`) and is refused if the record moved on (`Conflict`), and its copy
+carries the revision it was written at (`redisRevision`), which tells a late copy (an older
+revision) from a person's edit (the revision they read) (followups/hooks_record.py).
 """
 
 from __future__ import annotations
@@ -34,7 +36,8 @@ from pathlib import Path
 import redis
 
 from sidecar import jsonfile, safedir, together
-from sidecar.coordination.base import LeaseLost, workspace_key
+from sidecar.coordination.base import Conflict, LeaseLost, Unreachable, workspace_key
+from sidecar.coordination.records import HOOKS, LAST_GOOD, OFFSETS, older_copy
 from sidecar.errors import SidecarError
 from sidecar.layout import Workspace
 
@@ -42,32 +45,33 @@ log = logging.getLogger("sidecar")
 
 APPLIED_FOR = 7 * 24 * 3600  # seconds an inbox file's id is remembered once applied
 RECENT = 600  # seconds a changed record's copy is checked again (`remirror`)
-HOOKS_NAMES = ("hooks.json", "hooks.last-good.json")
 
 # KEYS: the lead's holder record, its fence counter, the refusals' counter, the recently changed
-# records, each record's digest, then one key per applied id, then the operations' keys
-# (`set`: the record and its revision; `append`: the record; `del`: the record and its
-# revision; `digest`: the sorted set of hooks.json's digests). ARGV: the caller's holder record
-# and fence token ('' for a command, which leads nothing and writes under the store's lock),
-# the number of ids, how long an id is kept, how long a change is recent, then (operation,
-# value) pairs. Returns the new revision of each record set, in order; -1 for a refused lead,
-# -2 for an id applied already. The digests of hooks.json kept are the latest 200.
+# records, each record's digest, the revision a change expects (any key when none), then one key
+# per applied id, then the operations' keys (`set`: the record and its revision; `append`: the
+# record; `del`: the record and its revision). ARGV: the caller's holder record and fence token
+# ('' for a command, which leads nothing), the number of ids, how long an id is kept, how long
+# a change is recent, the revision expected ('' for none), then (operation, value) pairs.
+# Returns the new revision of each record set, in order; -1 for a refused lead, -2 for an id
+# applied already, -3 for a record changed since it was read.
 _COMMIT = """
+if redis.replicate_commands then redis.replicate_commands() end
 if ARGV[1] ~= '' and (redis.call('get', KEYS[1]) ~= ARGV[1]
                       or redis.call('get', KEYS[2]) ~= ARGV[2]) then
   redis.call('incr', KEYS[3])
   return -1
 end
+if ARGV[6] ~= '' and (redis.call('get', KEYS[6]) or '0') ~= ARGV[6] then return -3 end
 local ids = tonumber(ARGV[3])
 for i = 1, ids do
-  if redis.call('exists', KEYS[5 + i]) == 1 then return -2 end
+  if redis.call('exists', KEYS[6 + i]) == 1 then return -2 end
 end
 local t = redis.call('time')
 local now = tonumber(t[1]) + tonumber(t[2]) / 1000000
-for i = 1, ids do redis.call('set', KEYS[5 + i], '1', 'EX', ARGV[4]) end
+for i = 1, ids do redis.call('set', KEYS[6 + i], '1', 'EX', ARGV[4]) end
 local revisions = {}
-local k = 6 + ids
-for a = 6, #ARGV, 2 do
+local k = 7 + ids
+for a = 7, #ARGV, 2 do
   local op, value = ARGV[a], ARGV[a + 1]
   if op == 'set' then
     redis.call('set', KEYS[k], value)
@@ -85,10 +89,6 @@ for a = 6, #ARGV, 2 do
     redis.call('zrem', KEYS[4], KEYS[k])
     redis.call('hdel', KEYS[5], KEYS[k])
     k = k + 2
-  elseif op == 'digest' then
-    redis.call('zadd', KEYS[k], now, value)
-    redis.call('zremrangebyrank', KEYS[k], 0, -201)
-    k = k + 1
   end
 end
 redis.call('zremrangebyscore', KEYS[4], '-inf', now - tonumber(ARGV[5]))
@@ -96,8 +96,16 @@ return revisions
 """
 
 
-class RecordError(SidecarError):
-    """Redis cannot be asked, or refused a change for a reason other than a lost lead."""
+class RecordError(Unreachable):
+    """Redis cannot be asked, or refused a change for a reason other than a lost lead: never
+    taken for a record that is absent; the step that met it is retried, as for any
+    coordination service that does not answer."""
+
+    def __init__(self, message: str) -> None:
+        SidecarError.__init__(self, message)
+        self.why = message
+
+
 
 
 @dataclass
@@ -107,10 +115,10 @@ class Pending:
     sets: dict[str, bytes | None] = field(default_factory=dict)  # None: deleted
     appends: dict[str, list[bytes]] = field(default_factory=dict)
     applied: list[str] = field(default_factory=list)
-    digests: list[str] = field(default_factory=list)
+    expect: tuple[str, int] | None = None  # (record, the revision it was read at)
 
     def __bool__(self) -> bool:
-        return bool(self.sets or self.appends or self.applied or self.digests)
+        return bool(self.sets or self.appends or self.applied)
 
 
 class RedisRecords:
@@ -179,12 +187,21 @@ class RedisRecords:
             raise RecordError(f"cannot ask Redis which events were applied: {exc}") from None
         return [i for i, hit in zip(ids, seen, strict=True) if hit is None]
 
-    def was_mirrored(self, data: bytes) -> bool:
-        """Whether `data` is a copy of hooks.json that some leader wrote (not a hand edit)."""
+    def machine_offsets(self) -> dict[str, float]:
+        """How far each machine's clock is behind Redis's (by process space), as its daemon
+        last measured it (redis_clock.py): what a time its hooks stamped needs added."""
         try:
-            return self.client.zscore(self.base + ":mirrored", _digest(data)) is not None
+            found = self.client.hgetall(OFFSETS)
         except redis.RedisError as exc:
-            raise RecordError(f"cannot ask Redis about hooks.json: {exc}") from None
+            raise RecordError(f"cannot read the machines' clocks from Redis: {exc}") from None
+        offsets = {}
+        for space, value in found.items():
+            try:
+                name = space.decode("utf-8", "replace") if isinstance(space, bytes) else space
+                offsets[str(name)] = float(value)
+            except ValueError:
+                continue
+        return offsets
 
     def _get(self, key: str) -> bytes | None:
         try:
@@ -224,8 +241,9 @@ class RedisRecords:
     def mark_applied(self, ids: list[str]) -> None:
         self._pending().applied.extend(ids)
 
-    def mark_mirrored(self, data: bytes) -> None:
-        self._pending().digests.append(_digest(data))
+    def expect(self, name: str, revision: int) -> None:
+        """Send the changes only if the record is still at `revision` (Conflict if not)."""
+        self._pending().expect = (name, revision)
 
     def discard(self) -> None:
         """Forget this thread's unsent changes (their block failed)."""
@@ -240,11 +258,14 @@ class RedisRecords:
         me = self.me or ""
         if self.fenced and not me:
             raise LeaseLost("this instance does not lead the workspace")
+        expect = pending.expect
         keys = [self.holder_key, self.base + ":leader-fence", self.base + ":refused",
                 self.base + ":recent", self.base + ":digests",
+                self.key(expect[0]) + ":rev" if expect else self.holder_key,
                 *[f"{self.base}:applied:{i}" for i in pending.applied]]
         fence = me.split(":")[1] if me else ""
-        args: list[str | bytes | int] = [me, fence, len(pending.applied), APPLIED_FOR, RECENT]
+        args: list[str | bytes | int] = [me, fence, len(pending.applied), APPLIED_FOR, RECENT,
+                                         str(expect[1]) if expect else ""]
         named = []
         for name, data in pending.sets.items():
             key = self.key(name)
@@ -255,9 +276,6 @@ class RedisRecords:
         for name, chunks in pending.appends.items():
             keys.append(self.key(name))
             args += ["append", b"".join(chunks)]
-        for digest in pending.digests:
-            keys.append(self.base + ":mirrored")
-            args += ["digest", digest]
         if not pending and not me:
             return {}  # a command with nothing to send: nothing to check either
         try:
@@ -268,6 +286,8 @@ class RedisRecords:
             raise LeaseLost("Redis refused the write: another instance leads the workspace now")
         if answer == -2:
             raise RecordError("an event of this batch was applied already; the batch is left")
+        if answer == -3:
+            raise Conflict(f"{expect[0] if expect else 'a record'} changed since it was read")
         revisions = dict(zip(named, (int(r) for r in answer), strict=True))
         self.local.revisions = revisions
         return revisions
@@ -310,16 +330,15 @@ class RedisRecords:
         rewritten = 0
         for key, digest in zip(keys, digests, strict=True):
             name = key[len(prefix):].decode("utf-8", "replace")
-            # hooks.json's copy may be a person's edit not yet taken up: only its store
-            # (hooks_record.py) tells, and writes it again.
             if digest is None or not key.startswith(prefix) or not _plain(name) \
-                    or name in HOOKS_NAMES:
+                    or name == LAST_GOOD:
                 continue
             path = self.ws.runtime / name
             try:
-                if hashlib.sha1(jsonfile.read_bytes(path),
-                                usedforsecurity=False).hexdigest().encode() == digest:
-                    continue
+                found = jsonfile.read_bytes(path)
+                if hashlib.sha1(found, usedforsecurity=False).hexdigest().encode() == digest \
+                        or (name == HOOKS and not older_copy(found, self.revision(HOOKS))):
+                    continue  # (hooks.json's differing copy at its revision: a person's edit)
             except (OSError, SidecarError):
                 pass  # missing or unreadable: written again
             data = self._get(key.decode())
@@ -340,7 +359,3 @@ def _plain(name: str) -> bool:
     parts = Path(name).parts
     return bool(parts) and all(p not in ("", ".", "..") and os.sep not in p for p in parts) \
         and not name.startswith("/")
-
-
-def _digest(data: bytes) -> str:
-    return hashlib.sha256(data).hexdigest()

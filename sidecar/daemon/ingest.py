@@ -81,6 +81,16 @@ class Timers:
             self.retry_after[name] += jump
 
 
+def on_redis_clock(events: list[Event], offsets: dict[str, float]) -> None:
+    """In Redis mode, the events' times as Redis's clock had them: a hook stamps its machine's
+    time, which may be far off, so each time gets its machine's offset where a daemon there
+    measured it (a machine with no daemon is taken as it says)."""
+    for event in events:
+        offset = offsets.get(event.host_space or "")
+        if offset is not None:
+            event.ts += offset
+
+
 class Ingestor:
     """Turns one workspace's inbox into session state, a batch at a time."""
 
@@ -226,6 +236,9 @@ class Ingestor:
                     self._reject(outcome, now)
                 elif outcome is not None:
                     events.append(outcome)
+        records = self.sessions.records
+        if records is not None and events:
+            on_redis_clock(events, records.machine_offsets())
         return events
 
     def _reject(self, rejection: inbox.Rejected, now: float) -> None:

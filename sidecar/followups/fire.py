@@ -23,7 +23,7 @@ import orjson
 from sidecar import jsonfile, owner, safedir, timeutil
 from sidecar.config import Config, ConfigError
 from sidecar.coordination import current as coordination
-from sidecar.coordination.base import Coordination
+from sidecar.coordination.base import Coordination, LeaseLost, Unreachable
 from sidecar.errors import SidecarError
 from sidecar.followups import actions, environment, notices, prompts, remote, trust
 from sidecar.followups.actions import ActionError, Firing, build_argv, working_folder
@@ -186,6 +186,8 @@ class FollowUps:
                 self.queue.release(entry.id, now)  # claimed as we were stopping: leave it
                 return
             self.launch(entry, hook, facts.cwd, now)
+        except (LeaseLost, Unreachable):
+            raise  # not this firing's failure: this instance must stop leading (workspace.py)
         except Exception as exc:
             if self.room.refused(exc, now):  # not started: it fires once there is room
                 self.room.give_back(self.queue, entry.id, now)

@@ -1,13 +1,17 @@
 """hooks.json in Redis mode: Redis holds the hooks and their queue (redis_records.py), and the
 file is their copy, which people still edit by hand.
 
-So the store (store.py) reads the record, and looks at the file only to tell what changed it:
+Each change names the record's revision it was read at and is refused if the record moved on
+since (a command's change as well as a leader's), and each copy carries the revision it was
+written at (`redisRevision`). So the store (store.py) reads the record, and looks at the file
+only to tell what changed it:
 - the file is the record's copy, or gone: the record stands (a gone copy is written again);
-- it is a copy some leader wrote earlier (its digest is known): a deposed leader's late
-  rename set it back; the record stands and the copy is written again;
-- anything else is a person's edit: taken up as the file does in file mode (broken, it is left
-  as it is and the record is worked on), except that the claims and runs stay the record's,
-  so an edit never makes a leader adopt or signal a process no leader started.
+- it says an older revision: a deposed leader's late rename set it back; the record stands
+  and the copy is written again;
+- anything else is a person's edit (of the copy at the record's revision, or one that says
+  none): taken up as the file is in file mode (a broken edit is left as it is and the record
+  is worked on), except that the claims and runs stay the record's, so an edit never makes a
+  leader adopt or signal a process no leader started.
 """
 
 from __future__ import annotations
@@ -16,6 +20,8 @@ import logging
 from typing import TYPE_CHECKING
 
 from sidecar import jsonfile
+from sidecar.coordination.records import HOOKS, LAST_GOOD, REVISION, older_copy
+from sidecar.followups import trust
 from sidecar.followups.hookstate import HookState, merged_after_repair
 from sidecar.followups.model import HooksDoc, HooksError, parse
 
@@ -23,10 +29,9 @@ if TYPE_CHECKING:
     from sidecar.coordination.redis_records import RedisRecords
     from sidecar.followups.store import HookStore
 
-log = logging.getLogger("sidecar")
+__all__ = ["HOOKS", "LAST_GOOD", "refresh", "send", "send_while_broken"]
 
-HOOKS = "hooks.json"  # the records' names
-LAST_GOOD = "hooks.last-good.json"  # kept only while the file is broken
+log = logging.getLogger("sidecar")
 
 
 def refresh(store: HookStore, records: RedisRecords, now: float) -> HookState:
@@ -44,14 +49,14 @@ def refresh(store: HookStore, records: RedisRecords, now: float) -> HookState:
         data = None
     except jsonfile.NotARegularFile as exc:
         return store.broken(state, str(exc), sig, now)
-    if record is not None and (data is None or data == record or records.was_mirrored(data)):
-        store.state = HookState(parse(record), None, sig, revision)
+    if record is not None and (data is None or data == record or older_copy(data, revision)):
+        store.state = HookState(parse(record), None, sig, revision=revision)
         if data != record:  # set back, or removed: the record's copy again
-            log.info("%s is not the copy of what Redis holds; written again", path)
+            log.info("%s is an older copy of what Redis holds; written again", path)
             records.mirror(lambda: _copy(store, record))
         return store.state
     if data is None:  # neither yet: a workspace new to Redis mode, before its seeding
-        store.state = HookState(HooksDoc(), None, sig, revision)
+        store.state = HookState(HooksDoc(), None, sig, revision=revision)
         return store.state
     try:
         doc = parse(data)
@@ -59,36 +64,44 @@ def refresh(store: HookStore, records: RedisRecords, now: float) -> HookState:
         return store.broken(state, str(exc), sig, now)
     if record is not None:
         _keep_claims(doc, parse(record))
+    else:  # taken up from the file: only runs this user's sidecar signed are kept (trust.py)
+        _keep_signed_runs(store, doc)
     if state is not None and state.error is not None:
         log.info("%s is valid again; taken up", path)
         doc = merged_after_repair(doc, state)
-    store.state = HookState(doc, None, sig, revision)
+    store.state = HookState(doc, None, sig, revision=revision)
     doc.drop_orphans()
     if not records.fenced or records.me is not None:  # a stand-by leaves it to the leader
         store.write(doc)
     return store.state
 
 
-def send(store: HookStore, records: RedisRecords, data: bytes) -> None:
-    """`HookStore.write` in Redis mode: the record first (with its digest, so that this copy
-    is never taken for a person's edit), then the file."""
-    records.put(HOOKS, data)
+def send(store: HookStore, records: RedisRecords, data: dict[str, object]) -> None:
+    """`HookStore.write` in Redis mode: the record, if it is still at the revision the store
+    read (Conflict if not), then its copy, which says its revision."""
+    revision = store.state.revision if store.state is not None else records.revision(HOOKS)
+    body = jsonfile.dumps({**data, REVISION: revision + 1})
+    records.expect(HOOKS, revision)
+    records.put(HOOKS, body)
     records.delete(LAST_GOOD)
-    records.mark_mirrored(data)
     store.fence()
-    revision = records.sent_revision(HOOKS)
-    if store.state is not None and revision is not None:
-        store.state.revision = revision
-    records.mirror(lambda: _copy(store, data))
+    _sent(store, records)
+    records.mirror(lambda: _copy(store, body))
 
 
 def send_while_broken(store: HookStore, records: RedisRecords, data: dict[str, object],
                       kept: dict[str, object]) -> None:
     """A change while the file is broken: the record changes, the file stays as the person
     left it, and what the repair merges (since when, what fired) is kept beside it."""
-    records.put(HOOKS, jsonfile.dumps(data))
+    revision = store.state.revision if store.state is not None else records.revision(HOOKS)
+    records.expect(HOOKS, revision)
+    records.put(HOOKS, jsonfile.dumps({**data, REVISION: revision + 1}))
     records.put(LAST_GOOD, jsonfile.dumps(kept))
     store.fence()
+    _sent(store, records)
+
+
+def _sent(store: HookStore, records: RedisRecords) -> None:
     revision = records.sent_revision(HOOKS)
     if store.state is not None and revision is not None:
         store.state.revision = revision
@@ -109,3 +122,12 @@ def _keep_claims(doc: HooksDoc, record: HooksDoc) -> None:
         entry.claimed_at = found.claimed_at if found else None
         entry.log = found.log if found else None
         entry.run = found.run if found else None
+
+
+def _keep_signed_runs(store: HookStore, doc: HooksDoc) -> None:
+    """A run record taken up from the file proves nothing unless this user's sidecar signed
+    it: the others are dropped (their claims stay, and are settled by their runners' start
+    tokens and leases, never by a pid the file names)."""
+    for entry in doc.pending:
+        if entry.run is not None and not trust.is_ours(store.ws, entry.id, entry.run):
+            entry.run = None

@@ -23,6 +23,7 @@ import orjson
 
 from sidecar import jsonfile, safedir
 from sidecar.coordination import current as coordination
+from sidecar.coordination.base import Conflict
 from sidecar.errors import SidecarError
 from sidecar.followups import hooks_record, trust
 from sidecar.followups.hooks_record import HOOKS, LAST_GOOD
@@ -48,6 +49,7 @@ T = TypeVar("T")
 
 BROKEN_SINCE = "sidecarBrokenSince"  # kept in hooks.last-good.json only while hooks.json is broken
 FIRED_WHILE_BROKEN = "sidecarFiredWhileBroken"
+CONFLICT_TRIES = 3  # a change Redis refused as made on an older record, made again
 
 
 @dataclass
@@ -163,12 +165,12 @@ class HookStore:
         return state
 
     def write(self, doc: HooksDoc, as_json: dict[str, object] | None = None) -> None:
-        data = jsonfile.dumps(as_json if as_json is not None else doc.to_json())
         records = self.records
         if records is not None:
-            hooks_record.send(self, records, data)
+            hooks_record.send(self, records, as_json if as_json is not None else doc.to_json())
             return
         self.fence()
+        data = jsonfile.dumps(as_json if as_json is not None else doc.to_json())
         written = jsonfile.write_bytes_atomic(self.ws.hooks_file, data, durable=self.durable)
         if self.state is not None:
             self.state.signature = written
@@ -182,8 +184,20 @@ class HookStore:
         """Run `edit` on the current document and save it: the one way to change hooks.json.
 
         While the file is broken the edit applies to the last good copy only, and the broken
-        file stays exactly as the user left it.
+        file stays exactly as the user left it. In Redis mode a change the record refused,
+        as it moved on since it was read, is made again on the record as it is now: an edit
+        is a function of the document alone (what it finds, it returns).
         """
+        for attempt in range(CONFLICT_TRIES):
+            try:
+                return self._change(now, edit)
+            except Conflict:
+                if attempt == CONFLICT_TRIES - 1:
+                    raise
+                log.info("%s changed meanwhile; the change is made again", self.ws.hooks_file)
+        raise AssertionError("unreachable")
+
+    def _change(self, now: float, edit: Callable[[HooksDoc], T]) -> T:
         with self.locked():
             state = self.refresh(now)
             doc = state.doc

@@ -17,7 +17,7 @@ from sidecar import jsonfile, safedir
 from sidecar.escapes import escaped
 from sidecar.inbox import events
 from sidecar.layout import Workspace
-from sidecar.timeutil import iso
+from sidecar.timeutil import from_local, iso
 
 GRACE_SECONDS = 2.0  # a file written in place is not judged before it is this still
 
@@ -77,7 +77,7 @@ def _arrival(entry: os.DirEntry[str]) -> Arrival | None:
         kind = "dir"
     else:
         kind = "other"
-    return Arrival(name, st.st_mtime, kind)
+    return Arrival(name, from_local(st.st_mtime), kind)
 
 
 _NOT_A_FILE = {
@@ -129,7 +129,7 @@ def read(ws: Workspace, arrival: Arrival, now: float) -> events.Event | Deferred
             chunks.append(chunk)
             remaining -= len(chunk)
         data = b"".join(chunks)
-        mtime = st.st_mtime
+        mtime = from_local(st.st_mtime)
     finally:
         os.close(fd)
     try:
@@ -152,7 +152,7 @@ def clean_temporaries(ws: Workspace, now: float) -> int:
             if not is_temporary(entry.name) or not entry.is_file(follow_symlinks=False):
                 continue
             try:
-                if now - entry.stat(follow_symlinks=False).st_mtime > TEMPORARY_TTL:
+                if now - from_local(entry.stat(follow_symlinks=False).st_mtime) > TEMPORARY_TTL:
                     os.unlink(entry.name, dir_fd=folder)
                     removed += 1
             except FileNotFoundError:

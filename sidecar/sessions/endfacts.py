@@ -16,6 +16,7 @@ from sidecar.hosts.base import EndFacts
 from sidecar.inbox.events import Event
 from sidecar.layout import Workspace
 from sidecar.sessions.model import SessionRecord
+from sidecar.timeutil import from_local
 
 log = logging.getLogger("sidecar")
 
@@ -54,7 +55,7 @@ def owners_reader(ws: Workspace) -> transcripts.Reader | None:
 def transcript_recent(record: SessionRecord, now: float, window: float, ws: Workspace) -> bool:
     """Whether the session's transcript was written within `window`: it is still going."""
     st = transcript_stat(record.sidecar.transcript_path, ws)
-    return st is not None and now - st.st_mtime < window
+    return st is not None and now - from_local(st.st_mtime) < window
 
 
 def transcript_stat(path: str | None, ws: Workspace) -> os.stat_result | None:

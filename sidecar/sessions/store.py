@@ -34,6 +34,7 @@ from sidecar.sessions.batch import StoreError as StoreError
 from sidecar.sessions.batch import Work as Work
 from sidecar.sessions.model import Bindings, Facts, Key, SessionRecord, TraceLine, ts_or
 from sidecar.sessions.rules import Applied, harness_id
+from sidecar.timeutil import from_local
 
 if TYPE_CHECKING:
     from sidecar.coordination.redis_records import RedisRecords
@@ -241,7 +242,7 @@ class SessionStore:
         size = mtime = None
         st = endfacts.transcript_stat(meta.transcript_path, self.ws)
         if st is not None:  # a missing transcript holds nothing back
-            size, mtime = st.st_size, st.st_mtime
+            size, mtime = st.st_size, from_local(st.st_mtime)  # (on the daemon's clock)
         return Facts(live=record.active or bound, cron=meta.cron, subagent=meta.subagent,
                      cwd=meta.cwd, transcript_size=size, transcript_mtime=mtime,
                      limited=meta.limit is not None, id_misfit=misfit)
@@ -329,7 +330,8 @@ class SessionStore:
             try:
                 # The folder's mtime moves with every session.json replace, so only the
                 # few folders quiet for the whole retention period are opened.
-                if not entry.is_dir(follow_symlinks=False) or entry.stat().st_mtime >= cutoff:
+                if not entry.is_dir(follow_symlinks=False) \
+                        or from_local(entry.stat().st_mtime) >= cutoff:
                     continue
                 record = self.load_session(entry.name)
             except (OSError, ValueError, StoreError):

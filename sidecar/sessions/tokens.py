@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 import orjson
 
 from sidecar import jsonfile
+from sidecar.coordination.base import Unreachable
 from sidecar.errors import SidecarError
 from sidecar.layout import Workspace
 
@@ -44,10 +45,12 @@ def totals(ws: Workspace, records: RedisRecords | None = None) -> dict[str, int]
     again)."""
     try:
         if records is not None:
-            raw = records.read(USAGE)
+            raw = records.read(USAGE)  # (Redis not answering is no absent total: it is raised)
             data: Any = None if raw is None else orjson.loads(raw)
         else:
             data = jsonfile.read_json(ws.runtime / USAGE)
+    except Unreachable:
+        raise
     except (OSError, ValueError, SidecarError):
         return None
     if not isinstance(data, dict):

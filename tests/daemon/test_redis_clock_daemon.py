@@ -57,7 +57,8 @@ def test_doctor_and_status_warn_of_a_redis_that_would_lose_what_it_acknowledged(
     assert "appendonly no, appendfsync everysec" in said
     row = coordination_row(workspace)
     assert row["reachable"] and row["persistence"] == {"appendonly": False,
-                                                       "appendfsync": "everysec"}
+                                                       "appendfsync": "everysec",
+                                                       "evicts": False}
     assert [w for w in row["warnings"] if w.startswith(NO_APPENDONLY)], row
     text = run_cli("status", cwd=workspace.root).stdout.decode()
     assert f"  warning: {NO_APPENDONLY}" in text, text
@@ -69,7 +70,8 @@ def test_doctor_and_status_warn_of_a_redis_that_would_lose_what_it_acknowledged(
     assert "ok      Redis persists what it acknowledges (appendonly yes, appendfsync everysec)" \
         in said
     row = coordination_row(workspace)
-    assert row["persistence"] == {"appendonly": True, "appendfsync": "everysec"}
+    assert row["persistence"] == {"appendonly": True, "appendfsync": "everysec",
+                                  "evicts": False}
     assert row["warnings"] == []
     assert "warning:" not in run_cli("status", cwd=workspace.root).stdout.decode()
 
@@ -77,6 +79,13 @@ def test_doctor_and_status_warn_of_a_redis_that_would_lose_what_it_acknowledged(
         admin.config_set("appendfsync", "no")
     assert f"note    {FSYNC_NO}" in doctor(workspace)
     assert [w for w in coordination_row(workspace)["warnings"] if w.startswith(FSYNC_NO)]
+
+    with redis_server.client() as admin:  # a Redis that may evict a record to make room
+        admin.config_set("appendfsync", "everysec")
+        admin.config_set("maxmemory", str(1 << 30))
+        admin.config_set("maxmemory-policy", "allkeys-lru")
+    assert "maxmemory-policy noeviction" in doctor(workspace)
+    assert coordination_row(workspace)["persistence"]["evicts"] is True
 
 
 def test_a_config_command_refused_to_sidecars_user_is_said_as_unknown(
@@ -89,7 +98,7 @@ def test_a_config_command_refused_to_sidecars_user_is_said_as_unknown(
         config.write(f'\n[coordination]\nurl = "redis://sidecar:pw@127.0.0.1:{server.port}/0"\n')
     row = coordination_row(workspace)
     assert row["reachable"], row
-    assert row["persistence"] == {"appendonly": False, "appendfsync": None}
+    assert row["persistence"] == {"appendonly": False, "appendfsync": None, "evicts": False}
     assert "appendonly no, appendfsync unknown" in doctor(workspace)
     assert abs(row["clockOffsetSeconds"]) < 1.0
 

@@ -200,3 +200,60 @@ def test_a_redis_that_lost_its_data_takes_the_files_up_and_shortens_nothing(
     assert wait_until(lambda: client.get(doc_key(workspace, f"sessions/{hid}/trace.jsonl"))
                       == trace, 5)
     assert "s5" not in workspace.bindings_file.read_text()
+
+
+def test_a_change_made_on_a_record_that_moved_on_is_refused_by_redis(tmp_path, coords):
+    """A command whose store lock ran out while it stalled (its lock is not renewed) must not
+    write back what it read before another wrote: Redis compares the revisions itself."""
+    from sidecar.coordination.base import Conflict
+
+    ws = Workspace(tmp_path)
+    command, other = coords().records(ws), coords().records(ws)
+    read_at = command.revision("hooks.json")
+    other.expect("hooks.json", read_at)
+    other.put("hooks.json", b'{"theirs": 1}\n')
+    other.flush()
+    command.expect("hooks.json", read_at)
+    command.put("hooks.json", b'{"stale": 1}\n')
+    with pytest.raises(Conflict):
+        command.flush()
+    assert command.read("hooks.json") == b'{"theirs": 1}\n'
+
+
+def test_a_person_who_puts_an_earlier_content_back_is_heard(
+        workspace, config_home, redis_server, start_daemon):
+    run_redis_daemon(workspace, config_home, redis_server, start_daemon)
+    client = redis_server.client(decode_responses=False)
+
+    def enabled_in_redis() -> bool | None:
+        record = client.get(doc_key(workspace, "hooks.json"))
+        return None if record is None else orjson.loads(record)["hooks"]["post-task"]["enabled"]
+
+    assert wait_until(lambda: enabled_in_redis() is True, 10)
+    for wanted in (False, True):  # off, then on again: the bytes of an earlier copy's hooks
+        doc = read_json(workspace.hooks_file)
+        doc["hooks"]["post-task"]["enabled"] = wanted
+        workspace.hooks_file.write_bytes(orjson.dumps(doc, option=orjson.OPT_INDENT_2))
+        assert wait_until(lambda w=wanted: enabled_in_redis() is w, 10)
+    assert read_json(workspace.hooks_file)["hooks"]["post-task"]["enabled"] is True
+
+
+def test_a_run_taken_up_from_the_files_needs_this_users_signature(workspace, redis_server):
+    """Where Redis has no hooks record yet, the file's is taken up: a run record in it that
+    this user's sidecar did not sign names a process no leader started, and is dropped."""
+    from sidecar.followups.store import HookStore
+
+    doc = read_json(workspace.hooks_file)
+    doc["pending"] = [{"id": "planted", "hookId": "post-task", "host": "chaos",
+                       "sessionId": "s9", "claimedBy": "gone.1.abc",
+                       "claimedAt": "2026-12-01T00:00:00.000Z", "log": "x.log",
+                       "run": {"pid": 1, "start": 1, "log": "x.log",
+                               "startedAt": "2026-12-01T00:00:00.000Z", "mac": "00" * 32}}]
+    workspace.hooks_file.write_bytes(orjson.dumps(doc))
+    current.use(RedisCoordination(redis_server.url))
+    try:
+        entry = HookStore(workspace).snapshot(time.time()).pending[0]
+    finally:
+        current.reset()
+    assert entry.id == "planted" and entry.run is None
+    assert entry.claimed_by == "gone.1.abc"  # settled by its start token and lease, not a pid

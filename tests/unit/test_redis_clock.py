@@ -23,6 +23,7 @@ from sidecar.coordination.redis_clock import (
     sample,
     smoothed,
 )
+from sidecar.emit import process_space
 
 DAY = 86400.0
 
@@ -30,9 +31,9 @@ DAY = 86400.0
 @pytest.fixture(autouse=True)
 def _own_clock() -> Iterator[None]:
     """Each test starts, and leaves the process, on this machine's own clock."""
-    timeutil.set_offset(0.0)
+    timeutil.set_offset(None)
     yield
-    timeutil.set_offset(0.0)
+    timeutil.set_offset(None)
 
 
 class Pipeline:
@@ -66,6 +67,7 @@ class Server:
         self.pipelines: list[list[tuple[str, str]]] = []
         self.down = False
         self.time_refused = False
+        self.said: dict[str, float] = {}
 
     def time(self) -> tuple[int, int]:
         if self.down:
@@ -80,6 +82,9 @@ class Server:
 
     def pipeline(self, transaction: bool = True) -> Pipeline:
         return Pipeline(self)
+
+    def hset(self, key: str, field: str, value: str) -> None:
+        self.said[field] = float(value)  # the machine's offset, for leaders to read
 
 
 # -- the arithmetic ---------------------------------------------------------------------------
@@ -126,7 +131,18 @@ def test_now_adds_the_offset_and_the_offset_is_nothing_by_default():
     assert before <= timeutil.now() <= time.time()
     timeutil.set_offset(-DAY)
     assert timeutil.now() == pytest.approx(time.time() - DAY, abs=1.0)
-    assert timeutil.offset() == -DAY
+    assert timeutil.offset() == pytest.approx(-DAY, abs=0.05)
+
+
+def test_a_step_of_this_machines_wall_clock_never_reaches_redis_time(monkeypatch):
+    timeutil.set_offset(DAY)
+    before = timeutil.now()
+    wall = time.time
+    monkeypatch.setattr(time, "time", lambda: wall() - 25 * 3600)  # NTP steps it back 25 h
+    assert timeutil.now() == pytest.approx(before, abs=0.05)  # Redis's time went on
+    assert timeutil.offset() == pytest.approx(DAY + 25 * 3600, abs=0.05)
+    timeutil.set_offset(None)
+    assert timeutil.now() == pytest.approx(wall() - 25 * 3600, abs=0.05)  # its own again
 
 
 # -- persistence --------------------------------------------------------------------------------
@@ -160,7 +176,21 @@ def test_what_redis_would_lose_is_warned_of():
     assert Persistence(True, None).warning() is None  # AOF on; its fsync cannot be told
     assert Persistence(None, None).warning() is None  # nothing known: said otherwise
     assert Persistence(True, None).shown() == "appendonly yes, appendfsync unknown"
-    assert Persistence(False, "no").to_json() == {"appendonly": False, "appendfsync": "no"}
+    assert Persistence(False, "no").to_json() == {"appendonly": False, "appendfsync": "no",
+                                                  "evicts": None}
+
+
+@pytest.mark.parametrize(("memory", "evicts"), [
+    ({"maxmemory": 0, "maxmemory_policy": "allkeys-lru"}, False),  # no limit: nothing evicted
+    ({"maxmemory": 1 << 30, "maxmemory_policy": "noeviction"}, False),
+    ({"maxmemory": 1 << 30, "maxmemory_policy": "allkeys-lru"}, True),
+    (redis.ResponseError("NOPERM"), None),
+    ({}, None),
+])
+def test_a_redis_that_may_evict_a_record_is_said(memory, evicts):
+    found = persistence_of({"aof_enabled": 1}, {"appendfsync": "always"}, memory)
+    assert found.evicts is evicts
+    assert ("noeviction" in (found.warning() or "")) is bool(evicts)
 
 
 def test_a_reading_warns_of_a_clock_off_by_more_than_a_second_and_of_persistence():
@@ -179,9 +209,10 @@ def test_a_refused_config_is_asked_no_more():
     clock = RedisClock(server)  # type: ignore[arg-type]
     clock.measure()
     assert clock.persistence == Persistence(True, None)
-    assert server.pipelines[-1] == [("info", "persistence"), ("config", "appendfsync")]
+    assert server.pipelines[-1] == [("info", "persistence"), ("config", "appendfsync"),
+                                    ("info", "memory")]
     clock.measure()
-    assert server.pipelines[-1] == [("info", "persistence")]
+    assert server.pipelines[-1] == [("info", "persistence"), ("info", "memory")]
     assert clock.persistence == Persistence(True, None)
 
 
@@ -196,6 +227,7 @@ def test_the_first_reading_sets_the_offset_and_holds_no_lead_back():
     assert clock.skew == pytest.approx(-DAY, abs=0.05)
     assert clock.persistence == Persistence(True, "everysec")
     assert clock.steady()  # read before any step: no step's time moved
+    assert server.said == {process_space(): pytest.approx(DAY, abs=0.05)}  # said for leaders
     clock.first()
     assert server.times == redis_clock.SAMPLES  # once only
     clock.close()
