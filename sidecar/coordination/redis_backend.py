@@ -174,17 +174,8 @@ class RedisCoordination:
                 self.keeper.start()
                 # The clock's readings take round trips of their own: on a thread of their own,
                 # they never hold a renewal back (a lease counts from the renewal sent).
-                threading.Thread(target=self._measure, name="coordination-clock",
-                                 daemon=True).start()
-
-    def _measure(self) -> None:
-        while not self.stopping.wait(KEEP_EVERY):
-            try:
-                self.clock.keep()
-            except redis.RedisError:
-                continue  # the keeper says when Redis cannot be reached
-            except Exception:  # noqa: BLE001 - a dead thread would leave the clock as it was
-                log.exception("coordination %s: Redis's clock was not read", self.shown)
+                threading.Thread(target=self.clock.run, args=(self.stopping, KEEP_EVERY),
+                                 name="coordination-clock", daemon=True).start()
 
     def _keep(self) -> None:
         while not self.stopping.is_set():
@@ -216,8 +207,16 @@ class RedisCoordination:
     # -- membership ----------------------------------------------------------------------
 
     def join(self, ws: Workspace, instance_id: str) -> None:
+        """The instance's lease, taken at once (a lead is taken only under a lease confirmed
+        in time: redis_lead.py), then renewed by the keeper."""
         with self.state:
             self.members.add(instance_id)
+        sent = time.monotonic()
+        try:
+            self.client.set(PREFIX + "instance:" + instance_id, "1", px=int(INSTANCE_TTL * 1000))
+            self.renewal_sent = max(self.renewal_sent, sent)
+        except redis.RedisError as exc:
+            self._noted(exc)  # the keeper tries again
         self._start_keeper()
         self.poke.set()
 

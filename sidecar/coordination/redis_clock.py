@@ -220,6 +220,16 @@ class RedisClock:
         if not self.known or time.monotonic() >= self.next_at:
             self.measure()
 
+    def run(self, stopping: threading.Event, every: float) -> None:
+        """The clock's own thread: `keep` every `every` seconds until `stopping`."""
+        while not stopping.wait(every):
+            try:
+                self.keep()
+            except redis.RedisError:
+                continue  # the keeper says when Redis cannot be reached
+            except Exception:  # noqa: BLE001 - a dead thread would leave the clock as it was
+                log.exception("Redis's clock was not read")
+
     def first(self) -> None:
         """Measure before the daemon's first step (when it first asks for a lead), so that the
         step already keeps to Redis's clock; a failure is left to the keeper."""

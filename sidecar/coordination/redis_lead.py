@@ -63,6 +63,9 @@ class RedisLeadership:
                                             args=[PREFIX + "instance:"]))
 
     def try_acquire(self) -> bool:
+        if not self._lease_runs():  # its own renewals are not confirmed in time: no lead
+            self.coord.ping()  # (Unreachable where Redis does not answer at all)
+            return False
         try:
             if self._holder_lives():
                 return False
@@ -109,9 +112,12 @@ class RedisLeadership:
             raise LeaseLost(f"the lead cannot be confirmed: {exc}") from None
         self._within_lease()  # a slow answer: what follows it (the files' copy) is not written
 
+    def _lease_runs(self) -> bool:
+        return time.monotonic() - self.coord.renewal_sent <= INSTANCE_TTL - LEASE_MARGIN
+
     def _within_lease(self) -> None:
-        since = time.monotonic() - self.coord.renewal_sent
-        if since > INSTANCE_TTL - LEASE_MARGIN:
+        if not self._lease_runs():
+            since = time.monotonic() - self.coord.renewal_sent
             raise LeaseLost(f"the lease ran out: its last confirmed renewal was sent "
                             f"{since:.1f}s ago")
 

@@ -174,7 +174,10 @@ def test_an_unreachable_server_is_named_without_its_password(tmp_path, coords, r
     redis_server.start()
     again = coords()  # (the same server, without the password it does not ask for)
     wait_until(lambda: _answers(again), 5)
-    assert again.leadership(ws, "aaaa", lambda: None).try_acquire()
+    lead = again.leadership(ws, "aaaa", lambda: None)
+    assert not lead.try_acquire()  # a lead needs the instance's own lease, confirmed in time
+    again.join(ws, "aaaa")
+    assert lead.try_acquire()
 
 
 def _answers(coord: RedisCoordination) -> bool:
