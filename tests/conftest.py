@@ -97,5 +97,5 @@ def private_mounts() -> list[str]:
 
 
 # Fixtures of the support modules, for every test: a real redis-server of a test's own, and
-# "machines" (PID namespaces) to run sidecars on.
-pytest_plugins = ["support.redis_server", "support.machines"]
+# "machines" (PID namespaces; with a network and a HOME of their own) to run sidecars on.
+pytest_plugins = ["support.redis_server", "support.machines", "support.netmachines"]

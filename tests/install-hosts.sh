@@ -79,8 +79,20 @@ fi
 
 if ! ls /usr/lib/*/faketime/libfaketimeMT.so.1 /usr/lib/faketime/libfaketimeMT.so.1 >/dev/null 2>&1 \
         && command -v apt-get >/dev/null 2>&1 && [ "$(id -u)" = 0 ]; then
-    echo "install-hosts: installing libfaketime (for tests/daemon/test_clocks.py)" >&2
+    echo "install-hosts: installing libfaketime (for tests/daemon/test_clocks.py and test_redis_clock_daemon.py)" >&2
     apt-get update -qq >/dev/null && apt-get install -y -qq faketime libfaketime >/dev/null || true
+fi
+
+# The shared-workspace tests run each "machine" in a network namespace of its own, linked by a
+# veth pair (`ip`, iproute2), and fake one machine's wall clock with libfaketime and a small
+# shim compiled with the C compiler (tests/support/netmachines.py, fakeclock.py).
+if ! command -v ip >/dev/null 2>&1 && command -v apt-get >/dev/null 2>&1 && [ "$(id -u)" = 0 ]; then
+    echo "install-hosts: installing iproute2 (for the network machines' veths)" >&2
+    apt-get update -qq >/dev/null && apt-get install -y -qq --no-install-recommends iproute2 >/dev/null || true
+fi
+if ! command -v cc >/dev/null 2>&1 && command -v apt-get >/dev/null 2>&1 && [ "$(id -u)" = 0 ]; then
+    echo "install-hosts: installing gcc (for the faked clock's monotonic-sleep shim)" >&2
+    apt-get update -qq >/dev/null && apt-get install -y -qq --no-install-recommends gcc libc6-dev >/dev/null || true
 fi
 
 # Qwen Code's end-to-end test drives its interactive UI in a terminal multiplexer (only there

@@ -128,10 +128,10 @@ class Machine:
         self._init = self._main = None
         with open(self.log_path, "ab") as log:
             self.proc = subprocess.Popen(
-                [*UNSHARE, "--", sys.executable, "-S", str(INIT), str(self.status_file),
+                [*self.launcher(), "--", sys.executable, "-S", str(INIT), str(self.status_file),
                  self.name, *argv],
                 stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
-                env={**os.environ, **(env or {})}, cwd=cwd, start_new_session=True,
+                env=self.environment(env), cwd=cwd, start_new_session=True,
                 preexec_fn=_die_with_parent)
         self.init_pid()
         # Its command started (or, a short one, already ended): main_pid() is then its pid.
@@ -251,10 +251,24 @@ class Machine:
             raise RuntimeError(f"machine {self.name} is not up")
         where = os.fspath(cwd or Path.cwd())
         return subprocess.run(
-            ["nsenter", f"--target={self.init_pid()}", "--pid", "--mount", "--uts",
+            ["nsenter", f"--target={self.init_pid()}", *self.entered(),
              f"--wd={where}", "--", sys.executable, "-S", "-c", WRAPPER, *argv],
             input=input if input is not None else b"", capture_output=True,
-            env={**os.environ, **(env or {})}, timeout=timeout)
+            env=self.environment(env), timeout=timeout)
+
+    # -- what a kind of machine changes (support/netmachines.py: a network and a HOME) ---
+
+    def launcher(self) -> list[str]:
+        """The command that makes the machine's namespaces and runs its init."""
+        return UNSHARE
+
+    def entered(self) -> list[str]:
+        """nsenter's options: the namespaces of the machine a `run()` command joins."""
+        return ["--pid", "--mount", "--uts"]
+
+    def environment(self, env: dict[str, str] | None) -> dict[str, str]:
+        """The environment of the machine's processes: this one's, with `env` over it."""
+        return {**os.environ, **(env or {})}
 
 
 @pytest.fixture

@@ -62,15 +62,18 @@ class RedisServer:
     """One redis-server process, its data folder and log in `folder`.
 
     The address is chosen once: `start()` after `stop()` serves the same port (or socket), so
-    clients given `url` reconnect to it."""
+    clients given `url` reconnect to it. With `appendonly`, it keeps an append-only file in
+    `folder` (fsync'd every second), so a server killed and started again has its data back:
+    the persistence sidecar's documentation asks of a Redis that must lose nothing."""
 
     def __init__(self, folder: Path, *, unix_socket: bool = False,
-                 password: str | None = None) -> None:
+                 password: str | None = None, appendonly: bool = False) -> None:
         self.binary = redis_server_binary()
         self.folder = folder
         folder.mkdir(parents=True, exist_ok=True)
         self.log_path = folder / "redis.log"
         self.password = password
+        self.appendonly = appendonly
         self._short_folder: Path | None = None
         self.socket_path: Path | None = None
         self.port: int | None = None
@@ -97,8 +100,10 @@ class RedisServer:
         return self.proc is not None and self.proc.poll() is None
 
     def _argv(self) -> list[str]:
-        argv = [self.binary, "--save", "", "--appendonly", "no", "--dir", str(self.folder),
+        argv = [self.binary, "--save", "", "--dir", str(self.folder),
                 "--logfile", str(self.log_path), "--daemonize", "no"]
+        argv += ["--appendonly", "yes", "--appendfsync", "everysec"] if self.appendonly \
+            else ["--appendonly", "no"]
         if self.socket_path is not None:
             argv += ["--port", "0", "--unixsocket", str(self.socket_path), "--unixsocketperm", "700"]
         else:
@@ -194,15 +199,17 @@ class RedisServer:
 
 @pytest.fixture
 def redis_servers(tmp_path: Path) -> Iterator[Callable[..., RedisServer]]:
-    """Start servers of a test's own: `redis_servers(unix_socket=True, password="pw")`; every
-    one is stopped at teardown, and killed if it would not stop."""
+    """Start servers of a test's own: `redis_servers(unix_socket=True, password="pw")`,
+    `redis_servers(appendonly=True)`; every one is stopped at teardown, and killed if it would
+    not stop."""
     pytest.importorskip("redis", reason="redis-py is not installed (make install installs "
                         "the redis extra)")
     started: list[RedisServer] = []
 
-    def start(*, unix_socket: bool = False, password: str | None = None) -> RedisServer:
+    def start(*, unix_socket: bool = False, password: str | None = None,
+              appendonly: bool = False) -> RedisServer:
         server = RedisServer(tmp_path / f"redis-{len(started)}", unix_socket=unix_socket,
-                             password=password)
+                             password=password, appendonly=appendonly)
         started.append(server)
         return server.start()
 
