@@ -14,6 +14,7 @@ from sidecar.cli import hooks_text, hooks_trust, notify, present
 from sidecar.cli.common import BUSY, FAILURE, NOT_WORKSPACE, fail
 from sidecar.cli.jsonout import print_json
 from sidecar.cli.sessions import named_session
+from sidecar.coordination.base import Conflict
 from sidecar.errors import SidecarError
 from sidecar.followups import logtail, notices, targets, trust
 from sidecar.followups.model import Hook, HooksDoc, HooksError, new_hook, slug
@@ -64,6 +65,8 @@ def _apply(store: HookStore, edit: Callable[[HooksDoc], T]) -> T:
         _fail(str(exc))
     except LockTimeout as exc:
         _fail(f"{exc}: another sidecar command or a daemon holds it; try again", BUSY)
+    except Conflict as exc:  # Redis mode: others kept changing it while this tried, thrice
+        _fail(f"{exc}: others changed it meanwhile; try again", BUSY)
 
 
 @hooks_app.command("list", epilog="Example: sidecar hooks list --json")

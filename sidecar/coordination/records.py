@@ -23,9 +23,3 @@ def copy_revision(data: bytes) -> int | None:
     except (ValueError, AttributeError):
         return None
     return found if type(found) is int else None
-
-
-def older_copy(data: bytes, revision: int) -> bool:
-    """Whether `data` is a copy of hooks.json written before the record's `revision`."""
-    found = copy_revision(data)
-    return found is not None and found < revision

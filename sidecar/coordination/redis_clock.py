@@ -288,7 +288,7 @@ class RedisClock:
         self.applied = True
         space = process_space()
         if space is not None:  # the events its hooks stamp are read on Redis's clock by it
-            self.client.hset(OFFSETS, space, repr(offset))
+            self.client.hset(OFFSETS, space, f"{offset!r} {timeutil.now()!r}")
 
     def close(self) -> None:
         """Give the process its own clock back (a test's next backend starts from it)."""

@@ -78,6 +78,9 @@ class RedisLeadership:
             except lock_errors.AlreadyLocked:
                 lock.release()
                 return False
+            if not self._lease_runs():  # its round trips took the lease's time: not fit to lead
+                lock.release()
+                return False
             self.lock = lock
             # The fencing counter starts again at a Redis restart without persistence: the
             # nonce keeps a term's name (and its claims) its own all the same.
@@ -98,9 +101,13 @@ class RedisLeadership:
         to Redis, which applies them only if the lead is still this term's: LeaseLost if not.
         Within a `together` block the changes wait for the block's end, one script for all."""
         lock, me = self.lock, self.me
-        if lock is None or me is None or lock.lost:
-            raise LeaseLost("this instance no longer leads the workspace")
-        self._within_lease()
+        try:
+            if lock is None or me is None or lock.lost:
+                raise LeaseLost("this instance no longer leads the workspace")
+            self._within_lease()
+        except LeaseLost:
+            self.records.discard()  # what this thread put is never sent by a later check
+            raise
         block = block_in_hand()
         if block is not None and not block.finishing:
             return

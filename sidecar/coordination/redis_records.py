@@ -19,8 +19,9 @@ of each record changed in the last `RECENT` seconds whose file differs (`remirro
 hooks.json is also edited by people, and changed by commands (`sidecar hooks add`), which lead
 nothing and write unfenced. So it is changed by compare-and-set: a change names the revision
 it was read at (`expect`) and is refused if the record moved on (`Conflict`), and its copy
-carries the revision it was written at (`redisRevision`), which tells a late copy (an older
-revision) from a person's edit (the revision they read) (followups/hooks_record.py).
+carries the revision it was written at (`redisRevision`): a file that is, byte for byte, the
+copy written at an older revision (its digest is kept by revision) is a late copy; anything
+else is a person's edit (followups/hooks_record.py). The script itself is redis_script.py.
 """
 
 from __future__ import annotations
@@ -32,12 +33,14 @@ import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TypeVar
 
 import redis
 
-from sidecar import jsonfile, safedir, together
+from sidecar import jsonfile, safedir, timeutil, together
 from sidecar.coordination.base import Conflict, LeaseLost, Unreachable, workspace_key
-from sidecar.coordination.records import HOOKS, LAST_GOOD, OFFSETS, older_copy
+from sidecar.coordination.records import HOOKS, LAST_GOOD, OFFSETS, copy_revision
+from sidecar.coordination.redis_script import COMMIT
 from sidecar.errors import SidecarError
 from sidecar.layout import Workspace
 
@@ -45,56 +48,7 @@ log = logging.getLogger("sidecar")
 
 APPLIED_FOR = 7 * 24 * 3600  # seconds an inbox file's id is remembered once applied
 RECENT = 600  # seconds a changed record's copy is checked again (`remirror`)
-
-# KEYS: the lead's holder record, its fence counter, the refusals' counter, the recently changed
-# records, each record's digest, the revision a change expects (any key when none), then one key
-# per applied id, then the operations' keys (`set`: the record and its revision; `append`: the
-# record; `del`: the record and its revision). ARGV: the caller's holder record and fence token
-# ('' for a command, which leads nothing), the number of ids, how long an id is kept, how long
-# a change is recent, the revision expected ('' for none), then (operation, value) pairs.
-# Returns the new revision of each record set, in order; -1 for a refused lead, -2 for an id
-# applied already, -3 for a record changed since it was read.
-_COMMIT = """
-if redis.replicate_commands then redis.replicate_commands() end
-if ARGV[1] ~= '' and (redis.call('get', KEYS[1]) ~= ARGV[1]
-                      or redis.call('get', KEYS[2]) ~= ARGV[2]) then
-  redis.call('incr', KEYS[3])
-  return -1
-end
-if ARGV[6] ~= '' and (redis.call('get', KEYS[6]) or '0') ~= ARGV[6] then return -3 end
-local ids = tonumber(ARGV[3])
-for i = 1, ids do
-  if redis.call('exists', KEYS[6 + i]) == 1 then return -2 end
-end
-local t = redis.call('time')
-local now = tonumber(t[1]) + tonumber(t[2]) / 1000000
-for i = 1, ids do redis.call('set', KEYS[6 + i], '1', 'EX', ARGV[4]) end
-local revisions = {}
-local k = 7 + ids
-for a = 7, #ARGV, 2 do
-  local op, value = ARGV[a], ARGV[a + 1]
-  if op == 'set' then
-    redis.call('set', KEYS[k], value)
-    table.insert(revisions, redis.call('incr', KEYS[k + 1]))
-    redis.call('zadd', KEYS[4], now, KEYS[k])
-    redis.call('hset', KEYS[5], KEYS[k], redis.sha1hex(value))
-    k = k + 2
-  elseif op == 'append' then
-    redis.call('append', KEYS[k], value)
-    redis.call('zadd', KEYS[4], now, KEYS[k])
-    redis.call('hset', KEYS[5], KEYS[k], redis.sha1hex(redis.call('get', KEYS[k])))
-    k = k + 1
-  elseif op == 'del' then
-    redis.call('del', KEYS[k], KEYS[k + 1])
-    redis.call('zrem', KEYS[4], KEYS[k])
-    redis.call('hdel', KEYS[5], KEYS[k])
-    k = k + 2
-  end
-end
-redis.call('zremrangebyscore', KEYS[4], '-inf', now - tonumber(ARGV[5]))
-return revisions
-"""
-
+OFFSET_FRESH = 120.0  # seconds a machine's clock offset counts once its daemon said it
 
 class RecordError(Unreachable):
     """Redis cannot be asked, or refused a change for a reason other than a lost lead: never
@@ -116,6 +70,7 @@ class Pending:
     appends: dict[str, list[bytes]] = field(default_factory=dict)
     applied: list[str] = field(default_factory=list)
     expect: tuple[str, int] | None = None  # (record, the revision it was read at)
+    copies: list[str] = field(default_factory=list)  # `<revision> <sha1>` of hooks.json's copies
 
     def __bool__(self) -> bool:
         return bool(self.sets or self.appends or self.applied)
@@ -136,7 +91,7 @@ class RedisRecords:
         #: leads the workspace (redis_lead.py).
         self.me: str | None = None
         self.local = threading.local()
-        self._commit = client.register_script(_COMMIT)
+        self._commit = client.register_script(COMMIT)
 
     def key(self, name: str) -> str:
         return f"{self.base}:doc:{name}"
@@ -182,30 +137,33 @@ class RedisRecords:
         if not ids:
             return []
         try:
-            seen = self.client.mget([f"{self.base}:applied:{i}" for i in ids])
+            seen = _twice(lambda: self.client.mget([f"{self.base}:applied:{i}" for i in ids]))
         except redis.RedisError as exc:
             raise RecordError(f"cannot ask Redis which events were applied: {exc}") from None
         return [i for i, hit in zip(ids, seen, strict=True) if hit is None]
 
     def machine_offsets(self) -> dict[str, float]:
         """How far each machine's clock is behind Redis's (by process space), as its daemon
-        last measured it (redis_clock.py): what a time its hooks stamped needs added."""
+        measured it within the last OFFSET_FRESH seconds (redis_clock.py, every 5 s): what a
+        time its hooks stamped needs added. A machine whose daemon stopped saying is taken at
+        its word again."""
         try:
-            found = self.client.hgetall(OFFSETS)
+            found = _twice(lambda: self.client.hgetall(OFFSETS))
         except redis.RedisError as exc:
             raise RecordError(f"cannot read the machines' clocks from Redis: {exc}") from None
         offsets = {}
         for space, value in found.items():
             try:
-                name = space.decode("utf-8", "replace") if isinstance(space, bytes) else space
-                offsets[str(name)] = float(value)
+                offset, said_at = (float(part) for part in _text(value).split())
             except ValueError:
                 continue
+            if timeutil.now() - said_at <= OFFSET_FRESH:
+                offsets[_text(space)] = offset
         return offsets
 
     def _get(self, key: str) -> bytes | None:
         try:
-            value = self.client.get(key)
+            value = _twice(lambda: self.client.get(key))
         except redis.RedisError as exc:
             raise RecordError(f"cannot read {key} from Redis: {exc}") from None
         if value is None:
@@ -240,6 +198,23 @@ class RedisRecords:
 
     def mark_applied(self, ids: list[str]) -> None:
         self._pending().applied.extend(ids)
+
+    def note_copy(self, revision: int, data: bytes) -> None:
+        """Remember what hooks.json's copy at `revision` holds: a file that says that revision
+        and holds it is a late copy; one that says it and holds anything else, an edit."""
+        self._pending().copies.append(f"{revision} {_sha1(data)}")
+
+    def late_copy(self, data: bytes) -> bool:
+        """Whether `data` is hooks.json's copy as some leader wrote it at a revision older
+        than the record's (a deposed leader's late rename), not a person's edit of one."""
+        read_at = copy_revision(data)
+        if read_at is None or read_at >= self.revision(HOOKS):
+            return False
+        try:
+            found = _twice(lambda: self.client.hget(self.base + ":copies", str(read_at)))
+        except redis.RedisError as exc:
+            raise RecordError(f"cannot ask Redis about hooks.json: {exc}") from None
+        return found is not None and _text(found) == _sha1(data)
 
     def expect(self, name: str, revision: int) -> None:
         """Send the changes only if the record is still at `revision` (Conflict if not)."""
@@ -276,6 +251,9 @@ class RedisRecords:
         for name, chunks in pending.appends.items():
             keys.append(self.key(name))
             args += ["append", b"".join(chunks)]
+        for copy in pending.copies:
+            keys.append(self.base + ":copies")
+            args += ["copy", copy]
         if not pending and not me:
             return {}  # a command with nothing to send: nothing to check either
         try:
@@ -337,7 +315,7 @@ class RedisRecords:
             try:
                 found = jsonfile.read_bytes(path)
                 if hashlib.sha1(found, usedforsecurity=False).hexdigest().encode() == digest \
-                        or (name == HOOKS and not older_copy(found, self.revision(HOOKS))):
+                        or (name == HOOKS and not self.late_copy(found)):
                     continue  # (hooks.json's differing copy at its revision: a person's edit)
             except (OSError, SidecarError):
                 pass  # missing or unreadable: written again
@@ -359,3 +337,23 @@ def _plain(name: str) -> bool:
     parts = Path(name).parts
     return bool(parts) and all(p not in ("", ".", "..") and os.sep not in p for p in parts) \
         and not name.startswith("/")
+
+
+def _sha1(data: bytes) -> str:
+    return hashlib.sha1(data, usedforsecurity=False).hexdigest()
+
+
+def _text(value: bytes | str) -> str:
+    return value.decode("ascii", "replace") if isinstance(value, bytes) else value
+
+
+T = TypeVar("T")
+
+
+def _twice(read: Callable[[], T]) -> T:
+    """A read asked again once after a dropped connection or a timeout (this client never
+    retries by itself: a script must never be sent twice; a read may)."""
+    try:
+        return read()
+    except (redis.ConnectionError, redis.TimeoutError):
+        return read()

@@ -22,7 +22,7 @@ import orjson
 from sidecar import emit, safedir
 from sidecar.config import Config
 from sidecar.coordination import current as coordination
-from sidecar.coordination.base import Leadership, LeaseLost, Unreachable
+from sidecar.coordination.base import Conflict, Leadership, LeaseLost, Unreachable
 from sidecar.daemon import instances
 from sidecar.daemon.clocksteps import StepDetector
 from sidecar.daemon.hostends import RecordedEnds, end_event
@@ -128,7 +128,7 @@ class WorkspaceServer:
         try:
             with safedir.holding(self.ws.runtime):  # a step opens dozens of files below it
                 return self._lead(now)
-        except (LeaseLost, Unreachable) as exc:
+        except (LeaseLost, Unreachable, Conflict) as exc:
             self.step_down(str(exc))
             return min(now + STANDBY_RETRY, self._beat_if_due(now))
 
@@ -194,7 +194,7 @@ class WorkspaceServer:
                  f", through {self.coordination.shown}" if self.coordination.distributed else "")
         try:
             return self._take_over(now)
-        except (LeaseLost, Unreachable) as exc:
+        except (LeaseLost, Unreachable, Conflict) as exc:
             self.step_down(str(exc))
             return False
 

@@ -6,12 +6,14 @@ since (a command's change as well as a leader's), and each copy carries the revi
 written at (`redisRevision`). So the store (store.py) reads the record, and looks at the file
 only to tell what changed it:
 - the file is the record's copy, or gone: the record stands (a gone copy is written again);
-- it says an older revision: a deposed leader's late rename set it back; the record stands
+- it is, byte for byte, the copy some leader wrote at an older revision (Redis keeps each
+  copy's digest by revision): a deposed leader's late rename set it back; the record stands
   and the copy is written again;
-- anything else is a person's edit (of the copy at the record's revision, or one that says
-  none): taken up as the file is in file mode (a broken edit is left as it is and the record
-  is worked on), except that the claims and runs stay the record's, so an edit never makes a
-  leader adopt or signal a process no leader started.
+- anything else is a person's edit (of a copy at any revision, or one that says none): taken
+  up as the file is in file mode (a broken edit is left as it is and the record is worked on;
+  an edit of an older copy, with a warning, undoes what leaders did since, as a save over the
+  daemon's write does in file mode), except that the claims and runs stay the record's, so
+  an edit never makes a leader adopt or signal a process no leader started.
 """
 
 from __future__ import annotations
@@ -20,7 +22,7 @@ import logging
 from typing import TYPE_CHECKING
 
 from sidecar import jsonfile
-from sidecar.coordination.records import HOOKS, LAST_GOOD, REVISION, older_copy
+from sidecar.coordination.records import HOOKS, LAST_GOOD, REVISION, copy_revision
 from sidecar.followups import trust
 from sidecar.followups.hookstate import HookState, merged_after_repair
 from sidecar.followups.model import HooksDoc, HooksError, parse
@@ -48,8 +50,8 @@ def refresh(store: HookStore, records: RedisRecords, now: float) -> HookState:
     except FileNotFoundError:
         data = None
     except jsonfile.NotARegularFile as exc:
-        return store.broken(state, str(exc), sig, now)
-    if record is not None and (data is None or data == record or older_copy(data, revision)):
+        return _broken(store, state, str(exc), sig, now, revision)
+    if record is not None and (data is None or data == record or records.late_copy(data)):
         store.state = HookState(parse(record), None, sig, revision=revision)
         if data != record:  # set back, or removed: the record's copy again
             log.info("%s is an older copy of what Redis holds; written again", path)
@@ -61,7 +63,12 @@ def refresh(store: HookStore, records: RedisRecords, now: float) -> HookState:
     try:
         doc = parse(data)
     except HooksError as exc:
-        return store.broken(state, str(exc), sig, now)
+        return _broken(store, state, str(exc), sig, now, revision)
+    read_at = copy_revision(data)
+    if record is not None and read_at is not None and read_at < revision:
+        log.warning("%s was edited from its copy at revision %d while the record moved on to %d "
+                    "(a follow-up queued, claimed or finished meanwhile); the edit is taken up "
+                    "whole, as in file mode", path, read_at, revision)
     if record is not None:
         _keep_claims(doc, parse(record))
     else:  # taken up from the file: only runs this user's sidecar signed are kept (trust.py)
@@ -78,15 +85,21 @@ def refresh(store: HookStore, records: RedisRecords, now: float) -> HookState:
 
 def send(store: HookStore, records: RedisRecords, data: dict[str, object]) -> None:
     """`HookStore.write` in Redis mode: the record, if it is still at the revision the store
-    read (Conflict if not), then its copy, which says its revision."""
+    read (Conflict if not), then its copy, which says its revision (and `hooks.last-good.json`,
+    for file mode, should the workspace go back to it)."""
     revision = store.state.revision if store.state is not None else records.revision(HOOKS)
     body = jsonfile.dumps({**data, REVISION: revision + 1})
     records.expect(HOOKS, revision)
     records.put(HOOKS, body)
+    records.note_copy(revision + 1, body)
     records.delete(LAST_GOOD)
     store.fence()
     _sent(store, records)
-    records.mirror(lambda: _copy(store, body))
+
+    def copies() -> None:
+        _copy(store, body)
+        jsonfile.write_bytes_atomic(store.last_good_file, body, durable=False)
+    records.mirror(copies)
 
 
 def send_while_broken(store: HookStore, records: RedisRecords, data: dict[str, object],
@@ -99,6 +112,21 @@ def send_while_broken(store: HookStore, records: RedisRecords, data: dict[str, o
     records.put(LAST_GOOD, jsonfile.dumps(kept))
     store.fence()
     _sent(store, records)
+
+
+def _broken(store: HookStore, state: HookState | None, error: str,
+            sig: jsonfile.Signature | None, now: float, revision: int) -> HookState:
+    """`HookStore.broken` at the record's revision: a record that moved on while the file is
+    broken (another machine's change, a command's) is worked on as it is now."""
+    if state is not None and state.revision != revision:
+        fresh = store.last_good()
+        fresh.error = state.error
+        fresh.broken_at = fresh.broken_at or state.broken_at
+        fresh.fired_while_broken |= state.fired_while_broken
+        state = fresh
+    found = store.broken(state, error, sig, now)
+    found.revision = revision
+    return found
 
 
 def _sent(store: HookStore, records: RedisRecords) -> None:

@@ -93,7 +93,7 @@ class HookStore:
         """The document on disk; HooksError if it is broken, FileNotFoundError if absent."""
         return parse(_read(self.ws.hooks_file))
 
-    def _last_good(self) -> HookState:
+    def last_good(self) -> HookState:
         """The state kept beside a broken file, with what was done while it was broken."""
         try:
             records = self.records
@@ -152,7 +152,7 @@ class HookStore:
     def broken(self, state: HookState | None, error: str, sig: jsonfile.Signature | None,
                now: float) -> HookState:
         if state is None:  # started on a broken file: carry on from the kept copy
-            state = self._last_good()
+            state = self.last_good()
             state.broken_at = state.broken_at or now
         elif state.error is None:  # it just broke
             state.broken_at = now
@@ -309,7 +309,7 @@ def read_view(ws: Workspace) -> HooksView:
         return HooksView({}, [], None)
     except HooksError as exc:
         error = f"{ws.hooks_file}: {exc}"
-    state = HookStore(ws)._last_good()
+    state = HookStore(ws).last_good()
     return HooksView(*_doc_parts(state.doc), error)
 
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from sidecar.coordination.base import Unreachable
 from sidecar.errors import SidecarError
 from sidecar.inbox.events import Event
 from sidecar.sessions import endfacts, rules, tokens
@@ -138,5 +139,7 @@ class Batch:
         self.store.fence()  # (a deposed leader's replay would count them twice)
         try:
             tokens.add(self.store.ws, grew, self.store.durable, self.store.records)
+        except Unreachable:
+            raise  # Redis not answering: the batch is retried whole, its growth with it
         except (OSError, SidecarError) as exc:
             result.errors.append(f"cannot add to the token totals: {exc}")

@@ -257,3 +257,44 @@ def test_a_run_taken_up_from_the_files_needs_this_users_signature(workspace, red
         current.reset()
     assert entry.id == "planted" and entry.run is None
     assert entry.claimed_by == "gone.1.abc"  # settled by its start token and lease, not a pid
+
+
+@pytest.fixture
+def in_redis_mode(redis_server):
+    """This process's commands coordinate through the test's Redis."""
+    current.use(RedisCoordination(redis_server.url))
+    yield
+    current.reset()
+
+
+def test_a_broken_hooks_json_locks_no_change_out(workspace, redis_server, in_redis_mode):
+    from sidecar.followups.store import HookStore
+
+    HookStore(workspace).snapshot(time.time())  # taken up into Redis
+    broken = b'{"hooks": {'
+    workspace.hooks_file.write_bytes(broken)  # a person's save that does not parse
+    for delay in (30, 40):  # each a store of its own, as each command and each new lead is
+        store = HookStore(workspace)
+
+        def set_delay(doc, seconds=delay):
+            doc.hooks["post-task"].delay_seconds = seconds
+        store.change(time.time(), set_delay)
+        record = redis_server.client(decode_responses=False).get(doc_key(workspace, "hooks.json"))
+        assert orjson.loads(record)["hooks"]["post-task"]["delaySeconds"] == delay
+    assert workspace.hooks_file.read_bytes() == broken  # left as the person left it
+
+
+def test_an_edit_saved_from_an_older_copy_is_taken_up_not_thrown_away(
+        workspace, redis_server, in_redis_mode):
+    from sidecar.followups.store import HookStore
+
+    store = HookStore(workspace)
+    store.snapshot(time.time())
+    opened = read_json(workspace.hooks_file)  # a person opens the copy
+    store.change(time.time(), lambda doc: setattr(doc.hooks["post-task"], "delay_seconds", 12))
+    opened["hooks"]["post-task"]["enabled"] = False  # and saves their edit of the older copy
+    workspace.hooks_file.write_bytes(orjson.dumps(opened, option=orjson.OPT_INDENT_2))
+    view = HookStore(workspace).snapshot(time.time())
+    assert view.hooks["post-task"].enabled is False
+    record = redis_server.client(decode_responses=False).get(doc_key(workspace, "hooks.json"))
+    assert orjson.loads(record)["hooks"]["post-task"]["enabled"] is False

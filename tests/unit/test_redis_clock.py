@@ -84,7 +84,7 @@ class Server:
         return Pipeline(self)
 
     def hset(self, key: str, field: str, value: str) -> None:
-        self.said[field] = float(value)  # the machine's offset, for leaders to read
+        self.said[field] = float(value.split()[0])  # the machine's offset, for leaders
 
 
 # -- the arithmetic ---------------------------------------------------------------------------
