@@ -18,10 +18,10 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-from bench_daemon import FAST, any_event, latency_samples
+from bench_daemon import FAST, drained, latency_samples
 from bench_handoff import handoff_samples
 from bench_hooks import due_samples
-from common import SIDECAR, bytecode_cached, drop, percentile, report, sandbox, session_events
+from common import bytecode_cached, drop, percentile, report, sandbox, session_events
 
 GOAL = 2.0  # a Redis figure within this many times the file figure of the same run
 READY_TIMEOUT = 10.0
@@ -109,16 +109,7 @@ def drain_seconds(events: int, url: str | None) -> float:
         for s in range(events // 25):
             for i, payload in enumerate(session_events(f"tp-{s}", base + s)):
                 drop(inbox, f"{s:08d}-{i:02d}", payload)
-        proc = subprocess.Popen([SIDECAR, "run", "--root", str(root)], env=env,
-                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-        start = time.perf_counter()
-        try:
-            while any_event(inbox):
-                time.sleep(0.02)
-            return time.perf_counter() - start
-        finally:
-            proc.terminate()
-            proc.wait(60)
+        return drained(root, env)
 
 
 def throughput(url: str, events: int, rounds: int) -> None:
