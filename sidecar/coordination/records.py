@@ -13,6 +13,7 @@ REVISION = "redisRevision"  # the revision a copy of hooks.json was written at
 # last read it (redis_clock.py): a leader puts the times that machine's hooks stamped on
 # Redis's clock (daemon/ingest.py).
 OFFSETS = "sidecar:clock-offsets"
+REMIRROR_EVERY = 10.0  # seconds between a leader's rewrites of copies set back (daemon/ingest.py)
 
 
 def copy_revision(data: bytes) -> int | None:

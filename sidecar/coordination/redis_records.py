@@ -39,7 +39,13 @@ import redis
 
 from sidecar import jsonfile, safedir, timeutil, together
 from sidecar.coordination.base import Conflict, LeaseLost, Unreachable, workspace_key
-from sidecar.coordination.records import HOOKS, LAST_GOOD, OFFSETS, copy_revision
+from sidecar.coordination.records import (
+    HOOKS,
+    LAST_GOOD,
+    OFFSETS,
+    REMIRROR_EVERY,
+    copy_revision,
+)
 from sidecar.coordination.redis_script import COMMIT
 from sidecar.errors import SidecarError
 from sidecar.layout import Workspace
@@ -292,7 +298,17 @@ class RedisRecords:
             write()
         except (OSError, SidecarError) as exc:
             log.warning("%s: the files' copy of a change Redis holds cannot be written (it is "
-                        "written again at the next sweep): %s", self.ws.root, exc)
+                        "written again within %gs): %s", self.ws.root, REMIRROR_EVERY, exc)
+
+    def write_copy(self, name: str, data: bytes, append: bool = False) -> jsonfile.Signature | None:
+        """Write (or append to) the file of a record, as Redis's copy: not made durable (Redis
+        is), never through a link (safedir); a replace's signature."""
+        path = self.ws.runtime / name
+        safedir.make_dirs(path.parent)
+        if append:
+            jsonfile.append_bytes(path, data, durable=False)
+            return None
+        return jsonfile.write_bytes_atomic(path, data, durable=False)
 
     def remirror(self) -> int:
         """Write again the copy of every record changed in the last RECENT seconds whose file
@@ -314,7 +330,7 @@ class RedisRecords:
             path = self.ws.runtime / name
             try:
                 found = jsonfile.read_bytes(path)
-                if hashlib.sha1(found, usedforsecurity=False).hexdigest().encode() == digest \
+                if _sha1(found).encode() == digest \
                         or (name == HOOKS and not self.late_copy(found)):
                     continue  # (hooks.json's differing copy at its revision: a person's edit)
             except (OSError, SidecarError):
@@ -323,8 +339,7 @@ class RedisRecords:
             if data is None:
                 continue
             try:
-                safedir.make_dirs(path.parent)
-                jsonfile.write_bytes_atomic(path, data, durable=False)
+                self.write_copy(name, data)
             except (OSError, SidecarError) as exc:
                 log.warning("%s: cannot write the copy of %s again: %s", self.ws.root, name, exc)
                 continue

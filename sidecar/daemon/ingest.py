@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 from sidecar import safedir
 from sidecar.config import Config
 from sidecar.coordination.base import LeaseLost, Unreachable
+from sidecar.coordination.records import REMIRROR_EVERY
 from sidecar.errors import SidecarError
 from sidecar.followups.queue import FollowUpQueue
 from sidecar.inbox import folder as inbox
@@ -37,7 +38,6 @@ log = logging.getLogger("sidecar")
 BATCH_MAX = 2000  # events per batch: bounds memory and the time between state writes
 RETRY_SECONDS = 1.0  # a batch that could not be saved is tried again this much later
 PRUNE_INTERVAL = 3600.0
-REMIRROR_INTERVAL = 10.0  # seconds between comparisons of the files with Redis (Redis mode)
 RELIABLE_RECONCILE = 600.0  # inbox listings without a wake-up, where overflows are reported
 UNRELIABLE_RECONCILE = 2.0  # and where they are not
 
@@ -308,7 +308,7 @@ class Ingestor:
         if records is None:
             self.timers.remirror = math.inf
             return
-        self.timers.remirror = now + REMIRROR_INTERVAL
+        self.timers.remirror = now + REMIRROR_EVERY
         self.sessions.fence()  # a copy is a leader's to write
         try:
             rewritten = records.remirror()

@@ -55,7 +55,7 @@ def refresh(store: HookStore, records: RedisRecords, now: float) -> HookState:
         store.state = HookState(parse(record), None, sig, revision=revision)
         if data != record:  # set back, or removed: the record's copy again
             log.info("%s is an older copy of what Redis holds; written again", path)
-            records.mirror(lambda: _copy(store, record))
+            records.mirror(lambda: _copy(store, records, record))
         return store.state
     if data is None:  # neither yet: a workspace new to Redis mode, before its seeding
         store.state = HookState(HooksDoc(), None, sig, revision=revision)
@@ -97,8 +97,8 @@ def send(store: HookStore, records: RedisRecords, data: dict[str, object]) -> No
     _sent(store, records)
 
     def copies() -> None:
-        _copy(store, body)
-        jsonfile.write_bytes_atomic(store.last_good_file, body, durable=False)
+        _copy(store, records, body)
+        records.write_copy(LAST_GOOD, body)
     records.mirror(copies)
 
 
@@ -135,8 +135,8 @@ def _sent(store: HookStore, records: RedisRecords) -> None:
         store.state.revision = revision
 
 
-def _copy(store: HookStore, data: bytes) -> None:
-    written = jsonfile.write_bytes_atomic(store.ws.hooks_file, data, durable=False)
+def _copy(store: HookStore, records: RedisRecords, data: bytes) -> None:
+    written = records.write_copy(HOOKS, data)
     if store.state is not None:
         store.state.signature = written
 

@@ -105,22 +105,12 @@ class SessionStore:
         if records is not None:
             records.put(BINDINGS, data)
             self.fence()
-            records.mirror(lambda: self._mirror(self.ws.bindings_file, data))
+            records.mirror(lambda: records.write_copy(BINDINGS, data))
             return
         if not self._renames_deferred():  # (else the block's end checks before the rename)
             self.fence()
         safedir.make_dirs(self.ws.bindings_file.parent)
         jsonfile.write_bytes_atomic(self.ws.bindings_file, data, durable=self.durable)
-
-    @staticmethod
-    def _mirror(path: Path, data: bytes, append: bool = False) -> None:
-        """The files' copy of a record Redis holds: not made durable (Redis is), and never
-        through a link (safedir)."""
-        safedir.make_dirs(path.parent)
-        if append:
-            jsonfile.append_bytes(path, data, durable=False)
-        else:
-            jsonfile.write_bytes_atomic(path, data, durable=False)
 
     def _renames_deferred(self) -> bool:
         """Whether a replace written now is put in place only at the end of a `together`
@@ -175,7 +165,6 @@ class SessionStore:
         """`save_session` in Redis mode: a batch's changes reach Redis all at once with the
         inbox files they came from, so no line is appended twice there and none needs the
         files' tail looked at; the files follow what Redis accepted."""
-        folder = self.ws.session_dir(record.id)
         lines = jsonfile.lines_of([t.to_json() for t in trace])
         body = jsonfile.dumps(record.to_json())
         if lines:
@@ -185,8 +174,8 @@ class SessionStore:
 
         def mirror() -> None:
             if lines:
-                self._mirror(folder / "trace.jsonl", lines, append=True)
-            self._mirror(folder / "session.json", body)
+                records.write_copy(f"sessions/{record.id}/trace.jsonl", lines, append=True)
+            records.write_copy(f"sessions/{record.id}/session.json", body)
         records.mirror(mirror)
 
     # -- batches -----------------------------------------------------------------------

@@ -75,4 +75,4 @@ def add(ws: Workspace, growth: list[Growth], durable: bool,
         jsonfile.write_bytes_atomic(ws.runtime / USAGE, data, durable=durable)
         return
     records.put(USAGE, data)
-    records.mirror(lambda: jsonfile.write_bytes_atomic(ws.runtime / USAGE, data, durable=False))
+    records.mirror(lambda: records.write_copy(USAGE, data))
