@@ -7,8 +7,6 @@ this module is compiled once, and every command imports it anyway.
 
 import sys
 
-__version__ = "0.1.0"
-
 
 def launch(argv: list[str]) -> None:
     """Run the `sidecar` command `argv` names, and exit.

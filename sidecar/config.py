@@ -15,11 +15,11 @@ from types import MappingProxyType
 from typing import Any
 
 from sidecar import jsonfile, layout, locks
+from sidecar.base.errors import SidecarError
+from sidecar.base.timeutil import parse_duration
 from sidecar.envfile import EnvFile, NotASettingsFile, read_env_file, read_settings_file
-from sidecar.errors import SidecarError
 from sidecar.hosts import registry
 from sidecar.hosts.base import Option
-from sidecar.timeutil import parse_duration
 
 # Each host's resume as shipped (`Host.resume`); `[resume]` in config.toml overrides it per host.
 DEFAULT_RESUME: Mapping[str, tuple[str, ...]] = registry.default_resume()

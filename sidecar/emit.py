@@ -2,7 +2,7 @@
 
 It drops one event into a workspace's inbox (write a dotfile, rename it to `*.json`) and gets
 out. It imports nothing beyond the interpreter's built-in modules (`posix`, `sys`, `time`) and
-sidecar's `bareos`: the launcher starts it without `site`, and even `os` costs a seventh of
+sidecar's `posixos`: the launcher starts it without `site`, and even `os` costs a seventh of
 that start. A host's payload is written through as it came, inside a small envelope that
 carries the fields sidecar adds. The daemon does the parsing and validating, and sets aside
 whatever is malformed.
@@ -14,8 +14,8 @@ import posix
 import sys
 import time
 
-from sidecar import bareos
-from sidecar.rawjson import json_string, top_level_string
+from sidecar.base import posixos
+from sidecar.base.rawjson import json_string, top_level_string
 
 # System calls through `os` where something loaded it already (its functions are posix's own,
 # and a test may stand in for one there), else through `posix`, without paying for `os`.
@@ -39,11 +39,11 @@ INBOX_PARTS = (".context", "runtime", "inbox")
 
 def find_workspace(start: str) -> str | None:
     """The nearest folder at or above `start` that holds `.context/`."""
-    path = bareos.abspath(start)
+    path = posixos.abspath(start)
     while True:
-        if bareos.isdir(bareos.join(path, CONTEXT_DIR)):
+        if posixos.isdir(posixos.join(path, CONTEXT_DIR)):
             return path
-        parent = bareos.dirname(path)
+        parent = posixos.dirname(path)
         if parent == path:
             return None
         path = parent
@@ -148,7 +148,7 @@ def build_event(options: dict[str, str],
     meta: list[tuple[str, str]] = [("ts", repr(time.time()))]
     if "source" in options:
         meta.append(("host", json_string(options["source"])))
-    hook_id = bareos.getenv("SIDECAR_HOOK_ID")
+    hook_id = posixos.getenv("SIDECAR_HOOK_ID")
     if hook_id:
         # Runs started by a follow-up hook carry its id, so their own session-end cannot
         # enqueue that hook again, whatever session id the host gives the resumed run.
@@ -192,12 +192,12 @@ def registered(workspace: str, folder: int) -> bool:
     is the workspace's, open: its real path is the kernel's name for it. A registry that
     cannot be read (a FIFO in its place included) registers nothing."""
     try:
-        data = bareos.read_registry()
+        data = posixos.read_registry()
     except OSError:
         return False
     if data is None:
         return False
-    quoted = json_string(bareos.realpath(folder, workspace)).encode("utf-8", "surrogateescape")
+    quoted = json_string(posixos.realpath(folder, workspace)).encode("utf-8", "surrogateescape")
     return quoted in data
 
 
@@ -216,7 +216,7 @@ def open_inbox(workspace: str, fd: int) -> int:
     """The inbox folder, reached from the workspace (`fd`, which it closes) without following a
     link (openat with O_NOFOLLOW at each step: a shipped or swapped symlink is refused, never
     written through). The same walk as `safedir.open_dir`, kept here because emit imports
-    nothing of sidecar's but `bareos`. A missing runtime or inbox is made, 0700."""
+    nothing of sidecar's but `posixos`. A missing runtime or inbox is made, 0700."""
     try:
         for i, name in enumerate(INBOX_PARTS):
             try:
@@ -227,7 +227,7 @@ def open_inbox(workspace: str, fd: int) -> int:
                 os.mkdir(name, 0o700, dir_fd=fd)
                 child = os.open(name, DIR_FLAGS, dir_fd=fd)
             except NotADirectoryError:
-                shown = bareos.join(workspace, *INBOX_PARTS[:i + 1])
+                shown = posixos.join(workspace, *INBOX_PARTS[:i + 1])
                 raise Refused(f"{shown} is a symlink or not a folder; sidecar never writes "
                               "through one; nothing emitted") from None
             os.close(fd)
@@ -269,7 +269,7 @@ def drop(workspace: str, data: bytes) -> str:
             raise
     finally:
         os.close(inbox)
-    return bareos.join(workspace, *INBOX_PARTS, name + ".json")
+    return posixos.join(workspace, *INBOX_PARTS, name + ".json")
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -14,7 +14,7 @@ from typing import Any
 import orjson
 
 from sidecar import safedir, together
-from sidecar.errors import SidecarError
+from sidecar.base.errors import SidecarError
 
 Signature = tuple[int, int, int]
 

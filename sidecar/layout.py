@@ -12,7 +12,7 @@ from functools import cached_property
 from pathlib import Path
 
 from sidecar import safedir
-from sidecar.errors import SidecarError
+from sidecar.base.errors import SidecarError
 
 CONFIG_ENV = "SIDECAR_CONFIG_HOME"  # overrides the user's config folder (tests use it)
 PLAIN_NAME = re.compile(r"[A-Za-z0-9_:-][A-Za-z0-9._:-]{0,127}")

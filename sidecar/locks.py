@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import IO
 
 from sidecar import safedir
-from sidecar.errors import SidecarError
+from sidecar.base.errors import SidecarError
 
 
 class LockTimeout(SidecarError):

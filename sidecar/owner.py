@@ -19,9 +19,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from sidecar import layout
+from sidecar.base.errors import SidecarError
 from sidecar.config import Config, ConfigError, parse_config
 from sidecar.envfile import EnvFile, parse_env
-from sidecar.errors import SidecarError
 from sidecar.hosts import transcripts
 from sidecar.layout import Workspace
 

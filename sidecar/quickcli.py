@@ -14,10 +14,10 @@ import os
 import sys
 import time
 
-from sidecar.exitcodes import of_status
-from sidecar.quickfiles import Declined
+from sidecar.base.exitcodes import of_status
+from sidecar.base.files import Declined
 
-TYPE_CHECKING = False  # typing costs `status` 2 ms (see cli/present.py)
+TYPE_CHECKING = False  # typing costs `status` 2 ms (see base/words.py)
 if TYPE_CHECKING:
     from collections.abc import Callable
     from typing import Any
@@ -86,7 +86,7 @@ def status(given: dict[str, Any]) -> int | None:
         return None
     if given.get("--json"):
         try:
-            from sidecar.escapes import json_escaped  # as cli/jsonout.py prints it
+            from sidecar.base.escapes import json_escaped  # as cli/jsonout.py prints it
 
             sys.stdout.buffer.write(json_escaped(dumps(report)).encode() + b"\n")
         except (Declined, UnicodeEncodeError):  # (orjson refuses a lone surrogate: a name's)
@@ -113,7 +113,7 @@ def here(root: str | None) -> list[str] | None:
 
 
 def config_file() -> str:
-    from sidecar.bareos import config_home
+    from sidecar.base.posixos import config_home
 
     return os.path.join(config_home(), "config.toml")
 
@@ -121,8 +121,8 @@ def config_file() -> str:
 def registered() -> list[str] | None:
     """config.load_registry's roots, each a workspace still; None where the full command has
     something to say (a registry it cannot read, a folder that is no workspace any more)."""
-    from sidecar.bareos import read_registry
-    from sidecar.quickfiles import parse
+    from sidecar.base.files import parse
+    from sidecar.base.posixos import read_registry
 
     try:
         found = read_registry()

@@ -3,7 +3,7 @@ only (`_json` without the `re` that `json` imports, `_sha1` without `uuid`), and
 `.context` down without following any symlink.
 
 It mirrors what the rest of sidecar keeps in richer modules (a record's id, `rules.
-harness_id`; its state, `sessions/activity.py`; a duration in words, `cli/present.span`);
+harness_id`; its state, `sessions/activity.py`; a duration in words, `base/words.span`);
 tests hold each copy to its original.
 """
 
@@ -141,7 +141,7 @@ def _parse_other(text: str) -> float | None:
 
 
 def span(seconds: float) -> str:
-    """cli/present.span's words (12 s, 3 min, 2 h 5 min, 4 days), kept here for speed."""
+    """base/words.span's words (12 s, 3 min, 2 h 5 min, 4 days), kept here for speed."""
     seconds = abs(seconds)
     if seconds < 60:
         return f"{int(seconds)} s"

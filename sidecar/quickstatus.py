@@ -17,13 +17,14 @@ from __future__ import annotations
 import os
 import stat
 
-from sidecar import __version__, storage
-from sidecar.quickfiles import Declined, below, open_root, parse, read, read_json, read_path, walk
+from sidecar.base import storage
+from sidecar.base.files import Declined, below, open_root, parse, read, read_json, read_path, walk
+from sidecar.base.timeutil import parse_ts
+from sidecar.base.version import __version__
 from sidecar.quickread import obj
 from sidecar.quicktrust import Trusted
-from sidecar.timeutil import parse_ts
 
-TYPE_CHECKING = False  # typing costs this command 2 ms (see cli/present.py)
+TYPE_CHECKING = False  # typing costs this command 2 ms (see base/words.py)
 if TYPE_CHECKING:
     from typing import Any
 

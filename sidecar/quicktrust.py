@@ -11,10 +11,10 @@ from __future__ import annotations
 import os
 import stat
 
-from sidecar import trustcheck
-from sidecar.quickfiles import FILE, Declined, parse, read, walk
+from sidecar.base import trustcheck
+from sidecar.base.files import FILE, Declined, parse, read, walk
 
-TYPE_CHECKING = False  # typing costs this command 2 ms (see cli/present.py)
+TYPE_CHECKING = False  # typing costs this command 2 ms (see base/words.py)
 if TYPE_CHECKING:
     from typing import Any
 

@@ -19,8 +19,8 @@ import select
 import sys
 import time
 
-from sidecar.bareos import read_registry
-from sidecar.escapes import escaped
+from sidecar.base.escapes import escaped
+from sidecar.base.posixos import read_registry
 from sidecar.quickread import (
     MAX_FILE,
     Unreadable,

@@ -7,9 +7,9 @@ from enum import StrEnum
 from typing import Any
 
 # sidecar's own completion reasons, named here as every other module names them.
-from sidecar.endreasons import DEFAULT_END_REASON as DEFAULT_END_REASON
-from sidecar.endreasons import HOST_EXITED as HOST_EXITED
-from sidecar.endreasons import STALE as STALE
+from sidecar.base.endreasons import DEFAULT_END_REASON as DEFAULT_END_REASON
+from sidecar.base.endreasons import HOST_EXITED as HOST_EXITED
+from sidecar.base.endreasons import STALE as STALE
 
 
 class EventKind(StrEnum):

@@ -13,14 +13,14 @@ from typing import Any, NoReturn
 import typer
 
 from sidecar import config as config_mod
-from sidecar.errors import SidecarError
-from sidecar.exitcodes import BUSY as BUSY
-from sidecar.exitcodes import FAILURE as FAILURE
-from sidecar.exitcodes import NO_SERVICE_MANAGER as NO_SERVICE_MANAGER
-from sidecar.exitcodes import NOT_WORKSPACE as NOT_WORKSPACE
-from sidecar.exitcodes import OK as OK
-from sidecar.exitcodes import UNSERVED as UNSERVED
-from sidecar.exitcodes import USAGE as USAGE
+from sidecar.base.errors import SidecarError
+from sidecar.base.exitcodes import BUSY as BUSY
+from sidecar.base.exitcodes import FAILURE as FAILURE
+from sidecar.base.exitcodes import NO_SERVICE_MANAGER as NO_SERVICE_MANAGER
+from sidecar.base.exitcodes import NOT_WORKSPACE as NOT_WORKSPACE
+from sidecar.base.exitcodes import OK as OK
+from sidecar.base.exitcodes import UNSERVED as UNSERVED
+from sidecar.base.exitcodes import USAGE as USAGE
 from sidecar.layout import Workspace
 
 

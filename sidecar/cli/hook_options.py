@@ -6,8 +6,8 @@ from typing import Any, NoReturn
 
 import typer
 
+from sidecar.base.timeutil import parse_duration
 from sidecar.cli.common import FAILURE, fail
-from sidecar.timeutil import parse_duration
 
 
 def _refuse(message: str) -> NoReturn:

@@ -9,19 +9,20 @@ from typing import NoReturn, TypeVar
 
 import typer
 
+from sidecar.base import words
+from sidecar.base.errors import SidecarError
+from sidecar.base.timeutil import now
 from sidecar.cli import hook_options as opts
-from sidecar.cli import hooks_text, hooks_trust, notify, present
+from sidecar.cli import hooks_text, hooks_trust, notify
 from sidecar.cli.common import BUSY, FAILURE, NOT_WORKSPACE, fail
 from sidecar.cli.jsonout import print_json
 from sidecar.cli.sessions import named_session
 from sidecar.coordination.base import Conflict
-from sidecar.errors import SidecarError
 from sidecar.followups import logtail, notices, targets, trust
 from sidecar.followups.model import Hook, HooksDoc, HooksError, new_hook, slug
 from sidecar.followups.store import HookStore
 from sidecar.layout import find_workspace
 from sidecar.locks import LockTimeout
-from sidecar.timeutil import now
 
 T = TypeVar("T")
 
@@ -85,7 +86,7 @@ def list_hooks(root: Path | None = RootOption,
         typer.echo(f"hooks.json is broken: {view.error} (showing the last good hooks)")
     untrusted = {h.id for h in trust.untrusted(store.ws, view.hooks.values())}
     typer.echo(hooks_text.render_list(store.ws, view.hooks.values(), untrusted, view.pending,
-                                      now(), present.style_for()), nl=False, color=True)
+                                      now(), words.style_for()), nl=False, color=True)
 
 
 @hooks_app.command("add", context_settings={"allow_extra_args": True},
@@ -295,7 +296,7 @@ def history(
     if as_json:
         print_json({"firings": rows})
         return
-    typer.echo(hooks_text.render_history(store.ws, rows, now(), present.style_for()), nl=False,
+    typer.echo(hooks_text.render_history(store.ws, rows, now(), words.style_for()), nl=False,
                color=True)
 
 

@@ -10,28 +10,28 @@ from typing import Any
 
 import orjson
 
-from sidecar.cli import present
-from sidecar.cli.present import Style
+from sidecar.base import words
+from sidecar.base.escapes import escaped, escaped_values
+from sidecar.base.timeutil import parse_ts
+from sidecar.base.words import Style
 from sidecar.cli.status_text import outcome_style
-from sidecar.escapes import escaped, escaped_values
 from sidecar.followups import prompts, trust
 from sidecar.followups.model import Hook, QueueEntry
 from sidecar.layout import Workspace
-from sidecar.timeutil import parse_ts
 
 GAP = "  "
 
 
 def table(rows: list[list[str]], last_room: bool = True) -> list[list[str]]:
     """The cells, escaped (an outcome, a host's session id), padded to their column's widest;
-    the last column is cut to what is left of present.WIDTH (when `last_room`), never
+    the last column is cut to what is left of words.WIDTH (when `last_room`), never
     narrower than its heading."""
     rows = [[escaped(cell) for cell in row] for row in rows]
     sizes = [max(len(cell) for cell in column) for column in zip(*rows, strict=True)]
     if last_room:
-        room = present.WIDTH - sum(sizes[:-1]) - len(GAP) * (len(sizes) - 1)
+        room = words.WIDTH - sum(sizes[:-1]) - len(GAP) * (len(sizes) - 1)
         sizes[-1] = max(len(rows[0][-1]), min(sizes[-1], room))
-    return [[present.clip(cell, size).ljust(size) for cell, size in zip(row, sizes, strict=True)]
+    return [[words.clip(cell, size).ljust(size) for cell, size in zip(row, sizes, strict=True)]
             for row in rows]
 
 
@@ -39,7 +39,7 @@ def _last(hook: Hook, now: float) -> str:
     if not hook.last_status:
         return "-"
     fired = parse_ts(hook.last_fired_at)
-    return hook.last_status + ("" if fired is None else f" ({present.ago(fired, now)})")
+    return hook.last_status + ("" if fired is None else f" ({words.ago(fired, now)})")
 
 
 def _kind(hook: Hook) -> str:
@@ -51,7 +51,7 @@ def render_list(ws: Workspace, hooks: Iterable[Hook], untrusted: set[str],
                 pending: list[QueueEntry], now: float, paint: Style) -> str:
     listed = list(hooks)
     rows = [["HOOK", "ON", "EVENT", "DELAY", "ACTION", "LAST"]] + [
-        [h.id, "on" if h.enabled else "off", h.event.value, present.duration(h.delay_seconds),
+        [h.id, "on" if h.enabled else "off", h.event.value, words.duration(h.delay_seconds),
          _kind(h), _last(h, now)] for h in listed]
     padded = table(rows)
     lines = [paint(GAP.join(padded[0]).rstrip(), "bold")]
@@ -68,7 +68,7 @@ def render_list(ws: Workspace, hooks: Iterable[Hook], untrusted: set[str],
         lines = ["no hooks (add one: sidecar hooks add NAME)"]
     if pending:
         lines.append(paint("queue", "bold"))
-        queued = table([[e.hook_id, e.host, e.session_id, present.due(e.due, now),
+        queued = table([[e.hook_id, e.host, e.session_id, words.due(e.due, now),
                          f"retries {e.retries}" + (" running" if e.run else "")]
                         for e in pending], last_room=False)
         lines += ["  " + GAP.join(cells).rstrip() for cells in queued]
@@ -83,8 +83,8 @@ def render_history(ws: Workspace, firings: list[dict[str, Any]], now: float,
     rows = [["WHEN", "HOOK", "HOST", "SESSION", "OUTCOME"]]
     for f in firings:
         at = parse_ts(f["at"])
-        rows.append(["-" if at is None else present.local_time(at, now), f["hookId"],
-                     f["host"] or "-", present.short_id(f["sessionId"] or "-", 8),
+        rows.append(["-" if at is None else words.local_time(at, now), f["hookId"],
+                     f["host"] or "-", words.short_id(f["sessionId"] or "-", 8),
                      (f["status"] or "-") + (f": {f['lastLine']}" if f["lastLine"] else "")])
     padded = table(rows, last_room=False)  # an outcome is shown whole: it says what went wrong
     lines = [paint(GAP.join(padded[0]).rstrip(), "bold")]
@@ -92,7 +92,7 @@ def render_history(ws: Workspace, firings: list[dict[str, Any]], now: float,
         cells[-1] = paint(cells[-1].rstrip(), *outcome_style(f["status"]))
         lines.append(GAP.join(cells).rstrip())
         if f["log"]:
-            lines.append(f"  log {present.path(f['log'], ws.root)}")
+            lines.append(f"  log {words.path(f['log'], ws.root)}")
     return "\n".join(lines) + "\n"
 
 

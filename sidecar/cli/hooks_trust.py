@@ -18,14 +18,14 @@ from typing import Any, NoReturn
 
 import typer
 
+from sidecar.base.errors import SidecarError
+from sidecar.base.timeutil import now
 from sidecar.cli import hooks_text
 from sidecar.cli.common import FAILURE, fail
-from sidecar.errors import SidecarError
 from sidecar.followups import prompts, trust
 from sidecar.followups.model import Hook
 from sidecar.followups.store import HookStore
 from sidecar.owner import owner_uid
-from sidecar.timeutil import now
 
 RootOption = typer.Option(None, "--root", metavar="DIR",
                           help="The workspace (default: the one holding the current folder).")

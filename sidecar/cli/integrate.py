@@ -19,6 +19,7 @@ import typer
 
 from sidecar import config as config_mod
 from sidecar import layout
+from sidecar.base.timeutil import now
 from sidecar.cli.common import NOT_WORKSPACE, fail
 from sidecar.followups.store import initialise
 from sidecar.hosts import owned, registry
@@ -26,7 +27,6 @@ from sidecar.hosts.base import Host
 from sidecar.install import environment, launcher
 from sidecar.install import service as service_mod
 from sidecar.layout import Workspace, find_workspace
-from sidecar.timeutil import now
 
 integrate_app = typer.Typer(no_args_is_help=True,
                             help="Route an agent host's hooks through `sidecar emit`.\n\n"

@@ -8,7 +8,7 @@ import sys
 from typing import Any
 
 from sidecar import jsonfile
-from sidecar.escapes import json_bytes_escaped
+from sidecar.base.escapes import json_bytes_escaped
 
 
 def print_json(data: Any) -> None:

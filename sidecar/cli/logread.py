@@ -24,10 +24,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from sidecar import layout, safedir
+from sidecar.base.escapes import escaped
+from sidecar.base.timeutil import parse_ts
 from sidecar.daemon.logfile import rotated
-from sidecar.escapes import escaped
 from sidecar.layout import HOOK_NAME, LOG_NAME, Workspace
-from sidecar.timeutil import parse_ts
 
 RECORD = re.compile(r"(\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z) (\d+) ([A-Z]+) (.*)")
 FIRING_LOG = re.compile(r"(\d{8}T\d{6}\.\d{3}Z)-(.+)\.log")  # followups/fire.py log_path

@@ -21,10 +21,10 @@ from typing import Any
 import typer
 
 from sidecar import layout
-from sidecar.cli import present
+from sidecar.base import words
+from sidecar.base.errors import SidecarError
 from sidecar.cli.common import NOT_WORKSPACE, OK, fail
 from sidecar.cli.logread import Line, Reader, Scope, follow_up_folders
-from sidecar.errors import SidecarError
 from sidecar.layout import PLAIN_NAME, Workspace, find_workspace
 
 POLL_SECONDS = 0.5  # only where the folders cannot be watched
@@ -106,7 +106,7 @@ def _nothing_yet(scope: Scope) -> str:
                                   else ""]))
     where = f"{scope.ws.root}" if scope.ws else "the daemon"
     return (f"no log lines {what + ' ' if what else ''}in {where} yet: nothing in the daemon's "
-            f"log ({present.path(layout.daemon_log())})"
+            f"log ({words.path(layout.daemon_log())})"
             + (", and no follow-up has fired here" if scope.ws else ""))
 
 
@@ -115,14 +115,14 @@ class Printer:
 
     def __init__(self, ws: Workspace | None) -> None:
         self.ws = ws
-        self.style = present.style_for(sys.stdout)
+        self.style = words.style_for(sys.stdout)
 
     def show(self, lines: list[Line]) -> None:
         now = time.time()
         out = []
         for line in lines:
-            when = self.style(present.local_time(line.ts, now), "dim")
-            source = present.clip(line.source, SOURCE_WIDTH).ljust(SOURCE_WIDTH)
+            when = self.style(words.local_time(line.ts, now), "dim")
+            source = words.clip(line.source, SOURCE_WIDTH).ljust(SOURCE_WIDTH)
             colour = "blue" if line.source == "daemon" else "cyan"
             out.append(f"{when}  {self.style(source, colour)}  {self._text(line)}\n")
         if out:

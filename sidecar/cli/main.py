@@ -9,6 +9,8 @@ import typer
 
 from sidecar import config as config_mod
 from sidecar import layout
+from sidecar.base.errors import SidecarError
+from sidecar.base.timeutil import now
 from sidecar.cli import status as status_mod
 from sidecar.cli.common import NOT_WORKSPACE, OK, fail, registered_workspaces, run_app
 from sidecar.cli.hooks import hooks_app
@@ -20,7 +22,6 @@ from sidecar.cli.run import run
 from sidecar.cli.sessions_command import sessions
 from sidecar.cli.setup import doctor, service_app
 from sidecar.cli.top import top
-from sidecar.errors import SidecarError
 from sidecar.followups import trust
 from sidecar.followups.model import Hook
 from sidecar.followups.store import HookStore, initialise
@@ -29,7 +30,6 @@ from sidecar.install import foreign
 from sidecar.install.uninstall import uninstall
 from sidecar.layout import Workspace, find_workspace
 from sidecar.sessions.lookup import AmbiguousSession
-from sidecar.timeutil import now
 
 app = typer.Typer(
     add_completion=True,  # typer's own: --install-completion, --show-completion
@@ -196,7 +196,7 @@ def version() -> None:
 
     Example: sidecar version
     """
-    from sidecar.build import shown
+    from sidecar.base.version import shown
 
     typer.echo(shown())
 

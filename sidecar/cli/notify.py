@@ -13,12 +13,12 @@ from typing import Any, NoReturn
 
 import typer
 
+from sidecar.base.timeutil import iso
 from sidecar.cli.common import FAILURE, fail
 from sidecar.followups import send, targets, trust
 from sidecar.followups.model import Hook
 from sidecar.followups.store import HookStore
 from sidecar.followups.targets import Notify, TargetError
-from sidecar.timeutil import iso
 
 NotifyOpt = typer.Option(
     None, "--notify", metavar="TARGET",

@@ -16,9 +16,9 @@ from pathlib import Path
 import typer
 
 from sidecar import config as config_mod
+from sidecar.base.errors import SidecarError
 from sidecar.cli.common import NOT_WORKSPACE, UNSERVED, USAGE, fail
 from sidecar.daemon.running import is_sidecar_run, live_here
-from sidecar.errors import SidecarError
 from sidecar.layout import Workspace, find_workspace
 
 

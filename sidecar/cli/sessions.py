@@ -11,13 +11,14 @@ import time
 from pathlib import Path
 from typing import Any
 
-from sidecar import __version__
 from sidecar import config as config_mod
-from sidecar.cli import present
+from sidecar.base import words
+from sidecar.base.escapes import escaped
+from sidecar.base.exitcodes import FAILURE, OK
+from sidecar.base.timeutil import human_age, iso, parse_duration
+from sidecar.base.version import __version__
+from sidecar.base.words import Style
 from sidecar.cli.jsonout import print_json
-from sidecar.cli.present import Style
-from sidecar.escapes import escaped
-from sidecar.exitcodes import FAILURE, OK
 from sidecar.followups.store import HooksView
 from sidecar.hosts import registry
 from sidecar.layout import Workspace, find_workspace
@@ -25,7 +26,6 @@ from sidecar.sessions import listing, lookup
 from sidecar.sessions.activity import State
 from sidecar.sessions.listing import FollowUp, SessionRow
 from sidecar.sessions.store import SessionStore
-from sidecar.timeutil import human_age, iso, parse_duration
 
 SESSIONS_VERSION = 1
 DEFAULT_LIMIT = 50
@@ -113,7 +113,7 @@ def tokens_shown(tokens: dict[str, int] | None) -> str:
 
 
 def short_ago(ts: float | None, now: float) -> str:
-    """present.ago as a table has room for it: `2h ago`, `in 3m`, `just now`."""
+    """words.ago as a table has room for it: `2h ago`, `in 3m`, `just now`."""
     if ts is None:
         return "-"
     if ts >= now + 1:
@@ -130,7 +130,7 @@ def follow_up_shown(follow_ups: tuple[FollowUp, ...], now: float) -> str:
         return f"{newest.hook_id} running"
     if newest.state in ("queued", "postponed"):
         postponed = "postponed, " if newest.state == "postponed" else ""
-        due = "due now" if present.is_due(newest.at, now) else f"due {short_ago(newest.at, now)}"
+        due = "due now" if words.is_due(newest.at, now) else f"due {short_ago(newest.at, now)}"
         return f"{newest.hook_id} {postponed}{due}"
     # How it ended, not when: the table has no room for both (`hooks history` has the time).
     return f"{newest.hook_id} {newest.state.split(':', 1)[0] or '-'}"
@@ -140,7 +140,7 @@ def state_shown(row: SessionRow, stale: float | None) -> str:
     """The state in words; an ended session's says why it ended."""
     if row.activity.state != State.ENDED:
         return STATE_WORDS[row.activity.state]
-    why = present.end_reason_brief(row.reason, mid_turn=row.mid_turn, stale_after=stale)
+    why = words.end_reason_brief(row.reason, mid_turn=row.mid_turn, stale_after=stale)
     return f"ended: {why}"
 
 
@@ -152,14 +152,14 @@ def workspace_names(rows: list[SessionRow]) -> dict[Path, str]:
     """Each workspace by its folder's name, or relative to ~ where two share a name."""
     roots = list(dict.fromkeys(row.root for row in rows))
     names = [root.name or str(root) for root in roots]
-    return {root: name if names.count(name) == 1 else present.path(root)
+    return {root: name if names.count(name) == 1 else words.path(root)
             for root, name in zip(roots, names, strict=True)}
 
 
 def cells(row: SessionRow, workspace: str, now: float, stale: float | None) -> list[str]:
     """The row's cells, escaped (an end reason is the host's text) before they are painted."""
     return [escaped(cell) for cell in (
-        row.host, workspace, present.short_id(row.session_id, SHORT_ID),
+        row.host, workspace, words.short_id(row.session_id, SHORT_ID),
         state_shown(row, stale), short_ago(row.started_at, now),
         ended_shown(row, now), tokens_shown(row.tokens),
         follow_up_shown(row.follow_ups, now))]
@@ -169,13 +169,13 @@ def cells(row: SessionRow, workspace: str, now: float, stale: float | None) -> l
 
 
 def widths(table: list[list[str]], headings: list[str]) -> list[int]:
-    """Each column as wide as its widest cell, the whole within present.WIDTH: the wider of
+    """Each column as wide as its widest cell, the whole within words.WIDTH: the wider of
     the flexible columns (STATE, FOLLOW-UP) gives way first, then the workspace's."""
     sizes = [max(len(cell) for cell in column) for column in zip(*table, strict=True)]
     where = headings.index("WORKSPACE") if "WORKSPACE" in headings else None
     if where is not None:
         sizes[where] = min(sizes[where], WORKSPACE_WIDTH)
-    room = present.WIDTH - len(GAP) * (len(sizes) - 1)
+    room = words.WIDTH - len(GAP) * (len(sizes) - 1)
     flexible = [i for i, name in enumerate(headings) if name in FLEXIBLE]
     while sum(sizes) > room and flexible:
         wider = max(flexible, key=lambda i: sizes[i])
@@ -215,7 +215,7 @@ def render(rows: list[SessionRow], total: int, now: float, stale: float | None,
     state_at = headings.index("STATE")
     lines = []
     for index, line in enumerate(table):
-        shown = [present.clip(cell, size).ljust(size) for cell, size in zip(line, sizes, strict=True)]
+        shown = [words.clip(cell, size).ljust(size) for cell, size in zip(line, sizes, strict=True)]
         if "WORKSPACE" in headings:
             at = headings.index("WORKSPACE")
             shown[at] = _keep_end(line[at], sizes[at])
@@ -242,7 +242,7 @@ def as_json(row: SessionRow, stale: float | None) -> dict[str, Any]:
         "stateSince": _at(act.since), "why": act.why, "detail": act.detail,
         "startedAt": _at(row.started_at), "lastActivityAt": _at(row.updated_at),
         "endedAt": _at(row.ended_at), "endReason": row.reason,
-        "endedWhy": present.end_reason(row.reason, mid_turn=row.mid_turn, stale_after=stale)
+        "endedWhy": words.end_reason(row.reason, mid_turn=row.mid_turn, stale_after=stale)
         if act.state == State.ENDED else None,
         "tokens": row.tokens, "cwd": row.cwd,
         "followUps": [{"hookId": f.hook_id, "state": f.state, "at": _at(f.at), "log": f.log}
@@ -299,6 +299,6 @@ def listed(found: list[Workspace], errors: list[str], active: bool, window: floa
             "errors": errors})
     else:
         shown = rows[:limit or DEFAULT_LIMIT]
-        sys.stdout.write(render(shown, len(rows), now, stale, present.style_for()))
+        sys.stdout.write(render(shown, len(rows), now, stale, words.style_for()))
     sys.stdout.flush()
     return FAILURE if errors else OK

@@ -7,9 +7,9 @@ from pathlib import Path
 
 import typer
 
+from sidecar.base.timeutil import parse_duration
 from sidecar.cli.common import USAGE, fail
 from sidecar.cli.sessions import DEFAULT_LIMIT, listed, workspaces
-from sidecar.timeutil import parse_duration
 
 
 def sessions(

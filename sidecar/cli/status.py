@@ -13,15 +13,17 @@ from typing import Any, TypedDict, TypeVar
 
 import orjson
 
-from sidecar import __version__, storage
+from sidecar.base import storage
+from sidecar.base.errors import SidecarError
+from sidecar.base.exitcodes import OK, of_status
+from sidecar.base.timeutil import iso, parse_ts
+from sidecar.base.version import __version__
 from sidecar.cli.jsonout import print_json
 from sidecar.cli.status_text import render_session as render_session
 from sidecar.cli.status_text import render_text as render_text
 from sidecar.coordination import current as coordination
 from sidecar.coordination.base import Unreachable
 from sidecar.daemon import instances
-from sidecar.errors import SidecarError
-from sidecar.exitcodes import OK, of_status
 from sidecar.followups import logtail, targets, trust
 from sidecar.followups import store as hook_store
 from sidecar.followups.targets import Notify
@@ -32,7 +34,6 @@ from sidecar.procwatch import Proc, is_alive
 from sidecar.sessions import lookup, tokens
 from sidecar.sessions.model import Binding, Key
 from sidecar.sessions.store import SessionStore
-from sidecar.timeutil import iso, parse_ts
 
 T = TypeVar("T")
 REPORT_VERSION = 1

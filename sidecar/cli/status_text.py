@@ -1,17 +1,17 @@
 """`sidecar status` as people read it: the report (status.py builds it) as lines that fit 100
 columns, with local and relative times, short paths, end reasons in words, and colour on a
-terminal only (present.py says all of these the same way in every command)."""
+terminal only (words.py says all of these the same way in every command)."""
 
 from __future__ import annotations
 
 import time
 
-from sidecar.cli import present
-from sidecar.cli.present import Style
-from sidecar.escapes import escaped, escaped_values
-from sidecar.timeutil import parse_ts
+from sidecar.base import words
+from sidecar.base.escapes import escaped, escaped_values
+from sidecar.base.timeutil import parse_ts
+from sidecar.base.words import Style
 
-TYPE_CHECKING = False  # nor typing: see present.py
+TYPE_CHECKING = False  # nor typing: see words.py
 if TYPE_CHECKING:
     from pathlib import Path
     from typing import Any
@@ -24,7 +24,7 @@ LABEL = 11  # "workspace  ": the width of the labels on the left
 def when(value: object, now: float) -> str:
     """A recorded moment as `14:03:22 (3 min ago)`; `-` when it is not one."""
     ts = parse_ts(value)
-    return "-" if ts is None else f"{present.local_time(ts, now)} ({present.ago(ts, now)})"
+    return "-" if ts is None else f"{words.local_time(ts, now)} ({words.ago(ts, now)})"
 
 
 def tokens_text(t: dict[str, int]) -> str:
@@ -51,11 +51,11 @@ def render_session(report: dict[str, Any], root: str | Path | None = None,
                    stale_after: float | None = None, style: Style | None = None) -> str:
     """`status --session`; `root`: the workspace, to which its log paths are shown relative."""
     now = time.time() if now is None else now
-    paint = style or present.style_for()
+    paint = style or words.style_for()
     # What the host said (its end reason, its messages) escaped before any of it is painted.
     report, root = escaped_values(report), None if root is None else escaped(str(root))
     ended = report["completedAt"]
-    why = present.end_reason(report["completionReason"], stale_after=stale_after)
+    why = words.end_reason(report["completionReason"], stale_after=stale_after)
     lines = [paint(f"session    {report['host']} {report['sessionId']}", "bold")
              + f" ({report['harnessSessionId']})",
              f"status     {report['status']}" + (f" {when(ended, now)}: {why}" if ended else "")]
@@ -65,21 +65,21 @@ def render_session(report: dict[str, Any], root: str | Path | None = None,
         limit = report["limit"]
         lines.append(paint(f"limit      {limit['error']} since {when(limit['since'], now)}, "
                            f"{limit['failures']} failed turn(s): {limit['message']}", "yellow"))
-    moments = [present.local_time(ts, now) if (ts := parse_ts(t["at"])) is not None else "-"
+    moments = [words.local_time(ts, now) if (ts := parse_ts(t["at"])) is not None else "-"
                for t in report["timeline"]]
     wide = _width(moments)
     for moment, t in zip(moments, report["timeline"], strict=True):
-        lines.append(present.clip(f"  {moment:<{wide}}  {t['event'] or '-':<20} "
-                                  f"{t['message'] or ''}", present.WIDTH).rstrip())
+        lines.append(words.clip(f"  {moment:<{wide}}  {t['event'] or '-':<20} "
+                                  f"{t['message'] or ''}", words.WIDTH).rstrip())
     hook_width = _width([f["hookId"] for f in report["followUps"]])
     for f in report["followUps"]:
         extra = f" ({f['why']})" if f.get("why") else f": {f['lastLine']}" if f.get("lastLine") else ""
         at = parse_ts(f.get("at") or f.get("dueAt"))
-        moment = present.due(at, now) if "dueAt" in f else present.ago(at, now)
+        moment = words.due(at, now) if "dueAt" in f else words.ago(at, now)
         lines.append(f"follow-up  {f['hookId']:<{hook_width}}  "
                      + paint(f"{f['state']}{extra}", *outcome_style(f["state"])) + f"  {moment}")
         if f.get("log"):
-            lines.append(f"{'':<{LABEL}}log {present.path(f['log'], root)}")
+            lines.append(f"{'':<{LABEL}}log {words.path(f['log'], root)}")
     if not report["followUps"]:
         lines.append("follow-up  none queued")
     return "\n".join(lines) + "\n"
@@ -94,21 +94,21 @@ def _hook_lines(h: HookRow, widths: tuple[int, int, int], root: str, now: float,
     last = h["lastStatus"] or "-"
     fired = parse_ts(h["lastFiredAt"])
     head = (f"  {h['id']:<{name}}  {'on ' if h['enabled'] else 'off'}  {h['event']:<{event}}  "
-            f"delay {present.duration(h['delaySeconds']):<{delay}}  ")
+            f"delay {words.duration(h['delaySeconds']):<{delay}}  ")
     said = last + (f": {h['lastLine']}" if h["lastLine"] else "")
-    when_fired = "" if fired is None else f" ({present.ago(fired, now)})"
-    if len(head) + len("last ") + len(said) + len(when_fired) <= present.WIDTH:
+    when_fired = "" if fired is None else f" ({words.ago(fired, now)})"
+    if len(head) + len("last ") + len(said) + len(when_fired) <= words.WIDTH:
         lines = [head + "last " + paint(said, *outcome_style(last)) + when_fired]
     else:  # on a line of its own, cut to fit: `hooks history` has it whole
-        said = present.clip(said, present.WIDTH - len("    last ") - len(when_fired))
+        said = words.clip(said, words.WIDTH - len("    last ") - len(when_fired))
         lines = [head.rstrip(), "    last " + paint(said, *outcome_style(last)) + when_fired]
     if h["lastLog"]:
-        lines.append(f"    log {present.path(h['lastLog'], root)}")
+        lines.append(f"    log {words.path(h['lastLog'], root)}")
     if not h["trusted"]:
         from sidecar.followups import trust  # (status's fast path leaves such hooks to this)
 
         # What it would do on a line of its own, whole (it is what the user is asked to
-        # trust), so the lines around it fit present.WIDTH however long it is.
+        # trust), so the lines around it fit words.WIDTH however long it is.
         action = h["action"]
         does = "resumes the session with its prompt" if isinstance(action, str) else \
             trust.shown(action)
@@ -120,10 +120,10 @@ def _hook_lines(h: HookRow, widths: tuple[int, int, int], root: str, now: float,
 
 def _queue_line(q: QueueRow, widths: tuple[int, int, int], now: float) -> str:
     hook, host, session = widths
-    due = "due now" if q["dueInSeconds"] <= 0 else present.due(now + q["dueInSeconds"], now)
+    due = "due now" if q["dueInSeconds"] <= 0 else words.due(now + q["dueInSeconds"], now)
     run = q["running"]
     state = ("" if not q["claimedBy"] else "  firing" if run is None else
-             f"  running pid {run['pid']} since {present.ago(parse_ts(run['startedAt']), now)} "
+             f"  running pid {run['pid']} since {words.ago(parse_ts(run['startedAt']), now)} "
              f"(held by {q['claimedBy']})")
     return (f"  {q['hookId']:<{hook}}  {q['host']:<{host}}  {q['sessionId']:<{session}}  {due}"
             f"  retries {q['retries']}" + state)
@@ -137,7 +137,7 @@ def _instance_lines(w: WorkspaceReport, now: float, paint: Style) -> list[str]:
         lines.append(
             f"  instance {inst['id']}  pid {inst['pid']}  v{inst['build'] or inst['version']}  "
             f"{state}  started {when(inst['startedAt'], now)}  heartbeat "
-            + ("-" if age is None else present.ago(now - age, now))
+            + ("-" if age is None else words.ago(now - age, now))
             + (paint(f"  last error: {inst['lastError']}", "red")
                if inst["lastError"] and inst["live"] else ""))
     if w["instances"] and not any(i["live"] for i in w["instances"]):
@@ -154,7 +154,7 @@ def _binding_lines(w: WorkspaceReport, shown: int, now: float, paint: Style) -> 
         alive = "" if b["hostPid"] is None else f"  host pid {b['hostPid']} " + (
             "alive" if b["hostAlive"] else paint("GONE", "yellow", "bold"))
         lines.append(f"  {b['host']:<{host}}  {b['sessionId']:<{session}}  "
-                     + ("-" if age is None else present.ago(now - age, now)) + alive)
+                     + ("-" if age is None else words.ago(now - age, now)) + alive)
     if len(w["bindings"]) > shown:
         lines.append(f"  ... and {len(w['bindings']) - shown} more (--json)")
     return lines
@@ -164,7 +164,7 @@ def _follow_up_lines(w: WorkspaceReport, shown: int, now: float, paint: Style) -
     root = w["root"]
     hooks = w["hooks"]
     widths = (_width([h["id"] for h in hooks]), _width([h["event"] for h in hooks]),
-              _width([present.duration(h["delaySeconds"]) for h in hooks]))
+              _width([words.duration(h["delaySeconds"]) for h in hooks]))
     lines = [paint("hooks", "bold") + f"      {len(hooks)}"
              + ("" if not w["error"] else "  " + paint(f"BROKEN: {w['error']}", "red", "bold"))]
     lines += [line for h in hooks for line in _hook_lines(h, widths, root, now, paint)]
@@ -179,14 +179,14 @@ def _follow_up_lines(w: WorkspaceReport, shown: int, now: float, paint: Style) -
 
 
 def _workspace_lines(w: WorkspaceReport, shown: int, now: float, paint: Style) -> list[str]:
-    lines = [paint(f"workspace  {present.path(w['root'])}", "bold"),
+    lines = [paint(f"workspace  {words.path(w['root'])}", "bold"),
              "served     " + ("yes" if w["served"] else
                               paint("NO: no live instance (run `sidecar run`)", "red", "bold")),
              *_instance_lines(w, now, paint)]
     box = w["inbox"]
     oldest = box["oldestAgeSeconds"]
     lines.append(f"inbox      {box['backlog']} waiting" + (
-        f", oldest {present.span(oldest)}" if box["backlog"] and oldest is not None else ""))
+        f", oldest {words.span(oldest)}" if box["backlog"] and oldest is not None else ""))
     lines.append(f"rejected   {w['rejected']}" + (paint(
         "  (see .context/runtime/inbox/rejected/)", "yellow") if w["rejected"] else ""))
     s = w["sessions"]
@@ -208,7 +208,7 @@ def _workspace_lines(w: WorkspaceReport, shown: int, now: float, paint: Style) -
 def render_text(report: Report, bindings_shown: int = 20, now: float | None = None,
                 style: Style | None = None) -> str:
     now = time.time() if now is None else now
-    paint = style or present.style_for()
+    paint = style or words.style_for()
     report = escaped_values(report)  # a hook's outcome, a path, an error: before painting
     blocks = ["\n".join(_workspace_lines(w, bindings_shown, now, paint))
               for w in report["workspaces"]]
@@ -227,6 +227,6 @@ def _coordination_line(row: CoordinationRow, now: float, paint: Style) -> str:
         return "\n".join([f"coordination  {row['url']} (reachable)",
                           *[paint(f"  warning: {said}", "yellow") for said in row["warnings"]]])
     since = parse_ts(row["since"])
-    when = "" if since is None else f" since {present.local_time(since, now)} ({present.ago(since, now)})"
+    when = "" if since is None else f" since {words.local_time(since, now)} ({words.ago(since, now)})"
     return paint(f"coordination: {row['url'] or 'redis'} unreachable{when}: {row['error']}",
                  "red", "bold")

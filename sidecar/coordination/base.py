@@ -22,7 +22,7 @@ from collections.abc import Callable
 from contextlib import AbstractContextManager
 from typing import TYPE_CHECKING, NamedTuple, Protocol, runtime_checkable
 
-from sidecar.errors import SidecarError
+from sidecar.base.errors import SidecarError
 from sidecar.layout import Workspace
 
 if TYPE_CHECKING:

@@ -12,9 +12,9 @@ from __future__ import annotations
 import os
 import threading
 
+from sidecar.base.errors import SidecarError
 from sidecar.coordination.base import Coordination
 from sidecar.coordination.files import FileCoordination
-from sidecar.errors import SidecarError
 
 _lock = threading.Lock()
 _current: Coordination | None = None

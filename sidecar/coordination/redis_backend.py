@@ -42,6 +42,7 @@ import redis
 from redis.backoff import NoBackoff
 from redis.retry import Retry
 
+from sidecar.base.timeutil import now
 from sidecar.config import ConfigError
 from sidecar.coordination.base import RunLease, Unreachable, workspace_key
 from sidecar.coordination.redis_clock import RedisClock
@@ -49,7 +50,6 @@ from sidecar.coordination.redis_records import RedisRecords
 from sidecar.coordination.url import masked, scrub
 from sidecar.layout import Workspace
 from sidecar.locks import LockTimeout
-from sidecar.timeutil import now
 
 if TYPE_CHECKING:
     from sidecar.coordination.redis_lead import RedisLeadership

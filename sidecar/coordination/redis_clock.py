@@ -30,7 +30,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 
 import redis
 
-from sidecar import timeutil
+from sidecar.base import timeutil
 from sidecar.coordination.records import OFFSETS
 from sidecar.emit import process_space
 

@@ -20,6 +20,7 @@ import portalocker
 import redis
 from portalocker import exceptions as lock_errors
 
+from sidecar.base.errors import SidecarError
 from sidecar.coordination.base import Conflict, LeaseLost, workspace_key
 from sidecar.coordination.redis_backend import (
     INSTANCE_TTL,
@@ -27,7 +28,6 @@ from sidecar.coordination.redis_backend import (
     PROBE_TIMEOUT,
     RedisCoordination,
 )
-from sidecar.errors import SidecarError
 from sidecar.layout import Workspace
 from sidecar.together import current as block_in_hand
 

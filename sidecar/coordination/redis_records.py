@@ -37,7 +37,9 @@ from typing import TypeVar
 
 import redis
 
-from sidecar import jsonfile, safedir, timeutil, together
+from sidecar import jsonfile, safedir, together
+from sidecar.base import timeutil
+from sidecar.base.errors import SidecarError
 from sidecar.coordination.base import Conflict, LeaseLost, Unreachable, workspace_key
 from sidecar.coordination.records import (
     HOOKS,
@@ -47,7 +49,6 @@ from sidecar.coordination.records import (
     copy_revision,
 )
 from sidecar.coordination.redis_script import COMMIT
-from sidecar.errors import SidecarError
 from sidecar.layout import Workspace
 
 log = logging.getLogger("sidecar")

@@ -21,10 +21,10 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from sidecar import safedir
+from sidecar.base.errors import SidecarError
 from sidecar.config import Config
 from sidecar.coordination.base import LeaseLost, Unreachable
 from sidecar.coordination.records import REMIRROR_EVERY
-from sidecar.errors import SidecarError
 from sidecar.followups.queue import FollowUpQueue
 from sidecar.inbox import folder as inbox
 from sidecar.inbox.events import Event

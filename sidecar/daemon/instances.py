@@ -16,13 +16,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, NamedTuple
 
-from sidecar import __version__, jsonfile, safedir
-from sidecar.build import build_id
+from sidecar import jsonfile, safedir
+from sidecar.base.timeutil import iso, now, parse_ts
+from sidecar.base.version import __version__, build_id
 from sidecar.coordination import current as coordination
 from sidecar.coordination.base import Unreachable
 from sidecar.coordination.files import life_lock_name
 from sidecar.layout import PLAIN_NAME, Workspace
-from sidecar.timeutil import iso, now, parse_ts
 
 log = logging.getLogger("sidecar")
 

@@ -27,7 +27,7 @@ import time
 from pathlib import Path
 
 from sidecar import layout
-from sidecar.timeutil import iso
+from sidecar.base.timeutil import iso
 
 MAX_BYTES = 2 * 1024 * 1024
 BACKUPS = 3  # so at most 8 MiB of log

@@ -23,6 +23,7 @@ from pathlib import Path
 
 from sidecar import config as config_mod
 from sidecar import jsonfile, layout
+from sidecar.base.timeutil import now
 from sidecar.config import Config
 from sidecar.coordination import current as coordination
 from sidecar.coordination.base import Listening, workspace_key
@@ -45,7 +46,6 @@ from sidecar.daemon.workspace import WorkspaceServer
 from sidecar.inbox import folder as inbox
 from sidecar.layout import Workspace
 from sidecar.procwatch import Proc, ProcessWatch
-from sidecar.timeutil import now
 
 log = logging.getLogger("sidecar")
 

@@ -20,6 +20,7 @@ from collections.abc import Callable
 import orjson
 
 from sidecar import emit, safedir
+from sidecar.base.errors import SidecarError
 from sidecar.config import Config
 from sidecar.coordination import current as coordination
 from sidecar.coordination.base import Conflict, Leadership, LeaseLost, Unreachable
@@ -30,7 +31,6 @@ from sidecar.daemon.hostwatch import HostWatch
 from sidecar.daemon.ingest import Ingestor
 from sidecar.daemon.instances import Identity, Membership, Reportable
 from sidecar.daemon.plugins import PluginRunner
-from sidecar.errors import SidecarError
 from sidecar.followups import environment as followup_env
 from sidecar.followups.fire import FollowUps
 from sidecar.followups.queue import FollowUpQueue

@@ -9,22 +9,23 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from sidecar import config as config_mod
-from sidecar import envfile, layout, storage
-from sidecar.cli import present, status
-from sidecar.cli.present import Style
+from sidecar import envfile, layout
+from sidecar.base import storage, words
+from sidecar.base.errors import SidecarError
+from sidecar.base.escapes import escaped
+from sidecar.base.timeutil import now
+from sidecar.base.words import Style
+from sidecar.cli import status
 from sidecar.coordination import current as coordination
 from sidecar.coordination.base import Unreachable
 from sidecar.doctor import hooks as hook_checks
 from sidecar.doctor import mounts
-from sidecar.errors import SidecarError
-from sidecar.escapes import escaped
 from sidecar.followups import environment as followup_env
 from sidecar.hosts import registry
 from sidecar.hosts.base import Finding, Host, note
 from sidecar.install import environment as service_env
 from sidecar.install import launcher, service
 from sidecar.layout import Workspace, find_workspace
-from sidecar.timeutil import now
 
 if TYPE_CHECKING:
     from sidecar.coordination import redis_clock
@@ -262,7 +263,7 @@ def _inotify(proc: Path) -> list[Finding]:
 def render(findings: list[Finding], style: Style | None = None) -> str:
     """One line per finding (`ok`, `note` or `PROBLEM`, painted on a terminal), its fix below;
     what a finding quotes (a hook's outcome, a path, a file's error) escaped."""
-    paint = style or present.style_for()
+    paint = style or words.style_for()
     lines = []
     for f in findings:
         mark = (paint("note   ", "yellow") if f.note else paint("ok     ", "green") if f.ok

@@ -3,8 +3,8 @@ not trusted here as they stand, and hooks whose follow-ups keep failing, each wi
 
 from __future__ import annotations
 
-from sidecar.cli import present
-from sidecar.errors import SidecarError
+from sidecar.base import words
+from sidecar.base.errors import SidecarError
 from sidecar.followups import logtail, store, trust
 from sidecar.followups.model import FiringRecord, Hook
 from sidecar.hosts.base import Finding, note
@@ -49,7 +49,7 @@ def _failing(ws: Workspace, hook: Hook) -> list[Finding]:
     line = logtail.last_line(ws, hook.id, last.log)
     said = f"{last.status}: {line}" if line else str(last.status)
     log = ws.firing_log(hook.id, last.log or "")
-    fix = (f"read {present.path(log)}" if log else f"see `sidecar hooks history {hook.id}`") + \
+    fix = (f"read {words.path(log)}" if log else f"see `sidecar hooks history {hook.id}`") + \
         ", fix what it says (a host that is not logged in: log in as the user follow-ups " \
         "run as), and the next firing shows it worked"
     if len(failed) < FAILING:

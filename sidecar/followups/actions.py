@@ -20,8 +20,8 @@ from pathlib import Path
 from typing import IO
 
 from sidecar import jsonfile, safedir
+from sidecar.base.errors import SidecarError
 from sidecar.coordination.base import RunLease
-from sidecar.errors import SidecarError
 from sidecar.followups.runner import COORDINATION_FD
 from sidecar.hosts import registry
 from sidecar.layout import Workspace

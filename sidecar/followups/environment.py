@@ -19,9 +19,9 @@ from pathlib import Path
 from typing import Any
 
 from sidecar import envfile, owner
+from sidecar.base.errors import SidecarError
 from sidecar.config import Config, ConfigError
 from sidecar.daemon import instances
-from sidecar.errors import SidecarError
 from sidecar.hosts import registry
 from sidecar.layout import Workspace
 

@@ -20,11 +20,13 @@ from pathlib import Path
 
 import orjson
 
-from sidecar import jsonfile, owner, safedir, timeutil
+from sidecar import jsonfile, owner, safedir
+from sidecar.base import timeutil
+from sidecar.base.errors import SidecarError
+from sidecar.base.timeutil import iso, parse_ts
 from sidecar.config import Config, ConfigError
 from sidecar.coordination import current as coordination
 from sidecar.coordination.base import Coordination, LeaseLost, Unreachable
-from sidecar.errors import SidecarError
 from sidecar.followups import actions, environment, notices, prompts, remote, trust
 from sidecar.followups.actions import ActionError, Firing, build_argv, working_folder
 from sidecar.followups.decide import decide, next_due
@@ -35,7 +37,6 @@ from sidecar.followups.targets import Notify
 from sidecar.layout import Workspace, confined
 from sidecar.procwatch import Proc, is_alive
 from sidecar.sessions.store import SessionStore
-from sidecar.timeutil import iso, parse_ts
 from sidecar.vocabulary import EventKind, Fired, FollowUpEvent, Verdict
 
 log = logging.getLogger("sidecar")

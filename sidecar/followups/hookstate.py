@@ -6,8 +6,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from sidecar import jsonfile
+from sidecar.base.timeutil import parse_ts
 from sidecar.followups.model import HISTORY_LIMIT, HooksDoc
-from sidecar.timeutil import parse_ts
 
 
 @dataclass

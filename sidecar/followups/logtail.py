@@ -15,7 +15,7 @@ import stat
 from pathlib import Path
 
 from sidecar import safedir
-from sidecar.escapes import escaped
+from sidecar.base.escapes import escaped
 from sidecar.followups.model import Hook
 from sidecar.layout import Workspace
 

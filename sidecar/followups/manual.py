@@ -9,11 +9,11 @@ waits for a quiet session, a command from hooks.json still runs only if trusted)
 
 from __future__ import annotations
 
-from sidecar.errors import SidecarError
+from sidecar.base.errors import SidecarError
+from sidecar.base.timeutil import iso
 from sidecar.followups.model import HooksDoc, QueueEntry
 from sidecar.followups.store import HookStore
 from sidecar.layout import Workspace
-from sidecar.timeutil import iso
 
 CANCELLED = "cancelled by the user"
 

@@ -14,10 +14,10 @@ from typing import Any, NoReturn
 
 import orjson
 
-from sidecar.errors import SidecarError
+from sidecar.base.errors import SidecarError
+from sidecar.base.timeutil import iso, parse_ts
 from sidecar.followups.targets import Notify, TargetError, check, event_misfit
 from sidecar.layout import HOOK_NAME
-from sidecar.timeutil import iso, parse_ts
 from sidecar.vocabulary import EventKind, FollowUpEvent
 
 Json = dict[str, Any]

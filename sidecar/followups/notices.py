@@ -19,9 +19,9 @@ from __future__ import annotations
 
 import hashlib
 
+from sidecar.base.timeutil import iso
 from sidecar.followups.model import Hook, HooksDoc, Json, QueueEntry, entry_id
 from sidecar.followups.targets import Notify
-from sidecar.timeutil import iso
 from sidecar.vocabulary import LIMIT_ERRORS, EventKind, FollowUpEvent, SessionChange
 
 NOTICE = "notice"  # the queue entry's key for what the notice tells

@@ -13,7 +13,7 @@ import stat
 from pathlib import Path
 
 from sidecar import jsonfile, safedir
-from sidecar.errors import SidecarError
+from sidecar.base.errors import SidecarError
 from sidecar.layout import Workspace
 
 MAX_PROMPT_BYTES = 64 * 1024

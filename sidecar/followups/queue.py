@@ -16,6 +16,7 @@ import logging
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
+from sidecar.base.timeutil import iso, parse_ts
 from sidecar.followups import notices, trust
 from sidecar.followups.decide import TRANSCRIPT_QUIET
 from sidecar.followups.model import Hook, HooksDoc, QueueEntry, Run, entry_id
@@ -24,7 +25,6 @@ from sidecar.followups.store import HookStore, HooksView
 from sidecar.layout import Workspace
 from sidecar.procwatch import Proc
 from sidecar.sessions.model import Key
-from sidecar.timeutil import iso, parse_ts
 from sidecar.vocabulary import INTERRUPTED, LIMIT_ERRORS, STALE, EventKind, FollowUpEvent, SessionChange
 
 log = logging.getLogger("sidecar")

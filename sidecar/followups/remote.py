@@ -21,9 +21,9 @@ from pathlib import Path
 import orjson
 
 from sidecar import jsonfile, safedir
+from sidecar.base.errors import SidecarError
 from sidecar.coordination.base import Coordination
 from sidecar.emit import process_space
-from sidecar.errors import SidecarError
 from sidecar.followups import actions
 from sidecar.layout import Workspace
 from sidecar.procwatch import Proc

@@ -14,7 +14,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable
 
-from sidecar import storage
+from sidecar.base import storage
 from sidecar.followups.queue import Claimed, FollowUpQueue
 from sidecar.layout import Workspace
 

@@ -27,8 +27,8 @@ from dataclasses import dataclass
 from typing import Any
 from urllib.parse import unquote, urlsplit
 
-from sidecar.cli.present import end_reason, local_time, short_id
-from sidecar.escapes import escaped
+from sidecar.base.escapes import escaped
+from sidecar.base.words import end_reason, local_time, short_id
 from sidecar.followups import targets
 from sidecar.followups.resets import parse_reset
 from sidecar.vocabulary import LIMIT_ERRORS

@@ -22,9 +22,10 @@ from typing import TYPE_CHECKING, TypeVar
 import orjson
 
 from sidecar import jsonfile, safedir
+from sidecar.base.errors import SidecarError
+from sidecar.base.timeutil import iso, parse_ts
 from sidecar.coordination import current as coordination
 from sidecar.coordination.base import Conflict
-from sidecar.errors import SidecarError
 from sidecar.followups import hooks_record, trust
 from sidecar.followups.hooks_record import HOOKS, LAST_GOOD
 from sidecar.followups.hookstate import HookState, merged_after_repair
@@ -38,7 +39,6 @@ from sidecar.followups.model import (
 )
 from sidecar.followups.seeds import PROMPTS, default_doc, needs_seeding, seed_missing
 from sidecar.layout import Workspace
-from sidecar.timeutil import iso, parse_ts
 
 if TYPE_CHECKING:
     from sidecar.coordination.redis_records import RedisRecords

@@ -36,16 +36,17 @@ from typing import Any
 
 import orjson
 
-from sidecar import jsonfile, layout, locks, safedir, trustcheck
-from sidecar.errors import SidecarError
-from sidecar.escapes import escaped  # what a terminal shows is exactly what runs
+from sidecar import jsonfile, layout, locks, safedir
+from sidecar.base import trustcheck
+from sidecar.base.errors import SidecarError
+from sidecar.base.escapes import escaped  # what a terminal shows is exactly what runs
+from sidecar.base.timeutil import iso
 from sidecar.followups import prompts, targets
 from sidecar.followups.model import Hook, Run
 from sidecar.followups.seeds import PROMPTS, default_doc
 from sidecar.followups.targets import Notify
 from sidecar.layout import TamperedRuntime, Workspace
 from sidecar.owner import MAX_OWNED_BYTES, CannotActAsOwner, config_home_of, owner_uid, read_owned
-from sidecar.timeutil import iso
 
 TRUST_FILE = "trust.json"
 RUN_KEY = "run-key"

@@ -26,7 +26,7 @@ import shlex
 from pathlib import Path
 from typing import Any
 
-from sidecar.errors import SidecarError
+from sidecar.base.errors import SidecarError
 from sidecar.hosts import jsonedit, owned, settings, userfile
 from sidecar.hosts.base import IntegrateError
 

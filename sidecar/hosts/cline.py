@@ -26,6 +26,7 @@ from typing import Any
 
 import orjson
 
+from sidecar.base.timeutil import parse_ts
 from sidecar.hosts import transcripts
 from sidecar.hosts.base import (
     EndFacts,
@@ -36,7 +37,6 @@ from sidecar.hosts.base import (
     Scope,
     Tokens,
 )
-from sidecar.timeutil import parse_ts
 from sidecar.vocabulary import EventKind
 
 VERSION = "3.0.65"

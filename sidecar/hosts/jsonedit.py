@@ -22,7 +22,7 @@ from typing import Any
 
 import orjson
 
-from sidecar.errors import SidecarError
+from sidecar.base.errors import SidecarError
 
 BOM = "\ufeff"
 

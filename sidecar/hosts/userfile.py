@@ -16,7 +16,7 @@ import stat
 from pathlib import Path
 
 from sidecar import jsonfile
-from sidecar.errors import SidecarError
+from sidecar.base.errors import SidecarError
 
 MAX_BYTES = 16 * 1024 * 1024  # far above any settings file
 

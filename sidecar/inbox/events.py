@@ -15,10 +15,10 @@ from typing import Any
 
 import orjson
 
-from sidecar.errors import SidecarError
+from sidecar.base.errors import SidecarError
+from sidecar.base.timeutil import parse_ts
 from sidecar.hosts import registry
 from sidecar.hosts.base import EndFacts, Failure
-from sidecar.timeutil import parse_ts
 from sidecar.vocabulary import EventKind, normalise
 
 MAX_EVENT_BYTES = 1024 * 1024

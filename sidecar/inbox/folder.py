@@ -14,10 +14,10 @@ import stat
 from dataclasses import dataclass
 
 from sidecar import jsonfile, safedir
-from sidecar.escapes import escaped
+from sidecar.base.escapes import escaped
+from sidecar.base.timeutil import from_local, iso
 from sidecar.inbox import events
 from sidecar.layout import Workspace
-from sidecar.timeutil import from_local, iso
 
 GRACE_SECONDS = 2.0  # a file written in place is not judged before it is this still
 

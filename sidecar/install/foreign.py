@@ -19,13 +19,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from sidecar import jsonfile, safedir
-from sidecar.errors import SidecarError
+from sidecar.base.errors import SidecarError
+from sidecar.base.timeutil import iso
 from sidecar.followups import trust
 from sidecar.followups.model import Hook, HooksDoc, parse
 from sidecar.followups.seeds import default_doc
 from sidecar.install import gitindex
 from sidecar.layout import Workspace
-from sidecar.timeutil import iso
 
 MOVED_FILES = ("hooks.json", "hooks.last-good.json", "workspace-id")
 MOVED_FOLDERS = ("inbox", "instances", "locks", "logs")

@@ -14,7 +14,7 @@ import struct
 from pathlib import Path
 
 from sidecar import jsonfile
-from sidecar.errors import SidecarError
+from sidecar.base.errors import SidecarError
 
 SHA1_ENTRY = 62  # ctime, mtime, dev, ino, mode, uid, gid, size (40 bytes), the SHA-1, the flags
 EXTENDED = 0x4000

@@ -17,7 +17,7 @@ from pathlib import Path
 from xml.sax.saxutils import escape
 
 from sidecar import envfile
-from sidecar.errors import SidecarError
+from sidecar.base.errors import SidecarError
 
 LABEL = "org.agent-sidecar.sidecar"
 UNIT = "sidecar.service"

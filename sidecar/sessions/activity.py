@@ -9,8 +9,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from enum import StrEnum
 
+from sidecar.base.timeutil import parse_ts
 from sidecar.sessions.model import SessionRecord
-from sidecar.timeutil import parse_ts
 from sidecar.vocabulary import HOST_EXITED, STALE
 
 

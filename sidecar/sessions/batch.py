@@ -6,13 +6,13 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from sidecar.base.errors import SidecarError
+from sidecar.base.timeutil import iso
 from sidecar.coordination.base import Unreachable
-from sidecar.errors import SidecarError
 from sidecar.inbox.events import Event
 from sidecar.sessions import endfacts, rules, tokens
 from sidecar.sessions.model import Bindings, Key, SessionRecord
 from sidecar.sessions.rules import Applied
-from sidecar.timeutil import iso
 from sidecar.together import together
 from sidecar.vocabulary import EventKind, SessionChange
 

@@ -11,12 +11,12 @@ import logging
 import os
 
 from sidecar import owner
+from sidecar.base.timeutil import from_local
 from sidecar.hosts import registry, transcripts
 from sidecar.hosts.base import EndFacts
 from sidecar.inbox.events import Event
 from sidecar.layout import Workspace
 from sidecar.sessions.model import SessionRecord
-from sidecar.timeutil import from_local
 
 log = logging.getLogger("sidecar")
 

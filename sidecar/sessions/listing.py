@@ -11,7 +11,8 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
-from sidecar.errors import SidecarError
+from sidecar.base.errors import SidecarError
+from sidecar.base.timeutil import parse_ts
 from sidecar.followups import store as hook_store
 from sidecar.followups.model import QueueEntry
 from sidecar.followups.store import HooksView
@@ -19,7 +20,6 @@ from sidecar.layout import PLAIN_NAME, Workspace
 from sidecar.sessions import activity, scan
 from sidecar.sessions.activity import Activity
 from sidecar.sessions.model import Key, SessionRecord, ts_or
-from sidecar.timeutil import parse_ts
 
 
 @dataclass(frozen=True)

@@ -12,7 +12,7 @@ import os
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 
-from sidecar.errors import SidecarError
+from sidecar.base.errors import SidecarError
 from sidecar.layout import PLAIN_NAME
 from sidecar.sessions import scan
 from sidecar.sessions.model import Key, SessionRecord

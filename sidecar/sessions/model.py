@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from sidecar.timeutil import parse_ts
+from sidecar.base.timeutil import parse_ts
 
 Json = dict[str, Any]
 Key = tuple[str, str]  # (host, host session id)

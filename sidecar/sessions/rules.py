@@ -11,12 +11,14 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from sidecar.base import ids
+from sidecar.base.ids import NAMESPACE as NAMESPACE
+from sidecar.base.ids import harness_id as harness_id
+from sidecar.base.timeutil import iso
 from sidecar.hosts import registry
 from sidecar.hosts.base import EndFacts, Failure
 from sidecar.inbox.events import Event
-from sidecar.sessions import ids, tokens
-from sidecar.sessions.ids import NAMESPACE as NAMESPACE
-from sidecar.sessions.ids import harness_id as harness_id
+from sidecar.sessions import tokens
 from sidecar.sessions.model import (
     Binding,
     Bindings,
@@ -27,7 +29,6 @@ from sidecar.sessions.model import (
     TraceLine,
     ts_or,
 )
-from sidecar.timeutil import iso
 from sidecar.vocabulary import (
     DEFAULT_END_REASON,
     HOST_EXITED,

@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING
 import orjson
 
 from sidecar import jsonfile, safedir, together
+from sidecar.base.timeutil import from_local
 from sidecar.coordination import current as coordination
 from sidecar.hosts import registry
 from sidecar.layout import PLAIN_NAME, Workspace
@@ -34,7 +35,6 @@ from sidecar.sessions.batch import StoreError as StoreError
 from sidecar.sessions.batch import Work as Work
 from sidecar.sessions.model import Bindings, Facts, Key, SessionRecord, TraceLine, ts_or
 from sidecar.sessions.rules import Applied, harness_id
-from sidecar.timeutil import from_local
 
 if TYPE_CHECKING:
     from sidecar.coordination.redis_records import RedisRecords

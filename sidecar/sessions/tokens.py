@@ -15,8 +15,8 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 import orjson
 
 from sidecar import jsonfile
+from sidecar.base.errors import SidecarError
 from sidecar.coordination.base import Unreachable
-from sidecar.errors import SidecarError
 from sidecar.layout import Workspace
 
 if TYPE_CHECKING:

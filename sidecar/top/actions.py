@@ -6,7 +6,7 @@ looked up in hooks.json as it is now, then changed through followups/manual.py.
 
 from __future__ import annotations
 
-from sidecar.cli import present
+from sidecar.base import words
 from sidecar.followups import manual
 from sidecar.followups import store as hook_store
 from sidecar.followups.model import QueueEntry
@@ -25,7 +25,7 @@ def waiting_entry(ws: Workspace, row: SessionRow) -> QueueEntry | None:
 def act_on(ws: Workspace, row: SessionRow, what: str, now: float) -> str:
     """`cancel` or `fire` the session's waiting follow-up; what was done, in words."""
     entry = waiting_entry(ws, row)
-    name = f"{row.host} session {present.short_id(row.session_id)}"
+    name = f"{row.host} session {words.short_id(row.session_id)}"
     if entry is None:
         return f"{name} has no follow-up waiting to fire"
     if what == "cancel":

@@ -25,8 +25,8 @@ from textual.scroll_view import ScrollView
 from textual.strip import Strip
 from textual.widgets import Input, Static
 
-from sidecar.errors import SidecarError
-from sidecar.escapes import escaped
+from sidecar.base.errors import SidecarError
+from sidecar.base.escapes import escaped
 from sidecar.top import detail, view
 from sidecar.top.actions import act_on
 from sidecar.top.feed import Feed, RowKey

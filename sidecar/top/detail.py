@@ -12,12 +12,12 @@ from dataclasses import dataclass
 
 import orjson
 
-from sidecar.cli import present
-from sidecar.escapes import escaped
+from sidecar.base import words
+from sidecar.base.escapes import escaped
+from sidecar.base.timeutil import parse_ts
 from sidecar.followups import logtail
 from sidecar.layout import Workspace
 from sidecar.sessions.listing import SessionRow
-from sidecar.timeutil import parse_ts
 from sidecar.top import view
 
 TRACE_BYTES = 64 * 1024
@@ -62,17 +62,17 @@ def render(row: SessionRow, gathered: Gathered, now: float) -> list[str]:
     act = row.activity
     lines = [
         f"{row.host} session {row.session_id}  (sidecar id {row.harness_id})",
-        f"workspace  {present.path(row.root)}" + (f"   cwd {present.path(row.cwd, row.root)}"
+        f"workspace  {words.path(row.root)}" + (f"   cwd {words.path(row.cwd, row.root)}"
                                                    if row.cwd else ""),
         f"state      {view.STATE_WORDS[act.state]}: {view.why(row, now)}",
         f"started    {_when(row.started_at, now)}    last activity "
-        f"{present.ago(row.updated_at, now)}    tokens {view.tokens(row.tokens)}",
+        f"{words.ago(row.updated_at, now)}    tokens {view.tokens(row.tokens)}",
     ]
     if row.ended_at is not None:
         lines.append(f"ended      {_when(row.ended_at, now)}: "
-                     f"{present.end_reason(row.reason, mid_turn='mid-turn' in act.why)}")
+                     f"{words.end_reason(row.reason, mid_turn='mid-turn' in act.why)}")
     lines += ["", "TIMELINE"]
-    lines += [f"  {_when(at, now):<22} {event:<16} {present.clip(message, 60)}"
+    lines += [f"  {_when(at, now):<22} {event:<16} {words.clip(message, 60)}"
               for at, event, message in gathered.events] or ["  (no events recorded)"]
     lines += ["", "FOLLOW-UPS"]
     if not row.follow_ups:
@@ -85,4 +85,4 @@ def render(row: SessionRow, gathered: Gathered, now: float) -> list[str]:
 
 
 def _when(ts: float | None, now: float) -> str:
-    return "-" if ts is None else f"{present.local_time(ts, now)} ({present.ago(ts, now)})"
+    return "-" if ts is None else f"{words.local_time(ts, now)} ({words.ago(ts, now)})"

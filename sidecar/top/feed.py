@@ -23,8 +23,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from sidecar.base.errors import SidecarError
 from sidecar.daemon.watch import FolderWatch, WatchError, folder_watch
-from sidecar.errors import SidecarError
 from sidecar.followups import store as hook_store
 from sidecar.followups import trust
 from sidecar.layout import PLAIN_NAME, Workspace

@@ -12,8 +12,8 @@ import functools
 from collections.abc import Collection, Iterable
 from dataclasses import dataclass
 
-from sidecar.cli import present
-from sidecar.escapes import escaped
+from sidecar.base import words
+from sidecar.base.escapes import escaped
 from sidecar.followups.resets import parse_reset
 from sidecar.sessions.activity import State
 from sidecar.sessions.listing import FollowUp, SessionRow
@@ -42,16 +42,16 @@ def why(row: SessionRow, now: float) -> str:
     act = row.activity
     if act.state == State.WORKING:
         tool = f", last tool {act.detail}" if act.detail else ""
-        return f"since {present.ago(act.since, now)}{tool}"
+        return f"since {words.ago(act.since, now)}{tool}"
     if act.state == State.LIMITED:
         resets = parse_reset(act.detail, act.since or now) if act.detail else None
         if resets is None:
             return act.why
-        return f"resets at {present.local_time(resets, now)} ({present.ago(resets, now)})"
+        return f"resets at {words.local_time(resets, now)} ({words.ago(resets, now)})"
     if act.state == State.WAITING:
         return act.why + (f": {act.detail}" if act.detail else "")
     if act.state == State.ENDED and act.why.startswith("its own end") and row.reason:
-        return f"{act.why}: {present.end_reason(row.reason)}"
+        return f"{act.why}: {words.end_reason(row.reason)}"
     return act.why
 
 
@@ -69,10 +69,10 @@ def follow_up(item: FollowUp, now: float) -> str:
     """One follow-up: `post-task due in 12 s`, `post-task running`, `post-task ok 3 min ago`."""
     if item.state in WAITING_FOLLOW_UP:
         word = "postponed, " if item.state == "postponed" else ""
-        return f"{item.hook_id} {word}{present.due(item.at, now)}"
+        return f"{item.hook_id} {word}{words.due(item.at, now)}"
     if item.state == "running":
         return f"{item.hook_id} running"
-    return f"{item.hook_id} {item.state} {present.ago(item.at, now)}"
+    return f"{item.hook_id} {item.state} {words.ago(item.at, now)}"
 
 
 def follow_ups(row: SessionRow, now: float) -> str:
@@ -85,9 +85,9 @@ def follow_ups(row: SessionRow, now: float) -> str:
 
 def cells(row: SessionRow, now: float) -> list[str]:
     return [escaped(cell) for cell in (
-        row.host, row.root.name, present.short_id(row.session_id),
+        row.host, row.root.name, words.short_id(row.session_id),
         STATE_WORDS[row.activity.state], why(row, now),
-        present.ago(row.updated_at, now), tokens(row.tokens), follow_ups(row, now))]
+        words.ago(row.updated_at, now), tokens(row.tokens), follow_ups(row, now))]
 
 
 def matches(row: SessionRow, text: str) -> bool:
@@ -193,7 +193,7 @@ def fit(values: list[str], width: int) -> str:
     parts = []
     for title, size, value in zip(TITLES, widths(width), values, strict=True):
         if size:
-            cut = value[:size] if title in PREFIX else present.clip(value, size)
+            cut = value[:size] if title in PREFIX else words.clip(value, size)
             parts.append(cut.ljust(size))
     return " ".join(parts)[:width]
 

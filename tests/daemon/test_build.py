@@ -14,7 +14,7 @@ import orjson
 import pytest
 
 from helpers import REPO, run_cli
-from sidecar import __version__
+from sidecar.base.version import __version__
 
 CHECKOUT = REPO
 
@@ -28,7 +28,7 @@ def _head() -> str:
 
 def _build_id(package_parent: Path, cwd: Path) -> str:
     """What `sidecar` imported from `package_parent` says its build is."""
-    code = "from sidecar.build import shown; print(shown())"
+    code = "from sidecar.base.version import shown; print(shown())"
     env = {**os.environ, "PYTHONPATH": str(package_parent)}
     return subprocess.run([sys.executable, "-S", "-c", code], capture_output=True, text=True,
                           cwd=cwd, env=env, check=True).stdout.strip()

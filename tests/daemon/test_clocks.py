@@ -142,7 +142,7 @@ def test_the_fake_clock_is_the_daemons_alone(workspace, start_daemon, fake_clock
     fake_clock.step(-3600)
 
     def heartbeat_back() -> bool:
-        from sidecar.timeutil import parse_ts
+        from sidecar.base.timeutil import parse_ts
 
         for path in workspace.instances.glob("*.json"):
             doc = read_json(path)

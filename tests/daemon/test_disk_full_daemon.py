@@ -17,7 +17,7 @@ import orjson
 import pytest
 
 from helpers import emit, read_json, run_cli, wait_until
-from sidecar.exitcodes import NO_ROOM
+from sidecar.base.exitcodes import NO_ROOM
 from sidecar.layout import Workspace
 
 SESSIONS = 5

@@ -220,7 +220,7 @@ def test_hot_path_imports_nothing_heavy(workspace):
     imported = {line.split("|")[-1].strip() for line in code.stderr.decode().splitlines()
                 if line.startswith("import time:")}
     assert "sidecar.emit" in imported
-    assert not imported & {"typer", "watchdog", "orjson", "json", "re", "portalocker", "sidecar.build",
+    assert not imported & {"typer", "watchdog", "orjson", "json", "re", "portalocker", "sidecar.base.version",
                             "subprocess"}
 
 

@@ -14,6 +14,7 @@ import pytest
 from freezegun import freeze_time
 
 from helpers import read_json, trust_hooks
+from sidecar.base.timeutil import iso, now
 from sidecar.config import Config
 from sidecar.followups.fire import FollowUps
 from sidecar.followups.model import new_hook
@@ -22,7 +23,6 @@ from sidecar.followups.store import HookStore
 from sidecar.inbox.events import parse
 from sidecar.layout import Workspace
 from sidecar.sessions.store import SessionStore
-from sidecar.timeutil import iso, now
 
 T0 = 1_795_900_000.0
 SID = "5b428364-70de-498a-b886-4c3dc8ffa7fe"  # of Claude Code's shape, for resumes

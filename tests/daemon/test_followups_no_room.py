@@ -10,7 +10,7 @@ import pytest
 from test_followups import T0, Harness, ev, wait_out
 
 from helpers import wait_until
-from sidecar import storage
+from sidecar.base import storage
 from sidecar.followups import actions
 
 DUE = T0 + 20

@@ -9,7 +9,7 @@ import shutil
 import pytest
 
 from helpers import run_cli
-from sidecar.exitcodes import NOT_WORKSPACE
+from sidecar.base.exitcodes import NOT_WORKSPACE
 
 COMMANDS = [
     ("list",), ("list", "--json"), ("history",), ("enable", "post-task"),

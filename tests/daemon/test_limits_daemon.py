@@ -11,11 +11,11 @@ import orjson
 import pytest
 
 from helpers import TRANSCRIPTS
+from sidecar.base.timeutil import parse_ts
 from sidecar.config import Config
 from sidecar.followups.fire import FollowUps
 from sidecar.followups.seeds import LIMIT_HOOK
 from sidecar.layout import Workspace
-from sidecar.timeutil import parse_ts
 from support.limits import S1, T0, Harness, ev, failed
 
 

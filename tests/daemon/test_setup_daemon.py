@@ -19,8 +19,7 @@ from helpers import SIDECAR, no_manager_path, read_json, run_cli, wait_until
 def test_version():
     # The version and the commit this code was built from (tests/daemon/test_build.py shows where
     # the commit comes from); the version alone, said so, when it cannot be told.
-    from sidecar import __version__
-    from sidecar.build import commit
+    from sidecar.base.version import __version__, commit
 
     found = commit()
     expected = f"{__version__}+{found[:12]}" if found else f"{__version__} (commit unknown)"

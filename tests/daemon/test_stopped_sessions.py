@@ -15,8 +15,8 @@ from freezegun import freeze_time
 from test_followups import SID, T0, Harness, ev
 
 from helpers import read_json, run_cli, trust_hooks
+from sidecar.base.timeutil import iso
 from sidecar.followups.model import new_hook
-from sidecar.timeutil import iso
 from sidecar.vocabulary import INTERRUPTED
 
 

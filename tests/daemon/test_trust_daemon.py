@@ -169,7 +169,7 @@ def test_a_daemon_that_cannot_become_the_owner_runs_nothing(tmp_path, config_hom
     """Not root, and the workspace is someone else's: the firing says so and nothing runs."""
     from test_followups import SID, Harness, ev
 
-    from sidecar.timeutil import iso
+    from sidecar.base.timeutil import iso
 
     h = Harness(tmp_path)  # the seeded post-task hook, trusted as `sidecar init` trusts it
     h.apply(ev("SessionStart", session=SID), ev("SessionEnd", session=SID, ts=1_795_900_001.0))

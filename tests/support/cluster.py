@@ -14,8 +14,8 @@ from pathlib import Path
 import orjson
 
 from helpers import SIDECAR, wait_until
+from sidecar.base.timeutil import parse_ts
 from sidecar.layout import Workspace
-from sidecar.timeutil import parse_ts
 from support.machines import Machine
 from support.redis_server import RedisServer
 

@@ -42,8 +42,8 @@ from pathlib import Path
 import pytest
 
 from helpers import SIDECAR
+from sidecar.base.timeutil import parse_ts
 from sidecar.layout import Workspace
-from sidecar.timeutil import parse_ts
 from support import machines
 from support.fakeclock import clock_env
 from support.latency_proxy import LatencyProxy

@@ -8,6 +8,7 @@ from pathlib import Path
 
 import orjson
 
+from sidecar.base.timeutil import iso
 from sidecar.config import Config
 from sidecar.daemon.ingest import Ingestor
 from sidecar.followups import trust
@@ -17,7 +18,6 @@ from sidecar.followups.store import HookStore
 from sidecar.layout import Workspace
 from sidecar.sessions.rules import harness_id
 from sidecar.sessions.store import SessionStore
-from sidecar.timeutil import iso
 
 HOST = "claude-code"
 # session id -> its events: (seconds before now, event, extra fields)

@@ -66,14 +66,14 @@ def logging_kept():
 # -- the top level ------------------------------------------------------------------------
 
 def test_version_is_printed_by_the_option_too(monkeypatch):
-    monkeypatch.setattr("sidecar.build.shown", lambda: "sidecar 9.9 (abc)")
+    monkeypatch.setattr("sidecar.base.version.shown", lambda: "sidecar 9.9 (abc)")
     for args in (("--version",), ("version",)):
         result = invoke(*args)
         assert (result.returncode, result.stdout) == (common.OK, b"sidecar 9.9 (abc)\n")
 
 
 def test_an_error_for_people_no_command_caught_is_one_line_and_exit_1(workspace, monkeypatch):
-    from sidecar.errors import SidecarError
+    from sidecar.base.errors import SidecarError
 
     def broken(*args, **kwargs):
         raise SidecarError("the registry is on fire")

@@ -10,12 +10,12 @@ import pytest
 
 from helpers import read_json
 from sidecar import jsonfile
+from sidecar.base.timeutil import parse_ts
 from sidecar.followups.model import QueueEntry, parse, slug
 from sidecar.followups.prompts import read as read_prompt
 from sidecar.followups.seeds import default_doc
 from sidecar.followups.store import HooksError, HookStore
 from sidecar.layout import Workspace
-from sidecar.timeutil import parse_ts
 
 T0 = 1_795_900_000.0
 

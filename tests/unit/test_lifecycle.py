@@ -6,11 +6,11 @@ import itertools
 
 import orjson
 
+from sidecar.base.timeutil import iso
 from sidecar.inbox.events import parse
 from sidecar.sessions import rules
 from sidecar.sessions.model import Bindings, SessionRecord
 from sidecar.sessions.rules import Applied, harness_id
-from sidecar.timeutil import iso
 from sidecar.vocabulary import STALE, EventKind
 
 T0 = 1_795_900_000.0

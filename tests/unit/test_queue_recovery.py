@@ -3,12 +3,12 @@ step to settle it (outside the queue's lock), and is then adopted or dropped as 
 
 from __future__ import annotations
 
+from sidecar.base.timeutil import iso
 from sidecar.followups.model import QueueEntry, new_hook
 from sidecar.followups.queue import FollowUpQueue, Settled
 from sidecar.followups.store import HookStore
 from sidecar.layout import Workspace
 from sidecar.procwatch import Proc
-from sidecar.timeutil import iso
 
 T0 = 1_795_900_000.0
 LOG = "20261201T000000Z-s1.log"

@@ -9,7 +9,7 @@ import os
 import pytest
 
 from sidecar import quickread
-from sidecar.cli import present
+from sidecar.base import words
 from sidecar.sessions import activity
 from sidecar.sessions.model import SessionRecord
 from sidecar.sessions.rules import harness_id
@@ -40,11 +40,11 @@ def test_what_is_not_json_is_refused(text):
 @pytest.mark.parametrize("seconds", [0, 0.4, 59.9, 60, 125, 3599, 3600, 3660, 36000 + 600,
                                      86399, 86400, 3 * 86400, -42])
 def test_a_span_reads_as_present_says_it(seconds):
-    assert quickread.span(seconds) == present.span(seconds)
+    assert quickread.span(seconds) == words.span(seconds)
 
 
 def iso(ts: float) -> str:
-    from sidecar.timeutil import iso as full
+    from sidecar.base.timeutil import iso as full
 
     return full(ts)
 
@@ -119,7 +119,7 @@ def test_no_symlink_is_followed_from_the_context_folder_down(tmp_path):
     "1970-01-01T00:00:00.000Z", "2000-03-01T00:00:00.000Z", "2026-12-01T20:00:00+02:00",
     "2026-12-01T20:00:00", " 2026-12-01T20:00:00.123456Z ", 1796115000, 1796115000.5])
 def test_a_time_reads_as_timeutil_reads_it(text):
-    from sidecar.timeutil import parse_ts
+    from sidecar.base.timeutil import parse_ts
 
     assert quickread.parse_ts(text) == pytest.approx(parse_ts(text), abs=1e-6)
 

@@ -15,15 +15,15 @@ from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
 from sidecar import jsonfile, locks, quickcli, quickstatus
+from sidecar.base.files import Declined
+from sidecar.base.words import Style
 from sidecar.cli import status as status_mod
-from sidecar.cli.present import Style
 from sidecar.cli.status_text import render_text
 from sidecar.coordination import current
 from sidecar.followups import trust
 from sidecar.followups.model import Hook
 from sidecar.layout import Workspace
 from sidecar.procwatch import start_time
-from sidecar.quickfiles import Declined
 
 NOW = 1_796_000_000.25
 ME = os.getpid()
@@ -63,7 +63,7 @@ def write(path: Path, data: object) -> None:
 
 
 def iso(ts: float) -> str:
-    from sidecar.timeutil import iso as to_iso
+    from sidecar.base.timeutil import iso as to_iso
 
     return to_iso(ts)
 

@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from sidecar.sessions import ids
+from sidecar.base import ids
 
 
 @given(st.text())

@@ -9,7 +9,7 @@ from collections.abc import Iterator
 import pytest
 import redis
 
-from sidecar import timeutil
+from sidecar.base import timeutil
 from sidecar.coordination import redis_clock
 from sidecar.coordination.redis_clock import (
     JUMP,

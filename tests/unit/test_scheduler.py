@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import pytest
 
+from sidecar.base.timeutil import iso
 from sidecar.followups.decide import TRANSCRIPT_QUIET, decide, next_due
 from sidecar.followups.model import QueueEntry, new_hook
 from sidecar.sessions.model import Facts
-from sidecar.timeutil import iso
 from sidecar.vocabulary import Verdict
 
 T0 = 1_795_900_000.0

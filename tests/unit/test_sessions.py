@@ -13,11 +13,11 @@ from freezegun import freeze_time
 
 from helpers import FIXTURES, read_json
 from sidecar import jsonfile
+from sidecar.base.timeutil import iso, now
 from sidecar.coordination.base import LeaseLost
 from sidecar.inbox.events import parse
 from sidecar.layout import Workspace
 from sidecar.sessions.store import SessionStore, harness_id
-from sidecar.timeutil import iso, now
 
 T0 = 1_795_900_000.0
 _names = itertools.count()

@@ -13,8 +13,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from sidecar import timeutil
-from sidecar.cli import present
+from sidecar.base import timeutil, words
 
 
 def through_datetime(value: object) -> float | None:
@@ -93,7 +92,7 @@ def zone(name: str) -> Iterator[None]:
 def test_a_local_time_is_worded_as_datetime_worded_it(now, offset):
     for name in ZONES:
         with zone(name):
-            assert present.local_time(now + offset, now) == as_datetime_worded_it(now + offset, now)
+            assert words.local_time(now + offset, now) == as_datetime_worded_it(now + offset, now)
 
 
 def as_datetime_wrote_it(ts: float) -> str:

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import orjson
 
-from sidecar.cli import present
+from sidecar.base import words
 from sidecar.config import Config
 from sidecar.daemon.ingest import Ingestor
 from sidecar.followups.queue import FollowUpQueue
@@ -177,7 +177,7 @@ def test_the_follow_up_outcome_reads_whole_at_120_and_100_columns(tmp_path):
     for width in (120, 100):
         async def check(app, pilot, width=width):
             [row] = [line for line in shown(app) if DONE[:8] in line]
-            outcome = f"post-task ok {present.ago(fired_at, time.time())}"  # `1 h 28 min ago`
+            outcome = f"post-task ok {words.ago(fired_at, time.time())}"  # `1 h 28 min ago`
             assert row.rstrip().endswith(outcome), row
             assert len(row) == width
             [asks] = [line for line in shown(app) if ASKS[:8] in line]

@@ -12,7 +12,7 @@ import orjson
 import pytest
 
 from helpers import invoke, read_json
-from sidecar import trustcheck
+from sidecar.base import trustcheck
 from sidecar.followups import store, trust
 from sidecar.followups.model import Hook, Run, new_hook
 from sidecar.followups.store import initialise

@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 
 from sidecar import config, jsonfile, layout, locks
+from sidecar.base.errors import SidecarError
 from sidecar.daemon import plugins
-from sidecar.errors import SidecarError
 from sidecar.followups import actions, model, prompts
 from sidecar.hosts import base, registry
 from sidecar.inbox import events

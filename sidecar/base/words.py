@@ -12,7 +12,7 @@ import os
 import sys
 import time
 
-from sidecar.endreasons import DEFAULT_END_REASON, HOST_EXITED, STALE
+from sidecar.base.endreasons import DEFAULT_END_REASON, HOST_EXITED, STALE
 
 TYPE_CHECKING = False  # typing itself is not imported: it costs a fast command (status) 2 ms
 if TYPE_CHECKING:
@@ -167,7 +167,7 @@ def _below(where: tuple[str, ...], folder: tuple[str, ...]) -> str | None:
 
 def home_folder() -> str:
     """os.path.expanduser("~"), which Path.home() is: $HOME, else the password database's."""
-    from sidecar.bareos import home
+    from sidecar.base.posixos import home
 
     return home()
 

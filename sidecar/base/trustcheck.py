@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import _json
 
-TYPE_CHECKING = False  # typing costs the fast path 2 ms (see cli/present.py)
+TYPE_CHECKING = False  # typing costs the fast path 2 ms (see base/words.py)
 if TYPE_CHECKING:
     from hashlib import sha256
     from typing import Any

@@ -1,5 +1,5 @@
 """sidecar's own completion reasons, as records keep them (vocabulary.py re-exports them):
-a module of plain strings, so what only words them (cli/present.py) imports no enum."""
+a module of plain strings, so what only words them (base/words.py) imports no enum."""
 
 STALE = "stale"  # the completion reason of the stale sweep
 HOST_EXITED = "host-exited"  # the completion reason when the host's process is gone

@@ -9,7 +9,7 @@ overrides and isolates and every other format character (U+202E, U+2066, zero-wi
 line and paragraph separators, spaces other than ' ', surrogates (bytes that were not UTF-8)
 and private or unassigned code points. Nothing is dropped: the text says what was there.
 
-Every command escapes what it prints with this, before painting it (cli/present.py's colours
+Every command escapes what it prints with this, before painting it (base/words.py's colours
 are sidecar's own and stay codes). `status` and `status --line` import it on their fast paths:
 it imports nothing.
 """

@@ -3,7 +3,7 @@ them without loading the command line framework that common.py brings."""
 
 from __future__ import annotations
 
-TYPE_CHECKING = False  # typing costs the fast commands 2 ms (see cli/present.py)
+TYPE_CHECKING = False  # typing costs the fast commands 2 ms (see base/words.py)
 if TYPE_CHECKING:
     from collections.abc import Mapping
     from typing import Any
