@@ -14,7 +14,10 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import Any
 
+import orjson
+
 from sidecar import jsonfile, layout, locks
+from sidecar.base import paths
 from sidecar.base.errors import SidecarError
 from sidecar.base.timeutil import parse_duration
 from sidecar.envfile import EnvFile, NotASettingsFile, read_env_file, read_settings_file
@@ -178,17 +181,12 @@ def last_good_registry() -> Path:
 def load_registry() -> list[Path]:
     """The registered workspace roots, in registration order (none if there is no registry);
     RegistryError if it cannot be read: nothing may then act as if it were empty."""
-    path = layout.registry_file()
     try:
-        data = jsonfile.read_json(path)
-    except FileNotFoundError:
-        return []
+        data = paths.read_registry()
+        return [] if data is None else [Path(root) for root in paths.registry_roots(
+            orjson.loads(data[3:] if data.startswith(b"\xef\xbb\xbf") else data))]
     except (OSError, ValueError) as exc:
-        raise RegistryError(_unreadable(path, str(exc))) from None
-    roots = data.get("workspaces") if isinstance(data, dict) else None
-    if not isinstance(roots, list) or not all(isinstance(root, str) for root in roots):
-        raise RegistryError(_unreadable(path, 'not {"workspaces": [folder, ...]}'))
-    return [Path(root) for root in roots]
+        raise RegistryError(_unreadable(layout.registry_file(), str(exc))) from None
 
 
 def _unreadable(path: Path, why: str) -> str:

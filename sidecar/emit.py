@@ -14,7 +14,7 @@ import posix
 import sys
 import time
 
-from sidecar.base import posixos
+from sidecar.base import paths, posixos, proc
 from sidecar.base.rawjson import json_string, top_level_string
 
 # System calls through `os` where something loaded it already (its functions are posix's own,
@@ -32,21 +32,8 @@ Always prints {"continue": true} and exits 0, so a host is never blocked.
 
 Example: sidecar emit session-end --session-id 6f1c2d3e
 """
-CONTEXT_DIR = ".context"
 ENVELOPE = "sidecarEnvelope"  # the key that marks a file `emit` wrapped (see `envelope`)
 INBOX_PARTS = (".context", "runtime", "inbox")
-
-
-def find_workspace(start: str) -> str | None:
-    """The nearest folder at or above `start` that holds `.context/`."""
-    path = posixos.abspath(start)
-    while True:
-        if posixos.isdir(posixos.join(path, CONTEXT_DIR)):
-            return path
-        parent = posixos.dirname(path)
-        if parent == path:
-            return None
-        path = parent
 
 
 def envelope(payload: bytes, meta: list[tuple[str, str]]) -> bytes:
@@ -88,55 +75,13 @@ def parse_args(args: list[str]) -> tuple[dict[str, str], list[str], list[str]]:
     return options, positionals, complaints
 
 
-SHELLS = frozenset({"sh", "bash", "dash", "zsh", "ksh", "mksh", "fish", "busybox"})
-
-
-def _proc_stat(pid: int) -> tuple[str, int, int]:
-    """(name, parent pid, start time in clock ticks) from /proc; OSError where there is none."""
-    with open(f"/proc/{pid}/stat", "rb") as handle:
-        data = handle.read()
-    end = data.rfind(b")")  # the name may hold spaces and parentheses
-    fields = data[end + 2:].split()
-    return data[data.find(b"(") + 1:end].decode("utf-8", "replace"), int(fields[1]), int(fields[19])
-
-
-def host_process() -> tuple[int, int | None]:
-    """The host whose hook this is: the nearest ancestor that outlives the hook.
-
-    Hosts run hooks through a shell (`sh -c`), which exits with the hook: when the parent is a
-    shell, the host is the shell's parent. Elsewhere than Linux, the parent is all there is.
-    """
-    pid = os.getppid()
-    try:
-        name, parent, start = _proc_stat(pid)
-        if name in SHELLS and parent > 1:
-            pid = parent
-            name, parent, start = _proc_stat(pid)
-        return pid, start
-    except (OSError, ValueError, IndexError):
-        return pid, None
-
-
-def process_space() -> str | None:
-    """Where a pid means something: this boot of this machine (its boot id), and this PID
-    namespace. Another machine's daemon, or one in another namespace, must not look a host
-    up by a pid from here."""
-    try:
-        with open("/proc/sys/kernel/random/boot_id", "rb") as handle:
-            boot = handle.read().strip().decode("ascii", "replace")
-        space = os.readlink("/proc/self/ns/pid")  # `pid:[4026531836]`
-    except OSError:
-        return None
-    return f"{boot}/{space[5:-1]}"
-
-
 def host_meta() -> list[tuple[str, str]]:
     """The hook's host, so its death can end the session: its pid, its start, its space."""
-    pid, start = host_process()
+    pid, start = proc.host_process()
     meta = [("hostPid", str(pid))]
     if start is not None:
         meta.append(("hostStart", str(start)))
-    space = process_space()
+    space = proc.process_space()
     if space is not None:
         meta.append(("hostSpace", json_string(space)))
     return meta
@@ -192,7 +137,7 @@ def registered(workspace: str, folder: int) -> bool:
     is the workspace's, open: its real path is the kernel's name for it. A registry that
     cannot be read (a FIFO in its place included) registers nothing."""
     try:
-        data = posixos.read_registry()
+        data = paths.read_registry()
     except OSError:
         return False
     if data is None:
@@ -299,9 +244,9 @@ def _emit(options: dict[str, str], positionals: list[str]) -> None:
         sys.stderr.write(f"sidecar emit: {why}\n")
         return
     start = options.get("root") or cwd or os.getcwd()
-    workspace = find_workspace(start)
+    workspace = paths.find_workspace(start)
     if workspace is None and "root" not in options and start != os.getcwd():
-        workspace = find_workspace(os.getcwd())
+        workspace = paths.find_workspace(os.getcwd())
     if workspace is not None:
         try:
             drop(workspace, data)

@@ -12,9 +12,9 @@ from functools import cached_property
 from pathlib import Path
 
 from sidecar import safedir
+from sidecar.base import paths
 from sidecar.base.errors import SidecarError
 
-CONFIG_ENV = "SIDECAR_CONFIG_HOME"  # overrides the user's config folder (tests use it)
 PLAIN_NAME = re.compile(r"[A-Za-z0-9_:-][A-Za-z0-9._:-]{0,127}")
 LOG_NAME = re.compile(r"[A-Za-z0-9_:-][A-Za-z0-9._:-]{0,199}\.log")
 HOOK_NAME = re.compile(r"[A-Za-z0-9_-][A-Za-z0-9._-]{0,63}")  # a hook id (followups/model.py)
@@ -160,25 +160,18 @@ class Workspace:
 
 
 def find_workspace(start: Path) -> Workspace | None:
-    """The nearest workspace at or above `start`."""
-    path = start.resolve()
-    for folder in (path, *path.parents):
-        if (folder / ".context").is_dir():
-            return Workspace(folder)
-    return None
+    """The nearest workspace at or above `start`, its links resolved."""
+    found = paths.find_workspace(str(start.resolve()))
+    return None if found is None else Workspace(Path(found))
 
 
 def config_home() -> Path:
     """The user's sidecar folder: $SIDECAR_CONFIG_HOME, else $XDG_CONFIG_HOME/sidecar."""
-    override = os.environ.get(CONFIG_ENV)
-    if override:
-        return Path(override)
-    xdg = os.environ.get("XDG_CONFIG_HOME") or str(Path.home() / ".config")
-    return Path(xdg) / "sidecar"
+    return Path(paths.config_home())
 
 
 def registry_file() -> Path:
-    return config_home() / "workspaces.json"
+    return Path(paths.registry_file())
 
 
 def config_file() -> Path:

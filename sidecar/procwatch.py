@@ -1,7 +1,7 @@
 """Processes: who is alive, and a watch that says when one exits.
 
-A process is named by its pid and its start time (clock ticks since boot, from
-`/proc/<pid>/stat`): a pid the kernel reused for another process is not the same process.
+A process is named by its pid and its start time (base/proc.py reads both from /proc): a pid
+the kernel reused for another process is not the same process.
 On Linux the watch holds a pidfd per process (`os.pidfd_open`) and polls them all from one
 thread, so an exit is noticed at once; elsewhere it checks every second.
 """
@@ -15,10 +15,11 @@ import threading
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from sidecar.base import proc as base_proc
+
 log = logging.getLogger("sidecar")
 
 FALLBACK_INTERVAL = 1.0  # seconds between checks where pidfds are not available
-HAS_PROC = os.path.exists("/proc/self/stat")
 
 
 @dataclass(frozen=True)
@@ -27,44 +28,12 @@ class Proc:
     start: int | None = None  # None where the start time cannot be read (not Linux)
 
 
-def _stat(pid: int) -> tuple[str, int] | None:
-    """(state, start time in clock ticks since boot) from /proc; None if gone or unknown."""
-    try:
-        with open(f"/proc/{pid}/stat", "rb") as handle:
-            data = handle.read()
-    except OSError:
-        return None
-    fields = data[data.rfind(b")") + 2:].split()  # the name may hold spaces and parentheses
-    try:
-        return fields[0].decode(), int(fields[19])
-    except (IndexError, ValueError):
-        return None
-
-
-def start_time(pid: int) -> int | None:
-    """The process's start time in clock ticks since boot; None if it is gone or unknown."""
-    stat = _stat(pid)
-    return None if stat is None else stat[1]
-
-
 def is_alive(proc: Proc) -> bool:
-    try:
-        os.kill(proc.pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        pass  # someone else's process: it exists
-    stat = _stat(proc.pid)
-    if stat is None:
-        return not HAS_PROC  # without /proc, kill(0) is all there is to go by
-    state, start = stat
-    if state == "Z":
-        return False  # it has exited; only its parent has not collected it yet
-    return proc.start is None or start == proc.start
+    return base_proc.is_alive(proc.pid, proc.start)
 
 
 def current(pid: int) -> Proc:
-    return Proc(pid, start_time(pid))
+    return Proc(pid, base_proc.start_time(pid))
 
 
 class ProcessWatch:
@@ -90,7 +59,8 @@ class ProcessWatch:
                 return
             self.watched.add(proc)
         fd = self._pidfd(proc.pid)
-        if fd is not None and proc.start is not None and start_time(proc.pid) != proc.start:
+        if fd is not None and proc.start is not None \
+                and base_proc.start_time(proc.pid) != proc.start:
             os.close(fd)  # the pid belongs to another process now: ours is gone
             fd = None
             self._exited(proc)

@@ -14,6 +14,7 @@ import os
 import sys
 import time
 
+from sidecar.base import paths
 from sidecar.base.exitcodes import of_status
 from sidecar.base.files import Declined
 
@@ -100,39 +101,27 @@ def status(given: dict[str, Any]) -> int | None:
 
 
 def here(root: str | None) -> list[str] | None:
-    """layout.find_workspace: the nearest folder at or above `root` (or here) with a
-    `.context/` folder; None where there is none (the full command says so)."""
-    path = os.path.realpath(root if root is not None else os.getcwd())
-    while True:
-        if os.path.isdir(os.path.join(path, ".context")):
-            return [path]
-        parent = os.path.dirname(path)
-        if parent == path:
-            return None
-        path = parent
+    """layout.find_workspace: the nearest workspace at or above `root` (or here), its links
+    resolved; None where there is none (the full command says so)."""
+    found = paths.find_workspace(os.path.realpath(root if root is not None else os.getcwd()))
+    return None if found is None else [found]
 
 
 def config_file() -> str:
-    from sidecar.base.posixos import config_home
-
-    return os.path.join(config_home(), "config.toml")
+    return os.path.join(paths.config_home(), "config.toml")
 
 
 def registered() -> list[str] | None:
     """config.load_registry's roots, each a workspace still; None where the full command has
     something to say (a registry it cannot read, a folder that is no workspace any more)."""
     from sidecar.base.files import parse
-    from sidecar.base.posixos import read_registry
 
     try:
-        found = read_registry()
-        data = None if found is None else parse(found)
-    except (Declined, OSError):
+        found = paths.read_registry()
+        roots = [] if found is None else paths.registry_roots(parse(found))
+    except (Declined, OSError, ValueError):
         return None
-    if found is None:
-        return []
-    roots = data.get("workspaces") if isinstance(data, dict) else None
-    if not isinstance(roots, list) or not all(isinstance(r, str) and _plain_path(r) for r in roots):
+    if not all(_plain_path(root) for root in roots):
         return None
     if not all(os.path.isdir(os.path.join(root, ".context")) for root in roots):
         return None

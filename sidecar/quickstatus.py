@@ -19,6 +19,7 @@ import stat
 
 from sidecar.base import storage
 from sidecar.base.files import Declined, below, open_root, parse, read, read_json, read_path, walk
+from sidecar.base.proc import is_alive
 from sidecar.base.timeutil import parse_ts
 from sidecar.base.version import __version__
 from sidecar.quickread import obj
@@ -90,33 +91,6 @@ def count_rejected(inbox: int | None) -> int:
 def is_plain(name: str) -> bool:
     """layout.PLAIN_NAME: one plain file name of at most 128 characters."""
     return 0 < len(name) <= 128 and name[0] != "." and PLAIN.issuperset(name)
-
-
-def is_alive(pid: int, start: int | None) -> bool:
-    """procwatch.is_alive: kill(0), then its state and start time from /proc; without /proc
-    (macOS), kill(0) is all there is to go by."""
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        pass
-    found = proc_stat(pid)
-    if found is None:
-        return not os.path.exists("/proc/self/stat")  # procwatch.HAS_PROC
-    state, started = found
-    return state != "Z" and (start is None or started == start)
-
-
-def proc_stat(pid: int) -> tuple[str, int] | None:
-    """procwatch._stat: (state, start time in clock ticks); None if gone or unknown."""
-    try:
-        with open(f"/proc/{pid}/stat", "rb") as handle:
-            data = handle.read()
-        fields = data[data.rfind(b")") + 2:].split()
-        return fields[0].decode(), int(fields[19])
-    except (OSError, IndexError, ValueError):
-        return None
 
 
 def _whole(value: object) -> int | None:

@@ -19,8 +19,8 @@ import select
 import sys
 import time
 
+from sidecar.base import paths
 from sidecar.base.escapes import escaped
-from sidecar.base.posixos import read_registry
 from sidecar.quickread import (
     MAX_FILE,
     Unreadable,
@@ -33,7 +33,6 @@ from sidecar.quickread import (
     state,
 )
 
-CONTEXT = ".context"
 THEIRS_TIMEOUT = 5.0  # seconds the user's own status line command may take
 KILL = 9  # SIGKILL (the signal module costs more to import than the whole line)
 STDIN_WAIT = 0.5  # seconds to wait for a payload on a pipe that has not said anything yet
@@ -43,23 +42,11 @@ USAGE = "usage: sidecar status --line [--source NAME] [--root DIR]... [--then CO
 
 # -- the session a status line's payload names -------------------------------------------------
 
-def find_workspace(start: str) -> str | None:
-    """The nearest folder at or above `start` that holds `.context/` (as `emit` finds it)."""
-    path = os.path.abspath(start)
-    while True:
-        if os.path.isdir(os.path.join(path, CONTEXT)):
-            return path
-        parent = os.path.dirname(path)
-        if parent == path:
-            return None
-        path = parent
-
-
 def _where(payload: dict) -> str | None:  # type: ignore[type-arg]
     folders = obj(payload.get("workspace"))
     for value in (folders.get("project_dir"), folders.get("current_dir"), payload.get("cwd")):
         if isinstance(value, str) and value:
-            found = find_workspace(value)
+            found = paths.find_workspace(value)
             if found is not None:
                 return found
     return None
@@ -106,19 +93,13 @@ def session_line(payload: dict, host: str | None, roots: list[str], now: float) 
 # -- every registered workspace, counted -------------------------------------------------------
 
 def registered() -> list[str]:
-    """The registry's workspace roots (config.load_registry's file); Unreadable if broken,
-    a FIFO or anything else that is no regular file included (a read of it would never end)."""
+    """The registry's workspace roots; Unreadable if broken, a FIFO or anything else that is
+    no regular file included (a read of it would never end)."""
     try:
-        found = read_registry()
-        data = loads(found.decode("utf-8")) if found is not None else None
+        found = paths.read_registry()
+        return [] if found is None else paths.registry_roots(loads(found.decode("utf-8")))
     except (OSError, ValueError):
         raise Unreadable("registry unreadable") from None
-    if found is None:
-        return []
-    roots = obj(data).get("workspaces")
-    if not isinstance(roots, list):
-        raise Unreadable("registry unreadable")
-    return [root for root in roots if isinstance(root, str)]
 
 
 def count_workspace(root: str, counts: dict[str, int]) -> None:

@@ -81,7 +81,7 @@ class SessionChange:
     follow_ups_done: frozenset[str] = field(default_factory=frozenset)
     host_pid: int | None = None  # the host's process, while the session is active
     host_start: int | None = None
-    host_space: str | None = None  # where that pid means something (emit.process_space)
+    host_space: str | None = None  # where that pid means something (proc.process_space)
     # A usage limit: a session-end while one holds (`limited`) queues no session-end hook;
     # a turn-failed names how many limit failures this episode has had, and the host's text.
     limited: bool = False

@@ -96,28 +96,6 @@ def home() -> str:
     return userhome.rstrip("/") or "/"
 
 
-def config_home() -> str:
-    """layout.config_home: $SIDECAR_CONFIG_HOME, else $XDG_CONFIG_HOME/sidecar."""
-    override = getenv("SIDECAR_CONFIG_HOME")
-    if override:
-        return override
-    return join(getenv("XDG_CONFIG_HOME") or join(home(), ".config"), "sidecar")
-
-
-def registry_file() -> str:
-    """layout.registry_file: the user's registry of workspaces."""
-    return join(config_home(), "workspaces.json")
-
-
-REGISTRY_LIMIT = 16 * 1024 * 1024  # far above any real registry; bounds a hostile one
-
-
-def read_registry() -> bytes | None:
-    """The registry's bytes, as every fast reader of it reads them (`emit`, `status --line`,
-    quick `status --all`); None where there is none, OSError where it cannot be read."""
-    return read_regular(registry_file(), REGISTRY_LIMIT)
-
-
 def read_regular(path: str, limit: int) -> bytes | None:
     """All of the regular file at `path` (through the user's own links), None where there is
     none, OSError for anything else. A FIFO, socket or device is refused by its type before any

@@ -9,7 +9,7 @@ import orjson
 
 HOOKS, LAST_GOOD = "hooks.json", "hooks.last-good.json"
 REVISION = "redisRevision"  # the revision a copy of hooks.json was written at
-# Each machine's (process space's: emit.process_space) clock offset from Redis's, as its daemon
+# Each machine's (process space's: proc.process_space) clock offset from Redis's, as its daemon
 # last read it (redis_clock.py): a leader puts the times that machine's hooks stamped on
 # Redis's clock (daemon/ingest.py).
 OFFSETS = "sidecar:clock-offsets"

@@ -31,8 +31,8 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 import redis
 
 from sidecar.base import timeutil
+from sidecar.base.proc import process_space
 from sidecar.coordination.records import OFFSETS
-from sidecar.emit import process_space
 
 if TYPE_CHECKING:
     from sidecar.coordination.base import Coordination

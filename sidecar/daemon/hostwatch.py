@@ -23,7 +23,7 @@ class HostWatch:
     def __init__(self, watch: Callable[[Proc], None] = lambda proc: None,
                  space: str | None = None, unknown_is_ours: bool = True) -> None:
         self.watch = watch  # asks the process watch to call `exited` once `proc` is gone
-        self.space = space  # where this process's pids mean something (emit.process_space)
+        self.space = space  # where this process's pids mean something (proc.process_space)
         # A host whose event named no space (a plugin's own writer) is taken to run here,
         # unless another machine may be where it runs.
         self.unknown_is_ours = unknown_is_ours

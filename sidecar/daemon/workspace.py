@@ -21,6 +21,7 @@ import orjson
 
 from sidecar import emit, safedir
 from sidecar.base.errors import SidecarError
+from sidecar.base.proc import process_space
 from sidecar.config import Config
 from sidecar.coordination import current as coordination
 from sidecar.coordination.base import Conflict, Leadership, LeaseLost, Unreachable
@@ -77,7 +78,7 @@ class WorkspaceServer:
         self.trouble: str | None = None  # why the coordination service cannot be reached
         self.watch = watch  # the process watch: tells `notice_host_exit` when a host is gone
         # The live sessions' host processes, those whose pids mean something here
-        self.hosts = HostWatch(self._watch_process, emit.process_space(),
+        self.hosts = HostWatch(self._watch_process, process_space(),
                                unknown_is_ours=not self.coordination.distributed)
         # The live sessions of hosts that write their end down themselves (hostends.py)
         self.recorded = RecordedEnds(ws, self._live_sessions, lambda: config().sweep_interval)

@@ -21,12 +21,13 @@ from typing import IO
 
 from sidecar import jsonfile, safedir
 from sidecar.base.errors import SidecarError
+from sidecar.base.proc import start_time
 from sidecar.coordination.base import RunLease
 from sidecar.followups.runner import COORDINATION_FD
 from sidecar.hosts import registry
 from sidecar.layout import Workspace
 from sidecar.owner import Account
-from sidecar.procwatch import Proc, is_alive, start_time
+from sidecar.procwatch import Proc, is_alive
 
 log = logging.getLogger("sidecar")
 

@@ -22,8 +22,8 @@ import orjson
 
 from sidecar import jsonfile, safedir
 from sidecar.base.errors import SidecarError
+from sidecar.base.proc import process_space
 from sidecar.coordination.base import Coordination
-from sidecar.emit import process_space
 from sidecar.followups import actions
 from sidecar.layout import Workspace
 from sidecar.procwatch import Proc

@@ -113,7 +113,7 @@ def _coordination_url() -> str:
 
 def process_space() -> str:
     """Where this pid means something: this machine's boot and PID namespace (`null` if
-    unknown); the same words as `sidecar.emit.process_space`, which a test holds it to."""
+    unknown); the same words as `sidecar.base.proc.process_space`, which a test holds it to."""
     try:
         with open("/proc/sys/kernel/random/boot_id", "rb") as handle:
             boot = handle.read().strip().decode("ascii", "replace")

@@ -17,9 +17,10 @@ from typing import Any
 
 import orjson
 
-from sidecar.emit import NotInitialised, drop, find_workspace, process_space
+from sidecar.base.paths import find_workspace
+from sidecar.base.proc import process_space, start_time
+from sidecar.emit import NotInitialised, drop
 from sidecar.hosts.base import Host
-from sidecar.procwatch import start_time
 from sidecar.vocabulary import EventKind
 
 log = logging.getLogger("sidecar.hermes")

@@ -54,7 +54,7 @@ class Event:
     hook_id: str | None = None  # the follow-up hook whose run produced it (SIDECAR_HOOK_ID)
     host_pid: int | None = None  # the host's process, and its start time (a reused pid differs)
     host_start: int | None = None
-    host_space: str | None = None  # where that pid means something (emit.process_space)
+    host_space: str | None = None  # where that pid means something (proc.process_space)
     # The generic fields its host reads out of a payload of its own shape (Host.payload_fields)
     fields: dict[str, str] = field(default_factory=dict, repr=False)
 

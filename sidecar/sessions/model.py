@@ -113,7 +113,7 @@ class SidecarMeta:
     completion_reason: str | None = None
     host_pid: int | None = None  # the host's process while the session is active
     host_start: int | None = None
-    host_space: str | None = None  # where that pid means something (emit.process_space)
+    host_space: str | None = None  # where that pid means something (proc.process_space)
     recent_events: list[str] = field(default_factory=list)
     follow_ups: dict[str, Json] = field(default_factory=dict)
     limit: LimitEpisode | None = None

@@ -14,6 +14,7 @@ import pytest
 from helpers import SIDECAR, read_json, wait_until
 from sidecar import emit as emit_mod
 from sidecar import procwatch
+from sidecar.base.proc import start_time
 from sidecar.sessions.rules import harness_id
 
 # A stand-in host: it runs its hooks the way Claude Code and Codex do (`sh -c`, payload on
@@ -56,7 +57,7 @@ def test_emit_names_the_host_not_the_shell_that_ran_the_hook(workspace):
         [dropped] = [p for p in workspace.inbox.glob("*.json")][:1]
         meta = orjson.loads(dropped.read_bytes())["sidecarEnvelope"]
         assert meta["hostPid"] == host.pid
-        assert meta["hostStart"] == procwatch.start_time(host.pid)
+        assert meta["hostStart"] == start_time(host.pid)
     finally:
         stop_host(host)
 

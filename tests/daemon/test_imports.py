@@ -67,7 +67,7 @@ STATUS_LINE = ("import atexit, json, sys\n"
 
 def test_the_status_line_loads_only_the_standard_library():
     """`status --line` runs on every refresh of a status bar: like `emit`, the launcher runs it
-    with nothing but the standard library (not even orjson) and its own modules (`posixos`,
+    with nothing but the standard library (not even orjson) and its own modules (`paths`,
     emit's own, reads the registry for both; `escapes` escapes what it shows)."""
     code = STATUS_LINE.replace("LAUNCHER", repr(SIDECAR))
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, check=True,
@@ -75,8 +75,8 @@ def test_the_status_line_loads_only_the_standard_library():
     assert result.stdout.endswith("\n")
     loaded = orjson.loads(result.stderr.strip().splitlines()[-1])  # beyond the interpreter's own
     assert sorted(m for m in loaded if m.split(".")[0] == "sidecar") == [
-        "sidecar", "sidecar.base", "sidecar.base.escapes", "sidecar.base.posixos",
-        "sidecar.quickread", "sidecar.statusline"]
+        "sidecar", "sidecar.base", "sidecar.base.escapes", "sidecar.base.paths",
+        "sidecar.base.posixos", "sidecar.quickread", "sidecar.statusline"]
     assert [m for m in loaded if m.split(".")[0] not in (*sys.stdlib_module_names, "sidecar")] == []
 
 

@@ -31,11 +31,12 @@ import pytest
 
 from helpers import REPO, SIDECAR, DaemonProcess, emit, is_serving, read_json, run_cli, wait_until
 from sidecar import owner as owner_mod
+from sidecar.base.proc import start_time
 from sidecar.followups import actions, trust
 from sidecar.followups.queue import FOREIGN_RUN
 from sidecar.layout import Workspace
 from sidecar.owner import SAFE_PATH
-from sidecar.procwatch import Proc, is_alive, start_time
+from sidecar.procwatch import Proc, is_alive
 from sidecar.sessions.rules import harness_id
 
 TOOLS = ("setpriv", "useradd", "userdel")

@@ -148,7 +148,7 @@ def test_kill_running_signals_only_what_this_users_sidecar_started(workspace, tm
     victim = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"],
                               start_new_session=True)
     try:
-        from sidecar.procwatch import start_time
+        from sidecar.base.proc import start_time
 
         doc = read_json(workspace.hooks_file)
         doc["pending"] = [{"hookId": "post-task", "host": "claude-code", "sessionId": "x",

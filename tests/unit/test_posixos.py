@@ -80,18 +80,6 @@ def test_home_without_home_is_the_password_databases(monkeypatch):
     assert posixos.home() == os.path.expanduser("~")
 
 
-@pytest.mark.parametrize("override, xdg", [("/cfg", None), (None, "/xdg"), (None, None)])
-def test_the_registry_is_where_layout_finds_it(monkeypatch, override, xdg):
-    from sidecar import layout
-
-    for name, value in (("SIDECAR_CONFIG_HOME", override), ("XDG_CONFIG_HOME", xdg)):
-        if value is None:
-            monkeypatch.delenv(name, raising=False)
-        else:
-            monkeypatch.setenv(name, value)
-    assert posixos.registry_file() == str(layout.registry_file())
-
-
 def test_read_regular_reads_a_file_and_refuses_the_rest(tmp_path):
     (tmp_path / "file").write_bytes(b"abc")
     assert posixos.read_regular(str(tmp_path / "file"), 3) == b"abc"

@@ -16,6 +16,7 @@ from hypothesis import strategies as st
 
 from sidecar import jsonfile, locks, quickcli, quickstatus
 from sidecar.base.files import Declined
+from sidecar.base.proc import start_time
 from sidecar.base.words import Style
 from sidecar.cli import status as status_mod
 from sidecar.cli.status_text import render_text
@@ -23,7 +24,6 @@ from sidecar.coordination import current
 from sidecar.followups import trust
 from sidecar.followups.model import Hook
 from sidecar.layout import Workspace
-from sidecar.procwatch import start_time
 
 NOW = 1_796_000_000.25
 ME = os.getpid()
@@ -363,25 +363,3 @@ def test_a_report_is_written_in_jsonfiles_bytes_or_left_to_it(value):
     except (Declined, UnicodeEncodeError):
         return
     assert written == jsonfile.dumps(value)
-
-
-def test_without_proc_a_host_is_alive_as_procwatch_says(monkeypatch):
-    """Where /proc cannot tell (macOS), kill(0) is all there is: alive, in both readers."""
-    from sidecar import procwatch
-
-    monkeypatch.setattr(quickstatus, "proc_stat", lambda pid: None)
-    monkeypatch.setattr(procwatch, "_stat", lambda pid: None)
-    for has_proc in (False, True):
-        monkeypatch.setattr(procwatch, "HAS_PROC", has_proc)
-        monkeypatch.setattr(quickstatus.os.path, "exists", lambda path, _h=has_proc: _h)
-        for pid, start in ((ME, None), (ME, 12345), (GONE, None)):
-            assert quickstatus.is_alive(pid, start) == procwatch.is_alive(
-                procwatch.Proc(pid, start)), (has_proc, pid, start)
-    assert quickstatus.is_alive(ME, 12345) is False  # (with /proc: no such start, not alive)
-
-
-def test_its_reading_of_proc_is_procwatchs():
-    from sidecar import procwatch
-
-    assert quickstatus.proc_stat(ME) == procwatch._stat(ME)
-    assert quickstatus.proc_stat(GONE) is procwatch._stat(GONE) is None

@@ -10,6 +10,7 @@ import pytest
 import redis
 
 from sidecar.base import timeutil
+from sidecar.base.proc import process_space
 from sidecar.coordination import redis_clock
 from sidecar.coordination.redis_clock import (
     JUMP,
@@ -23,7 +24,6 @@ from sidecar.coordination.redis_clock import (
     sample,
     smoothed,
 )
-from sidecar.emit import process_space
 
 DAY = 86400.0
 
