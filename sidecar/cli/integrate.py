@@ -22,8 +22,9 @@ from sidecar import layout
 from sidecar.base.timeutil import now
 from sidecar.cli.common import NOT_WORKSPACE, fail
 from sidecar.followups.store import initialise
-from sidecar.hosts import owned, registry
+from sidecar.hosts import registry
 from sidecar.hosts.base import Host
+from sidecar.hosts.files import owned
 from sidecar.install import environment, launcher
 from sidecar.install import service as service_mod
 from sidecar.layout import Workspace, find_workspace

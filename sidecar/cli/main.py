@@ -22,12 +22,12 @@ from sidecar.cli.run import run
 from sidecar.cli.sessions_command import sessions
 from sidecar.cli.setup import doctor, service_app
 from sidecar.cli.top import top
+from sidecar.cli.uninstall import uninstall
 from sidecar.followups import trust
 from sidecar.followups.model import Hook
 from sidecar.followups.store import HookStore, initialise
 from sidecar.hosts import registry
 from sidecar.install import foreign
-from sidecar.install.uninstall import uninstall
 from sidecar.layout import Workspace, find_workspace
 from sidecar.sessions.lookup import AmbiguousSession
 

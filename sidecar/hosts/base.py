@@ -163,7 +163,7 @@ class Host:
     scopes: tuple[Scope, ...] = ()  # `sidecar integrate <name>`'s places, the default first
     integrate_help: str = ""  # the help of `sidecar integrate <name>`
     integrate_hint: str = ""  # said after `sidecar integrate <name>` in doctor's fix
-    records_itself: bool = False  # its integrate() remembers what it owns (owned.py) itself
+    records_itself: bool = False  # its integrate() remembers what it owns (files/owned.py) itself
     calls_sidecar: bool = True  # its hooks run the `sidecar` command (a plugin may not)
     id_shape: tuple[re.Pattern[str], str] | None = None  # its session ids, described
     extras: tuple[Extra, ...] = ()  # more `sidecar integrate <name>` sets, flag by flag

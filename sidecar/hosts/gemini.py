@@ -35,7 +35,7 @@ def project_settings(root: Path) -> Path:
 
 def trusted(root: Path, home: Path) -> bool:
     """Whether Gemini trusts the folder, so that it runs hooks there at all."""
-    from sidecar.hosts.settings import load_json  # integration code: see base.py
+    from sidecar.hosts.files.settings import load_json  # integration code: see base.py
 
     try:
         settings = load_json(user_settings(home), comments=True)
@@ -108,13 +108,13 @@ class Gemini(Host):
             else user_settings(home)
 
     def integrate(self, place: Path, sidecar: str, *, uninstall: bool) -> bool:
-        from sidecar.hosts.settings import write_hooks  # integration code: see base.py
+        from sidecar.hosts.files.settings import write_hooks  # integration code: see base.py
 
         # Gemini strips comments as it reads
         return write_hooks(place, sidecar, self.name, EVENTS, uninstall, True, HANDLER)
 
     def integrated(self, root: Path | None, home: Path) -> bool:
-        from sidecar.hosts.settings import has_ours
+        from sidecar.hosts.files.settings import has_ours
 
         return has_ours(user_settings(home), comments=True) or (
             root is not None and has_ours(project_settings(root), comments=True))

@@ -111,7 +111,7 @@ def tokens(entries: Iterable[dict[str, Any]]) -> Tokens | None:
 
 def hooks_disabled(path: Path) -> bool:
     """Whether a settings file turns every hook off (`disableAllHooks`)."""
-    from sidecar.hosts.settings import load_json  # integration code: see base.py
+    from sidecar.hosts.files.settings import load_json  # integration code: see base.py
 
     try:
         return load_json(path, comments=True).get("disableAllHooks") is True
@@ -155,13 +155,13 @@ class Qwen(Host):
             else user_settings(home)
 
     def integrate(self, place: Path, sidecar: str, *, uninstall: bool) -> bool:
-        from sidecar.hosts.settings import write_hooks  # integration code: see base.py
+        from sidecar.hosts.files.settings import write_hooks  # integration code: see base.py
 
         # Qwen Code strips comments as it reads
         return write_hooks(place, sidecar, self.name, EVENTS, uninstall, True, HANDLER)
 
     def integrated(self, root: Path | None, home: Path) -> bool:
-        from sidecar.hosts.settings import has_ours
+        from sidecar.hosts.files.settings import has_ours
 
         return any(has_ours(path, comments=True) for path in settings_files(root, home))
 

@@ -1,5 +1,6 @@
 """Every agent host sidecar knows, by name: what code outside `sidecar/hosts/` asks instead of
-naming a host. Adding a host is one module (a `base.Host`) and one line in HOSTS.
+naming a host. Adding a host is one module (a `base.Host`: `hosts/<host>.py`, or `host.py` in a
+folder `hosts/<host>/` beside the host's other files) and one line in HOSTS.
 
 An event's name means what its host says (`Host.events`), else what it means for every host
 (GENERIC_EVENTS): sidecar's own kinds, and the names hosts and tools commonly send. So a host
@@ -12,8 +13,14 @@ from collections.abc import Mapping
 from types import MappingProxyType
 from typing import Any
 
-from sidecar.hosts import claude_code, cline, codex, copilot, gemini, hermes, opencode, pi, qwen
+from sidecar.hosts import gemini, hermes, qwen
 from sidecar.hosts.base import Host, Option
+from sidecar.hosts.claude_code import host as claude_code
+from sidecar.hosts.cline import host as cline
+from sidecar.hosts.codex import host as codex
+from sidecar.hosts.copilot import host as copilot
+from sidecar.hosts.opencode import host as opencode
+from sidecar.hosts.pi import host as pi
 from sidecar.vocabulary import EventKind, normalise
 
 HOSTS: tuple[Host, ...] = (claude_code.HOST, codex.HOST, gemini.HOST, opencode.HOST, hermes.HOST,

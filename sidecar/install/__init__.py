@@ -1,1 +1,1 @@
-"""Installing sidecar on a machine: the service, the agent's environment, init's checks, uninstall."""
+"""Installing sidecar on a machine: the service, the agent's environment, init's checks."""

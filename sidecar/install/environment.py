@@ -30,9 +30,10 @@ import tomlkit
 
 from sidecar import layout
 from sidecar.envfile import env_file, read_env_file, read_or_none
-from sidecar.hosts import owned, registry
+from sidecar.hosts import registry
 from sidecar.hosts.base import Host
-from sidecar.hosts.settings import save_toml
+from sidecar.hosts.files import owned
+from sidecar.hosts.files.settings import save_toml
 
 RESUME_PLACE = "resume"  # where `owned` remembers the executables sidecar recorded
 

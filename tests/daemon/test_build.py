@@ -60,6 +60,29 @@ def test_a_wheel_records_the_commit_it_was_built_from(tmp_path):
         archive.extractall(installed)  # what pip installs, without git anywhere near it
     (tmp_path / "elsewhere").mkdir()
     assert _build_id(installed, tmp_path / "elsewhere") == f"{__version__}+{head[:12]}"
+    assert _plugin_files(installed, tmp_path / "elsewhere") == "assembled"
+
+
+PLUGIN_FILES = """
+import sys
+import sidecar
+from sidecar.hosts.files.plugin_file import WRITER
+from sidecar.hosts.opencode.host import plugin_source
+from sidecar.hosts.pi.host import extension_source
+assert sidecar.__file__.startswith(sys.argv[1]), sidecar.__file__
+writer = WRITER.read_bytes()
+assert writer in plugin_source() and writer in extension_source()
+print("assembled")
+"""
+
+
+def _plugin_files(package_parent: Path, cwd: Path) -> str:
+    """Whether the plugin files the hosts install (their own part and the shared inbox writer,
+    package data) came with the package at `package_parent` and assemble."""
+    env = {**os.environ, "PYTHONPATH": str(package_parent)}
+    return subprocess.run([sys.executable, "-c", PLUGIN_FILES, str(package_parent)],
+                          capture_output=True, text=True, cwd=cwd, env=env,
+                          check=True).stdout.strip()
 
 
 def test_a_copy_with_neither_git_nor_a_record_says_its_commit_is_unknown(tmp_path):

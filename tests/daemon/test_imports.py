@@ -20,7 +20,9 @@ def test_the_daemon_does_not_load_the_integration_code():
     assert "sidecar.config" in loaded and "sidecar.envfile" in loaded
     assert "tomlkit" not in loaded
     assert [m for m in loaded if m == "sidecar.install" or m.startswith("sidecar.install.")] == []
-    assert "sidecar.hosts.settings" not in loaded and "sidecar.cli" not in loaded
+    assert "sidecar.cli" not in loaded
+    # of the machinery that edits other programs' files, only what tells a plugin file is sidecar's
+    assert [m for m in loaded if m.startswith("sidecar.hosts.files.")] == ["sidecar.hosts.files.plugin_file"]
 
 
 LAUNCHED = ("import atexit, json, sys\n"
@@ -39,7 +41,7 @@ def test_the_launcher_starts_the_daemon_without_the_rest_of_the_command_line():
     assert [m for m in loaded if m.startswith("sidecar.cli.")] == ["sidecar.cli.common",
                                                                    "sidecar.cli.run"]
     assert not [m for m in loaded if m.startswith(("tomlkit", "sidecar.install", "sidecar.doctor",
-                                                   "sidecar.hosts.settings"))]
+                                                   "sidecar.hosts.files.settings"))]
 
 
 def test_textual_is_loaded_by_top_alone():

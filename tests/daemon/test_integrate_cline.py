@@ -4,7 +4,7 @@ back as it was, the user's own hook files untouched."""
 from __future__ import annotations
 
 from helpers import SIDECAR, run_cli
-from sidecar.hosts.cline import EVENTS
+from sidecar.hosts.cline.host import EVENTS
 
 
 def test_a_user_integration_round_trips_and_leaves_the_users_hooks(workspace, tmp_path):

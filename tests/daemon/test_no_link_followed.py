@@ -17,7 +17,7 @@ import pytest
 
 from helpers import emit
 from sidecar import jsonfile, locks, safedir
-from sidecar.hosts import opencode
+from sidecar.hosts.opencode import host as opencode
 from sidecar.inbox import folder as inbox
 from sidecar.layout import Workspace
 

@@ -10,7 +10,7 @@ import subprocess
 import pytest
 
 from helpers import FIXTURES, inbox_files
-from sidecar.hosts import pi
+from sidecar.hosts.pi import host as pi
 from sidecar.inbox import events
 from sidecar.vocabulary import EventKind
 

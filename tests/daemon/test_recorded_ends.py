@@ -16,7 +16,7 @@ import pytest
 
 from helpers import FIXTURES, read_json, run_cli, wait_until
 from sidecar.base.timeutil import iso
-from sidecar.hosts.cline import manifest_path, messages_path
+from sidecar.hosts.cline.host import manifest_path, messages_path
 from sidecar.sessions.rules import harness_id
 
 RECORDED = FIXTURES / "cline-3.0.65"

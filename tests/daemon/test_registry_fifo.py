@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from helpers import SIDECAR, wait_until
-from sidecar.hosts import opencode
+from sidecar.hosts.opencode import host as opencode
 
 TIMEOUT = 10  # seconds: far more than a refusal takes; a read of the FIFO never ends
 

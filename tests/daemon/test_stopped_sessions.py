@@ -58,8 +58,8 @@ def test_a_failed_last_turn_is_not_an_interrupted_one(h):
 
 def test_a_last_turn_failed_by_the_transcript_alone_is_not_an_interrupted_one(h, monkeypatch):
     """Codex tells a refused turn only in its rollout file: the end learns it from there."""
-    from sidecar.hosts import claude_code
     from sidecar.hosts.base import EndFacts, Failure
+    from sidecar.hosts.claude_code import host as claude_code
 
     told = EndFacts(Failure("server_error", "the API failed"))  # as the transcript tells it
     monkeypatch.setattr(claude_code.ClaudeCode, "end_facts", lambda self, path, sid: told)

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from sidecar.hosts import opencode
+from sidecar.hosts.opencode import host as opencode
 
 
 def run_opencode_plugin(root: Path, tmp_path: Path, harness: str, *args: str) -> None:

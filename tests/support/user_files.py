@@ -6,7 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from helpers import SIDECAR, invoke
-from sidecar.hosts import settings as settings_mod
+from sidecar.hosts.files import settings as settings_mod
 
 
 def sidecar_hooks(path: Path, comments: bool = False) -> list[str]:

@@ -14,9 +14,10 @@ import pytest
 from helpers import FIXTURES
 from sidecar.daemon.hostends import read_own
 from sidecar.followups.actions import ActionError, CannotResume, Firing, build_argv
-from sidecar.hosts import cline_hooks, registry
+from sidecar.hosts import registry
 from sidecar.hosts.base import EndFacts, IntegrateError, Tokens
-from sidecar.hosts.cline import EVENTS, manifest_path, messages_path
+from sidecar.hosts.cline import hooks as cline_hooks
+from sidecar.hosts.cline.host import EVENTS, manifest_path, messages_path
 from sidecar.inbox.events import parse
 from sidecar.layout import Workspace
 from sidecar.vocabulary import LIMIT_ERRORS, EventKind

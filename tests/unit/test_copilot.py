@@ -14,8 +14,10 @@ import pytest
 
 from helpers import SIDECAR, invoke, read_json
 from sidecar import emit
-from sidecar.hosts import copilot, copilot_hooks, registry
+from sidecar.hosts import registry
 from sidecar.hosts.base import Failure, IntegrateError, Tokens
+from sidecar.hosts.copilot import hooks as copilot_hooks
+from sidecar.hosts.copilot import host as copilot
 from sidecar.inbox import events
 from sidecar.vocabulary import EventKind
 

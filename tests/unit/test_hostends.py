@@ -10,8 +10,8 @@ import orjson
 import pytest
 
 from sidecar.daemon.hostends import LOOKS_AFTER_TURN, RecordedEnds, end_event
-from sidecar.hosts import cline
 from sidecar.hosts.base import EndFacts, Failure, RecordedEnd, Tokens
+from sidecar.hosts.cline import host as cline
 from sidecar.inbox.events import parse
 from sidecar.layout import Workspace
 from sidecar.vocabulary import EventKind, SessionChange

@@ -13,8 +13,9 @@ import tomllib
 import pytest
 
 from helpers import SIDECAR, invoke, read_json
-from sidecar.hosts import claude_code, codex_hooks
-from sidecar.hosts import settings as settings_mod
+from sidecar.hosts.claude_code import host as claude_code
+from sidecar.hosts.codex import hooks as codex_hooks
+from sidecar.hosts.files import settings as settings_mod
 
 USER_SETTINGS = {
     "model": "opus",

@@ -9,8 +9,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from sidecar.hosts import claude_code, jsonedit
-from sidecar.hosts import settings as settings_mod
+from sidecar.hosts.claude_code import host as claude_code
+from sidecar.hosts.files import jsonedit
+from sidecar.hosts.files import settings as settings_mod
 
 scalars = st.none() | st.booleans() | st.integers(-10**6, 10**6) | st.text(max_size=8)
 values = st.recursive(scalars, lambda inner: st.lists(inner, max_size=4)

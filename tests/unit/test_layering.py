@@ -36,5 +36,5 @@ def test_config_and_the_environment_file_read_only_the_ground_floor():
     for module in ("sidecar.config", "sidecar.envfile", "sidecar.hosts.registry"):
         names = imported(module)
         assert "tomlkit" not in names
-        assert not [n for n in names if n.startswith(("sidecar.install", "sidecar.hosts.settings",
+        assert not [n for n in names if n.startswith(("sidecar.install", "sidecar.hosts.files",
                                                       "sidecar.cli"))]

@@ -11,8 +11,10 @@ import orjson
 import pytest
 
 from helpers import FIXTURES, TRANSCRIPTS, fixture_payload, invoke
-from sidecar.hosts import pi, plugin_file, registry
+from sidecar.hosts import registry
 from sidecar.hosts.base import Failure, IntegrateError, Tokens
+from sidecar.hosts.files import plugin_file
+from sidecar.hosts.pi import host as pi
 from sidecar.inbox.events import parse
 from sidecar.vocabulary import LIMIT_ERRORS, EventKind
 

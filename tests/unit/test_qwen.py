@@ -12,8 +12,9 @@ import pytest
 from helpers import FIXTURES, SIDECAR, TRANSCRIPTS, fixture_payload, invoke, read_json
 from sidecar.followups.queue import FollowUpQueue
 from sidecar.followups.store import HookStore
-from sidecar.hosts import qwen, settings
+from sidecar.hosts import qwen
 from sidecar.hosts.base import Failure, Tokens
+from sidecar.hosts.files import settings
 from sidecar.inbox.events import parse
 from sidecar.sessions.rules import harness_id
 from sidecar.sessions.store import SessionStore

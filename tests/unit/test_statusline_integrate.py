@@ -11,7 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from sidecar.hosts import claude_code, claude_statusline
+from sidecar.hosts.claude_code import host as claude_code
+from sidecar.hosts.claude_code import statusline as claude_statusline
 from support.user_files import dotfile, run, sidecar_hooks
 
 THEIRS = "~/.claude/statusline.sh --short"

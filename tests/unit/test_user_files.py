@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 from helpers import read_json
-from sidecar.hosts import claude_code
+from sidecar.hosts.claude_code import host as claude_code
 from support.user_files import dotfile, run, sidecar_hooks
 
 LAYOUTS = {

@@ -80,9 +80,9 @@ def relocated_install(prefix: Path) -> Path:
 
 def codex_hooks(codex: Path, cwd: Path) -> list[dict]:
     """sidecar's hooks as Codex lists them (in this process's environment)."""
-    from sidecar.hosts import codex_hooks
+    from sidecar.hosts.codex import hooks
 
-    answers = codex_hooks.ask(str(codex), cwd)
+    answers = hooks.ask(str(codex), cwd)
     assert answers is not None, "codex app-server did not answer hooks/list"
     return [h for h in answers if "sidecar" in (h.get("command") or "")]
 

@@ -23,7 +23,7 @@ from pathlib import Path
 import pytest
 
 from helpers import HOSTS_CACHE, npm_host, read_json, run_cli, wait_until
-from sidecar.hosts import copilot as copilot_host
+from sidecar.hosts.copilot import host as copilot_host
 from sidecar.sessions.rules import harness_id
 from stubs.chat_stub import ChatStub, LimitedChatStub
 from stubs.host_exit import assert_ends_as_host_exit

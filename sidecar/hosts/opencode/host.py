@@ -1,7 +1,7 @@
 """`sidecar integrate opencode`: a small plugin that drops opencode's session events.
 
-opencode has no hook commands, only plugins that run inside it; the plugin
-(`opencode_plugin.js`, shipped with the package) writes events straight into the inbox. It is
+opencode has no hook commands, only plugins that run inside it; the plugin (`plugin.js`,
+shipped with the package beside this module) writes events straight into the inbox. It is
 installed into the project's `.opencode/plugins/` (it holds no machine-specific path, so a
 project may commit it) or, with `--user`, into the user's opencode plugin folder. The plugin
 names its events by sidecar's own kinds (`session-start`, `turn-end`, ...).
@@ -17,8 +17,9 @@ import re
 from pathlib import Path
 from types import MappingProxyType
 
-from sidecar.hosts import plugin_file, transcripts
+from sidecar.hosts import transcripts
 from sidecar.hosts.base import EndFacts, Host, Scope, Tokens
+from sidecar.hosts.files import plugin_file
 from sidecar.vocabulary import EventKind
 
 FILE_NAME = "sidecar.js"
@@ -26,7 +27,7 @@ MARK = "// sidecar: opencode's session events into the workspace's inbox."
 
 
 def plugin_source() -> bytes:
-    return plugin_file.source("opencode_plugin.js")
+    return plugin_file.source(Path(__file__).parent / "plugin.js")
 
 
 def project_plugin(root: Path) -> Path:

@@ -1,6 +1,6 @@
 """Cline CLI: its file hooks, its payload's shape, and the session manifest it writes.
 
-Cline 3.0.65 names a hook by its file (`TaskStart`, ...; `cline_hooks.py` writes them) and
+Cline 3.0.65 names a hook by its file (`TaskStart`, ...; `hooks.py` writes them) and
 its payload by `hookName` (`agent_start`, ...). The conversation's id is
 `sessionContext.rootSessionId` (`taskId` changes on every run of it), and the folder is
 `workspaceRoots[0]`: `payload_fields` reads them out.
@@ -180,15 +180,15 @@ class Cline(Host):
         return [place, *(place / name for name in EVENTS)]  # the folder, and a file per event
 
     def integrate(self, place: Path, sidecar: str, *, uninstall: bool) -> bool:
-        from sidecar.hosts import cline_hooks  # integration code: see base.py
+        from sidecar.hosts.cline import hooks  # integration code: see base.py
 
-        return cline_hooks.integrate(place, EVENTS, sidecar, uninstall)
+        return hooks.integrate(place, EVENTS, sidecar, uninstall)
 
     def integrated(self, root: Path | None, home: Path) -> bool:
-        from sidecar.hosts import cline_hooks
+        from sidecar.hosts.cline import hooks
 
         folders = [home / ".cline" / "hooks"] + ([root / ".cline" / "hooks"] if root else [])
-        return any(cline_hooks.integrated(folder, EVENTS) for folder in folders)
+        return any(hooks.integrated(folder, EVENTS) for folder in folders)
 
     def payload_fields(self, payload: Mapping[str, Any]) -> dict[str, str]:
         return fields(payload)

@@ -1,15 +1,15 @@
 """`sidecar integrate pi`: a small extension that drops Pi's session events.
 
 Pi (`@mariozechner/pi-coding-agent`) has no hook commands, only TypeScript extensions that run
-inside it (loaded by jiti, no build step); the extension (`pi_extension.ts`, shipped with the
-package and assembled with the shared inbox writer) writes events straight into the inbox. It
-is installed into the project's `.pi/extensions/` (it holds no machine-specific path, so a
-project may commit it) or, with `--user`, into the user's `~/.pi/agent/extensions/`
-(`$PI_CODING_AGENT_DIR/extensions/`). It sends Pi's own event names: `session_start`,
-`agent_start` (a prompt begins), `tool_execution_end`, `agent_end` (a prompt ended well, with
-the text of its last assistant message) and `session_shutdown`; a prompt that ended in an
-error or was stopped is sent as `agent_end:error` or `agent_end:aborted`, which are only
-traced.
+inside it (loaded by jiti, no build step); the extension (`extension.ts`, shipped with the
+package beside this module and assembled with the shared inbox writer) writes events straight
+into the inbox. It is installed into the project's `.pi/extensions/` (it holds no
+machine-specific path, so a project may commit it) or, with `--user`, into the user's
+`~/.pi/agent/extensions/` (`$PI_CODING_AGENT_DIR/extensions/`). It sends Pi's own event names:
+`session_start`, `agent_start` (a prompt begins), `tool_execution_end`, `agent_end` (a prompt
+ended well, with the text of its last assistant message) and `session_shutdown`; a prompt that
+ended in an error or was stopped is sent as `agent_end:error` or `agent_end:aborted`, which are
+only traced.
 
 Pi 0.73.1 writes each session to a JSON-lines file (the transcript): assistant messages carry
 `usage` (input without the cached part, output, cacheRead, cacheWrite), and a turn the API
@@ -27,7 +27,7 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import Any
 
-from sidecar.hosts import plugin_file, transcripts
+from sidecar.hosts import transcripts
 from sidecar.hosts.base import (
     UUID,
     EndFacts,
@@ -40,6 +40,7 @@ from sidecar.hosts.base import (
     Tokens,
     note,
 )
+from sidecar.hosts.files import plugin_file
 from sidecar.vocabulary import EventKind
 
 FILE_NAME = "sidecar.ts"
@@ -73,7 +74,7 @@ def user_extension(home: Path) -> Path:
 
 
 def extension_source() -> bytes:
-    return plugin_file.source("pi_extension.ts")
+    return plugin_file.source(Path(__file__).parent / "extension.ts")
 
 
 # -- what its session file says ------------------------------------------------------------
@@ -121,7 +122,7 @@ def tokens(entries: Iterable[dict[str, Any]]) -> Tokens | None:
 
 
 def _settings(path: Path) -> dict[str, Any]:
-    from sidecar.hosts.settings import load_json  # integration code: see base.py
+    from sidecar.hosts.files.settings import load_json  # integration code: see base.py
 
     try:
         return load_json(path)

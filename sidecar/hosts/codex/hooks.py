@@ -26,10 +26,10 @@ from typing import Any
 import orjson
 import tomlkit
 
-from sidecar.hosts import owned
 from sidecar.hosts.base import Finding
-from sidecar.hosts.codex_toml import disable_hooks, enable_hooks, load_config, set_trust
-from sidecar.hosts.settings import (
+from sidecar.hosts.codex.config_toml import disable_hooks, enable_hooks, load_config, set_trust
+from sidecar.hosts.files import owned
+from sidecar.hosts.files.settings import (
     emit_command,
     is_ours,
     load_json,

@@ -12,7 +12,7 @@ must not get the user's own line). Taking sidecar out puts their command
 back, or removes the `statusLine` sidecar added, so the file is given back byte for byte; a
 file whose status line could not be given back so (a command written with escapes JSON does
 not need) is left alone, and the error says how to combine the two by hand. What sidecar wrote
-is remembered (owned.py), before it is written: a `sidecar status --line` the user wrote by
+is remembered (files/owned.py), before it is written: a `sidecar status --line` the user wrote by
 hand is never taken out, and a key the user adds by hand to the status line sidecar added stays
 when it is.
 """
@@ -27,8 +27,8 @@ from pathlib import Path
 from typing import Any
 
 from sidecar.base.errors import SidecarError
-from sidecar.hosts import jsonedit, owned, settings, userfile
 from sidecar.hosts.base import IntegrateError
+from sidecar.hosts.files import jsonedit, owned, settings, userfile
 
 KEY = "statusLine"
 THEN = "--then"

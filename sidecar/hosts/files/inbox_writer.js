@@ -1,5 +1,5 @@
 // sidecar's inbox writer, shared by the host plugins that write their events themselves: it is
-// put into each of them when `sidecar integrate` installs the file (sidecar/hosts/plugin_file.py).
+// put into each of them when `sidecar integrate` installs the file (sidecar/hosts/files/plugin_file.py).
 //
 // Every write is synchronous (write a dotfile, rename it to *.json) and nothing here waits: a
 // host may exit the moment its last handler returns (opencode), or wait for a handler with no

@@ -1,9 +1,10 @@
 """A plugin file sidecar installs into a host that runs code, not hook commands (opencode's
 plugin, Pi's extension): how the file is made, and how it is written and taken out again.
 
-Each host's file holds only its own part; the inbox writer they share (`inbox_writer.js`) is
-put in at the line `PLACEHOLDER` when the file is made, so one copy of the code that decides
-where an event may be written serves every such host. The file's first line is its mark: a
+Each host's file holds only its own part (in the host's folder: `opencode/plugin.js`,
+`pi/extension.ts`); the inbox writer they share (`inbox_writer.js`, beside this module) is put
+in at the line `PLACEHOLDER` when the file is made, so one copy of the code that decides where
+an event may be written serves every such host. The file's first line is its mark: a
 file of the same name without it is the user's own, and is never replaced or removed.
 """
 
@@ -15,18 +16,17 @@ from pathlib import Path
 from sidecar import jsonfile
 from sidecar.hosts.base import IntegrateError
 
-HERE = Path(__file__).parent
-WRITER = "inbox_writer.js"
+WRITER = Path(__file__).parent / "inbox_writer.js"
 PLACEHOLDER = b"// sidecar: the inbox writer goes here\n"
 
 
-def source(name: str) -> bytes:
-    """The file to install: the host's own part (`name`, shipped beside this module) with the
-    shared inbox writer in place of its placeholder line."""
-    own = (HERE / name).read_bytes()
+def source(own_part: Path) -> bytes:
+    """The file to install: the host's own part (`own_part`, shipped in the host's folder) with
+    the shared inbox writer in place of its placeholder line."""
+    own = own_part.read_bytes()
     if own.count(PLACEHOLDER) != 1:
-        raise ValueError(f"{name} must hold the line {PLACEHOLDER!r} exactly once")
-    return own.replace(PLACEHOLDER, (HERE / WRITER).read_bytes())
+        raise ValueError(f"{own_part.name} must hold the line {PLACEHOLDER!r} exactly once")
+    return own.replace(PLACEHOLDER, WRITER.read_bytes())
 
 
 def is_ours(path: Path, mark: str) -> bool:

@@ -12,7 +12,7 @@ from tomlkit.exceptions import TOMLKitError
 from tomlkit.items import Table
 
 from sidecar.hosts.base import IntegrateError
-from sidecar.hosts.settings import read_text
+from sidecar.hosts.files.settings import read_text
 
 OLD_MARKERS = ("# >>> sidecar integrate codex: trust for sidecar's hooks (managed; do not edit)",
                "# <<< sidecar integrate codex")  # the text block of versions before 0.2

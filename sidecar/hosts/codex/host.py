@@ -1,6 +1,6 @@
 """Codex: its events, its resume (and `codexSandbox`), its rollout file, its provider's key.
 
-Its hooks and their trust are written by `codex_hooks.py` (integration code, imported only when
+Its hooks and their trust are written by `hooks.py` (integration code, imported only when
 asked to integrate or check, so the daemon never loads tomlkit).
 
 Codex 0.169.0 sends no hook when the API refuses a turn on a usage limit; its rollout file
@@ -122,19 +122,19 @@ class Codex(Host):
         return place / "hooks.json"
 
     def integrate(self, place: Path, sidecar: str, *, uninstall: bool) -> bool:
-        from sidecar.hosts import codex_hooks
+        from sidecar.hosts.codex import hooks
 
-        return codex_hooks.integrate(place, sidecar, uninstall)
+        return hooks.integrate(place, sidecar, uninstall)
 
     def integrated(self, root: Path | None, home: Path) -> bool:
-        from sidecar.hosts import settings
+        from sidecar.hosts.files import settings
 
         return settings.has_ours(self.place(self.scopes[0], root, home) / "hooks.json")
 
     def findings(self, root: Path | None, home: Path) -> list[Finding]:
-        from sidecar.hosts import codex_hooks
+        from sidecar.hosts.codex import hooks
 
-        return [codex_hooks.trust_finding(self.place(self.scopes[0], root, home), root or home)]
+        return [hooks.trust_finding(self.place(self.scopes[0], root, home), root or home)]
 
     def needed_variables(self, env: Mapping[str, str], home: Path,
                          read: Reader) -> tuple[str, ...]:

@@ -138,25 +138,25 @@ class ClaudeCode(Host):
         return shared if scope.on_path else local
 
     def integrate(self, place: Path, sidecar: str, *, uninstall: bool) -> bool:
-        from sidecar.hosts import settings  # integration code: see base.py
+        from sidecar.hosts.files import settings  # integration code: see base.py
 
         changed = settings.write_hooks(place, sidecar, self.name, EVENTS, uninstall)
         if uninstall:  # sidecar's status line goes with its hooks (the user's own comes back)
-            from sidecar.hosts import claude_statusline
+            from sidecar.hosts.claude_code import statusline
 
-            changed = claude_statusline.remove(place, self.name) or changed
+            changed = statusline.remove(place, self.name) or changed
         return changed
 
     def integrate_extra(self, flag: str, place: Path, sidecar: str) -> str:
-        from sidecar.hosts import claude_statusline
+        from sidecar.hosts.claude_code import statusline
 
         below = ranked_below(place, Path.home())
         taken = read_wherever(place, Path.home())
-        return claude_statusline.install(place, sidecar, self.name, taken,
+        return statusline.install(place, sidecar, self.name, taken,
                                          [file for file in below if file not in taken])
 
     def integrated(self, root: Path | None, home: Path) -> bool:
-        from sidecar.hosts import settings
+        from sidecar.hosts.files import settings
 
         return any(settings.has_ours(path) for path in settings_files(root, home))
 

@@ -132,7 +132,7 @@ def tokens(entries: Iterable[dict[str, Any]]) -> Tokens | None:
 
 def trusted_folders(home: Path) -> list[str]:
     """`trustedFolders` of Copilot's own config.json (JSON with `//` comments)."""
-    from sidecar.hosts.settings import load_json  # integration code: see base.py
+    from sidecar.hosts.files.settings import load_json  # integration code: see base.py
 
     try:
         folders = load_json(copilot_home(home) / "config.json", comments=True).get(
@@ -190,21 +190,21 @@ class Copilot(Host):
             else user_settings(home)
 
     def integrate(self, place: Path, sidecar: str, *, uninstall: bool) -> bool:
-        from sidecar.hosts import copilot_hooks  # integration code: see base.py
+        from sidecar.hosts.copilot import hooks  # integration code: see base.py
 
-        return copilot_hooks.write(place, sidecar, self.name, EVENTS, TIMEOUT_SEC, uninstall,
+        return hooks.write(place, sidecar, self.name, EVENTS, TIMEOUT_SEC, uninstall,
                                    repo=place.parts[-len(REPO_FILE.parts):] == REPO_FILE.parts)
 
     def integrated(self, root: Path | None, home: Path) -> bool:
-        from sidecar.hosts import copilot_hooks
+        from sidecar.hosts.copilot import hooks
 
-        return copilot_hooks.has_ours(user_settings(home)) or (
-            root is not None and copilot_hooks.has_ours(root / REPO_FILE))
+        return hooks.has_ours(user_settings(home)) or (
+            root is not None and hooks.has_ours(root / REPO_FILE))
 
     def findings(self, root: Path | None, home: Path) -> list[Finding]:
-        from sidecar.hosts import copilot_hooks
+        from sidecar.hosts.copilot import hooks
 
-        if root is None or not copilot_hooks.has_ours(root / REPO_FILE) or trusted(root, home):
+        if root is None or not hooks.has_ours(root / REPO_FILE) or trusted(root, home):
             return []
         config = copilot_home(home) / "config.json"
         return [Finding(False, f"GitHub Copilot CLI does not trust {root}, so it skips the "

@@ -1,7 +1,7 @@
 """Copilot CLI's hooks, written into its JSON (integration code: imported only to integrate
 or check, never by the daemon).
 
-Copilot's shape differs from the other hosts' (`settings.py`): each event holds a flat list
+Copilot's shape differs from the other hosts' (`files/settings.py`): each event holds a flat list
 of handlers, `{"type": "command", "bash": "<command>", "timeoutSec": N}`, with no matcher
 groups; a repository's hook file also says `"version": 1`. Every other setting and handler
 keeps its bytes and order (through `settings.load_json`/`save_json`); sidecar's handlers
@@ -14,8 +14,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from sidecar.hosts import owned, settings
 from sidecar.hosts.base import IntegrateError
+from sidecar.hosts.files import owned, settings
 
 VERSION = 1  # the repository hook file's format, as Copilot CLI 1.0.102 reads it
 

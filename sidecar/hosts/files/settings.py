@@ -16,8 +16,8 @@ from typing import Any
 
 import tomlkit
 
-from sidecar.hosts import jsonedit, userfile
 from sidecar.hosts.base import IntegrateError
+from sidecar.hosts.files import jsonedit, userfile
 
 
 def emit_command(sidecar: Path | str, source: str) -> str:

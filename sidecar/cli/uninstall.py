@@ -24,8 +24,9 @@ from sidecar.base.errors import SidecarError
 from sidecar.cli.integrate import record_resume_executable
 from sidecar.daemon import instances
 from sidecar.daemon.running import is_sidecar_run, live_here
-from sidecar.hosts import owned, registry
+from sidecar.hosts import registry
 from sidecar.hosts.base import Host, IntegrateError
+from sidecar.hosts.files import owned
 from sidecar.install import environment
 from sidecar.install import service as service_mod
 from sidecar.layout import Workspace, find_workspace

@@ -1,0 +1,1 @@
+"""Claude Code: the host (`host.py`) and its status line (`statusline.py`, integration code)."""
