@@ -38,16 +38,18 @@ def _utc(monkeypatch):
 def answer(ws: Workspace) -> dict[str, object]:
     """What `status --root WS` says: its JSON, its text and its exit code."""
     from sidecar.base.exitcodes import of_status
-    from sidecar.cli.status import build
-    from sidecar.cli.status_text import render_text
     from sidecar.coordination import current
+    from sidecar.views.report import dumps
+    from sidecar.views.status import build
+    from sidecar.views.status_text import render_text
 
     current.reset()
     try:
-        report = build([ws], NOW)
+        report = build([str(ws.root)], NOW)
     except Exception as exc:  # noqa: BLE001  # a traceback is pinned as one, to be fixed
         return {"traceback": type(exc).__name__}
-    return {"exit": of_status(report), "json": jsonfile.dumps(report).decode(),
+    assert dumps(report) == jsonfile.dumps(report)  # the command's bytes are orjson's
+    return {"exit": of_status(report), "json": dumps(report).decode(),
             "text": render_text(report, now=NOW, style=Style(False))}
 
 
