@@ -18,7 +18,7 @@ TYPE_CHECKING = False  # typing costs `status` 2 ms (see base/words.py)
 if TYPE_CHECKING:
     from typing import Any
 
-    from sidecar.views.report import CoordinationRow
+    from sidecar.views.report import CoordinationRow, InstanceRow
 
 
 def plainly_files() -> bool:
@@ -103,3 +103,28 @@ def _service_row(roots: list[str], now: float) -> CoordinationRow:
         row["reachable"], row["error"] = False, exc.why
         row["since"] = min(since) if since else iso(now)
     return row
+
+
+def instance_rows(root: str, now: float) -> list[InstanceRow]:
+    """Every instance that registered with the workspace, and whether it is alive, as the
+    configured backend judges it (a service sees instances on other machines)."""
+    from sidecar import full_start
+
+    full_start()
+    from pathlib import Path
+
+    from sidecar.daemon import instances
+    from sidecar.layout import Workspace
+
+    rows: list[InstanceRow] = []
+    for seen in instances.seen(Workspace(Path(root))):
+        info = seen.info
+        rows.append({
+            "id": info.id, "pid": info.pid, "hostname": info.hostname, "version": info.version,
+            "build": info.build, "role": info.role, "startedAt": info.started_at,
+            "heartbeatAt": info.heartbeat_at,
+            "heartbeatAgeSeconds": instances.heartbeat_age(info, now), "live": seen.live,
+            "applied": info.applied, "rejected": info.rejected, "errors": info.errors,
+            "lastError": info.last_error, "plugins": info.plugins,
+        })
+    return rows

@@ -17,6 +17,7 @@ import os
 import stat
 
 from sidecar.base import storage
+from sidecar.base.errors import SidecarError
 from sidecar.base.files import below, open_root, read_json, walk
 from sidecar.base.proc import is_alive
 from sidecar.base.timeutil import parse_ts
@@ -64,9 +65,9 @@ def _read(errors: list[str], what: str, read: Callable[[], T], default: T,
     file as the daemon's own messages do)."""
     try:
         return read()
-    except (OSError, ValueError) as exc:
+    except (OSError, SidecarError, ValueError) as exc:  # (Redis unreachable: a SidecarError)
         why: BaseException = exc
-        if exact is not None:
+        if exact is not None and not isinstance(exc, SidecarError):  # (already the typed words)
             try:
                 exact()
             except Exception as typed:  # noqa: BLE001  # its error, whatever it is, is said
@@ -100,7 +101,7 @@ def workspace_report(root: str, now: float) -> WorkspaceReport:
                       lambda: count_sessions(sessions), 0)
         no_instances: list[InstanceRow] = []
         found = _read(errors, f"the instances {runtime_path}/instances",
-                      lambda: no_instances if runtime is None else instances(runtime, now),
+                      lambda: no_instances if runtime is None else instances(root, runtime, now),
                       no_instances)
         empty: HooksSection = {"hooks": [], "queue": [], "error": None}
         hooks = empty if runtime is None else _read(
@@ -278,9 +279,14 @@ def bindings(root: str, hooks_dir: int | None, sessions: int | None, now: float
     return rows
 
 
-def instances(runtime: int, now: float) -> list[InstanceRow]:
+def instances(root: str, runtime: int, now: float) -> list[InstanceRow]:
     """Every instance that registered with the workspace, and whether its life lock is held
-    (an instance file that cannot be read is none)."""
+    (an instance file that cannot be read is none); where a coordination service may be
+    configured, as its backend sees them (coordination/report.py)."""
+    from sidecar.coordination.report import instance_rows, plainly_files
+
+    if not plainly_files():
+        return instance_rows(root, now)
     folder = below(runtime, "instances")
     if folder is None:
         return []
