@@ -292,8 +292,8 @@ def idle(seconds: float) -> None:
     report("idle resident memory", f"{rss:.1f} MiB", f"floor bare python {floor_rss:.1f} MiB")
 
 
-# The full command (typer's), as `status` answered before quickcli.py: run through the same
-# interpreter, so the two differ only in what they load.
+# The full command (typer's), as `status` answered before the launcher answered it without
+# typer: run through the same interpreter, so the two differ only in what they load.
 FULL_STATUS = "import sys; from sidecar.cli.main import main; sys.exit(main(sys.argv[1:]))"
 
 

@@ -1,5 +1,5 @@
-"""The exit codes users see, in a module of their own: the fast commands (quickcli.py) use
-them without loading the command line framework that common.py brings."""
+"""The exit codes users see, in a module of their own: the commands answered without typer
+(sidecar/__init__.py) use them without loading the command line framework common.py brings."""
 
 from __future__ import annotations
 

@@ -1,7 +1,8 @@
-"""A workspace's state files read at the cost of a hook, for the fast commands (quickstatus.py):
-folders walked from the root without following a link (as safedir walks them), and JSON read
-by the standard library's C scanner as orjson reads it, or declined (`Declined`) where the two
-could read it differently. The caller then leaves the command to its full form.
+"""A workspace's state files read at the cost of a hook, for the read side (views/): folders
+walked from the root without following a link (as safedir walks them), and JSON read by the
+standard library's C scanner as orjson reads it; where the two could read a file differently
+(an integer past 64 bits, a lone surrogate, a number past a double's range), orjson itself
+reads it, imported then.
 """
 
 from __future__ import annotations
@@ -16,21 +17,26 @@ SURROGATES = tuple(b"\\ud" + c for c in (b"8", b"9", b"a", b"b", b"c", b"d", b"e
 WHOLE_RANGE = (-(2**63), 2**64 - 1)  # the integers orjson reads as integers
 
 
-class Declined(Exception):
-    """Something the full command says, or may say, otherwise: it answers instead."""
+class NotRegular(ValueError):
+    """A FIFO, a device or a folder where a state file belongs: never read (jsonfile's
+    NotARegularFile says the same of it)."""
+
+
+class _AsOrjsonOnly(Exception):
+    """What orjson may read otherwise than the scanner: orjson reads it."""
 
 
 def _whole_number(text: str) -> int:
     value = int(text)
     if not WHOLE_RANGE[0] <= value <= WHOLE_RANGE[1]:
-        raise Declined("an integer orjson reads as a float")
+        raise _AsOrjsonOnly("an integer orjson reads otherwise")
     return value
 
 
 def _real_number(text: str) -> float:
     value = float(text)
     if value in (float("inf"), float("-inf")):
-        raise Declined("a number orjson refuses")
+        raise _AsOrjsonOnly("a number orjson refuses")
     return value
 
 
@@ -66,11 +72,9 @@ def walk(fd: int, *names: str) -> int:
             if current != fd:
                 os.close(current)
             current = child
-    except BaseException as exc:
+    except BaseException:
         if current != fd:
             os.close(current)
-        if isinstance(exc, OSError) and not isinstance(exc, FileNotFoundError):
-            raise Declined(f"{'/'.join(names)}: {exc}") from None
         raise
     return current
 
@@ -97,17 +101,15 @@ def read_path(path: str) -> bytes | None:
 
 
 def _whole_file(name: str, flags: int, folder: int | None) -> bytes | None:
-    """All of a regular file (a copy of jsonfile.read_open's rules, without orjson's import);
-    None where there is none, Declined for anything else."""
+    """All of a regular file (jsonfile.read_open's rules, without orjson's import); None
+    where there is none, NotRegular for what is no regular file, OSError as it comes."""
     try:
         fd = os.open(name, flags, dir_fd=folder)
     except FileNotFoundError:
         return None
-    except OSError as exc:
-        raise Declined(f"{name}: {exc}") from None
     try:
         if not stat.S_ISREG(os.fstat(fd).st_mode):
-            raise Declined(f"{name} is not a regular file")
+            raise NotRegular(f"{name} is not a regular file")
         chunks = []
         while chunk := os.read(fd, 1 << 20):
             chunks.append(chunk)
@@ -117,24 +119,37 @@ def _whole_file(name: str, flags: int, folder: int | None) -> bytes | None:
 
 
 def parse(data: bytes) -> object:
-    """JSON as orjson reads it (a byte-order mark allowed); Declined where the two may not
-    agree: a surrogate escape (orjson refuses a lone one), an integer past 64 bits (orjson
-    makes it a float), a number past a double's range (orjson refuses it)."""
+    """JSON as orjson reads it (a byte-order mark allowed), ValueError where it is none.
+    Where the two may not agree, orjson reads it: a surrogate escape (orjson refuses a lone
+    one), an integer past 64 bits, a number past a double's range."""
     if data.startswith(b"\xef\xbb\xbf"):
         data = data[3:]
     if b"\\" in data and any(escape in data.lower() for escape in SURROGATES):
-        raise Declined("a surrogate escape")
+        return _by_orjson(data)
     try:
         text = data.decode("utf-8")
         start = len(text) - len(text.lstrip(" \t\n\r"))
         value, end = _SCAN(text, start)
-    except (ValueError, StopIteration, SystemError) as exc:
-        raise Declined(f"not JSON: {exc!r}") from None
+    except _AsOrjsonOnly:
+        return _by_orjson(data)
+    except (StopIteration, SystemError) as exc:
+        raise ValueError(f"not JSON: {exc!r}") from None
     finally:
         _AsOrjson.memo.clear()
     if text[end:].strip(" \t\n\r"):
-        raise Declined("not JSON: extra data")
+        raise ValueError("not JSON: extra data")
     return value
+
+
+def _by_orjson(data: bytes) -> object:
+    """The rare file the scanner could read otherwise, read by orjson (a JSONDecodeError is
+    a ValueError): the installed packages are found first (the launcher may start without)."""
+    from sidecar import full_start
+
+    full_start()
+    import orjson
+
+    return orjson.loads(data)
 
 
 def read_json(folder: int, name: str) -> object:

@@ -1,5 +1,5 @@
 """Whether a hook is trusted as it stands: the digest and the look-up that the daemon's firing
-(followups/trust.py) and `status`'s fast path (quickstatus.py) both make, with the standard
+(followups/trust.py) and `status` (views/trusted.py) both make, with the standard
 library alone (hashlib and json's C encoder: no orjson, pathlib or typing).
 
 The digest is SHA-256 over one canonical JSON text: the workspace's real path, its id (the
@@ -8,7 +8,7 @@ clone shipped one), the hook's definition (DEFINITION's keys, as hooks.json
 spells them) and the SHA-256 of its prompt file's bytes (null without one).
 
 The C parts are used directly: `json` imports `re` and `hashlib` loads OpenSSL, 9 ms together
-on `status`'s fast path, where `_json`'s encoder (json.dumps's own) and the built-in SHA-256
+on `status`'s common path, where `_json`'s encoder (json.dumps's own) and the built-in SHA-256
 give the same bytes at a twentieth of that.
 """
 
@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import _json
 
-TYPE_CHECKING = False  # typing costs the fast path 2 ms (see base/words.py)
+TYPE_CHECKING = False  # typing costs `status` 2 ms (see base/words.py)
 if TYPE_CHECKING:
     from hashlib import sha256
     from typing import Any

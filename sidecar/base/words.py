@@ -3,7 +3,7 @@ durations as they are typed, paths short, end reasons in words.
 
 Nothing here reads sidecar's files; every function takes the values and returns text, so the
 same words appear in `status`, `sessions`, `hooks`, `doctor` and `top`. It imports neither
-datetime nor pathlib: `status` answers at the cost of a hook (quickstatus.py) through it.
+datetime nor pathlib: `status` answers at the cost of a hook (views/status.py) through it.
 """
 
 from __future__ import annotations

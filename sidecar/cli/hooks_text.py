@@ -14,10 +14,10 @@ from sidecar.base import words
 from sidecar.base.escapes import escaped, escaped_values
 from sidecar.base.timeutil import parse_ts
 from sidecar.base.words import Style
-from sidecar.cli.status_text import outcome_style
 from sidecar.followups import prompts, trust
 from sidecar.followups.model import Hook, QueueEntry
 from sidecar.layout import Workspace
+from sidecar.views.status_text import outcome_style
 
 GAP = "  "
 

@@ -10,6 +10,7 @@ import typer
 from sidecar import config as config_mod
 from sidecar import layout
 from sidecar.base.errors import SidecarError
+from sidecar.base.exitcodes import of_status
 from sidecar.base.timeutil import now
 from sidecar.cli import status as status_mod
 from sidecar.cli.common import NOT_WORKSPACE, OK, fail, registered_workspaces, run_app
@@ -30,6 +31,9 @@ from sidecar.hosts import registry
 from sidecar.install import foreign
 from sidecar.layout import Workspace, find_workspace
 from sidecar.sessions.lookup import AmbiguousSession
+from sidecar.views import status as status_view
+from sidecar.views.session import session_report
+from sidecar.views.status_text import render_text
 
 app = typer.Typer(
     add_completion=True,  # typer's own: --install-completion, --show-completion
@@ -154,12 +158,12 @@ def status(
         if found is None:
             fail(f"{root or Path.cwd()} is not a workspace (no .context/)", NOT_WORKSPACE)
         workspaces = [found]
-    report = status_mod.build(workspaces, now())
+    report = status_view.build([str(ws.root) for ws in workspaces], now())
     if as_json:
         print_json(report)
     else:
-        typer.echo(status_mod.render_text(report), nl=False, color=True)
-    raise typer.Exit(status_mod.exit_code(report))
+        typer.echo(render_text(report), nl=False, color=True)
+    raise typer.Exit(of_status(report))
 
 
 def _session_status(root: Path | None, session: str, as_json: bool) -> NoReturn:
@@ -167,7 +171,7 @@ def _session_status(root: Path | None, session: str, as_json: bool) -> NoReturn:
     if found is None:
         fail(f"{root or Path.cwd()} is not a workspace (no .context/)", NOT_WORKSPACE)
     try:
-        report = status_mod.session_report(found, session)
+        report = session_report(found, session)
     except AmbiguousSession as exc:
         fail(str(exc))
     except (OSError, ValueError, SidecarError) as exc:

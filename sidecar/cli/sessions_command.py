@@ -1,5 +1,5 @@
 """`sidecar sessions`'s options and help, over cli/sessions.py, which lists them (and answers
-without the command line framework too: quickcli.py)."""
+without the command line framework too: the dispatch in sidecar/__init__.py)."""
 
 from __future__ import annotations
 

@@ -15,7 +15,6 @@ from sidecar.base.errors import SidecarError
 from sidecar.base.escapes import escaped
 from sidecar.base.timeutil import now
 from sidecar.base.words import Style
-from sidecar.cli import status
 from sidecar.coordination import current as coordination
 from sidecar.coordination.base import Unreachable
 from sidecar.doctor import hooks as hook_checks
@@ -26,6 +25,7 @@ from sidecar.hosts.base import Finding, Host, note
 from sidecar.install import environment as service_env
 from sidecar.install import launcher, service
 from sidecar.layout import Workspace, find_workspace
+from sidecar.views.status import workspace_report
 
 if TYPE_CHECKING:
     from sidecar.coordination import redis_clock
@@ -46,7 +46,7 @@ def check(cwd: Path, home: Path, platform: str = sys.platform,
                                            "copy the last good copy over it)")]
     registered = [root for root in roots or [] if Workspace(root).context.is_dir()]
     unserved = [root for root in registered
-                if not status.workspace_report(Workspace(root), now())["served"]]
+                if not workspace_report(str(root), now())["served"]]
     fix = _serve_fix(platform)
     running = _running(ws, registered)
     return [

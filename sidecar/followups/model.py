@@ -14,6 +14,7 @@ from typing import Any, NoReturn
 
 import orjson
 
+from sidecar.base import hooksjson
 from sidecar.base.errors import SidecarError
 from sidecar.base.timeutil import iso, parse_ts
 from sidecar.followups.targets import Notify, TargetError, check, event_misfit
@@ -21,10 +22,10 @@ from sidecar.layout import HOOK_NAME
 from sidecar.vocabulary import EventKind, FollowUpEvent
 
 Json = dict[str, Any]
-VERSION = 1
-HISTORY_LIMIT = 200
-MAX_DELAY = 86400
-DEFAULT_DELAY = 10
+VERSION = hooksjson.VERSION
+HISTORY_LIMIT = hooksjson.HISTORY_LIMIT
+MAX_DELAY = hooksjson.MAX_DELAY
+DEFAULT_DELAY = hooksjson.DEFAULT_DELAY
 DEFAULT_PROMPT_FILE = "hooks/post-task.md"
 PROMPT_FILE = re.compile(r"hooks/[^/\\]+\.md")
 HOOK_ID = HOOK_NAME  # a hook id names its log folder: one plain name
@@ -323,24 +324,12 @@ class HooksDoc:
 
     @classmethod
     def from_json(cls, data: Any) -> HooksDoc:
-        if not isinstance(data, dict):
-            fail("$", "must be an object with `hooks` and `pending`")
-        version = data.get("version", 0)
-        if isinstance(version, bool) or not isinstance(version, int) or version < 0:
-            fail("$.version", f"must be a whole number, not {version!r}")
-        if version > VERSION:
-            fail("$.version", f"{version} is from a newer sidecar (this one reads up to {VERSION})")
-        hooks = data.get("hooks", {})
-        if not isinstance(hooks, dict):
-            fail("$.hooks", "must be an object of hooks by id")
-        pending = data.get("pending", [])
-        if not isinstance(pending, list):
-            fail("$.pending", "must be a list")
-        doc = cls(extra={k: v for k, v in data.items() if k not in ("version", "hooks", "pending")})
+        hooks, pending, extra = hooksjson.outer(data, fail)
+        doc = cls(extra=extra)
         for hook_id, raw in hooks.items():
             # Whatever the version: a hand edit from older docs may add `delayMinutes` to a
             # versioned file, and its delay must never fall back to the default silently.
-            raw = _migrate_delay_minutes(raw, f"$.hooks.{hook_id}")
+            raw = hooksjson.migrate_delay_minutes(raw, f"$.hooks.{hook_id}", fail)
             hook = Hook.from_json(raw, f"$.hooks.{hook_id}")
             if hook.id != hook_id:
                 fail(f"$.hooks.{hook_id}.id", f"must equal its key {hook_id!r}, not {hook.id!r}")
@@ -366,25 +355,10 @@ class HooksDoc:
         return dropped
 
 
-def _migrate_delay_minutes(raw: Any, path: str) -> Any:
-    """Files from before versions kept `delayMinutes`: nothing configured may be lost."""
-    if not isinstance(raw, dict) or "delayMinutes" not in raw:
-        return raw
-    raw = dict(raw)
-    minutes = raw.pop("delayMinutes")
-    if "delaySeconds" not in raw:
-        if isinstance(minutes, bool) or not isinstance(minutes, (int, float)):
-            fail(f"{path}.delayMinutes", f"must be a number, not {minutes!r}")
-        raw["delaySeconds"] = int(round(minutes * 60))
-    return raw
-
-
 def parse(data: bytes) -> HooksDoc:
     """Parse and validate bytes of hooks.json; HooksError with line and column if not JSON."""
-    if data.startswith(b"\xef\xbb\xbf"):
-        data = data[3:]
     try:
-        raw = orjson.loads(data)
+        raw = orjson.loads(hooksjson.without_bom(data))
     except orjson.JSONDecodeError as exc:
         raise HooksError(f"not valid JSON at line {exc.lineno}, column {exc.colno}: {exc.msg}") from None
     return HooksDoc.from_json(raw)

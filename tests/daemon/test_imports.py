@@ -7,6 +7,7 @@ import subprocess
 import sys
 
 import orjson
+import pytest
 
 from helpers import SIDECAR
 
@@ -80,6 +81,58 @@ def test_the_status_line_loads_only_the_standard_library():
         "sidecar", "sidecar.base", "sidecar.base.escapes", "sidecar.base.paths",
         "sidecar.base.posixos", "sidecar.quickread", "sidecar.statusline"]
     assert [m for m in loaded if m.split(".")[0] not in (*sys.stdlib_module_names, "sidecar")] == []
+
+
+STATUS = ("import atexit, json, sys\n"
+          "before = set(sys.modules)\n"
+          "atexit.register(lambda: print(json.dumps(sorted(set(sys.modules) - before)), "
+          "file=sys.stderr))\n"
+          "sys.argv = ['sidecar', 'status', '--root', ROOT] + EXTRA\n"
+          "exec(compile(open(LAUNCHER).read(), 'sidecar', 'exec'))\n")
+
+
+@pytest.mark.parametrize("extra", [[], ["--json"]])
+def test_status_loads_only_the_standard_library_base_and_views(tmp_path, extra):
+    """`status` reads its report with the standard library: sidecar.base and sidecar.views,
+    its command module and the coordination row's, nothing typed (a rare branch imports its
+    module where it is met)."""
+    from typer.testing import CliRunner
+
+    from sidecar.cli.main import app
+
+    assert CliRunner().invoke(app, ["init", str(tmp_path)]).exit_code == 0
+    code = STATUS.replace("LAUNCHER", repr(SIDECAR)).replace("ROOT", repr(str(tmp_path))) \
+        .replace("EXTRA", repr(extra))
+    result = subprocess.run([sys.executable, "-S", "-c", code], capture_output=True, text=True)
+    assert result.returncode == 3, result.stderr  # served by no daemon
+    loaded = orjson.loads(result.stderr.strip().splitlines()[-1])
+    ours = {m for m in loaded if m.split(".")[0] == "sidecar"}
+    assert {m for m in ours if not m.startswith(("sidecar.base.", "sidecar.views."))} == {
+        "sidecar", "sidecar.base", "sidecar.views", "sidecar.cli", "sidecar.cli.status",
+        "sidecar.coordination", "sidecar.coordination.report"}
+    assert [m for m in loaded if m.split(".")[0] not in (*sys.stdlib_module_names, "sidecar")] == []
+    assert not {"typing", "dataclasses", "pathlib", "re", "json"} & set(loaded)
+
+
+def test_base_and_views_load_only_the_standard_library():
+    """Every module of sidecar.base and sidecar.views, imported alone, loads nothing but the
+    standard library and the two folders (a rare branch imports lazily)."""
+    import pkgutil
+
+    import sidecar.base
+    import sidecar.views
+
+    names = [f"{package.__name__}.{info.name}" for package in (sidecar.base, sidecar.views)
+             for info in pkgutil.iter_modules(package.__path__)]
+    for name in names:
+        code = (f"import sys; before = set(sys.modules); import {name}; "
+                "print('\\n'.join(sorted(set(sys.modules) - before)))")
+        result = subprocess.run([sys.executable, "-S", "-c", code], capture_output=True,
+                                text=True, check=True)
+        loaded = result.stdout.split()
+        assert [m for m in loaded if m.split(".")[0] not in (*sys.stdlib_module_names, "sidecar")
+                or (m.startswith("sidecar.") and not m.startswith(("sidecar.base", "sidecar.views")))
+                ] == [], name
 
 
 def _runner_imports(tmp_path, env: dict[str, str]) -> set[str]:

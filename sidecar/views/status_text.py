@@ -1,4 +1,4 @@
-"""`sidecar status` as people read it: the report (status.py builds it) as lines that fit 100
+"""`sidecar status` as people read it: the report (views/status.py builds it) as lines that fit 100
 columns, with local and relative times, short paths, end reasons in words, and colour on a
 terminal only (words.py says all of these the same way in every command)."""
 
@@ -16,7 +16,7 @@ if TYPE_CHECKING:
     from pathlib import Path
     from typing import Any
 
-    from sidecar.cli.status import CoordinationRow, HookRow, QueueRow, Report, WorkspaceReport
+    from sidecar.views.report import CoordinationRow, HookRow, QueueRow, Report, WorkspaceReport
 
 LABEL = 11  # "workspace  ": the width of the labels on the left
 
@@ -105,13 +105,17 @@ def _hook_lines(h: HookRow, widths: tuple[int, int, int], root: str, now: float,
     if h["lastLog"]:
         lines.append(f"    log {words.path(h['lastLog'], root)}")
     if not h["trusted"]:
-        from sidecar.followups import trust  # (status's fast path leaves such hooks to this)
+        from sidecar import full_start
+
+        full_start()
+        from sidecar.followups import trust  # (a rare branch: imported where it is met)
+        from sidecar.followups.targets import Notify
 
         # What it would do on a line of its own, whole (it is what the user is asked to
         # trust), so the lines around it fit words.WIDTH however long it is.
         action = h["action"]
         does = "resumes the session with its prompt" if isinstance(action, str) else \
-            trust.shown(action)
+            trust.shown(Notify(action["notify"]) if isinstance(action, dict) else action)
         lines += ["    " + paint("NOT TRUSTED", "yellow", "bold") + " on this machine, so not run:",
                   f"      {does}",
                   f"    to run it: sidecar hooks trust {h['id']}"]

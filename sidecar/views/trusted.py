@@ -1,9 +1,8 @@
-"""Trust as `status`'s fast path sees it (quickstatus.py): whether each enabled hook is
-trusted as it stands, by the digest followups/trust.py checks (trustcheck.py), read with the
-standard library alone. Anything that is not plainly so is declined (`Declined`), so the full
-command says it: a hook not trusted, a workspace that may not be this user's (another user's
-trust would count), a trust file, id or prompt that cannot be read as the full command reads
-them.
+"""Trust as `status` sees it (views/status.py): whether each enabled hook is trusted as it
+stands, by the digest followups/trust.py checks (trustcheck.py), read with the standard
+library alone where that is plain. Where it is not (`Unsure`), followups/trust.py weighs it:
+a workspace that may not be this user's (another user's trust would count), a trust file, id
+or prompt that cannot be read as plainly.
 """
 
 from __future__ import annotations
@@ -12,7 +11,7 @@ import os
 import stat
 
 from sidecar.base import trustcheck
-from sidecar.base.files import FILE, Declined, parse, read, walk
+from sidecar.base.files import FILE, parse, read, walk
 
 TYPE_CHECKING = False  # typing costs this command 2 ms (see base/words.py)
 if TYPE_CHECKING:
@@ -20,6 +19,10 @@ if TYPE_CHECKING:
 
 MAX_PROMPT_BYTES = 64 * 1024  # followups/prompts.py's
 MAX_OWNED_BYTES = 1024 * 1024  # owner.py's
+
+
+class Unsure(Exception):
+    """Not plain to the standard library: followups/trust.py says."""
 
 
 def plainly_mine(root: str) -> bool:
@@ -46,12 +49,12 @@ def own_trust_file(config_folder: str) -> bytes | None:
     except FileNotFoundError:
         return None
     except OSError as exc:
-        raise Declined(f"trust.json: {exc}") from None
+        raise Unsure(f"trust.json: {exc}") from None
     try:
         st = os.fstat(fd)
         if not stat.S_ISREG(st.st_mode) or st.st_mode & 0o022 or st.st_uid != os.geteuid() \
                 or st.st_size > MAX_OWNED_BYTES:
-            raise Declined("trust.json is not as the full command reads it")
+            raise Unsure("trust.json is not as the full command reads it")
         return os.read(fd, MAX_OWNED_BYTES)
     finally:
         os.close(fd)
@@ -66,11 +69,12 @@ class Trusted:
         self.given: dict[str, list[dict[str, Any]]] | None = None
         self.identity: str | None = None
 
-    def check(self, raw: dict[str, Any]) -> None:
-        """Declined unless the enabled hook `raw` (as hooks.json has it) is trusted."""
+    def check(self, raw: dict[str, Any]) -> bool:
+        """Whether the enabled hook `raw` (as hooks.json has it) is trusted; Unsure where
+        that is not plain."""
         if self.given is None:
             if not plainly_mine(self.root):
-                raise Declined("whose trust counts is the full command's to say")
+                raise Unsure("whose trust counts is the full command's to say")
             self.identity = trustcheck.identity_of(read(self.runtime, trustcheck.ID_FILE))
             data = own_trust_file(self.config_folder)
             self.given = trustcheck.section(parse(data) if data else None, self.root,
@@ -79,30 +83,30 @@ class Trusted:
         action = raw.get("action", "resume")
         prompt = raw.get("promptFile") if not isinstance(action, dict) else None
         data = None if prompt is None else self.prompt(str(prompt))
-        if self.identity is None or not trustcheck.approved(
-                self.given, str(raw.get("id")),
-                trustcheck.digest(self.root, self.identity, definition, data)):
-            raise Declined("a hook not trusted as it stands: the full command says so")
+        if self.identity is None:
+            raise Unsure("no workspace id to trust it by")
+        return trustcheck.approved(self.given, str(raw.get("id")),
+                                   trustcheck.digest(self.root, self.identity, definition, data))
 
     def prompt(self, name: str) -> bytes:
         """The prompt file's bytes as prompts.read_bytes reads them: `hooks/NAME.md` below
         `.context`, never through a link, a regular file of at most 64 KiB."""
         folder, _, file = name.rpartition("/")
         if folder != "hooks" or not file or file.startswith("."):
-            raise Declined("a prompt file named otherwise")
+            raise Unsure("a prompt file named otherwise")
         hooks = walk(self.base, ".context", "hooks")
         try:
             fd = os.open(file, FILE | os.O_NOCTTY, dir_fd=hooks)
         except OSError as exc:
-            raise Declined(f"{name}: {exc}") from None
+            raise Unsure(f"{name}: {exc}") from None
         finally:
             os.close(hooks)
         try:
             if not stat.S_ISREG(os.fstat(fd).st_mode):
-                raise Declined(f"{name} is not a regular file")
+                raise Unsure(f"{name} is not a regular file")
             data = os.read(fd, MAX_PROMPT_BYTES + 1)
         finally:
             os.close(fd)
         if len(data) > MAX_PROMPT_BYTES:
-            raise Declined(f"{name} is too large")
+            raise Unsure(f"{name} is too large")
         return data

@@ -1,0 +1,130 @@
+"""The coordination row of `status`'s report (views/status.py): the backend the instances
+coordinate through, and whether it answers now (asked with the configuration `status` runs
+with, which the daemon's should be).
+
+Where no coordination service can be configured (no SIDECAR_COORDINATION_URL, a config.toml
+that does not mention one) it is the files, said without reading anything else; the backend
+and its Redis parts are imported only where one may be.
+"""
+
+from __future__ import annotations
+
+import os
+
+from sidecar.base.files import read_path
+from sidecar.base.paths import config_home
+
+TYPE_CHECKING = False  # typing costs `status` 2 ms (see base/words.py)
+if TYPE_CHECKING:
+    from typing import Any
+
+    from sidecar.views.report import CoordinationRow, InstanceRow
+
+
+def plainly_files() -> bool:
+    """Whether the backend is certainly the files (config.py reads config.toml with tomllib:
+    any mention of coordination is left to it)."""
+    url = os.environ.get("SIDECAR_COORDINATION_URL")
+    if url is not None:
+        return not url
+    try:
+        config = read_path(os.path.join(config_home(), "config.toml"))
+    except (OSError, ValueError):
+        return False
+    return b"coordination" not in (config or b"")
+
+
+def file_row() -> CoordinationRow:
+    return {"backend": "file", "url": None, "reachable": True, "error": None, "since": None,
+            "clockOffsetSeconds": None, "persistence": None, "warnings": []}
+
+
+def records_in_files(root: str) -> bool:
+    """Whether the workspace's files are its store of record (else Redis is, and the files
+    its copies: what the store reads is read through it)."""
+    if plainly_files():
+        return True
+    from sidecar import full_start
+
+    full_start()  # (the backend may need the installed packages: redis)
+    from pathlib import Path
+
+    from sidecar.base.errors import SidecarError
+    from sidecar.coordination import current
+    from sidecar.layout import Workspace
+
+    try:
+        return current.get().records(Workspace(Path(root))) is None
+    except SidecarError:  # a backend that cannot be made: its row says why
+        return True
+
+
+def coordination_row(roots: list[str], now: float) -> CoordinationRow:
+    """The backend's row: the files', or the service's and whether it answers."""
+    if plainly_files():
+        return file_row()
+    return _service_row(roots, now)
+
+
+def _service_row(roots: list[str], now: float) -> CoordinationRow:
+    from sidecar import full_start
+
+    full_start()  # (the backend may need the installed packages: redis)
+    from pathlib import Path
+
+    from sidecar.base.errors import SidecarError
+    from sidecar.base.timeutil import iso
+    from sidecar.coordination import current
+    from sidecar.coordination.base import Unreachable
+    from sidecar.daemon import instances
+    from sidecar.layout import Workspace
+
+    try:
+        backend = current.get()
+    except SidecarError as exc:
+        return {"backend": "redis", "url": None, "reachable": False, "error": str(exc),
+                "since": None, "clockOffsetSeconds": None, "persistence": None, "warnings": []}
+    if not backend.distributed:
+        return file_row()
+    row: CoordinationRow = {**file_row(), "backend": "redis", "url": backend.shown}
+    from sidecar.coordination import redis_clock  # (imports redis: only where it is used)
+
+    try:
+        reading = redis_clock.look(backend)  # a ping that also reads its clock and persistence
+        if reading is not None:
+            row["clockOffsetSeconds"] = None if reading.skew is None else \
+                round(reading.skew.skew, 3)
+            persistence: dict[str, Any] = reading.persistence.to_json()
+            row["persistence"] = persistence
+            row["warnings"] = reading.warnings()
+    except Unreachable as exc:
+        since = [i.coordination_since for root in roots
+                 for i in instances.registered(Workspace(Path(root))) if i.coordination_since]
+        row["reachable"], row["error"] = False, exc.why
+        row["since"] = min(since) if since else iso(now)
+    return row
+
+
+def instance_rows(root: str, now: float) -> list[InstanceRow]:
+    """Every instance that registered with the workspace, and whether it is alive, as the
+    configured backend judges it (a service sees instances on other machines)."""
+    from sidecar import full_start
+
+    full_start()
+    from pathlib import Path
+
+    from sidecar.daemon import instances
+    from sidecar.layout import Workspace
+
+    rows: list[InstanceRow] = []
+    for seen in instances.seen(Workspace(Path(root))):
+        info = seen.info
+        rows.append({
+            "id": info.id, "pid": info.pid, "hostname": info.hostname, "version": info.version,
+            "build": info.build, "role": info.role, "startedAt": info.started_at,
+            "heartbeatAt": info.heartbeat_at,
+            "heartbeatAgeSeconds": instances.heartbeat_age(info, now), "live": seen.live,
+            "applied": info.applied, "rejected": info.rejected, "errors": info.errors,
+            "lastError": info.last_error, "plugins": info.plugins,
+        })
+    return rows

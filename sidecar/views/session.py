@@ -1,0 +1,60 @@
+"""One host session's story, for `status --session ID`: its record, its timeline, and every
+follow-up queued for it. It reads through the typed stores (a session is looked up by any
+prefix of its ids), imported when asked: no hot command loads them."""
+
+from __future__ import annotations
+
+TYPE_CHECKING = False  # typing costs `status` 2 ms (see base/words.py)
+if TYPE_CHECKING:
+    from typing import Any
+
+    from sidecar.layout import Workspace
+
+
+def session_report(ws: Workspace, session_id: str) -> dict[str, Any] | None:
+    """One host session's story: its record, its timeline, and every follow-up queued for it
+    (pending, postponed, running, or how it ended, with its log); None if it is unknown.
+    `session_id`: the host's id or sidecar's harness id, or the start of one
+    (lookup.AmbiguousSession if it starts several)."""
+    import orjson
+
+    from sidecar.followups import logtail
+    from sidecar.followups import store as hook_store
+    from sidecar.hosts import registry
+    from sidecar.sessions import lookup
+    from sidecar.sessions.store import SessionStore
+
+    store = SessionStore(ws)
+    view = hook_store.read_view(ws)
+    hosts = {h for (h, sid), _ in store.load_bindings().items() if sid == session_id}
+    hosts |= {e.host for e in view.pending if e.session_id == session_id}
+    hosts |= {f.host for h in view.hooks.values() for f in h.history
+              if f.session_id == session_id and f.host}
+    try:
+        found = lookup.resolve(store, session_id, hosts | {*registry.names(), registry.UNKNOWN})
+    except lookup.UnknownSession:
+        return None
+    if found.record is None:
+        return None
+    host, record, session_id = found.host, found.record, found.session_id
+    trace = ws.session_dir(record.id) / "trace.jsonl"
+    lines = [orjson.loads(line) for line in trace.read_bytes().splitlines()] if trace.exists() else []
+    follow_ups = [{"hookId": e.hook_id, "state": "running" if e.run else
+                   "claimed" if e.claimed_by else "postponed" if e.retries else "pending",
+                   "dueAt": e.due_at, "retries": e.retries,
+                   "why": view.hooks[e.hook_id].last_status if e.retries and e.hook_id in view.hooks
+                   else None, "log": e.run.log if e.run else None}
+                  for e in view.pending if e.session_id == session_id and e.host == host]
+    follow_ups += [{"hookId": h.id, "state": f.status, "at": f.at, "log": f.log,
+                    "lastLine": logtail.last_line(ws, h.id, f.log)
+                    if (f.status or "").startswith("error") else None}
+                   for h in view.hooks.values() for f in h.history
+                   if f.session_id == session_id and f.host == host]
+    meta = record.sidecar
+    return {"host": host, "sessionId": session_id, "harnessSessionId": record.id,
+            "status": record.status, "completedAt": record.completed_at,
+            "completionReason": meta.completion_reason, "hostPid": meta.host_pid,
+            "queuedHooks": sorted(meta.follow_ups), "followUps": follow_ups,
+            "tokens": meta.tokens, "limit": meta.limit.to_json() if meta.limit else None,
+            "timeline": [{"at": line.get("createdAt"), "event": line.get("event"),
+                          "message": line.get("message")} for line in lines]}
