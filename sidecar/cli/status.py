@@ -22,8 +22,8 @@ from sidecar.cli.jsonout import print_json
 from sidecar.cli.status_text import render_session as render_session
 from sidecar.cli.status_text import render_text as render_text
 from sidecar.coordination import current as coordination
+from sidecar.coordination import instances
 from sidecar.coordination.base import Unreachable
-from sidecar.daemon import instances
 from sidecar.followups import logtail, targets, trust
 from sidecar.followups import store as hook_store
 from sidecar.followups.targets import Notify
@@ -295,7 +295,7 @@ def coordination_row(workspaces: list[Workspace], now: float) -> CoordinationRow
                             "clockOffsetSeconds": None, "persistence": None, "warnings": []}
     if not backend.distributed:
         return row
-    from sidecar.coordination import redis_clock  # (imports redis: only where it is used)
+    from sidecar.coordination.redis import clock as redis_clock  # (imports redis: only where it is used)
 
     try:
         reading = redis_clock.look(backend)  # a ping that also reads its clock and persistence

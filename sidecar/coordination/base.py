@@ -26,7 +26,8 @@ from sidecar.base.errors import SidecarError
 from sidecar.layout import Workspace
 
 if TYPE_CHECKING:
-    from sidecar.coordination.redis_records import RedisRecords
+    from sidecar.coordination.redis.clock import Reading
+    from sidecar.coordination.redis.records import RedisRecords
 
 
 class LeaseLost(SidecarError):
@@ -35,7 +36,7 @@ class LeaseLost(SidecarError):
 
 class Conflict(SidecarError):
     """A record changed since it was read (Redis mode: by a command, or another leader): it
-    is read again and the change made anew (redis_records.py)."""
+    is read again and the change made anew (redis/records.py)."""
 
 
 class Unreachable(SidecarError):
@@ -111,7 +112,7 @@ class Coordination(Protocol):
 
     def records(self, ws: Workspace) -> RedisRecords | None:
         """Where the leader's records of `ws` are kept when that is not its files: Redis, the
-        store of record in Redis mode (redis_records.py). None: the files are the record."""
+        store of record in Redis mode (redis/records.py). None: the files are the record."""
 
     def run_lease(self, ws: Workspace, entry_id: str) -> RunLease | None:
         """What makes a follow-up's runner keep a lease while it runs, for a leader on
@@ -122,6 +123,11 @@ class Coordination(Protocol):
 
     def ping(self) -> None:
         """Ask the service whether it answers: Unreachable if not."""
+
+    def look(self) -> Reading | None:
+        """Ask the service whether it answers (Unreachable if not), and what it says of its
+        clock and persistence, which `status` and `doctor` show: None where there is no
+        service to read them of."""
 
     def close(self) -> None:
         ...

@@ -303,7 +303,7 @@ class Ingestor:
 
     def remirror(self, now: float) -> None:
         """In Redis mode, write again the files' copy of records a deposed leader's late
-        rename set back (redis_records.py); nothing to do where the files are the record."""
+        rename set back (coordination/redis/records.py); nothing to do where the files are the record."""
         records = self.sessions.records
         if records is None:
             self.timers.remirror = math.inf

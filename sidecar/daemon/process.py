@@ -27,6 +27,7 @@ from sidecar.base.timeutil import now
 from sidecar.config import Config
 from sidecar.coordination import current as coordination
 from sidecar.coordination.base import Listening, workspace_key
+from sidecar.coordination.instances import Identity
 from sidecar.daemon import plugins as plugins_mod
 from sidecar.daemon import setaside
 from sidecar.daemon.fdlimit import (
@@ -35,7 +36,6 @@ from sidecar.daemon.fdlimit import (
     raise_fd_limit,
     workspaces_within,
 )
-from sidecar.daemon.instances import Identity
 from sidecar.daemon.loop import StepLoop
 from sidecar.daemon.plugins import PluginRunner
 from sidecar.daemon.sdnotify import Notifier

@@ -23,13 +23,13 @@ from sidecar import emit, safedir
 from sidecar.base.errors import SidecarError
 from sidecar.config import Config
 from sidecar.coordination import current as coordination
+from sidecar.coordination import instances
 from sidecar.coordination.base import Conflict, Leadership, LeaseLost, Unreachable
-from sidecar.daemon import instances
+from sidecar.coordination.instances import Identity, Membership, Reportable
 from sidecar.daemon.clocksteps import StepDetector
 from sidecar.daemon.hostends import RecordedEnds, end_event
 from sidecar.daemon.hostwatch import HostWatch
 from sidecar.daemon.ingest import Ingestor
-from sidecar.daemon.instances import Identity, Membership, Reportable
 from sidecar.daemon.plugins import PluginRunner
 from sidecar.followups import environment as followup_env
 from sidecar.followups.fire import FollowUps

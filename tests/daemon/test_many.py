@@ -15,7 +15,7 @@ import pytest
 
 from helpers import SIDECAR, emit, read_json, wait_until
 from sidecar.config import Config
-from sidecar.daemon.instances import Identity
+from sidecar.coordination.instances import Identity
 from sidecar.daemon.loop import StepLoop
 from sidecar.daemon.watch import InotifyWatch, WatchError
 from sidecar.daemon.workspace import WorkspaceServer

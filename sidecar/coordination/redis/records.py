@@ -21,7 +21,7 @@ nothing and write unfenced. So it is changed by compare-and-set: a change names 
 it was read at (`expect`) and is refused if the record moved on (`Conflict`), and its copy
 carries the revision it was written at (`redisRevision`): a file that is, byte for byte, the
 copy written at an older revision (its digest is kept by revision) is a late copy; anything
-else is a person's edit (followups/hooks_record.py). The script itself is redis_script.py.
+else is a person's edit (followups/hooks_record.py). The script itself is redis/script.py.
 """
 
 from __future__ import annotations
@@ -48,7 +48,7 @@ from sidecar.coordination.records import (
     REMIRROR_EVERY,
     copy_revision,
 )
-from sidecar.coordination.redis_script import COMMIT
+from sidecar.coordination.redis.script import COMMIT
 from sidecar.layout import Workspace
 
 log = logging.getLogger("sidecar")
@@ -95,7 +95,7 @@ class RedisRecords:
         #: without it is refused before it is sent. A command's changes are unfenced.
         self.fenced = False
         #: The lead's holder record (`<instance>:<fence token>:<nonce>`) while this process
-        #: leads the workspace (redis_lead.py).
+        #: leads the workspace (redis/lead.py).
         self.me: str | None = None
         self.local = threading.local()
         self._commit = client.register_script(COMMIT)
@@ -151,7 +151,7 @@ class RedisRecords:
 
     def machine_offsets(self) -> dict[str, float]:
         """How far each machine's clock is behind Redis's (by process space), as its daemon
-        measured it within the last OFFSET_FRESH seconds (redis_clock.py, every 5 s): what a
+        measured it within the last OFFSET_FRESH seconds (redis/clock.py, every 5 s): what a
         time its hooks stamped needs added. A machine whose daemon stopped saying is taken at
         its word again."""
         try:
