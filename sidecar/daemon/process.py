@@ -180,7 +180,7 @@ class Daemon:
         server = WorkspaceServer(ws, self.current_config, self.identity, self.plugins,
                                  self.stop.is_set, self.watch_process,
                                  watch_reliable=isinstance(self.folders, InotifyWatch)
-                                 and not self.coordination.distributed)
+                                 and self.coordination.one_machine)
         self.by_key[workspace_key(ws)] = server
         server.wake = lambda: self.loop.wake(server)
         self._watch_folders(server)
@@ -216,7 +216,7 @@ class Daemon:
     def _announce(self, server: WorkspaceServer) -> None:
         """Tell the leader on another machine what this one's watch saw (its own watch never
         sees another machine's writes); a leader sees its own arrivals."""
-        if self.coordination.distributed and server.leader is None:
+        if server.leader is None:
             self.coordination.changed(server.ws)
 
     def _woken(self, key: str) -> None:

@@ -45,7 +45,6 @@ log = logging.getLogger("sidecar")
 
 STANDBY_RETRY = 0.2  # seconds between a stand-by's attempts at the leader lock
 BEAT_MIN = 1.0  # seconds between instance-file writes while what they report keeps changing
-WOKEN_LOOK = 0.005  # seconds between a distributed stand-by's tries, however often it is woken
 LOST_LEAD_PAUSE = 1.0  # seconds before an instance that lost the lead tries for it again
 HOST_LOOK = 2.0  # seconds between a stand-by's looks for the hosts on its own machine
 LEADER_LOOKS = 10  # a stand-by's looks for the leader's file (it follows the lock) before it speaks
@@ -78,7 +77,7 @@ class WorkspaceServer:
         self.watch = watch  # the process watch: tells `notice_host_exit` when a host is gone
         # The live sessions' host processes, those whose pids mean something here
         self.hosts = HostWatch(self._watch_process, emit.process_space(),
-                               unknown_is_ours=not self.coordination.distributed)
+                               unknown_is_ours=self.coordination.one_machine)
         # The live sessions of hosts that write their end down themselves (hostends.py)
         self.recorded = RecordedEnds(ws, self._live_sessions, lambda: config().sweep_interval)
         self.wake: Callable[[], None] = lambda: None  # the loop's: step this workspace now
@@ -91,7 +90,7 @@ class WorkspaceServer:
         self.clock = StepDetector()  # fed by the loop's step with both clocks' times
         self.next_host_look = 0.0  # a stand-by's next look for hosts on its machine
         self.lead_again_at = 0.0  # after losing the lead: not tried for before (monotonic)
-        self.next_look = 0.0  # a distributed stand-by's next try (monotonic)
+        self.next_look = 0.0  # a stand-by's next try for the lead (monotonic)
 
     # -- what the watches call -------------------------------------------------------------
 
@@ -121,7 +120,7 @@ class WorkspaceServer:
                                     or not self._looked_for_lead(now)):
             self.set_aside_for = None
             self._say_standing_by()
-            if self.coordination.distributed:
+            if not self.coordination.one_machine:
                 self._watch_hosts_here(now)
             return min(now + STANDBY_RETRY, self._beat_if_due(now))
         self.set_aside_for = None  # served again: a new reason to set it aside is said anew
@@ -164,13 +163,10 @@ class WorkspaceServer:
                                      f"the clock's step of {jump:+.0f}s: {exc}")
 
     def _looked_for_lead(self, now: float) -> bool:
-        """Try for the lead: at every step where a lock is a system call, at most every
-        WOKEN_LOOK where it is a round trip to the coordination service (every arrival wakes a
-        stand-by; its tries must not crowd the machine's leader)."""
-        if self.coordination.distributed:
-            if time.monotonic() < self.next_look:
-                return False
-            self.next_look = time.monotonic() + WOKEN_LOOK
+        """Try for the lead, at most every `look_every` of the backend."""
+        if time.monotonic() < self.next_look:
+            return False
+        self.next_look = time.monotonic() + self.coordination.look_every
         return self._try_lead(now)
 
     def _try_lead(self, now: float) -> bool:
@@ -187,11 +183,11 @@ class WorkspaceServer:
         # claims are named for its term: a claim of an earlier term is another's, settled
         # by whoever leads now (a file lead cannot be lost while the process lives).
         self.sessions.fence = self.hook_store.fence = self.leadership.check
-        if self.coordination.distributed:
+        if self.coordination.records(self.ws) is not None:
             self.hook_store.state = None  # read again from the record: others led meanwhile
         self.queue.instance_id = self.leadership.term or self.identity.id
         log.info("%s: leading (instance %s%s)", self.ws.root, self.identity.id,
-                 f", through {self.coordination.shown}" if self.coordination.distributed else "")
+                 self.coordination.said)
         try:
             return self._take_over(now)
         except (LeaseLost, Unreachable, Conflict) as exc:
@@ -204,7 +200,7 @@ class WorkspaceServer:
         self.membership.clean_dead()
         self.hook_store.seed(now)
         self.followups = FollowUps(
-            self.ws, self.queue, self.sessions, self.config, self._claimer_lives,
+            self.ws, self.queue, self.sessions, self.config, self.leadership.claim_lives,
             self._watch_process, self._fired, self.coordination)
         live = self.sessions.live_hosts()
         for key, pid, start, space in live:  # a host may have died meanwhile
@@ -213,13 +209,6 @@ class WorkspaceServer:
         self.recorded.begin([key for key, _, _, _ in live], now)
         self.ingest.start(now)
         return True
-
-    def _claimer_lives(self, claimer: str) -> bool:
-        """Whether the instance that claimed a follow-up lives. Where a lead is held in a
-        term, only the current term's claims are live: this instance leads now."""
-        if self.coordination.distributed:
-            return claimer == self.queue.instance_id
-        return instances.is_alive(self.ws, claimer)
 
     def _lead_lost(self) -> None:
         """Called on the coordination's own thread when the lead is lost: the next step

@@ -133,10 +133,10 @@ class FollowUps:
             log_path = self.ws.firing_log(entry.hook_id, entry.log or "")
             assert log_path is not None  # `unsettled` holds only claims with a log
             try:
-                proc = (remote.settle(self.coordination, self.ws, log_path, entry.id,
-                                      self.absences, runs_as)
-                        if self.coordination.distributed
-                        else actions.settle_start(log_path, runs_as))  # started, or never will
+                proc = (actions.settle_start(log_path, runs_as)  # started, or never will
+                        if self.coordination.one_machine
+                        else remote.settle(self.coordination, self.ws, log_path, entry.id,
+                                           self.absences, runs_as))
             except SidecarError:  # its lease cannot be told yet: the next recovery settles it
                 self.recover_soon = True
                 continue
@@ -324,7 +324,7 @@ class FollowUps:
         log_path = self.ws.firing_log(entry.hook_id, entry.run.log) or self.log_path(entry, now)
         # Judged by its lease where another machine may run it; a runner that started in this
         # process space is watched by its pid, as on one machine (its lease aside).
-        elsewhere = self.coordination.distributed and not remote.runs_here(log_path)
+        elsewhere = not self.coordination.one_machine and not remote.runs_here(log_path)
         self.running[entry.id] = Running(entry, proc, log_path,
                                          started + self.config().action_timeout, remote=elsewhere)
         if not elsewhere:

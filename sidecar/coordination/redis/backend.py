@@ -70,11 +70,14 @@ return 0
 
 
 class RedisCoordination:
+    one_machine = False
+    look_every = 0.005  # seconds: a try is a round trip (and a probe of a silent holder)
     distributed = True
 
     def __init__(self, url: str, name: str | None = None) -> None:
         self.url = url
         self.shown = masked(url)
+        self.said = f", through {self.shown}"
         self.client = connect(url, name)
         self.members: set[str] = set()  # instance ids whose keys this process renews
         self.held_locks: dict[str, str] = {}  # store lock key -> token, renewed while held

@@ -149,6 +149,9 @@ class RedisLeadership:
     def held(self) -> bool:
         return self.lock is not None and not self.lock.lost
 
+    def claim_lives(self, claimer: str) -> bool:
+        return bool(self.term) and claimer == self.term
+
     def release(self) -> None:
         lock, me = self.lock, self.me
         self.lock = self.me = None
