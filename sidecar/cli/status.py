@@ -24,8 +24,9 @@ from sidecar.cli.status_text import render_text as render_text
 from sidecar.coordination import current as coordination
 from sidecar.coordination import instances
 from sidecar.coordination.base import Unreachable
-from sidecar.followups import logtail, targets, trust
 from sidecar.followups import store as hook_store
+from sidecar.followups import targets, trust
+from sidecar.followups.run import logtail
 from sidecar.followups.targets import Notify
 from sidecar.hosts import registry
 from sidecar.inbox import folder as inbox

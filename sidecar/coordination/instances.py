@@ -37,7 +37,7 @@ class Reportable(NamedTuple):
     last_error: str
     hooks_error: str | None
     plugins: dict[str, dict[str, int]]
-    environment: dict[str, Any]  # what its follow-ups get (followups/environment.py): for doctor
+    environment: dict[str, Any]  # what its follow-ups get (followups/run/environment.py): for doctor
     coordination: str | None  # why the coordination service cannot be reached, while so
 
 
@@ -70,7 +70,8 @@ class InstanceInfo:
     last_error: str = ""
     hooks_error: str | None = None
     plugins: dict[str, dict[str, int]] = field(default_factory=dict)
-    # The environment its follow-ups get: PATH, user, names of host variables set (followups/environment.py).
+    # The environment its follow-ups get: PATH, user, names of host variables set
+    # (followups/run/environment.py).
     environment: Json | None = None
     # Why the coordination service could not be reached, and since when, while so.
     coordination_error: str | None = None

@@ -31,9 +31,9 @@ from sidecar.daemon.hostends import RecordedEnds, end_event
 from sidecar.daemon.hostwatch import HostWatch
 from sidecar.daemon.ingest import Ingestor
 from sidecar.daemon.plugins import PluginRunner
-from sidecar.followups import environment as followup_env
 from sidecar.followups.fire import FollowUps
 from sidecar.followups.queue import FollowUpQueue
+from sidecar.followups.run import environment as followup_env
 from sidecar.followups.store import HookStore
 from sidecar.layout import Workspace
 from sidecar.procwatch import Proc

@@ -20,7 +20,7 @@ from sidecar.coordination import current as coordination
 from sidecar.coordination.base import Unreachable
 from sidecar.doctor import hooks as hook_checks
 from sidecar.doctor import mounts
-from sidecar.followups import environment as followup_env
+from sidecar.followups.run import environment as followup_env
 from sidecar.hosts import registry
 from sidecar.hosts.base import Finding, Host, note
 from sidecar.install import environment as service_env

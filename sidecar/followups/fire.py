@@ -27,12 +27,13 @@ from sidecar.base.timeutil import iso, parse_ts
 from sidecar.config import Config, ConfigError
 from sidecar.coordination import current as coordination
 from sidecar.coordination.base import Coordination, LeaseLost, Unreachable
-from sidecar.followups import actions, environment, notices, prompts, remote, trust
-from sidecar.followups.actions import ActionError, Firing, build_argv, working_folder
+from sidecar.followups import notices, prompts, trust
 from sidecar.followups.decide import decide, next_due
 from sidecar.followups.model import FOLLOW_UP_EVENTS, Hook, QueueEntry, Run
 from sidecar.followups.queue import Claimed, FollowUpQueue, Settled
 from sidecar.followups.room import Room
+from sidecar.followups.run import actions, environment, remote
+from sidecar.followups.run.actions import ActionError, Firing, build_argv, working_folder
 from sidecar.followups.targets import Notify
 from sidecar.layout import Workspace, confined
 from sidecar.procwatch import Proc, is_alive

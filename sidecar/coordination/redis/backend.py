@@ -13,7 +13,7 @@ portalocker's `RedisLock`). What lives in Redis, under `sidecar:`:
 - `<ws>:lock:<store>` — a store's short lock: a key set only if absent, holding
   `<instance or "cmd">:<random>`, deleted by its holder only, renewed while held by a daemon,
   and broken by a waiter when the instance that holds it no longer lives.
-- `<ws>:run:<entry>` — a running follow-up's lease, kept by its runner (followups/runlease.py).
+- `<ws>:run:<entry>` — a running follow-up's lease, kept by its runner (followups/run/lease.py).
 - `wake:<ws>` — a channel: a machine that saw the workspace's files change publishes on it, so
   the leader (wherever it runs) lists the inbox at once.
 - `<ws>:doc:<name>` and the rest of the store of record (redis/records.py): the records a
@@ -46,6 +46,7 @@ from sidecar.coordination.redis.client import (
     Lease,
     connect,
     instance_key,
+    library,
     unreachable,
 )
 from sidecar.coordination.redis.clock import Reading, RedisClock, read
@@ -277,8 +278,10 @@ class RedisCoordination:
         return f"{PREFIX}{workspace_key(ws)}:run:{entry_id}"
 
     def run_lease(self, ws: Workspace, entry_id: str) -> RunLease:
+        """The runner runs without `site`: it is told where redis-py is (followups/run/)."""
         return RunLease({"SIDECAR_RUN_LEASE": self.run_key(ws, entry_id),
-                         "SIDECAR_RUN_WAKE": PREFIX + "wake:" + workspace_key(ws)},
+                         "SIDECAR_RUN_WAKE": PREFIX + "wake:" + workspace_key(ws),
+                         "SIDECAR_RUN_LIBRARY": library()},
                         self.url.encode())
 
     def run_alive(self, ws: Workspace, entry_id: str) -> bool:

@@ -31,6 +31,11 @@ return 0
 """
 
 
+def library() -> str:
+    """The folder redis-py is imported from, for a process that runs without `site`."""
+    return os.path.dirname(os.path.dirname(os.path.abspath(redis.__file__)))
+
+
 def instance_key(instance_id: str) -> str:
     """The key that lives while the instance does (renewed by its keeper)."""
     return PREFIX + "instance:" + instance_id

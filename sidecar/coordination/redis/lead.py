@@ -8,7 +8,7 @@ its monotonic clock, and stops `LEASE_MARGIN` before the end: an answer that com
 (a slow link) never extends it. Within the lease the holder's changes still go through Redis's
 own check of its term (records.py); the lease, checked again once Redis answered, keeps
 what Redis cannot check (the files' copy written, an inbox file removed) to the holder's time.
-A firing's start is guarded by its runner's exclusive start token (followups/remote.py)."""
+A firing's start is guarded by its runner's exclusive start token (followups/run/remote.py)."""
 
 from __future__ import annotations
 
