@@ -244,7 +244,7 @@ class Daemon:
         time: what is left of it is what counts), or None once it is no longer served."""
         at = now()
         if server in self.retiring:
-            self._stop_serving(server, at)
+            self._stop_serving(server)
             return None
         if server not in self.opened and not setaside.is_back(server.ws):
             return mono + SET_ASIDE_RETRY  # deleted: opening it would make it again
@@ -253,7 +253,7 @@ class Daemon:
             if jump:
                 server.clock_stepped(jump, at)
             if server not in self.opened:
-                server.open(at)
+                server.open()
                 self.opened.add(server)
             deadline = server.step(at)
             handles = self.watches.get(server, [])
@@ -268,9 +268,9 @@ class Daemon:
             return mono + after.retry_in
         return mono + (deadline - at)
 
-    def _stop_serving(self, server: WorkspaceServer, at: float) -> None:
+    def _stop_serving(self, server: WorkspaceServer) -> None:
         try:
-            server.close(at)
+            server.close()
         except Exception:  # a tampered runtime, say: it is no longer served all the same
             log.exception("%s: not closed cleanly as it stopped being served", server.ws.root)
         for handle in self.watches.pop(server, []):
@@ -358,7 +358,7 @@ class Daemon:
         busy = self.loop.busy_since()
         for server in list(self.opened):
             if server not in busy:  # one still stepping keeps its locks until the process ends
-                server.close(now())
+                server.close()
         self.folders.stop()
         self.procs.stop()
         self.plugins.stop()

@@ -107,7 +107,7 @@ class WorkspaceServer:
 
     # -- the step ----------------------------------------------------------------------------
 
-    def open(self, now: float) -> None:
+    def open(self) -> None:
         self.ws.ensure_runtime()
         self.membership.join()  # the first step writes the instance file
 
@@ -361,7 +361,7 @@ class WorkspaceServer:
         log.error("%s: unexpected error; retrying in a second", self.ws.root, exc_info=exc)
         self.ingest.health.error(self.ws.root, f"unexpected error: {exc}")
 
-    def close(self, now: float) -> None:
+    def close(self) -> None:
         """Hand the workspace over at once. Running actions are not waited for, killed or
         repeated: they run detached, and the next leader adopts them."""
         if self.followups is not None:

@@ -174,7 +174,7 @@ class FollowUps:
         try:
             refusal = self._resume_refusal(entry.host) if hook.action == "resume" else None
             if refusal is not None:  # before any postponement: waiting would change nothing
-                self.finish(entry, f"skipped: {refusal}", None)
+                self.finish(entry, f"skipped: {refusal}", None, now)
                 return
             facts = self.sessions.facts(entry.harness_session_id, (entry.host, entry.session_id))
             decision = decide(hook, facts, now)
@@ -182,7 +182,7 @@ class FollowUps:
                 self.queue.postpone(entry.id, decision.reason, now)
                 return
             if decision.verdict == Verdict.SKIP:
-                self.finish(entry, f"skipped: {decision.reason}", None)
+                self.finish(entry, f"skipped: {decision.reason}", None, now)
                 return
             if self.stopping:
                 self.queue.release(entry.id, now)  # claimed as we were stopping: leave it
@@ -195,7 +195,7 @@ class FollowUps:
                 self.room.give_back(self.queue, entry.id, now)
                 return
             log.exception("%s: firing %s failed", self.ws.root, entry.id)
-            self.finish(entry, f"error: {exc}", None)
+            self.finish(entry, f"error: {exc}", None, now)
 
     def fire_now(self, claimed: Claimed, now: float) -> None:
         """Fire a claimed entry and wait for its outcome on this thread (for tests and tools)."""
@@ -226,19 +226,19 @@ class FollowUps:
             account = owner.foreign_owner(self.ws)
             config = self.config() if account is None else owner.owner_config(account)
         except (owner.CannotActAsOwner, ConfigError) as exc:
-            self.finish(entry, f"error: {exc}", None)
+            self.finish(entry, f"error: {exc}", None, now)
             return
         try:
             found = trust.content(self.ws, hook)
         except (OSError, prompts.PromptError) as exc:
             why = exc.strerror if isinstance(exc, OSError) and exc.strerror else exc
-            self.finish(entry, f"error: prompt file {hook.prompt_file}: {why}", None)
+            self.finish(entry, f"error: prompt file {hook.prompt_file}: {why}", None, now)
             return
         if not trust.is_trusted(self.ws, found):
             log.warning("%s: hook %s (%s) is not trusted on this machine as it stands; not "
                         "run (sidecar hooks trust %s)", self.ws.root, hook.id,
                         trust.described(hook), hook.id)
-            self.finish(entry, trust.NOT_TRUSTED, None)
+            self.finish(entry, trust.NOT_TRUSTED, None, now)
             return
         prompt = "" if found.prompt is None else prompts.text_of(found.prompt)
         log_path = self.ws.firing_log(entry.hook_id, entry.log or "") or self.log_path(entry, now)
@@ -262,7 +262,7 @@ class FollowUps:
                 self.room.give_back(self.queue, entry.id, now)
                 return
             outcome = "skipped" if isinstance(exc, actions.CannotResume) else "error"
-            self.finish(entry, f"{outcome}: {exc}", log_path if log_path.exists() else None)
+            self.finish(entry, f"{outcome}: {exc}", log_path if log_path.exists() else None, now)
             return
         # The one ambiguous window: between the claim and this write, a death of this instance
         # leaves a firing nobody can tell ran or not (recorded `error: interrupted`).
@@ -272,7 +272,7 @@ class FollowUps:
         self.running[entry.id] = Running(entry, proc, log_path, now + self.config().action_timeout)
         self.watch(proc)
         if hook.action == "resume" and hook.event == EventKind.TURN_FAILED:
-            self._follow_up_event(FollowUpEvent.RESUME_STARTED, entry, "started")
+            self._follow_up_event(FollowUpEvent.RESUME_STARTED, entry, "started", now)
         log.info("%s: fired %s for %s session %s (pid %d, log %s)", self.ws.root, hook.id,
                  entry.host, entry.session_id, proc.pid, log_path)
 
@@ -297,13 +297,14 @@ class FollowUps:
             job["lastMessage"] = last
         return actions.Command(SENDER, orjson.dumps(job).decode())
 
-    def _follow_up_event(self, event: FollowUpEvent, entry: QueueEntry, status: str) -> None:
+    def _follow_up_event(self, event: FollowUpEvent, entry: QueueEntry, status: str,
+                         now: float) -> None:
         """Queue the notices of what a follow-up did; never those of a notice about a
         follow-up (a notice that fails to say a notice failed would go on for ever)."""
         if notices.notice_of(entry).get("event") in FOLLOW_UP_EVENTS:
             return
         try:
-            self.queue.add_follow_up_event(event, entry, entry.hook_id, status, timeutil.now())
+            self.queue.add_follow_up_event(event, entry, entry.hook_id, status, now)
         except (SidecarError, OSError) as exc:
             log.warning("%s: the notice that %s %s cannot be queued: %s", self.ws.root,
                         entry.hook_id, event.value, exc)
@@ -342,7 +343,7 @@ class FollowUps:
                 status = (f"error: timed out after {self.config().action_timeout:g}s"
                           if run.kill_at is not None else actions.outcome(run.log))
                 del self.running[key]  # after the outcome is read: a tampered `logs` retries
-                if not self.room.written(now, self.finish, run.entry, status, run.log):
+                if not self.room.written(now, self.finish, run.entry, status, run.log, now):
                     self.running[key] = run  # its outcome is recorded once there is room
             elif run.kill_at is None and now >= run.deadline:
                 log.warning("%s: %s ran past actionTimeout; stopping it", self.ws.root, key)
@@ -356,20 +357,20 @@ class FollowUps:
                                 self.absences, owner.runs_as(self.ws))
         if status is not None:
             del self.running[key]
-            self.finish(run.entry, status, run.log)
+            self.finish(run.entry, status, run.log, now)
         elif run.kill_at is None and now >= run.deadline:
             run.kill_at = now  # said once: its process may be another machine's, never signalled
             log.warning("%s: %s ran past actionTimeout; it runs where this instance cannot stop "
                         "it (sidecar hooks kill-running on its machine)", self.ws.root, key)
 
-    def finish(self, entry: QueueEntry, status: str, log_path: Path | None) -> None:
+    def finish(self, entry: QueueEntry, status: str, log_path: Path | None, now: float) -> None:
         shown = str(log_path) if log_path else None
-        if not self.queue.finish(entry, status, shown, timeutil.now()):
+        if not self.queue.finish(entry, status, shown, now):
             return  # another instance holds the claim now: it records the outcome
         if status != "ok" and (not status.startswith("skipped") or status == trust.NOT_TRUSTED):
             log.warning("%s: follow-up %s for %s session %s: %s (log %s)", self.ws.root,
                         entry.hook_id, entry.host, entry.session_id, status, shown)
-            self._follow_up_event(FollowUpEvent.FAILED, entry, status)
+            self._follow_up_event(FollowUpEvent.FAILED, entry, status, now)
         if self.on_fired is not None:
             self.on_fired(Fired(str(self.ws.root), entry.hook_id, entry.host, entry.session_id,
                                 entry.harness_session_id, status, shown))
