@@ -272,7 +272,7 @@ class Daemon:
         try:
             server.close()
         except Exception:  # a tampered runtime, say: it is no longer served all the same
-            log.exception("%s: not closed cleanly as it stopped being served", server.ws.root)
+            server.log.exception("not closed cleanly as it stopped being served")
         for handle in self.watches.pop(server, []):
             self.folders.remove(handle)
         self.opened.discard(server)
@@ -280,7 +280,7 @@ class Daemon:
         self.by_key.pop(workspace_key(server.ws), None)
         self.retiring.discard(server)
         self.resync = True
-        log.info("%s: no longer registered; stopped serving it", server.ws.root)
+        server.log.info("no longer registered; stopped serving it")
 
     def status_line(self) -> str:
         servers = list(self.servers.values())

@@ -12,7 +12,6 @@ as much.
 
 from __future__ import annotations
 
-import logging
 import threading
 import time
 from collections.abc import Callable
@@ -21,6 +20,7 @@ import orjson
 
 from sidecar import emit, safedir
 from sidecar.base.errors import SidecarError
+from sidecar.base.wslog import WorkspaceLog
 from sidecar.config import Config
 from sidecar.coordination import current as coordination
 from sidecar.coordination import instances
@@ -41,8 +41,6 @@ from sidecar.sessions.model import Key
 from sidecar.sessions.store import SessionStore
 from sidecar.vocabulary import HOST_EXITED, Fired, SessionChange
 
-log = logging.getLogger("sidecar")
-
 STANDBY_RETRY = 0.2  # seconds between a stand-by's attempts at the leader lock
 BEAT_MIN = 1.0  # seconds between instance-file writes while what they report keeps changing
 LOST_LEAD_PAUSE = 1.0  # seconds before an instance that lost the lead tries for it again
@@ -59,6 +57,7 @@ class WorkspaceServer:
                  watch: Callable[[Proc, WorkspaceServer], None] | None = None,
                  watch_reliable: bool = False) -> None:
         self.ws = ws
+        self.log = WorkspaceLog(ws.root)  # its lines begin with the root
         self.config = config
         self.identity = identity
         self.plugins = plugins
@@ -147,8 +146,7 @@ class WorkspaceServer:
     def clock_stepped(self, jump: float, now: float) -> None:
         """Every timer keeps the time it had left, and a waiting follow-up the delay it had
         left (a stand-by's queue is its leader's to move)."""
-        log.info("%s: the wall clock was stepped by %+.0fs; timers and due times follow",
-                 self.ws.root, jump)
+        self.log.info("the wall clock was stepped by %+.0fs; timers and due times follow", jump)
         self.next_beat += jump
         self.beaten += jump
         self.next_host_look += jump
@@ -186,8 +184,7 @@ class WorkspaceServer:
         if self.coordination.records(self.ws) is not None:
             self.hook_store.state = None  # read again from the record: others led meanwhile
         self.queue.instance_id = self.leadership.term or self.identity.id
-        log.info("%s: leading (instance %s%s)", self.ws.root, self.identity.id,
-                 self.coordination.said)
+        self.log.info("leading (instance %s%s)", self.identity.id, self.coordination.said)
         try:
             return self._take_over(now)
         except (LeaseLost, Unreachable, Conflict) as exc:
@@ -213,7 +210,7 @@ class WorkspaceServer:
     def _lead_lost(self) -> None:
         """Called on the coordination's own thread when the lead is lost: the next step
         steps down, and every write before it fails its fencing check."""
-        log.warning("%s: the lead was lost (instance %s)", self.ws.root, self.identity.id)
+        self.log.warning("the lead was lost (instance %s)", self.identity.id)
         self.wake()
 
     def step_down(self, why: str) -> None:
@@ -221,8 +218,7 @@ class WorkspaceServer:
         the next leader to adopt (this instance too, if it leads again). `why` empty: said by
         the caller."""
         if why:
-            log.warning("%s: no longer leading (instance %s): %s; it stands by", self.ws.root,
-                        self.identity.id, why)
+            self.log.warning("no longer leading (instance %s): %s; it stands by", self.identity.id, why)
         if self.followups is not None:
             self.followups.stopping = True
         self.followups = None
@@ -236,12 +232,12 @@ class WorkspaceServer:
 
     def _unreachable(self, exc: Exception) -> None:
         if self.trouble is None:
-            log.warning("%s: %s; standing by until it answers", self.ws.root, exc)
+            self.log.warning("%s; standing by until it answers", exc)
         self.trouble = str(exc)
 
     def _reachable(self) -> None:
         if self.trouble is not None:
-            log.info("%s: the coordination service answers again", self.ws.root)
+            self.log.info("the coordination service answers again")
         self.trouble = None
 
     def _say_standing_by(self) -> None:
@@ -262,8 +258,7 @@ class WorkspaceServer:
         if other is not None:
             where = f" on {other.hostname}" if other.hostname != self.identity.hostname else ""
             who += f" (pid {other.pid}{where}, started {other.started_at})"
-        log.info("%s: %s leads; this one stands by (instance %s)", self.ws.root, who,
-                 self.identity.id)
+        self.log.info("%s leads; this one stands by (instance %s)", who, self.identity.id)
 
     # -- host processes ----------------------------------------------------------------------
 
@@ -292,8 +287,7 @@ class WorkspaceServer:
         completion, follow-ups and plugin calls are those of any end (and a replay is safe)."""
         for proc, keys in self.hosts.ended():
             for host, session_id in keys:
-                log.info("%s: the host process %d of %s session %s is gone", self.ws.root,
-                         proc.pid, host, session_id)
+                self.log.info("the host process %d of %s session %s is gone", proc.pid, host, session_id)
                 event = {"event": "session-end", "session_id": session_id, "host": host,
                          "reason": HOST_EXITED, "ts": now, "hostPid": proc.pid,
                          "hostStart": proc.start, "hostSpace": self.hosts.space}
@@ -303,13 +297,11 @@ class WorkspaceServer:
     def _end_recorded(self, now: float) -> None:
         """Report each session its host's own record says has ended, through the inbox."""
         for (host, session_id), end in self.recorded.ended(now):
-            log.info("%s: %s records session %s as %s", self.ws.root, host, session_id,
-                     end.reason)
+            self.log.info("%s records session %s as %s", host, session_id, end.reason)
             try:
                 emit.drop(str(self.ws.root), orjson.dumps(end_event(host, session_id, end, now)))
             except (SidecarError, OSError) as exc:
-                log.warning("%s: the end of %s session %s cannot be reported: %s", self.ws.root,
-                            host, session_id, exc)
+                self.log.warning("the end of %s session %s cannot be reported: %s", host, session_id, exc)
                 continue  # the next round finds it again
             self.inbox_arrival.set()
 
@@ -318,7 +310,7 @@ class WorkspaceServer:
             with self.sessions.locked():
                 return [key for key, _ in self.sessions.load_bindings().items()]
         except (SidecarError, OSError) as exc:  # StoreError, LockTimeout, Unreachable
-            log.warning("%s: the live sessions cannot be listed: %s", self.ws.root, exc)
+            self.log.warning("the live sessions cannot be listed: %s", exc)
             return []
 
     def _beat_if_due(self, now: float) -> float:
@@ -358,7 +350,7 @@ class WorkspaceServer:
 
     def unexpected(self, exc: BaseException) -> None:
         """A bug or a surprise in a step: logged and counted; the loop goes on."""
-        log.error("%s: unexpected error; retrying in a second", self.ws.root, exc_info=exc)
+        self.log.error("unexpected error; retrying in a second", exc_info=exc)
         self.ingest.health.error(self.ws.root, f"unexpected error: {exc}")
 
     def close(self) -> None:

@@ -10,7 +10,6 @@ it and records its real outcome. Nothing here waits for an agent.
 
 from __future__ import annotations
 
-import logging
 import signal
 import sys
 import time
@@ -24,6 +23,7 @@ from sidecar import jsonfile, owner, safedir
 from sidecar.base import timeutil
 from sidecar.base.errors import SidecarError
 from sidecar.base.timeutil import iso, parse_ts
+from sidecar.base.wslog import WorkspaceLog
 from sidecar.config import Config, ConfigError
 from sidecar.coordination import current as coordination
 from sidecar.coordination.base import Coordination, LeaseLost, Unreachable
@@ -39,8 +39,6 @@ from sidecar.layout import Workspace, confined
 from sidecar.procwatch import Proc, is_alive
 from sidecar.sessions.store import SessionStore
 from sidecar.vocabulary import EventKind, Fired, FollowUpEvent, Verdict
-
-log = logging.getLogger("sidecar")
 
 RECOVERY_INTERVAL = 30.0  # how often claims left by other instances are looked for
 NOTICE_CONCURRENCY = 8  # notices sent at once: apart from `concurrency`, which is the agents'
@@ -76,6 +74,7 @@ class FollowUps:
                  on_fired: Callable[[Fired], None] | None = None,
                  coord: Coordination | None = None) -> None:
         self.ws = ws
+        self.log = WorkspaceLog(ws.root)  # its lines begin with the root
         self.coordination = coord or coordination.get()
         self.queue = queue
         self.sessions = sessions
@@ -194,7 +193,7 @@ class FollowUps:
             if self.room.refused(exc, now):  # not started: it fires once there is room
                 self.room.give_back(self.queue, entry.id, now)
                 return
-            log.exception("%s: firing %s failed", self.ws.root, entry.id)
+            self.log.exception("firing %s failed", entry.id)
             self.finish(entry, f"error: {exc}", None, now)
 
     def fire_now(self, claimed: Claimed, now: float) -> None:
@@ -235,9 +234,9 @@ class FollowUps:
             self.finish(entry, f"error: prompt file {hook.prompt_file}: {why}", None, now)
             return
         if not trust.is_trusted(self.ws, found):
-            log.warning("%s: hook %s (%s) is not trusted on this machine as it stands; not "
-                        "run (sidecar hooks trust %s)", self.ws.root, hook.id,
-                        trust.described(hook), hook.id)
+            self.log.warning("hook %s (%s) is not trusted on this machine as it stands; not "
+                             "run (sidecar hooks trust %s)", hook.id,
+                             trust.described(hook), hook.id)
             self.finish(entry, trust.NOT_TRUSTED, None, now)
             return
         prompt = "" if found.prompt is None else prompts.text_of(found.prompt)
@@ -273,8 +272,8 @@ class FollowUps:
         self.watch(proc)
         if hook.action == "resume" and hook.event == EventKind.TURN_FAILED:
             self._follow_up_event(FollowUpEvent.RESUME_STARTED, entry, "started", now)
-        log.info("%s: fired %s for %s session %s (pid %d, log %s)", self.ws.root, hook.id,
-                 entry.host, entry.session_id, proc.pid, log_path)
+        self.log.info("fired %s for %s session %s (pid %d, log %s)", hook.id,
+                      entry.host, entry.session_id, proc.pid, log_path)
 
     def _notice(self, entry: QueueEntry, action: Notify, config: Config) -> actions.Command:
         """The sender of a notify hook's notice, and its job: the target, what the queue
@@ -306,8 +305,7 @@ class FollowUps:
         try:
             self.queue.add_follow_up_event(event, entry, entry.hook_id, status, now)
         except (SidecarError, OSError) as exc:
-            log.warning("%s: the notice that %s %s cannot be queued: %s", self.ws.root,
-                        entry.hook_id, event.value, exc)
+            self.log.warning("the notice that %s %s cannot be queued: %s", entry.hook_id, event.value, exc)
 
     def log_path(self, entry: QueueEntry, now: float) -> Path:
         stamp = iso(now).replace(":", "").replace("-", "")
@@ -346,7 +344,7 @@ class FollowUps:
                 if not self.room.written(now, self.finish, run.entry, status, run.log, now):
                     self.running[key] = run  # its outcome is recorded once there is room
             elif run.kill_at is None and now >= run.deadline:
-                log.warning("%s: %s ran past actionTimeout; stopping it", self.ws.root, key)
+                self.log.warning("%s ran past actionTimeout; stopping it", key)
                 actions.signal_group(run.proc, signal.SIGTERM)
                 run.kill_at = now + actions.KILL_GRACE
             elif run.kill_at is not None and now >= run.kill_at:
@@ -360,16 +358,16 @@ class FollowUps:
             self.finish(run.entry, status, run.log, now)
         elif run.kill_at is None and now >= run.deadline:
             run.kill_at = now  # said once: its process may be another machine's, never signalled
-            log.warning("%s: %s ran past actionTimeout; it runs where this instance cannot stop "
-                        "it (sidecar hooks kill-running on its machine)", self.ws.root, key)
+            self.log.warning("%s ran past actionTimeout; it runs where this instance cannot stop "
+                             "it (sidecar hooks kill-running on its machine)", key)
 
     def finish(self, entry: QueueEntry, status: str, log_path: Path | None, now: float) -> None:
         shown = str(log_path) if log_path else None
         if not self.queue.finish(entry, status, shown, now):
             return  # another instance holds the claim now: it records the outcome
         if status != "ok" and (not status.startswith("skipped") or status == trust.NOT_TRUSTED):
-            log.warning("%s: follow-up %s for %s session %s: %s (log %s)", self.ws.root,
-                        entry.hook_id, entry.host, entry.session_id, status, shown)
+            self.log.warning("follow-up %s for %s session %s: %s (log %s)", entry.hook_id,
+                             entry.host, entry.session_id, status, shown)
             self._follow_up_event(FollowUpEvent.FAILED, entry, status, now)
         if self.on_fired is not None:
             self.on_fired(Fired(str(self.ws.root), entry.hook_id, entry.host, entry.session_id,

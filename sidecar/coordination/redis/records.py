@@ -27,7 +27,6 @@ else is a person's edit (followups/hooks_record.py). The script itself is redis/
 from __future__ import annotations
 
 import hashlib
-import logging
 import os
 import threading
 from collections.abc import Callable
@@ -40,6 +39,7 @@ import redis
 from sidecar import jsonfile, safedir, together
 from sidecar.base import timeutil
 from sidecar.base.errors import SidecarError
+from sidecar.base.wslog import WorkspaceLog
 from sidecar.coordination.base import Conflict, LeaseLost, Unreachable, workspace_key
 from sidecar.coordination.records import (
     HOOKS,
@@ -50,8 +50,6 @@ from sidecar.coordination.records import (
 )
 from sidecar.coordination.redis.script import COMMIT
 from sidecar.layout import Workspace
-
-log = logging.getLogger("sidecar")
 
 APPLIED_FOR = 7 * 24 * 3600  # seconds an inbox file's id is remembered once applied
 RECENT = 600  # seconds a changed record's copy is checked again (`remirror`)
@@ -89,6 +87,7 @@ class RedisRecords:
     def __init__(self, client: redis.Redis, ws: Workspace) -> None:
         self.client = client
         self.ws = ws
+        self.log = WorkspaceLog(ws.root)  # its lines begin with the root
         self.base = f"sidecar:{workspace_key(ws)}"
         self.holder_key = self.base + ":leader-holder"
         #: Whether a daemon writes here: then every change needs the lead (`me`), and one made
@@ -298,8 +297,8 @@ class RedisRecords:
         try:
             write()
         except (OSError, SidecarError) as exc:
-            log.warning("%s: the files' copy of a change Redis holds cannot be written (it is "
-                        "written again within %gs): %s", self.ws.root, REMIRROR_EVERY, exc)
+            self.log.warning("the files' copy of a change Redis holds cannot be written (it is "
+                             "written again within %gs): %s", REMIRROR_EVERY, exc)
 
     def write_copy(self, name: str, data: bytes, append: bool = False) -> jsonfile.Signature | None:
         """Write (or append to) the file of a record, as Redis's copy: not made durable (Redis
@@ -342,7 +341,7 @@ class RedisRecords:
             try:
                 self.write_copy(name, data)
             except (OSError, SidecarError) as exc:
-                log.warning("%s: cannot write the copy of %s again: %s", self.ws.root, name, exc)
+                self.log.warning("cannot write the copy of %s again: %s", name, exc)
                 continue
             rewritten += 1
         return rewritten
