@@ -9,7 +9,7 @@ nothing put in place before its bytes are on disk; but issued together, the file
 commits them together (about a seventh less time, measured with bench/bench_daemon.py).
 
 In Redis mode the fence is where the block's changes go to Redis, the store of record, all
-in one script that Redis refuses to a deposed leader (coordination/redis_records.py); the
+in one script that Redis refuses to a deposed leader (coordination/redis/records.py); the
 files' copy of them is written after it passed (`once_accepted`).
 
 A failure anywhere leaves no replace half done: the renames not yet made are not made and

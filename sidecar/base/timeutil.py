@@ -22,7 +22,7 @@ def now() -> float:
 
 # In a daemon that coordinates through Redis, where every machine's due times, ages and
 # `completedAt` must come from one clock, Redis's: its time at the last reading
-# (coordination/redis_clock.py measures it) and the monotonic clock then. Carried forward by
+# (coordination/redis/clock.py measures it) and the monotonic clock then. Carried forward by
 # the monotonic clock, a step of this machine's wall clock never reaches `now()`; None: this
 # machine's wall clock.
 _anchor: tuple[float, float] | None = None

@@ -18,8 +18,9 @@ from sidecar.cli.common import BUSY, FAILURE, NOT_WORKSPACE, fail
 from sidecar.cli.jsonout import print_json
 from sidecar.cli.sessions import named_session
 from sidecar.coordination.base import Conflict
-from sidecar.followups import logtail, notices, targets, trust
+from sidecar.followups import notices, targets, trust
 from sidecar.followups.model import Hook, HooksDoc, HooksError, new_hook, slug
+from sidecar.followups.run import logtail
 from sidecar.followups.store import HookStore
 from sidecar.layout import find_workspace
 from sidecar.locks import LockTimeout
@@ -249,7 +250,7 @@ def kill_running(root: Path | None = RootOption) -> None:
     leader records each as ended by the signal."""
     import signal
 
-    from sidecar.followups.actions import signal_group
+    from sidecar.followups.run.actions import signal_group
     from sidecar.procwatch import Proc
 
     store = _store(root)

@@ -22,7 +22,7 @@ from sidecar import config as config_mod
 from sidecar import layout
 from sidecar.base.errors import SidecarError
 from sidecar.cli.integrate import record_resume_executable
-from sidecar.daemon import instances
+from sidecar.coordination import instances
 from sidecar.daemon.running import is_sidecar_run, live_here
 from sidecar.hosts import registry
 from sidecar.hosts.base import Host, IntegrateError

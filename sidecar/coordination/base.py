@@ -26,7 +26,8 @@ from sidecar.base.errors import SidecarError
 from sidecar.layout import Workspace
 
 if TYPE_CHECKING:
-    from sidecar.coordination.redis_records import RedisRecords
+    from sidecar.coordination.redis.clock import Reading
+    from sidecar.coordination.redis.records import RedisRecords
 
 
 class LeaseLost(SidecarError):
@@ -35,7 +36,7 @@ class LeaseLost(SidecarError):
 
 class Conflict(SidecarError):
     """A record changed since it was read (Redis mode: by a command, or another leader): it
-    is read again and the change made anew (redis_records.py)."""
+    is read again and the change made anew (redis/records.py)."""
 
 
 class Unreachable(SidecarError):
@@ -74,6 +75,11 @@ class Leadership(Protocol):
     def held(self) -> bool:
         """Whether the lead is still held, as far as this instance knows without asking."""
 
+    def claim_lives(self, claimer: str) -> bool:
+        """Whether a follow-up claimed by `claimer` (an instance, or a term) is still claimed,
+        for a leader settling the claims others left. Where a lead is held in terms, only the
+        current term's claims live: this instance leads now. Unreachable if unknown."""
+
     def release(self) -> None:
         """Give the lead up (at once: a stand-by takes over)."""
 
@@ -83,8 +89,20 @@ class Coordination(Protocol):
 
     #: How the backend is shown (`file`, or the Redis URL with any password masked).
     shown: str
-    #: Whether another machine may serve the same workspace: then process ids, pidfds and
-    #: inotify say nothing of what runs there, and the inbox is listed on a timer as well.
+    #: What the daemon's log says of the backend after the instance it names: nothing for the
+    #: file backend, which goes without saying.
+    said: str
+    #: Whether every instance runs on this machine: then a process id, a pidfd and the folder
+    #: watch see what any instance does, so hosts and runners are watched by their process
+    #: and the inbox by the folder watch alone. Where not, a stand-by watches the hosts of its
+    #: own machine, a runner elsewhere is told by its lease (`run_alive`), a host whose
+    #: machine is unknown is not watched, and the inbox is listed on a timer as well.
+    one_machine: bool
+    #: The least time between a stand-by's tries for the lead: none where a try is a system
+    #: call; where it is a round trip, every arrival wakes a stand-by, and its tries must not
+    #: crowd the leader.
+    look_every: float
+    #: Whether another machine may serve the workspace: the kind `status` shows.
     distributed: bool
 
     def store_lock(self, ws: Workspace, name: str,
@@ -111,7 +129,7 @@ class Coordination(Protocol):
 
     def records(self, ws: Workspace) -> RedisRecords | None:
         """Where the leader's records of `ws` are kept when that is not its files: Redis, the
-        store of record in Redis mode (redis_records.py). None: the files are the record."""
+        store of record in Redis mode (redis/records.py). None: the files are the record."""
 
     def run_lease(self, ws: Workspace, entry_id: str) -> RunLease | None:
         """What makes a follow-up's runner keep a lease while it runs, for a leader on
@@ -122,6 +140,11 @@ class Coordination(Protocol):
 
     def ping(self) -> None:
         """Ask the service whether it answers: Unreachable if not."""
+
+    def look(self) -> Reading | None:
+        """Ask the service whether it answers (Unreachable if not), and what it says of its
+        clock and persistence, which `status` and `doctor` show: None where there is no
+        service to read them of."""
 
     def close(self) -> None:
         ...

@@ -29,7 +29,7 @@ def for_url(url: str | None) -> Coordination:
     if url is None:
         return FileCoordination()
     try:
-        from sidecar.coordination.redis_backend import RedisCoordination
+        from sidecar.coordination.redis.backend import RedisCoordination
     except ImportError as exc:
         raise MissingExtra(
             f"[coordination] url needs the redis extra ({exc.name} is missing): "

@@ -22,6 +22,14 @@ def life_lock_name(instance_id: str) -> str:
     return f"instance-{instance_id}"
 
 
+def instance_lives(ws: Workspace, instance_id: str) -> bool:
+    """Whether that instance holds its life lock. An id that is not a plain name (read from a
+    hand-edited `claimedBy`) names no instance, and never a path."""
+    if not PLAIN_NAME.fullmatch(instance_id):
+        return False
+    return locks.is_held(ws.lock(life_lock_name(instance_id)))
+
+
 class FileLeadership:
     term = ""
 
@@ -39,6 +47,9 @@ class FileLeadership:
     def held(self) -> bool:
         return self.handle is not None
 
+    def claim_lives(self, claimer: str) -> bool:
+        return instance_lives(self.ws, claimer)
+
     def release(self) -> None:
         locks.release(self.handle)
         self.handle = None
@@ -46,6 +57,9 @@ class FileLeadership:
 
 class FileCoordination:
     shown = "file"
+    said = ""
+    one_machine = True
+    look_every = 0.0
     distributed = False
 
     def __init__(self) -> None:
@@ -67,11 +81,7 @@ class FileCoordination:
         locks.release(self.life_locks.pop((str(ws.root), instance_id), None))
 
     def is_alive(self, ws: Workspace, instance_id: str) -> bool:
-        # An id that is not a plain name (read from a hand-edited `claimedBy`) names no
-        # instance, and never a path.
-        if not PLAIN_NAME.fullmatch(instance_id):
-            return False
-        return locks.is_held(ws.lock(life_lock_name(instance_id)))
+        return instance_lives(ws, instance_id)
 
     def changed(self, ws: Workspace) -> None:
         return None  # every instance has its own folder watch
@@ -87,6 +97,9 @@ class FileCoordination:
 
     def ping(self) -> None:
         return None  # the kernel always answers
+
+    def look(self) -> None:
+        return None
 
     def close(self) -> None:
         return None

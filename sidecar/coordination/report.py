@@ -74,9 +74,8 @@ def _service_row(roots: list[str], now: float) -> CoordinationRow:
 
     from sidecar.base.errors import SidecarError
     from sidecar.base.timeutil import iso
-    from sidecar.coordination import current
+    from sidecar.coordination import current, instances
     from sidecar.coordination.base import Unreachable
-    from sidecar.daemon import instances
     from sidecar.layout import Workspace
 
     try:
@@ -87,10 +86,8 @@ def _service_row(roots: list[str], now: float) -> CoordinationRow:
     if not backend.distributed:
         return file_row()
     row: CoordinationRow = {**file_row(), "backend": "redis", "url": backend.shown}
-    from sidecar.coordination import redis_clock  # (imports redis: only where it is used)
-
     try:
-        reading = redis_clock.look(backend)  # a ping that also reads its clock and persistence
+        reading = backend.look()  # a ping that also reads its clock and persistence
         if reading is not None:
             row["clockOffsetSeconds"] = None if reading.skew is None else \
                 round(reading.skew.skew, 3)
@@ -113,7 +110,7 @@ def instance_rows(root: str, now: float) -> list[InstanceRow]:
     full_start()
     from pathlib import Path
 
-    from sidecar.daemon import instances
+    from sidecar.coordination import instances
     from sidecar.layout import Workspace
 
     rows: list[InstanceRow] = []

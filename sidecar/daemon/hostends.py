@@ -14,20 +14,18 @@ through a link.
 
 from __future__ import annotations
 
-import logging
 import math
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 from sidecar import owner
+from sidecar.base.wslog import WorkspaceLog
 from sidecar.hosts import registry, transcripts
 from sidecar.hosts.base import Reader, RecordedEnd
 from sidecar.layout import Workspace
 from sidecar.sessions.model import Key
 from sidecar.vocabulary import EventKind, SessionChange
-
-log = logging.getLogger("sidecar")
 
 LOOKS_AFTER_TURN = (1.0, 5.0)  # seconds after a turn end; then on the sweep's cadence
 MAX_RECORD = owner.MAX_OWNED_BYTES  # a host's record larger than this says nothing
@@ -71,6 +69,7 @@ class RecordedEnds:
     def __init__(self, ws: Workspace, live: Callable[[], list[Key]],
                  interval: Callable[[], float]) -> None:
         self.ws = ws
+        self.log = WorkspaceLog(ws.root)  # its lines begin with the root
         self.live = live  # the workspace's active sessions (its bindings)
         self.interval = interval
         self.soon: dict[Key, list[float]] = {}  # the looks due after a turn end
@@ -129,8 +128,7 @@ class RecordedEnds:
         try:
             home, read = owners_files(self.ws)
         except (owner.CannotActAsOwner, OSError) as exc:
-            log.warning("%s: the hosts' own records of their sessions are not read: %s",
-                        self.ws.root, exc)
+            self.log.warning("the hosts' own records of their sessions are not read: %s", exc)
             return []
         found = []
         for key in keys:
@@ -153,6 +151,5 @@ class RecordedEnds:
         try:
             return host.recorded_end(key[1], home, read)
         except Exception as exc:  # a host's file is its own: it can never stop the step
-            log.warning("%s: %s session %s: its record was not read: %r", self.ws.root, *key,
-                        exc)
+            self.log.warning("%s session %s: its record was not read: %r", *key, exc)
             return None

@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 
 from sidecar import safedir
 from sidecar.base.errors import SidecarError
+from sidecar.base.wslog import WorkspaceLog
 from sidecar.config import Config
 from sidecar.coordination.base import LeaseLost, Unreachable
 from sidecar.coordination.records import REMIRROR_EVERY
@@ -99,6 +100,7 @@ class Ingestor:
                  stopping: Callable[[], bool] = lambda: False,
                  watch_reliable: bool = False) -> None:
         self.ws = sessions.ws
+        self.log = WorkspaceLog(self.ws.root)  # its lines begin with the root
         self.sessions = sessions
         self.queue = queue
         self.config = config
@@ -208,7 +210,7 @@ class Ingestor:
         for event in events:
             self.seen[(event.host, event.session_id)] = now
         self._finish(result, now)
-        log.debug("%s: applied %d event(s)", self.ws.root, len(result.applied))
+        self.log.debug("applied %d event(s)", len(result.applied))
 
     def _not_applied(self, events: list[Event]) -> list[Event]:
         """In Redis mode, the events no leader applied yet: the files of the others (a leader
@@ -219,8 +221,7 @@ class Ingestor:
         fresh = set(records.unapplied([e.file for e in events]))
         done = [e.file for e in events if e.file not in fresh]
         if done:
-            log.info("%s: %d inbox file(s) were applied already; removed", self.ws.root,
-                     len(done))
+            self.log.info("%d inbox file(s) were applied already; removed", len(done))
             inbox.remove(self.ws, done)
         return [e for e in events if e.file in fresh]
 
@@ -245,8 +246,8 @@ class Ingestor:
         try:
             if inbox.reject(self.ws, rejection, now):
                 self.health.rejected += 1
-                log.warning("%s: rejected %s: %s", self.ws.root, inbox.shown(rejection.name),
-                            rejection.reason.replace("\n", " "))
+                self.log.warning("rejected %s: %s", inbox.shown(rejection.name),
+                                 rejection.reason.replace("\n", " "))
         except OSError as exc:
             self.health.error(self.ws.root, f"cannot set {inbox.shown(rejection.name)} aside: {exc}")
 
@@ -293,7 +294,7 @@ class Ingestor:
         for error in result.errors:
             self.health.error(self.ws.root, error)
         if result.changes:
-            log.info("%s: swept %d stale session(s)", self.ws.root, len(result.changes))
+            self.log.info("swept %d stale session(s)", len(result.changes))
             self.report(result.changes)
 
     def _seen_ago(self, key: Key, now: float) -> float | None:
@@ -303,7 +304,7 @@ class Ingestor:
 
     def remirror(self, now: float) -> None:
         """In Redis mode, write again the files' copy of records a deposed leader's late
-        rename set back (redis_records.py); nothing to do where the files are the record."""
+        rename set back (coordination/redis/records.py); nothing to do where the files are the record."""
         records = self.sessions.records
         if records is None:
             self.timers.remirror = math.inf
@@ -316,7 +317,7 @@ class Ingestor:
             self.health.error(self.ws.root, f"cannot compare the files with Redis: {exc}")
             return
         if rewritten:
-            log.info("%s: wrote again %d file(s) not what Redis holds", self.ws.root, rewritten)
+            self.log.info("wrote again %d file(s) not what Redis holds", rewritten)
 
     def prune(self, now: float) -> None:
         try:
@@ -325,12 +326,11 @@ class Ingestor:
             self.health.error(self.ws.root, f"cannot clean the inbox's temporaries: {exc}")
             removed = 0
         if removed:
-            log.info("%s: removed %d producer temporary file(s) over an hour old", self.ws.root,
-                     removed)
+            self.log.info("removed %d producer temporary file(s) over an hour old", removed)
         try:
             pruned = self.sessions.prune(now, self.config().retention)
         except OSError as exc:
             self.health.error(self.ws.root, f"retention pruning failed: {exc}")
             return
         if pruned:
-            log.info("%s: pruned %d completed session(s) past retention", self.ws.root, pruned)
+            self.log.info("pruned %d completed session(s) past retention", pruned)

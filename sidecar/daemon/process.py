@@ -27,6 +27,7 @@ from sidecar.base.timeutil import now
 from sidecar.config import Config
 from sidecar.coordination import current as coordination
 from sidecar.coordination.base import Listening, workspace_key
+from sidecar.coordination.instances import Identity
 from sidecar.daemon import plugins as plugins_mod
 from sidecar.daemon import setaside
 from sidecar.daemon.fdlimit import (
@@ -35,7 +36,6 @@ from sidecar.daemon.fdlimit import (
     raise_fd_limit,
     workspaces_within,
 )
-from sidecar.daemon.instances import Identity
 from sidecar.daemon.loop import StepLoop
 from sidecar.daemon.plugins import PluginRunner
 from sidecar.daemon.sdnotify import Notifier
@@ -180,7 +180,7 @@ class Daemon:
         server = WorkspaceServer(ws, self.current_config, self.identity, self.plugins,
                                  self.stop.is_set, self.watch_process,
                                  watch_reliable=isinstance(self.folders, InotifyWatch)
-                                 and not self.coordination.distributed)
+                                 and self.coordination.one_machine)
         self.by_key[workspace_key(ws)] = server
         server.wake = lambda: self.loop.wake(server)
         self._watch_folders(server)
@@ -216,7 +216,7 @@ class Daemon:
     def _announce(self, server: WorkspaceServer) -> None:
         """Tell the leader on another machine what this one's watch saw (its own watch never
         sees another machine's writes); a leader sees its own arrivals."""
-        if self.coordination.distributed and server.leader is None:
+        if server.leader is None:
             self.coordination.changed(server.ws)
 
     def _woken(self, key: str) -> None:
@@ -244,7 +244,7 @@ class Daemon:
         time: what is left of it is what counts), or None once it is no longer served."""
         at = now()
         if server in self.retiring:
-            self._stop_serving(server, at)
+            self._stop_serving(server)
             return None
         if server not in self.opened and not setaside.is_back(server.ws):
             return mono + SET_ASIDE_RETRY  # deleted: opening it would make it again
@@ -253,7 +253,7 @@ class Daemon:
             if jump:
                 server.clock_stepped(jump, at)
             if server not in self.opened:
-                server.open(at)
+                server.open()
                 self.opened.add(server)
             deadline = server.step(at)
             handles = self.watches.get(server, [])
@@ -268,11 +268,11 @@ class Daemon:
             return mono + after.retry_in
         return mono + (deadline - at)
 
-    def _stop_serving(self, server: WorkspaceServer, at: float) -> None:
+    def _stop_serving(self, server: WorkspaceServer) -> None:
         try:
-            server.close(at)
+            server.close()
         except Exception:  # a tampered runtime, say: it is no longer served all the same
-            log.exception("%s: not closed cleanly as it stopped being served", server.ws.root)
+            server.log.exception("not closed cleanly as it stopped being served")
         for handle in self.watches.pop(server, []):
             self.folders.remove(handle)
         self.opened.discard(server)
@@ -280,7 +280,7 @@ class Daemon:
         self.by_key.pop(workspace_key(server.ws), None)
         self.retiring.discard(server)
         self.resync = True
-        log.info("%s: no longer registered; stopped serving it", server.ws.root)
+        server.log.info("no longer registered; stopped serving it")
 
     def status_line(self) -> str:
         servers = list(self.servers.values())
@@ -358,7 +358,7 @@ class Daemon:
         busy = self.loop.busy_since()
         for server in list(self.opened):
             if server not in busy:  # one still stepping keeps its locks until the process ends
-                server.close(now())
+                server.close()
         self.folders.stop()
         self.procs.stop()
         self.plugins.stop()

@@ -11,7 +11,7 @@ import os
 import socket
 import subprocess
 
-from sidecar.daemon import instances
+from sidecar.coordination import instances
 from sidecar.layout import Workspace
 
 

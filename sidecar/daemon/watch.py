@@ -23,12 +23,14 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from sidecar.base.errors import SidecarError
+
 log = logging.getLogger("sidecar")
 
 OnChange = Callable[[str | None], None]
 
 
-class WatchError(OSError):
+class WatchError(SidecarError, OSError):
     """A folder cannot be watched (gone, not a folder, or the kernel's watch limit reached)."""
 
 

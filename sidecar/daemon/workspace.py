@@ -12,7 +12,6 @@ as much.
 
 from __future__ import annotations
 
-import logging
 import threading
 import time
 from collections.abc import Callable
@@ -22,19 +21,20 @@ import orjson
 from sidecar import emit, safedir
 from sidecar.base.errors import SidecarError
 from sidecar.base.proc import process_space
+from sidecar.base.wslog import WorkspaceLog
 from sidecar.config import Config
 from sidecar.coordination import current as coordination
+from sidecar.coordination import instances
 from sidecar.coordination.base import Conflict, Leadership, LeaseLost, Unreachable
-from sidecar.daemon import instances
+from sidecar.coordination.instances import Identity, Membership, Reportable
 from sidecar.daemon.clocksteps import StepDetector
 from sidecar.daemon.hostends import RecordedEnds, end_event
 from sidecar.daemon.hostwatch import HostWatch
 from sidecar.daemon.ingest import Ingestor
-from sidecar.daemon.instances import Identity, Membership, Reportable
 from sidecar.daemon.plugins import PluginRunner
-from sidecar.followups import environment as followup_env
 from sidecar.followups.fire import FollowUps
 from sidecar.followups.queue import FollowUpQueue
+from sidecar.followups.run import environment as followup_env
 from sidecar.followups.store import HookStore
 from sidecar.layout import Workspace
 from sidecar.procwatch import Proc
@@ -42,11 +42,8 @@ from sidecar.sessions.model import Key
 from sidecar.sessions.store import SessionStore
 from sidecar.vocabulary import HOST_EXITED, Fired, SessionChange
 
-log = logging.getLogger("sidecar")
-
 STANDBY_RETRY = 0.2  # seconds between a stand-by's attempts at the leader lock
 BEAT_MIN = 1.0  # seconds between instance-file writes while what they report keeps changing
-WOKEN_LOOK = 0.005  # seconds between a distributed stand-by's tries, however often it is woken
 LOST_LEAD_PAUSE = 1.0  # seconds before an instance that lost the lead tries for it again
 HOST_LOOK = 2.0  # seconds between a stand-by's looks for the hosts on its own machine
 LEADER_LOOKS = 10  # a stand-by's looks for the leader's file (it follows the lock) before it speaks
@@ -61,6 +58,7 @@ class WorkspaceServer:
                  watch: Callable[[Proc, WorkspaceServer], None] | None = None,
                  watch_reliable: bool = False) -> None:
         self.ws = ws
+        self.log = WorkspaceLog(ws.root)  # its lines begin with the root
         self.config = config
         self.identity = identity
         self.plugins = plugins
@@ -79,7 +77,7 @@ class WorkspaceServer:
         self.watch = watch  # the process watch: tells `notice_host_exit` when a host is gone
         # The live sessions' host processes, those whose pids mean something here
         self.hosts = HostWatch(self._watch_process, process_space(),
-                               unknown_is_ours=not self.coordination.distributed)
+                               unknown_is_ours=self.coordination.one_machine)
         # The live sessions of hosts that write their end down themselves (hostends.py)
         self.recorded = RecordedEnds(ws, self._live_sessions, lambda: config().sweep_interval)
         self.wake: Callable[[], None] = lambda: None  # the loop's: step this workspace now
@@ -92,7 +90,7 @@ class WorkspaceServer:
         self.clock = StepDetector()  # fed by the loop's step with both clocks' times
         self.next_host_look = 0.0  # a stand-by's next look for hosts on its machine
         self.lead_again_at = 0.0  # after losing the lead: not tried for before (monotonic)
-        self.next_look = 0.0  # a distributed stand-by's next try (monotonic)
+        self.next_look = 0.0  # a stand-by's next try for the lead (monotonic)
 
     # -- what the watches call -------------------------------------------------------------
 
@@ -109,7 +107,7 @@ class WorkspaceServer:
 
     # -- the step ----------------------------------------------------------------------------
 
-    def open(self, now: float) -> None:
+    def open(self) -> None:
         self.ws.ensure_runtime()
         self.membership.join()  # the first step writes the instance file
 
@@ -122,7 +120,7 @@ class WorkspaceServer:
                                     or not self._looked_for_lead(now)):
             self.set_aside_for = None
             self._say_standing_by()
-            if self.coordination.distributed:
+            if not self.coordination.one_machine:
                 self._watch_hosts_here(now)
             return min(now + STANDBY_RETRY, self._beat_if_due(now))
         self.set_aside_for = None  # served again: a new reason to set it aside is said anew
@@ -149,8 +147,7 @@ class WorkspaceServer:
     def clock_stepped(self, jump: float, now: float) -> None:
         """Every timer keeps the time it had left, and a waiting follow-up the delay it had
         left (a stand-by's queue is its leader's to move)."""
-        log.info("%s: the wall clock was stepped by %+.0fs; timers and due times follow",
-                 self.ws.root, jump)
+        self.log.info("the wall clock was stepped by %+.0fs; timers and due times follow", jump)
         self.next_beat += jump
         self.beaten += jump
         self.next_host_look += jump
@@ -165,13 +162,10 @@ class WorkspaceServer:
                                      f"the clock's step of {jump:+.0f}s: {exc}")
 
     def _looked_for_lead(self, now: float) -> bool:
-        """Try for the lead: at every step where a lock is a system call, at most every
-        WOKEN_LOOK where it is a round trip to the coordination service (every arrival wakes a
-        stand-by; its tries must not crowd the machine's leader)."""
-        if self.coordination.distributed:
-            if time.monotonic() < self.next_look:
-                return False
-            self.next_look = time.monotonic() + WOKEN_LOOK
+        """Try for the lead, at most every `look_every` of the backend."""
+        if time.monotonic() < self.next_look:
+            return False
+        self.next_look = time.monotonic() + self.coordination.look_every
         return self._try_lead(now)
 
     def _try_lead(self, now: float) -> bool:
@@ -188,11 +182,10 @@ class WorkspaceServer:
         # claims are named for its term: a claim of an earlier term is another's, settled
         # by whoever leads now (a file lead cannot be lost while the process lives).
         self.sessions.fence = self.hook_store.fence = self.leadership.check
-        if self.coordination.distributed:
+        if self.coordination.records(self.ws) is not None:
             self.hook_store.state = None  # read again from the record: others led meanwhile
         self.queue.instance_id = self.leadership.term or self.identity.id
-        log.info("%s: leading (instance %s%s)", self.ws.root, self.identity.id,
-                 f", through {self.coordination.shown}" if self.coordination.distributed else "")
+        self.log.info("leading (instance %s%s)", self.identity.id, self.coordination.said)
         try:
             return self._take_over(now)
         except (LeaseLost, Unreachable, Conflict) as exc:
@@ -205,7 +198,7 @@ class WorkspaceServer:
         self.membership.clean_dead()
         self.hook_store.seed(now)
         self.followups = FollowUps(
-            self.ws, self.queue, self.sessions, self.config, self._claimer_lives,
+            self.ws, self.queue, self.sessions, self.config, self.leadership.claim_lives,
             self._watch_process, self._fired, self.coordination)
         live = self.sessions.live_hosts()
         for key, pid, start, space in live:  # a host may have died meanwhile
@@ -215,17 +208,10 @@ class WorkspaceServer:
         self.ingest.start(now)
         return True
 
-    def _claimer_lives(self, claimer: str) -> bool:
-        """Whether the instance that claimed a follow-up lives. Where a lead is held in a
-        term, only the current term's claims are live: this instance leads now."""
-        if self.coordination.distributed:
-            return claimer == self.queue.instance_id
-        return instances.is_alive(self.ws, claimer)
-
     def _lead_lost(self) -> None:
         """Called on the coordination's own thread when the lead is lost: the next step
         steps down, and every write before it fails its fencing check."""
-        log.warning("%s: the lead was lost (instance %s)", self.ws.root, self.identity.id)
+        self.log.warning("the lead was lost (instance %s)", self.identity.id)
         self.wake()
 
     def step_down(self, why: str) -> None:
@@ -233,8 +219,7 @@ class WorkspaceServer:
         the next leader to adopt (this instance too, if it leads again). `why` empty: said by
         the caller."""
         if why:
-            log.warning("%s: no longer leading (instance %s): %s; it stands by", self.ws.root,
-                        self.identity.id, why)
+            self.log.warning("no longer leading (instance %s): %s; it stands by", self.identity.id, why)
         if self.followups is not None:
             self.followups.stopping = True
         self.followups = None
@@ -248,12 +233,12 @@ class WorkspaceServer:
 
     def _unreachable(self, exc: Exception) -> None:
         if self.trouble is None:
-            log.warning("%s: %s; standing by until it answers", self.ws.root, exc)
+            self.log.warning("%s; standing by until it answers", exc)
         self.trouble = str(exc)
 
     def _reachable(self) -> None:
         if self.trouble is not None:
-            log.info("%s: the coordination service answers again", self.ws.root)
+            self.log.info("the coordination service answers again")
         self.trouble = None
 
     def _say_standing_by(self) -> None:
@@ -274,8 +259,7 @@ class WorkspaceServer:
         if other is not None:
             where = f" on {other.hostname}" if other.hostname != self.identity.hostname else ""
             who += f" (pid {other.pid}{where}, started {other.started_at})"
-        log.info("%s: %s leads; this one stands by (instance %s)", self.ws.root, who,
-                 self.identity.id)
+        self.log.info("%s leads; this one stands by (instance %s)", who, self.identity.id)
 
     # -- host processes ----------------------------------------------------------------------
 
@@ -304,8 +288,7 @@ class WorkspaceServer:
         completion, follow-ups and plugin calls are those of any end (and a replay is safe)."""
         for proc, keys in self.hosts.ended():
             for host, session_id in keys:
-                log.info("%s: the host process %d of %s session %s is gone", self.ws.root,
-                         proc.pid, host, session_id)
+                self.log.info("the host process %d of %s session %s is gone", proc.pid, host, session_id)
                 event = {"event": "session-end", "session_id": session_id, "host": host,
                          "reason": HOST_EXITED, "ts": now, "hostPid": proc.pid,
                          "hostStart": proc.start, "hostSpace": self.hosts.space}
@@ -315,13 +298,11 @@ class WorkspaceServer:
     def _end_recorded(self, now: float) -> None:
         """Report each session its host's own record says has ended, through the inbox."""
         for (host, session_id), end in self.recorded.ended(now):
-            log.info("%s: %s records session %s as %s", self.ws.root, host, session_id,
-                     end.reason)
+            self.log.info("%s records session %s as %s", host, session_id, end.reason)
             try:
                 emit.drop(str(self.ws.root), orjson.dumps(end_event(host, session_id, end, now)))
             except (SidecarError, OSError) as exc:
-                log.warning("%s: the end of %s session %s cannot be reported: %s", self.ws.root,
-                            host, session_id, exc)
+                self.log.warning("the end of %s session %s cannot be reported: %s", host, session_id, exc)
                 continue  # the next round finds it again
             self.inbox_arrival.set()
 
@@ -330,7 +311,7 @@ class WorkspaceServer:
             with self.sessions.locked():
                 return [key for key, _ in self.sessions.load_bindings().items()]
         except (SidecarError, OSError) as exc:  # StoreError, LockTimeout, Unreachable
-            log.warning("%s: the live sessions cannot be listed: %s", self.ws.root, exc)
+            self.log.warning("the live sessions cannot be listed: %s", exc)
             return []
 
     def _beat_if_due(self, now: float) -> float:
@@ -370,10 +351,10 @@ class WorkspaceServer:
 
     def unexpected(self, exc: BaseException) -> None:
         """A bug or a surprise in a step: logged and counted; the loop goes on."""
-        log.error("%s: unexpected error; retrying in a second", self.ws.root, exc_info=exc)
+        self.log.error("unexpected error; retrying in a second", exc_info=exc)
         self.ingest.health.error(self.ws.root, f"unexpected error: {exc}")
 
-    def close(self, now: float) -> None:
+    def close(self) -> None:
         """Hand the workspace over at once. Running actions are not waited for, killed or
         repeated: they run detached, and the next leader adopts them."""
         if self.followups is not None:

@@ -19,7 +19,7 @@ from sidecar.coordination import current as coordination
 from sidecar.coordination.base import Unreachable
 from sidecar.doctor import hooks as hook_checks
 from sidecar.doctor import mounts
-from sidecar.followups import environment as followup_env
+from sidecar.followups.run import environment as followup_env
 from sidecar.hosts import registry
 from sidecar.hosts.base import Finding, Host, note
 from sidecar.install import environment as service_env
@@ -28,7 +28,7 @@ from sidecar.layout import Workspace, find_workspace
 from sidecar.views.status import workspace_report
 
 if TYPE_CHECKING:
-    from sidecar.coordination import redis_clock
+    from sidecar.coordination.redis import clock as redis_clock
 
 MIN_WATCHES = 8192
 MIN_INSTANCES = 64
@@ -281,24 +281,21 @@ def _coordination() -> list[Finding]:
         backend = coordination.get()
     except SidecarError as exc:
         return [Finding(False, str(exc), "install the extra, or correct [coordination] url")]
-    if not backend.distributed:
-        return []
-    from sidecar.coordination import redis_clock  # (imports redis: only where it is used)
-
     try:
-        reading = redis_clock.look(backend)  # a ping that also reads its clock and persistence
+        reading = backend.look()  # a ping that also reads its clock and persistence
     except Unreachable as exc:
         return [Finding(False, str(exc), f"start that Redis, or correct [coordination] url in "
                         f"{layout.config_file()} (or SIDECAR_COORDINATION_URL); until it answers "
                         "no instance leads, and hooks' events wait in the inbox")]
-    found = [Finding(True, f"coordination {backend.shown} answers")]
-    return found if reading is None else [*found, *_redis_server(reading)]
+    if reading is None:
+        return []  # the kernel, which always answers
+    return [Finding(True, f"coordination {backend.shown} answers"), *_redis_server(reading)]
 
 
 def _redis_server(reading: redis_clock.Reading) -> list[Finding]:
     """This machine's clock against Redis's (which the daemon keeps to, so an offset is a note,
     not a failure), and whether Redis keeps what it acknowledged through a restart."""
-    from sidecar.coordination import redis_clock
+    from sidecar.coordination.redis import clock as redis_clock
 
     skew, kept = reading.skew, reading.persistence
     if skew is None:

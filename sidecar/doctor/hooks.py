@@ -5,8 +5,9 @@ from __future__ import annotations
 
 from sidecar.base import words
 from sidecar.base.errors import SidecarError
-from sidecar.followups import logtail, store, trust
+from sidecar.followups import store, trust
 from sidecar.followups.model import FiringRecord, Hook
+from sidecar.followups.run import logtail
 from sidecar.hosts.base import Finding, note
 from sidecar.layout import Workspace
 

@@ -10,7 +10,6 @@ it and records its real outcome. Nothing here waits for an agent.
 
 from __future__ import annotations
 
-import logging
 import signal
 import sys
 import time
@@ -24,22 +23,22 @@ from sidecar import jsonfile, owner, safedir
 from sidecar.base import timeutil
 from sidecar.base.errors import SidecarError
 from sidecar.base.timeutil import iso, parse_ts
+from sidecar.base.wslog import WorkspaceLog
 from sidecar.config import Config, ConfigError
 from sidecar.coordination import current as coordination
 from sidecar.coordination.base import Coordination, LeaseLost, Unreachable
-from sidecar.followups import actions, environment, notices, prompts, remote, trust
-from sidecar.followups.actions import ActionError, Firing, build_argv, working_folder
+from sidecar.followups import notices, prompts, trust
 from sidecar.followups.decide import decide, next_due
 from sidecar.followups.model import FOLLOW_UP_EVENTS, Hook, QueueEntry, Run
 from sidecar.followups.queue import Claimed, FollowUpQueue, Settled
 from sidecar.followups.room import Room
+from sidecar.followups.run import actions, environment, remote
+from sidecar.followups.run.actions import ActionError, Firing, build_argv, working_folder
 from sidecar.followups.targets import Notify
 from sidecar.layout import Workspace, confined
 from sidecar.procwatch import Proc, is_alive
 from sidecar.sessions.store import SessionStore
 from sidecar.vocabulary import EventKind, Fired, FollowUpEvent, Verdict
-
-log = logging.getLogger("sidecar")
 
 RECOVERY_INTERVAL = 30.0  # how often claims left by other instances are looked for
 NOTICE_CONCURRENCY = 8  # notices sent at once: apart from `concurrency`, which is the agents'
@@ -75,6 +74,7 @@ class FollowUps:
                  on_fired: Callable[[Fired], None] | None = None,
                  coord: Coordination | None = None) -> None:
         self.ws = ws
+        self.log = WorkspaceLog(ws.root)  # its lines begin with the root
         self.coordination = coord or coordination.get()
         self.queue = queue
         self.sessions = sessions
@@ -133,10 +133,10 @@ class FollowUps:
             log_path = self.ws.firing_log(entry.hook_id, entry.log or "")
             assert log_path is not None  # `unsettled` holds only claims with a log
             try:
-                proc = (remote.settle(self.coordination, self.ws, log_path, entry.id,
-                                      self.absences, runs_as)
-                        if self.coordination.distributed
-                        else actions.settle_start(log_path, runs_as))  # started, or never will
+                proc = (actions.settle_start(log_path, runs_as)  # started, or never will
+                        if self.coordination.one_machine
+                        else remote.settle(self.coordination, self.ws, log_path, entry.id,
+                                           self.absences, runs_as))
             except SidecarError:  # its lease cannot be told yet: the next recovery settles it
                 self.recover_soon = True
                 continue
@@ -173,7 +173,7 @@ class FollowUps:
         try:
             refusal = self._resume_refusal(entry.host) if hook.action == "resume" else None
             if refusal is not None:  # before any postponement: waiting would change nothing
-                self.finish(entry, f"skipped: {refusal}", None)
+                self.finish(entry, f"skipped: {refusal}", None, now)
                 return
             facts = self.sessions.facts(entry.harness_session_id, (entry.host, entry.session_id))
             decision = decide(hook, facts, now)
@@ -181,7 +181,7 @@ class FollowUps:
                 self.queue.postpone(entry.id, decision.reason, now)
                 return
             if decision.verdict == Verdict.SKIP:
-                self.finish(entry, f"skipped: {decision.reason}", None)
+                self.finish(entry, f"skipped: {decision.reason}", None, now)
                 return
             if self.stopping:
                 self.queue.release(entry.id, now)  # claimed as we were stopping: leave it
@@ -193,8 +193,8 @@ class FollowUps:
             if self.room.refused(exc, now):  # not started: it fires once there is room
                 self.room.give_back(self.queue, entry.id, now)
                 return
-            log.exception("%s: firing %s failed", self.ws.root, entry.id)
-            self.finish(entry, f"error: {exc}", None)
+            self.log.exception("firing %s failed", entry.id)
+            self.finish(entry, f"error: {exc}", None, now)
 
     def fire_now(self, claimed: Claimed, now: float) -> None:
         """Fire a claimed entry and wait for its outcome on this thread (for tests and tools)."""
@@ -225,19 +225,19 @@ class FollowUps:
             account = owner.foreign_owner(self.ws)
             config = self.config() if account is None else owner.owner_config(account)
         except (owner.CannotActAsOwner, ConfigError) as exc:
-            self.finish(entry, f"error: {exc}", None)
+            self.finish(entry, f"error: {exc}", None, now)
             return
         try:
             found = trust.content(self.ws, hook)
         except (OSError, prompts.PromptError) as exc:
             why = exc.strerror if isinstance(exc, OSError) and exc.strerror else exc
-            self.finish(entry, f"error: prompt file {hook.prompt_file}: {why}", None)
+            self.finish(entry, f"error: prompt file {hook.prompt_file}: {why}", None, now)
             return
         if not trust.is_trusted(self.ws, found):
-            log.warning("%s: hook %s (%s) is not trusted on this machine as it stands; not "
-                        "run (sidecar hooks trust %s)", self.ws.root, hook.id,
-                        trust.described(hook), hook.id)
-            self.finish(entry, trust.NOT_TRUSTED, None)
+            self.log.warning("hook %s (%s) is not trusted on this machine as it stands; not "
+                             "run (sidecar hooks trust %s)", hook.id,
+                             trust.described(hook), hook.id)
+            self.finish(entry, trust.NOT_TRUSTED, None, now)
             return
         prompt = "" if found.prompt is None else prompts.text_of(found.prompt)
         log_path = self.ws.firing_log(entry.hook_id, entry.log or "") or self.log_path(entry, now)
@@ -261,7 +261,7 @@ class FollowUps:
                 self.room.give_back(self.queue, entry.id, now)
                 return
             outcome = "skipped" if isinstance(exc, actions.CannotResume) else "error"
-            self.finish(entry, f"{outcome}: {exc}", log_path if log_path.exists() else None)
+            self.finish(entry, f"{outcome}: {exc}", log_path if log_path.exists() else None, now)
             return
         # The one ambiguous window: between the claim and this write, a death of this instance
         # leaves a firing nobody can tell ran or not (recorded `error: interrupted`).
@@ -271,9 +271,9 @@ class FollowUps:
         self.running[entry.id] = Running(entry, proc, log_path, now + self.config().action_timeout)
         self.watch(proc)
         if hook.action == "resume" and hook.event == EventKind.TURN_FAILED:
-            self._follow_up_event(FollowUpEvent.RESUME_STARTED, entry, "started")
-        log.info("%s: fired %s for %s session %s (pid %d, log %s)", self.ws.root, hook.id,
-                 entry.host, entry.session_id, proc.pid, log_path)
+            self._follow_up_event(FollowUpEvent.RESUME_STARTED, entry, "started", now)
+        self.log.info("fired %s for %s session %s (pid %d, log %s)", hook.id,
+                      entry.host, entry.session_id, proc.pid, log_path)
 
     def _notice(self, entry: QueueEntry, action: Notify, config: Config) -> actions.Command:
         """The sender of a notify hook's notice, and its job: the target, what the queue
@@ -296,16 +296,16 @@ class FollowUps:
             job["lastMessage"] = last
         return actions.Command(SENDER, orjson.dumps(job).decode())
 
-    def _follow_up_event(self, event: FollowUpEvent, entry: QueueEntry, status: str) -> None:
+    def _follow_up_event(self, event: FollowUpEvent, entry: QueueEntry, status: str,
+                         now: float) -> None:
         """Queue the notices of what a follow-up did; never those of a notice about a
         follow-up (a notice that fails to say a notice failed would go on for ever)."""
         if notices.notice_of(entry).get("event") in FOLLOW_UP_EVENTS:
             return
         try:
-            self.queue.add_follow_up_event(event, entry, entry.hook_id, status, timeutil.now())
+            self.queue.add_follow_up_event(event, entry, entry.hook_id, status, now)
         except (SidecarError, OSError) as exc:
-            log.warning("%s: the notice that %s %s cannot be queued: %s", self.ws.root,
-                        entry.hook_id, event.value, exc)
+            self.log.warning("the notice that %s %s cannot be queued: %s", entry.hook_id, event.value, exc)
 
     def log_path(self, entry: QueueEntry, now: float) -> Path:
         stamp = iso(now).replace(":", "").replace("-", "")
@@ -324,7 +324,7 @@ class FollowUps:
         log_path = self.ws.firing_log(entry.hook_id, entry.run.log) or self.log_path(entry, now)
         # Judged by its lease where another machine may run it; a runner that started in this
         # process space is watched by its pid, as on one machine (its lease aside).
-        elsewhere = self.coordination.distributed and not remote.runs_here(log_path)
+        elsewhere = not self.coordination.one_machine and not remote.runs_here(log_path)
         self.running[entry.id] = Running(entry, proc, log_path,
                                          started + self.config().action_timeout, remote=elsewhere)
         if not elsewhere:
@@ -341,10 +341,10 @@ class FollowUps:
                 status = (f"error: timed out after {self.config().action_timeout:g}s"
                           if run.kill_at is not None else actions.outcome(run.log))
                 del self.running[key]  # after the outcome is read: a tampered `logs` retries
-                if not self.room.written(now, self.finish, run.entry, status, run.log):
+                if not self.room.written(now, self.finish, run.entry, status, run.log, now):
                     self.running[key] = run  # its outcome is recorded once there is room
             elif run.kill_at is None and now >= run.deadline:
-                log.warning("%s: %s ran past actionTimeout; stopping it", self.ws.root, key)
+                self.log.warning("%s ran past actionTimeout; stopping it", key)
                 actions.signal_group(run.proc, signal.SIGTERM)
                 run.kill_at = now + actions.KILL_GRACE
             elif run.kill_at is not None and now >= run.kill_at:
@@ -355,20 +355,20 @@ class FollowUps:
                                 self.absences, owner.runs_as(self.ws))
         if status is not None:
             del self.running[key]
-            self.finish(run.entry, status, run.log)
+            self.finish(run.entry, status, run.log, now)
         elif run.kill_at is None and now >= run.deadline:
             run.kill_at = now  # said once: its process may be another machine's, never signalled
-            log.warning("%s: %s ran past actionTimeout; it runs where this instance cannot stop "
-                        "it (sidecar hooks kill-running on its machine)", self.ws.root, key)
+            self.log.warning("%s ran past actionTimeout; it runs where this instance cannot stop "
+                             "it (sidecar hooks kill-running on its machine)", key)
 
-    def finish(self, entry: QueueEntry, status: str, log_path: Path | None) -> None:
+    def finish(self, entry: QueueEntry, status: str, log_path: Path | None, now: float) -> None:
         shown = str(log_path) if log_path else None
-        if not self.queue.finish(entry, status, shown, timeutil.now()):
+        if not self.queue.finish(entry, status, shown, now):
             return  # another instance holds the claim now: it records the outcome
         if status != "ok" and (not status.startswith("skipped") or status == trust.NOT_TRUSTED):
-            log.warning("%s: follow-up %s for %s session %s: %s (log %s)", self.ws.root,
-                        entry.hook_id, entry.host, entry.session_id, status, shown)
-            self._follow_up_event(FollowUpEvent.FAILED, entry, status)
+            self.log.warning("follow-up %s for %s session %s: %s (log %s)", entry.hook_id,
+                             entry.host, entry.session_id, status, shown)
+            self._follow_up_event(FollowUpEvent.FAILED, entry, status, now)
         if self.on_fired is not None:
             self.on_fired(Fired(str(self.ws.root), entry.hook_id, entry.host, entry.session_id,
                                 entry.harness_session_id, status, shown))

@@ -1,4 +1,4 @@
-"""hooks.json in Redis mode: Redis holds the hooks and their queue (redis_records.py), and the
+"""hooks.json in Redis mode: Redis holds the hooks and their queue (coordination/redis/records.py), and the
 file is their copy, which people still edit by hand.
 
 Each change names the record's revision it was read at and is refused if the record moved on
@@ -28,7 +28,7 @@ from sidecar.followups.hookstate import HookState, merged_after_repair
 from sidecar.followups.model import HooksDoc, HooksError, parse
 
 if TYPE_CHECKING:
-    from sidecar.coordination.redis_records import RedisRecords
+    from sidecar.coordination.redis.records import RedisRecords
     from sidecar.followups.store import HookStore
 
 __all__ = ["HOOKS", "LAST_GOOD", "refresh", "send", "send_while_broken"]

@@ -11,14 +11,12 @@ later step. Each firing then runs once there is room again. Said once, and once 
 
 from __future__ import annotations
 
-import logging
 from collections.abc import Callable
 
 from sidecar.base import storage
+from sidecar.base.wslog import WorkspaceLog
 from sidecar.followups.queue import Claimed, FollowUpQueue
 from sidecar.layout import Workspace
-
-log = logging.getLogger("sidecar")
 
 WAIT = 2.0  # seconds between looks at a file system that had no room
 
@@ -28,6 +26,7 @@ class Room:
 
     def __init__(self, ws: Workspace) -> None:
         self.ws = ws
+        self.log = WorkspaceLog(ws.root)  # its lines begin with the root
         self.waiting = False  # said that follow-ups wait, and not yet that they go on
         self.until = 0.0  # no claim before this time: the disk had no room at the last look
         self.unreleased: set[str] = set()  # claims given back in memory only, so far
@@ -51,7 +50,7 @@ class Room:
 
     def _wait(self, why: str, now: float) -> None:
         if not self.waiting:
-            log.warning("%s: %s; follow-ups wait until there is room", self.ws.root, why)
+            self.log.warning("%s; follow-ups wait until there is room", why)
         self.waiting = True
         self.until = now + WAIT
 
@@ -75,7 +74,7 @@ class Room:
                 raise
             return None
         if self.waiting:
-            log.info("%s: there is room again; the follow-ups go on", self.ws.root)
+            self.log.info("there is room again; the follow-ups go on")
             self.waiting = False
         return claimed
 

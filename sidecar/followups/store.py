@@ -41,7 +41,7 @@ from sidecar.followups.seeds import PROMPTS, default_doc, needs_seeding, seed_mi
 from sidecar.layout import Workspace
 
 if TYPE_CHECKING:
-    from sidecar.coordination.redis_records import RedisRecords
+    from sidecar.coordination.redis.records import RedisRecords
 
 log = logging.getLogger("sidecar")
 

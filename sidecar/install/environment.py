@@ -13,7 +13,7 @@ Three things close the gap:
   a host reads from the environment.
 - `doctor` checks, for every integrated host, that its resume command resolves in that
   environment, and names each variable the host needs that it lacks. Where a daemon runs,
-  that environment is the one it reports (followups/environment.py), whoever started it.
+  that environment is the one it reports (followups/run/environment.py), whoever started it.
 
 The environment file itself is read by envfile.py (the daemon reads it with config.toml).
 """

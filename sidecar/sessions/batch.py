@@ -100,7 +100,7 @@ class Batch:
         # The records, the bindings and the totals are made durable together (together.py):
         # written one by one, fsynced and put in place at the block's end.
         # In Redis mode the block's end sends every change to Redis in one script, with the
-        # inbox files applied, which no leader then applies again (redis_records.py).
+        # inbox files applied, which no leader then applies again (coordination/redis/records.py).
         with together(lambda: self.store.fence(), self.store.forget):
             self._save_records()
             fresh = self.store.load_bindings()  # re-read: dotcontext may have written meanwhile

@@ -37,10 +37,10 @@ from sidecar.sessions.model import Bindings, Facts, Key, SessionRecord, TraceLin
 from sidecar.sessions.rules import Applied, harness_id
 
 if TYPE_CHECKING:
-    from sidecar.coordination.redis_records import RedisRecords
+    from sidecar.coordination.redis.records import RedisRecords
 
 log = logging.getLogger("sidecar")
-BINDINGS = "hooks/host-sessions.json"  # the bindings' record's name (redis_records.py)
+BINDINGS = "hooks/host-sessions.json"  # the bindings' record's name (coordination/redis/records.py)
 
 
 class SessionStore:

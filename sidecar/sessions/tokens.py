@@ -20,7 +20,7 @@ from sidecar.coordination.base import Unreachable
 from sidecar.layout import Workspace
 
 if TYPE_CHECKING:
-    from sidecar.coordination.redis_records import RedisRecords
+    from sidecar.coordination.redis.records import RedisRecords
 
 FIELDS = ("input", "output", "cacheRead", "cacheWrite")
 USAGE = "usage.json"

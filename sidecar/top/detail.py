@@ -15,7 +15,7 @@ import orjson
 from sidecar.base import words
 from sidecar.base.escapes import escaped
 from sidecar.base.timeutil import parse_ts
-from sidecar.followups import logtail
+from sidecar.followups.run import logtail
 from sidecar.layout import Workspace
 from sidecar.sessions.listing import SessionRow
 from sidecar.top import view

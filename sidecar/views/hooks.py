@@ -128,7 +128,7 @@ def failure_line(root: str, raw: dict[str, Any], last: dict[str, Any] | None,
     from sidecar import full_start
 
     full_start()
-    from sidecar.followups import logtail
+    from sidecar.followups.run import logtail
 
     return logtail.last_line(workspace_of(root), raw["id"], _text(last.get("log")))
 

@@ -18,8 +18,8 @@ def session_report(ws: Workspace, session_id: str) -> dict[str, Any] | None:
     (lookup.AmbiguousSession if it starts several)."""
     import orjson
 
-    from sidecar.followups import logtail
     from sidecar.followups import store as hook_store
+    from sidecar.followups.run import logtail
     from sidecar.hosts import registry
     from sidecar.sessions import lookup
     from sidecar.sessions.store import SessionStore

@@ -10,7 +10,8 @@ import pytest
 
 from helpers import wait_until
 from sidecar.coordination.base import LeaseLost, Unreachable
-from sidecar.coordination.redis_backend import BREAK_AFTER, INSTANCE_TTL, RedisCoordination
+from sidecar.coordination.redis.backend import BREAK_AFTER, RedisCoordination
+from sidecar.coordination.redis.client import INSTANCE_TTL
 from sidecar.layout import Workspace
 from sidecar.locks import LockTimeout
 from support.redis_server import RedisServer

@@ -14,7 +14,7 @@ import orjson
 from test_hooks_daemon import command_hook, end_session, hook_status, set_hooks
 
 from helpers import SIDECAR, fake_systemctl, read_json, run_cli, wait_until
-from sidecar.followups import logtail
+from sidecar.followups.run import logtail
 
 LOGIN = "Not logged in · Please run /login"
 
@@ -162,7 +162,7 @@ def test_a_daemon_that_cannot_act_for_the_workspace_reports_why_and_doctor_says_
         tmp_path, config_home):
     from sidecar.config import Config
     from sidecar.doctor import checks
-    from sidecar.followups import environment as followup_env
+    from sidecar.followups.run import environment as followup_env
     from sidecar.hosts import registry
     from sidecar.layout import Workspace
 

@@ -371,7 +371,7 @@ def test_the_leader_that_holds_a_firing_enforces_its_timeout(tmp_path):
 def test_a_claim_whose_instance_died_before_recording_the_start_is_settled_exactly(h, tmp_path):
     """Either the runner started (adopted, real outcome) or it never will (interrupted)."""
     from sidecar import safedir
-    from sidecar.followups import actions, runner
+    from sidecar.followups.run import actions, runner
 
     h.apply(ev("SessionStart", session="never"), ev("SessionEnd", session="never", ts=T0 + 1),
             ev("SessionStart", session="began"), ev("SessionEnd", session="began", ts=T0 + 1))

@@ -11,7 +11,7 @@ from test_followups import T0, Harness, ev, wait_out
 
 from helpers import wait_until
 from sidecar.base import storage
-from sidecar.followups import actions
+from sidecar.followups.run import actions
 
 DUE = T0 + 20
 

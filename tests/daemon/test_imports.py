@@ -140,7 +140,7 @@ def _runner_imports(tmp_path, env: dict[str, str]) -> set[str]:
     runs it: `python -S runner.py FD LOG -- ARGV`, the action a no-op."""
     import os
 
-    from sidecar.followups import actions
+    from sidecar.followups.run import actions
 
     folder = os.open(tmp_path, os.O_RDONLY | os.O_DIRECTORY)
     try:
@@ -162,18 +162,23 @@ def _imported(importtime: str) -> set[str]:
 
 def test_the_runner_imports_only_the_standard_library_and_the_lease_only_in_redis_mode(tmp_path):
     """The runner starts every action: without `site`, nothing beyond the standard library;
-    runlease (by the runner's own folder) and its sockets only when it keeps a lease."""
+    the lease (by the runner's own folder) and redis-py (by the folder the daemon names) only
+    when it keeps a lease."""
+    from sidecar.coordination.redis.client import library
+
     (tmp_path / "plain").mkdir()
     plain = _runner_imports(tmp_path / "plain", {})
-    assert not {"runlease", "socket", "threading"} & plain
+    assert not {"lease", "redis", "socket", "threading"} & plain
+    assert not [m for m in plain if m.split(".")[0] not in sys.stdlib_module_names]
     (tmp_path / "lease").mkdir()
     # Nothing listens on port 1: the lease is not taken, but everything it needs is loaded.
     leased = _runner_imports(tmp_path / "lease", {"SIDECAR_RUN_LEASE": "sidecar:run:x",
-                                                  "SIDECAR_COORDINATION_URL": "redis://127.0.0.1:1"})
-    assert {"runlease", "socket", "threading"} <= leased
-    assert not [m for m in plain | leased
-                if m.split(".")[0] not in (*sys.stdlib_module_names, "runlease")]
-    assert "ssl" not in leased  # only for rediss://
+                                                  "SIDECAR_COORDINATION_URL": "redis://127.0.0.1:1",
+                                                  "SIDECAR_RUN_LIBRARY": library()})
+    assert {"lease", "redis", "socket", "threading"} <= leased
+    # Beyond the lease, whatever redis-py itself may load (its optional extras are tried):
+    # never the sidecar package, nor its start-up.
+    assert not [m for m in leased if m.split(".")[0] == "sidecar"]
 
 
 COORDINATED = ("import sys, json, sidecar.daemon.process\n"

@@ -13,8 +13,8 @@ import pytest
 
 from helpers import read_json
 from sidecar import locks
+from sidecar.coordination.instances import Identity
 from sidecar.daemon import process as daemon_mod
-from sidecar.daemon.instances import Identity
 from sidecar.daemon.workspace import STANDBY_RETRY, WorkspaceServer
 from sidecar.layout import Workspace
 from support.ingest import CONFIG, T0, Fixture

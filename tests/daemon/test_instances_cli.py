@@ -13,7 +13,7 @@ import orjson
 
 from helpers import run_cli, wait_until
 from sidecar import locks
-from sidecar.daemon.instances import life_lock
+from sidecar.coordination.instances import life_lock
 
 
 def test_a_second_run_says_which_instance_leads_and_that_it_stands_by(workspace, start_daemon):

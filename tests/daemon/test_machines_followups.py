@@ -20,7 +20,7 @@ import pytest
 
 from helpers import read_json, trust_hooks, wait_until
 from sidecar.emit import drop
-from sidecar.followups.runlease import TTL_MS
+from sidecar.followups.run.lease import TTL_MS
 from support.cluster import (
     coordinate_through,
     daemon_log,

@@ -15,7 +15,7 @@ import pytest
 
 from helpers import SIDECAR, emit, read_json, wait_until
 from sidecar.config import Config
-from sidecar.daemon.instances import Identity
+from sidecar.coordination.instances import Identity
 from sidecar.daemon.loop import StepLoop
 from sidecar.daemon.watch import InotifyWatch, WatchError
 from sidecar.daemon.workspace import WorkspaceServer
@@ -183,17 +183,17 @@ T0 = 1_800_000_000.0
 def test_an_idle_workspace_sleeps_until_its_heartbeat(tmp_path, config_home):
     (root,) = make_workspaces(tmp_path, 1)
     server = WorkspaceServer(Workspace(root), Config, Identity(), watch_reliable=True)
-    server.open(T0)
+    server.open()
     assert server.step(T0) == T0 + Config().heartbeat_interval == T0 + 60
     assert server.step(T0 + 60) == T0 + 120  # nothing else: no listing, no sweep, no recovery
-    server.close(T0 + 60)
+    server.close()
 
 
 def test_an_active_session_wakes_its_workspace_when_it_could_go_stale(tmp_path, config_home):
     (root,) = make_workspaces(tmp_path, 1)
     cfg = Config(heartbeat_interval=10 * 24 * 3600, reconcile_interval=10 * 24 * 3600)
     server = WorkspaceServer(Workspace(root), lambda: cfg, Identity(), watch_reliable=True)
-    server.open(T0)
+    server.open()
     server.step(T0)
     payload = {"event": "session-start", "session_id": "s", "host": "claude-code",
                "ts": T0 + 1}
@@ -202,7 +202,7 @@ def test_an_active_session_wakes_its_workspace_when_it_could_go_stale(tmp_path, 
     # The hourly pruning of old sessions is its only other timer.
     assert server.step(T0 + 1) == T0 + 3600
     assert server.ingest.timers.sweep == pytest.approx(T0 + 1 + cfg.stale_after, abs=1)
-    server.close(T0 + 1)
+    server.close()
 
 
 # -- the loop and the watch in process -----------------------------------------------------

@@ -244,7 +244,7 @@ def test_an_inbox_swapped_while_an_event_is_read_rejects_nothing(tmp_path):
 def test_an_outcome_is_read_again_once_a_swapped_logs_folder_is_repaired(tmp_path):
     """An action that ended while `logs` was a link: its real outcome is recorded later,
     not `error: interrupted` for good."""
-    from sidecar.followups import actions
+    from sidecar.followups.run import actions
 
     ws = Workspace(tmp_path / "ws")
     ws.ensure_runtime()

@@ -32,8 +32,9 @@ import pytest
 from helpers import REPO, SIDECAR, DaemonProcess, emit, is_serving, read_json, run_cli, wait_until
 from sidecar import owner as owner_mod
 from sidecar.base.proc import start_time
-from sidecar.followups import actions, trust
+from sidecar.followups import trust
 from sidecar.followups.queue import FOREIGN_RUN
+from sidecar.followups.run import actions
 from sidecar.layout import Workspace
 from sidecar.owner import SAFE_PATH
 from sidecar.procwatch import Proc, is_alive

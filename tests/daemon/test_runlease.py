@@ -18,7 +18,9 @@ from pathlib import Path
 
 import pytest
 
-from sidecar.followups import actions, runlease
+from sidecar.coordination.redis.client import library
+from sidecar.followups.run import actions
+from sidecar.followups.run.lease import TTL_MS
 
 redis = pytest.importorskip("redis", reason="the redis extra is not installed")
 REDIS_SERVER = shutil.which("redis-server")
@@ -159,7 +161,10 @@ def runners() -> Iterator[Callable[..., Runner]]:
 
 
 def lease_env(url: str, wake: str | None = WAKE) -> dict[str, str]:
-    env = {"SIDECAR_RUN_LEASE": KEY, "SIDECAR_COORDINATION_URL": url}
+    """As the daemon gives them (its URL aside, given on a pipe): the lease's key, where
+    redis-py is, and the wake-up channel."""
+    env = {"SIDECAR_RUN_LEASE": KEY, "SIDECAR_COORDINATION_URL": url,
+           "SIDECAR_RUN_LIBRARY": library()}
     return {**env, "SIDECAR_RUN_WAKE": wake} if wake else env
 
 
@@ -184,7 +189,7 @@ def test_the_lease_lives_while_the_action_runs_and_ends_after_its_status(redis_s
     assert held["pid"] == runner.proc.pid == json.loads(runner.started.read_text())["pid"]
     time.sleep(max(0.0, 4 - (time.monotonic() - began)))  # past the lease's first lifetime
     assert client.exists(KEY)
-    assert 0 < client.pttl(KEY) <= runlease.TTL_MS
+    assert 0 < client.pttl(KEY) <= TTL_MS
     message = wake.get_message(timeout=10)  # the wake-up, once the action ends
     while message is not None and message["type"] != "message":
         message = wake.get_message(timeout=10)
@@ -204,8 +209,8 @@ def test_a_killed_runner_s_lease_expires_within_its_lifetime(redis_server, runne
     os.kill(runner.proc.pid, signal.SIGKILL)  # the machine dies, as far as Redis can tell
     runner.proc.wait()
     killed = time.monotonic()
-    wait_for(lambda: not client.exists(KEY), timeout=runlease.TTL_MS / 1000 + 1)
-    assert time.monotonic() - killed <= runlease.TTL_MS / 1000 + 0.5
+    wait_for(lambda: not client.exists(KEY), timeout=TTL_MS / 1000 + 1)
+    assert time.monotonic() - killed <= TTL_MS / 1000 + 0.5
     assert not runner.status.exists()
 
 
@@ -243,7 +248,8 @@ def test_a_wrong_password_runs_the_action_and_the_log_names_no_password(redis_se
     assert runner.wait() == 0
     assert ran.exists() and json.loads(runner.status.read_text()) == {"exit": 0}
     text = runner.text()
-    assert f"no liveness lease in Redis (Redis at 127.0.0.1:{server.port}: WRONGPASS" in text
+    assert (f"no liveness lease in Redis (Redis at 127.0.0.1:{server.port}: invalid "
+            "username-password pair") in text
     assert "wr@ng-battery" not in text and "wr%40ng-battery" not in text
     assert "right-horse" not in text
     assert not server.client().exists(KEY)
@@ -379,7 +385,8 @@ def test_the_daemon_gives_the_url_on_a_pipe_that_no_action_can_read(redis_server
              "ls -l /proc/$$/fd /proc/$PPID/fd; sleep 1")
     log = tmp_path / "logs" / "fired.log"
     log.parent.mkdir()
-    lease = RunLease({"SIDECAR_RUN_LEASE": KEY, "SIDECAR_RUN_WAKE": WAKE}, server.url().encode())
+    lease = RunLease({"SIDECAR_RUN_LEASE": KEY, "SIDECAR_RUN_WAKE": WAKE,
+                      "SIDECAR_RUN_LIBRARY": library()}, server.url().encode())
     proc = actions.start(["sh", "-c", probe], tmp_path, {"PATH": os.environ["PATH"]}, log,
                          lease=lease)
     wait_for(lambda: server.client().exists(KEY))  # the runner holds its lease

@@ -108,7 +108,7 @@ HOLDER = """
 import os, signal, socket, sys, time
 from pathlib import Path
 from sidecar import jsonfile, locks
-from sidecar.daemon import instances
+from sidecar.coordination import instances
 from sidecar.layout import Workspace
 ws, uid = Workspace(Path(sys.argv[2])), int(sys.argv[3])
 if sys.argv[4:] != ["mortal"]:

@@ -11,7 +11,7 @@ import pytest
 
 from helpers import invoke, read_json
 from sidecar.cli import common
-from sidecar.daemon.instances import Identity, Membership
+from sidecar.coordination.instances import Identity, Membership
 from sidecar.followups import trust
 from sidecar.followups.model import new_hook
 from sidecar.followups.queue import FollowUpQueue

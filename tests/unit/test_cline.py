@@ -13,7 +13,7 @@ import pytest
 
 from helpers import FIXTURES
 from sidecar.daemon.hostends import read_own
-from sidecar.followups.actions import ActionError, CannotResume, Firing, build_argv
+from sidecar.followups.run.actions import ActionError, CannotResume, Firing, build_argv
 from sidecar.hosts import registry
 from sidecar.hosts.base import EndFacts, IntegrateError, Tokens
 from sidecar.hosts.cline import hooks as cline_hooks

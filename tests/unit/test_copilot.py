@@ -257,7 +257,7 @@ def test_repository_hooks_in_a_folder_copilot_does_not_trust_are_a_problem(works
 
 def test_the_resume_edits_files_by_default_and_keeps_a_prompt_that_begins_with_a_dash(tmp_path):
     from sidecar.config import ConfigError, load_config
-    from sidecar.followups.actions import Firing, build_argv
+    from sidecar.followups.run.actions import Firing, build_argv
     from sidecar.layout import Workspace
 
     prompt = "- tidy up\n- say done"

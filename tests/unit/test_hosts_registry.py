@@ -12,7 +12,7 @@ import pytest
 from helpers import fixture_payload
 from sidecar.config import ConfigError, parse_config
 from sidecar.envfile import EnvFile
-from sidecar.followups.actions import Firing
+from sidecar.followups.run.actions import Firing
 from sidecar.hosts import registry
 from sidecar.hosts.base import EndFacts, Host
 from sidecar.inbox.events import HOST_NAME, parse

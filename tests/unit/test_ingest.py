@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
+from sidecar.coordination.instances import Identity
 from sidecar.daemon.ingest import RETRY_SECONDS
-from sidecar.daemon.instances import Identity
 from sidecar.daemon.workspace import WorkspaceServer
 from sidecar.layout import Workspace
 from sidecar.sessions.rules import harness_id

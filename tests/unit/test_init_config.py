@@ -72,7 +72,7 @@ def test_bad_config_names_the_problem(tmp_path, text, message):
 
 
 def test_resumes_run_with_the_permissions_their_prompt_needs_and_config_can_change_them(tmp_path):
-    from sidecar.followups.actions import Firing, build_argv
+    from sidecar.followups.run.actions import Firing, build_argv
     from sidecar.layout import Workspace
 
     firing = Firing("post-task", "claude-code", "s1", "h1", "tidy up", None, tmp_path)

@@ -11,8 +11,8 @@ import redis
 
 from sidecar.base import timeutil
 from sidecar.base.proc import process_space
-from sidecar.coordination import redis_clock
-from sidecar.coordination.redis_clock import (
+from sidecar.coordination.redis import clock as redis_clock
+from sidecar.coordination.redis.clock import (
     JUMP,
     MEASURE_EVERY,
     SMOOTHING,
@@ -292,14 +292,7 @@ def test_a_refused_time_leaves_this_machines_clock_and_the_lead_free():
     assert clock.persistence == Persistence(True, "everysec")  # read all the same
 
 
-def test_status_and_doctor_ask_a_backend_other_than_redis_only_its_ping():
-    pinged: list[bool] = []
+def test_status_and_doctor_read_no_clock_of_the_file_backend():
+    from sidecar.coordination.files import FileCoordination
 
-    class Other:
-        distributed = True
-
-        def ping(self) -> None:
-            pinged.append(True)
-
-    assert redis_clock.look(Other()) is None  # type: ignore[arg-type]
-    assert pinged == [True]
+    assert FileCoordination().look() is None

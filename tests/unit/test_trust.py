@@ -260,7 +260,7 @@ def test_a_fifo_where_a_trace_belongs_is_refused_at_once(tmp_path, config_home):
 
 
 def test_a_claim_owner_that_is_a_path_names_no_instance(tmp_path, config_home):
-    from sidecar.daemon.instances import is_alive
+    from sidecar.coordination.instances import is_alive
 
     ws = Workspace(tmp_path / "ws")
     ws.ensure_runtime()

@@ -7,7 +7,8 @@ import pytest
 from sidecar import config, jsonfile, layout, locks
 from sidecar.base.errors import SidecarError
 from sidecar.daemon import plugins
-from sidecar.followups import actions, model, prompts
+from sidecar.followups import model, prompts
+from sidecar.followups.run import actions
 from sidecar.hosts import base, registry
 from sidecar.inbox import events
 from sidecar.install import service

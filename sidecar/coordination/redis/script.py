@@ -1,4 +1,4 @@
-"""The one Lua script through which every change to the store of record goes (redis_records.py):
+"""The one Lua script through which every change to the store of record goes (redis/records.py):
 Redis runs it whole, so the lead's check and the change cannot be told apart in time."""
 
 # KEYS: the lead's holder record, its fence counter, the refusals' counter, the recently changed

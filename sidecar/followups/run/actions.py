@@ -23,7 +23,7 @@ from sidecar import jsonfile, safedir
 from sidecar.base.errors import SidecarError
 from sidecar.base.proc import start_time
 from sidecar.coordination.base import RunLease
-from sidecar.followups.runner import COORDINATION_FD
+from sidecar.followups.run.runner import COORDINATION_FD
 from sidecar.hosts import registry
 from sidecar.layout import Workspace
 from sidecar.owner import Account
@@ -242,7 +242,7 @@ def settle_start(log_path: Path, runs_as: int) -> Proc | None:
     The start token lies in the workspace, which its owner can write: its pid counts only if
     that process runs now and is the runner of this very log, running as `runs_as` and
     leading its own process group, so a planted pid is never adopted, signed or signalled."""
-    from sidecar.followups.runner import claim_start
+    from sidecar.followups.run.runner import claim_start
 
     token = log_path.name + ".started"
     try:

@@ -21,7 +21,7 @@ from typing import Any
 from sidecar import envfile, owner
 from sidecar.base.errors import SidecarError
 from sidecar.config import Config, ConfigError
-from sidecar.daemon import instances
+from sidecar.coordination import instances
 from sidecar.hosts import registry
 from sidecar.layout import Workspace
 

@@ -21,13 +21,12 @@ nothing and write unfenced. So it is changed by compare-and-set: a change names 
 it was read at (`expect`) and is refused if the record moved on (`Conflict`), and its copy
 carries the revision it was written at (`redisRevision`): a file that is, byte for byte, the
 copy written at an older revision (its digest is kept by revision) is a late copy; anything
-else is a person's edit (followups/hooks_record.py). The script itself is redis_script.py.
+else is a person's edit (followups/hooks_record.py). The script itself is redis/script.py.
 """
 
 from __future__ import annotations
 
 import hashlib
-import logging
 import os
 import threading
 from collections.abc import Callable
@@ -40,6 +39,7 @@ import redis
 from sidecar import jsonfile, safedir, together
 from sidecar.base import timeutil
 from sidecar.base.errors import SidecarError
+from sidecar.base.wslog import WorkspaceLog
 from sidecar.coordination.base import Conflict, LeaseLost, Unreachable, workspace_key
 from sidecar.coordination.records import (
     HOOKS,
@@ -48,10 +48,8 @@ from sidecar.coordination.records import (
     REMIRROR_EVERY,
     copy_revision,
 )
-from sidecar.coordination.redis_script import COMMIT
+from sidecar.coordination.redis.script import COMMIT
 from sidecar.layout import Workspace
-
-log = logging.getLogger("sidecar")
 
 APPLIED_FOR = 7 * 24 * 3600  # seconds an inbox file's id is remembered once applied
 RECENT = 600  # seconds a changed record's copy is checked again (`remirror`)
@@ -89,13 +87,14 @@ class RedisRecords:
     def __init__(self, client: redis.Redis, ws: Workspace) -> None:
         self.client = client
         self.ws = ws
+        self.log = WorkspaceLog(ws.root)  # its lines begin with the root
         self.base = f"sidecar:{workspace_key(ws)}"
         self.holder_key = self.base + ":leader-holder"
         #: Whether a daemon writes here: then every change needs the lead (`me`), and one made
         #: without it is refused before it is sent. A command's changes are unfenced.
         self.fenced = False
         #: The lead's holder record (`<instance>:<fence token>:<nonce>`) while this process
-        #: leads the workspace (redis_lead.py).
+        #: leads the workspace (redis/lead.py).
         self.me: str | None = None
         self.local = threading.local()
         self._commit = client.register_script(COMMIT)
@@ -151,7 +150,7 @@ class RedisRecords:
 
     def machine_offsets(self) -> dict[str, float]:
         """How far each machine's clock is behind Redis's (by process space), as its daemon
-        measured it within the last OFFSET_FRESH seconds (redis_clock.py, every 5 s): what a
+        measured it within the last OFFSET_FRESH seconds (redis/clock.py, every 5 s): what a
         time its hooks stamped needs added. A machine whose daemon stopped saying is taken at
         its word again."""
         try:
@@ -298,8 +297,8 @@ class RedisRecords:
         try:
             write()
         except (OSError, SidecarError) as exc:
-            log.warning("%s: the files' copy of a change Redis holds cannot be written (it is "
-                        "written again within %gs): %s", self.ws.root, REMIRROR_EVERY, exc)
+            self.log.warning("the files' copy of a change Redis holds cannot be written (it is "
+                             "written again within %gs): %s", REMIRROR_EVERY, exc)
 
     def write_copy(self, name: str, data: bytes, append: bool = False) -> jsonfile.Signature | None:
         """Write (or append to) the file of a record, as Redis's copy: not made durable (Redis
@@ -342,7 +341,7 @@ class RedisRecords:
             try:
                 self.write_copy(name, data)
             except (OSError, SidecarError) as exc:
-                log.warning("%s: cannot write the copy of %s again: %s", self.ws.root, name, exc)
+                self.log.warning("cannot write the copy of %s again: %s", name, exc)
                 continue
             rewritten += 1
         return rewritten

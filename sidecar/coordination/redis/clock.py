@@ -3,7 +3,7 @@
 The machines that serve a workspace through Redis compare times one another wrote: a
 follow-up's due time, a session's `updatedAt`, the stale sweep's ages, `completedAt`. Their
 wall clocks need not agree, so a daemon in Redis mode keeps to Redis's: its keeper thread
-(redis_backend.py) measures how far this machine's clock is from Redis's `TIME` every
+(backend.py) measures how far this machine's clock is from Redis's `TIME` every
 MEASURE_EVERY seconds and makes `timeutil.now()` add the difference. A hook never waits on
 it, nor does a step of the loop, but a stand-by's try for the lead before its first reading.
 Each daemon also says its machine's offset in Redis (`OFFSETS`), so that a leader reads the
@@ -35,7 +35,7 @@ from sidecar.base.proc import process_space
 from sidecar.coordination.records import OFFSETS
 
 if TYPE_CHECKING:
-    from sidecar.coordination.base import Coordination
+    pass
 
 log = logging.getLogger("sidecar")
 
@@ -175,23 +175,13 @@ class Reading(NamedTuple):
         return found
 
 
-def look(coordination: Coordination, samples: int = LOOK_SAMPLES) -> Reading | None:
-    """Ask Redis now (in place of a ping): None for a backend other than Redis, once it
-    answered its ping; Unreachable if the service does not answer."""
-    from sidecar.coordination.redis_backend import RedisCoordination
-
-    if not isinstance(coordination, RedisCoordination):
-        coordination.ping()
-        return None
-    client = coordination.client
+def read(client: redis.Redis, samples: int = LOOK_SAMPLES) -> Reading:
+    """Ask Redis now (in place of a ping): RedisError if it does not answer."""
     try:
-        try:
-            skew: Sample | None = measure_skew(client, samples)
-        except redis.ResponseError:
-            skew = None  # TIME refused to this user: said as unknown
-        return Reading(skew, read_persistence(client)[0])
-    except redis.RedisError as exc:
-        raise coordination.unreachable(exc) from None
+        skew: Sample | None = measure_skew(client, samples)
+    except redis.ResponseError:
+        skew = None  # TIME refused to this user: said as unknown
+    return Reading(skew, read_persistence(client)[0])
 
 
 class RedisClock:
@@ -251,7 +241,7 @@ class RedisClock:
         return time.monotonic() >= self.moved_at + SETTLE
 
     def gate(self, lives: Callable[..., Any]) -> Callable[..., Any]:
-        """The stand-by's look at who holds the lead (redis_lead.py), saying "held" while the
+        """The stand-by's look at who holds the lead (lead.py), saying "held" while the
         clock is not `steady`."""
         def holder_lives(keys: list[str], args: list[str]) -> Any:
             return lives(keys=keys, args=args) if self.steady() else 1

@@ -3,7 +3,7 @@
 Where several machines serve a workspace (a distributed coordination backend), a leader
 cannot watch a runner another machine started: its pid means nothing here. The runner holds a
 lease in the coordination service while it runs, taken before it creates its start token
-(followups/runner.py, runlease.py), and writes its status before the lease ends. So a leader
+(runner.py, lease.py), and writes its status before the lease ends. So a leader
 reads, in this order: the lease (it runs), the status (it ended, how), the start token (none:
 it never started, and now never will; one with no lease and no status: its machine died).
 
@@ -24,7 +24,7 @@ from sidecar import jsonfile, safedir
 from sidecar.base.errors import SidecarError
 from sidecar.base.proc import process_space
 from sidecar.coordination.base import Coordination
-from sidecar.followups import actions
+from sidecar.followups.run import actions
 from sidecar.layout import Workspace
 from sidecar.procwatch import Proc
 
@@ -71,7 +71,7 @@ def settle(coord: Coordination, ws: Workspace, log_path: Path, entry_id: str,
     start token names while its lease lives (it runs on: adopt it), else None, and then
     `actions.outcome` tells how it ended (`error: interrupted` if it never said). NotYet while
     its lease has been missing for less than GRACE; Unreachable while the service cannot say."""
-    from sidecar.followups.runner import claim_start
+    from sidecar.followups.run.runner import claim_start
 
     name = log_path.name + ".started"
     try:

@@ -8,7 +8,6 @@ module is the only reader and writer of the instance files.
 
 from __future__ import annotations
 
-import logging
 import os
 import socket
 import uuid
@@ -19,12 +18,11 @@ from typing import Any, NamedTuple
 from sidecar import jsonfile, safedir
 from sidecar.base.timeutil import iso, now, parse_ts
 from sidecar.base.version import __version__, build_id
+from sidecar.base.wslog import WorkspaceLog
 from sidecar.coordination import current as coordination
 from sidecar.coordination.base import Unreachable
 from sidecar.coordination.files import life_lock_name
 from sidecar.layout import PLAIN_NAME, Workspace
-
-log = logging.getLogger("sidecar")
 
 Json = dict[str, Any]
 
@@ -37,7 +35,7 @@ class Reportable(NamedTuple):
     last_error: str
     hooks_error: str | None
     plugins: dict[str, dict[str, int]]
-    environment: dict[str, Any]  # what its follow-ups get (followups/environment.py): for doctor
+    environment: dict[str, Any]  # what its follow-ups get (followups/run/environment.py): for doctor
     coordination: str | None  # why the coordination service cannot be reached, while so
 
 
@@ -70,7 +68,8 @@ class InstanceInfo:
     last_error: str = ""
     hooks_error: str | None = None
     plugins: dict[str, dict[str, int]] = field(default_factory=dict)
-    # The environment its follow-ups get: PATH, user, names of host variables set (followups/environment.py).
+    # The environment its follow-ups get: PATH, user, names of host variables set
+    # (followups/run/environment.py).
     environment: Json | None = None
     # Why the coordination service could not be reached, and since when, while so.
     coordination_error: str | None = None
@@ -141,6 +140,7 @@ class Membership:
 
     def __init__(self, ws: Workspace, identity: Identity) -> None:
         self.ws = ws
+        self.log = WorkspaceLog(ws.root)  # its lines begin with the root
         self.identity = identity
         self.trouble_since: str | None = None  # when the coordination error began
         self.unwritten: str | None = None  # why the instance file cannot be written, while so
@@ -175,11 +175,11 @@ class Membership:
             jsonfile.write_json_atomic(self.file, info.to_json(), durable=False)
         except OSError as exc:  # said once (a full disk fails every heartbeat), not each time
             if self.unwritten != str(exc):
-                log.warning("%s: cannot write heartbeat: %s", self.ws.root, exc)
+                self.log.warning("cannot write heartbeat: %s", exc)
             self.unwritten = str(exc)
             return
         if self.unwritten is not None:
-            log.info("%s: heartbeat written again", self.ws.root)
+            self.log.info("heartbeat written again")
             self.unwritten = None
 
     def leave(self) -> None:

@@ -15,14 +15,15 @@ and is adopted, or it never runs and is recorded interrupted. Never both, never 
 
 In Redis mode (the environment holds `SIDECAR_RUN_LEASE`, the lease's key, and
 `SIDECAR_COORDINATION_URL`; `SIDECAR_RUN_WAKE` optionally names a channel) it keeps a
-liveness lease in Redis (runlease.py) from before `LOG.started` is created until after
+liveness lease in Redis (lease.py) from before `LOG.started` is created until after
 `LOG.status` is written, so a leader on another machine, where the pid means nothing, reads
 lease, then status, then started: a start with neither a lease nor a status means the
-machine died. None of the three variables reaches the action: the URL may hold a password.
+machine died. None of these variables reaches the action: the URL may hold a password.
 
-It imports nothing beyond the interpreter's start-up modules (and, in Redis mode, runlease
-and the few standard modules it needs) and runs without `site`: every millisecond it takes
-to start delays the action.
+It imports nothing beyond the interpreter's start-up modules and runs without `site`: every
+millisecond it takes to start delays the action. In Redis mode it imports lease.py, and
+through it redis-py, from the folder the daemon imports redis-py from
+(`SIDECAR_RUN_LIBRARY`), which `site` would have put on the path.
 """
 
 import os
@@ -31,7 +32,7 @@ import sys
 
 TYPE_CHECKING = False  # typing itself is too slow to import here
 if TYPE_CHECKING:
-    from sidecar.followups.runlease import Lease
+    from sidecar.followups.run.lease import Lease
 
 LEASE_KEY = "SIDECAR_RUN_LEASE"
 COORDINATION_URL = "SIDECAR_COORDINATION_URL"
@@ -40,7 +41,8 @@ COORDINATION_URL = "SIDECAR_COORDINATION_URL"
 # (/proc/PID/environ), the action's too, and the pipe is read and closed before it starts.
 COORDINATION_FD = "SIDECAR_COORDINATION_FD"
 LEASE_WAKE = "SIDECAR_RUN_WAKE"
-LEASE_VARIABLES = (LEASE_KEY, COORDINATION_URL, COORDINATION_FD, LEASE_WAKE)
+LEASE_LIBRARY = "SIDECAR_RUN_LIBRARY"  # the folder redis-py is imported from
+LEASE_VARIABLES = (LEASE_KEY, COORDINATION_URL, COORDINATION_FD, LEASE_WAKE, LEASE_LIBRARY)
 LEASE_WITHIN = 2.0  # seconds to reach Redis before the action runs without a lease
 
 
@@ -130,14 +132,23 @@ def take_lease(value: str) -> "Lease | None":
     url = _coordination_url()
     if not (os.environ.get(LEASE_KEY) and url):
         return None
-    if __package__:
-        from sidecar.followups import runlease
-    else:  # run as a script, without site: sys.path[0] is this file's own folder
-        import runlease  # type: ignore[import-not-found, no-redef]
+    library = os.environ.get(LEASE_LIBRARY)
+    if library and library not in sys.path:
+        sys.path.append(library)
     try:
-        lease: Lease = runlease.take(url, os.environ[LEASE_KEY], value,
-                                     wake=os.environ.get(LEASE_WAKE) or None, within=LEASE_WITHIN)
-    except runlease.LeaseError as exc:  # its words name no password
+        if __package__:
+            from sidecar.followups.run import lease as leases
+        else:  # run as a script, without site: sys.path[0] is this file's own folder
+            import lease as leases  # type: ignore[import-not-found, no-redef]
+    except ImportError as exc:
+        sys.stderr.write(f"sidecar runner: no liveness lease in Redis (redis-py cannot be "
+                         f"imported: {exc}); the action runs, and only an instance on this "
+                         "machine can tell that it does\n")
+        return None
+    try:
+        lease: Lease = leases.take(url, os.environ[LEASE_KEY], value,
+                                   wake=os.environ.get(LEASE_WAKE) or None, within=LEASE_WITHIN)
+    except leases.LeaseError as exc:  # its words name no password
         sys.stderr.write(f"sidecar runner: no liveness lease in Redis ({exc}); the action runs, "
                          "and only an instance on this machine can tell that it does\n")
         return None

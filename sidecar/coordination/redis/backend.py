@@ -13,10 +13,10 @@ portalocker's `RedisLock`). What lives in Redis, under `sidecar:`:
 - `<ws>:lock:<store>` — a store's short lock: a key set only if absent, holding
   `<instance or "cmd">:<random>`, deleted by its holder only, renewed while held by a daemon,
   and broken by a waiter when the instance that holds it no longer lives.
-- `<ws>:run:<entry>` — a running follow-up's lease, kept by its runner (followups/runlease.py).
+- `<ws>:run:<entry>` — a running follow-up's lease, kept by its runner (followups/run/lease.py).
 - `wake:<ws>` — a channel: a machine that saw the workspace's files change publishes on it, so
   the leader (wherever it runs) lists the inbox at once.
-- `<ws>:doc:<name>` and the rest of the store of record (redis_records.py): the records a
+- `<ws>:doc:<name>` and the rest of the store of record (redis/records.py): the records a
   leader keeps, whose changes Redis applies only for the lead's current holder.
 
 `<ws>` is `base.workspace_key`. A stand-by looks cheaply (who holds the lead, and whether that
@@ -28,102 +28,61 @@ a second of the lease's end; one that died is taken over at the stand-by's next 
 from __future__ import annotations
 
 import logging
-import math
-import os
-import socket
 import threading
 import time
 import uuid
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from typing import TYPE_CHECKING
 
 import redis
-from redis.backoff import NoBackoff
-from redis.retry import Retry
 
 from sidecar.base.timeutil import now
-from sidecar.config import ConfigError
 from sidecar.coordination.base import RunLease, Unreachable, workspace_key
-from sidecar.coordination.redis_clock import RedisClock
-from sidecar.coordination.redis_records import RedisRecords
-from sidecar.coordination.url import masked, scrub
+from sidecar.coordination.redis.client import (
+    COMPARE_AND_DELETE,
+    INSTANCE_TTL,
+    KEEP_EVERY,
+    PREFIX,
+    Lease,
+    connect,
+    instance_key,
+    library,
+    unreachable,
+)
+from sidecar.coordination.redis.clock import Reading, RedisClock, read
+from sidecar.coordination.redis.lead import RedisLeadership
+from sidecar.coordination.redis.records import RedisRecords
+from sidecar.coordination.url import masked
 from sidecar.layout import Workspace
 from sidecar.locks import LockTimeout
-
-if TYPE_CHECKING:
-    from sidecar.coordination.redis_lead import RedisLeadership
 
 log = logging.getLogger("sidecar")
 # portalocker logs each reaping with the whole client record; sidecar says what it did itself.
 logging.getLogger("portalocker").setLevel(logging.ERROR)
 
-PREFIX = "sidecar:"
-INSTANCE_TTL = 1.5  # seconds an instance's key outlives its last renewal: the lease
-KEEP_EVERY = 0.3  # seconds between renewals (several per lease: a busy machine keeps it)
-PROBE_TIMEOUT = 0.5  # how long a stand-by's try waits for a silent holder before reaping it
 STORE_LOCK_TTL = 10_000  # ms; renewed while a daemon holds it, broken when its holder died
 BREAK_AFTER = int(2 * INSTANCE_TTL * 1000)  # ms without a renewal before a dead holder's lock breaks
 LISTEN_POLL = 0.25  # how often the wake-up listener looks whether the process stops
-CONNECT_TIMEOUT = 1.0
-COMMAND_TIMEOUT = 2.0
 
-_COMPARE_AND_DELETE = """
-if redis.call('get', KEYS[1]) == ARGV[1] then return redis.call('del', KEYS[1]) end
-return 0
-"""
-# Whether the lead's channel has a subscriber whose holder record names a live instance: one
-# round trip for a stand-by's every look.
-_HOLDER_LIVES = """
-if redis.call('pubsub', 'numsub', KEYS[1])[2] == 0 then return 0 end
-local holder = redis.call('get', KEYS[2])
-local instance = holder and string.match(holder, '^([^:]+):')
-if not instance then return 0 end
-return redis.call('exists', ARGV[1] .. instance)
-"""
 _COMPARE_AND_RENEW = """
 if redis.call('get', KEYS[1]) == ARGV[1] then return redis.call('pexpire', KEYS[1], ARGV[2]) end
 return 0
 """
 
 
-def _driver_options() -> dict[str, object]:
-    """The client's name and version for CLIENT SETINFO, given once: redis-py 7 and later,
-    left to find its own version, read it from the package's metadata at every new
-    connection (about a millisecond: a lead's lock opens one for its subscription)."""
-    try:
-        from redis.driver_info import DriverInfo
-    except ImportError:  # redis-py 5 and 6 read their version once, at import
-        return {}
-    return {"driver_info": DriverInfo(lib_version=redis.__version__)}
-
-
-def _client(url: str, **options: object) -> redis.Redis:
-    """redis-py's client for the URL; a URL it cannot read is a configuration error (named
-    without its password), not a traceback wherever it is first used."""
-    try:
-        return redis.Redis.from_url(url, **_driver_options(), **options)
-    except ValueError as exc:
-        raise ConfigError(f"[coordination] url {masked(url)}: {scrub(str(exc), url)}") from None
-
-
 class RedisCoordination:
+    one_machine = False
+    look_every = 0.005  # seconds: a try is a round trip (and a probe of a silent holder)
     distributed = True
 
     def __init__(self, url: str, name: str | None = None) -> None:
         self.url = url
         self.shown = masked(url)
-        # Named (`sidecar@<host>:<pid>`) so that CLIENT LIST tells whose connection is whose.
-        self.client = _client(
-            url, socket_connect_timeout=CONNECT_TIMEOUT, socket_timeout=COMMAND_TIMEOUT,
-            decode_responses=True, health_check_interval=10,
-            # One quick retry of a failed command: sidecar retries at its own pace (a stand-by
-            # every 200 ms, the keeper every KEEP_EVERY); `status` must not wait out a back-off.
-            retry=Retry(NoBackoff(), 1),
-            client_name=name or f"sidecar@{socket.gethostname()}:{os.getpid()}")
+        self.said = f", through {self.shown}"
+        self.client = connect(url, name)
         self.members: set[str] = set()  # instance ids whose keys this process renews
         self.held_locks: dict[str, str] = {}  # store lock key -> token, renewed while held
-        self.terms: dict[str, str] = {}  # workspace key -> the term this process leads it in
+        self.leads: dict[str, RedisLeadership] = {}  # workspace key -> this process's claim
         self.wakes: set[str] = set()  # workspace keys to announce
         self.state = threading.Lock()
         self.poke = threading.Event()
@@ -131,27 +90,21 @@ class RedisCoordination:
         self.keeper: threading.Thread | None = None
         self.listener: threading.Thread | None = None
         self.trouble: tuple[float, str] | None = None  # (since, why) while unreachable
-        # The records (redis_records.py): bytes, not decoded; a change never sent twice (a
+        # The records (redis/records.py): bytes, not decoded; a change never sent twice (a
         # script retried after its answer was lost would apply twice: the step is retried).
-        self.raw = _client(url, socket_connect_timeout=CONNECT_TIMEOUT,
-                           socket_timeout=COMMAND_TIMEOUT, health_check_interval=10,
-                           retry=Retry(NoBackoff(), 0),
-                           client_name=name or f"sidecar@{socket.gethostname()}:{os.getpid()}")
+        self.raw = connect(url, name, decoded=False, retries=0)
         self.kept_records: dict[str, RedisRecords] = {}
-        #: When (monotonic) the last renewal that Redis confirmed was *sent*: the lease runs
-        #: from then, however late the answer came (redis_lead.py's `check`).
-        self.renewal_sent = -math.inf
-        self.delete_if = self.client.register_script(_COMPARE_AND_DELETE)
+        self.lease = Lease()  # this process's instance lease, which a lead is held within
+        self.delete_if = self.client.register_script(COMPARE_AND_DELETE)
         self._renew = self.client.register_script(_COMPARE_AND_RENEW)
-        # Redis's clock, which `now()` keeps to, and its persistence (redis_clock.py); a
+        # Redis's clock, which `now()` keeps to, and its persistence (redis/clock.py); a
         # stand-by takes no lead before the clock is known (`RedisClock.steady`).
         self.clock = RedisClock(self.client)
-        self.holder_lives = self.clock.gate(self.client.register_script(_HOLDER_LIVES))
 
     # -- errors --------------------------------------------------------------------------
 
     def unreachable(self, exc: BaseException) -> Unreachable:
-        return Unreachable(self.shown, scrub(str(exc) or type(exc).__name__, self.url))
+        return unreachable(self.url, exc)
 
     def _noted(self, exc: BaseException | None) -> None:
         """Remember since when the service cannot be reached (status shows it)."""
@@ -188,12 +141,12 @@ class RedisCoordination:
             try:
                 pipe = self.client.pipeline(transaction=False)
                 for member in members:
-                    pipe.set(PREFIX + "instance:" + member, "1", px=int(INSTANCE_TTL * 1000))
+                    pipe.set(instance_key(member), "1", px=int(INSTANCE_TTL * 1000))
                 for key in wakes:
                     pipe.publish(PREFIX + "wake:" + key, "1")
                 pipe.execute()
                 if members:
-                    self.renewal_sent = sent
+                    self.lease.renewed(sent)
                 for key, token in held.items():
                     self._renew(keys=[key], args=[token, STORE_LOCK_TTL])
             except redis.RedisError as exc:
@@ -208,13 +161,13 @@ class RedisCoordination:
 
     def join(self, ws: Workspace, instance_id: str) -> None:
         """The instance's lease, taken at once (a lead is taken only under a lease confirmed
-        in time: redis_lead.py), then renewed by the keeper."""
+        in time: redis/lead.py), then renewed by the keeper."""
         with self.state:
             self.members.add(instance_id)
         sent = time.monotonic()
         try:
-            self.client.set(PREFIX + "instance:" + instance_id, "1", px=int(INSTANCE_TTL * 1000))
-            self.renewal_sent = max(self.renewal_sent, sent)
+            self.client.set(instance_key(instance_id), "1", px=int(INSTANCE_TTL * 1000))
+            self.lease.renewed(sent)
         except redis.RedisError as exc:
             self._noted(exc)  # the keeper tries again
         self._start_keeper()
@@ -226,7 +179,7 @@ class RedisCoordination:
 
     def is_alive(self, ws: Workspace, instance_id: str) -> bool:
         try:
-            return bool(self.client.exists(PREFIX + "instance:" + instance_id))
+            return bool(self.client.exists(instance_key(instance_id)))
         except redis.RedisError as exc:
             raise self.unreachable(exc) from None
 
@@ -236,8 +189,9 @@ class RedisCoordination:
     def store_lock(self, ws: Workspace, name: str, timeout: float = 10.0) -> Iterator[None]:
         key = f"{PREFIX}{workspace_key(ws)}:lock:{name}"
         with self.state:  # a leader's locks name its term: they break once it is deposed
-            tag = self.terms.get(workspace_key(ws)) or (min(self.members) if self.members
-                                                        else "cmd")
+            lead = self.leads.get(workspace_key(ws))
+            tag = (lead.term if lead is not None else "") or (min(self.members) if self.members
+                                                              else "cmd")
         token = f"{tag}:{uuid.uuid4().hex}"
         deadline = time.monotonic() + timeout
         delay, next_look = 0.0005, 0.0
@@ -279,7 +233,7 @@ class RedisCoordination:
                 log.info("a store lock held by a deposed leader (%s) was broken", holder)
             return
         holder = holder.split(".", 1)[0]  # the instance, of a term
-        if holder == "cmd" or self.client.exists(PREFIX + "instance:" + holder):
+        if holder == "cmd" or self.client.exists(instance_key(holder)):
             return
         left = self.client.pttl(key)
         if isinstance(left, int) and 0 <= left <= STORE_LOCK_TTL - BREAK_AFTER:
@@ -299,7 +253,7 @@ class RedisCoordination:
     # -- the store of record ------------------------------------------------------------
 
     def records(self, ws: Workspace) -> RedisRecords:
-        """The workspace's records in Redis, shared by its stores and its lead (redis_lead.py)."""
+        """The workspace's records in Redis, shared by its stores and its lead (redis/lead.py)."""
         key = workspace_key(ws)
         with self.state:
             found = self.kept_records.get(key)
@@ -311,10 +265,12 @@ class RedisCoordination:
 
     def leadership(self, ws: Workspace, instance_id: str,
                    on_lost: Callable[[], None]) -> RedisLeadership:
-        from sidecar.coordination.redis_lead import RedisLeadership
-
         self.clock.first()  # before the daemon's first step, which then keeps to Redis's clock
-        return RedisLeadership(self, ws, instance_id, on_lost)
+        lead = RedisLeadership(self.client, self.url, self.lease, self.clock, self.records(ws),
+                               instance_id, on_lost)
+        with self.state:
+            self.leads[workspace_key(ws)] = lead
+        return lead
 
     # -- runners and wake-ups ------------------------------------------------------------
 
@@ -322,8 +278,10 @@ class RedisCoordination:
         return f"{PREFIX}{workspace_key(ws)}:run:{entry_id}"
 
     def run_lease(self, ws: Workspace, entry_id: str) -> RunLease:
+        """The runner runs without `site`: it is told where redis-py is (followups/run/)."""
         return RunLease({"SIDECAR_RUN_LEASE": self.run_key(ws, entry_id),
-                         "SIDECAR_RUN_WAKE": PREFIX + "wake:" + workspace_key(ws)},
+                         "SIDECAR_RUN_WAKE": PREFIX + "wake:" + workspace_key(ws),
+                         "SIDECAR_RUN_LIBRARY": library()},
                         self.url.encode())
 
     def run_alive(self, ws: Workspace, entry_id: str) -> bool:
@@ -373,6 +331,12 @@ class RedisCoordination:
         except redis.RedisError as exc:
             raise self.unreachable(exc) from None
 
+    def look(self) -> Reading:
+        try:
+            return read(self.client)
+        except redis.RedisError as exc:
+            raise self.unreachable(exc) from None
+
     def close(self) -> None:
         self.stopping.set()
         self.poke.set()
@@ -383,7 +347,7 @@ class RedisCoordination:
             self.members.clear()
         try:
             if members:
-                self.client.delete(*[PREFIX + "instance:" + m for m in members])
+                self.client.delete(*[instance_key(m) for m in members])
         except redis.RedisError:
             pass  # they expire
         self.client.close()
