@@ -14,13 +14,7 @@ import typer
 
 from sidecar import config as config_mod
 from sidecar.base.errors import SidecarError
-from sidecar.base.exitcodes import BUSY as BUSY
-from sidecar.base.exitcodes import FAILURE as FAILURE
-from sidecar.base.exitcodes import NO_SERVICE_MANAGER as NO_SERVICE_MANAGER
-from sidecar.base.exitcodes import NOT_WORKSPACE as NOT_WORKSPACE
-from sidecar.base.exitcodes import OK as OK
-from sidecar.base.exitcodes import UNSERVED as UNSERVED
-from sidecar.base.exitcodes import USAGE as USAGE
+from sidecar.base.exitcodes import FAILURE, OK, USAGE
 from sidecar.layout import Workspace
 
 

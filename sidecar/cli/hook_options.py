@@ -6,8 +6,9 @@ from typing import Any, NoReturn
 
 import typer
 
+from sidecar.base.exitcodes import FAILURE
 from sidecar.base.timeutil import parse_duration
-from sidecar.cli.common import FAILURE, fail
+from sidecar.cli.common import fail
 
 
 def _refuse(message: str) -> NoReturn:

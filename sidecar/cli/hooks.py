@@ -11,10 +11,11 @@ import typer
 
 from sidecar.base import words
 from sidecar.base.errors import SidecarError
+from sidecar.base.exitcodes import BUSY, FAILURE, NOT_WORKSPACE
 from sidecar.base.timeutil import now
 from sidecar.cli import hook_options as opts
 from sidecar.cli import hooks_text, hooks_trust, notify
-from sidecar.cli.common import BUSY, FAILURE, NOT_WORKSPACE, fail
+from sidecar.cli.common import fail
 from sidecar.cli.jsonout import print_json
 from sidecar.cli.sessions import named_session
 from sidecar.coordination.base import Conflict

@@ -19,9 +19,10 @@ from typing import Any, NoReturn
 import typer
 
 from sidecar.base.errors import SidecarError
+from sidecar.base.exitcodes import FAILURE
 from sidecar.base.timeutil import now
 from sidecar.cli import hooks_text
-from sidecar.cli.common import FAILURE, fail
+from sidecar.cli.common import fail
 from sidecar.followups import prompts, trust
 from sidecar.followups.model import Hook
 from sidecar.followups.store import HookStore

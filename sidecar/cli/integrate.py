@@ -19,8 +19,9 @@ import typer
 
 from sidecar import config as config_mod
 from sidecar import layout
+from sidecar.base.exitcodes import NOT_WORKSPACE
 from sidecar.base.timeutil import now
-from sidecar.cli.common import NOT_WORKSPACE, fail
+from sidecar.cli.common import fail
 from sidecar.followups.store import initialise
 from sidecar.hosts import registry
 from sidecar.hosts.base import Host

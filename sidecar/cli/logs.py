@@ -23,7 +23,8 @@ import typer
 from sidecar import layout
 from sidecar.base import words
 from sidecar.base.errors import SidecarError
-from sidecar.cli.common import NOT_WORKSPACE, OK, fail
+from sidecar.base.exitcodes import NOT_WORKSPACE, OK
+from sidecar.cli.common import fail
 from sidecar.cli.logread import Line, Reader, Scope, follow_up_folders
 from sidecar.layout import PLAIN_NAME, Workspace, find_workspace
 

@@ -10,10 +10,10 @@ import typer
 from sidecar import config as config_mod
 from sidecar import layout
 from sidecar.base.errors import SidecarError
-from sidecar.base.exitcodes import of_status
+from sidecar.base.exitcodes import NOT_WORKSPACE, OK, of_status
 from sidecar.base.timeutil import now
 from sidecar.cli import status as status_mod
-from sidecar.cli.common import NOT_WORKSPACE, OK, fail, registered_workspaces, run_app
+from sidecar.cli.common import fail, registered_workspaces, run_app
 from sidecar.cli.hooks import hooks_app
 from sidecar.cli.integrate import integrate_app, unregister
 from sidecar.cli.jsonout import print_json

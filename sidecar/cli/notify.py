@@ -13,8 +13,9 @@ from typing import Any, NoReturn
 
 import typer
 
+from sidecar.base.exitcodes import FAILURE
 from sidecar.base.timeutil import iso
-from sidecar.cli.common import FAILURE, fail
+from sidecar.cli.common import fail
 from sidecar.followups import send, targets, trust
 from sidecar.followups.model import Hook
 from sidecar.followups.store import HookStore

@@ -17,7 +17,8 @@ import typer
 
 from sidecar import config as config_mod
 from sidecar.base.errors import SidecarError
-from sidecar.cli.common import NOT_WORKSPACE, UNSERVED, USAGE, fail
+from sidecar.base.exitcodes import NOT_WORKSPACE, UNSERVED, USAGE
+from sidecar.cli.common import fail
 from sidecar.daemon.running import is_sidecar_run, live_here
 from sidecar.layout import Workspace, find_workspace
 

@@ -13,7 +13,8 @@ from pathlib import Path
 import typer
 
 from sidecar import config as config_mod
-from sidecar.cli.common import NOT_WORKSPACE, USAGE, fail, run_app
+from sidecar.base.exitcodes import NOT_WORKSPACE, USAGE
+from sidecar.cli.common import fail, run_app
 from sidecar.layout import find_workspace
 
 

@@ -7,8 +7,9 @@ from pathlib import Path
 
 import typer
 
+from sidecar.base.exitcodes import USAGE
 from sidecar.base.timeutil import parse_duration
-from sidecar.cli.common import USAGE, fail
+from sidecar.cli.common import fail
 from sidecar.cli.sessions import DEFAULT_LIMIT, listed, workspaces
 
 

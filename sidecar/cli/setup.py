@@ -7,7 +7,8 @@ from pathlib import Path
 
 import typer
 
-from sidecar.cli.common import FAILURE, NO_SERVICE_MANAGER, OK, UNSERVED, fail
+from sidecar.base.exitcodes import FAILURE, NO_SERVICE_MANAGER, OK, UNSERVED
+from sidecar.cli.common import fail
 from sidecar.doctor import checks as doctor_mod
 from sidecar.install import service as service_mod
 

@@ -8,7 +8,8 @@ from pathlib import Path
 import typer
 
 from sidecar import config as config_mod
-from sidecar.cli.common import NOT_WORKSPACE, USAGE, fail
+from sidecar.base.exitcodes import NOT_WORKSPACE, USAGE
+from sidecar.cli.common import fail
 from sidecar.layout import Workspace, find_workspace
 
 

@@ -10,7 +10,7 @@ import orjson
 import pytest
 
 from helpers import invoke, read_json
-from sidecar.cli import common
+from sidecar.base import exitcodes
 from sidecar.coordination.instances import Identity, Membership
 from sidecar.followups import trust
 from sidecar.followups.model import new_hook
@@ -69,7 +69,7 @@ def test_version_is_printed_by_the_option_too(monkeypatch):
     monkeypatch.setattr("sidecar.base.version.shown", lambda: "sidecar 9.9 (abc)")
     for args in (("--version",), ("version",)):
         result = invoke(*args)
-        assert (result.returncode, result.stdout) == (common.OK, b"sidecar 9.9 (abc)\n")
+        assert (result.returncode, result.stdout) == (exitcodes.OK, b"sidecar 9.9 (abc)\n")
 
 
 def test_an_error_for_people_no_command_caught_is_one_line_and_exit_1(workspace, monkeypatch):
@@ -80,13 +80,13 @@ def test_an_error_for_people_no_command_caught_is_one_line_and_exit_1(workspace,
 
     monkeypatch.setattr("sidecar.config.unregister", broken)
     result = invoke("unregister", str(workspace.root))
-    assert result.returncode == common.FAILURE
+    assert result.returncode == exitcodes.FAILURE
     assert result.stderr == b"sidecar: the registry is on fire\n" and result.stdout == b""
 
 
 def test_a_usage_error_is_exit_2():
-    assert invoke("hooks", "add").returncode == common.USAGE
-    assert invoke("no-such-command").returncode == common.USAGE
+    assert invoke("hooks", "add").returncode == exitcodes.USAGE
+    assert invoke("no-such-command").returncode == exitcodes.USAGE
 
 
 def test_emit_is_not_run_in_process():
@@ -99,7 +99,7 @@ def test_emit_is_not_run_in_process():
 def test_init_of_a_file_is_refused(tmp_path, config_home):
     (tmp_path / "file").write_text("")
     result = invoke("init", str(tmp_path / "file"))
-    assert result.returncode == common.FAILURE and b"is not a folder" in result.stderr
+    assert result.returncode == exitcodes.FAILURE and b"is not a folder" in result.stderr
 
 
 def test_init_with_a_registry_it_cannot_read_initialises_nothing(tmp_path, config_home):
@@ -107,28 +107,28 @@ def test_init_with_a_registry_it_cannot_read_initialises_nothing(tmp_path, confi
     root = tmp_path / "ws"
     root.mkdir()
     result = invoke("init", str(root))
-    assert result.returncode == common.FAILURE
+    assert result.returncode == exitcodes.FAILURE
     assert result.stderr.startswith(f"sidecar: cannot initialise {root}: the registry ".encode())
     assert result.stderr.endswith(b"; left as it is\n") and not (root / ".context").exists()
 
 
 def test_unregister_twice_says_it_is_not_registered(workspace):
     first = invoke("unregister", str(workspace.root))
-    assert first.returncode == common.OK and first.stdout.startswith(b"unregistered ")
+    assert first.returncode == exitcodes.OK and first.stdout.startswith(b"unregistered ")
     again = invoke("unregister", str(workspace.root))
-    assert again.returncode == common.FAILURE and b"is not registered" in again.stderr
+    assert again.returncode == exitcodes.FAILURE and b"is not registered" in again.stderr
 
 
 def test_run_outside_a_workspace_is_exit_4(tmp_path, config_home, logging_kept):
     result = invoke("run", "--root", str(tmp_path))
-    assert result.returncode == common.NOT_WORKSPACE
+    assert result.returncode == exitcodes.NOT_WORKSPACE
     assert b"is not in a workspace (no .context/); run `sidecar init" in result.stderr
 
 
 def test_run_with_a_bad_config_is_exit_2(workspace, config_home, logging_kept):
     (config_home / "config.toml").write_text("concurrency = 'many'\n")
     result = invoke("run", "--root", str(workspace.root))
-    assert result.returncode == common.USAGE and b"concurrency" in result.stderr
+    assert result.returncode == exitcodes.USAGE and b"concurrency" in result.stderr
 
 
 # -- status -------------------------------------------------------------------------------
@@ -138,7 +138,7 @@ def test_status_of_a_served_workspace_shows_its_sessions_bindings_and_queue(serv
     ingest(serving, "session-start", "session-end", session="ended")
     ingest(serving, "session-start", session="live", host="codex")
     result = invoke("status", "--root", str(serving.root))
-    assert result.returncode == common.OK, result.stderr
+    assert result.returncode == exitcodes.OK, result.stderr
     text = result.stdout.decode()
     assert "served     yes" in text and "leader" in text
     assert "sessions   1 active, 1 completed" in text
@@ -168,7 +168,7 @@ def test_an_untrusted_command_in_status_is_shown_whole_on_its_own_line(workspace
 def test_status_of_one_session_shows_its_timeline_and_follow_ups(workspace):
     ingest(workspace, "session-start", "session-end")
     result = invoke("status", "--session", "s1", "--root", str(workspace.root))
-    assert result.returncode == common.OK, result.stderr
+    assert result.returncode == exitcodes.OK, result.stderr
     text = result.stdout.decode()
     assert text.startswith("session    claude-code s1 (") and "completed" in text
     assert "follow-up  post-task" in text
@@ -176,9 +176,9 @@ def test_status_of_one_session_shows_its_timeline_and_follow_ups(workspace):
 
 def test_status_of_an_unknown_session_is_exit_1(workspace):
     result = invoke("status", "--session", "nobody", "--root", str(workspace.root))
-    assert result.returncode == common.FAILURE and b"no session 'nobody' in" in result.stderr
+    assert result.returncode == exitcodes.FAILURE and b"no session 'nobody' in" in result.stderr
     elsewhere = invoke("status", "--session", "nobody", "--root", str(workspace.root.parent))
-    assert elsewhere.returncode == common.NOT_WORKSPACE
+    assert elsewhere.returncode == exitcodes.NOT_WORKSPACE
 
 
 def test_status_all_skips_a_deleted_workspace_and_says_how_to_forget_it(workspace, tmp_path):
@@ -187,7 +187,7 @@ def test_status_all_skips_a_deleted_workspace_and_says_how_to_forget_it(workspac
     assert invoke("init", str(other)).returncode == 0
     (other / ".context").rename(other / "was-context")
     result = invoke("status", "--all")
-    assert result.returncode == common.UNSERVED  # no daemon serves the one left
+    assert result.returncode == exitcodes.UNSERVED  # no daemon serves the one left
     assert b"is registered but is not a workspace (any more); skipped" in result.stderr
     assert str(workspace.root).encode() in result.stdout
 
@@ -195,14 +195,14 @@ def test_status_all_skips_a_deleted_workspace_and_says_how_to_forget_it(workspac
 def test_status_all_with_a_registry_it_cannot_read_is_exit_2(config_home):
     (config_home / "workspaces.json").write_text("[oops")
     result = invoke("status", "--all")
-    assert result.returncode == common.USAGE and result.stderr.startswith(b"sidecar: ")
+    assert result.returncode == exitcodes.USAGE and result.stderr.startswith(b"sidecar: ")
 
 
 # -- reload -------------------------------------------------------------------------------
 
 def test_reload_signals_no_instance_that_is_not_a_sidecar_run(serving):
     result = invoke("reload", "--root", str(serving.root))
-    assert result.returncode == common.UNSERVED
+    assert result.returncode == exitcodes.UNSERVED
     assert b"is not a `sidecar run`; not signalled" in result.stderr  # this test's process
     assert b"no running daemon of yours serves" in result.stderr
 
@@ -222,27 +222,27 @@ def test_reload_signals_each_live_sidecar_run_once_and_says_whom_it_could_not(se
     monkeypatch.setattr("sidecar.cli.reload.os.kill", kill)
     outcome: list[BaseException] = []
     result = invoke("reload", "--root", str(serving.root))
-    assert result.returncode == common.OK, result.stderr
+    assert result.returncode == exitcodes.OK, result.stderr
     assert sent == [(os.getpid(), signal.SIGHUP)]
     assert f"sent SIGHUP to the daemon with pid {os.getpid()}".encode() in result.stdout
     outcome.append(PermissionError())
     refused = invoke("reload", "--root", str(serving.root))
-    assert refused.returncode == common.UNSERVED
+    assert refused.returncode == exitcodes.UNSERVED
     assert b"is another user's daemon; not signalled" in refused.stderr
     outcome.append(ProcessLookupError())
     gone = invoke("reload")  # it ended meanwhile: nothing to say but that none was reloaded
-    assert gone.returncode == common.UNSERVED and b"is another user" not in gone.stderr
+    assert gone.returncode == exitcodes.UNSERVED and b"is another user" not in gone.stderr
 
 
 def test_reload_without_a_daemon_is_exit_3_and_outside_a_workspace_exit_4(workspace, tmp_path):
-    assert invoke("reload").returncode == common.UNSERVED
+    assert invoke("reload").returncode == exitcodes.UNSERVED
     result = invoke("reload", "--root", str(tmp_path))
-    assert result.returncode == common.NOT_WORKSPACE and b"is not a workspace" in result.stderr
+    assert result.returncode == exitcodes.NOT_WORKSPACE and b"is not a workspace" in result.stderr
 
 
 def test_reload_with_a_registry_it_cannot_read_is_exit_2(config_home):
     (config_home / "workspaces.json").write_text("{}")
-    assert invoke("reload").returncode == common.USAGE
+    assert invoke("reload").returncode == exitcodes.USAGE
 
 
 # -- hooks --------------------------------------------------------------------------------
@@ -251,17 +251,17 @@ def test_trusting_a_command_hook(workspace):
     command_hook(workspace)
     args = ("hooks", "trust", "notify", "--root", str(workspace.root))
     refused = invoke(*args)  # stdin is no terminal: no question can be asked
-    assert refused.returncode == common.FAILURE
+    assert refused.returncode == exitcodes.FAILURE
     assert refused.stderr == b"sidecar hooks: not trusted: add --yes to trust it without a question\n"
     trusted = invoke(*args, "--yes")
-    assert trusted.returncode == common.OK and b"trusted notify (in " in trusted.stdout
+    assert trusted.returncode == exitcodes.OK and b"trusted notify (in " in trusted.stdout
     again = invoke(*args)
-    assert again.returncode == common.OK and b"already trusted on this machine" in again.stdout
+    assert again.returncode == exitcodes.OK and b"already trusted on this machine" in again.stdout
     resume = invoke("hooks", "trust", "post-task", "--root", str(workspace.root))
-    assert resume.returncode == common.OK and b"already trusted on this machine" in resume.stdout
+    assert resume.returncode == exitcodes.OK and b"already trusted on this machine" in resume.stdout
     assert b"\n    | The task in this conversation has ended." in resume.stdout  # what it says
     missing = invoke("hooks", "trust", "nope", "--root", str(workspace.root))
-    assert missing.returncode == common.FAILURE and b"no hook 'nope'" in missing.stderr
+    assert missing.returncode == exitcodes.FAILURE and b"no hook 'nope'" in missing.stderr
 
 
 def test_trust_asks_at_a_terminal(workspace, monkeypatch):
@@ -269,19 +269,19 @@ def test_trust_asks_at_a_terminal(workspace, monkeypatch):
     monkeypatch.setattr("typer.testing._NamedTextIOWrapper.isatty", lambda self: True)
     args = ("hooks", "trust", "notify", "--root", str(workspace.root))
     said_no = invoke(*args, input=b"n\n")
-    assert said_no.returncode == common.FAILURE
+    assert said_no.returncode == exitcodes.FAILURE
     assert said_no.stderr == b"sidecar hooks: not trusted\n"
     assert b"does      runs notify-send done\n" in said_no.stdout
     assert b"a script it names can change without a new question)\nTrust notify as shown on " \
         b"this machine?" in said_no.stdout
     said_yes = invoke(*args, input=b"y\n")
-    assert said_yes.returncode == common.OK and b"trusted notify (in " in said_yes.stdout
+    assert said_yes.returncode == exitcodes.OK and b"trusted notify (in " in said_yes.stdout
 
 
 def test_history_lists_firings_and_says_when_there_are_none(workspace):
     root = ("--root", str(workspace.root))
     empty = invoke("hooks", "history", *root)
-    assert empty.returncode == common.OK and empty.stdout == b"no firings yet\n"
+    assert empty.returncode == exitcodes.OK and empty.stdout == b"no firings yet\n"
     hooks = HookStore(workspace, durable=False)
     hooks.change(T0, lambda d: d.hooks["post-task"].record_firing(
         "error: exit status 2", T0, "codex", "s1", None))
@@ -290,35 +290,35 @@ def test_history_lists_firings_and_says_when_there_are_none(workspace):
     doc = orjson.loads(invoke("hooks", "history", "--json", "--session", "s1", *root).stdout)
     assert [f["status"] for f in doc["firings"]] == ["error: exit status 2"]
     missing = invoke("hooks", "history", "nope", *root)
-    assert missing.returncode == common.FAILURE and b"no hook 'nope'" in missing.stderr
+    assert missing.returncode == exitcodes.FAILURE and b"no hook 'nope'" in missing.stderr
 
 
 def test_kill_running_with_nothing_running(workspace):
     result = invoke("hooks", "kill-running", "--root", str(workspace.root))
-    assert result.returncode == common.OK and result.stdout == b"no follow-up action is running\n"
+    assert result.returncode == exitcodes.OK and result.stdout == b"no follow-up action is running\n"
 
 
 def test_reasons_and_turn_options_are_written(workspace):
     root = ("--root", str(workspace.root))
     result = invoke("hooks", "update", "post-task", "--reasons", "exit, host-exited",
                     "--also-interrupted", "--again-after-user-turn", *root)
-    assert result.returncode == common.OK, result.stderr
+    assert result.returncode == exitcodes.OK, result.stderr
     hook = read_json(workspace.hooks_file)["hooks"]["post-task"]
     assert hook["reasons"] == ["exit", "host-exited"]
     assert hook["alsoInterrupted"] is True and hook["againAfterUserTurn"] is True
     assert invoke("hooks", "update", "post-task", "--reasons", "default", *root).returncode == 0
     assert read_json(workspace.hooks_file)["hooks"]["post-task"].get("reasons") is None
     empty = invoke("hooks", "update", "post-task", "--reasons", " , ", *root)
-    assert empty.returncode == common.FAILURE
+    assert empty.returncode == exitcodes.FAILURE
     assert b"--reasons needs at least one end reason" in empty.stderr
     nothing = invoke("hooks", "update", "post-task", *root)
-    assert nothing.returncode == common.FAILURE and b"nothing to change" in nothing.stderr
+    assert nothing.returncode == exitcodes.FAILURE and b"nothing to change" in nothing.stderr
 
 
 def test_a_delay_of_a_fraction_of_a_second_is_refused(workspace):
     result = invoke("hooks", "update", "post-task", "--delay", "1.5", "--root",
                     str(workspace.root))
-    assert result.returncode == common.FAILURE
+    assert result.returncode == exitcodes.FAILURE
     assert b"delay must be whole seconds, not '1.5'" in result.stderr
 
 
@@ -330,7 +330,7 @@ def test_a_hooks_edit_while_another_holds_the_lock_is_exit_75(workspace, monkeyp
 
     monkeypatch.setattr(HookStore, "change", held)
     result = invoke("hooks", "disable", "post-task", "--root", str(workspace.root))
-    assert result.returncode == common.BUSY
+    assert result.returncode == exitcodes.BUSY
     assert b"another sidecar command or a daemon holds it; try again" in result.stderr
 
 
@@ -339,11 +339,11 @@ def test_a_hooks_edit_while_another_holds_the_lock_is_exit_75(workspace, monkeyp
 def test_service_install_print_shows_the_unit_and_changes_nothing(tmp_path, monkeypatch):
     monkeypatch.setenv("HOME", str(tmp_path / "home"))
     result = invoke("service", "install", "--print")
-    assert result.returncode == common.OK, result.stderr
+    assert result.returncode == exitcodes.OK, result.stderr
     assert result.stdout.startswith(b"# ") and b"# then: " in result.stdout
     assert not (tmp_path / "home").exists()
     removal = invoke("service", "uninstall", "--print")
-    assert removal.returncode == common.OK and b"# remove " in removal.stdout
+    assert removal.returncode == exitcodes.OK and b"# remove " in removal.stdout
 
 
 def test_service_install_without_a_service_manager_is_exit_5(monkeypatch):
@@ -352,7 +352,7 @@ def test_service_install_without_a_service_manager_is_exit_5(monkeypatch):
 
     monkeypatch.setattr(service_mod, "install", unreachable)
     result = invoke("service", "install")
-    assert result.returncode == common.NO_SERVICE_MANAGER
+    assert result.returncode == exitcodes.NO_SERVICE_MANAGER
     assert result.stderr == b"sidecar: no systemd user manager is reachable here\n"
 
 
@@ -362,7 +362,7 @@ def test_a_failing_service_manager_is_one_line_and_exit_1(monkeypatch):
 
     monkeypatch.setattr(service_mod, "uninstall", failing)
     result = invoke("service", "uninstall")
-    assert result.returncode == common.FAILURE
+    assert result.returncode == exitcodes.FAILURE
     assert result.stderr == b"sidecar: systemctl --user enable failed\n"
 
 
@@ -381,9 +381,9 @@ def test_service_install_and_uninstall_say_what_they_did(tmp_path, monkeypatch):
 def test_service_status_is_exit_3_unless_it_runs(monkeypatch):
     monkeypatch.setattr(service_mod, "state", lambda: (False, "not installed"))
     result = invoke("service", "status")
-    assert (result.returncode, result.stdout) == (common.UNSERVED, b"not installed\n")
+    assert (result.returncode, result.stdout) == (exitcodes.UNSERVED, b"not installed\n")
     monkeypatch.setattr(service_mod, "state", lambda: (True, "active"))
-    assert invoke("service", "status").returncode == common.OK
+    assert invoke("service", "status").returncode == exitcodes.OK
 
 
 def test_doctor_exits_1_when_something_is_missing(monkeypatch):
@@ -391,10 +391,10 @@ def test_doctor_exits_1_when_something_is_missing(monkeypatch):
                                                           "run sidecar service install")]
     monkeypatch.setattr("sidecar.doctor.checks.check", lambda *args: found)
     result = invoke("doctor")
-    assert result.returncode == common.FAILURE
+    assert result.returncode == exitcodes.FAILURE
     assert b"no daemon serves this" in result.stdout and b"sidecar service install" in result.stdout
     monkeypatch.setattr("sidecar.doctor.checks.check", lambda *args: found[:1])
-    assert invoke("doctor").returncode == common.OK
+    assert invoke("doctor").returncode == exitcodes.OK
 
 
 @pytest.mark.skipif(sys.platform != "linux", reason="the codex home is found the same way")
@@ -402,5 +402,5 @@ def test_integrate_uninstall_of_what_was_never_integrated_changes_nothing(worksp
                                                                           monkeypatch):
     monkeypatch.setenv("HOME", str(tmp_path / "home"))
     result = invoke("integrate", "opencode", "--uninstall", "--root", str(workspace.root))
-    assert result.returncode == common.OK, result.stderr
+    assert result.returncode == exitcodes.OK, result.stderr
     assert b"(already so; nothing changed)" in result.stdout

@@ -15,7 +15,7 @@ import pytest
 from typer.testing import CliRunner
 
 from helpers import invoke
-from sidecar.cli import common
+from sidecar.base import exitcodes
 from sidecar.cli.main import app
 from sidecar.followups.queue import FollowUpQueue
 from sidecar.followups.store import HookStore
@@ -87,7 +87,7 @@ def data_lines(text: str) -> list[str]:
 
 def test_sessions_lists_every_registered_workspace_newest_activity_first(two):
     result = sessions()
-    assert result.returncode == common.OK, result.stderr
+    assert result.returncode == exitcodes.OK, result.stderr
     text = result.stdout.decode()
     header, *rows = text.splitlines()
     assert header.split() == ["HOST", "WORKSPACE", "SESSION", "STATE", "STARTED", "ENDED",
@@ -114,7 +114,7 @@ def test_sessions_filters_active_since_and_limit(two):
     limited = sessions("--limit", "1").stdout.decode().splitlines()
     assert len(limited) == 3 and limited[-1].startswith("... and 3 more")
     bad = sessions("--since", "soon")
-    assert bad.returncode == common.USAGE and b"--since: not a duration: 'soon'" in bad.stderr
+    assert bad.returncode == exitcodes.USAGE and b"--since: not a duration: 'soon'" in bad.stderr
     assert sessions("--active", "--since", "1s").stdout == b"no sessions\n"
 
 
@@ -143,7 +143,7 @@ def test_sessions_of_one_root_and_a_root_that_is_no_workspace(two, tmp_path):
     plain = tmp_path / "plain"
     plain.mkdir()
     both = sessions("--root", str(plain), "--root", str(api.root))
-    assert both.returncode == common.FAILURE
+    assert both.returncode == exitcodes.FAILURE
     assert f"{plain}: not a workspace".encode() in both.stderr
     assert b"gemini" in both.stdout  # the rest still listed
 
@@ -154,7 +154,7 @@ def test_a_workspace_that_cannot_be_read_is_said_and_the_rest_listed(two, tmp_pa
     api.runtime.rename(moved)
     api.runtime.symlink_to(moved)  # never read through a link
     result = sessions()
-    assert result.returncode == common.FAILURE
+    assert result.returncode == exitcodes.FAILURE
     assert f"{api.root}: cannot read the runtime".encode() in result.stderr
     assert [row.split()[0] for row in data_lines(result.stdout.decode())] == [
         "claude-code", "claude-code", "codex"]
@@ -166,7 +166,7 @@ def test_a_record_that_cannot_be_read_is_said_and_the_others_listed(two):
              if CODEX in (p / "session.json").read_text()]
     (ws.sessions / hid / "session.json").write_text("{not json")
     result = sessions("--root", str(ws.root))
-    assert result.returncode == common.FAILURE
+    assert result.returncode == exitcodes.FAILURE
     assert f"cannot read session {hid}".encode() in result.stderr
     assert len(data_lines(result.stdout.decode())) == 2
 
@@ -205,11 +205,11 @@ def test_status_session_takes_a_unique_prefix_and_the_harness_id(two):
     ws, _ = two
     root = ("--root", str(ws.root))
     by_prefix = invoke("status", "--session", "019a", "--json", *root)
-    assert by_prefix.returncode == common.OK, by_prefix.stderr
+    assert by_prefix.returncode == exitcodes.OK, by_prefix.stderr
     report = orjson.loads(by_prefix.stdout)
     assert (report["host"], report["sessionId"]) == ("codex", CODEX)
     by_harness = invoke("status", "--session", report["harnessSessionId"], *root)
-    assert by_harness.returncode == common.OK, by_harness.stderr
+    assert by_harness.returncode == exitcodes.OK, by_harness.stderr
     assert by_harness.stdout.decode().startswith(f"session    codex {CODEX} (")
     harness_prefix = invoke("status", "--session", report["harnessSessionId"][:6], "--json", *root)
     assert orjson.loads(harness_prefix.stdout)["sessionId"] == CODEX
@@ -220,12 +220,12 @@ def test_status_session_takes_a_unique_prefix_and_the_harness_id(two):
 def test_status_session_says_an_ambiguous_prefix_names_whom(two):
     ws, _ = two
     result = invoke("status", "--session", "3f2a", "--root", str(ws.root))
-    assert result.returncode == common.FAILURE
+    assert result.returncode == exitcodes.FAILURE
     said = result.stderr.decode()
     assert "'3f2a' is the start of 2 sessions' ids" in said
     assert f"claude-code {CLAUDE_A}" in said and f"claude-code {CLAUDE_B}" in said
     unknown = invoke("status", "--session", "zz", "--root", str(ws.root))
-    assert unknown.returncode == common.FAILURE and b"no session 'zz'" in unknown.stderr
+    assert unknown.returncode == exitcodes.FAILURE and b"no session 'zz'" in unknown.stderr
 
 
 def fired(ws: Workspace, session: str, host: str, status: str, at: float) -> str:
@@ -249,7 +249,7 @@ def test_hooks_history_session_takes_prefixes_and_harness_ids(two):
     fired(ws, "gone-session-1", "codex", "ok", NOW - 40)  # its record was pruned since
     def ids(*args: str) -> list[str]:
         result = invoke("hooks", "history", "--json", *args, *root)
-        assert result.returncode == common.OK, result.stderr
+        assert result.returncode == exitcodes.OK, result.stderr
         return [f["sessionId"] for f in orjson.loads(result.stdout)["firings"]]
 
     assert ids("--session", "019") == [CODEX]
@@ -258,10 +258,10 @@ def test_hooks_history_session_takes_prefixes_and_harness_ids(two):
     record = orjson.loads(invoke("status", "--session", CODEX, "--json", *root).stdout)
     assert ids("--session", record["harnessSessionId"]) == [CODEX]
     ambiguous = invoke("hooks", "history", "--session", "3f2a", *root)
-    assert ambiguous.returncode == common.FAILURE
+    assert ambiguous.returncode == exitcodes.FAILURE
     assert f"claude-code {CLAUDE_B}".encode() in ambiguous.stderr
     unknown = invoke("hooks", "history", "--session", "nobody", *root)
-    assert unknown.returncode == common.FAILURE and b"no session 'nobody'" in unknown.stderr
+    assert unknown.returncode == exitcodes.FAILURE and b"no session 'nobody'" in unknown.stderr
 
 
 # -- how it reads ---------------------------------------------------------------------------
@@ -321,7 +321,7 @@ def test_a_record_or_session_folder_that_is_a_link_is_never_followed(two, tmp_pa
     record.unlink()
     record.symlink_to(tmp_path / "planted.json")  # a record swapped for a link
     result = sessions("--root", str(ws.root), "--json")
-    assert result.returncode == common.FAILURE
+    assert result.returncode == exitcodes.FAILURE
     doc = orjson.loads(result.stdout)
     assert doc["total"] == 1 and len(doc["errors"]) == 2
     assert f"cannot read session {folders[0].name}" in result.stderr.decode()
@@ -360,11 +360,11 @@ def test_sessions_skips_a_registered_folder_that_is_no_workspace_as_status_all_d
     ws, api = two
     (api.root / ".context").rename(api.root / "was-context")
     result = sessions()
-    assert result.returncode == common.OK
+    assert result.returncode == exitcodes.OK
     said = f"{api.root} is registered but is not a workspace (any more); skipped. To forget " \
            f"it: sidecar unregister {api.root}"
     assert said.encode() in result.stderr
     assert said.encode() in invoke("status", "--all").stderr  # the same words
     assert "gemini" not in result.stdout.decode() and "codex" in result.stdout.decode()
     (config_home / "workspaces.json").write_text("[oops")
-    assert sessions().returncode == common.USAGE
+    assert sessions().returncode == exitcodes.USAGE
