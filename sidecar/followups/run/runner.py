@@ -20,8 +20,9 @@ liveness lease in Redis (lease.py) from before `LOG.started` is created until af
 lease, then status, then started: a start with neither a lease nor a status means the
 machine died. None of these variables reaches the action: the URL may hold a password.
 
-It imports nothing beyond the interpreter's start-up modules and runs without `site`: every
-millisecond it takes to start delays the action. In Redis mode it imports lease.py, and
+It imports nothing beyond the interpreter's start-up modules and sidecar's `base/proc.py` (the
+one reader of /proc) and runs without `site`: every millisecond it takes to start delays the
+action. In Redis mode it imports lease.py, and
 through it redis-py, from the folder the daemon imports redis-py from
 (`SIDECAR_RUN_LIBRARY`), which `site` would have put on the path.
 """
@@ -29,6 +30,11 @@ through it redis-py, from the folder the daemon imports redis-py from
 import os
 import signal
 import sys
+
+if not __package__:  # run as a script, without site: sys.path[0] is this file's own folder
+    sys.path.append(os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(
+        os.path.abspath(__file__))))))  # the folder the sidecar package is in
+from sidecar.base import proc  # noqa: E402  (the pid's start and space, read as emit reads them)
 
 TYPE_CHECKING = False  # typing itself is too slow to import here
 if TYPE_CHECKING:
@@ -82,15 +88,6 @@ def claim_start(folder: int, token: str, content: str) -> bool:
     return write_atomic(folder, token, content, exclusive=True)
 
 
-def _start_time() -> str:
-    try:
-        with open("/proc/self/stat", "rb") as handle:
-            data = handle.read()
-        return data[data.rfind(b")") + 2:].split()[19].decode()
-    except (OSError, IndexError):
-        return "null"
-
-
 def _coordination_url() -> str:
     """The URL from the daemon's pipe (read whole, then closed), else from the environment."""
     fd = os.environ.get(COORDINATION_FD, "")
@@ -111,18 +108,6 @@ def _coordination_url() -> str:
         except OSError:
             pass
     return b"".join(chunks).decode("utf-8", "replace")
-
-
-def process_space() -> str:
-    """Where this pid means something: this machine's boot and PID namespace (`null` if
-    unknown); the same words as `sidecar.base.proc.process_space`, which a test holds it to."""
-    try:
-        with open("/proc/sys/kernel/random/boot_id", "rb") as handle:
-            boot = handle.read().strip().decode("ascii", "replace")
-        space = os.readlink("/proc/self/ns/pid")
-    except OSError:
-        return "null"
-    return _json_string(f"{boot}/{space[5:-1]}")
 
 
 def take_lease(value: str) -> "Lease | None":
@@ -161,8 +146,9 @@ def main(argv: list[str]) -> int:
         return 2
     folder, log, command = int(argv[0]), argv[1], argv[3:]
     os.set_inheritable(folder, False)  # the log's folder is the runner's, not the action's
-    started = (f'{{"pid": {os.getpid()}, "start": {_start_time()}, '
-               f'"space": {process_space()}}}')
+    start, space = proc.start_time(os.getpid()), proc.process_space()
+    started = (f'{{"pid": {os.getpid()}, "start": {"null" if start is None else start}, '
+               f'"space": {"null" if space is None else _json_string(space)}}}')
     # The lease comes first: a leader elsewhere that sees `.started` must find it live.
     lease = take_lease(started)
     if not claim_start(folder, f"{log}.started", started):
