@@ -24,7 +24,7 @@ def launch(argv: list[str]) -> None:
 
         _hot_exit(main())
     if command == "status" and "--line" in argv[2:] and "--help" not in argv:
-        from sidecar.statusline import main  # a status bar runs it on every refresh, as emit
+        from sidecar.views.line import main  # a status bar runs it on every refresh, as emit
 
         _hot_exit(main())
     if command in ("status", "sessions"):  # read-only: answered without typer where it can be

@@ -18,11 +18,10 @@ import os
 import stat
 
 from sidecar.base import storage
-from sidecar.base.files import Declined, below, open_root, parse, read, read_json, read_path, walk
+from sidecar.base.files import Declined, below, obj, open_root, parse, read, read_json, read_path, walk
 from sidecar.base.proc import is_alive
 from sidecar.base.timeutil import parse_ts
 from sidecar.base.version import __version__
-from sidecar.quickread import obj
 from sidecar.quicktrust import Trusted
 
 TYPE_CHECKING = False  # typing costs this command 2 ms (see base/words.py)

@@ -148,3 +148,27 @@ def below(fd: int, *names: str) -> int | None:
         return walk(fd, *names)
     except FileNotFoundError:
         return None
+
+
+# -- JSON text, for readers that take any JSON (the status line) ---------------------------
+
+
+def loads(text: str) -> object:
+    """JSON text as Python values, read by this module's scanner (orjson's limits: an integer
+    past 64 bits or a number past a double's range is refused too); ValueError where it is
+    not JSON."""
+    start = len(text) - len(text.lstrip(" \t\n\r"))
+    try:
+        value, end = _SCAN(text, start)
+    except (StopIteration, SystemError, Declined):  # the bare C scanner's "no value here"
+        raise ValueError("not JSON") from None
+    finally:
+        _AsOrjson.memo.clear()
+    if text[end:].strip(" \t\n\r"):
+        raise ValueError("extra data after the JSON value")
+    return value
+
+
+def obj(value: object) -> dict:  # type: ignore[type-arg]
+    """A JSON object as it was read, or an empty one for any other value."""
+    return value if isinstance(value, dict) else {}

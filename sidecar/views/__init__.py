@@ -1,0 +1,1 @@
+"""Read models: what the commands show, built from the files the daemon writes."""
