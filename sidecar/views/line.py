@@ -27,7 +27,8 @@ from sidecar.base.files import loads, obj
 from sidecar.base.ids import harness_id
 from sidecar.base.timeutil import parse_ts
 from sidecar.base.words import is_due, span
-from sidecar.views.activity import describe, state
+from sidecar.views import activity
+from sidecar.views.activity import WORDS, Activity, State
 
 MAX_FILE = 16 * 1024 * 1024  # far above any state file the line reads; bounds a hostile one
 THEIRS_TIMEOUT = 5.0  # seconds the user's own status line command may take
@@ -69,6 +70,16 @@ def read_json(root: str, *names: str) -> object:
         return loads(data.decode("utf-8"))
     except ValueError:
         raise Unreadable(f"{names[-1]} unreadable") from None
+
+
+def describe(now_doing: Activity, now: float) -> str:
+    """A state as the line says it: `working 2 min (Bash)`, `waiting for you 1 min`,
+    `ended 3 min ago` (a working session's last tool alone: the bar has no room for more)."""
+    text, since = WORDS[now_doing.state], now_doing.since
+    if since is not None:
+        text += f" {span(now - since)} ago" if now_doing.state == State.ENDED else f" {span(now - since)}"
+    detail = now_doing.detail if now_doing.state == State.WORKING else ""
+    return f"{text} ({detail[:20]})" if detail else text
 
 
 def next_follow_up(hooks: object, host: str, session_id: str, now: float) -> str:
@@ -132,7 +143,7 @@ def session_line(payload: dict, host: str | None, roots: list[str], now: float) 
     record = read_json(root, "runtime", "sessions", hid, "session.json")
     if not isinstance(record, dict):
         return NOT_TRACKED
-    parts = [describe(record, now)]
+    parts = [describe(activity.of(record), now)]
     try:
         follow_up = next_follow_up(read_json(root, "runtime", "hooks.json"), host, session_id, now)
     except Unreadable as exc:
@@ -166,7 +177,7 @@ def count_workspace(root: str, counts: dict[str, int]) -> None:
                 counts["unreadable"] += 1
                 continue
             if isinstance(record, dict):
-                counts[state(record)[0]] += 1
+                counts[activity.of(record).state] += 1
     try:
         pending = obj(read_json(root, "runtime", "hooks.json")).get("pending") or ()
     except Unreadable:

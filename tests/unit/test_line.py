@@ -9,10 +9,7 @@ import os
 import pytest
 
 from sidecar.base.files import loads
-from sidecar.sessions import activity
-from sidecar.sessions.model import SessionRecord
-from sidecar.views import activity as line_activity
-from sidecar.views import line
+from sidecar.views import activity, line
 
 T0 = 1_796_115_000.0
 
@@ -59,17 +56,10 @@ RECORDS = {
 }
 
 
-@pytest.mark.parametrize("name", sorted(RECORDS))
-def test_a_records_state_is_the_one_activity_infers(name):
-    raw = {"id": "x", "name": "n", **RECORDS[name]}
-    inferred = activity.of(SessionRecord.from_json(raw))
-    state, since, _detail = line_activity.state(raw)
-    assert (state, since) == (inferred.state.value, inferred.since)
-
-
 def test_the_line_says_each_state_in_words():
     now = T0 + 125
-    said = {name: line_activity.describe({"id": "x", **RECORDS[name]}, now) for name in RECORDS}
+    said = {name: line.describe(activity.of({"id": "x", **RECORDS[name]}), now)
+            for name in RECORDS}
     assert said == {"ended": "ended 2 min ago", "limited": "usage limit 2 min",
                     "waiting": "waiting for you 2 min", "working": "working 2 min (Bash)",
                     "idle": "idle 2 min", "new": "idle 2 min"}
