@@ -1,6 +1,6 @@
 """`sidecar sessions`: every session of the registered workspaces, newest activity first.
 
-It reads every record of every workspace it lists (listing.py): a workspace or a record that
+It reads every record of every workspace it lists (views/sessions.py): a workspace or a record that
 cannot be read is said on stderr and the rest are listed.
 """
 
@@ -22,10 +22,10 @@ from sidecar.cli.jsonout import print_json
 from sidecar.followups.store import HooksView
 from sidecar.hosts import registry
 from sidecar.layout import Workspace, find_workspace
-from sidecar.sessions import listing, lookup
-from sidecar.sessions.listing import FollowUp, SessionRow
+from sidecar.sessions import lookup
 from sidecar.sessions.store import SessionStore
 from sidecar.views.activity import WORDS, State
+from sidecar.views.sessions import FollowUp, SessionRow, read_rows
 
 SESSIONS_VERSION = 1
 DEFAULT_LIMIT = 50
@@ -76,7 +76,7 @@ def gather(found: list[Workspace], errors: list[str]) -> list[SessionRow]:
     """Every session of the workspaces, newest activity first."""
     rows: list[SessionRow] = []
     for ws in found:
-        read, failed = listing.read_rows(ws)
+        read, failed = read_rows(ws)
         rows += read
         errors += failed
     rows.sort(key=last_activity, reverse=True)

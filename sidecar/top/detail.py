@@ -17,9 +17,9 @@ from sidecar.base.escapes import escaped
 from sidecar.base.timeutil import parse_ts
 from sidecar.followups import logtail
 from sidecar.layout import Workspace
-from sidecar.sessions.listing import SessionRow
 from sidecar.top import view
 from sidecar.views.activity import WORDS
+from sidecar.views.sessions import SessionRow
 
 TRACE_BYTES = 64 * 1024
 TIMELINE_LINES = 40

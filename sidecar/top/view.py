@@ -15,8 +15,8 @@ from dataclasses import dataclass
 from sidecar.base import words
 from sidecar.base.escapes import escaped
 from sidecar.followups.resets import parse_reset
-from sidecar.sessions.listing import FollowUp, SessionRow
 from sidecar.views.activity import WORDS, State
+from sidecar.views.sessions import FollowUp, SessionRow
 
 STATE_STYLE = {State.WORKING: "green", State.WAITING: "bold yellow", State.IDLE: "cyan",
                State.LIMITED: "bold magenta", State.ENDED: "dim"}

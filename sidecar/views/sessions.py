@@ -1,8 +1,8 @@
 """Every session of a workspace as one row each: what `sidecar sessions` and `sidecar top` show.
 
-A row joins a session's record (its state: views/activity.py) with what the follow-up queue and
-the hooks' history say of it. Reading one workspace never fails as a whole: a record that
-cannot be read is named in the errors and the rest are listed.
+A row joins a session's record (its state: activity.py, as the rules left it) with what the
+follow-up queue and the hooks' history say of it. Reading one workspace never fails as a
+whole: a record that cannot be read is named in the errors and the rest are listed.
 """
 
 from __future__ import annotations
