@@ -24,7 +24,6 @@ import time
 from sidecar.base import paths
 from sidecar.base.escapes import escaped
 from sidecar.base.files import loads, obj
-from sidecar.base.ids import harness_id
 from sidecar.base.timeutil import parse_ts
 from sidecar.base.words import is_due, span
 from sidecar.views import activity
@@ -137,7 +136,11 @@ def session_line(payload: dict, host: str | None, roots: list[str], now: float) 
         bound = None  # an ended session's record is found without its binding all the same
     if bound is None and host is None:
         return NOT_TRACKED
-    host, hid = bound if bound is not None else (str(host), harness_id(str(host), session_id))
+    if bound is None:  # no binding names it (ended, or not yet bound): its id is derived
+        from sidecar.base.ids import harness_id  # (only then: importing it costs the line)
+
+        bound = str(host), harness_id(str(host), session_id)
+    host, hid = bound
     if not hid.replace("-", "").isalnum():
         return NOT_TRACKED
     record = read_json(root, "runtime", "sessions", hid, "session.json")

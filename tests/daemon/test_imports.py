@@ -77,7 +77,7 @@ def test_the_status_line_loads_only_the_standard_library():
     loaded = orjson.loads(result.stderr.strip().splitlines()[-1])  # beyond the interpreter's own
     assert sorted(m for m in loaded if m.split(".")[0] == "sidecar") == [
         "sidecar", "sidecar.base", "sidecar.base.endreasons", "sidecar.base.escapes",
-        "sidecar.base.files", "sidecar.base.ids", "sidecar.base.paths", "sidecar.base.posixos",
+        "sidecar.base.files", "sidecar.base.paths", "sidecar.base.posixos",
         "sidecar.base.timeutil", "sidecar.base.words", "sidecar.views", "sidecar.views.activity",
         "sidecar.views.line"]
     assert [m for m in loaded if m.split(".")[0] not in (*sys.stdlib_module_names, "sidecar")] == []
