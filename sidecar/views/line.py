@@ -41,6 +41,8 @@ class Unreadable(Exception):
     """A file the line needs cannot be read; the text says which, in a word or two."""
 
 
+# -- the files it reads, and what it says of them ------------------------------------------------
+
 def read_json(root: str, *names: str) -> object:
     """root/.context/<names...> as JSON, no symlink followed from `.context` down; None if it
     does not exist, Unreadable if it cannot be read, is not JSON, or is no regular file of
@@ -81,6 +83,11 @@ def describe(now_doing: Activity, now: float) -> str:
     return f"{text} ({detail[:20]})" if detail else text
 
 
+def running(entry: dict) -> bool:  # type: ignore[type-arg]
+    """Whether a queued follow-up is firing (claimed by an instance, or its run begun)."""
+    return entry.get("run") is not None or bool(entry.get("claimedBy"))
+
+
 def next_follow_up(hooks: object, host: str, session_id: str, now: float) -> str:
     """The session's soonest follow-up: `post-task in 8 s`, `post-task running`; '' if none."""
     best: tuple[float, str] | None = None
@@ -89,7 +96,7 @@ def next_follow_up(hooks: object, host: str, session_id: str, now: float) -> str
                 or entry.get("host") != host:
             continue
         name = str(entry.get("hookId") or "follow-up")[:24]
-        if entry.get("run") is not None or entry.get("claimedBy"):
+        if running(entry):
             return f"{name} running"
         due = parse_ts(entry.get("dueAt"))
         due = now if due is None else due
@@ -188,8 +195,7 @@ def count_workspace(root: str, counts: dict[str, int]) -> None:
         return
     for entry in pending:
         if isinstance(entry, dict):
-            running = entry.get("run") is not None or entry.get("claimedBy")
-            counts["running" if running else "queued"] += 1
+            counts["running" if running(entry) else "queued"] += 1
 
 
 SHOWN = (("working", "working"), ("waiting", "waiting"), ("limited", "limited"),
