@@ -31,7 +31,7 @@ def launch(argv: list[str]) -> None:
 
         _hot_exit(main())
     if command == "status" and "--line" in words and "--help" not in argv:
-        from sidecar.statusline import main as line  # a status bar runs it on every refresh
+        from sidecar.views.line import main as line  # a status bar runs it on every refresh
 
         _hot_exit(line())
     given = options(command, words) if command in FLAGS else None

@@ -1,8 +1,8 @@
 """A workspace's state files read at the cost of a hook, for the read side (views/): folders
 walked from the root without following a link (as safedir walks them), and JSON read by the
-standard library's C scanner as orjson reads it; where the two could read a file differently
-(an integer past 64 bits, a lone surrogate, a number past a double's range), orjson itself
-reads it, imported then.
+standard library's C scanner (`_json`, what json.loads runs) as orjson, the daemon's reader,
+reads it: an integer past 64 bits is a float, and a number past a double's range or a lone
+surrogate is no JSON. A reader of these files says what the daemon makes of them.
 """
 
 from __future__ import annotations
@@ -13,8 +13,9 @@ import stat
 
 DIR = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
 FILE = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
-SURROGATES = tuple(b"\\ud" + c for c in (b"8", b"9", b"a", b"b", b"c", b"d", b"e", b"f"))
+SURROGATES = tuple("\\ud" + c for c in "89abcdef")  # the escapes of one half of a pair
 WHOLE_RANGE = (-(2**63), 2**64 - 1)  # the integers orjson reads as integers
+SPACE = " \t\n\r"
 
 
 class NotRegular(ValueError):
@@ -22,27 +23,21 @@ class NotRegular(ValueError):
     NotARegularFile says the same of it)."""
 
 
-class _AsOrjsonOnly(Exception):
-    """What orjson may read otherwise than the scanner: orjson reads it."""
-
-
-def _whole_number(text: str) -> int:
+def _whole_number(text: str) -> int | float:
     value = int(text)
-    if not WHOLE_RANGE[0] <= value <= WHOLE_RANGE[1]:
-        raise _AsOrjsonOnly("an integer orjson reads otherwise")
-    return value
+    return value if WHOLE_RANGE[0] <= value <= WHOLE_RANGE[1] else float(text)
 
 
 def _real_number(text: str) -> float:
     value = float(text)
     if value in (float("inf"), float("-inf")):
-        raise _AsOrjsonOnly("a number orjson refuses")
+        raise ValueError("a number past a double's range")
     return value
 
 
 class _AsOrjson:
     """What `_json.make_scanner` reads its settings from (json.JSONDecoder's names), with
-    numbers checked against what orjson reads."""
+    numbers read as orjson reads them."""
 
     strict = True
     object_hook = None
@@ -119,37 +114,14 @@ def _whole_file(name: str, flags: int, folder: int | None) -> bytes | None:
 
 
 def parse(data: bytes) -> object:
-    """JSON as orjson reads it (a byte-order mark allowed), ValueError where it is none.
-    Where the two may not agree, orjson reads it: a surrogate escape (orjson refuses a lone
-    one), an integer past 64 bits, a number past a double's range."""
+    """A file's JSON (a byte-order mark allowed); ValueError where it is none."""
     if data.startswith(b"\xef\xbb\xbf"):
         data = data[3:]
-    if b"\\" in data and any(escape in data.lower() for escape in SURROGATES):
-        return _by_orjson(data)
     try:
         text = data.decode("utf-8")
-        start = len(text) - len(text.lstrip(" \t\n\r"))
-        value, end = _SCAN(text, start)
-    except _AsOrjsonOnly:
-        return _by_orjson(data)
-    except (StopIteration, SystemError) as exc:
-        raise ValueError(f"not JSON: {exc!r}") from None
-    finally:
-        _AsOrjson.memo.clear()
-    if text[end:].strip(" \t\n\r"):
-        raise ValueError("not JSON: extra data")
-    return value
-
-
-def _by_orjson(data: bytes) -> object:
-    """The rare file the scanner could read otherwise, read by orjson (a JSONDecodeError is
-    a ValueError): the installed packages are found first (the launcher may start without)."""
-    from sidecar import full_start
-
-    full_start()
-    import orjson
-
-    return orjson.loads(data)
+    except UnicodeDecodeError as exc:  # (a ValueError: its words are the decoder's)
+        raise ValueError(f"not JSON: {exc}") from None
+    return loads(text)
 
 
 def read_json(folder: int, name: str) -> object:
@@ -163,3 +135,36 @@ def below(fd: int, *names: str) -> int | None:
         return walk(fd, *names)
     except FileNotFoundError:
         return None
+
+
+def loads(text: str) -> object:
+    """JSON text as Python values, as orjson reads it; ValueError where it is not JSON."""
+    start = len(text) - len(text.lstrip(SPACE))
+    try:
+        value, end = _SCAN(text, start)
+    except (StopIteration, SystemError):  # the bare C scanner's "no value here"
+        raise ValueError("not JSON") from None
+    finally:
+        _AsOrjson.memo.clear()
+    if text[end:].strip(SPACE):
+        raise ValueError("not JSON: extra data after the value")
+    if "\\" in text and any(escape in text.lower() for escape in SURROGATES) \
+            and _lone_surrogate(value):
+        raise ValueError("not JSON: a lone surrogate")  # (orjson refuses one; a pair is a char)
+    return value
+
+
+def _lone_surrogate(value: object) -> bool:
+    """Whether a string anywhere in `value` holds half of a surrogate pair."""
+    if isinstance(value, str):
+        return any("\ud800" <= char <= "\udfff" for char in value)
+    if isinstance(value, dict):
+        return any(_lone_surrogate(key) or _lone_surrogate(item) for key, item in value.items())
+    if isinstance(value, list):
+        return any(_lone_surrogate(item) for item in value)
+    return False
+
+
+def obj(value: object) -> dict:  # type: ignore[type-arg]
+    """A JSON object as it was read, or an empty one for any other value."""
+    return value if isinstance(value, dict) else {}

@@ -7,7 +7,6 @@ form goes through datetime, imported then.
 
 from __future__ import annotations
 
-import math
 import time
 
 
@@ -58,6 +57,8 @@ def iso(ts: float) -> str:
     Every trace line is stamped so: its date comes from time.gmtime, after the rounding to the
     microsecond that datetime.fromtimestamp does (half to even), the same text to the digit;
     years outside 1000 to 9999 go through datetime (which refuses a moment it cannot hold)."""
+    import math  # (here: the status line, which only reads times, never loads this library)
+
     fraction, whole = math.modf(ts)
     micro = round(fraction * 1e6)
     if micro >= 1_000_000:
@@ -192,6 +193,8 @@ def parse_duration(value: object) -> float:
             raise ValueError(f"not a duration: {value!r} (try 90, 15m, 24h or 30d)") from None
     else:
         raise ValueError(f"not a duration: {value!r} (try 90, 15m, 24h or 30d)")
+    import math
+
     if not math.isfinite(seconds):
         raise ValueError(f"not a finite duration: {value!r} (try 90, 15m, 24h or 30d)")
     if seconds < 0:

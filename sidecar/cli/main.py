@@ -146,7 +146,7 @@ def status(
     Example: sidecar status --all
     """
     if line:  # the launcher runs `status --line` before typer; this is the same, in process
-        from sidecar.statusline import main as line_main
+        from sidecar.views.line import main as line_main
 
         raise typer.Exit(line_main(["--root", str(root)] if root is not None else []))
     if session is not None:

@@ -1,6 +1,6 @@
 """`sidecar sessions`: every session of the registered workspaces, newest activity first.
 
-It reads every record of every workspace it lists (listing.py): a workspace or a record that
+It reads every record of every workspace it lists (views/sessions.py): a workspace or a record that
 cannot be read is said on stderr and the rest are listed.
 """
 
@@ -22,16 +22,14 @@ from sidecar.cli.jsonout import print_json
 from sidecar.followups.store import HooksView
 from sidecar.hosts import registry
 from sidecar.layout import Workspace, find_workspace
-from sidecar.sessions import listing, lookup
-from sidecar.sessions.activity import State
-from sidecar.sessions.listing import FollowUp, SessionRow
+from sidecar.sessions import lookup
 from sidecar.sessions.store import SessionStore
+from sidecar.views.activity import WORDS, State
+from sidecar.views.sessions import FollowUp, SessionRow, read_rows
 
 SESSIONS_VERSION = 1
 DEFAULT_LIMIT = 50
 
-STATE_WORDS = {State.WORKING: "working", State.WAITING: "waiting for you", State.IDLE: "idle",
-               State.LIMITED: "usage limit", State.ENDED: "ended"}
 STATE_STYLE = {State.WORKING: ("green",), State.WAITING: ("yellow", "bold"),
                State.LIMITED: ("red",), State.ENDED: ("dim",), State.IDLE: ()}
 HEADINGS = ("HOST", "WORKSPACE", "SESSION", "STATE", "STARTED", "ENDED", "TOKENS", "FOLLOW-UP")
@@ -78,7 +76,7 @@ def gather(found: list[Workspace], errors: list[str]) -> list[SessionRow]:
     """Every session of the workspaces, newest activity first."""
     rows: list[SessionRow] = []
     for ws in found:
-        read, failed = listing.read_rows(ws)
+        read, failed = read_rows(ws)
         rows += read
         errors += failed
     rows.sort(key=last_activity, reverse=True)
@@ -139,7 +137,7 @@ def follow_up_shown(follow_ups: tuple[FollowUp, ...], now: float) -> str:
 def state_shown(row: SessionRow, stale: float | None) -> str:
     """The state in words; an ended session's says why it ended."""
     if row.activity.state != State.ENDED:
-        return STATE_WORDS[row.activity.state]
+        return WORDS[row.activity.state]
     why = words.end_reason_brief(row.reason, mid_turn=row.mid_turn, stale_after=stale)
     return f"ended: {why}"
 
@@ -238,7 +236,7 @@ def as_json(row: SessionRow, stale: float | None) -> dict[str, Any]:
     act = row.activity
     return {
         "workspace": str(row.root), "host": row.host, "sessionId": row.session_id,
-        "harnessSessionId": row.harness_id, "state": act.state.value,
+        "harnessSessionId": row.harness_id, "state": act.state,
         "stateSince": _at(act.since), "why": act.why, "detail": act.detail,
         "startedAt": _at(row.started_at), "lastActivityAt": _at(row.updated_at),
         "endedAt": _at(row.ended_at), "endReason": row.reason,
@@ -254,7 +252,7 @@ def as_json(row: SessionRow, stale: float | None) -> dict[str, Any]:
 
 
 def answer(given: dict[str, Any]) -> int | None:
-    """`sidecar sessions` without the command line framework (quickcli.py, `given` its
+    """`sidecar sessions` without the command line framework (the launcher's dispatch, `given` its
     options): its exit code, or None where the full command has something to say first (a bad
     --since or --limit, a registry it cannot read, a registered folder that is no workspace)."""
     try:

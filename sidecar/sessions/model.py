@@ -125,12 +125,13 @@ class SidecarMeta:
     turn_started_at: str | None = None  # when the open (or last) turn began
     last_tool: str | None = None  # the last tool the session used, for "working (last tool)"
     last_message: str | None = None  # the first lines of the assistant's last message
+    activity: Json | None = None  # its state, as the rules left it (views/activity.py reads it)
     extra: Json = field(default_factory=dict)
 
     KEYS = frozenset(("cwd", "transcriptPath", "cron", "subagent", "startedByHook", "completionReason",
             "recentEvents", "followUps", "hostPid", "hostStart", "limit", "turnFailed", "tokens",
             "turnOpen", "userTurnEndedAt", "needsInput", "turnStartedAt", "lastTool",
-            "lastMessage", "hostSpace"))
+            "lastMessage", "hostSpace", "activity"))
 
     @classmethod
     def from_json(cls, data: Any) -> SidecarMeta:
@@ -160,6 +161,7 @@ class SidecarMeta:
             turn_started_at=_text(data.get("turnStartedAt")),
             last_tool=_text(data.get("lastTool")),
             last_message=_text(data.get("lastMessage")),
+            activity=data.get("activity") if isinstance(data.get("activity"), dict) else None,
             extra=_rest(data, cls.KEYS),
         )
 
@@ -188,6 +190,8 @@ class SidecarMeta:
             out["tokens"] = self.tokens
         if self.needs_input is not None:
             out["needsInput"] = self.needs_input.to_json()
+        if self.activity is not None:
+            out["activity"] = self.activity
         return {**out, **self.extra}
 
 

@@ -29,6 +29,7 @@ from sidecar.sessions.model import (
     TraceLine,
     ts_or,
 )
+from sidecar.views import activity
 from sidecar.vocabulary import (
     DEFAULT_END_REASON,
     HOST_EXITED,
@@ -155,6 +156,8 @@ def apply(record: SessionRecord, event: Event, out: Applied, end: EndFacts | Non
             _end(record, event, out, end)
         else:
             _activity(record, event, out)
+    # The session's state, left for every view to read as it is (views/activity.py's rule).
+    record.sidecar.activity = activity.written(record.to_json())
 
 
 def trim_recent(record: SessionRecord, batch_files: int) -> None:
@@ -364,6 +367,7 @@ def _trace(record: SessionRecord, event: Event, name: str, message: str, out: Ap
 def sweep_stale(record: SessionRecord, now: float, out: Applied) -> None:
     """Complete a session nobody touched for `staleAfter`: plugins hear of it, hooks do not."""
     complete(record, now, STALE, None, out)
+    record.sidecar.activity = activity.written(record.to_json())
     out.changes.append(change(record, EventKind.SESSION_END, now, STALE))
 
 

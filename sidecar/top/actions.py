@@ -11,7 +11,7 @@ from sidecar.followups import manual
 from sidecar.followups import store as hook_store
 from sidecar.followups.model import QueueEntry
 from sidecar.layout import Workspace
-from sidecar.sessions.listing import SessionRow
+from sidecar.views.sessions import SessionRow
 
 
 def waiting_entry(ws: Workspace, row: SessionRow) -> QueueEntry | None:

@@ -17,8 +17,9 @@ from sidecar.base.escapes import escaped
 from sidecar.base.timeutil import parse_ts
 from sidecar.followups.run import logtail
 from sidecar.layout import Workspace
-from sidecar.sessions.listing import SessionRow
 from sidecar.top import view
+from sidecar.views.activity import WORDS
+from sidecar.views.sessions import SessionRow
 
 TRACE_BYTES = 64 * 1024
 TIMELINE_LINES = 40
@@ -64,7 +65,7 @@ def render(row: SessionRow, gathered: Gathered, now: float) -> list[str]:
         f"{row.host} session {row.session_id}  (sidecar id {row.harness_id})",
         f"workspace  {words.path(row.root)}" + (f"   cwd {words.path(row.cwd, row.root)}"
                                                    if row.cwd else ""),
-        f"state      {view.STATE_WORDS[act.state]}: {view.why(row, now)}",
+        f"state      {WORDS[act.state]}: {view.why(row, now)}",
         f"started    {_when(row.started_at, now)}    last activity "
         f"{words.ago(row.updated_at, now)}    tokens {view.tokens(row.tokens)}",
     ]

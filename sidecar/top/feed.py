@@ -6,7 +6,7 @@ follow-ups are read again, its records are not), its `sessions/` folder (a new s
 folder) and each session's own folder (its session.json replaced: that one record is read
 again). The watches are the daemon's (daemon/watch.py: one inotify instance and one thread for
 every folder on Linux, never through a symlinked folder); reads go through jsonfile and
-listing, which never follow a link inside the runtime.
+views/sessions.py, which never follow a link inside the runtime.
 
 A callback from the watch thread only notes what changed; `apply`, on the caller's thread,
 reads it. A workspace or a record that cannot be read becomes a note in `errors`; the rest
@@ -28,10 +28,10 @@ from sidecar.daemon.watch import FolderWatch, WatchError, folder_watch
 from sidecar.followups import store as hook_store
 from sidecar.followups import trust
 from sidecar.layout import PLAIN_NAME, Workspace
-from sidecar.sessions import listing
-from sidecar.sessions.listing import FollowUp, SessionRow
 from sidecar.sessions.model import Key, SessionRecord
 from sidecar.sessions.store import SessionStore
+from sidecar.views import sessions
+from sidecar.views.sessions import FollowUp, SessionRow
 
 log = logging.getLogger("sidecar")
 
@@ -80,7 +80,7 @@ class Feed:
         self.errors = {k: v for k, v in self.errors.items() if not k.startswith(str(root))}
         if not self._read_follow_ups(served):
             return
-        for hid in listing.harness_ids(served.ws):
+        for hid in sessions.harness_ids(served.ws):
             self._read_record(served, hid)
 
     def _read_follow_ups(self, served: _Served) -> bool:
@@ -105,7 +105,7 @@ class Feed:
                                             f"trust {untrusted})")
         else:
             self.errors.pop(f"{root}/trust", None)
-        served.follow_ups = listing.follow_ups_by_session(view)
+        served.follow_ups = sessions.follow_ups_by_session(view)
         return True
 
     def _read_record(self, served: _Served, hid: str) -> None:
@@ -122,7 +122,7 @@ class Feed:
             self._forget(served, hid, unwatch=not os.path.lexists(served.ws.session_dir(hid)))
             return
         served.records[hid] = record
-        self.rows[(served.ws.root, hid)] = listing.row(served.ws, record, served.follow_ups)
+        self.rows[(served.ws.root, hid)] = sessions.row(served.ws, record, served.follow_ups)
         self.version += 1
 
     def _forget(self, served: _Served, hid: str, unwatch: bool = True) -> None:
@@ -136,7 +136,7 @@ class Feed:
     def _rerow(self, served: _Served) -> None:
         """Every row of the workspace again from the records in memory (its follow-ups changed)."""
         for hid, record in served.records.items():
-            self.rows[(served.ws.root, hid)] = listing.row(served.ws, record, served.follow_ups)
+            self.rows[(served.ws.root, hid)] = sessions.row(served.ws, record, served.follow_ups)
         self.version += 1
 
     # -- following -------------------------------------------------------------------------

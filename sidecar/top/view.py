@@ -1,7 +1,7 @@
 """What `top` shows of the rows, as text: pure, so it is tested and measured without a terminal.
 
 A row's state reads as a person would say it (`waiting for you`, `hit a usage limit`), with
-the reason beside it (activity.py's words), its last activity and its follow-ups' countdowns
+the reason beside it (views/activity.py's words), its last activity and its follow-ups' countdowns
 relative to `now`. `Table` keeps the rows filtered and ordered: it sorts again only when the
 feed's rows changed, so the once-a-second redraw of the times costs only the visible lines.
 """
@@ -15,11 +15,9 @@ from dataclasses import dataclass
 from sidecar.base import words
 from sidecar.base.escapes import escaped
 from sidecar.followups.resets import parse_reset
-from sidecar.sessions.activity import State
-from sidecar.sessions.listing import FollowUp, SessionRow
+from sidecar.views.activity import WORDS, State
+from sidecar.views.sessions import FollowUp, SessionRow
 
-STATE_WORDS = {State.WORKING: "working", State.WAITING: "waiting for you", State.IDLE: "idle",
-               State.LIMITED: "usage limit", State.ENDED: "ended"}
 STATE_STYLE = {State.WORKING: "green", State.WAITING: "bold yellow", State.IDLE: "cyan",
                State.LIMITED: "bold magenta", State.ENDED: "dim"}
 ORDER = {State.WAITING: 0, State.LIMITED: 1, State.WORKING: 2, State.IDLE: 3, State.ENDED: 4}
@@ -86,7 +84,7 @@ def follow_ups(row: SessionRow, now: float) -> str:
 def cells(row: SessionRow, now: float) -> list[str]:
     return [escaped(cell) for cell in (
         row.host, row.root.name, words.short_id(row.session_id),
-        STATE_WORDS[row.activity.state], why(row, now),
+        WORDS[row.activity.state], why(row, now),
         words.ago(row.updated_at, now), tokens(row.tokens), follow_ups(row, now))]
 
 
@@ -94,8 +92,8 @@ def matches(row: SessionRow, text: str) -> bool:
     """The filter: any of host, workspace, either id or the state contains the text."""
     text = text.lower()
     return any(text in field.lower() for field in (
-        row.host, str(row.root), row.session_id, row.harness_id, row.activity.state.value,
-        STATE_WORDS[row.activity.state]))
+        row.host, str(row.root), row.session_id, row.harness_id, row.activity.state,
+        WORDS[row.activity.state]))
 
 
 def sort_key(row: SessionRow) -> tuple[int, float, str]:

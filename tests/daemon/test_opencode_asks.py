@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from helpers import FIXTURES
 from sidecar.inbox.events import parse
-from sidecar.sessions import activity
+from sidecar.views import activity
 from sidecar.vocabulary import EventKind
 from support.node_plugin import run_opencode_plugin
 

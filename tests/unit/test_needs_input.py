@@ -11,9 +11,9 @@ import pytest
 
 from helpers import FIXTURES, fixture_payload
 from sidecar.inbox.events import parse
-from sidecar.sessions import activity
 from sidecar.sessions.rules import harness_id
 from sidecar.sessions.store import SessionStore
+from sidecar.views import activity
 from sidecar.vocabulary import EventKind
 
 T0 = 1_796_115_000.0
@@ -109,7 +109,7 @@ def test_a_session_waits_from_the_ask_until_the_next_event(workspace):
             batch.plan([event("claude-code", body, T0 + n, f"{n}.json")])
             assert not batch.commit({}, T0 + n).retry
         record = store.load_session(harness_id("claude-code", sid))
-        states.append(activity.of(record).state)
+        states.append(activity.of(record.to_json()).state)
     assert states == [activity.State.WORKING, activity.State.WAITING,
                       activity.State.WAITING,  # a notice changes nothing
                       activity.State.WORKING]

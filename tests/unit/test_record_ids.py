@@ -15,7 +15,7 @@ from sidecar.base import ids
 @given(st.text())
 def test_a_record_and_trace_id_is_the_uuid5_it_always_was(name):
     try:
-        expected = str(uuid.uuid5(ids.NAMESPACE, name))
+        expected = str(uuid.uuid5(uuid.UUID(ids.NAMESPACE), name))
     except UnicodeEncodeError:
         with pytest.raises(UnicodeEncodeError):
             ids.uuid5(name)

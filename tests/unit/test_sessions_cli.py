@@ -344,7 +344,7 @@ def test_the_follow_up_column_says_how_the_newest_one_ended(two):
 
 def test_a_follow_up_due_within_a_second_is_due_now_never_due_just_now():
     from sidecar.cli.sessions import follow_up_shown
-    from sidecar.sessions.listing import FollowUp
+    from sidecar.views.sessions import FollowUp
 
     def shown(at: float, state: str = "queued") -> str:
         return follow_up_shown((FollowUp("post-task", state, at),), NOW)

@@ -2,7 +2,8 @@
 
 A status bar runs it on every refresh, so, like `emit`, it is dispatched before anything heavy
 is imported and loads only the standard library's C parts (`_json` without the `re` that
-`json` pulls in, `_sha1`): it reads the few small files it needs and nothing else.
+`json` pulls in, `_sha1`) and the base/ and views/ modules it reads through: it reads the few
+small files it needs and nothing else.
 
 - With a session's JSON on standard input (Claude Code's `statusLine` command passes one:
   `session_id`, `cwd`, `workspace.project_dir`...), it shows that session's state and its
@@ -16,28 +17,94 @@ always exits 0. Files under `.context/` are opened without following any symlink
 
 import os
 import select
+import stat  # already loaded by os
 import sys
 import time
 
 from sidecar.base import paths
 from sidecar.base.escapes import escaped
-from sidecar.quickread import (
-    MAX_FILE,
-    Unreadable,
-    describe,
-    harness_id,
-    loads,
-    next_follow_up,
-    obj,
-    read_json,
-    state,
-)
+from sidecar.base.files import loads, obj
+from sidecar.base.timeutil import parse_ts
+from sidecar.base.words import is_due, span
+from sidecar.views import activity
+from sidecar.views.activity import WORDS, Activity, State
 
+MAX_FILE = 16 * 1024 * 1024  # far above any state file the line reads; bounds a hostile one
 THEIRS_TIMEOUT = 5.0  # seconds the user's own status line command may take
 KILL = 9  # SIGKILL (the signal module costs more to import than the whole line)
 STDIN_WAIT = 0.5  # seconds to wait for a payload on a pipe that has not said anything yet
 NOT_TRACKED = "sidecar: not tracked"
 USAGE = "usage: sidecar status --line [--source NAME] [--root DIR]... [--then COMMAND]\n"
+
+
+class Unreadable(Exception):
+    """A file the line needs cannot be read; the text says which, in a word or two."""
+
+
+# -- the files it reads, and what it says of them ------------------------------------------------
+
+def read_json(root: str, *names: str) -> object:
+    """root/.context/<names...> as JSON, no symlink followed from `.context` down; None if it
+    does not exist, Unreadable if it cannot be read, is not JSON, or is no regular file of
+    one link (a FIFO would block the bar's every refresh; a hard link is some other file)."""
+    flags = os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC | os.O_NONBLOCK
+    fds = []
+    try:
+        fds.append(os.open(root, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC))
+        for name in (paths.CONTEXT, *names[:-1]):
+            fds.append(os.open(name, flags | os.O_DIRECTORY, dir_fd=fds[-1]))
+        fds.append(os.open(names[-1], flags, dir_fd=fds[-1]))
+        st = os.fstat(fds[-1])
+        if not stat.S_ISREG(st.st_mode) or st.st_nlink != 1:
+            raise OSError(f"{names[-1]} is not a regular file of one link")
+        data = os.read(fds[-1], MAX_FILE + 1)
+    except FileNotFoundError:
+        return None
+    except OSError:
+        raise Unreadable(f"{names[-1]} unreadable") from None
+    finally:
+        for fd in fds:
+            os.close(fd)
+    try:
+        if len(data) > MAX_FILE:
+            raise ValueError("too large")
+        return loads(data.decode("utf-8"))
+    except ValueError:
+        raise Unreadable(f"{names[-1]} unreadable") from None
+
+
+def describe(now_doing: Activity, now: float) -> str:
+    """A state as the line says it: `working 2 min (Bash)`, `waiting for you 1 min`,
+    `ended 3 min ago` (a working session's last tool alone: the bar has no room for more)."""
+    text, since = WORDS[now_doing.state], now_doing.since
+    if since is not None:
+        text += f" {span(now - since)} ago" if now_doing.state == State.ENDED else f" {span(now - since)}"
+    detail = now_doing.detail if now_doing.state == State.WORKING else ""
+    return f"{text} ({detail[:20]})" if detail else text
+
+
+def running(entry: dict) -> bool:  # type: ignore[type-arg]
+    """Whether a queued follow-up is firing (claimed by an instance, or its run begun)."""
+    return entry.get("run") is not None or bool(entry.get("claimedBy"))
+
+
+def next_follow_up(hooks: object, host: str, session_id: str, now: float) -> str:
+    """The session's soonest follow-up: `post-task in 8 s`, `post-task running`; '' if none."""
+    best: tuple[float, str] | None = None
+    for entry in obj(hooks).get("pending") or ():
+        if not isinstance(entry, dict) or entry.get("sessionId") != session_id \
+                or entry.get("host") != host:
+            continue
+        name = str(entry.get("hookId") or "follow-up")[:24]
+        if running(entry):
+            return f"{name} running"
+        due = parse_ts(entry.get("dueAt"))
+        due = now if due is None else due
+        if best is None or due < best[0]:
+            best = (due, name)
+    if best is None:
+        return ""
+    return f"{best[1]} due now" if is_due(best[0], now) else f"{best[1]} in {span(best[0] - now)}"
 
 
 # -- the session a status line's payload names -------------------------------------------------
@@ -76,13 +143,17 @@ def session_line(payload: dict, host: str | None, roots: list[str], now: float) 
         bound = None  # an ended session's record is found without its binding all the same
     if bound is None and host is None:
         return NOT_TRACKED
-    host, hid = bound if bound is not None else (str(host), harness_id(str(host), session_id))
+    if bound is None:  # no binding names it (ended, or not yet bound): its id is derived
+        from sidecar.base.ids import harness_id  # (only then: importing it costs the line)
+
+        bound = str(host), harness_id(str(host), session_id)
+    host, hid = bound
     if not hid.replace("-", "").isalnum():
         return NOT_TRACKED
     record = read_json(root, "runtime", "sessions", hid, "session.json")
     if not isinstance(record, dict):
         return NOT_TRACKED
-    parts = [describe(record, now)]
+    parts = [describe(activity.of(record), now)]
     try:
         follow_up = next_follow_up(read_json(root, "runtime", "hooks.json"), host, session_id, now)
     except Unreadable as exc:
@@ -116,7 +187,7 @@ def count_workspace(root: str, counts: dict[str, int]) -> None:
                 counts["unreadable"] += 1
                 continue
             if isinstance(record, dict):
-                counts[state(record)[0]] += 1
+                counts[activity.of(record).state] += 1
     try:
         pending = obj(read_json(root, "runtime", "hooks.json")).get("pending") or ()
     except Unreadable:
@@ -124,8 +195,7 @@ def count_workspace(root: str, counts: dict[str, int]) -> None:
         return
     for entry in pending:
         if isinstance(entry, dict):
-            running = entry.get("run") is not None or entry.get("claimedBy")
-            counts["running" if running else "queued"] += 1
+            counts["running" if running(entry) else "queued"] += 1
 
 
 SHOWN = (("working", "working"), ("waiting", "waiting"), ("limited", "limited"),

@@ -1,8 +1,8 @@
 """Every session of a workspace as one row each: what `sidecar sessions` and `sidecar top` show.
 
-A row joins a session's record (its state: `activity.py`) with what the follow-up queue and
-the hooks' history say of it. Reading one workspace never fails as a whole: a record that
-cannot be read is named in the errors and the rest are listed.
+A row joins a session's record (its state: activity.py, as the rules left it) with what the
+follow-up queue and the hooks' history say of it. Reading one workspace never fails as a
+whole: a record that cannot be read is named in the errors and the rest are listed.
 """
 
 from __future__ import annotations
@@ -17,9 +17,10 @@ from sidecar.followups import store as hook_store
 from sidecar.followups.model import QueueEntry
 from sidecar.followups.store import HooksView
 from sidecar.layout import PLAIN_NAME, Workspace
-from sidecar.sessions import activity, scan
-from sidecar.sessions.activity import Activity
+from sidecar.sessions import scan
 from sidecar.sessions.model import Key, SessionRecord, ts_or
+from sidecar.views import activity
+from sidecar.views.activity import Activity
 
 
 @dataclass(frozen=True)
@@ -80,7 +81,7 @@ def row(ws: Workspace, record: SessionRecord, follow_ups: dict[Key, list[FollowU
         root=ws.root, host=host, session_id=session_id, harness_id=record.id,
         started_at=parse_ts(record.started_at or record.created_at), updated_at=parse_ts(record.updated_at),
         ended_at=None if record.active else parse_ts(record.completed_at),
-        reason=record.sidecar.completion_reason, activity=activity.of(record),
+        reason=record.sidecar.completion_reason, activity=activity.of(record.to_json()),
         tokens=record.sidecar.tokens, follow_ups=tuple(follow_ups.get((host, session_id), ())),
         cwd=record.sidecar.cwd, mid_turn=not record.active and record.sidecar.turn_open)
 
