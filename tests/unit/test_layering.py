@@ -1,9 +1,12 @@
 """Which module may import which, read from the source: storage never reaches up to what
-starts processes, and a part never imports the one that wires it."""
+starts processes, a part never imports the one that wires it, no module imports itself back
+through others, the ground floor (`base/`) stands on the standard library, and the lookups
+every command shares are written once."""
 
 from __future__ import annotations
 
 import ast
+import sys
 from pathlib import Path
 
 import sidecar
@@ -104,3 +107,39 @@ def test_the_circle_finder_finds_a_circle(tmp_path, monkeypatch):
     (tmp_path / "pkg" / "d.py").write_text("import sidecar.pkg\n")
     monkeypatch.setitem(globals(), "PACKAGE", tmp_path)
     assert circles("sidecar.pkg") == [["sidecar.pkg.a", "sidecar.pkg.b", "sidecar.pkg.c"]]
+
+
+def test_the_top_level_holds_at_most_sixteen_modules():
+    """The package's top level is its floor for the typed code and the commands' entries; the
+    rest lives in folders named for their job (no `quick*` twin of anything)."""
+    top = sorted(path.name for path in PACKAGE.glob("*.py"))
+    assert len(top) <= 16, top
+    assert not [name for name in top if name.startswith("quick")]
+
+
+def test_the_ground_floor_stands_on_the_standard_library_alone():
+    """`base/` is what `emit`, the status line, `status` and the typed code all import: it
+    imports the standard library and itself, lazily too, never a part above it or an
+    installed package."""
+    for path in (PACKAGE / "base").glob("*.py"):
+        module = f"sidecar.base.{path.stem}"
+        tree = ast.parse(path.read_text())
+        names = {alias.name for node in ast.walk(tree) if isinstance(node, ast.Import)
+                 for alias in node.names}
+        names |= {node.module for node in ast.walk(tree)
+                  if isinstance(node, ast.ImportFrom) and node.module}
+        outside = {name for name in names if not name.startswith("sidecar.base")
+                   and name.split(".")[0] not in sys.stdlib_module_names
+                   and not name.startswith("_")}  # (the interpreter's own C parts: _sha2)
+        assert not outside, (module, outside)
+
+
+def test_the_lookups_every_command_shares_are_written_once():
+    """The registry and /proc are read in one module each (base/paths.py, base/proc.py): a
+    second copy is where two commands start to disagree."""
+    owners = {'"workspaces.json"': {"base/paths.py"},  # (as code, not as words)
+              '/stat"': {"base/proc.py"}, 'boot_id"': {"base/proc.py"}}
+    for text, allowed in owners.items():
+        holders = {str(path.relative_to(PACKAGE)) for path in PACKAGE.rglob("*.py")
+                   if text in path.read_text()}
+        assert holders == allowed, text
