@@ -20,6 +20,7 @@ from collections.abc import Callable
 import orjson
 
 from sidecar import emit, safedir
+from sidecar.base.endreasons import HOST_EXITED
 from sidecar.base.errors import SidecarError
 from sidecar.config import Config
 from sidecar.coordination import current as coordination
@@ -39,7 +40,7 @@ from sidecar.layout import Workspace
 from sidecar.procwatch import Proc
 from sidecar.sessions.model import Key
 from sidecar.sessions.store import SessionStore
-from sidecar.vocabulary import HOST_EXITED, Fired, SessionChange
+from sidecar.vocabulary import Fired, SessionChange
 
 log = logging.getLogger("sidecar")
 

@@ -16,6 +16,7 @@ import logging
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
+from sidecar.base.endreasons import STALE
 from sidecar.base.timeutil import iso, parse_ts
 from sidecar.followups import notices, trust
 from sidecar.followups.decide import TRANSCRIPT_QUIET
@@ -25,7 +26,7 @@ from sidecar.followups.store import HookStore, HooksView
 from sidecar.layout import Workspace
 from sidecar.procwatch import Proc
 from sidecar.sessions.model import Key
-from sidecar.vocabulary import INTERRUPTED, LIMIT_ERRORS, STALE, EventKind, FollowUpEvent, SessionChange
+from sidecar.vocabulary import INTERRUPTED, LIMIT_ERRORS, EventKind, FollowUpEvent, SessionChange
 
 log = logging.getLogger("sidecar")
 

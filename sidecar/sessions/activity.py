@@ -9,9 +9,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from enum import StrEnum
 
+from sidecar.base.endreasons import HOST_EXITED, STALE
 from sidecar.base.timeutil import parse_ts
 from sidecar.sessions.model import SessionRecord
-from sidecar.vocabulary import HOST_EXITED, STALE
 
 
 class State(StrEnum):

@@ -31,12 +31,12 @@ import pytest
 
 from helpers import REPO, SIDECAR, DaemonProcess, emit, is_serving, read_json, run_cli, wait_until
 from sidecar import owner as owner_mod
+from sidecar.base.ids import harness_id
 from sidecar.followups import actions, trust
 from sidecar.followups.queue import FOREIGN_RUN
 from sidecar.layout import Workspace
 from sidecar.owner import SAFE_PATH
 from sidecar.procwatch import Proc, is_alive, start_time
-from sidecar.sessions.rules import harness_id
 
 TOOLS = ("setpriv", "useradd", "userdel")
 TOGGLER = Path(__file__).with_name("symlink_toggler.py")

@@ -17,6 +17,7 @@ from test_followups import SID, T0, Harness, ev
 from helpers import read_json, run_cli, trust_hooks
 from sidecar.base.timeutil import iso
 from sidecar.followups.model import new_hook
+from sidecar.sessions.batch import open_batch
 from sidecar.vocabulary import INTERRUPTED
 
 
@@ -86,7 +87,7 @@ def test_an_interrupted_session_the_user_finishes_later_is_followed_up_then(h):
 def test_a_replayed_interrupted_end_says_it_once(h):
     batch = [ev("SessionStart"), ev("UserPromptSubmit", ts=T0 + 1), ev("SessionEnd", ts=T0 + 2)]
     h.apply(*batch)
-    with h.sessions.batch(replay=True) as again:
+    with open_batch(h.sessions, replay=True) as again:
         h.queue.add(again.plan(batch), T0)  # a crash replay plans nothing new
     assert history(h) == [("s1", INTERRUPTED)]
 

@@ -8,6 +8,7 @@ from pathlib import Path
 
 import orjson
 
+from sidecar.base.ids import harness_id
 from sidecar.base.timeutil import iso
 from sidecar.config import Config
 from sidecar.daemon.ingest import Ingestor
@@ -16,7 +17,6 @@ from sidecar.followups.model import HooksDoc
 from sidecar.followups.queue import FollowUpQueue
 from sidecar.followups.store import HookStore
 from sidecar.layout import Workspace
-from sidecar.sessions.rules import harness_id
 from sidecar.sessions.store import SessionStore
 
 HOST = "claude-code"

@@ -19,6 +19,7 @@ from sidecar.followups.store import HookStore
 from sidecar.hosts.base import Finding
 from sidecar.inbox.events import parse
 from sidecar.install import service as service_mod
+from sidecar.sessions.batch import open_batch
 from sidecar.sessions.store import SessionStore
 
 T0 = 1_795_900_000.0
@@ -32,7 +33,7 @@ def ingest(ws, *kinds, session="s1", host="claude-code", **extra):
               for i, kind in enumerate(kinds)]
     store = SessionStore(ws, durable=False)
     queue = FollowUpQueue(HookStore(ws, durable=False), "me")
-    with store.batch() as batch:
+    with open_batch(store) as batch:
         queued = queue.add(batch.plan(events), T0)
         batch.commit(queued, T0)
 

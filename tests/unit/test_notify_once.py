@@ -15,7 +15,7 @@ from sidecar.followups.model import Hook
 from sidecar.followups.targets import Notify
 from sidecar.inbox import events
 from sidecar.layout import Workspace
-from sidecar.sessions.store import Batch
+from sidecar.sessions.batch import Batch
 from sidecar.vocabulary import EventKind
 from support.ingest import T0, Fixture
 from support.limits import Harness

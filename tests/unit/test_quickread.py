@@ -10,9 +10,9 @@ import pytest
 
 from sidecar import quickread
 from sidecar.base import words
+from sidecar.base.ids import harness_id
 from sidecar.sessions import activity
 from sidecar.sessions.model import SessionRecord
-from sidecar.sessions.rules import harness_id
 
 T0 = 1_796_115_000.0
 

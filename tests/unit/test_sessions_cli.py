@@ -22,6 +22,7 @@ from sidecar.followups.store import HookStore
 from sidecar.hosts.base import Finding
 from sidecar.inbox.events import parse
 from sidecar.layout import Workspace
+from sidecar.sessions.batch import open_batch
 from sidecar.sessions.store import SessionStore
 
 ANSI = re.compile(r"\x1b\[[0-9;]*m")
@@ -46,7 +47,7 @@ def ingest(ws: Workspace, session: str, *kinds: str, host: str = "claude-code",
               for i, kind in enumerate(kinds)]
     store = SessionStore(ws, durable=False)
     queue = FollowUpQueue(HookStore(ws, durable=False), "me")
-    with store.batch() as batch:
+    with open_batch(store) as batch:
         queued = queue.add(batch.plan(events), at)
         batch.commit(queued, at)
 
