@@ -331,11 +331,11 @@ def test_any_bindings_instance_and_totals_give_the_same_report_or_a_refusal(
 
 
 def test_the_values_it_copies_are_the_originals():
-    from sidecar.followups import model, store
+    from sidecar.followups import hookstate, model
     from sidecar.sessions import tokens
 
     assert quickstatus.TOKEN_FIELDS == (*tokens.FIELDS, "sessions")
-    assert quickstatus.BROKEN_KEYS == (store.BROKEN_SINCE, store.FIRED_WHILE_BROKEN)
+    assert quickstatus.BROKEN_KEYS == (hookstate.BROKEN_SINCE, hookstate.FIRED_WHILE_BROKEN)
     assert (quickstatus.HISTORY_LIMIT, quickstatus.DEFAULT_DELAY) == (model.HISTORY_LIMIT,
                                                                       model.DEFAULT_DELAY)
     ws = Workspace(Path("/w"))
