@@ -49,8 +49,6 @@ class Verdict(StrEnum):
 # and `resume-after-limit` may carry it on once the limit resets.
 LIMIT_ERRORS = frozenset({"rate_limit", "usage_limit", "quota_exceeded", "resource_exhausted"})
 
-INTERRUPTED = "skipped: the last turn was interrupted"  # a session-end hook's default for it
-
 
 # -- plain values handed between modules ---------------------------------------------------
 

@@ -20,6 +20,7 @@ from sidecar.cli.sessions import named_session
 from sidecar.coordination.base import Conflict
 from sidecar.followups import logtail, notices, targets, trust
 from sidecar.followups.model import Hook, HooksDoc, HooksError, new_hook, slug
+from sidecar.followups.outcome import Outcome
 from sidecar.followups.store import HookStore
 from sidecar.layout import find_workspace
 from sidecar.locks import LockTimeout
@@ -289,7 +290,7 @@ def history(
             _fail(str(exc))
     rows = sorted(
         ({"hookId": h.id, **f.to_json(), "lastLine": logtail.last_line(store.ws, h.id, f.log)
-          if (f.status or "").startswith("error") else None}
+          if Outcome.parse(f.status).failed else None}
          for h in view.hooks.values() if hook_id in (None, h.id) for f in h.history
          if session in (None, f.session_id)),
         key=lambda row: str(row["at"]))

@@ -26,6 +26,7 @@ from sidecar.coordination.base import Unreachable
 from sidecar.daemon import instances
 from sidecar.followups import logtail, targets, trust
 from sidecar.followups import store as hook_store
+from sidecar.followups.outcome import Outcome
 from sidecar.followups.targets import Notify
 from sidecar.hosts import registry
 from sidecar.inbox import folder as inbox
@@ -343,7 +344,7 @@ def session_report(ws: Workspace, session_id: str) -> dict[str, Any] | None:
                   for e in view.pending if e.session_id == session_id and e.host == host]
     follow_ups += [{"hookId": h.id, "state": f.status, "at": f.at, "log": f.log,
                     "lastLine": logtail.last_line(ws, h.id, f.log)
-                    if (f.status or "").startswith("error") else None}
+                    if Outcome.parse(f.status).failed else None}
                    for h in view.hooks.values() for f in h.history
                    if f.session_id == session_id and f.host == host]
     meta = record.sidecar

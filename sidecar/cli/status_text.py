@@ -10,6 +10,7 @@ from sidecar.base import words
 from sidecar.base.escapes import escaped, escaped_values
 from sidecar.base.timeutil import parse_ts
 from sidecar.base.words import Style
+from sidecar.followups.outcome import Outcome
 
 TYPE_CHECKING = False  # nor typing: see words.py
 if TYPE_CHECKING:
@@ -34,9 +35,9 @@ def tokens_text(t: dict[str, int]) -> str:
 
 def outcome_style(status: str | None) -> tuple[str, ...]:
     """How a firing's outcome is painted: a failure red, a skip dim, success green."""
-    text = status or ""
-    return ("red",) if text.startswith("error") else ("dim",) if text.startswith("skipped") \
-        else ("green",) if text == "ok" else ()
+    ended = Outcome.parse(status)
+    return ("red",) if ended.failed else ("dim",) if ended.skipped \
+        else ("green",) if ended.ok else ()
 
 
 def _width(values: list[str], floor: int = 0) -> int:

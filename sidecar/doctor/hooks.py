@@ -7,6 +7,7 @@ from sidecar.base import words
 from sidecar.base.errors import SidecarError
 from sidecar.followups import logtail, store, trust
 from sidecar.followups.model import FiringRecord, Hook
+from sidecar.followups.outcome import Outcome
 from sidecar.hosts.base import Finding, note
 from sidecar.layout import Workspace
 
@@ -37,10 +38,10 @@ def check(ws: Workspace) -> list[Finding]:
 def _failing(ws: Workspace, hook: Hook) -> list[Finding]:
     """The hook's latest firings, if they failed: how many in a row, and what the last said.
     A skip (a session that needed nothing) neither fails nor succeeds."""
-    ended = [f for f in hook.history if not (f.status or "").startswith("skipped")]
+    ended = [f for f in hook.history if not Outcome.parse(f.status).skipped]
     failed: list[FiringRecord] = []
     for firing in reversed(ended):
-        if not (firing.status or "").startswith("error"):
+        if not Outcome.parse(firing.status).failed:
             break
         failed.append(firing)
     if not failed:

@@ -27,10 +27,11 @@ from sidecar.base.timeutil import iso, parse_ts
 from sidecar.config import Config, ConfigError
 from sidecar.coordination import current as coordination
 from sidecar.coordination.base import Coordination, LeaseLost, Unreachable
-from sidecar.followups import actions, environment, notices, prompts, remote, trust
+from sidecar.followups import actions, environment, notices, outcome, prompts, remote, trust
 from sidecar.followups.actions import ActionError, Firing, build_argv, working_folder
 from sidecar.followups.decide import decide, next_due
 from sidecar.followups.model import FOLLOW_UP_EVENTS, Hook, QueueEntry, Run
+from sidecar.followups.outcome import Outcome
 from sidecar.followups.queue import Claimed, FollowUpQueue, Settled
 from sidecar.followups.room import Room
 from sidecar.followups.targets import Notify
@@ -140,8 +141,8 @@ class FollowUps:
             except SidecarError:  # its lease cannot be told yet: the next recovery settles it
                 self.recover_soon = True
                 continue
-            settled[entry.id] = Settled(proc, "" if proc else actions.outcome(log_path),
-                                        entry.log)
+            ended = None if proc else Outcome.parse(actions.outcome(log_path))
+            settled[entry.id] = Settled(proc, ended, entry.log)
         return self.queue.recover(self.is_alive_instance, now, settled, pending)
 
     def clock_stepped(self, jump: float) -> None:
@@ -173,7 +174,7 @@ class FollowUps:
         try:
             refusal = self._resume_refusal(entry.host) if hook.action == "resume" else None
             if refusal is not None:  # before any postponement: waiting would change nothing
-                self.finish(entry, f"skipped: {refusal}", None)
+                self.finish(entry, outcome.skipped(refusal), None)
                 return
             facts = self.sessions.facts(entry.harness_session_id, (entry.host, entry.session_id))
             decision = decide(hook, facts, now)
@@ -181,7 +182,7 @@ class FollowUps:
                 self.queue.postpone(entry.id, decision.reason, now)
                 return
             if decision.verdict == Verdict.SKIP:
-                self.finish(entry, f"skipped: {decision.reason}", None)
+                self.finish(entry, outcome.skipped(decision.reason), None)
                 return
             if self.stopping:
                 self.queue.release(entry.id, now)  # claimed as we were stopping: leave it
@@ -194,7 +195,7 @@ class FollowUps:
                 self.room.give_back(self.queue, entry.id, now)
                 return
             log.exception("%s: firing %s failed", self.ws.root, entry.id)
-            self.finish(entry, f"error: {exc}", None)
+            self.finish(entry, outcome.error(exc), None)
 
     def fire_now(self, claimed: Claimed, now: float) -> None:
         """Fire a claimed entry and wait for its outcome on this thread (for tests and tools)."""
@@ -225,13 +226,13 @@ class FollowUps:
             account = owner.foreign_owner(self.ws)
             config = self.config() if account is None else owner.owner_config(account)
         except (owner.CannotActAsOwner, ConfigError) as exc:
-            self.finish(entry, f"error: {exc}", None)
+            self.finish(entry, outcome.error(exc), None)
             return
         try:
             found = trust.content(self.ws, hook)
         except (OSError, prompts.PromptError) as exc:
             why = exc.strerror if isinstance(exc, OSError) and exc.strerror else exc
-            self.finish(entry, f"error: prompt file {hook.prompt_file}: {why}", None)
+            self.finish(entry, outcome.error(f"prompt file {hook.prompt_file}: {why}"), None)
             return
         if not trust.is_trusted(self.ws, found):
             log.warning("%s: hook %s (%s) is not trusted on this machine as it stands; not "
@@ -260,8 +261,9 @@ class FollowUps:
             if self.room.lacks(now):  # no room for its log or its input: it waits
                 self.room.give_back(self.queue, entry.id, now)
                 return
-            outcome = "skipped" if isinstance(exc, actions.CannotResume) else "error"
-            self.finish(entry, f"{outcome}: {exc}", log_path if log_path.exists() else None)
+            ended = outcome.skipped(exc) if isinstance(exc, actions.CannotResume) \
+                else outcome.error(exc)
+            self.finish(entry, ended, log_path if log_path.exists() else None)
             return
         # The one ambiguous window: between the claim and this write, a death of this instance
         # leaves a firing nobody can tell ran or not (recorded `error: interrupted`).
@@ -296,13 +298,14 @@ class FollowUps:
             job["lastMessage"] = last
         return actions.Command(SENDER, orjson.dumps(job).decode())
 
-    def _follow_up_event(self, event: FollowUpEvent, entry: QueueEntry, status: str) -> None:
-        """Queue the notices of what a follow-up did; never those of a notice about a
-        follow-up (a notice that fails to say a notice failed would go on for ever)."""
+    def _follow_up_event(self, event: FollowUpEvent, entry: QueueEntry, reason: str) -> None:
+        """Queue the notices of what a follow-up did (`reason`: an outcome's text, `started`);
+        never those of a notice about a follow-up (a notice that fails to say a notice failed
+        would go on for ever)."""
         if notices.notice_of(entry).get("event") in FOLLOW_UP_EVENTS:
             return
         try:
-            self.queue.add_follow_up_event(event, entry, entry.hook_id, status, timeutil.now())
+            self.queue.add_follow_up_event(event, entry, entry.hook_id, reason, timeutil.now())
         except (SidecarError, OSError) as exc:
             log.warning("%s: the notice that %s %s cannot be queued: %s", self.ws.root,
                         entry.hook_id, event.value, exc)
@@ -338,10 +341,10 @@ class FollowUps:
                 continue
             actions.reap(run.proc.pid)  # our own child: collect it, so it reads as gone
             if not is_alive(run.proc):
-                status = (f"error: timed out after {self.config().action_timeout:g}s"
-                          if run.kill_at is not None else actions.outcome(run.log))
+                ended = (outcome.error(f"timed out after {self.config().action_timeout:g}s")
+                         if run.kill_at is not None else Outcome.parse(actions.outcome(run.log)))
                 del self.running[key]  # after the outcome is read: a tampered `logs` retries
-                if not self.room.written(now, self.finish, run.entry, status, run.log):
+                if not self.room.written(now, self.finish, run.entry, ended, run.log):
                     self.running[key] = run  # its outcome is recorded once there is room
             elif run.kill_at is None and now >= run.deadline:
                 log.warning("%s: %s ran past actionTimeout; stopping it", self.ws.root, key)
@@ -351,27 +354,27 @@ class FollowUps:
                 actions.signal_group(run.proc, signal.SIGKILL)
 
     def _check_remote(self, key: str, run: Running, now: float) -> None:
-        status = remote.outcome(self.coordination, self.ws, run.log, run.entry.id,
-                                self.absences, owner.runs_as(self.ws))
-        if status is not None:
+        said = remote.outcome(self.coordination, self.ws, run.log, run.entry.id,
+                              self.absences, owner.runs_as(self.ws))
+        if said is not None:
             del self.running[key]
-            self.finish(run.entry, status, run.log)
+            self.finish(run.entry, Outcome.parse(said), run.log)
         elif run.kill_at is None and now >= run.deadline:
             run.kill_at = now  # said once: its process may be another machine's, never signalled
             log.warning("%s: %s ran past actionTimeout; it runs where this instance cannot stop "
                         "it (sidecar hooks kill-running on its machine)", self.ws.root, key)
 
-    def finish(self, entry: QueueEntry, status: str, log_path: Path | None) -> None:
+    def finish(self, entry: QueueEntry, ended: Outcome, log_path: Path | None) -> None:
         shown = str(log_path) if log_path else None
-        if not self.queue.finish(entry, status, shown, timeutil.now()):
+        if not self.queue.finish(entry, ended, shown, timeutil.now()):
             return  # another instance holds the claim now: it records the outcome
-        if status != "ok" and (not status.startswith("skipped") or status == trust.NOT_TRUSTED):
+        if not ended.ok and (not ended.skipped or ended == trust.NOT_TRUSTED):
             log.warning("%s: follow-up %s for %s session %s: %s (log %s)", self.ws.root,
-                        entry.hook_id, entry.host, entry.session_id, status, shown)
-            self._follow_up_event(FollowUpEvent.FAILED, entry, status)
+                        entry.hook_id, entry.host, entry.session_id, ended, shown)
+            self._follow_up_event(FollowUpEvent.FAILED, entry, str(ended))
         if self.on_fired is not None:
             self.on_fired(Fired(str(self.ws.root), entry.hook_id, entry.host, entry.session_id,
-                                entry.harness_session_id, status, shown))
+                                entry.harness_session_id, str(ended), shown))
 
 
 def approved_copy(log_path: Path, prompt: str) -> str:

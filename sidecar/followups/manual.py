@@ -12,10 +12,9 @@ from __future__ import annotations
 from sidecar.base.errors import SidecarError
 from sidecar.base.timeutil import iso
 from sidecar.followups.model import HooksDoc, QueueEntry
+from sidecar.followups.outcome import CANCELLED
 from sidecar.followups.store import HookStore
 from sidecar.layout import Workspace
-
-CANCELLED = "cancelled by the user"
 
 
 class NotChangeable(SidecarError):

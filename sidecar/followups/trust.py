@@ -43,6 +43,7 @@ from sidecar.base.escapes import escaped  # what a terminal shows is exactly wha
 from sidecar.base.timeutil import iso
 from sidecar.followups import prompts, targets
 from sidecar.followups.model import Hook, Run
+from sidecar.followups.outcome import skipped
 from sidecar.followups.seeds import PROMPTS, default_doc
 from sidecar.followups.targets import Notify
 from sidecar.layout import TamperedRuntime, Workspace
@@ -50,7 +51,7 @@ from sidecar.owner import MAX_OWNED_BYTES, CannotActAsOwner, config_home_of, own
 
 TRUST_FILE = "trust.json"
 RUN_KEY = "run-key"
-NOT_TRUSTED = "skipped: not trusted on this machine"
+NOT_TRUSTED = skipped("not trusted on this machine")
 KEPT = 8  # approvals kept per hook: a branch switched back to is still trusted
 SIDECARS_OWN = frozenset(trustcheck.sha(text.encode()) for text in PROMPTS.values())
 

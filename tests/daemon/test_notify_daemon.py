@@ -232,7 +232,7 @@ def test_a_shipped_notify_hook_sends_nothing_until_trusted(tmp_path, start_daemo
 
     emit(clone, None, "session-end", "--session-id", "secret-1", "--source", "claude-code")
     wait_until(lambda: read_json(ws.hooks_file)["hooks"]["leak"].get("lastStatus")
-               == trust.NOT_TRUSTED, 10)
+               == str(trust.NOT_TRUSTED), 10)
     assert receiver.received == []
     tested = run_cli("hooks", "test", "leak", "--root", str(clone))
     assert tested.returncode == 1 and b"not trusted" in tested.stderr

@@ -346,7 +346,7 @@ def test_only_the_owners_own_trust_counts(top, owner, config_home, root_daemon, 
     daemon = root_daemon(ws.root)
     end_session(ws, "s1")
     status = wait_until(lambda: hook(ws, "cmd").get("lastStatus"), 30)
-    assert status == trust.NOT_TRUSTED, f"{status}\n{daemon.output()}"
+    assert status == str(trust.NOT_TRUSTED), f"{status}\n{daemon.output()}"
     assert not out.exists()
     assert hook(ws, "cmd")["history"][-1]["log"] is None
 
@@ -379,7 +379,7 @@ def test_a_planted_run_record_is_never_signalled(top, owner, config_home, root_d
         wait_until(lambda: not read_json(ws.hooks_file)["pending"], 30)
         status = hook(ws, "post-task")["history"][-1]["status"]
         assert status.startswith("error: its run record was not written by this user's sidecar")
-        assert status == FOREIGN_RUN
+        assert status == str(FOREIGN_RUN)
         assert stays_alive(victim, 4), f"the root process was killed\n{daemon.output()}"
         assert daemon.proc.poll() is None
     finally:

@@ -14,6 +14,7 @@ from sidecar.cli import common
 from sidecar.daemon.instances import Identity, Membership
 from sidecar.followups import trust
 from sidecar.followups.model import new_hook
+from sidecar.followups.outcome import Outcome
 from sidecar.followups.queue import FollowUpQueue
 from sidecar.followups.store import HookStore
 from sidecar.hosts.base import Finding
@@ -285,7 +286,7 @@ def test_history_lists_firings_and_says_when_there_are_none(workspace):
     assert empty.returncode == common.OK and empty.stdout == b"no firings yet\n"
     hooks = HookStore(workspace, durable=False)
     hooks.change(T0, lambda d: d.hooks["post-task"].record_firing(
-        "error: exit status 2", T0, "codex", "s1", None))
+        Outcome.parse("error: exit status 2"), T0, "codex", "s1", None))
     text = invoke("hooks", "history", "post-task", *root).stdout.decode()
     assert "post-task" in text and "codex" in text and "error: exit status 2" in text
     doc = orjson.loads(invoke("hooks", "history", "--json", "--session", "s1", *root).stdout)

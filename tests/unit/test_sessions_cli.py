@@ -17,6 +17,7 @@ from typer.testing import CliRunner
 from helpers import invoke
 from sidecar.cli import common
 from sidecar.cli.main import app
+from sidecar.followups.outcome import Outcome
 from sidecar.followups.queue import FollowUpQueue
 from sidecar.followups.store import HookStore
 from sidecar.hosts.base import Finding
@@ -236,7 +237,7 @@ def fired(ws: Workspace, session: str, host: str, status: str, at: float) -> str
     log.write_text("$ resume\nNot logged in\n")
 
     def edit(doc):
-        doc.hooks["post-task"].record_firing(status, at, host, session, str(log))
+        doc.hooks["post-task"].record_firing(Outcome.parse(status), at, host, session, str(log))
 
     HookStore(ws, durable=False).change(at, edit)
     return str(log)
