@@ -18,8 +18,9 @@ from sidecar.cli.common import BUSY, FAILURE, NOT_WORKSPACE, fail
 from sidecar.cli.jsonout import print_json
 from sidecar.cli.sessions import named_session
 from sidecar.coordination.base import Conflict
-from sidecar.followups import logtail, notices, targets, trust
+from sidecar.followups import logtail, trust
 from sidecar.followups.model import Hook, HooksDoc, HooksError, new_hook, slug
+from sidecar.followups.notify import notices, targets
 from sidecar.followups.outcome import Outcome
 from sidecar.followups.store import HookStore
 from sidecar.layout import find_workspace

@@ -24,10 +24,11 @@ from sidecar.cli.status_text import render_text as render_text
 from sidecar.coordination import current as coordination
 from sidecar.coordination.base import Unreachable
 from sidecar.daemon import instances
-from sidecar.followups import logtail, targets, trust
+from sidecar.followups import logtail, trust
 from sidecar.followups import store as hook_store
+from sidecar.followups.notify import targets
+from sidecar.followups.notify.targets import Notify
 from sidecar.followups.outcome import Outcome
-from sidecar.followups.targets import Notify
 from sidecar.hosts import registry
 from sidecar.inbox import folder as inbox
 from sidecar.layout import TamperedRuntime, Workspace, find_workspace

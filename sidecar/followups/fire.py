@@ -27,14 +27,15 @@ from sidecar.base.timeutil import iso, parse_ts
 from sidecar.config import Config, ConfigError
 from sidecar.coordination import current as coordination
 from sidecar.coordination.base import Coordination, LeaseLost, Unreachable
-from sidecar.followups import actions, environment, notices, outcome, prompts, remote, trust
+from sidecar.followups import actions, environment, outcome, prompts, remote, trust
 from sidecar.followups.actions import ActionError, Firing, build_argv, working_folder
 from sidecar.followups.decide import decide, next_due
 from sidecar.followups.model import FOLLOW_UP_EVENTS, Hook, QueueEntry, Run
+from sidecar.followups.notify import notices
+from sidecar.followups.notify.targets import Notify
 from sidecar.followups.outcome import Outcome
 from sidecar.followups.queue import Claimed, FollowUpQueue, Settled
 from sidecar.followups.room import Room
-from sidecar.followups.targets import Notify
 from sidecar.layout import Workspace, confined
 from sidecar.procwatch import Proc, is_alive
 from sidecar.sessions.store import SessionStore
@@ -44,7 +45,7 @@ log = logging.getLogger("sidecar")
 
 RECOVERY_INTERVAL = 30.0  # how often claims left by other instances are looked for
 NOTICE_CONCURRENCY = 8  # notices sent at once: apart from `concurrency`, which is the agents'
-SENDER = [sys.executable, "-I", "-m", "sidecar.followups.send"]  # -I: nothing of the cwd's
+SENDER = [sys.executable, "-I", "-m", "sidecar.followups.notify.send"]  # -I: nothing of the cwd's
 REMOTE_POLL = 0.5  # how often an action that may run on another machine is looked at
 WAIT_POLL = 0.01  # `fire_now`'s look at a running action, where nothing else wakes it
 

@@ -16,8 +16,8 @@ import orjson
 
 from sidecar.base.errors import SidecarError
 from sidecar.base.timeutil import iso, parse_ts
+from sidecar.followups.notify.targets import Notify, TargetError, check, event_misfit
 from sidecar.followups.outcome import Outcome
-from sidecar.followups.targets import Notify, TargetError, check, event_misfit
 from sidecar.layout import HOOK_NAME
 from sidecar.vocabulary import EventKind, FollowUpEvent
 

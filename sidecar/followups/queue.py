@@ -18,9 +18,10 @@ from dataclasses import dataclass
 
 from sidecar.base.endreasons import STALE
 from sidecar.base.timeutil import iso, parse_ts
-from sidecar.followups import notices, trust
+from sidecar.followups import trust
 from sidecar.followups.decide import TRANSCRIPT_QUIET
 from sidecar.followups.model import Hook, HooksDoc, QueueEntry, Run, entry_id
+from sidecar.followups.notify import notices
 from sidecar.followups.outcome import INTERRUPTED, Outcome, error, postponed, skipped
 from sidecar.followups.resets import MAX_TRIES, next_try
 from sidecar.followups.store import HookStore, HooksView

@@ -41,11 +41,12 @@ from sidecar.base import trustcheck
 from sidecar.base.errors import SidecarError
 from sidecar.base.escapes import escaped  # what a terminal shows is exactly what runs
 from sidecar.base.timeutil import iso
-from sidecar.followups import prompts, targets
+from sidecar.followups import prompts
 from sidecar.followups.model import Hook, Run
+from sidecar.followups.notify import targets
+from sidecar.followups.notify.targets import Notify
 from sidecar.followups.outcome import skipped
 from sidecar.followups.seeds import PROMPTS, default_doc
-from sidecar.followups.targets import Notify
 from sidecar.layout import TamperedRuntime, Workspace
 from sidecar.owner import MAX_OWNED_BYTES, CannotActAsOwner, config_home_of, owner_uid, read_owned
 

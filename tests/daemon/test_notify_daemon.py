@@ -277,7 +277,7 @@ def test_hooks_add_refuses_a_bad_target_or_event(workspace):
 
 
 def test_apprise_is_never_loaded_by_the_daemon_nor_the_hook_path():
-    code = ("import sys, sidecar.daemon.process, sidecar.emit, sidecar.followups.send; "
+    code = ("import sys, sidecar.daemon.process, sidecar.emit, sidecar.followups.notify.send; "
             "print('apprise' in sys.modules)")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "False"

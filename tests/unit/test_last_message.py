@@ -8,7 +8,7 @@ import pytest
 
 from helpers import fixture_payload
 from sidecar.base.ids import harness_id
-from sidecar.followups import send
+from sidecar.followups.notify import send
 from sidecar.followups.queue import FollowUpQueue
 from sidecar.followups.store import HookStore
 from sidecar.inbox.events import parse

@@ -12,8 +12,8 @@ import pytest
 from sidecar import emit
 from sidecar.daemon.ingest import RETRY_SECONDS
 from sidecar.followups.model import Hook
+from sidecar.followups.notify.targets import Notify
 from sidecar.followups.outcome import OK
-from sidecar.followups.targets import Notify
 from sidecar.inbox import events
 from sidecar.layout import Workspace
 from sidecar.sessions.batch import Batch
