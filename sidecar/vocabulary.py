@@ -6,11 +6,6 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any
 
-# sidecar's own completion reasons, named here as every other module names them.
-from sidecar.base.endreasons import DEFAULT_END_REASON as DEFAULT_END_REASON
-from sidecar.base.endreasons import HOST_EXITED as HOST_EXITED
-from sidecar.base.endreasons import STALE as STALE
-
 
 class EventKind(StrEnum):
     """What an event means to sidecar. Events of any other name are traced, not refused."""
@@ -53,8 +48,6 @@ class Verdict(StrEnum):
 # The error kinds of a failed turn that mean a usage or rate limit: the task is not finished,
 # and `resume-after-limit` may carry it on once the limit resets.
 LIMIT_ERRORS = frozenset({"rate_limit", "usage_limit", "quota_exceeded", "resource_exhausted"})
-
-INTERRUPTED = "skipped: the last turn was interrupted"  # a session-end hook's default for it
 
 
 # -- plain values handed between modules ---------------------------------------------------

@@ -1,4 +1,4 @@
-"""sidecar's own completion reasons, as records keep them (vocabulary.py re-exports them):
+"""sidecar's own completion reasons, as records keep them (every module imports them from here):
 a module of plain strings, so what only words them (base/words.py) imports no enum."""
 
 STALE = "stale"  # the completion reason of the stale sweep

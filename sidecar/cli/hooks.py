@@ -12,6 +12,7 @@ import typer
 from sidecar.base import words
 from sidecar.base.errors import SidecarError
 from sidecar.base.exitcodes import BUSY, FAILURE, NOT_WORKSPACE
+from sidecar.base.outcome import Outcome
 from sidecar.base.timeutil import now
 from sidecar.cli import hook_options as opts
 from sidecar.cli import hooks_text, hooks_trust, notify
@@ -19,8 +20,9 @@ from sidecar.cli.common import fail
 from sidecar.cli.jsonout import print_json
 from sidecar.cli.sessions import named_session
 from sidecar.coordination.base import Conflict
-from sidecar.followups import notices, targets, trust
+from sidecar.followups import trust
 from sidecar.followups.model import Hook, HooksDoc, HooksError, new_hook, slug
+from sidecar.followups.notify import notices, targets
 from sidecar.followups.run import logtail
 from sidecar.followups.store import HookStore
 from sidecar.layout import find_workspace
@@ -291,7 +293,7 @@ def history(
             _fail(str(exc))
     rows = sorted(
         ({"hookId": h.id, **f.to_json(), "lastLine": logtail.last_line(store.ws, h.id, f.log)
-          if (f.status or "").startswith("error") else None}
+          if Outcome.parse(f.status).failed else None}
          for h in view.hooks.values() if hook_id in (None, h.id) for f in h.history
          if session in (None, f.session_id)),
         key=lambda row: str(row["at"]))

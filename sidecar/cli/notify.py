@@ -16,10 +16,11 @@ import typer
 from sidecar.base.exitcodes import FAILURE
 from sidecar.base.timeutil import iso
 from sidecar.cli.common import fail
-from sidecar.followups import send, targets, trust
+from sidecar.followups import trust
 from sidecar.followups.model import Hook
+from sidecar.followups.notify import send, targets
+from sidecar.followups.notify.targets import Notify, TargetError
 from sidecar.followups.store import HookStore
-from sidecar.followups.targets import Notify, TargetError
 
 NotifyOpt = typer.Option(
     None, "--notify", metavar="TARGET",

@@ -29,9 +29,9 @@ from sidecar.coordination.records import REMIRROR_EVERY
 from sidecar.followups.queue import FollowUpQueue
 from sidecar.inbox import folder as inbox
 from sidecar.inbox.events import Event
-from sidecar.sessions.batch import BatchResult
+from sidecar.sessions.batch import open_batch
 from sidecar.sessions.model import Key
-from sidecar.sessions.store import SessionStore
+from sidecar.sessions.store import BatchResult, SessionStore
 from sidecar.vocabulary import EventKind, SessionChange
 
 log = logging.getLogger("sidecar")
@@ -195,7 +195,7 @@ class Ingestor:
             events = self._not_applied(events)
             if not events:
                 return
-            with self.sessions.batch(replay) as batch:
+            with open_batch(self.sessions, replay) as batch:
                 changes = batch.plan(events)
                 queued = self.queue.add(changes, now, self.config().limit_backoff_scale)
                 result = batch.commit(queued, now)

@@ -19,6 +19,7 @@ from collections.abc import Callable
 import orjson
 
 from sidecar import emit, safedir
+from sidecar.base.endreasons import HOST_EXITED
 from sidecar.base.errors import SidecarError
 from sidecar.base.proc import process_space
 from sidecar.base.wslog import WorkspaceLog
@@ -40,7 +41,7 @@ from sidecar.layout import Workspace
 from sidecar.procwatch import Proc
 from sidecar.sessions.model import Key
 from sidecar.sessions.store import SessionStore
-from sidecar.vocabulary import HOST_EXITED, Fired, SessionChange
+from sidecar.vocabulary import Fired, SessionChange
 
 STANDBY_RETRY = 0.2  # seconds between a stand-by's attempts at the leader lock
 BEAT_MIN = 1.0  # seconds between instance-file writes while what they report keeps changing

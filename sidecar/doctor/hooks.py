@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from sidecar.base import words
 from sidecar.base.errors import SidecarError
+from sidecar.base.outcome import Outcome
 from sidecar.followups import store, trust
 from sidecar.followups.model import FiringRecord, Hook
 from sidecar.followups.run import logtail
@@ -38,10 +39,10 @@ def check(ws: Workspace) -> list[Finding]:
 def _failing(ws: Workspace, hook: Hook) -> list[Finding]:
     """The hook's latest firings, if they failed: how many in a row, and what the last said.
     A skip (a session that needed nothing) neither fails nor succeeds."""
-    ended = [f for f in hook.history if not (f.status or "").startswith("skipped")]
+    ended = [f for f in hook.history if not Outcome.parse(f.status).skipped]
     failed: list[FiringRecord] = []
     for firing in reversed(ended):
-        if not (firing.status or "").startswith("error"):
+        if not Outcome.parse(firing.status).failed:
             break
         failed.append(firing)
     if not failed:

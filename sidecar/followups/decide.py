@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from sidecar.followups.model import Hook, QueueEntry
-from sidecar.followups.targets import Notify
+from sidecar.followups.notify.targets import Notify
 from sidecar.sessions.model import Facts
 from sidecar.vocabulary import EventKind, Verdict
 

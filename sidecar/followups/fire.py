@@ -20,21 +20,23 @@ from pathlib import Path
 import orjson
 
 from sidecar import jsonfile, owner, safedir
-from sidecar.base import timeutil
+from sidecar.base import outcome, timeutil
 from sidecar.base.errors import SidecarError
+from sidecar.base.outcome import Outcome
 from sidecar.base.timeutil import iso, parse_ts
 from sidecar.base.wslog import WorkspaceLog
 from sidecar.config import Config, ConfigError
 from sidecar.coordination import current as coordination
 from sidecar.coordination.base import Coordination, LeaseLost, Unreachable
-from sidecar.followups import notices, prompts, trust
+from sidecar.followups import prompts, trust
 from sidecar.followups.decide import decide, next_due
 from sidecar.followups.model import FOLLOW_UP_EVENTS, Hook, QueueEntry, Run
+from sidecar.followups.notify import notices
+from sidecar.followups.notify.targets import Notify
 from sidecar.followups.queue import Claimed, FollowUpQueue, Settled
 from sidecar.followups.room import Room
 from sidecar.followups.run import actions, environment, remote
 from sidecar.followups.run.actions import ActionError, Firing, build_argv, working_folder
-from sidecar.followups.targets import Notify
 from sidecar.layout import Workspace, confined
 from sidecar.procwatch import Proc, is_alive
 from sidecar.sessions.store import SessionStore
@@ -42,7 +44,7 @@ from sidecar.vocabulary import EventKind, Fired, FollowUpEvent, Verdict
 
 RECOVERY_INTERVAL = 30.0  # how often claims left by other instances are looked for
 NOTICE_CONCURRENCY = 8  # notices sent at once: apart from `concurrency`, which is the agents'
-SENDER = [sys.executable, "-I", "-m", "sidecar.followups.send"]  # -I: nothing of the cwd's
+SENDER = [sys.executable, "-I", "-m", "sidecar.followups.notify.send"]  # -I: nothing of the cwd's
 REMOTE_POLL = 0.5  # how often an action that may run on another machine is looked at
 WAIT_POLL = 0.01  # `fire_now`'s look at a running action, where nothing else wakes it
 
@@ -140,8 +142,8 @@ class FollowUps:
             except SidecarError:  # its lease cannot be told yet: the next recovery settles it
                 self.recover_soon = True
                 continue
-            settled[entry.id] = Settled(proc, "" if proc else actions.outcome(log_path),
-                                        entry.log)
+            ended = None if proc else Outcome.parse(actions.outcome(log_path))
+            settled[entry.id] = Settled(proc, ended, entry.log)
         return self.queue.recover(self.is_alive_instance, now, settled, pending)
 
     def clock_stepped(self, jump: float) -> None:
@@ -173,7 +175,7 @@ class FollowUps:
         try:
             refusal = self._resume_refusal(entry.host) if hook.action == "resume" else None
             if refusal is not None:  # before any postponement: waiting would change nothing
-                self.finish(entry, f"skipped: {refusal}", None, now)
+                self.finish(entry, outcome.skipped(refusal), None, now)
                 return
             facts = self.sessions.facts(entry.harness_session_id, (entry.host, entry.session_id))
             decision = decide(hook, facts, now)
@@ -181,7 +183,7 @@ class FollowUps:
                 self.queue.postpone(entry.id, decision.reason, now)
                 return
             if decision.verdict == Verdict.SKIP:
-                self.finish(entry, f"skipped: {decision.reason}", None, now)
+                self.finish(entry, outcome.skipped(decision.reason), None, now)
                 return
             if self.stopping:
                 self.queue.release(entry.id, now)  # claimed as we were stopping: leave it
@@ -194,7 +196,7 @@ class FollowUps:
                 self.room.give_back(self.queue, entry.id, now)
                 return
             self.log.exception("firing %s failed", entry.id)
-            self.finish(entry, f"error: {exc}", None, now)
+            self.finish(entry, outcome.error(exc), None, now)
 
     def fire_now(self, claimed: Claimed, now: float) -> None:
         """Fire a claimed entry and wait for its outcome on this thread (for tests and tools)."""
@@ -225,13 +227,13 @@ class FollowUps:
             account = owner.foreign_owner(self.ws)
             config = self.config() if account is None else owner.owner_config(account)
         except (owner.CannotActAsOwner, ConfigError) as exc:
-            self.finish(entry, f"error: {exc}", None, now)
+            self.finish(entry, outcome.error(exc), None, now)
             return
         try:
             found = trust.content(self.ws, hook)
         except (OSError, prompts.PromptError) as exc:
             why = exc.strerror if isinstance(exc, OSError) and exc.strerror else exc
-            self.finish(entry, f"error: prompt file {hook.prompt_file}: {why}", None, now)
+            self.finish(entry, outcome.error(f"prompt file {hook.prompt_file}: {why}"), None, now)
             return
         if not trust.is_trusted(self.ws, found):
             self.log.warning("hook %s (%s) is not trusted on this machine as it stands; not "
@@ -260,8 +262,9 @@ class FollowUps:
             if self.room.lacks(now):  # no room for its log or its input: it waits
                 self.room.give_back(self.queue, entry.id, now)
                 return
-            outcome = "skipped" if isinstance(exc, actions.CannotResume) else "error"
-            self.finish(entry, f"{outcome}: {exc}", log_path if log_path.exists() else None, now)
+            ended = outcome.skipped(exc) if isinstance(exc, actions.CannotResume) \
+                else outcome.error(exc)
+            self.finish(entry, ended, log_path if log_path.exists() else None, now)
             return
         # The one ambiguous window: between the claim and this write, a death of this instance
         # leaves a firing nobody can tell ran or not (recorded `error: interrupted`).
@@ -296,14 +299,15 @@ class FollowUps:
             job["lastMessage"] = last
         return actions.Command(SENDER, orjson.dumps(job).decode())
 
-    def _follow_up_event(self, event: FollowUpEvent, entry: QueueEntry, status: str,
+    def _follow_up_event(self, event: FollowUpEvent, entry: QueueEntry, reason: str,
                          now: float) -> None:
-        """Queue the notices of what a follow-up did; never those of a notice about a
-        follow-up (a notice that fails to say a notice failed would go on for ever)."""
+        """Queue the notices of what a follow-up did (`reason`: an outcome's text, `started`);
+        never those of a notice about a follow-up (a notice that fails to say a notice failed
+        would go on for ever)."""
         if notices.notice_of(entry).get("event") in FOLLOW_UP_EVENTS:
             return
         try:
-            self.queue.add_follow_up_event(event, entry, entry.hook_id, status, now)
+            self.queue.add_follow_up_event(event, entry, entry.hook_id, reason, now)
         except (SidecarError, OSError) as exc:
             self.log.warning("the notice that %s %s cannot be queued: %s", entry.hook_id, event.value, exc)
 
@@ -338,10 +342,10 @@ class FollowUps:
                 continue
             actions.reap(run.proc.pid)  # our own child: collect it, so it reads as gone
             if not is_alive(run.proc):
-                status = (f"error: timed out after {self.config().action_timeout:g}s"
-                          if run.kill_at is not None else actions.outcome(run.log))
+                ended = (outcome.error(f"timed out after {self.config().action_timeout:g}s")
+                         if run.kill_at is not None else Outcome.parse(actions.outcome(run.log)))
                 del self.running[key]  # after the outcome is read: a tampered `logs` retries
-                if not self.room.written(now, self.finish, run.entry, status, run.log, now):
+                if not self.room.written(now, self.finish, run.entry, ended, run.log, now):
                     self.running[key] = run  # its outcome is recorded once there is room
             elif run.kill_at is None and now >= run.deadline:
                 self.log.warning("%s ran past actionTimeout; stopping it", key)
@@ -351,27 +355,27 @@ class FollowUps:
                 actions.signal_group(run.proc, signal.SIGKILL)
 
     def _check_remote(self, key: str, run: Running, now: float) -> None:
-        status = remote.outcome(self.coordination, self.ws, run.log, run.entry.id,
-                                self.absences, owner.runs_as(self.ws))
-        if status is not None:
+        said = remote.outcome(self.coordination, self.ws, run.log, run.entry.id,
+                              self.absences, owner.runs_as(self.ws))
+        if said is not None:
             del self.running[key]
-            self.finish(run.entry, status, run.log, now)
+            self.finish(run.entry, Outcome.parse(said), run.log, now)
         elif run.kill_at is None and now >= run.deadline:
             run.kill_at = now  # said once: its process may be another machine's, never signalled
             self.log.warning("%s ran past actionTimeout; it runs where this instance cannot stop "
                              "it (sidecar hooks kill-running on its machine)", key)
 
-    def finish(self, entry: QueueEntry, status: str, log_path: Path | None, now: float) -> None:
+    def finish(self, entry: QueueEntry, ended: Outcome, log_path: Path | None, now: float) -> None:
         shown = str(log_path) if log_path else None
-        if not self.queue.finish(entry, status, shown, now):
+        if not self.queue.finish(entry, ended, shown, now):
             return  # another instance holds the claim now: it records the outcome
-        if status != "ok" and (not status.startswith("skipped") or status == trust.NOT_TRUSTED):
+        if not ended.ok and (not ended.skipped or ended == trust.NOT_TRUSTED):
             self.log.warning("follow-up %s for %s session %s: %s (log %s)", entry.hook_id,
-                             entry.host, entry.session_id, status, shown)
-            self._follow_up_event(FollowUpEvent.FAILED, entry, status, now)
+                             entry.host, entry.session_id, ended, shown)
+            self._follow_up_event(FollowUpEvent.FAILED, entry, str(ended), now)
         if self.on_fired is not None:
             self.on_fired(Fired(str(self.ws.root), entry.hook_id, entry.host, entry.session_id,
-                                entry.harness_session_id, status, shown))
+                                entry.harness_session_id, str(ended), shown))
 
 
 def approved_copy(log_path: Path, prompt: str) -> str:

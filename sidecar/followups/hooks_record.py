@@ -23,20 +23,17 @@ from typing import TYPE_CHECKING
 
 from sidecar import jsonfile
 from sidecar.coordination.records import HOOKS, LAST_GOOD, REVISION, copy_revision
-from sidecar.followups import trust
-from sidecar.followups.hookstate import HookState, merged_after_repair
+from sidecar.followups import hookstate, trust
+from sidecar.followups.hookstate import Holder, HookState, merged_after_repair
 from sidecar.followups.model import HooksDoc, HooksError, parse
 
 if TYPE_CHECKING:
     from sidecar.coordination.redis.records import RedisRecords
-    from sidecar.followups.store import HookStore
-
-__all__ = ["HOOKS", "LAST_GOOD", "refresh", "send", "send_while_broken"]
 
 log = logging.getLogger("sidecar")
 
 
-def refresh(store: HookStore, records: RedisRecords, now: float) -> HookState:
+def refresh(store: Holder, records: RedisRecords, now: float) -> HookState:
     """`HookStore.refresh` in Redis mode (see the module); call with the lock held."""
     path = store.ws.hooks_file
     sig = jsonfile.signature(path)
@@ -50,7 +47,7 @@ def refresh(store: HookStore, records: RedisRecords, now: float) -> HookState:
     except FileNotFoundError:
         data = None
     except jsonfile.NotARegularFile as exc:
-        return _broken(store, state, str(exc), sig, now, revision)
+        return _broken(store, records, state, str(exc), sig, now, revision)
     if record is not None and (data is None or data == record or records.late_copy(data)):
         store.state = HookState(parse(record), None, sig, revision=revision)
         if data != record:  # set back, or removed: the record's copy again
@@ -63,7 +60,7 @@ def refresh(store: HookStore, records: RedisRecords, now: float) -> HookState:
     try:
         doc = parse(data)
     except HooksError as exc:
-        return _broken(store, state, str(exc), sig, now, revision)
+        return _broken(store, records, state, str(exc), sig, now, revision)
     read_at = copy_revision(data)
     if record is not None and read_at is not None and read_at < revision:
         log.warning("%s was edited from its copy at revision %d while the record moved on to %d "
@@ -79,11 +76,11 @@ def refresh(store: HookStore, records: RedisRecords, now: float) -> HookState:
     store.state = HookState(doc, None, sig, revision=revision)
     doc.drop_orphans()
     if not records.fenced or records.me is not None:  # a stand-by leaves it to the leader
-        store.write(doc)
+        send(store, records, doc.to_json())
     return store.state
 
 
-def send(store: HookStore, records: RedisRecords, data: dict[str, object]) -> None:
+def send(store: Holder, records: RedisRecords, data: dict[str, object]) -> None:
     """`HookStore.write` in Redis mode: the record, if it is still at the revision the store
     read (Conflict if not), then its copy, which says its revision (and `hooks.last-good.json`,
     for file mode, should the workspace go back to it)."""
@@ -102,7 +99,7 @@ def send(store: HookStore, records: RedisRecords, data: dict[str, object]) -> No
     records.mirror(copies)
 
 
-def send_while_broken(store: HookStore, records: RedisRecords, data: dict[str, object],
+def send_while_broken(store: Holder, records: RedisRecords, data: dict[str, object],
                       kept: dict[str, object]) -> None:
     """A change while the file is broken: the record changes, the file stays as the person
     left it, and what the repair merges (since when, what fired) is kept beside it."""
@@ -114,28 +111,28 @@ def send_while_broken(store: HookStore, records: RedisRecords, data: dict[str, o
     _sent(store, records)
 
 
-def _broken(store: HookStore, state: HookState | None, error: str,
+def _broken(store: Holder, records: RedisRecords, state: HookState | None, error: str,
             sig: jsonfile.Signature | None, now: float, revision: int) -> HookState:
-    """`HookStore.broken` at the record's revision: a record that moved on while the file is
+    """`hookstate.broken` at the record's revision: a record that moved on while the file is
     broken (another machine's change, a command's) is worked on as it is now."""
     if state is not None and state.revision != revision:
-        fresh = store.last_good()
+        fresh = hookstate.last_good(store.ws, records)
         fresh.error = state.error
         fresh.broken_at = fresh.broken_at or state.broken_at
         fresh.fired_while_broken |= state.fired_while_broken
         state = fresh
-    found = store.broken(state, error, sig, now)
+    found = hookstate.broken(store, state, records, error, sig, now)
     found.revision = revision
     return found
 
 
-def _sent(store: HookStore, records: RedisRecords) -> None:
+def _sent(store: Holder, records: RedisRecords) -> None:
     revision = records.sent_revision(HOOKS)
     if store.state is not None and revision is not None:
         store.state.revision = revision
 
 
-def _copy(store: HookStore, records: RedisRecords, data: bytes) -> None:
+def _copy(store: Holder, records: RedisRecords, data: bytes) -> None:
     written = records.write_copy(HOOKS, data)
     if store.state is not None:
         store.state.signature = written
@@ -152,7 +149,7 @@ def _keep_claims(doc: HooksDoc, record: HooksDoc) -> None:
         entry.run = found.run if found else None
 
 
-def _keep_signed_runs(store: HookStore, doc: HooksDoc) -> None:
+def _keep_signed_runs(store: Holder, doc: HooksDoc) -> None:
     """A run record taken up from the file proves nothing unless this user's sidecar signed
     it: the others are dropped (their claims stay, and are settled by their runners' start
     tokens and leases, never by a pid the file names)."""

@@ -10,12 +10,11 @@ waits for a quiet session, a command from hooks.json still runs only if trusted)
 from __future__ import annotations
 
 from sidecar.base.errors import SidecarError
+from sidecar.base.outcome import CANCELLED
 from sidecar.base.timeutil import iso
 from sidecar.followups.model import HooksDoc, QueueEntry
 from sidecar.followups.store import HookStore
 from sidecar.layout import Workspace
-
-CANCELLED = "cancelled by the user"
 
 
 class NotChangeable(SidecarError):

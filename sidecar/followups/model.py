@@ -16,8 +16,9 @@ import orjson
 
 from sidecar.base import hooksjson
 from sidecar.base.errors import SidecarError
+from sidecar.base.outcome import Outcome
 from sidecar.base.timeutil import iso, parse_ts
-from sidecar.followups.targets import Notify, TargetError, check, event_misfit
+from sidecar.followups.notify.targets import Notify, TargetError, check, event_misfit
 from sidecar.layout import HOOK_NAME
 from sidecar.vocabulary import EventKind, FollowUpEvent
 
@@ -139,12 +140,11 @@ class Hook:
         if not isinstance(history, list):
             fail(f"{path}.history", "must be a list")
         return cls(
-            id=data["id"], name=data["name"],
+            id=data["id"], name=data["name"], action=action,
             event=FollowUpEvent(event) if event in FOLLOW_UP_EVENTS else EventKind(event),
             delay_seconds=_whole(data.get("delaySeconds", 0 if notify else DEFAULT_DELAY),
                                  f"{path}.delaySeconds", 0, MAX_DELAY),
             prompt_file=_prompt_file(data.get("promptFile", None if notify else DEFAULT_PROMPT_FILE), path),
-            action=action,
             enabled=_flag(data, "enabled", True, path), skip_cron=_flag(data, "skipCron", True, path),
             skip_subagents=_flag(data, "skipSubagents", True, path),
             max_context_k=_whole(data.get("maxContextK", 0), f"{path}.maxContextK", 0, None),
@@ -174,14 +174,14 @@ class Hook:
             **self.extra,
         }
 
-    def record_firing(self, status: str, at: float, host: str | None, session_id: str | None,
+    def record_firing(self, ended: Outcome, at: float, host: str | None, session_id: str | None,
                       log: str | None, fired: bool = True) -> None:
         """One more entry of the history; `fired=False` for a note made when the hook was not
         even queued (it leaves `lastFiredAt` alone)."""
-        self.last_status = status
+        self.last_status = str(ended)  # the text hooks.json keeps (outcome.py)
         if fired:
             self.last_fired_at = iso(at)
-        self.history.append(FiringRecord(iso(at), status, host, session_id, log))
+        self.history.append(FiringRecord(iso(at), self.last_status, host, session_id, log))
         del self.history[:-HISTORY_LIMIT]
 
 

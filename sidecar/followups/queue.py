@@ -16,22 +16,26 @@ import logging
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
+from sidecar.base.endreasons import STALE
+from sidecar.base.outcome import INTERRUPTED, Outcome, error, postponed, skipped
 from sidecar.base.timeutil import iso, parse_ts
-from sidecar.followups import notices, trust
+from sidecar.followups import trust
 from sidecar.followups.decide import TRANSCRIPT_QUIET
 from sidecar.followups.model import Hook, HooksDoc, QueueEntry, Run, entry_id
+from sidecar.followups.notify import notices
 from sidecar.followups.resets import MAX_TRIES, next_try
 from sidecar.followups.store import HookStore, HooksView
 from sidecar.layout import Workspace
 from sidecar.procwatch import Proc
 from sidecar.sessions.model import Key
-from sidecar.vocabulary import INTERRUPTED, LIMIT_ERRORS, STALE, EventKind, FollowUpEvent, SessionChange
+from sidecar.vocabulary import LIMIT_ERRORS, EventKind, FollowUpEvent, SessionChange
 
 log = logging.getLogger("sidecar")
 
 MAX_POSTPONES = 10
-FOREIGN_RUN = ("error: its run record was not written by this user's sidecar; nothing was "
-               "adopted or signalled")
+FOREIGN_RUN = error("its run record was not written by this user's sidecar; nothing was "
+                    "adopted or signalled")
+TURN_INTERRUPTED = skipped("the last turn was interrupted")  # a session-end hook's default for it
 POSTPONE_SECONDS = 60.0
 
 
@@ -50,7 +54,7 @@ class Settled:
     on (`proc`), else the outcome it ended with, or that it never will start (`outcome`)."""
 
     proc: Proc | None
-    outcome: str
+    outcome: Outcome | None  # None while its runner runs on (`proc`)
     log: str | None  # the claim's log name it was settled for (a new claim is not this one)
 
 
@@ -90,7 +94,7 @@ class FollowUpQueue:
                         if notices.wants_change(hook, change):
                             notices.add_for_change(doc, hook, change, now, queued)
                         elif not change.from_hook:
-                            _note_skip(hook, change, INTERRUPTED, now)
+                            _note_skip(hook, change, TURN_INTERRUPTED, now)
                     elif change.kind == EventKind.TURN_FAILED:
                         _add_limit_try(doc, hook, change, now, backoff_scale, queued)
                     elif not change.from_hook:  # (wanted only for a notice's alsoFollowUps)
@@ -112,7 +116,8 @@ class FollowUpQueue:
 
     def add_follow_up_event(self, event: FollowUpEvent, fired: QueueEntry, hook_id: str,
                             status: str, now: float) -> int:
-        """Queue the notices of what a follow-up did (notices.add_for_follow_up); leaves
+        """Queue the notices of what a follow-up did (notices.add_for_follow_up: `status` is
+        their reason, an outcome's text or `started`); leaves
         hooks.json untouched when no notify hook listens."""
         if event not in self.store.listened_events(now):
             return 0
@@ -156,14 +161,14 @@ class FollowUpQueue:
             if entry.retries > MAX_POSTPONES:
                 doc.pending.remove(entry)
                 if hook is not None:
-                    hook.record_firing(f"skipped: {why} after {MAX_POSTPONES} postponements",
+                    hook.record_firing(skipped(f"{why} after {MAX_POSTPONES} postponements"),
                                        now, entry.host, entry.session_id, None)
                 return
             entry.claimed_by = None
             entry.claimed_at = None
             entry.due_at = iso(now + POSTPONE_SECONDS)
             if hook is not None:
-                hook.last_status = f"postponed: {why} ({entry.retries}/{MAX_POSTPONES})"
+                hook.last_status = str(postponed(f"{why} ({entry.retries}/{MAX_POSTPONES})"))
 
         self._edit_entry(key, now, edit)
 
@@ -185,7 +190,7 @@ class FollowUpQueue:
 
         self._edit_entry(key, now, edit)
 
-    def finish(self, entry: QueueEntry, status: str, log_path: str | None, now: float) -> bool:
+    def finish(self, entry: QueueEntry, ended: Outcome, log_path: str | None, now: float) -> bool:
         """Remove a fired entry and record the firing in its hook's history, if this instance
         still holds its claim (so that an outcome is recorded once); whether it did."""
 
@@ -196,7 +201,7 @@ class FollowUpQueue:
             doc.pending.remove(current)
             hook = doc.hooks.get(entry.hook_id)
             if hook is not None:
-                hook.record_firing(status, now, entry.host, entry.session_id, log_path)
+                hook.record_firing(ended, now, entry.host, entry.session_id, log_path)
             self.store.note_fired_while_broken(entry.id)
             return True
 
@@ -266,17 +271,17 @@ class FollowUpQueue:
                     _drop(doc, entry, FOREIGN_RUN, now)  # planted: never adopted, never signalled
                     continue
                 log_path = ws.firing_log(entry.hook_id, entry.log or "")
-                status = "error: interrupted"
+                ended = INTERRUPTED
                 if entry.run is None and log_path and not is_alive(entry.claimed_by):
                     how = settled.get(entry.id)
                     if how is None or how.log != entry.log:
                         continue  # not settled yet: the next recovery settles it
-                    status = _take_settled(ws, entry, how, str(log_path), now)
+                    ended = _take_settled(ws, entry, how, str(log_path), now)
                 if entry.run is not None:  # a leader adopts it, whoever started it
                     entry.claimed_by, entry.claimed_at = mine, iso(now)
                     adopted.append(copy.copy(entry))
                 elif not is_alive(entry.claimed_by):  # ended already, or given up now
-                    _drop(doc, entry, status, now)
+                    _drop(doc, entry, ended, now)
                     self.store.note_fired_while_broken(entry.id)
                     lost += 1
             return adopted, lost
@@ -302,7 +307,7 @@ def _queue_once(doc: HooksDoc, hook: Hook, change: SessionChange, now: float,
         _note_skip(hook, change, _already_ran(hook, change), now)
         return
     if change.kind == EventKind.SESSION_END and change.interrupted and not hook.also_interrupted:
-        _note_skip(hook, change, INTERRUPTED, now)  # not done: a later end may
+        _note_skip(hook, change, TURN_INTERRUPTED, now)  # not done: a later end may
         return
     recorded.setdefault(key, []).append(hook.id)
     key_id = entry_id(hook.id, change.host, change.session_id)
@@ -316,39 +321,39 @@ def _queue_once(doc: HooksDoc, hook: Hook, change: SessionChange, now: float,
 
 
 def _take_settled(ws: Workspace, entry: QueueEntry, how: Settled, log_path: str,
-                  now: float) -> str:
+                  now: float) -> Outcome:
     """Record a settled claim's runner in its entry (then adopted), if it started and runs
     on; returns the outcome to record otherwise."""
     if how.proc is not None:
         entry.run = trust.sign(ws, entry.id, Run(how.proc.pid, how.proc.start, log_path,
                                                  entry.claimed_at or iso(now)))
-    return how.outcome
+    return how.outcome or INTERRUPTED  # (an adopted entry records none)
 
 
-def _drop(doc: HooksDoc, entry: QueueEntry, status: str, now: float) -> None:
+def _drop(doc: HooksDoc, entry: QueueEntry, ended: Outcome, now: float) -> None:
     doc.pending.remove(entry)
     hook = doc.hooks.get(entry.hook_id)
     if hook is not None:
-        hook.record_firing(status, now, entry.host, entry.session_id, None)
+        hook.record_firing(ended, now, entry.host, entry.session_id, None)
 
 
-def _already_ran(hook: Hook, change: SessionChange) -> str:
+def _already_ran(hook: Hook, change: SessionChange) -> Outcome:
     """Why a hook is not queued again for a session it was queued for: once per session."""
     ran = next((f.at for f in reversed(hook.history) if f.session_id == change.session_id
-                and f.host == change.host and f.status and not f.status.startswith("skipped")),
+                and f.host == change.host and f.status and not Outcome.parse(f.status).skipped),
                None)
     if ran is None:
-        return f"skipped: {hook.id} is queued for this conversation already (once per session)"
-    return f"skipped: {hook.id} already ran for this conversation at {ran} (once per session)"
+        return skipped(f"{hook.id} is queued for this conversation already (once per session)")
+    return skipped(f"{hook.id} already ran for this conversation at {ran} (once per session)")
 
 
-def _note_skip(hook: Hook, change: SessionChange, status: str, now: float) -> None:
+def _note_skip(hook: Hook, change: SessionChange, why: Outcome, now: float) -> None:
     """Say in the hook's history why a session's change did not queue it, once per session
     and reason (a replayed batch, or each later turn of the session, adds nothing)."""
-    if any(f.session_id == change.session_id and f.host == change.host and f.status == status
-           for f in hook.history):
+    if any(f.session_id == change.session_id and f.host == change.host
+           and f.status == str(why) for f in hook.history):
         return
-    hook.record_firing(status, now, change.host, change.session_id, None, fired=False)
+    hook.record_firing(why, now, change.host, change.session_id, None, fired=False)
 
 
 def _wants(hook: Hook, change: SessionChange) -> bool:

@@ -5,8 +5,8 @@ as it is on disk, so `sidecar hooks ...`, daemons and hand edits can all change 
 
 A hand edit that does not parse or validate is never overwritten. The daemon then works on its
 last good copy, kept in `runtime/hooks.last-good.json` so it survives restarts too, and merges
-what it did meanwhile back in once the file is fixed. This module is the only reader and
-writer of both files.
+what it did meanwhile back in once the file is fixed (hookstate.py). This module is the only
+writer of both files; in Redis mode it writes them through hooks_record.py.
 """
 
 from __future__ import annotations
@@ -19,16 +19,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, TypeVar
 
-import orjson
-
 from sidecar import jsonfile, safedir
 from sidecar.base.errors import SidecarError
-from sidecar.base.timeutil import iso, parse_ts
+from sidecar.base.timeutil import iso
 from sidecar.coordination import current as coordination
 from sidecar.coordination.base import Conflict
-from sidecar.followups import hooks_record, trust
-from sidecar.followups.hooks_record import HOOKS, LAST_GOOD
-from sidecar.followups.hookstate import HookState, merged_after_repair
+from sidecar.coordination.records import HOOKS, LAST_GOOD
+from sidecar.followups import hooks_record, hookstate, trust
+from sidecar.followups.hookstate import BROKEN_SINCE, FIRED_WHILE_BROKEN, HookState, merged_after_repair
 from sidecar.followups.model import (
     Hook,
     HookEvent,
@@ -47,8 +45,6 @@ log = logging.getLogger("sidecar")
 
 T = TypeVar("T")
 
-BROKEN_SINCE = "sidecarBrokenSince"  # kept in hooks.last-good.json only while hooks.json is broken
-FIRED_WHILE_BROKEN = "sidecarFiredWhileBroken"
 CONFLICT_TRIES = 3  # a change Redis refused as made on an older record, made again
 
 
@@ -93,24 +89,6 @@ class HookStore:
         """The document on disk; HooksError if it is broken, FileNotFoundError if absent."""
         return parse(_read(self.ws.hooks_file))
 
-    def last_good(self) -> HookState:
-        """The state kept beside a broken file, with what was done while it was broken."""
-        try:
-            records = self.records
-            if records is not None:
-                kept = records.read(LAST_GOOD, adopt=False) or records.read(HOOKS, adopt=False)
-                raw = {} if kept is None else orjson.loads(kept)
-            else:
-                raw = jsonfile.read_json(self.last_good_file)
-            broken_since = raw.pop(BROKEN_SINCE, None) if isinstance(raw, dict) else None
-            fired = raw.pop(FIRED_WHILE_BROKEN, None) if isinstance(raw, dict) else None
-            state = HookState(HooksDoc.from_json(raw))
-        except (OSError, ValueError):
-            return HookState(HooksDoc())
-        state.broken_at = parse_ts(broken_since)
-        state.fired_while_broken = {f for f in fired or [] if isinstance(f, str)}
-        return state
-
     def refresh(self, now: float) -> HookState:
         """Bring the in-memory state up to date with the file; call with the lock held."""
         records = self.records
@@ -128,7 +106,7 @@ class HookStore:
             self.state = HookState(kept, None, sig)
             return self.state
         except HooksError as exc:
-            return self.broken(state, str(exc), sig, now)
+            return hookstate.broken(self, state, None, str(exc), sig, now)
         repaired = state is not None and state.error is not None
         if state is not None and state.error is not None:
             log.info("%s is valid again; taken up", self.ws.hooks_file)
@@ -148,21 +126,6 @@ class HookStore:
             return jsonfile.read_bytes(self.last_good_file) == data
         except (OSError, SidecarError):
             return False
-
-    def broken(self, state: HookState | None, error: str, sig: jsonfile.Signature | None,
-               now: float) -> HookState:
-        if state is None:  # started on a broken file: carry on from the kept copy
-            state = self.last_good()
-            state.broken_at = state.broken_at or now
-        elif state.error is None:  # it just broke
-            state.broken_at = now
-        if state.error != error:
-            log.error("%s is broken, so it is left as it is and the last good hooks and "
-                      "queue are used: %s", self.ws.hooks_file, error)
-        state.error = error
-        state.signature = sig
-        self.state = state
-        return state
 
     def write(self, doc: HooksDoc, as_json: dict[str, object] | None = None) -> None:
         records = self.records
@@ -309,7 +272,7 @@ def read_view(ws: Workspace) -> HooksView:
         return HooksView({}, [], None)
     except HooksError as exc:
         error = f"{ws.hooks_file}: {exc}"
-    state = HookStore(ws).last_good()
+    state = hookstate.last_good(ws, coordination.get().records(ws))
     return HooksView(*_doc_parts(state.doc), error)
 
 

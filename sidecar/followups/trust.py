@@ -40,17 +40,19 @@ from sidecar import jsonfile, layout, locks, safedir
 from sidecar.base import trustcheck
 from sidecar.base.errors import SidecarError
 from sidecar.base.escapes import escaped  # what a terminal shows is exactly what runs
+from sidecar.base.outcome import skipped
 from sidecar.base.timeutil import iso
-from sidecar.followups import prompts, targets
+from sidecar.followups import prompts
 from sidecar.followups.model import Hook, Run
+from sidecar.followups.notify import targets
+from sidecar.followups.notify.targets import Notify
 from sidecar.followups.seeds import PROMPTS, default_doc
-from sidecar.followups.targets import Notify
 from sidecar.layout import TamperedRuntime, Workspace
 from sidecar.owner import MAX_OWNED_BYTES, CannotActAsOwner, config_home_of, owner_uid, read_owned
 
 TRUST_FILE = "trust.json"
 RUN_KEY = "run-key"
-NOT_TRUSTED = "skipped: not trusted on this machine"
+NOT_TRUSTED = skipped("not trusted on this machine")
 KEPT = 8  # approvals kept per hook: a branch switched back to is still trusted
 SIDECARS_OWN = frozenset(trustcheck.sha(text.encode()) for text in PROMPTS.values())
 

@@ -1,28 +1,26 @@
-"""One batch of events applied to a workspace's sessions: planned in memory (`plan`), then
-saved with the follow-ups queued for it (`commit`); the store (store.py) opens it under the
-sessions' lock, with the sessions folder held open for its reads and writes."""
+"""One batch of events applied to a workspace's sessions: opened under the sessions' lock
+(`open_batch`), planned in memory (`plan`), then saved with the follow-ups queued for it
+(`commit`), through the sessions' store (store.py)."""
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 
+from sidecar import safedir
 from sidecar.base.errors import SidecarError
+from sidecar.base.ids import harness_id
 from sidecar.base.timeutil import iso
 from sidecar.coordination.base import Unreachable
 from sidecar.inbox.events import Event
+from sidecar.layout import PLAIN_NAME
 from sidecar.sessions import endfacts, rules, tokens
 from sidecar.sessions.model import Bindings, Key, SessionRecord
 from sidecar.sessions.rules import Applied
+from sidecar.sessions.store import BatchResult, SessionStore, StoreError
 from sidecar.together import together
 from sidecar.vocabulary import EventKind, SessionChange
-
-TYPE_CHECKING = False
-if TYPE_CHECKING:
-    from sidecar.sessions.store import SessionStore
-
-
-class StoreError(SidecarError):
-    """A state file cannot be read right now; the work is retried later (store.py)."""
 
 
 @dataclass
@@ -37,17 +35,14 @@ class Work:
     failed: str | None = None
 
 
-@dataclass
-class BatchResult:
-    applied: list[str] = field(default_factory=list)  # inbox files done with
-    retry: list[str] = field(default_factory=list)  # inbox files to try again later
-    changes: list[SessionChange] = field(default_factory=list)
-    errors: list[str] = field(default_factory=list)
-    rejected: list[tuple[str, str]] = field(default_factory=list)  # (inbox file, why)
-    # The sweep's: when the next binding goes stale (None: no binding), and whether a stale
-    # one was spared (its transcript is recent, or it could not be read): look again soon.
-    next_stale: float | None = None
-    spared: bool = False
+@contextmanager
+def open_batch(store: SessionStore, replay: bool = False) -> Iterator[Batch]:
+    """A batch under the sessions' lock, holding the sessions folder open for its reads
+    and writes (safedir.holding: one walk to it, not one per file). `replay` says it may
+    repeat one a dead instance half-saved: trace lines it already appended are then not
+    appended again."""
+    with store.locked(), safedir.holding(store.ws.sessions):
+        yield Batch(store, store.load_bindings(), replay)
 
 
 class Batch:
@@ -67,7 +62,7 @@ class Batch:
             key = (event.host, event.session_id)
             work = self.works.get(key)
             if work is None:
-                work = self.works[key] = self.store.open_work(key, self.bindings)
+                work = self.works[key] = self._open_work(key)
             if work.failed is not None:
                 work.files.append(event.file)
                 continue
@@ -87,6 +82,17 @@ class Batch:
             if work.record is not None:
                 rules.trim_recent(work.record, len(work.files))
         return [c for w in self.works.values() if w.failed is None for c in w.applied.changes]
+
+    def _open_work(self, key: Key) -> Work:
+        binding = self.bindings.get(key)
+        bound = binding.harness_session_id if binding is not None else None
+        # A binding naming a path (a hand edit) is not followed out of sessions/.
+        hid = bound if bound and PLAIN_NAME.fullmatch(bound) else harness_id(*key)
+        try:
+            record = self.store.load_session(hid)
+        except (OSError, ValueError, StoreError) as exc:
+            return Work(key, hid, None, failed=f"cannot read session {hid}: {exc}")
+        return Work(key, hid, record)
 
     def commit(self, follow_ups: dict[Key, list[str]], now: float) -> BatchResult:
         """Record the follow-ups queued for each session, save the records, then the bindings."""

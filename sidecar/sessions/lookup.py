@@ -13,10 +13,10 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 
 from sidecar.base.errors import SidecarError
+from sidecar.base.ids import harness_id
 from sidecar.layout import PLAIN_NAME
 from sidecar.sessions import scan
 from sidecar.sessions.model import Key, SessionRecord
-from sidecar.sessions.rules import harness_id
 from sidecar.sessions.store import SessionStore
 
 

@@ -12,8 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from sidecar.base import ids
-from sidecar.base.ids import NAMESPACE as NAMESPACE
-from sidecar.base.ids import harness_id as harness_id
+from sidecar.base.endreasons import DEFAULT_END_REASON, HOST_EXITED, STALE
 from sidecar.base.timeutil import iso
 from sidecar.hosts import registry
 from sidecar.hosts.base import EndFacts, Failure
@@ -30,14 +29,7 @@ from sidecar.sessions.model import (
     ts_or,
 )
 from sidecar.views import activity
-from sidecar.vocabulary import (
-    DEFAULT_END_REASON,
-    HOST_EXITED,
-    LIMIT_ERRORS,
-    STALE,
-    EventKind,
-    SessionChange,
-)
+from sidecar.vocabulary import LIMIT_ERRORS, EventKind, SessionChange
 
 RECENT_EVENTS = 256  # per session: enough to recognise any batch replayed after a crash
 # A host writes its record of an end a moment after its last hook's event (Cline's manifest,

@@ -16,31 +16,50 @@ import os
 import shutil
 import stat
 import time
-from collections.abc import Callable, Iterator
-from contextlib import AbstractContextManager, contextmanager
+from collections.abc import Callable
+from contextlib import AbstractContextManager
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 import orjson
 
 from sidecar import jsonfile, safedir, together
+from sidecar.base.errors import SidecarError
+from sidecar.base.ids import harness_id
 from sidecar.base.timeutil import from_local
 from sidecar.coordination import current as coordination
 from sidecar.hosts import registry
 from sidecar.layout import PLAIN_NAME, Workspace
 from sidecar.sessions import endfacts, rules
-from sidecar.sessions.batch import Batch as Batch
-from sidecar.sessions.batch import BatchResult as BatchResult
-from sidecar.sessions.batch import StoreError as StoreError
-from sidecar.sessions.batch import Work as Work
 from sidecar.sessions.model import Bindings, Facts, Key, SessionRecord, TraceLine, ts_or
-from sidecar.sessions.rules import Applied, harness_id
+from sidecar.sessions.rules import Applied
+from sidecar.vocabulary import SessionChange
 
 if TYPE_CHECKING:
     from sidecar.coordination.redis.records import RedisRecords
 
 log = logging.getLogger("sidecar")
 BINDINGS = "hooks/host-sessions.json"  # the bindings' record's name (coordination/redis/records.py)
+
+
+class StoreError(SidecarError):
+    """A state file cannot be read right now; the work is retried later."""
+
+
+@dataclass
+class BatchResult:
+    """What a batch of events (batch.py) or a sweep did to the sessions."""
+
+    applied: list[str] = field(default_factory=list)  # inbox files done with
+    retry: list[str] = field(default_factory=list)  # inbox files to try again later
+    changes: list[SessionChange] = field(default_factory=list)
+    errors: list[str] = field(default_factory=list)
+    rejected: list[tuple[str, str]] = field(default_factory=list)  # (inbox file, why)
+    # The sweep's: when the next binding goes stale (None: no binding), and whether a stale
+    # one was spared (its transcript is recent, or it could not be read): look again soon.
+    next_stale: float | None = None
+    spared: bool = False
 
 
 class SessionStore:
@@ -178,27 +197,7 @@ class SessionStore:
             records.write_copy(f"sessions/{record.id}/session.json", body)
         records.mirror(mirror)
 
-    # -- batches -----------------------------------------------------------------------
-
-    @contextmanager
-    def batch(self, replay: bool = False) -> Iterator[Batch]:
-        """A batch under the sessions' lock, holding the sessions folder open for its reads
-        and writes (safedir.holding: one walk to it, not one per file). `replay` says it may
-        repeat one a dead instance half-saved: trace lines it already appended are then not
-        appended again."""
-        with self.locked(), safedir.holding(self.ws.sessions):
-            yield Batch(self, self.load_bindings(), replay)
-
-    def open_work(self, key: Key, bindings: Bindings) -> Work:
-        binding = bindings.get(key)
-        bound = binding.harness_session_id if binding is not None else None
-        # A binding naming a path (a hand edit) is not followed out of sessions/.
-        hid = bound if bound and PLAIN_NAME.fullmatch(bound) else harness_id(*key)
-        try:
-            record = self.load_session(hid)
-        except (OSError, ValueError, StoreError) as exc:
-            return Work(key, hid, None, failed=f"cannot read session {hid}: {exc}")
-        return Work(key, hid, record)
+    # -- reads under the lock -----------------------------------------------------------
 
     def record(self, hid: str | None) -> SessionRecord | None:
         """A session's record as saved (None: no id, no record, or one that cannot be read)."""

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from sidecar.base import hooksjson
 from sidecar.base.files import parse, read
+from sidecar.base.outcome import Outcome
 from sidecar.base.proc import is_alive
 from sidecar.base.timeutil import parse_ts
 from sidecar.views.trusted import Trusted, Unsure
@@ -100,7 +101,7 @@ def hook_row(root: str, raw: dict[str, Any], trusted: bool) -> HookRow:
         from sidecar import full_start
 
         full_start()
-        from sidecar.followups.targets import shown
+        from sidecar.followups.notify.targets import shown
 
         action = {"notify": shown(action["notify"])}
     history = (raw.get("history") or [])[-hooksjson.HISTORY_LIMIT:]
@@ -121,7 +122,7 @@ def failure_line(root: str, raw: dict[str, Any], last: dict[str, Any] | None,
                  status: str | None) -> str | None:
     """What the latest firing's log last said, if that firing failed: kept in its history
     entry when it finished (`lastLine`), else read from its log (entries from before)."""
-    if last is None or not (status or "").startswith("error") or _text(last.get("status")) != status:
+    if last is None or not Outcome.parse(status).failed or _text(last.get("status")) != status:
         return None
     if "lastLine" in last:
         return _text(last["lastLine"])

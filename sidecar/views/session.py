@@ -18,6 +18,7 @@ def session_report(ws: Workspace, session_id: str) -> dict[str, Any] | None:
     (lookup.AmbiguousSession if it starts several)."""
     import orjson
 
+    from sidecar.base.outcome import Outcome
     from sidecar.followups import store as hook_store
     from sidecar.followups.run import logtail
     from sidecar.hosts import registry
@@ -47,7 +48,7 @@ def session_report(ws: Workspace, session_id: str) -> dict[str, Any] | None:
                   for e in view.pending if e.session_id == session_id and e.host == host]
     follow_ups += [{"hookId": h.id, "state": f.status, "at": f.at, "log": f.log,
                     "lastLine": logtail.last_line(ws, h.id, f.log)
-                    if (f.status or "").startswith("error") else None}
+                    if Outcome.parse(f.status).failed else None}
                    for h in view.hooks.values() for f in h.history
                    if f.session_id == session_id and f.host == host]
     meta = record.sidecar

@@ -8,6 +8,7 @@ import time
 
 from sidecar.base import words
 from sidecar.base.escapes import escaped, escaped_values
+from sidecar.base.outcome import Outcome
 from sidecar.base.timeutil import parse_ts
 from sidecar.base.words import Style
 
@@ -34,9 +35,9 @@ def tokens_text(t: dict[str, int]) -> str:
 
 def outcome_style(status: str | None) -> tuple[str, ...]:
     """How a firing's outcome is painted: a failure red, a skip dim, success green."""
-    text = status or ""
-    return ("red",) if text.startswith("error") else ("dim",) if text.startswith("skipped") \
-        else ("green",) if text == "ok" else ()
+    ended = Outcome.parse(status)
+    return ("red",) if ended.failed else ("dim",) if ended.skipped \
+        else ("green",) if ended.ok else ()
 
 
 def _width(values: list[str], floor: int = 0) -> int:
@@ -109,7 +110,7 @@ def _hook_lines(h: HookRow, widths: tuple[int, int, int], root: str, now: float,
 
         full_start()
         from sidecar.followups import trust  # (a rare branch: imported where it is met)
-        from sidecar.followups.targets import Notify
+        from sidecar.followups.notify.targets import Notify
 
         # What it would do on a line of its own, whole (it is what the user is asked to
         # trust), so the lines around it fit words.WIDTH however long it is.

@@ -9,7 +9,7 @@ import orjson
 import pytest
 
 from helpers import read_json, run_cli, wait_until
-from sidecar.sessions.rules import harness_id
+from sidecar.base.ids import harness_id
 
 GOOD = b'{"event": "session-start", "session_id": "good-%d", "host": "t"}'
 

@@ -15,7 +15,7 @@ import orjson
 import pytest
 
 from helpers import read_json, trust_hooks, wait_until
-from sidecar.sessions.rules import harness_id
+from sidecar.base.ids import harness_id
 
 pytestmark = pytest.mark.slow
 

@@ -10,8 +10,8 @@ import orjson
 import pytest
 
 from helpers import FIXTURES, emit, inbox_files, read_json, run_cli, wait_until
+from sidecar.base.ids import harness_id
 from sidecar.layout import Workspace
-from sidecar.sessions.rules import harness_id
 
 CLAUDE_SEQUENCE = ["SessionStart.json", "UserPromptSubmit.json", "PostToolUse.json",
                    "Stop.json", "SessionEnd.json"]

@@ -10,8 +10,8 @@ from pathlib import Path
 import orjson
 
 from helpers import emit, run_cli, wait_until
+from sidecar.base.ids import harness_id
 from sidecar.layout import Workspace
-from sidecar.sessions.rules import harness_id
 
 WATCHED = 6.0  # seconds: three looks at a workspace set aside, and a step a second before
 

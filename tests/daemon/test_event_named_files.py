@@ -26,8 +26,8 @@ import test_privileges
 from test_privileges import RootDaemon, daemon_command, owned_workspace, stays_alive
 
 from helpers import emit, is_serving, read_json, wait_until
+from sidecar.base.ids import harness_id
 from sidecar.layout import Workspace
-from sidecar.sessions.rules import harness_id
 
 ROOT_ONLY = pytest.mark.skipif(
     not sys.platform.startswith("linux") or os.geteuid() != 0

@@ -13,9 +13,9 @@ from hypothesis import strategies as st
 
 from helpers import FIXTURES, emit, fixture_payload, inbox_files, read_json, wait_until
 from sidecar import emit as emit_mod
+from sidecar.base.ids import harness_id
 from sidecar.hosts.hermes import event_for
 from sidecar.inbox import events
-from sidecar.sessions.rules import harness_id
 from support.node_plugin import run_opencode_plugin
 
 LOOK_ALIKES = ["host", "ts", "session_id", "sessionId", "thread-id", "cwd", "sidecarHookId",

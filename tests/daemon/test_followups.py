@@ -22,6 +22,7 @@ from sidecar.followups.queue import MAX_POSTPONES, FollowUpQueue
 from sidecar.followups.store import HookStore
 from sidecar.inbox.events import parse
 from sidecar.layout import Workspace
+from sidecar.sessions.batch import open_batch
 from sidecar.sessions.store import SessionStore
 
 T0 = 1_795_900_000.0
@@ -75,7 +76,7 @@ class Harness:
 
     def apply(self, *events, crash_after_queue=False, at=T0):
         """One batch as ingestion runs it, at `at`: plan, queue the follow-ups, commit."""
-        with self.sessions.batch() as batch:
+        with open_batch(self.sessions) as batch:
             queued = self.queue.add(batch.plan(list(events)), at)
             if crash_after_queue:
                 raise OSError("power cut")

@@ -17,8 +17,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from helpers import emit, read_json, trust_hooks, wait_for_json, wait_until
+from sidecar.base.ids import harness_id
 from sidecar.inbox import events
-from sidecar.sessions.rules import harness_id
 
 HERE = Path(__file__).parent
 

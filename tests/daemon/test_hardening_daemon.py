@@ -18,9 +18,9 @@ import pytest
 
 from helpers import run_cli
 from sidecar import locks
+from sidecar.base.ids import harness_id
 from sidecar.inbox import events
 from sidecar.layout import Workspace
-from sidecar.sessions.rules import harness_id
 from support import stores
 from support.stores import ingestor, seeded_workspace
 

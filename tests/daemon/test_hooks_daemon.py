@@ -10,7 +10,7 @@ import orjson
 import pytest
 
 from helpers import SIDECAR, emit, read_json, run_cli, trust_hooks, wait_for_json, wait_until
-from sidecar.sessions.rules import harness_id
+from sidecar.base.ids import harness_id
 
 
 def set_hooks(ws, hooks: dict) -> None:

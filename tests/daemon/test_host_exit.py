@@ -14,8 +14,8 @@ import pytest
 from helpers import SIDECAR, read_json, wait_until
 from sidecar import emit as emit_mod
 from sidecar import procwatch
+from sidecar.base.ids import harness_id
 from sidecar.base.proc import start_time
-from sidecar.sessions.rules import harness_id
 
 # A stand-in host: it runs its hooks the way Claude Code and Codex do (`sh -c`, payload on
 # stdin), then lives on until it is killed: between turns, or mid-turn for a session whose

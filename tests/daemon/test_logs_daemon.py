@@ -13,7 +13,7 @@ import orjson
 
 from helpers import SIDECAR, emit, read_json, run_cli, trust_hooks, wait_until
 from sidecar import layout
-from sidecar.sessions.rules import harness_id
+from sidecar.base.ids import harness_id
 
 
 def set_hooks(ws, hooks: dict) -> None:

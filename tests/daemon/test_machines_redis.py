@@ -16,7 +16,7 @@ import orjson
 import pytest
 
 from helpers import SIDECAR, read_json, run_cli, wait_until
-from sidecar.sessions.rules import harness_id
+from sidecar.base.ids import harness_id
 from support.cluster import (
     coordinate_through,
     inbox_events,

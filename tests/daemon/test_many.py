@@ -14,6 +14,7 @@ import orjson
 import pytest
 
 from helpers import SIDECAR, emit, read_json, wait_until
+from sidecar.base.ids import harness_id
 from sidecar.config import Config
 from sidecar.coordination.instances import Identity
 from sidecar.daemon.loop import StepLoop
@@ -21,7 +22,6 @@ from sidecar.daemon.watch import InotifyWatch, WatchError
 from sidecar.daemon.workspace import WorkspaceServer
 from sidecar.followups.store import initialise
 from sidecar.layout import Workspace
-from sidecar.sessions.rules import harness_id
 
 linux_only = pytest.mark.skipif(not os.path.exists("/proc/self/task"), reason="needs /proc")
 

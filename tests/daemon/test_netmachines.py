@@ -15,7 +15,7 @@ import time
 import pytest
 
 from helpers import SIDECAR, wait_until
-from sidecar.sessions.rules import harness_id
+from sidecar.base.ids import harness_id
 from support.cluster import leader_of, start_sidecar, wait_for_leader
 from support.record import emit_from, standing_by
 

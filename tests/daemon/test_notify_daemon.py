@@ -232,7 +232,7 @@ def test_a_shipped_notify_hook_sends_nothing_until_trusted(tmp_path, start_daemo
 
     emit(clone, None, "session-end", "--session-id", "secret-1", "--source", "claude-code")
     wait_until(lambda: read_json(ws.hooks_file)["hooks"]["leak"].get("lastStatus")
-               == trust.NOT_TRUSTED, 10)
+               == str(trust.NOT_TRUSTED), 10)
     assert receiver.received == []
     tested = run_cli("hooks", "test", "leak", "--root", str(clone))
     assert tested.returncode == 1 and b"not trusted" in tested.stderr
@@ -277,7 +277,7 @@ def test_hooks_add_refuses_a_bad_target_or_event(workspace):
 
 
 def test_apprise_is_never_loaded_by_the_daemon_nor_the_hook_path():
-    code = ("import sys, sidecar.daemon.process, sidecar.emit, sidecar.followups.send; "
+    code = ("import sys, sidecar.daemon.process, sidecar.emit, sidecar.followups.notify.send; "
             "print('apprise' in sys.modules)")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "False"

@@ -8,12 +8,13 @@ import sys
 import orjson
 
 from sidecar.config import Config
-from sidecar.followups import fire, send, trust
+from sidecar.followups import fire, trust
 from sidecar.followups.fire import FollowUps
 from sidecar.followups.model import Hook
+from sidecar.followups.notify import send
+from sidecar.followups.notify.targets import Notify
 from sidecar.followups.queue import FollowUpQueue
 from sidecar.followups.store import HookStore
-from sidecar.followups.targets import Notify
 from sidecar.layout import Workspace
 from sidecar.sessions.store import SessionStore
 from sidecar.vocabulary import EventKind, SessionChange

@@ -31,6 +31,7 @@ import pytest
 
 from helpers import REPO, SIDECAR, DaemonProcess, emit, is_serving, read_json, run_cli, wait_until
 from sidecar import owner as owner_mod
+from sidecar.base.ids import harness_id
 from sidecar.base.proc import start_time
 from sidecar.followups import trust
 from sidecar.followups.queue import FOREIGN_RUN
@@ -38,7 +39,6 @@ from sidecar.followups.run import actions
 from sidecar.layout import Workspace
 from sidecar.owner import SAFE_PATH
 from sidecar.procwatch import Proc, is_alive
-from sidecar.sessions.rules import harness_id
 
 TOOLS = ("setpriv", "useradd", "userdel")
 TOGGLER = Path(__file__).with_name("symlink_toggler.py")
@@ -348,7 +348,7 @@ def test_only_the_owners_own_trust_counts(top, owner, config_home, root_daemon, 
     daemon = root_daemon(ws.root)
     end_session(ws, "s1")
     status = wait_until(lambda: hook(ws, "cmd").get("lastStatus"), 30)
-    assert status == trust.NOT_TRUSTED, f"{status}\n{daemon.output()}"
+    assert status == str(trust.NOT_TRUSTED), f"{status}\n{daemon.output()}"
     assert not out.exists()
     assert hook(ws, "cmd")["history"][-1]["log"] is None
 
@@ -381,7 +381,7 @@ def test_a_planted_run_record_is_never_signalled(top, owner, config_home, root_d
         wait_until(lambda: not read_json(ws.hooks_file)["pending"], 30)
         status = hook(ws, "post-task")["history"][-1]["status"]
         assert status.startswith("error: its run record was not written by this user's sidecar")
-        assert status == FOREIGN_RUN
+        assert status == str(FOREIGN_RUN)
         assert stays_alive(victim, 4), f"the root process was killed\n{daemon.output()}"
         assert daemon.proc.poll() is None
     finally:

@@ -15,9 +15,9 @@ import time
 import pytest
 
 from helpers import FIXTURES, read_json, run_cli, wait_until
+from sidecar.base.ids import harness_id
 from sidecar.base.timeutil import iso
 from sidecar.hosts.cline.host import manifest_path, messages_path
-from sidecar.sessions.rules import harness_id
 
 RECORDED = FIXTURES / "cline-3.0.65"
 

@@ -12,8 +12,8 @@ import orjson
 import pytest
 
 from helpers import SIDECAR, emit, run_cli, wait_until
+from sidecar.base.ids import harness_id
 from sidecar.layout import Workspace
-from sidecar.sessions.rules import harness_id
 
 
 def _served(root: Path) -> bool:

@@ -3,7 +3,7 @@
 files the resumed run's events through the real `sidecar emit`, as the host's hooks would),
 and a notify hook on `resume-started` tells a loopback receiver (tests/support/receiver.py).
 
-What the code promises (notices.py, queue.py's `_add_limit_try`): one notice per start of a
+What the code promises (followups/notify/notices.py, queue.py's `_add_limit_try`): one notice per start of a
 resume, each try of a limit episode being a start of its own; a postponed try is no start.
 """
 

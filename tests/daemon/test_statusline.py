@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from helpers import SIDECAR, emit, fixture_payload, read_json, run_cli, wait_until
-from sidecar.sessions.rules import harness_id
+from sidecar.base.ids import harness_id
 
 SESSION = "5d0f3e8a-4c1b-4e7a-9d2f-6b8e1c0a7f31"
 

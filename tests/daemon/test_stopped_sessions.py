@@ -17,7 +17,8 @@ from test_followups import SID, T0, Harness, ev
 from helpers import read_json, run_cli, trust_hooks
 from sidecar.base.timeutil import iso
 from sidecar.followups.model import new_hook
-from sidecar.vocabulary import INTERRUPTED
+from sidecar.followups.queue import TURN_INTERRUPTED
+from sidecar.sessions.batch import open_batch
 
 
 @pytest.fixture
@@ -39,7 +40,7 @@ def test_a_session_stopped_mid_turn_queues_nothing_and_says_why(h):
     h.apply(ev("SessionStart"), ev("UserPromptSubmit", ts=T0 + 1),
             ev("SessionEnd", ts=T0 + 2, reason="other"))
     assert h.pending() == []
-    assert history(h) == [("s1", INTERRUPTED)]
+    assert history(h) == [("s1", str(TURN_INTERRUPTED))]
     assert h.hook().last_status == "skipped: the last turn was interrupted"
     assert h.hook().last_fired_at is None  # a note, not a firing
 
@@ -86,9 +87,9 @@ def test_an_interrupted_session_the_user_finishes_later_is_followed_up_then(h):
 def test_a_replayed_interrupted_end_says_it_once(h):
     batch = [ev("SessionStart"), ev("UserPromptSubmit", ts=T0 + 1), ev("SessionEnd", ts=T0 + 2)]
     h.apply(*batch)
-    with h.sessions.batch(replay=True) as again:
+    with open_batch(h.sessions, replay=True) as again:
         h.queue.add(again.plan(batch), T0)  # a crash replay plans nothing new
-    assert history(h) == [("s1", INTERRUPTED)]
+    assert history(h) == [("s1", str(TURN_INTERRUPTED))]
 
 
 def test_hooks_add_and_update_set_reasons_and_the_interrupted_choice(workspace):

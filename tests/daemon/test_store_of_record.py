@@ -12,12 +12,12 @@ import orjson
 import pytest
 
 from helpers import emit, read_json, wait_until
+from sidecar.base.ids import harness_id
 from sidecar.coordination import current
 from sidecar.coordination.base import LeaseLost, workspace_key
 from sidecar.coordination.redis.backend import RedisCoordination
 from sidecar.coordination.redis.client import INSTANCE_TTL
 from sidecar.layout import Workspace
-from sidecar.sessions.rules import harness_id
 from support.cluster import coordinate_through
 from support.redis_server import RedisServer
 

@@ -17,6 +17,7 @@ from sidecar.followups.queue import FollowUpQueue
 from sidecar.followups.store import HookStore
 from sidecar.inbox.events import parse
 from sidecar.layout import Workspace
+from sidecar.sessions.batch import open_batch
 from sidecar.sessions.store import SessionStore
 
 # A clipboard write (OSC 52, ended by BEL), a C1 CSI (U+009B) and a bare clear-screen: each
@@ -37,7 +38,7 @@ def ingest(ws: Workspace, session: str, *events: dict[str, object]) -> None:
               for i, event in enumerate(events)]
     store = SessionStore(ws, durable=False)
     queue = FollowUpQueue(HookStore(ws, durable=False), "me")
-    with store.batch() as batch:
+    with open_batch(store) as batch:
         batch.commit(queue.add(batch.plan(parsed), at), at)
 
 

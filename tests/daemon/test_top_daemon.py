@@ -97,7 +97,7 @@ def test_fire_now_of_an_untrusted_command_runs_nothing(workspace, start_daemon, 
                                        for line in lines(app)), 10)
 
     drive(workspace, check)
-    assert read_json(workspace.hooks_file)["hooks"]["note"]["lastStatus"] == trust.NOT_TRUSTED
+    assert read_json(workspace.hooks_file)["hooks"]["note"]["lastStatus"] == str(trust.NOT_TRUSTED)
     assert not out.exists()
 
 

@@ -11,9 +11,9 @@ import orjson
 import pytest
 
 from helpers import SIDECAR, emit, read_json, wait_until
+from sidecar.base.ids import harness_id
 from sidecar.hosts.transcripts import MAX_TRANSCRIPT
 from sidecar.layout import Workspace
-from sidecar.sessions.rules import harness_id
 
 
 def _record(ws: Workspace, session: str):

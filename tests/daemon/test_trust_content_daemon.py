@@ -79,7 +79,7 @@ def assert_refused_then_run_once(ws: Workspace, resumes: Path, text: str,
     once trusted (the text shown first), the next session's end resumes with exactly `text`,
     once, and nothing is queued again."""
     end_session(ws.root, "before-trust")
-    wait_until(lambda: fired_for(ws, "before-trust") == trust.NOT_TRUSTED, 20)
+    wait_until(lambda: fired_for(ws, "before-trust") == str(trust.NOT_TRUSTED), 20)
     assert told(resumes) == []
     status = run_cli("status", "--root", str(ws.root))
     assert "NOT TRUSTED on this machine" in status.stdout.decode()
@@ -219,10 +219,10 @@ def test_a_repository_cloned_at_a_path_trusted_for_another_runs_nothing(
     daemon = start_daemon(extra=[])  # the registry still names the path: served at once
     wait_until(lambda: served(ws), 15)
     end_session(second, "unasked")
-    wait_until(lambda: fired_for(ws, "unasked", "note") == trust.NOT_TRUSTED, 20)
+    wait_until(lambda: fired_for(ws, "unasked", "note") == str(trust.NOT_TRUSTED), 20)
     assert run_cli("init", str(second)).returncode == 0  # and after an init of it
     end_session(second, "after-init")
-    wait_until(lambda: fired_for(ws, "after-init", "note") == trust.NOT_TRUSTED, 20)
+    wait_until(lambda: fired_for(ws, "after-init", "note") == str(trust.NOT_TRUSTED), 20)
     assert not ran.exists()
     assert daemon.proc.poll() is None
 
@@ -281,7 +281,7 @@ def test_a_hook_skipped_as_untrusted_is_told_where_a_notice_is_configured(
         [notice] = wait_until(lambda: receiver.at("/failed"), 20)
         body = notice.json()
         assert body["event"] == "follow-up-failed" and body["failedHook"] == "post-task"
-        assert body["reason"] == trust.NOT_TRUSTED and body["sessionId"] == sid("told")
+        assert body["reason"] == str(trust.NOT_TRUSTED) and body["sessionId"] == sid("told")
         time.sleep(1)
         assert len(receiver.at("/failed")) == 1 and told(resumes) == []
     finally:

@@ -92,7 +92,7 @@ def test_a_cloned_repositorys_command_runs_only_once_trusted_then_exactly_once(
     assert "sidecar hooks trust post-task" in doctor.stdout.decode()
 
     end_session(clone, "first")  # a session end: still nothing runs
-    wait_until(lambda: last_status(ws) == trust.NOT_TRUSTED, 15)
+    wait_until(lambda: last_status(ws) == str(trust.NOT_TRUSTED), 15)
     assert not pwned.exists()
 
     refused = run_cli("hooks", "trust", "post-task", "--root", str(clone))  # no tty, no --yes
@@ -135,7 +135,7 @@ def test_a_hand_edited_command_is_not_run_until_trusted_again(workspace, start_d
                                                      str(workspace.root)).stdout.decode()
     start_daemon(workspace.root)
     end_session(workspace.root, "one")
-    wait_until(lambda: last_status(workspace, "note") == trust.NOT_TRUSTED, 15)
+    wait_until(lambda: last_status(workspace, "note") == str(trust.NOT_TRUSTED), 15)
     assert not out.exists()
     assert run_cli("hooks", "trust", "note", "--yes", "--root", str(workspace.root)).returncode == 0
     end_session(workspace.root, "two")

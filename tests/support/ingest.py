@@ -9,12 +9,12 @@ from pathlib import Path
 import orjson
 
 from helpers import read_json
+from sidecar.base.ids import harness_id
 from sidecar.config import Config
 from sidecar.daemon.ingest import Ingestor
 from sidecar.followups.queue import FollowUpQueue
 from sidecar.followups.store import HookStore
 from sidecar.layout import Workspace
-from sidecar.sessions.rules import harness_id
 from sidecar.sessions.store import SessionStore
 
 T0 = 1_795_900_000.0

@@ -9,13 +9,14 @@ import itertools
 import orjson
 
 from helpers import read_json, trust_hooks
+from sidecar.base.ids import harness_id
 from sidecar.followups.decide import decide
 from sidecar.followups.queue import FollowUpQueue
 from sidecar.followups.seeds import LIMIT_HOOK
 from sidecar.followups.store import HookStore
 from sidecar.inbox.events import parse
 from sidecar.layout import Workspace
-from sidecar.sessions.rules import harness_id
+from sidecar.sessions.batch import open_batch
 from sidecar.sessions.store import SessionStore
 
 T0 = 1_795_900_000.0
@@ -50,7 +51,7 @@ class Harness:
         trust_hooks(ws)  # as `sidecar init` and `sidecar hooks enable` trust them
 
     def apply(self, *events):
-        with self.sessions.batch() as batch:
+        with open_batch(self.sessions) as batch:
             return batch.commit(self.queue.add(batch.plan(list(events)), events[-1].ts,
                                                self.scale), events[-1].ts)
 

@@ -30,9 +30,9 @@ from typing import NamedTuple
 import orjson
 
 from helpers import SIDECAR, read_json
+from sidecar.base.ids import harness_id
 from sidecar.coordination.base import workspace_key
 from sidecar.layout import Workspace
-from sidecar.sessions.rules import harness_id
 from support.cluster import instances
 
 HOST = "chaos"  # the host the emitter's events name: no host of sidecar's, so none is watched

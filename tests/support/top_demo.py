@@ -8,6 +8,8 @@ from pathlib import Path
 
 import orjson
 
+from sidecar.base.ids import harness_id
+from sidecar.base.outcome import OK
 from sidecar.base.timeutil import iso
 from sidecar.config import Config
 from sidecar.daemon.ingest import Ingestor
@@ -16,7 +18,6 @@ from sidecar.followups.model import HooksDoc
 from sidecar.followups.queue import FollowUpQueue
 from sidecar.followups.store import HookStore
 from sidecar.layout import Workspace
-from sidecar.sessions.rules import harness_id
 from sidecar.sessions.store import SessionStore
 
 HOST = "claude-code"
@@ -78,7 +79,7 @@ def _fired_follow_up(ws: Workspace, hooks: HookStore, now: float) -> None:
     (folder / log_name).write_text("\n".join(LOG_LINES) + "\n")
 
     def edit(doc: HooksDoc) -> None:
-        doc.hooks["post-task"].record_firing("ok", now - 5300, HOST, "e5a8f3d1-done",
+        doc.hooks["post-task"].record_firing(OK, now - 5300, HOST, "e5a8f3d1-done",
                                              str(folder / log_name))
 
     hooks.change(now, edit)

@@ -11,6 +11,7 @@ import pytest
 
 from helpers import invoke, read_json
 from sidecar.base import exitcodes
+from sidecar.base.outcome import Outcome
 from sidecar.coordination.instances import Identity, Membership
 from sidecar.followups import trust
 from sidecar.followups.model import new_hook
@@ -19,6 +20,7 @@ from sidecar.followups.store import HookStore
 from sidecar.hosts.base import Finding
 from sidecar.inbox.events import parse
 from sidecar.install import service as service_mod
+from sidecar.sessions.batch import open_batch
 from sidecar.sessions.store import SessionStore
 
 T0 = 1_795_900_000.0
@@ -32,7 +34,7 @@ def ingest(ws, *kinds, session="s1", host="claude-code", **extra):
               for i, kind in enumerate(kinds)]
     store = SessionStore(ws, durable=False)
     queue = FollowUpQueue(HookStore(ws, durable=False), "me")
-    with store.batch() as batch:
+    with open_batch(store) as batch:
         queued = queue.add(batch.plan(events), T0)
         batch.commit(queued, T0)
 
@@ -284,7 +286,7 @@ def test_history_lists_firings_and_says_when_there_are_none(workspace):
     assert empty.returncode == exitcodes.OK and empty.stdout == b"no firings yet\n"
     hooks = HookStore(workspace, durable=False)
     hooks.change(T0, lambda d: d.hooks["post-task"].record_firing(
-        "error: exit status 2", T0, "codex", "s1", None))
+        Outcome.parse("error: exit status 2"), T0, "codex", "s1", None))
     text = invoke("hooks", "history", "post-task", *root).stdout.decode()
     assert "post-task" in text and "codex" in text and "error: exit status 2" in text
     doc = orjson.loads(invoke("hooks", "history", "--json", "--session", "s1", *root).stdout)

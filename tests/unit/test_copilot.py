@@ -301,7 +301,7 @@ def limit_harness(tmp_path):
 
 
 def copilot_record(h) -> dict:
-    from sidecar.sessions.rules import harness_id
+    from sidecar.base.ids import harness_id
 
     return read_json(h.ws.session_dir(harness_id("copilot", SESSION)) / "session.json")
 
@@ -332,8 +332,8 @@ def test_a_retry_that_got_through_closes_the_limit_and_the_task_ends_as_usual(tm
     assert "limit" not in copilot_record(h)["metadata"]["sidecar"]
     assert sorted(e.hook_id for e in h.pending()) == ["post-task", "resume-after-limit"]
     # The try the refusal queued is skipped when due: the limit has passed.
+    from sidecar.base.ids import harness_id
     from sidecar.followups.decide import decide
-    from sidecar.sessions.rules import harness_id
     from sidecar.vocabulary import Verdict
 
     facts = h.sessions.facts(harness_id("copilot", SESSION), ("copilot", SESSION))

@@ -15,6 +15,7 @@ import pytest
 
 from helpers import invoke, read_json, trust_hooks
 from sidecar import locks
+from sidecar.base.ids import harness_id
 from sidecar.config import Config
 from sidecar.followups.model import new_hook
 from sidecar.followups.queue import FollowUpQueue
@@ -22,7 +23,7 @@ from sidecar.followups.store import HookStore
 from sidecar.inbox import events
 from sidecar.layout import Workspace
 from sidecar.sessions import rules
-from sidecar.sessions.rules import harness_id
+from sidecar.sessions.batch import open_batch
 from sidecar.sessions.store import SessionStore
 from support import stores
 from support.stores import ingestor, seeded_workspace
@@ -60,7 +61,7 @@ def fire_post_task(ws: Workspace, tmp_path) -> str:
     trust_hooks(ws)
     queue = FollowUpQueue(hooks, "me")
     store = SessionStore(ws, durable=False)
-    with store.batch() as batch:
+    with open_batch(store) as batch:
         payload = {"event": "session-end", "session_id": "s", "host": "t", "ts": T0}
         changes = batch.plan([events.parse(orjson.dumps(payload), "e.json", T0)])
         batch.commit(queue.add(changes, T0), T0)

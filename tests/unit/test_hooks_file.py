@@ -10,11 +10,12 @@ import pytest
 
 from helpers import read_json
 from sidecar import jsonfile
+from sidecar.base.outcome import OK
 from sidecar.base.timeutil import parse_ts
-from sidecar.followups.model import QueueEntry, parse, slug
+from sidecar.followups.model import HooksError, QueueEntry, parse, slug
 from sidecar.followups.prompts import read as read_prompt
 from sidecar.followups.seeds import default_doc
-from sidecar.followups.store import HooksError, HookStore
+from sidecar.followups.store import HookStore
 from sidecar.layout import Workspace
 
 T0 = 1_795_900_000.0
@@ -120,7 +121,7 @@ def test_ids_are_slugs_of_the_name():
 def test_history_is_capped():
     hook = default_doc(T0).hooks["post-task"]
     for i in range(250):
-        hook.record_firing("ok", T0 + i, "h", f"s{i}", None)
+        hook.record_firing(OK, T0 + i, "h", f"s{i}", None)
     assert len(hook.history) == 200 and hook.history[-1].session_id == "s249"
 
 

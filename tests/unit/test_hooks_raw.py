@@ -8,7 +8,7 @@ from hypothesis import strategies as st
 
 from sidecar.base import hooksjson
 from sidecar.followups import model
-from sidecar.followups.targets import NOTIFY_EVENTS, event_misfit
+from sidecar.followups.notify.targets import NOTIFY_EVENTS, event_misfit
 
 values = st.none() | st.booleans() | st.integers(-2, 90000) | st.text(max_size=4) \
     | st.sampled_from(["resume", "session-end", "turn-failed", "follow-up-failed", "hooks/a.md",

@@ -10,11 +10,11 @@ from pathlib import Path
 
 import pytest
 
+from sidecar.base.ids import harness_id
 from sidecar.coordination.instances import Identity
 from sidecar.daemon.ingest import RETRY_SECONDS
 from sidecar.daemon.workspace import WorkspaceServer
 from sidecar.layout import Workspace
-from sidecar.sessions.rules import harness_id
 from sidecar.vocabulary import EventKind
 from support.ingest import CONFIG, T0, Fixture
 from support.stores import seeded_workspace

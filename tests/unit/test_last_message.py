@@ -7,12 +7,14 @@ import orjson
 import pytest
 
 from helpers import fixture_payload
-from sidecar.followups import send
+from sidecar.base.ids import harness_id
+from sidecar.followups.notify import send
 from sidecar.followups.queue import FollowUpQueue
 from sidecar.followups.store import HookStore
 from sidecar.inbox.events import parse
+from sidecar.sessions.batch import open_batch
 from sidecar.sessions.model import SessionRecord, SidecarMeta
-from sidecar.sessions.rules import LAST_MESSAGE_CHARS, LAST_MESSAGE_LINES, harness_id
+from sidecar.sessions.rules import LAST_MESSAGE_CHARS, LAST_MESSAGE_LINES
 from sidecar.sessions.store import SessionStore
 from sidecar.vocabulary import EventKind, SessionChange
 
@@ -66,7 +68,7 @@ def test_codexs_notify_program_and_a_subagents_turn_end():
 
 def apply(store: SessionStore, *events) -> SessionRecord:
     for ev in events:
-        with store.batch() as batch:
+        with open_batch(store) as batch:
             batch.plan([ev])
             assert not batch.commit({}, ev.ts).retry
     record = store.load_session(harness_id(events[0].host, events[0].session_id))

@@ -6,12 +6,14 @@ import itertools
 
 import orjson
 
+from sidecar.base.endreasons import STALE
+from sidecar.base.ids import harness_id
 from sidecar.base.timeutil import iso
 from sidecar.inbox.events import parse
 from sidecar.sessions import rules
 from sidecar.sessions.model import Bindings, SessionRecord
-from sidecar.sessions.rules import Applied, harness_id
-from sidecar.vocabulary import STALE, EventKind
+from sidecar.sessions.rules import Applied
+from sidecar.vocabulary import EventKind
 
 T0 = 1_795_900_000.0
 KEY = ("claude-code", "s1")

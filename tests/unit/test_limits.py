@@ -9,13 +9,13 @@ import orjson
 import pytest
 
 from helpers import TRANSCRIPTS, read_json
+from sidecar.base.ids import harness_id
 from sidecar.base.timeutil import iso, parse_ts
 from sidecar.config import Config
 from sidecar.followups.resets import BACKOFF_FIRST, MAX_TRIES, RESET_MARGIN
 from sidecar.followups.seeds import LIMIT_HOOK
 from sidecar.followups.store import HookStore
 from sidecar.layout import Workspace
-from sidecar.sessions.rules import harness_id
 from sidecar.vocabulary import Verdict
 from support.limits import LIMITED, T0, Harness, ev, failed
 

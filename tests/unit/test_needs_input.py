@@ -10,8 +10,9 @@ import orjson
 import pytest
 
 from helpers import FIXTURES, fixture_payload
+from sidecar.base.ids import harness_id
 from sidecar.inbox.events import parse
-from sidecar.sessions.rules import harness_id
+from sidecar.sessions.batch import open_batch
 from sidecar.sessions.store import SessionStore
 from sidecar.views import activity
 from sidecar.vocabulary import EventKind
@@ -105,7 +106,7 @@ def test_a_session_waits_from_the_ask_until_the_next_event(workspace):
     ran = recorded("claude-code-2.1.328/PostToolUse.json") | {"session_id": sid}
     states = []
     for n, body in enumerate((start, ask, notice, ran)):
-        with store.batch() as batch:
+        with open_batch(store) as batch:
             batch.plan([event("claude-code", body, T0 + n, f"{n}.json")])
             assert not batch.commit({}, T0 + n).retry
         record = store.load_session(harness_id("claude-code", sid))

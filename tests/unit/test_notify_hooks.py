@@ -11,11 +11,12 @@ import orjson
 import pytest
 
 from helpers import invoke
-from sidecar.followups import send, trust
+from sidecar.followups import trust
 from sidecar.followups.model import HooksError, parse
+from sidecar.followups.notify import send
+from sidecar.followups.notify.targets import Notify
 from sidecar.followups.queue import FollowUpQueue
 from sidecar.followups.store import HookStore
-from sidecar.followups.targets import Notify
 from sidecar.layout import Workspace
 from sidecar.vocabulary import EventKind, SessionChange
 

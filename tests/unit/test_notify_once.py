@@ -10,12 +10,13 @@ from pathlib import Path
 import pytest
 
 from sidecar import emit
+from sidecar.base.outcome import OK
 from sidecar.daemon.ingest import RETRY_SECONDS
 from sidecar.followups.model import Hook
-from sidecar.followups.targets import Notify
+from sidecar.followups.notify.targets import Notify
 from sidecar.inbox import events
 from sidecar.layout import Workspace
-from sidecar.sessions.store import Batch
+from sidecar.sessions.batch import Batch
 from sidecar.vocabulary import EventKind
 from support.ingest import T0, Fixture
 from support.limits import Harness
@@ -48,7 +49,7 @@ def send_notices(h: Harness, hook_id: str, now: float) -> int:
     for entry in [e for e in h.pending() if e.hook_id == hook_id]:
         claimed = h.queue.claim(entry.id, now)
         assert claimed is not None
-        assert h.queue.finish(claimed.entry, "ok", None, now)
+        assert h.queue.finish(claimed.entry, OK, None, now)
         sent += 1
     return sent
 
@@ -102,7 +103,7 @@ def test_a_notice_sent_before_its_batch_was_saved_is_not_queued_again(f, monkeyp
     assert len(list(f.ws.inbox.glob("*.json"))) == 1  # left in the inbox, to apply again
     [entry] = [e for e in f.queue.view(T0).pending if e.hook_id == "asked"]
     claimed = f.queue.claim(entry.id, T0 + 1.2)  # its delay is 0: it is sent meanwhile
-    assert claimed is not None and f.queue.finish(claimed.entry, "ok", None, T0 + 1.2)
+    assert claimed is not None and f.queue.finish(claimed.entry, OK, None, T0 + 1.2)
     f.ingest.step(T0 + 1 + RETRY_SECONDS)  # the batch again, saved this time
     assert list(f.ws.inbox.glob("*.json")) == []
     assert f.record("s1")["metadata"]["sidecar"]["needsInput"]["message"] == "may I run make?"

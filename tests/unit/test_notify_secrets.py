@@ -14,8 +14,9 @@ import pytest
 
 from helpers import invoke
 from sidecar.doctor import hooks as doctor_hooks
-from sidecar.followups import send, targets, trust
-from sidecar.followups.targets import Notify
+from sidecar.followups import trust
+from sidecar.followups.notify import send, targets
+from sidecar.followups.notify.targets import Notify
 from sidecar.layout import Workspace
 from support import receiver as receiver_mod
 

@@ -3,6 +3,7 @@ step to settle it (outside the queue's lock), and is then adopted or dropped as 
 
 from __future__ import annotations
 
+from sidecar.base.outcome import INTERRUPTED, OK
 from sidecar.base.timeutil import iso
 from sidecar.followups.model import QueueEntry, new_hook
 from sidecar.followups.queue import FollowUpQueue, Settled
@@ -43,7 +44,7 @@ def test_a_claim_that_may_have_started_is_left_until_it_is_settled(tmp_path):
 
 def test_a_settled_claim_whose_runner_never_started_records_its_outcome_once(tmp_path):
     queue = queue_with_dead_claim(tmp_path)
-    settled = {"rec:codex:s1": Settled(None, "error: interrupted", LOG)}
+    settled = {"rec:codex:s1": Settled(None, INTERRUPTED, LOG)}
     assert queue.recover(dead, T0, settled) == []
     view = queue.view(T0)
     assert view.pending == [] and view.hooks["rec"].last_status == "error: interrupted"
@@ -53,7 +54,7 @@ def test_a_settled_claim_whose_runner_never_started_records_its_outcome_once(tmp
 
 def test_a_settled_claim_whose_runner_runs_is_adopted_and_vouched_for(tmp_path):
     queue = queue_with_dead_claim(tmp_path)
-    settled = {"rec:codex:s1": Settled(Proc(4242, 77), "", LOG)}
+    settled = {"rec:codex:s1": Settled(Proc(4242, 77), None, LOG)}
     [adopted] = queue.recover(dead, T0 + 5, settled)
     assert adopted.claimed_by == "me" and adopted.run is not None
     assert (adopted.run.pid, adopted.run.start) == (4242, 77) and adopted.run.mac
@@ -61,7 +62,7 @@ def test_a_settled_claim_whose_runner_runs_is_adopted_and_vouched_for(tmp_path):
 
 def test_a_settlement_made_for_another_claim_is_not_applied(tmp_path):
     queue = queue_with_dead_claim(tmp_path)
-    settled = {"rec:codex:s1": Settled(None, "ok", "20261201T000001Z-s1.log")}
+    settled = {"rec:codex:s1": Settled(None, OK, "20261201T000001Z-s1.log")}
     assert queue.recover(dead, T0, settled) == []
     assert len(queue.view(T0).pending) == 1
 

@@ -10,15 +10,17 @@ import orjson
 import pytest
 
 from helpers import FIXTURES, SIDECAR, TRANSCRIPTS, fixture_payload, invoke, read_json
+from sidecar.base.endreasons import HOST_EXITED
+from sidecar.base.ids import harness_id
 from sidecar.followups.queue import FollowUpQueue
 from sidecar.followups.store import HookStore
 from sidecar.hosts import qwen
 from sidecar.hosts.base import Failure, Tokens
 from sidecar.hosts.files import settings
 from sidecar.inbox.events import parse
-from sidecar.sessions.rules import harness_id
+from sidecar.sessions.batch import open_batch
 from sidecar.sessions.store import SessionStore
-from sidecar.vocabulary import HOST_EXITED, LIMIT_ERRORS, EventKind
+from sidecar.vocabulary import LIMIT_ERRORS, EventKind
 
 T0 = 1_796_115_000.0
 RECORDED = FIXTURES / "qwen-0.24.4"
@@ -153,7 +155,7 @@ def applied(tmp_path, names: list[str]) -> tuple[dict, list[str]]:
               for i, name in enumerate(names)]
     events.append(event({"hook_event_name": "SessionEnd", "session_id": session,
                          "reason": HOST_EXITED}, T0 + len(names), "end.json"))
-    with sessions.batch() as batch:
+    with open_batch(sessions) as batch:
         batch.commit(FollowUpQueue(hooks, "me").add(batch.plan(events), T0 + 50), T0 + 50)
     record = read_json(ws.session_dir(harness_id("qwen", session)) / "session.json")
     return record, [p.hook_id for p in hooks.snapshot(T0 + 50).pending]

@@ -99,9 +99,10 @@ def test_an_acl_on_what_the_reader_does_not_own_refuses_it(top):
 
 
 def test_a_transcripts_age_is_told_only_where_it_may_be_read(top, tmp_path):
+    from sidecar.layout import Workspace
     from sidecar.sessions import endfacts
 
     os.mkfifo(top / "fifo")
-    ws = endfacts.Workspace(tmp_path)  # this user's own
+    ws = Workspace(tmp_path)  # this user's own
     assert endfacts.transcript_stat(str(top / "fifo"), ws) is None
     assert endfacts.transcript_stat(str(write(top / "t.jsonl", 0o600)), ws).st_size == 3

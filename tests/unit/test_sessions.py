@@ -13,11 +13,13 @@ from freezegun import freeze_time
 
 from helpers import FIXTURES, read_json
 from sidecar import jsonfile
+from sidecar.base.ids import harness_id
 from sidecar.base.timeutil import iso, now
 from sidecar.coordination.base import LeaseLost
 from sidecar.inbox.events import parse
 from sidecar.layout import Workspace
-from sidecar.sessions.store import SessionStore, harness_id
+from sidecar.sessions.batch import open_batch
+from sidecar.sessions.store import SessionStore
 
 T0 = 1_795_900_000.0
 _names = itertools.count()
@@ -42,7 +44,7 @@ def store(ws: Workspace) -> SessionStore:
 
 def apply(store: SessionStore, events, replay=False, before_commit=None):
     """One batch, as ingestion runs it (no follow-up hooks here)."""
-    with store.batch(replay) as batch:
+    with open_batch(store, replay) as batch:
         changes = batch.plan(list(events))
         if before_commit is not None:
             before_commit(changes)

@@ -16,12 +16,14 @@ from typer.testing import CliRunner
 
 from helpers import invoke
 from sidecar.base import exitcodes
+from sidecar.base.outcome import Outcome
 from sidecar.cli.main import app
 from sidecar.followups.queue import FollowUpQueue
 from sidecar.followups.store import HookStore
 from sidecar.hosts.base import Finding
 from sidecar.inbox.events import parse
 from sidecar.layout import Workspace
+from sidecar.sessions.batch import open_batch
 from sidecar.sessions.store import SessionStore
 
 ANSI = re.compile(r"\x1b\[[0-9;]*m")
@@ -46,7 +48,7 @@ def ingest(ws: Workspace, session: str, *kinds: str, host: str = "claude-code",
               for i, kind in enumerate(kinds)]
     store = SessionStore(ws, durable=False)
     queue = FollowUpQueue(HookStore(ws, durable=False), "me")
-    with store.batch() as batch:
+    with open_batch(store) as batch:
         queued = queue.add(batch.plan(events), at)
         batch.commit(queued, at)
 
@@ -235,7 +237,7 @@ def fired(ws: Workspace, session: str, host: str, status: str, at: float) -> str
     log.write_text("$ resume\nNot logged in\n")
 
     def edit(doc):
-        doc.hooks["post-task"].record_firing(status, at, host, session, str(log))
+        doc.hooks["post-task"].record_firing(Outcome.parse(status), at, host, session, str(log))
 
     HookStore(ws, durable=False).change(at, edit)
     return str(log)

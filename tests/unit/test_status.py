@@ -9,6 +9,7 @@ import orjson
 
 from helpers import invoke
 from sidecar.layout import Workspace
+from sidecar.sessions.batch import open_batch
 
 
 def status(ws: Workspace, *args: str):
@@ -48,7 +49,7 @@ def test_session_status_finds_a_completed_session_of_a_host_it_does_not_know(wor
     events = [parse(orjson.dumps({"event": kind, "session_id": "aid-1", "host": "aider",
                                   "ts": 1_795_900_000.0 + i}), f"{i:020d}.json", 1_795_900_000.0)
               for i, kind in enumerate(("session-start", "session-end"))]
-    with store.batch() as batch:
+    with open_batch(store) as batch:
         batch.plan(events)
         batch.commit({}, 1_795_900_001.0)
     assert store.load_bindings().items() == []  # completed: nothing binds it any more

@@ -150,7 +150,7 @@ def test_cancel_drops_the_queued_follow_up_and_says_so(tmp_path):
         await pilot.press("slash", *"e5a8", "enter", "c")
         assert read_json(ws.hooks_file)["pending"] == []
         last = read_json(ws.hooks_file)["hooks"]["post-task"]["history"][-1]
-        assert (last["status"], last["sessionId"]) == (manual.CANCELLED, "e5a8f3d1-done")
+        assert (last["status"], last["sessionId"]) == ("cancelled by the user", "e5a8f3d1-done")
         # the app sees its own change by the file's event, like anyone else's
         await until(pilot, lambda: "cancelled by the user" in screen_lines(app)[0])
         assert "0 follow-ups queued" in footer(app)

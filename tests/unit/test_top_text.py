@@ -16,12 +16,12 @@ from pathlib import Path
 import orjson
 
 from sidecar.base import words
+from sidecar.base.ids import harness_id
 from sidecar.config import Config
 from sidecar.daemon.ingest import Ingestor
 from sidecar.followups.queue import FollowUpQueue
 from sidecar.followups.store import HookStore
 from sidecar.layout import Workspace
-from sidecar.sessions.rules import harness_id
 from sidecar.sessions.store import SessionStore
 from sidecar.top import view
 from sidecar.top.app import DetailScreen, TopApp

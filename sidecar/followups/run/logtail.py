@@ -16,6 +16,7 @@ from pathlib import Path
 
 from sidecar import safedir
 from sidecar.base.escapes import escaped
+from sidecar.base.outcome import Outcome
 from sidecar.followups.model import Hook
 from sidecar.layout import Workspace
 
@@ -28,7 +29,7 @@ HEADER = re.compile(r"\$ \[.*\]|\(cwd .*\)( as .*)?")  # the lines sidecar write
 def failure_line(ws: Workspace, hook: Hook) -> str | None:
     """What the log of the hook's latest firing last said, if that firing failed."""
     last = hook.history[-1] if hook.history else None
-    if last is None or not (last.status or "").startswith("error") or last.status != hook.last_status:
+    if last is None or not Outcome.parse(last.status).failed or last.status != hook.last_status:
         return None
     return last_line(ws, hook.id, last.log)
 

@@ -19,9 +19,9 @@ import orjson
 import pytest
 
 from helpers import SIDECAR, npm_host, read_json, run_cli, wait_until
+from sidecar.base.ids import harness_id
 from sidecar.base.timeutil import parse_ts
 from sidecar.config import DEFAULT_RESUME
-from sidecar.sessions.rules import harness_id
 from stubs.anthropic_stub import AnthropicStub, LimitedAnthropicStub
 from stubs.lifecycle import (
     assert_prompt_arrived_exactly,

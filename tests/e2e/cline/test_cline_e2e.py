@@ -26,7 +26,7 @@ from pathlib import Path
 import pytest
 
 from helpers import npm_host, read_json, run_cli, wait_until
-from sidecar.sessions.rules import harness_id
+from sidecar.base.ids import harness_id
 from stubs.chat_stub import ChatStub
 from stubs.host_exit import active_session
 from stubs.lifecycle import prepare_post_task

@@ -21,8 +21,8 @@ import pytest
 import tomlkit
 
 from helpers import SIDECAR, npm_host, read_json, run_cli, wait_until
+from sidecar.base.ids import harness_id
 from sidecar.config import DEFAULT_RESUME
-from sidecar.sessions.rules import harness_id
 from stubs.lifecycle import (
     assert_whole_lifecycle,
     limit_hook,

@@ -23,8 +23,8 @@ from pathlib import Path
 import pytest
 
 from helpers import HOSTS_CACHE, npm_host, read_json, run_cli, wait_until
+from sidecar.base.ids import harness_id
 from sidecar.hosts.copilot import host as copilot_host
-from sidecar.sessions.rules import harness_id
 from stubs.chat_stub import ChatStub, LimitedChatStub
 from stubs.host_exit import assert_ends_as_host_exit
 from stubs.lifecycle import assert_whole_lifecycle, prepare_post_task, set_resume, settled

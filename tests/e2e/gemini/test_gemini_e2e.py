@@ -14,7 +14,7 @@ import subprocess
 import pytest
 
 from helpers import npm_host, read_json, run_cli, wait_until
-from sidecar.sessions.rules import harness_id
+from sidecar.base.ids import harness_id
 from stubs.gemini_stub import GeminiStub
 from stubs.lifecycle import assert_whole_lifecycle, prepare_post_task, set_resume, settled
 

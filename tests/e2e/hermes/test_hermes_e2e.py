@@ -10,7 +10,7 @@ import orjson
 import pytest
 
 from helpers import FIXTURES, HOSTS_CACHE, REPO, read_json, wait_until
-from sidecar.sessions.rules import harness_id
+from sidecar.base.ids import harness_id
 
 pytestmark = pytest.mark.e2e
 

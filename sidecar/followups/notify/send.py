@@ -1,9 +1,9 @@
-"""`python -I -m sidecar.followups.send`: send one notice, with retries; and `deliver` for
+"""`python -I -m sidecar.followups.notify.send`: send one notice, with retries; and `deliver` for
 `sidecar hooks test`.
 
 The daemon starts this as a notify hook's action (through `sidecar.runner`, detached, like
 any follow-up), handing it the job as JSON on standard input: the target and the notice's
-facts (notices.py, fire.py). So the network is never waited on by the daemon: a target that
+facts (notices.py, followups/fire.py). So the network is never waited on by the daemon: a target that
 hangs holds this process only, for at most TRIES tries of TIMEOUT seconds each, with a
 back-off between them. Each try is a line of the firing's log; the exit status (0: delivered)
 is the firing's outcome in the hook's history.
@@ -29,7 +29,7 @@ from urllib.parse import unquote, urlsplit
 
 from sidecar.base.escapes import escaped
 from sidecar.base.words import end_reason, local_time, short_id
-from sidecar.followups import targets
+from sidecar.followups.notify import targets
 from sidecar.followups.resets import parse_reset
 from sidecar.vocabulary import LIMIT_ERRORS
 
@@ -62,7 +62,7 @@ class Text:
 
 
 def words(job: dict[str, Any], now: float) -> Text:
-    """What the notice says, from the facts the daemon gave (see fire.py's `_notice_job`)."""
+    """What the notice says, from the facts the daemon gave (see followups/fire.py's `_notice`)."""
     notice = job.get("notice") or {}
     event, reason = str(notice.get("event", "")), str(notice.get("reason", ""))
     host, where = str(job.get("host", "")), os.path.basename(str(job.get("workspace", "")))

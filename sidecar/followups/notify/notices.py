@@ -1,6 +1,6 @@
 """Queueing notices: one queue entry per (notify hook, session, transition).
 
-A resume or command hook is queued once per session (queue.py). A notice is about one
+A resume or command hook is queued once per session (followups/queue.py). A notice is about one
 transition of it instead: each needs-input ask, each usage limit's episode, the end, each
 failed follow-up. Its entry's id names the transition: by the inbox file and the time it came
 from, and a limit failure by when its episode began (a host that reports each failed attempt
@@ -21,7 +21,7 @@ import hashlib
 
 from sidecar.base.timeutil import iso
 from sidecar.followups.model import Hook, HooksDoc, Json, QueueEntry, entry_id
-from sidecar.followups.targets import Notify
+from sidecar.followups.notify.targets import Notify
 from sidecar.vocabulary import LIMIT_ERRORS, EventKind, FollowUpEvent, SessionChange
 
 NOTICE = "notice"  # the queue entry's key for what the notice tells
