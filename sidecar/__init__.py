@@ -39,6 +39,8 @@ def launch(argv: list[str]) -> None:
         answered = _answer(command, given)
         if answered is not None:
             _hot_exit(answered)
+    from sidecar.base.startup import full_start
+
     full_start()
     if command == "run":
         from sidecar.cli.run import main
@@ -50,6 +52,8 @@ def launch(argv: list[str]) -> None:
 def _answer(command: str, given: dict[str, object]) -> int | None:
     """`status`, `status --session` or `sessions` without typer: the exit code, or None where
     typer's command answers (it has something to say)."""
+    from sidecar.base.startup import full_start
+
     if command == "sessions":
         full_start()  # (its records are read with orjson)
         from sidecar.cli.sessions import answer
@@ -86,14 +90,6 @@ def options(command: str, args: list[str]) -> dict[str, object] | None:
         else:
             return None
     return given
-
-
-def full_start() -> None:
-    """The packages a start with `site` finds (the installed ones, their .pth files)."""
-    if sys.flags.no_site and "site" not in sys.modules:
-        import site
-
-        site.main()
 
 
 def _hot_exit(code: int) -> None:

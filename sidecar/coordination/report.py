@@ -44,7 +44,7 @@ def records_in_files(root: str) -> bool:
     its copies: what the store reads is read through it)."""
     if plainly_files():
         return True
-    from sidecar import full_start
+    from sidecar.base.startup import full_start
 
     full_start()  # (the backend may need the installed packages: redis)
     from pathlib import Path
@@ -67,7 +67,7 @@ def coordination_row(roots: list[str], now: float) -> CoordinationRow:
 
 
 def _service_row(roots: list[str], now: float) -> CoordinationRow:
-    from sidecar import full_start
+    from sidecar.base.startup import full_start
 
     full_start()  # (the backend may need the installed packages: redis)
     from pathlib import Path
@@ -105,7 +105,7 @@ def _service_row(roots: list[str], now: float) -> CoordinationRow:
 def instance_rows(root: str, now: float) -> list[InstanceRow]:
     """Every instance that registered with the workspace, and whether it is alive, as the
     configured backend judges it (a service sees instances on other machines)."""
-    from sidecar import full_start
+    from sidecar.base.startup import full_start
 
     full_start()
     from pathlib import Path

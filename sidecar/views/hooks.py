@@ -64,7 +64,7 @@ def _config_folder() -> str:
 def _as_the_daemon_reads_it(root: str) -> tuple[dict[str, Any], list[Any], str | None]:
     """hooks.json read by its store: as the file says, or its last good copy and the file's
     error where it is broken; as JSON, in the shapes the model writes."""
-    from sidecar import full_start
+    from sidecar.base.startup import full_start
 
     full_start()  # (the typed modules read with orjson)
     from sidecar.followups.store import read_view
@@ -84,7 +84,7 @@ def _is_trusted(root: str, raw: dict[str, Any], trusted: Trusted) -> bool:
             return True
     except (Unsure, OSError, ValueError):
         pass
-    from sidecar import full_start
+    from sidecar.base.startup import full_start
 
     full_start()
     from sidecar.followups import trust
@@ -98,7 +98,7 @@ def hook_row(root: str, raw: dict[str, Any], trusted: bool) -> HookRow:
     """One valid hook as followups/model.Hook reads it and status shows it."""
     action = raw.get("action", "resume")
     if isinstance(action, dict):  # a notice: its target's secrets masked
-        from sidecar import full_start
+        from sidecar.base.startup import full_start
 
         full_start()
         from sidecar.followups.notify.targets import shown
@@ -126,7 +126,7 @@ def failure_line(root: str, raw: dict[str, Any], last: dict[str, Any] | None,
         return None
     if "lastLine" in last:
         return _text(last["lastLine"])
-    from sidecar import full_start
+    from sidecar.base.startup import full_start
 
     full_start()
     from sidecar.followups.run import logtail

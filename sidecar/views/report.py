@@ -111,7 +111,7 @@ def dumps(report: object) -> bytes:
     try:
         return (_dumps(report, "") + "\n").encode()
     except (_ByOrjson, UnicodeEncodeError):
-        from sidecar import full_start
+        from sidecar.base.startup import full_start
 
         full_start()
         from sidecar import jsonfile

@@ -141,7 +141,7 @@ def _set_aside_report(root: str, error: str) -> WorkspaceReport:
 
 def _typed(root: str) -> Any:
     """The typed session store, for the words of a rare error."""
-    from sidecar import full_start
+    from sidecar.base.startup import full_start
 
     full_start()
     from sidecar.sessions.store import SessionStore
@@ -161,7 +161,7 @@ def check_runtime(root: str) -> str | None:
         except FileNotFoundError:
             continue
         if not stat.S_ISDIR(mode):
-            from sidecar import full_start
+            from sidecar.base.startup import full_start
 
             full_start()
             from sidecar.layout import TamperedRuntime

@@ -106,7 +106,7 @@ def _hook_lines(h: HookRow, widths: tuple[int, int, int], root: str, now: float,
     if h["lastLog"]:
         lines.append(f"    log {words.path(h['lastLog'], root)}")
     if not h["trusted"]:
-        from sidecar import full_start
+        from sidecar.base.startup import full_start
 
         full_start()
         from sidecar.followups import trust  # (a rare branch: imported where it is met)
