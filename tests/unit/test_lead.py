@@ -173,8 +173,7 @@ def instance(ws, backend, clock) -> Iterator[Callable[..., Instance]]:
             one.lead.close()
 
 
-def test_the_first_to_try_leads_and_the_other_stands_by_saying_who_leads(ws, instance, clock,
-                                                                         caplog):
+def test_the_first_to_try_leads_and_the_other_stands_by_saying_who_leads(ws, instance, caplog):
     caplog.set_level(logging.INFO)
     a, b = instance(), instance()
     assert a.lead.step(T0) is True
@@ -190,8 +189,7 @@ def test_the_first_to_try_leads_and_the_other_stands_by_saying_who_leads(ws, ins
     assert caplog.text.count("this one stands by") == 1  # said once, not at every look
 
 
-def test_a_standby_says_who_leads_without_its_file_after_a_few_looks(instance, backend, clock,
-                                                                     caplog):
+def test_a_standby_says_who_leads_without_its_file_after_a_few_looks(instance, backend, caplog):
     caplog.set_level(logging.INFO)
     backend.service.holder = "elsewhere"  # a leader whose instance file is not written yet
     b = instance()
@@ -202,7 +200,7 @@ def test_a_standby_says_who_leads_without_its_file_after_a_few_looks(instance, b
     assert f"another instance leads; this one stands by (instance {b.identity.id})" in caplog.text
 
 
-def test_a_standby_takes_over_at_its_next_step_once_the_leader_closes(instance, backend, clock):
+def test_a_standby_takes_over_at_its_next_step_once_the_leader_closes(instance):
     a, b = instance(), instance()
     a.lead.step(T0)
     b.lead.step(T0)
@@ -214,7 +212,7 @@ def test_a_standby_takes_over_at_its_next_step_once_the_leader_closes(instance, 
 
 
 def test_a_lapsed_lease_deposes_the_leader_which_writes_nothing_more_and_rests(instance, backend,
-                                                                                caplog):
+                                                                               caplog):
     a, b = instance(), instance()
     a.lead.step(T0)
     a.writer.write("before")
@@ -245,8 +243,7 @@ def test_a_deposed_leader_tries_again_only_after_its_pause(instance, backend, cl
     a.writer.write("again")
 
 
-def test_an_unreachable_service_keeps_an_instance_standing_by_said_once(instance, backend, clock,
-                                                                        caplog):
+def test_an_unreachable_service_keeps_an_instance_standing_by_said_once(instance, backend, caplog):
     caplog.set_level(logging.INFO)
     backend.service.reachable = False
     a = instance()
@@ -261,8 +258,7 @@ def test_an_unreachable_service_keeps_an_instance_standing_by_said_once(instance
     assert "the coordination service answers again" in caplog.text
 
 
-def test_a_take_over_that_meets_a_conflict_steps_down_and_frees_the_lead(instance, backend, clock,
-                                                                         caplog):
+def test_a_take_over_that_meets_a_conflict_steps_down_and_frees_the_lead(instance, caplog):
     def conflicting(now: float) -> None:
         raise Conflict("the hooks record changed meanwhile")
 
@@ -286,7 +282,7 @@ def test_a_standby_tries_for_the_lead_at_most_every_look_every(instance, backend
     assert backend.service.tries == 3  # at 0, 5 and 10 ms
 
 
-def test_closing_a_leader_hands_the_lead_over_at_once(instance, backend, clock):
+def test_closing_a_leader_hands_the_lead_over_at_once(instance, backend):
     a, b = instance(), instance()
     a.lead.step(T0)
     a.lead.close()
@@ -296,7 +292,7 @@ def test_closing_a_leader_hands_the_lead_over_at_once(instance, backend, clock):
         a.lead.close()  # closed once: a second close is a bug
 
 
-def test_only_a_leader_can_step_down(instance, backend, clock):
+def test_only_a_leader_can_step_down(instance):
     a = instance()
     with pytest.raises(AssertionError, match="STANDING_BY cannot become RESTING"):
         a.lead.step_down("never led")
