@@ -7,7 +7,7 @@ workspace's files changed. Two backends implement it (huey's storage backends ar
 
 - `files.FileCoordination`, the default: flock on the workspace's own lock files, the kernel's
   process liveness, inotify. Right wherever every instance runs on one machine.
-- `redis_backend.RedisCoordination`, chosen by `[coordination] url` (or
+- `redis.backend.RedisCoordination`, chosen by `[coordination] url` (or
   `SIDECAR_COORDINATION_URL`): one standalone Redis that every machine sharing the workspace
   reaches, for file locks that a network volume does not honour across machines.
 
@@ -56,6 +56,30 @@ class RunLease(NamedTuple):
     url: bytes
 
 
+class Implements(NamedTuple):
+    """The capabilities of a backend (kombu's `Transport.implements` is the model). Where
+    every instance runs on one machine they all hold: a process id, a pidfd and the folder
+    watch see what any instance does."""
+
+    #: The leader watches every live session's host by its pid, and a host whose event named
+    #: no process space is taken to run here. Where not, each stand-by watches the hosts of
+    #: its own machine and reports their exits through the inbox, and a host whose machine
+    #: is unknown is not watched.
+    every_host_by_pid: bool
+    #: A follow-up's runner is watched by its pid, wherever it was started. Where not, one
+    #: started on another machine is told by its lease (`run_alive`, followups/run/remote.py).
+    every_runner_by_pid: bool
+    #: The folder watch sees every event file that arrives, so the inbox is not also listed
+    #: on a timer (an instance on another machine writes where this one's watch does not see).
+    every_arrival_by_watch: bool
+
+
+ONE_MACHINE = Implements(every_host_by_pid=True, every_runner_by_pid=True,
+                         every_arrival_by_watch=True)
+MANY_MACHINES = Implements(every_host_by_pid=False, every_runner_by_pid=False,
+                           every_arrival_by_watch=False)
+
+
 class Leadership(Protocol):
     """One instance's claim to lead one workspace."""
 
@@ -92,12 +116,8 @@ class Coordination(Protocol):
     #: What the daemon's log says of the backend after the instance it names: nothing for the
     #: file backend, which goes without saying.
     said: str
-    #: Whether every instance runs on this machine: then a process id, a pidfd and the folder
-    #: watch see what any instance does, so hosts and runners are watched by their process
-    #: and the inbox by the folder watch alone. Where not, a stand-by watches the hosts of its
-    #: own machine, a runner elsewhere is told by its lease (`run_alive`), a host whose
-    #: machine is unknown is not watched, and the inbox is listed on a timer as well.
-    one_machine: bool
+    #: What this backend's instances can see of one another, each named for what it decides.
+    implements: Implements
     #: The least time between a stand-by's tries for the lead: none where a try is a system
     #: call; where it is a round trip, every arrival wakes a stand-by, and its tries must not
     #: crowd the leader.

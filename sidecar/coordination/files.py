@@ -14,7 +14,7 @@ from contextlib import AbstractContextManager
 from typing import IO
 
 from sidecar import locks
-from sidecar.coordination.base import RunLease
+from sidecar.coordination.base import ONE_MACHINE, RunLease
 from sidecar.layout import PLAIN_NAME, Workspace
 
 
@@ -58,7 +58,7 @@ class FileLeadership:
 class FileCoordination:
     shown = "file"
     said = ""
-    one_machine = True
+    implements = ONE_MACHINE
     look_every = 0.0
     distributed = False
 

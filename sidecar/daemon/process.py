@@ -180,7 +180,7 @@ class Daemon:
         server = WorkspaceServer(ws, self.current_config, self.identity, self.plugins,
                                  self.stop.is_set, self.watch_process,
                                  watch_reliable=isinstance(self.folders, InotifyWatch)
-                                 and self.coordination.one_machine)
+                                 and self.coordination.implements.every_arrival_by_watch)
         self.by_key[workspace_key(ws)] = server
         server.wake = lambda: self.loop.wake(server)
         self._watch_folders(server)
@@ -216,14 +216,14 @@ class Daemon:
     def _announce(self, server: WorkspaceServer) -> None:
         """Tell the leader on another machine what this one's watch saw (its own watch never
         sees another machine's writes); a leader sees its own arrivals."""
-        if server.leader is None:
+        if not server.lead.leading:
             self.coordination.changed(server.ws)
 
     def _woken(self, key: str) -> None:
         """Another machine saw a workspace's files change ("": any may have, after a gap)."""
         servers = list(self.servers.values()) if not key else [self.by_key.get(key)]
         for server in servers:
-            if server is not None and server.leader is not None:
+            if server is not None and server.lead.leading:
                 server.notice_arrival()
 
     def watch_process(self, proc: Proc, server: WorkspaceServer) -> None:
@@ -286,7 +286,7 @@ class Daemon:
         servers = list(self.servers.values())
         applied = sum(s.ingest.health.applied for s in servers)
         errors = sum(s.ingest.health.errors for s in servers)
-        leading = sum(1 for s in servers if s.leader is not None)
+        leading = sum(1 for s in servers if s.lead.leading)
         failing = f"; {len(self.failing)} cannot be served" if self.failing else ""
         if self.registry_error is not None:
             failing += "; the registry cannot be read"

@@ -1,8 +1,8 @@
 """Everything one instance does for one workspace, as a loop step: `step(now) -> deadline`.
 
-It registers the instance, competes for the workspace's leader lock (a stand-by retries every
-200 ms, so a successor takes over well within a second of the leader's death), and while it
-leads, steps ingestion and the follow-ups. This is where a workspace's parts are wired
+Its lead (lead.py) says whether this instance leads the workspace or stands by; while it
+leads, the step steps ingestion and the follow-ups, and a stand-by watches the hosts of its
+own machine where the leader may run elsewhere. This is where a workspace's parts are wired
 together; the daemon only runs the loop, the watches and the signals.
 
 When the wall clock was stepped (the daemon's loop tells, clocksteps.py), `clock_stepped`
@@ -13,7 +13,6 @@ as much.
 from __future__ import annotations
 
 import threading
-import time
 from collections.abc import Callable
 
 import orjson
@@ -25,13 +24,13 @@ from sidecar.base.proc import process_space
 from sidecar.base.wslog import WorkspaceLog
 from sidecar.config import Config
 from sidecar.coordination import current as coordination
-from sidecar.coordination import instances
-from sidecar.coordination.base import Conflict, Leadership, LeaseLost, Unreachable
-from sidecar.coordination.instances import Identity, Membership, Reportable
+from sidecar.coordination.base import Conflict, LeaseLost, Unreachable
+from sidecar.coordination.instances import Identity, Reportable
 from sidecar.daemon.clocksteps import StepDetector
 from sidecar.daemon.hostends import RecordedEnds, end_event
 from sidecar.daemon.hostwatch import HostWatch
 from sidecar.daemon.ingest import Ingestor
+from sidecar.daemon.lead import STANDBY_RETRY, Lead
 from sidecar.daemon.plugins import PluginRunner
 from sidecar.followups.fire import FollowUps
 from sidecar.followups.queue import FollowUpQueue
@@ -43,11 +42,8 @@ from sidecar.sessions.model import Key
 from sidecar.sessions.store import SessionStore
 from sidecar.vocabulary import Fired, SessionChange
 
-STANDBY_RETRY = 0.2  # seconds between a stand-by's attempts at the leader lock
 BEAT_MIN = 1.0  # seconds between instance-file writes while what they report keeps changing
-LOST_LEAD_PAUSE = 1.0  # seconds before an instance that lost the lead tries for it again
 HOST_LOOK = 2.0  # seconds between a stand-by's looks for the hosts on its own machine
-LEADER_LOOKS = 10  # a stand-by's looks for the leader's file (it follows the lock) before it speaks
 
 
 class WorkspaceServer:
@@ -64,8 +60,8 @@ class WorkspaceServer:
         self.identity = identity
         self.plugins = plugins
         self.coordination = coordination.get()
-        self.leadership = self.coordination.leadership(ws, identity.id, self._lead_lost)
-        self.membership = Membership(ws, identity)
+        self.lead = Lead(ws, identity, self.coordination, self.log, self._take_over,
+                         self._stop_writing, lambda: self.wake())
         self.sessions = SessionStore(ws)
         self.hook_store = HookStore(ws)
         self.queue = FollowUpQueue(self.hook_store, identity.id)
@@ -73,12 +69,10 @@ class WorkspaceServer:
                                watch_reliable)
         self.followups: FollowUps | None = None
         self.environment = followup_env.Reporter(ws, config)
-        self.leader: Leadership | None = None  # the lead, while this instance holds it
-        self.trouble: str | None = None  # why the coordination service cannot be reached
         self.watch = watch  # the process watch: tells `notice_host_exit` when a host is gone
         # The live sessions' host processes, those whose pids mean something here
         self.hosts = HostWatch(self._watch_process, process_space(),
-                               unknown_is_ours=self.coordination.one_machine)
+                               unknown_is_ours=self.coordination.implements.every_host_by_pid)
         # The live sessions of hosts that write their end down themselves (hostends.py)
         self.recorded = RecordedEnds(ws, self._live_sessions, lambda: config().sweep_interval)
         self.wake: Callable[[], None] = lambda: None  # the loop's: step this workspace now
@@ -87,11 +81,8 @@ class WorkspaceServer:
         self.beaten = 0.0  # when the instance file was last written
         self.reported: Reportable | None = None  # what it said then
         self.set_aside_for: str | None = None  # why the workspace is set aside, while it is
-        self.leader_looks = 0  # looks for who leads since standing by; past LEADER_LOOKS: said
         self.clock = StepDetector()  # fed by the loop's step with both clocks' times
         self.next_host_look = 0.0  # a stand-by's next look for hosts on its machine
-        self.lead_again_at = 0.0  # after losing the lead: not tried for before (monotonic)
-        self.next_look = 0.0  # a stand-by's next try for the lead (monotonic)
 
     # -- what the watches call -------------------------------------------------------------
 
@@ -110,26 +101,22 @@ class WorkspaceServer:
 
     def open(self) -> None:
         self.ws.ensure_runtime()
-        self.membership.join()  # the first step writes the instance file
+        self.lead.join()
 
     def step(self, now: float) -> float:
         """Do what is due; when to step again. TamperedRuntime, nothing done: a linked runtime."""
         self.ws.check_runtime()
-        if self.leader is not None and not self.leader.held():
-            self.step_down("the lead was lost")
-        if self.leader is None and (time.monotonic() < self.lead_again_at
-                                    or not self._looked_for_lead(now)):
-            self.set_aside_for = None
-            self._say_standing_by()
-            if not self.coordination.one_machine:
+        leading = self.lead.step(now)
+        self.set_aside_for = None  # served again: a new reason to set it aside is said anew
+        if not leading:
+            if not self.coordination.implements.every_host_by_pid:
                 self._watch_hosts_here(now)
             return min(now + STANDBY_RETRY, self._beat_if_due(now))
-        self.set_aside_for = None  # served again: a new reason to set it aside is said anew
         try:
             with safedir.holding(self.ws.runtime):  # a step opens dozens of files below it
                 return self._lead(now)
         except (LeaseLost, Unreachable, Conflict) as exc:
-            self.step_down(str(exc))
+            self.lead.step_down(str(exc))
             return min(now + STANDBY_RETRY, self._beat_if_due(now))
 
     def _lead(self, now: float) -> float:
@@ -162,44 +149,20 @@ class WorkspaceServer:
             self.ingest.health.error(self.ws.root, f"cannot move the follow-ups' due times by "
                                      f"the clock's step of {jump:+.0f}s: {exc}")
 
-    def _looked_for_lead(self, now: float) -> bool:
-        """Try for the lead, at most every `look_every` of the backend."""
-        if time.monotonic() < self.next_look:
-            return False
-        self.next_look = time.monotonic() + self.coordination.look_every
-        return self._try_lead(now)
-
-    def _try_lead(self, now: float) -> bool:
-        try:
-            if not self.leadership.try_acquire():
-                self._reachable()
-                return False
-        except Unreachable as exc:
-            self._unreachable(exc)
-            return False
-        self._reachable()
-        self.leader = self.leadership
+    def _take_over(self, now: float) -> None:
+        """The lead was just taken: what this instance writes from now on is a leader's."""
+        leadership = self.lead.leadership
         # Every write a leader makes is checked against its lead first (fencing), and its
         # claims are named for its term: a claim of an earlier term is another's, settled
         # by whoever leads now (a file lead cannot be lost while the process lives).
-        self.sessions.fence = self.hook_store.fence = self.leadership.check
+        self.sessions.fence = self.hook_store.fence = leadership.check
         if self.coordination.records(self.ws) is not None:
             self.hook_store.state = None  # read again from the record: others led meanwhile
-        self.queue.instance_id = self.leadership.term or self.identity.id
-        self.log.info("leading (instance %s%s)", self.identity.id, self.coordination.said)
-        try:
-            return self._take_over(now)
-        except (LeaseLost, Unreachable, Conflict) as exc:
-            self.step_down(str(exc))
-            return False
-
-    def _take_over(self, now: float) -> bool:
-        self.leader_looks = 0
-        self.heartbeat(now)
-        self.membership.clean_dead()
+        self.queue.instance_id = leadership.term or self.identity.id
+        self.heartbeat(now)  # (a leader's beat clears the files of dead instances)
         self.hook_store.seed(now)
         self.followups = FollowUps(
-            self.ws, self.queue, self.sessions, self.config, self.leadership.claim_lives,
+            self.ws, self.queue, self.sessions, self.config, leadership.claim_lives,
             self._watch_process, self._fired, self.coordination)
         live = self.sessions.live_hosts()
         for key, pid, start, space in live:  # a host may have died meanwhile
@@ -207,60 +170,14 @@ class WorkspaceServer:
                 self.hosts.follow(Proc(pid, start), key)
         self.recorded.begin([key for key, _, _, _ in live], now)
         self.ingest.start(now)
-        return True
 
-    def _lead_lost(self) -> None:
-        """Called on the coordination's own thread when the lead is lost: the next step
-        steps down, and every write before it fails its fencing check."""
-        self.log.warning("the lead was lost (instance %s)", self.identity.id)
-        self.wake()
-
-    def step_down(self, why: str) -> None:
-        """Stop leading at once: write nothing more; running actions run on, detached, for
-        the next leader to adopt (this instance too, if it leads again). `why` empty: said by
-        the caller."""
-        if why:
-            self.log.warning("no longer leading (instance %s): %s; it stands by", self.identity.id, why)
+    def _stop_writing(self) -> None:
+        """The lead is being given up: write nothing more. Running actions run on, detached,
+        for the next leader to adopt (this instance too, if it leads again)."""
         if self.followups is not None:
             self.followups.stopping = True
         self.followups = None
-        self.leadership.release()
-        self.leader = None
         self.sessions.fence, self.hook_store.fence = self.sessions.no_lead, self.hook_store.no_lead
-        self.leader_looks = 0
-        # A lead lost while the process lives came of its connection or its pace: a stand-by
-        # whose own are sound takes over first (it tries every STANDBY_RETRY).
-        self.lead_again_at = time.monotonic() + LOST_LEAD_PAUSE
-
-    def _unreachable(self, exc: Exception) -> None:
-        if self.trouble is None:
-            self.log.warning("%s; standing by until it answers", exc)
-        self.trouble = str(exc)
-
-    def _reachable(self) -> None:
-        if self.trouble is not None:
-            self.log.info("the coordination service answers again")
-        self.trouble = None
-
-    def _say_standing_by(self) -> None:
-        """Say once who leads instead, so a second `sidecar run` started by mistake is not a
-        silent stand-by. The leader writes its file just after taking the lock: it is looked
-        for a few times before the line is said without it."""
-        if self.leader_looks > LEADER_LOOKS:
-            return
-        self.leader_looks += 1
-        try:
-            other = instances.leader(self.ws, self.identity.id)
-        except Unreachable:
-            return  # said by `_unreachable`
-        if other is None and self.leader_looks <= LEADER_LOOKS:
-            return
-        self.leader_looks = LEADER_LOOKS + 1
-        who = "another instance"
-        if other is not None:
-            where = f" on {other.hostname}" if other.hostname != self.identity.hostname else ""
-            who += f" (pid {other.pid}{where}, started {other.started_at})"
-        self.log.info("%s leads; this one stands by (instance %s)", who, self.identity.id)
 
     # -- host processes ----------------------------------------------------------------------
 
@@ -322,30 +239,28 @@ class WorkspaceServer:
         changed = self._reportable() != self.reported
         if now >= self.next_beat or (changed and now >= self.beaten + BEAT_MIN):
             self.heartbeat(now)
-            if self.leader is not None:
-                self.membership.clean_dead()
             changed = False
         return self.beaten + BEAT_MIN if changed else self.next_beat
 
     def _reportable(self) -> Reportable:
         health = self.ingest.health
         state = self.hook_store.state
-        return Reportable("leader" if self.leader is not None else "standby", health.counters(),
+        return Reportable(self.lead.role, health.counters(),
                           health.last_error, state.error if state is not None else None,
                           self.plugins.counters() if self.plugins is not None else {},
-                          self.environment.current(), self.trouble)
+                          self.environment.current(), self.lead.trouble)
 
     def heartbeat(self, now: float) -> None:
         self.reported = self._reportable()
-        self.membership.heartbeat(*self.reported)
+        self.lead.beat(self.reported)
         self.beaten = now
         self.next_beat = now + self.config().heartbeat_interval
 
     def set_aside(self, exc: BaseException | str, let_go: bool = False) -> None:
         """The workspace cannot be served safely now: said once, counted, retried. `let_go`:
         its lead too, without a word (its lock files were deleted: it is taken on new ones)."""
-        if let_go and self.leader is not None:
-            self.step_down("")
+        if let_go and self.lead.leading:
+            self.lead.step_down("")
         if self.set_aside_for != str(exc):
             self.set_aside_for = str(exc)
             self.ingest.health.error(self.ws.root, f"set aside: {exc}")
@@ -360,9 +275,7 @@ class WorkspaceServer:
         repeated: they run detached, and the next leader adopts them."""
         if self.followups is not None:
             self.followups.stopping = True
-        self.leadership.release()
-        self.leader = None
-        self.membership.leave()
+        self.lead.close()
 
     # -- plugins ---------------------------------------------------------------------------
 

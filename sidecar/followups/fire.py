@@ -136,7 +136,7 @@ class FollowUps:
             assert log_path is not None  # `unsettled` holds only claims with a log
             try:
                 proc = (actions.settle_start(log_path, runs_as)  # started, or never will
-                        if self.coordination.one_machine
+                        if self.coordination.implements.every_runner_by_pid
                         else remote.settle(self.coordination, self.ws, log_path, entry.id,
                                            self.absences, runs_as))
             except SidecarError:  # its lease cannot be told yet: the next recovery settles it
@@ -328,7 +328,7 @@ class FollowUps:
         log_path = self.ws.firing_log(entry.hook_id, entry.run.log) or self.log_path(entry, now)
         # Judged by its lease where another machine may run it; a runner that started in this
         # process space is watched by its pid, as on one machine (its lease aside).
-        elsewhere = not self.coordination.one_machine and not remote.runs_here(log_path)
+        elsewhere = not self.coordination.implements.every_runner_by_pid and not remote.runs_here(log_path)
         self.running[entry.id] = Running(entry, proc, log_path,
                                          started + self.config().action_timeout, remote=elsewhere)
         if not elsewhere:

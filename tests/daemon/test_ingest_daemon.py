@@ -15,7 +15,8 @@ from helpers import read_json
 from sidecar import locks
 from sidecar.coordination.instances import Identity
 from sidecar.daemon import process as daemon_mod
-from sidecar.daemon.workspace import STANDBY_RETRY, WorkspaceServer
+from sidecar.daemon.lead import STANDBY_RETRY
+from sidecar.daemon.workspace import WorkspaceServer
 from sidecar.layout import Workspace
 from support.ingest import CONFIG, T0, Fixture
 from support.stores import seeded_workspace
@@ -38,22 +39,22 @@ def server(ws: Workspace) -> WorkspaceServer:
 def test_a_standby_never_applies_while_another_holds_the_leader_lock(ws):
     held = locks.try_lock(ws.lock("leader"))
     standby = server(ws)
-    standby.open(T0)
+    standby.open()
     try:
         Fixture(ws).drop("a", "session-start", "s1", T0)
         standby.notice_arrival()
         for i in range(20):
             assert standby.step(T0 + i) == T0 + i + STANDBY_RETRY
-        assert standby.leader is None and len(list(ws.inbox.glob("*.json"))) == 1
-        info = read_json(standby.membership.file)
+        assert not standby.lead.leading and len(list(ws.inbox.glob("*.json"))) == 1
+        info = read_json(standby.lead.membership.file)
         assert info["role"] == "standby"
         locks.release(held)
         standby.step(T0 + 30)  # the lock is free: it takes over and applies at once
-        assert standby.leader is not None and list(ws.inbox.glob("*.json")) == []
-        assert read_json(standby.membership.file)["role"] == "leader"
+        assert standby.lead.leading and list(ws.inbox.glob("*.json")) == []
+        assert read_json(standby.lead.membership.file)["role"] == "leader"
     finally:
-        standby.close(T0 + 31)
-    assert not standby.membership.file.exists()
+        standby.close()
+    assert not standby.lead.membership.file.exists()
 
 
 def test_the_serving_loop_survives_an_unexpected_error_and_steps_again(ws, monkeypatch):
@@ -73,7 +74,7 @@ def test_the_serving_loop_survives_an_unexpected_error_and_steps_again(ws, monke
     d._step(s, 51.0)  # and stepped as usual after
     assert calls == [pytest.approx(time.time(), abs=5)] * 2
     assert s.ingest.health.errors == 1 and "a surprise" in s.ingest.health.last_error
-    s.close(T0 + 1)
+    s.close()
     d.folders.stop()
     shutil.rmtree(ws.runtime / "instances", ignore_errors=True)
 
@@ -95,5 +96,5 @@ def test_running_out_of_open_files_in_a_step_sets_the_workspace_aside_once(ws, m
     assert s.ingest.health.errors == 1  # said once, not at every retry
     assert "raise LimitNOFILE= in the service unit" in s.ingest.health.last_error
     assert "Traceback" not in caplog.text
-    s.close(T0)
+    s.close()
     d.folders.stop()

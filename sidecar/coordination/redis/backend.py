@@ -37,7 +37,7 @@ from contextlib import contextmanager
 import redis
 
 from sidecar.base.timeutil import now
-from sidecar.coordination.base import RunLease, Unreachable, workspace_key
+from sidecar.coordination.base import MANY_MACHINES, RunLease, Unreachable, workspace_key
 from sidecar.coordination.redis.client import (
     COMPARE_AND_DELETE,
     INSTANCE_TTL,
@@ -71,7 +71,7 @@ return 0
 
 
 class RedisCoordination:
-    one_machine = False
+    implements = MANY_MACHINES
     look_every = 0.005  # seconds: a try is a round trip (and a probe of a silent holder)
     distributed = True
 
