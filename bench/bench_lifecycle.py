@@ -24,7 +24,7 @@ time.sleep(3600)
 
 
 def _status(root: Path, sid: str) -> str | None:
-    from sidecar.sessions.rules import harness_id
+    from sidecar.base.ids import harness_id
 
     path = root / ".context/runtime/sessions" / harness_id("bench", sid) / "session.json"
     try:

@@ -1,7 +1,7 @@
 """Which record is a host session's, given the host's session id, sidecar's harness id, or the
 start of either (`status --session`, `hooks history --session`).
 
-A record's id is derived from its host and session id (`rules.harness_id`), so the hosts it
+A record's id is derived from its host and session id (`base.ids.harness_id`), so the hosts it
 may be of are tried first; a host no one listed, whose session no binding names any more (it
 completed), is found by the record that names the session.
 """

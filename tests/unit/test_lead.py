@@ -20,7 +20,7 @@ from sidecar.coordination.instances import Identity, Reportable
 from sidecar.daemon.lead import LOST_LEAD_PAUSE, Lead, LeadState
 from sidecar.daemon.workspace import WorkspaceServer
 from sidecar.layout import Workspace
-from sidecar.sessions.rules import harness_id
+from sidecar.base.ids import harness_id
 from support.ingest import CONFIG, T0, Fixture
 from support.stores import seeded_workspace
 
