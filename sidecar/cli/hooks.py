@@ -292,8 +292,9 @@ def history(
         except (OSError, ValueError, SidecarError) as exc:
             _fail(str(exc))
     rows = sorted(
-        ({"hookId": h.id, **f.to_json(), "lastLine": logtail.last_line(store.ws, h.id, f.log)
-          if Outcome.parse(f.status).failed else None}
+        ({"hookId": h.id, **f.to_json(), "lastLine": f.line if f.kept
+          else logtail.last_line(store.ws, h.id, f.log) if Outcome.parse(f.status).failed
+          else None}
          for h in view.hooks.values() if hook_id in (None, h.id) for f in h.history
          if session in (None, f.session_id)),
         key=lambda row: str(row["at"]))

@@ -48,7 +48,7 @@ def _failing(ws: Workspace, hook: Hook) -> list[Finding]:
     if not failed:
         return []
     last = failed[0]
-    line = logtail.last_line(ws, hook.id, last.log)
+    line = last.line if last.kept else logtail.last_line(ws, hook.id, last.log)
     said = f"{last.status}: {line}" if line else str(last.status)
     log = ws.firing_log(hook.id, last.log or "")
     fix = (f"read {words.path(log)}" if log else f"see `sidecar hooks history {hook.id}`") + \

@@ -35,7 +35,7 @@ from sidecar.followups.notify import notices
 from sidecar.followups.notify.targets import Notify
 from sidecar.followups.queue import Claimed, FollowUpQueue, Settled
 from sidecar.followups.room import Room
-from sidecar.followups.run import actions, environment, remote
+from sidecar.followups.run import actions, environment, logtail, remote
 from sidecar.followups.run.actions import ActionError, Firing, build_argv, working_folder
 from sidecar.layout import Workspace, confined
 from sidecar.procwatch import Proc, is_alive
@@ -367,7 +367,8 @@ class FollowUps:
 
     def finish(self, entry: QueueEntry, ended: Outcome, log_path: Path | None, now: float) -> None:
         shown = str(log_path) if log_path else None
-        if not self.queue.finish(entry, ended, shown, now):
+        line = logtail.last_line(self.ws, entry.hook_id, shown) if ended.failed else None
+        if not self.queue.finish(entry, ended, shown, now, line):
             return  # another instance holds the claim now: it records the outcome
         if not ended.ok and (not ended.skipped or ended == trust.NOT_TRUSTED):
             self.log.warning("follow-up %s for %s session %s: %s (log %s)", entry.hook_id,

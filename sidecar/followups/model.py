@@ -76,15 +76,21 @@ class FiringRecord:
     host: str | None
     session_id: str | None
     log: str | None
+    line: str | None = None  # a failed firing's last log line, kept as it finished
+    kept: bool = False  # whether a line was kept (else, as in older entries: read the log)
 
     @classmethod
     def from_json(cls, data: Any) -> FiringRecord:
         get = data.get if isinstance(data, dict) else {}.get
-        return cls(*(_text(get(k)) for k in ("at", "status", "host", "sessionId", "log")))
+        at, status, host, session_id, log, line = (
+            _text(get(k)) for k in ("at", "status", "host", "sessionId", "log", "lastLine"))
+        return cls(at, status, host, session_id, log, line,
+                   isinstance(data, dict) and "lastLine" in data)
 
     def to_json(self) -> Json:
+        kept = {"lastLine": self.line} if self.kept else {}
         return {"at": self.at, "status": self.status, "host": self.host,
-                "sessionId": self.session_id, "log": self.log}
+                "sessionId": self.session_id, "log": self.log, **kept}
 
 
 Action = str | list[str] | Notify  # "resume", a command's argv, or a notice to send
@@ -175,13 +181,15 @@ class Hook:
         }
 
     def record_firing(self, ended: Outcome, at: float, host: str | None, session_id: str | None,
-                      log: str | None, fired: bool = True) -> None:
+                      log: str | None, fired: bool = True, line: str | None = None) -> None:
         """One more entry of the history; `fired=False` for a note made when the hook was not
-        even queued (it leaves `lastFiredAt` alone)."""
+        even queued (it leaves `lastFiredAt` alone); `line`: a failed firing's last log line,
+        kept so no reader has to read the log."""
         self.last_status = str(ended)  # the text hooks.json keeps (outcome.py)
         if fired:
             self.last_fired_at = iso(at)
-        self.history.append(FiringRecord(iso(at), self.last_status, host, session_id, log))
+        self.history.append(FiringRecord(iso(at), self.last_status, host, session_id, log, line,
+                                         line is not None))
         del self.history[:-HISTORY_LIMIT]
 
 

@@ -190,7 +190,8 @@ class FollowUpQueue:
 
         self._edit_entry(key, now, edit)
 
-    def finish(self, entry: QueueEntry, ended: Outcome, log_path: str | None, now: float) -> bool:
+    def finish(self, entry: QueueEntry, ended: Outcome, log_path: str | None, now: float,
+               line: str | None = None) -> bool:
         """Remove a fired entry and record the firing in its hook's history, if this instance
         still holds its claim (so that an outcome is recorded once); whether it did."""
 
@@ -201,7 +202,8 @@ class FollowUpQueue:
             doc.pending.remove(current)
             hook = doc.hooks.get(entry.hook_id)
             if hook is not None:
-                hook.record_firing(ended, now, entry.host, entry.session_id, log_path)
+                hook.record_firing(ended, now, entry.host, entry.session_id, log_path,
+                                   line=line)
             self.store.note_fired_while_broken(entry.id)
             return True
 

@@ -47,7 +47,7 @@ def session_report(ws: Workspace, session_id: str) -> dict[str, Any] | None:
                    else None, "log": e.run.log if e.run else None}
                   for e in view.pending if e.session_id == session_id and e.host == host]
     follow_ups += [{"hookId": h.id, "state": f.status, "at": f.at, "log": f.log,
-                    "lastLine": logtail.last_line(ws, h.id, f.log)
+                    "lastLine": f.line if f.kept else logtail.last_line(ws, h.id, f.log)
                     if Outcome.parse(f.status).failed else None}
                    for h in view.hooks.values() for f in h.history
                    if f.session_id == session_id and f.host == host]

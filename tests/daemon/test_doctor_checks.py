@@ -46,6 +46,15 @@ def test_a_failed_follow_up_shows_the_last_line_its_log_said(workspace, start_da
         history  # its log, on a line of its own, relative to the workspace
     session = run_cli("status", "--root", str(workspace.root), "--session", "s-fail").stdout
     assert f"error: exit status 1: {LOGIN}" in session.decode(), session
+    # The line was kept in the history as the firing finished: the log is no longer needed.
+    [fired] = firings(workspace, "post")
+    assert fired["lastLine"] == LOGIN
+    for log in (workspace.runtime / "logs" / "hooks" / "post").iterdir():
+        log.unlink()
+    report = orjson.loads(run_cli("status", "--json", "--root", str(workspace.root)).stdout)
+    assert report["workspaces"][0]["hooks"][0]["lastLine"] == LOGIN
+    session = run_cli("status", "--root", str(workspace.root), "--session", "s-fail").stdout
+    assert f"error: exit status 1: {LOGIN}" in session.decode(), session
 
 
 def test_the_last_line_is_read_from_the_tail_safely_and_shown_escaped(workspace, tmp_path):

@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from helpers import read_json
+from sidecar.base.ids import harness_id
 from sidecar.base.wslog import WorkspaceLog
 from sidecar.coordination import current, instances
 from sidecar.coordination.base import Conflict, LeaseLost, Unreachable
@@ -20,7 +21,6 @@ from sidecar.coordination.instances import Identity, Reportable
 from sidecar.daemon.lead import LOST_LEAD_PAUSE, Lead, LeadState
 from sidecar.daemon.workspace import WorkspaceServer
 from sidecar.layout import Workspace
-from sidecar.base.ids import harness_id
 from support.ingest import CONFIG, T0, Fixture
 from support.stores import seeded_workspace
 

@@ -31,7 +31,7 @@ def failure_line(ws: Workspace, hook: Hook) -> str | None:
     last = hook.history[-1] if hook.history else None
     if last is None or not Outcome.parse(last.status).failed or last.status != hook.last_status:
         return None
-    return last_line(ws, hook.id, last.log)
+    return last.line if last.kept else last_line(ws, hook.id, last.log)
 
 
 def last_line(ws: Workspace, hook_id: str, log: str | None) -> str | None:
