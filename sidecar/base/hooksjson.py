@@ -102,7 +102,8 @@ def plain_hook(key: str, raw: object) -> bool:
     get = raw.get
     name, action, prompt, reasons = get("name"), get("action", "resume"), get("promptFile"), \
         get("reasons")
-    return (type(name) is str and name != "" and get("event", "session-end") in PLAIN_EVENTS
+    event = get("event", "session-end")  # (a list or an object is no event: unhashable too)
+    return (type(name) is str and name != "" and type(event) is str and event in PLAIN_EVENTS
             and (action == "resume" or (type(action) is list and action != []
                                         and all(type(a) is str for a in action) and action[0] != ""))
             and _whole(get("delaySeconds", DEFAULT_DELAY), 0, MAX_DELAY)

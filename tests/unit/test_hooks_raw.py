@@ -3,7 +3,7 @@
 
 from __future__ import annotations
 
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from sidecar.base import hooksjson
@@ -22,6 +22,7 @@ entry = st.dictionaries(st.sampled_from(["hookId", "host", "sessionId", "id", "c
 
 
 @settings(max_examples=400, deadline=None)
+@example({"post-task": {"name": "0", "event": []}}, [], 1)  # an event no set can hold
 @given(st.dictionaries(st.sampled_from(["post-task", "x", "A B"]), hook, max_size=2),
        st.lists(entry, max_size=2), st.sampled_from([0, 1, 2, "1"]))
 def test_what_it_calls_plainly_valid_the_model_reads(hooks, pending, version):
