@@ -96,6 +96,7 @@ def private_mounts() -> list[str]:
     return ["unshare", "--mount", "--propagation", "private"]
 
 
-# Fixtures of the support modules, for every test: a real redis-server of a test's own, and
-# "machines" (PID namespaces; with a network and a HOME of their own) to run sidecars on.
-pytest_plugins = ["support.redis_server", "support.machines", "support.netmachines"]
+# Fixtures of the support modules, for every test: a real redis-server of a test's own,
+# "machines" (PID namespaces; with a network and a HOME of their own) to run sidecars on, and a
+# seeded workspace in process (`ws`).
+pytest_plugins = ["support.redis_server", "support.machines", "support.netmachines", "support.stores"]

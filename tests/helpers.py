@@ -117,6 +117,14 @@ def trust_hooks(ws) -> None:
         trust.trust(ws, found, time.time())
 
 
+def use_hooks(ws, hooks: dict) -> None:
+    """hooks.json with these hooks only (keyed by id), trusted as its user would."""
+    doc = read_json(ws.hooks_file)
+    doc["hooks"] = hooks
+    ws.hooks_file.write_bytes(orjson.dumps(doc))
+    trust_hooks(ws)
+
+
 def run_cli(*args: str, input: bytes | None = None, cwd: Path | None = None,
             env: dict[str, str] | None = None, timeout: float = 30) -> subprocess.CompletedProcess:
     return subprocess.run(
@@ -225,6 +233,13 @@ def emit(ws_root: Path, payload: bytes | None = None, *args: str, cwd: Path | No
          env: dict[str, str] | None = None) -> subprocess.CompletedProcess:
     """Run the real `sidecar emit`, from inside the workspace unless told otherwise."""
     return run_cli("emit", *args, input=payload, cwd=cwd or ws_root, env=env)
+
+
+def end_session(ws_root: Path, session: str, host: str = "claude-code") -> None:
+    """A session starts and ends, through the real `sidecar emit`."""
+    for event in ("session-start", "session-end"):
+        result = emit(ws_root, None, event, "--session-id", session, "--source", host)
+        assert result.returncode == 0, result.stderr
 
 
 def inbox_files(ws) -> list[Path]:

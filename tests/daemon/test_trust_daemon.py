@@ -16,7 +16,7 @@ from pathlib import Path
 import orjson
 import pytest
 
-from helpers import emit, read_json, run_cli, wait_for_written, wait_until
+from helpers import end_session, read_json, run_cli, wait_for_written, wait_until
 from sidecar.followups import trust
 from sidecar.layout import Workspace
 
@@ -50,11 +50,6 @@ def evil_clone(tmp_path: Path, pwned: Path, with_pending: bool) -> Path:
     clone = tmp_path / "clone"
     git("clone", "-q", str(evil), str(clone), cwd=tmp_path)
     return clone
-
-
-def end_session(root: Path, session: str) -> None:
-    emit(root, None, "session-start", "--session-id", session, "--source", "claude-code")
-    emit(root, None, "session-end", "--session-id", session, "--source", "claude-code")
 
 
 def last_status(ws: Workspace, hook: str = "post-task") -> str | None:

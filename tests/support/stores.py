@@ -1,10 +1,13 @@
-"""One workspace's stores, in process: a seeded workspace, its ingestor, an event dropped
-into its inbox. Shared by the unit tests and their daemon twins."""
+"""One workspace's stores, in process: a seeded workspace (and the `ws` fixture that makes
+one), its ingestor, an event dropped into its inbox. Shared by the unit tests and their daemon
+twins; a test module that needs another kind of `ws` defines its own."""
 
 from __future__ import annotations
 
 import os
 from pathlib import Path
+
+import pytest
 
 from sidecar.config import Config
 from sidecar.daemon.ingest import Ingestor
@@ -20,6 +23,12 @@ def seeded_workspace(root: Path, now: float) -> Workspace:
     workspace.ensure_runtime()
     HookStore(workspace, durable=False).seed(now)
     return workspace
+
+
+@pytest.fixture
+def ws(tmp_path: Path) -> Workspace:
+    """A workspace seeded at T0 (1_795_900_000.0, as the tests that take it count from)."""
+    return seeded_workspace(tmp_path / "ws", 1_795_900_000.0)
 
 
 def ingestor(ws: Workspace) -> Ingestor:

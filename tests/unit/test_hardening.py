@@ -26,22 +26,13 @@ from sidecar.sessions import rules
 from sidecar.sessions.batch import open_batch
 from sidecar.sessions.store import SessionStore
 from support import stores
-from support.stores import ingestor, seeded_workspace
+from support.stores import ingestor
 
 T0 = 1_795_900_000.0
 
 
-@pytest.fixture
-def ws(tmp_path) -> Workspace:
-    return seeded_workspace(tmp_path / "ws", T0)
-
-
 def drop(ws: Workspace, name: str, data: bytes, mtime: float = T0 - 60) -> None:
     stores.drop(ws, name, data, mtime)
-
-
-
-
 
 
 def record(ws: Workspace, session: str, host: str = "t"):
