@@ -216,17 +216,22 @@ def terminate(proc: subprocess.Popen, timeout: float = 15) -> int | None:
     return proc.returncode
 
 
+def instance_docs(ws) -> list[dict]:
+    """The workspace's instance files that read whole (one being written is passed over)."""
+    docs = []
+    for path in ws.instances.glob("*.json"):
+        try:
+            docs.append(read_json(path))
+        except ValueError:
+            continue
+    return docs
+
+
 def is_serving(ws, daemon: DaemonProcess) -> bool:
     if daemon.proc.poll() is not None:
         raise AssertionError(f"daemon exited early:\n{daemon.output()}")
-    for path in ws.instances.glob("*.json"):
-        try:
-            doc = read_json(path)
-        except ValueError:
-            continue
-        if doc.get("pid") == daemon.pid and doc.get("role") == "leader":
-            return True
-    return False
+    return any(doc.get("pid") == daemon.pid and doc.get("role") == "leader"
+               for doc in instance_docs(ws))
 
 
 def emit(ws_root: Path, payload: bytes | None = None, *args: str, cwd: Path | None = None,

@@ -8,21 +8,7 @@ from __future__ import annotations
 import orjson
 
 from helpers import invoke
-from sidecar.layout import Workspace
 from sidecar.sessions.batch import open_batch
-
-
-def status(ws: Workspace, *args: str):
-    return invoke("status", "--root", str(ws.root), *args)
-
-
-def test_without_a_daemon_status_says_so_and_exits_3(workspace):
-    result = status(workspace)
-    assert result.returncode == 3
-    assert b"no live instance" in result.stdout
-    report = orjson.loads(status(workspace, "--json").stdout)
-    assert report["version"] == 1
-    assert report["workspaces"][0]["served"] is False
 
 
 def test_not_a_workspace_exits_4(tmp_path, config_home):
@@ -32,13 +18,6 @@ def test_not_a_workspace_exits_4(tmp_path, config_home):
     assert result.returncode == 4
     assert b"not a workspace" in result.stderr
     assert invoke("status", cwd=lonely).returncode == 4
-
-
-def test_the_current_folder_selects_the_workspace(workspace):
-    sub = workspace.root / "src"
-    sub.mkdir()
-    result = invoke("status", "--json", cwd=sub)
-    assert orjson.loads(result.stdout)["workspaces"][0]["root"] == str(workspace.root)
 
 
 def test_session_status_finds_a_completed_session_of_a_host_it_does_not_know(workspace):
