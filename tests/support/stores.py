@@ -7,13 +7,16 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+import orjson
 import pytest
 
 from sidecar.config import Config
 from sidecar.daemon.ingest import Ingestor
 from sidecar.followups.queue import FollowUpQueue
 from sidecar.followups.store import HookStore
+from sidecar.inbox.events import parse
 from sidecar.layout import Workspace
+from sidecar.sessions.batch import open_batch
 from sidecar.sessions.store import SessionStore
 
 
@@ -42,3 +45,15 @@ def drop(ws: Workspace, name: str, data: bytes, mtime: float) -> None:
     path = ws.inbox / name
     path.write_bytes(data)
     os.utime(path, (mtime, mtime))
+
+
+def ingest(ws: Workspace, session: str, *kinds: str, at: float, host: str = "claude-code",
+           **extra: object) -> None:
+    """One session's events of these kinds, one second apart from `at`, applied in process
+    as ingestion applies them (their follow-ups queued)."""
+    events = [parse(orjson.dumps({"event": kind, "session_id": session, "host": host,
+                                  "ts": at + i, **extra}), f"{at + i:020.3f}.json", at)
+              for i, kind in enumerate(kinds)]
+    queue = FollowUpQueue(HookStore(ws, durable=False), "me")
+    with open_batch(SessionStore(ws, durable=False)) as batch:
+        batch.commit(queue.add(batch.plan(events), at), at)

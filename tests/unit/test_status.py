@@ -8,7 +8,7 @@ from __future__ import annotations
 import orjson
 
 from helpers import invoke
-from sidecar.sessions.batch import open_batch
+from support.stores import ingest
 
 
 def test_not_a_workspace_exits_4(tmp_path, config_home):
@@ -21,16 +21,10 @@ def test_not_a_workspace_exits_4(tmp_path, config_home):
 
 
 def test_session_status_finds_a_completed_session_of_a_host_it_does_not_know(workspace):
-    from sidecar.inbox.events import parse
     from sidecar.sessions.store import SessionStore
 
+    ingest(workspace, "aid-1", "session-start", "session-end", at=1_795_900_000.0, host="aider")
     store = SessionStore(workspace, durable=False)
-    events = [parse(orjson.dumps({"event": kind, "session_id": "aid-1", "host": "aider",
-                                  "ts": 1_795_900_000.0 + i}), f"{i:020d}.json", 1_795_900_000.0)
-              for i, kind in enumerate(("session-start", "session-end"))]
-    with open_batch(store) as batch:
-        batch.plan(events)
-        batch.commit({}, 1_795_900_001.0)
     assert store.load_bindings().items() == []  # completed: nothing binds it any more
     result = invoke("status", "--session", "aid-1", "--json", "--root", str(workspace.root))
     assert result.returncode == 0, result.stderr
