@@ -125,6 +125,15 @@ def use_hooks(ws, hooks: dict) -> None:
     trust_hooks(ws)
 
 
+needs_git = pytest.mark.skipif(shutil.which("git") is None, reason="needs git")
+
+
+def git(*args: str, cwd: Path) -> None:
+    """git run in `cwd` as a user of its own (name and email given), its output kept."""
+    subprocess.run(["git", "-c", "user.name=t", "-c", "user.email=t@t", *args], cwd=cwd,
+                   check=True, capture_output=True)
+
+
 def run_cli(*args: str, input: bytes | None = None, cwd: Path | None = None,
             env: dict[str, str] | None = None, timeout: float = 30) -> subprocess.CompletedProcess:
     return subprocess.run(
