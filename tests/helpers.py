@@ -226,13 +226,13 @@ def terminate(proc: subprocess.Popen, timeout: float = 15) -> int | None:
 
 
 def instance_docs(ws) -> list[dict]:
-    """The workspace's instance files that read whole (one being written is passed over)."""
+    """The workspace's instance files that read whole (one being replaced is passed over)."""
     docs = []
     for path in ws.instances.glob("*.json"):
         try:
             docs.append(read_json(path))
-        except ValueError:
-            continue
+        except (OSError, ValueError):
+            continue  # being replaced
     return docs
 
 
