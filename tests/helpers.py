@@ -256,6 +256,14 @@ def end_session(ws_root: Path, session: str, host: str = "claude-code") -> None:
         assert result.returncode == 0, result.stderr
 
 
+def session_record(ws, session: str, host: str = "claude-code") -> dict | None:
+    """A session's record, None until it is written."""
+    from sidecar.base.ids import harness_id
+
+    path = ws.session_dir(harness_id(host, session)) / "session.json"
+    return read_json(path) if path.exists() else None
+
+
 def inbox_files(ws) -> list[Path]:
     return sorted(p for p in ws.inbox.iterdir() if p.name.endswith(".json") and p.is_file())
 
