@@ -96,6 +96,8 @@ def private_mounts() -> list[str]:
     return ["unshare", "--mount", "--propagation", "private"]
 
 
-# Fixtures of the support modules, for every test: a real redis-server of a test's own, and
-# "machines" (PID namespaces; with a network and a HOME of their own) to run sidecars on.
-pytest_plugins = ["support.redis_server", "support.machines", "support.netmachines"]
+# Fixtures of the support modules, for every test: a real redis-server of a test's own,
+# "machines" (PID namespaces; with a network and a HOME of their own) to run sidecars on, a
+# seeded workspace in process (`ws`) and a loopback receiver of notices (`receiver`).
+pytest_plugins = ["support.redis_server", "support.machines", "support.netmachines", "support.stores",
+                  "support.receiver"]

@@ -117,6 +117,23 @@ def trust_hooks(ws) -> None:
         trust.trust(ws, found, time.time())
 
 
+def use_hooks(ws, hooks: dict) -> None:
+    """hooks.json with these hooks only (keyed by id), trusted as its user would."""
+    doc = read_json(ws.hooks_file)
+    doc["hooks"] = hooks
+    ws.hooks_file.write_bytes(orjson.dumps(doc))
+    trust_hooks(ws)
+
+
+needs_git = pytest.mark.skipif(shutil.which("git") is None, reason="needs git")
+
+
+def git(*args: str, cwd: Path) -> None:
+    """git run in `cwd` as a user of its own (name and email given), its output kept."""
+    subprocess.run(["git", "-c", "user.name=t", "-c", "user.email=t@t", *args], cwd=cwd,
+                   check=True, capture_output=True)
+
+
 def run_cli(*args: str, input: bytes | None = None, cwd: Path | None = None,
             env: dict[str, str] | None = None, timeout: float = 30) -> subprocess.CompletedProcess:
     return subprocess.run(
@@ -208,23 +225,43 @@ def terminate(proc: subprocess.Popen, timeout: float = 15) -> int | None:
     return proc.returncode
 
 
+def instance_docs(ws) -> list[dict]:
+    """The workspace's instance files that read whole (one being replaced is passed over)."""
+    docs = []
+    for path in ws.instances.glob("*.json"):
+        try:
+            docs.append(read_json(path))
+        except (OSError, ValueError):
+            continue  # being replaced
+    return docs
+
+
 def is_serving(ws, daemon: DaemonProcess) -> bool:
     if daemon.proc.poll() is not None:
         raise AssertionError(f"daemon exited early:\n{daemon.output()}")
-    for path in ws.instances.glob("*.json"):
-        try:
-            doc = read_json(path)
-        except ValueError:
-            continue
-        if doc.get("pid") == daemon.pid and doc.get("role") == "leader":
-            return True
-    return False
+    return any(doc.get("pid") == daemon.pid and doc.get("role") == "leader"
+               for doc in instance_docs(ws))
 
 
 def emit(ws_root: Path, payload: bytes | None = None, *args: str, cwd: Path | None = None,
          env: dict[str, str] | None = None) -> subprocess.CompletedProcess:
     """Run the real `sidecar emit`, from inside the workspace unless told otherwise."""
     return run_cli("emit", *args, input=payload, cwd=cwd or ws_root, env=env)
+
+
+def end_session(ws_root: Path, session: str, host: str = "claude-code") -> None:
+    """A session starts and ends, through the real `sidecar emit`."""
+    for event in ("session-start", "session-end"):
+        result = emit(ws_root, None, event, "--session-id", session, "--source", host)
+        assert result.returncode == 0, result.stderr
+
+
+def session_record(ws, session: str, host: str = "claude-code") -> dict | None:
+    """A session's record, None until it is written."""
+    from sidecar.base.ids import harness_id
+
+    path = ws.session_dir(harness_id(host, session)) / "session.json"
+    return read_json(path) if path.exists() else None
 
 
 def inbox_files(ws) -> list[Path]:

@@ -14,8 +14,9 @@ from pathlib import Path
 import orjson
 import pytest
 
-from helpers import read_json, trust_hooks, wait_until
+from helpers import read_json, use_hooks, wait_until
 from sidecar.base.ids import harness_id
+from support.cluster import inbox_events, trace_of
 
 pytestmark = pytest.mark.slow
 
@@ -26,22 +27,6 @@ def recording_hook(out: Path, delay: int = 1) -> dict:
     script = f'echo "start $SIDECAR_SESSION_ID" >> {out}; sleep 0.05; echo "end $SIDECAR_SESSION_ID" >> {out}'
     return {"id": "rec", "name": "rec", "event": "session-end", "delaySeconds": delay,
             "promptFile": None, "action": ["sh", "-c", script], "enabled": True}
-
-
-def use_hooks(ws, hooks: dict) -> None:
-    doc = read_json(ws.hooks_file)
-    doc["hooks"] = hooks
-    ws.hooks_file.write_bytes(orjson.dumps(doc))
-    trust_hooks(ws)
-
-
-def inbox_events(ws) -> list[str]:
-    return [n for n in os.listdir(ws.inbox) if n.endswith(".json")]
-
-
-def trace_of(ws, session: str) -> list[dict]:
-    path = ws.session_dir(harness_id("chaos", session)) / "trace.jsonl"
-    return [orjson.loads(line) for line in path.read_bytes().splitlines()] if path.exists() else []
 
 
 def test_three_instances_under_sigkill_lose_and_double_nothing(workspace, start_daemon, config_home, tmp_path):

@@ -17,10 +17,10 @@ import time
 from pathlib import Path
 
 import pytest
-from test_daemon import bindings, inbox_empty, session_record
-from test_hooks_daemon import command_hook, hook_status, lines, recorder, set_hooks
+from test_daemon import bindings, inbox_empty
+from test_hooks_daemon import command_hook, hook_status, lines, recorder
 
-from helpers import emit, read_json, wait_until
+from helpers import emit, read_json, session_record, use_hooks, wait_until
 from sidecar.daemon.clocksteps import StepDetector
 
 LIBFAKETIME = ("/usr/lib/*/faketime/libfaketimeMT.so.1", "/usr/lib/faketime/libfaketimeMT.so.1",
@@ -90,7 +90,7 @@ def test_a_forward_step_times_out_no_running_action(workspace, start_daemon, con
     with open(config_home / "config.toml", "a") as config:
         config.write("actionTimeout = 60\n")
     started = tmp_path / "started"
-    set_hooks(workspace, {"slow": command_hook(
+    use_hooks(workspace, {"slow": command_hook(
         "slow", ["sh", "-c", f"touch {started}; sleep 6"], delay=0)})
     start_daemon(workspace.root, env=fake_clock.env)
     start_session(workspace, "ends")
@@ -118,7 +118,7 @@ def test_a_forward_step_sweeps_no_session_touched_just_before(workspace, start_d
 def test_a_follow_up_queued_before_a_backward_step_fires_after_its_delay(
         workspace, start_daemon, fake_clock, tmp_path):
     fired = tmp_path / "fired.txt"
-    set_hooks(workspace, {"rec": command_hook("rec", recorder(fired), delay=8)})
+    use_hooks(workspace, {"rec": command_hook("rec", recorder(fired), delay=8)})
     start_daemon(workspace.root, env=fake_clock.env)
     emit(workspace.root, None, "session-start", "--session-id", "s1", "--source", "claude-code")
     emit(workspace.root, None, "session-end", "--session-id", "s1", "--source", "claude-code")

@@ -31,11 +31,18 @@ def coords(redis_server: RedisServer):
         coord.close()
 
 
-def test_one_lead_at_a_time_and_the_next_after_a_release(tmp_path, coords):
+@pytest.fixture
+def pair(tmp_path, coords) -> tuple[Workspace, RedisCoordination, RedisCoordination]:
+    """Two instances of one workspace, `aaaa` and `bbbb`, each joined on a client of its own."""
     ws = Workspace(tmp_path)
     a, b = coords(), coords()
     a.join(ws, "aaaa")
     b.join(ws, "bbbb")
+    return ws, a, b
+
+
+def test_one_lead_at_a_time_and_the_next_after_a_release(pair):
+    ws, a, b = pair
     lead_a = a.leadership(ws, "aaaa", lambda: None)
     lead_b = b.leadership(ws, "bbbb", lambda: None)
     assert lead_a.try_acquire()
@@ -49,11 +56,8 @@ def test_one_lead_at_a_time_and_the_next_after_a_release(tmp_path, coords):
     assert int(lead_b.term.split(".")[1]) > 0
 
 
-def test_a_leader_whose_connections_are_killed_is_fenced_and_told(tmp_path, coords, redis_server):
-    ws = Workspace(tmp_path)
-    a, b = coords(), coords()
-    a.join(ws, "aaaa")
-    b.join(ws, "bbbb")
+def test_a_leader_whose_connections_are_killed_is_fenced_and_told(pair, redis_server):
+    ws, a, b = pair
     lost = threading.Event()
     lead_a = a.leadership(ws, "aaaa", lost.set)
     assert lead_a.try_acquire()
@@ -80,11 +84,8 @@ def test_an_instance_lives_while_its_process_renews_its_lease(tmp_path, coords):
     assert wait_until(lambda: not b.is_alive(ws, "aaaa"), INSTANCE_TTL + 2)
 
 
-def test_a_store_lock_excludes_and_a_dead_holders_lock_is_broken(tmp_path, coords):
-    ws = Workspace(tmp_path)
-    a, b = coords(), coords()
-    a.join(ws, "aaaa")
-    b.join(ws, "bbbb")
+def test_a_store_lock_excludes_and_a_dead_holders_lock_is_broken(pair):
+    ws, a, b = pair
     order: list[str] = []
     with a.store_lock(ws, "hooks"):
         with pytest.raises(LockTimeout):
@@ -102,13 +103,10 @@ def test_a_store_lock_excludes_and_a_dead_holders_lock_is_broken(tmp_path, coord
     assert took < BREAK_AFTER / 1000 + 2, took  # not the lock's own 10 s expiry
 
 
-def test_a_deposed_leaders_store_lock_is_broken_by_the_next_leader_at_once(tmp_path, coords):
+def test_a_deposed_leaders_store_lock_is_broken_by_the_next_leader_at_once(pair):
     """A leader that dies holding the sessions' lock does not keep its successor waiting for
     its lease to run out: its lock names its term, which the new lead's fence has passed."""
-    ws = Workspace(tmp_path)
-    a, b = coords(), coords()
-    a.join(ws, "aaaa")
-    b.join(ws, "bbbb")
+    ws, a, b = pair
     lead_a = a.leadership(ws, "aaaa", lambda: None)
     assert lead_a.try_acquire()
     held = a.store_lock(ws, "bindings")

@@ -9,7 +9,7 @@ from concurrent.futures import ThreadPoolExecutor
 import orjson
 import pytest
 
-from helpers import FIXTURES, emit, inbox_files, read_json, run_cli, wait_until
+from helpers import FIXTURES, emit, inbox_files, read_json, run_cli, session_record, wait_until
 from sidecar.base.ids import harness_id
 from sidecar.layout import Workspace
 
@@ -21,11 +21,6 @@ def claude_payload(name: str, session: str) -> bytes:
     payload = orjson.loads((FIXTURES / "claude-code-2.1.328" / name).read_bytes())
     payload["session_id"] = session
     return orjson.dumps(payload)
-
-
-def session_record(ws: Workspace, session: str, host: str = "claude-code"):
-    path = ws.session_dir(harness_id(host, session)) / "session.json"
-    return read_json(path) if path.exists() else None
 
 
 def bindings(ws: Workspace):

@@ -42,10 +42,14 @@ def steady(value):
     return value
 
 
-def session(ws, session_id: str, host: str = "claude-code") -> None:
+def served_with_a_session(ws, start_daemon, session_id: str):
+    """A daemon serving `ws`, once it has applied a Claude Code session's start and prompt."""
+    daemon = start_daemon(ws.root)
     for event in ("SessionStart", "UserPromptSubmit"):
         emit(ws.root, orjson.dumps({"hook_event_name": event, "session_id": session_id,
-                                    "cwd": str(ws.root), "prompt": "go"}), "--source", host)
+                                    "cwd": str(ws.root), "prompt": "go"}), "--source", "claude-code")
+    wait_until(lambda: list(ws.sessions.iterdir()) and not list(ws.inbox.glob("*.json")))
+    return daemon
 
 
 def test_status_answers_without_typer_or_orjson_as_the_full_command(workspace, start_daemon):
@@ -53,9 +57,7 @@ def test_status_answers_without_typer_or_orjson_as_the_full_command(workspace, s
     assert unserved.returncode == 3 == invoke("status", "--root", str(workspace.root)).returncode
     assert b"no live instance" in unserved.stdout
     assert not loaded(unserved) & {"typer", "orjson", "site", "dataclasses", "pathlib"}
-    daemon = start_daemon(workspace.root)
-    session(workspace, "s-1")
-    wait_until(lambda: list(workspace.sessions.iterdir()) and not list(workspace.inbox.glob("*.json")))
+    daemon = served_with_a_session(workspace, start_daemon, "s-1")
     fast = launched("status", "--root", str(workspace.root), "--json")
     assert fast.returncode == 0 and "typer" not in loaded(fast), said(fast)
     whole = invoke("status", "--root", str(workspace.root), "--json")
@@ -108,9 +110,7 @@ def test_a_folder_that_is_no_workspace_is_said_by_the_full_command(tmp_path, con
 
 
 def test_sessions_and_one_sessions_story_answer_without_typer(workspace, start_daemon):
-    start_daemon(workspace.root)
-    session(workspace, "s-2")
-    wait_until(lambda: list(workspace.sessions.iterdir()) and not list(workspace.inbox.glob("*.json")))
+    served_with_a_session(workspace, start_daemon, "s-2")
     listed = launched("sessions", "--root", str(workspace.root), "--json")
     assert listed.returncode == 0 and "typer" not in loaded(listed), said(listed)
     full_list = invoke("sessions", "--root", str(workspace.root), "--json")

@@ -11,9 +11,9 @@ import sys
 from pathlib import Path
 
 import orjson
-from test_hooks_daemon import command_hook, end_session, hook_status, set_hooks
+from test_hooks_daemon import command_hook, hook_status
 
-from helpers import SIDECAR, fake_systemctl, read_json, run_cli, wait_until
+from helpers import SIDECAR, end_session, fake_systemctl, read_json, run_cli, use_hooks, wait_until
 from sidecar.followups.run import logtail
 
 LOGIN = "Not logged in · Please run /login"
@@ -30,9 +30,9 @@ def firings(ws, hook_id: str) -> list:
 
 
 def test_a_failed_follow_up_shows_the_last_line_its_log_said(workspace, start_daemon):
-    set_hooks(workspace, {"post": command_hook("post", failing(LOGIN), delay=0)})
+    use_hooks(workspace, {"post": command_hook("post", failing(LOGIN), delay=0)})
     start_daemon(workspace.root)
-    end_session(workspace, "s-fail")
+    end_session(workspace.root, "s-fail")
     wait_until(lambda: hook_status(workspace, "post"), 20)
     text = run_cli("status", "--root", str(workspace.root)).stdout.decode()
     # the outcome, the line its log said and when, as a relative time
@@ -84,13 +84,13 @@ def test_the_last_line_is_read_from_the_tail_safely_and_shown_escaped(workspace,
 
 def test_doctor_reports_follow_ups_that_keep_failing_with_what_they_said(
         workspace, start_daemon):
-    set_hooks(workspace, {"post": command_hook("post", failing(LOGIN), delay=0)})
+    use_hooks(workspace, {"post": command_hook("post", failing(LOGIN), delay=0)})
     start_daemon(workspace.root)
-    end_session(workspace, "s-1")
+    end_session(workspace.root, "s-1")
     wait_until(lambda: len(firings(workspace, "post")) == 1, 20)
     out = run_cli("doctor", cwd=workspace.root).stdout.decode()
     assert f"note    hook post's last follow-up failed: error: exit status 1: {LOGIN}" in out, out
-    end_session(workspace, "s-2")
+    end_session(workspace.root, "s-2")
     wait_until(lambda: len(firings(workspace, "post")) == 2, 20)
     result = run_cli("doctor", cwd=workspace.root)
     out = result.stdout.decode()

@@ -6,9 +6,9 @@ from __future__ import annotations
 import os
 import sys
 
-from test_hooks_daemon import command_hook, end_session, hook_status, set_hooks
+from test_hooks_daemon import command_hook, hook_status
 
-from helpers import run_cli, wait_until
+from helpers import end_session, run_cli, use_hooks, wait_until
 from sidecar import envfile
 
 
@@ -39,9 +39,9 @@ def test_the_daemon_keeps_the_good_lines_says_which_is_bad_and_doctor_names_it(
     seen = tmp_path / "seen.txt"
     show = [sys.executable, "-c", "import os,sys; open(sys.argv[1],'w').write("
             "os.environ.get('ANTHROPIC_API_KEY','MISSING'))", str(seen)]
-    set_hooks(workspace, {"show": command_hook("show", show, delay=0)})
+    use_hooks(workspace, {"show": command_hook("show", show, delay=0)})
     daemon = start_daemon(workspace.root)
-    end_session(workspace, "s-env")
+    end_session(workspace.root, "s-env")
     wait_until(lambda: hook_status(workspace, "show") == "ok", 20)
     assert seen.read_text() == "sk-kept"  # the good line reached the follow-up
     said = f"{config_home / 'environment'}: line 2 is not UTF-8 text; skipped"

@@ -25,8 +25,7 @@ import pytest
 import test_privileges
 from test_privileges import RootDaemon, daemon_command, owned_workspace, stays_alive
 
-from helpers import emit, is_serving, read_json, wait_until
-from sidecar.base.ids import harness_id
+from helpers import emit, is_serving, session_record, wait_until
 from sidecar.layout import Workspace
 
 ROOT_ONLY = pytest.mark.skipif(
@@ -41,11 +40,6 @@ IN_OPEN = 0x20  # inotify: the file was opened (never reported for an O_PATH des
 owner, top, root_daemon = test_privileges.owner, test_privileges.top, test_privileges.root_daemon
 
 
-def record(ws: Workspace, session: str) -> dict | None:
-    path = ws.session_dir(harness_id("claude-code", session)) / "session.json"
-    return read_json(path) if path.exists() else None
-
-
 def end_with(ws: Workspace, session: str, transcript: str | None) -> dict:
     """A Claude Code session starts and ends naming `transcript`, through the real `sidecar
     emit`; its record once the daemon completed it."""
@@ -55,7 +49,7 @@ def end_with(ws: Workspace, session: str, transcript: str | None) -> dict:
             doc["transcript_path"] = transcript
         result = emit(ws.root, orjson.dumps(doc))
         assert result.returncode == 0, result.stderr
-    return wait_until(lambda: (r := record(ws, session)) and r["status"] == "completed" and r, 30)
+    return wait_until(lambda: (r := session_record(ws, session)) and r["status"] == "completed" and r, 30)
 
 
 def refused_turn(marker: str) -> bytes:

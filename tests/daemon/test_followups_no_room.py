@@ -28,6 +28,14 @@ def h(tmp_path) -> Harness:
     return harness
 
 
+def fires_once_at(h: Harness, now: float) -> None:
+    """A step at `now` fires the session's follow-up, once and ok, and leaves nothing queued."""
+    h.followups.step(now)
+    wait_out(h, now)
+    assert h.firings() == ["s1"] and h.pending() == []
+    assert [f.status for f in h.hook().history] == ["ok"]
+
+
 def full_disk(monkeypatch, full: bool) -> None:
     monkeypatch.setattr(storage, "trouble", lambda path: "is on a full disk (0 KiB free)"
                         if full else None)
@@ -39,10 +47,7 @@ def test_nothing_is_claimed_while_the_disk_is_full(h, monkeypatch):
     [entry] = h.pending()
     assert entry.claimed_by is None and h.firings() == []
     full_disk(monkeypatch, False)
-    h.followups.step(DUE + 5)
-    wait_out(h, DUE + 5)
-    assert h.firings() == ["s1"] and h.pending() == []
-    assert [f.status for f in h.hook().history] == ["ok"]
+    fires_once_at(h, DUE + 5)
 
 
 def test_an_action_that_cannot_start_for_want_of_room_is_given_back(h, monkeypatch):
@@ -52,10 +57,7 @@ def test_an_action_that_cannot_start_for_want_of_room_is_given_back(h, monkeypat
     [entry] = h.pending()
     assert entry.claimed_by is None and h.hook().history == []  # not lost, not failed
     monkeypatch.setattr(actions, "start", started)
-    h.followups.step(DUE + 5)
-    wait_out(h, DUE + 5)
-    assert h.firings() == ["s1"] and h.pending() == []
-    assert [f.status for f in h.hook().history] == ["ok"]
+    fires_once_at(h, DUE + 5)
 
 
 def test_a_claim_that_cannot_even_be_given_back_is_given_back_later(h, monkeypatch):
@@ -67,10 +69,7 @@ def test_a_claim_that_cannot_even_be_given_back_is_given_back_later(h, monkeypat
     assert entry.claimed_by == "me"  # written so before the disk filled
     monkeypatch.setattr(actions, "start", started)
     monkeypatch.setattr(h.queue, "release", release)
-    h.followups.step(DUE + 5)  # given back, claimed again and fired
-    wait_out(h, DUE + 5)
-    assert h.firings() == ["s1"] and h.pending() == []
-    assert [f.status for f in h.hook().history] == ["ok"]
+    fires_once_at(h, DUE + 5)  # given back, claimed again and fired
 
 
 def test_an_outcome_that_cannot_be_recorded_is_recorded_later(h, monkeypatch):

@@ -4,20 +4,14 @@ folder's name need not appear whole), and a worktree's `.git` file. Real git rep
 
 from __future__ import annotations
 
-import shutil
-import subprocess
 from pathlib import Path
 
 import pytest
 
+from helpers import git, needs_git
 from sidecar.install import gitindex
 
-pytestmark = pytest.mark.skipif(shutil.which("git") is None, reason="needs git")
-
-
-def git(*args: str, cwd: Path) -> None:
-    subprocess.run(["git", "-c", "user.name=t", "-c", "user.email=t@t", *args], cwd=cwd,
-                   check=True, capture_output=True)
+pytestmark = needs_git
 
 
 def repository(root: Path, version: int) -> Path:

@@ -22,22 +22,13 @@ from sidecar.base.ids import harness_id
 from sidecar.inbox import events
 from sidecar.layout import Workspace
 from support import stores
-from support.stores import ingestor, seeded_workspace
+from support.stores import ingestor
 
 T0 = 1_795_900_000.0
 
 
-@pytest.fixture
-def ws(tmp_path: Path) -> Workspace:
-    return seeded_workspace(tmp_path / "ws", T0)
-
-
 def drop(ws: Workspace, name: str, data: bytes, mtime: float = T0 - 60) -> None:
     stores.drop(ws, name, data, mtime)
-
-
-
-
 
 
 # -- prompt files ------------------------------------------------------------------------------

@@ -9,15 +9,8 @@ from pathlib import Path
 import orjson
 import pytest
 
-from helpers import SIDECAR, emit, read_json, run_cli, trust_hooks, wait_for_json, wait_until
+from helpers import SIDECAR, emit, end_session, read_json, run_cli, use_hooks, wait_for_json, wait_until
 from sidecar.base.ids import harness_id
-
-
-def set_hooks(ws, hooks: dict) -> None:
-    doc = read_json(ws.hooks_file)
-    doc["hooks"] = hooks
-    ws.hooks_file.write_bytes(orjson.dumps(doc))
-    trust_hooks(ws)
 
 
 def command_hook(hook_id: str, argv: list[str], delay: int = 1, **fields) -> dict:
@@ -40,16 +33,11 @@ def hook_status(ws, hook_id: str):
     return read_json(ws.hooks_file)["hooks"][hook_id].get("lastStatus")
 
 
-def end_session(ws, session: str, host: str = "claude-code") -> None:
-    emit(ws.root, None, "session-start", "--session-id", session, "--source", host)
-    emit(ws.root, None, "session-end", "--session-id", session, "--source", host)
-
-
 def queue_one(workspace, start_daemon, hook: dict, session: str):
     """Start a daemon with only `hook` and end `session`, so the hook is queued; the daemon."""
-    set_hooks(workspace, {hook["id"]: hook})
+    use_hooks(workspace, {hook["id"]: hook})
     daemon = start_daemon(workspace.root)
-    end_session(workspace, session)
+    end_session(workspace.root, session)
     wait_until(lambda: read_json(workspace.hooks_file)["pending"])
     return daemon
 
@@ -67,9 +55,9 @@ def test_fires_once_and_a_resumed_run_that_ends_again_does_not_requeue(workspace
         "        subprocess.run([sys.argv[2],'emit',ev,'--session-id',sid,'--source','claude-code'],"
         " cwd=os.environ['SIDECAR_WORKSPACE'], check=True, capture_output=True)\n"
     )
-    set_hooks(workspace, {"loop": command_hook("loop", [sys.executable, "-c", script, str(fired), SIDECAR])})
+    use_hooks(workspace, {"loop": command_hook("loop", [sys.executable, "-c", script, str(fired), SIDECAR])})
     start_daemon(workspace.root)
-    end_session(workspace, "s1")
+    end_session(workspace.root, "s1")
     wait_until(lambda: lines(fired) == ["s1"], 15)
     wait_until(lambda: hook_status(workspace, "loop") == "ok")
     # The resumed runs' events are all applied once the inbox is empty and both sessions are
@@ -109,7 +97,7 @@ def test_a_hook_deleted_while_queued_never_fires(workspace, start_daemon, tmp_pa
 @pytest.mark.slow
 def test_a_broken_hand_edit_is_kept_shown_and_taken_up_once_fixed(workspace, start_daemon, tmp_path):
     fired = tmp_path / "fired.txt"
-    set_hooks(workspace, {"rec": command_hook("rec", recorder(fired), delay=1)})
+    use_hooks(workspace, {"rec": command_hook("rec", recorder(fired), delay=1)})
     daemon = start_daemon(workspace.root)
     last_good = workspace.runtime / "hooks.last-good.json"
     wait_until(lambda: last_good.exists() and "rec" in read_json(last_good)["hooks"])
@@ -123,7 +111,7 @@ def test_a_broken_hand_edit_is_kept_shown_and_taken_up_once_fixed(workspace, sta
         return report["workspaces"][0]["error"]
 
     assert "line" in wait_until(shown_error) and "column" in shown_error()
-    end_session(workspace, "while-broken")
+    end_session(workspace.root, "while-broken")
     wait_until(lambda: lines(fired) == ["while-broken"], 15)  # the last good hooks still work
     assert workspace.hooks_file.read_bytes() == broken  # never overwritten
     text = run_cli("status", "--root", str(workspace.root)).stdout.decode()
@@ -134,7 +122,7 @@ def test_a_broken_hand_edit_is_kept_shown_and_taken_up_once_fixed(workspace, sta
     fixed["hooks"]["rec"]["name"] = "fixed by hand"
     workspace.hooks_file.write_bytes(orjson.dumps(fixed))
     wait_until(lambda: shown_error() is None)
-    end_session(workspace, "after-fix")
+    end_session(workspace.root, "after-fix")
     wait_until(lambda: lines(fired) == ["while-broken", "after-fix"], 15)
     doc = read_json(workspace.hooks_file)
     assert doc["hooks"]["rec"]["name"] == "fixed by hand"
@@ -145,10 +133,10 @@ def test_an_action_that_runs_too_long_is_killed(workspace, start_daemon, config_
     with open(config_home / "config.toml", "a") as config:
         config.write("actionTimeout = 1\n")
     pid_file = tmp_path / "pid"
-    set_hooks(workspace, {"slow": command_hook(
+    use_hooks(workspace, {"slow": command_hook(
         "slow", ["sh", "-c", f"echo $$ > {pid_file}; sleep 60 & wait"], delay=0)})
     start_daemon(workspace.root)
-    end_session(workspace, "s-slow")
+    end_session(workspace.root, "s-slow")
     wait_until(lambda: hook_status(workspace, "slow") == "error: timed out after 1s", 20)
     pid = int(pid_file.read_text())
     wait_until(lambda: not Path(f"/proc/{pid}").exists() or
@@ -161,11 +149,11 @@ def test_hostile_values_reach_the_command_unchanged(workspace, start_daemon, tmp
     literal = "literal; $(touch pwned-literal) 'q' \"dq\"\nsecond line"
     out = tmp_path / "argv.json"
     dump = "import json,sys; json.dump(sys.argv[1:], open(sys.argv[1],'w'))"
-    set_hooks(workspace, {"argv": command_hook(
+    use_hooks(workspace, {"argv": command_hook(
         "argv", [sys.executable, "-c", dump, str(out), "{prompt}", literal, "{session_id}"],
         delay=0, promptFile="hooks/nasty.md")})
     start_daemon(workspace.root)
-    end_session(workspace, "s.with:odd-chars_1")
+    end_session(workspace.root, "s.with:odd-chars_1")
     assert wait_for_json(out, 15) == [str(out), nasty_prompt.strip(), literal, "s.with:odd-chars_1"]
     assert not list(workspace.root.rglob("pwned*")) and not list(tmp_path.rglob("pwned*"))
 
@@ -174,7 +162,7 @@ def test_actions_run_in_the_session_cwd_inside_the_workspace_only(workspace, sta
     sub = workspace.root / "pkg"
     sub.mkdir()
     out = tmp_path / "cwd.txt"
-    set_hooks(workspace, {"cwd": command_hook(
+    use_hooks(workspace, {"cwd": command_hook(
         "cwd", ["sh", "-c", f'pwd >> {out}'], delay=0)})
     start_daemon(workspace.root)
     for session, cwd in (("inside", sub), ("outside", tmp_path)):
@@ -191,9 +179,9 @@ def test_concurrency_limit_holds(workspace, start_daemon, config_home, tmp_path)
     span = [sys.executable, "-c",
             "import sys,time; a=time.time(); time.sleep(1); open(sys.argv[1],'a').write(f'{a} {time.time()}\\n')",
             str(log)]
-    set_hooks(workspace, {"a": command_hook("a", span, delay=0), "b": command_hook("b", span, delay=0)})
+    use_hooks(workspace, {"a": command_hook("a", span, delay=0), "b": command_hook("b", span, delay=0)})
     start_daemon(workspace.root)
-    end_session(workspace, "s-conc")
+    end_session(workspace.root, "s-conc")
     wait_until(lambda: len(log.read_text().splitlines()) == 2 if log.exists() else False, 20)
     (a0, a1), (b0, b1) = sorted(tuple(map(float, line.split())) for line in log.read_text().splitlines())
     assert b0 >= a1
@@ -255,7 +243,7 @@ def test_plugins_are_called_in_order_and_bad_ones_stop_nothing(workspace, start_
     site = install_plugins(tmp_path)
     plugin_log = tmp_path / "plugin.jsonl"
     fired = tmp_path / "fired.txt"
-    set_hooks(workspace, {"rec": command_hook("rec", recorder(fired), delay=0)})
+    use_hooks(workspace, {"rec": command_hook("rec", recorder(fired), delay=0)})
     env = {"PYTHONPATH": str(site), "PLUGIN_LOG": str(plugin_log)}
     start_daemon(workspace.root, env=env)
     # hermes: a turn, then /new: finalize of the old id, then reset to the new id.
@@ -283,10 +271,10 @@ def test_plugins_are_called_in_order_and_bad_ones_stop_nothing(workspace, start_
 
 
 def test_status_shows_a_running_firing_and_kill_running_ends_it(workspace, start_daemon, tmp_path):
-    set_hooks(workspace, {"slow": command_hook("slow", [sys.executable, "-c",
+    use_hooks(workspace, {"slow": command_hook("slow", [sys.executable, "-c",
                                                         "import time; time.sleep(60)"], delay=0)})
     start_daemon(workspace.root)
-    end_session(workspace, "s-run")
+    end_session(workspace.root, "s-run")
 
     def running():
         queue = orjson.loads(run_cli("status", "--root", str(workspace.root), "--json").stdout)[
@@ -307,10 +295,10 @@ def test_hooks_history_and_status_session_tell_each_firings_story(workspace, sta
                                                                     tmp_path):
     fired = tmp_path / "fired.txt"
     failing = [sys.executable, "-c", "import sys; sys.exit(3)"]
-    set_hooks(workspace, {"rec": command_hook("rec", recorder(fired), delay=0),
+    use_hooks(workspace, {"rec": command_hook("rec", recorder(fired), delay=0),
                           "bad": command_hook("bad", failing, delay=0)})
     daemon = start_daemon(workspace.root)
-    end_session(workspace, "s-story")
+    end_session(workspace.root, "s-story")
     wait_until(lambda: hook_status(workspace, "rec") and hook_status(workspace, "bad"), 20)
 
     listed = orjson.loads(run_cli("hooks", "history", "--json", "--root",

@@ -11,10 +11,9 @@ import time
 import orjson
 import pytest
 
-from helpers import SIDECAR, read_json, wait_until
+from helpers import SIDECAR, read_json, session_record, wait_until
 from sidecar import emit as emit_mod
 from sidecar import procwatch
-from sidecar.base.ids import harness_id
 from sidecar.base.proc import start_time
 
 # A stand-in host: it runs its hooks the way Claude Code and Codex do (`sh -c`, payload on
@@ -46,11 +45,6 @@ def stop_host(host) -> None:
     host.stdout.close()
 
 
-def record(workspace, session):
-    path = workspace.session_dir(harness_id("claude-code", session)) / "session.json"
-    return read_json(path) if path.exists() else None
-
-
 def test_emit_names_the_host_not_the_shell_that_ran_the_hook(workspace):
     host = start_host(workspace, "s-who")
     try:
@@ -68,22 +62,22 @@ def test_a_killed_hosts_sessions_end_as_host_exited_and_a_live_hosts_never(
     host = start_host(workspace, "s-a", "s-busy")  # two sessions in one process (Codex /new)
     alive = start_host(workspace, "s-alive")
     try:
-        wait_until(lambda: all(record(workspace, s) for s in ("s-a", "s-busy", "s-alive")))
+        wait_until(lambda: all(session_record(workspace, s) for s in ("s-a", "s-busy", "s-alive")))
         # The daemon restarts while the hosts live: nothing is completed, the watch comes back.
         assert daemon.stop() == 0
         start_daemon(workspace.root)
         time.sleep(0.5)  # the new leader has re-armed; a wrong completion would come at once
-        assert all(record(workspace, s)["status"] == "active" for s in ("s-a", "s-busy", "s-alive"))
+        assert all(session_record(workspace, s)["status"] == "active" for s in ("s-a", "s-busy", "s-alive"))
         os.killpg(host.pid, signal.SIGKILL)
         killed_at = time.monotonic()
-        wait_until(lambda: all(record(workspace, s)["status"] == "completed"
+        wait_until(lambda: all(session_record(workspace, s)["status"] == "completed"
                                for s in ("s-a", "s-busy")), 2)
         took = time.monotonic() - killed_at
         # The batch saves the records, then the bindings: wait for its end, not its middle.
         wait_until(lambda: set(read_json(workspace.bindings_file)["bindings"]["claude-code"])
                    == {"s-alive"}, 2)
         for s in ("s-a", "s-busy"):
-            assert record(workspace, s)["metadata"]["sidecar"]["completionReason"] == "host-exited"
+            assert session_record(workspace, s)["metadata"]["sidecar"]["completionReason"] == "host-exited"
         bindings = read_json(workspace.bindings_file)["bindings"]["claude-code"]
         assert set(bindings) == {"s-alive"}
         hooks = read_json(workspace.hooks_file)
@@ -92,7 +86,7 @@ def test_a_killed_hosts_sessions_end_as_host_exited_and_a_live_hosts_never(
         assert {e["sessionId"] for e in hooks["pending"]} == {"s-a"}
         assert [(f["sessionId"], f["status"]) for f in hooks["hooks"]["post-task"]["history"]] \
             == [("s-busy", "skipped: the last turn was interrupted")]
-        assert record(workspace, "s-alive")["status"] == "active"
+        assert session_record(workspace, "s-alive")["status"] == "active"
         assert took < 2
     finally:
         for proc in (host, alive):
@@ -105,8 +99,8 @@ def test_a_host_that_died_while_no_daemon_ran_is_ended_at_start(workspace, start
     stop_host(start_host(workspace, "s-gone", "s-gone-busy"))
     start_daemon(workspace.root)
     for session in ("s-gone", "s-gone-busy"):
-        wait_until(lambda session=session: (record(workspace, session) or {}).get("status") == "completed", 5)
-        assert record(workspace, session)["metadata"]["sidecar"]["completionReason"] == \
+        wait_until(lambda session=session: (session_record(workspace, session) or {}).get("status") == "completed", 5)
+        assert session_record(workspace, session)["metadata"]["sidecar"]["completionReason"] == \
             "host-exited"
     wait_until(lambda: read_json(workspace.hooks_file)["hooks"]["post-task"]["history"], 5)
     hooks = read_json(workspace.hooks_file)

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import shutil
 import time
-from pathlib import Path
 
 import pytest
 
@@ -19,12 +18,6 @@ from sidecar.daemon.lead import STANDBY_RETRY
 from sidecar.daemon.workspace import WorkspaceServer
 from sidecar.layout import Workspace
 from support.ingest import CONFIG, T0, Fixture
-from support.stores import seeded_workspace
-
-
-@pytest.fixture
-def ws(tmp_path: Path) -> Workspace:
-    return seeded_workspace(tmp_path / "ws", T0)
 
 
 @pytest.fixture

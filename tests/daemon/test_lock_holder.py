@@ -8,21 +8,13 @@ import time
 
 import pytest
 
-from helpers import is_serving, read_json, wait_until
+from helpers import instance_docs, is_serving, wait_until
 from sidecar import locks
 from support.lock_holder import LOCK_NAMES, holding_locks, lock_paths
 
 
 def roles(ws, pid: int) -> list[str]:
-    found = []
-    for path in ws.instances.glob("*.json"):
-        try:
-            doc = read_json(path)
-        except ValueError:
-            continue
-        if doc.get("pid") == pid:
-            found.append(doc.get("role"))
-    return found
+    return [doc.get("role") for doc in instance_docs(ws) if doc.get("pid") == pid]
 
 
 def test_the_lock_files_are_the_workspaces_own(workspace):

@@ -9,18 +9,9 @@ import sys
 import threading
 import time
 
-import orjson
-
-from helpers import SIDECAR, emit, read_json, run_cli, trust_hooks, wait_until
+from helpers import SIDECAR, end_session, read_json, run_cli, use_hooks, wait_until
 from sidecar import layout
 from sidecar.base.ids import harness_id
-
-
-def set_hooks(ws, hooks: dict) -> None:
-    doc = read_json(ws.hooks_file)
-    doc["hooks"] = hooks
-    ws.hooks_file.write_bytes(orjson.dumps(doc))
-    trust_hooks(ws)
 
 
 def saying(hook_id: str, words: str) -> dict:
@@ -28,11 +19,6 @@ def saying(hook_id: str, words: str) -> dict:
     argv = [sys.executable, "-c", f"import os; print({words!r}, os.environ['SIDECAR_SESSION_ID'])"]
     return {"id": hook_id, "name": hook_id, "event": "session-end", "delaySeconds": 0,
             "promptFile": None, "action": argv, "enabled": True}
-
-
-def end_session(ws, session: str) -> None:
-    emit(ws.root, None, "session-start", "--session-id", session, "--source", "claude-code")
-    emit(ws.root, None, "session-end", "--session-id", session, "--source", "claude-code")
 
 
 def fired(ws, hook_id: str, count: int) -> bool:
@@ -47,12 +33,12 @@ def logs(ws, *args: str) -> str:
 
 
 def test_logs_show_the_daemons_lines_and_each_firings_output(workspace, start_daemon):
-    set_hooks(workspace, {"hello": saying("hello", "hello from the follow-up"),
+    use_hooks(workspace, {"hello": saying("hello", "hello from the follow-up"),
                           "other": saying("other", "other hook speaking")})
     start_daemon(workspace.root)
-    end_session(workspace, "s-first")
+    end_session(workspace.root, "s-first")
     wait_until(lambda: fired(workspace, "hello", 1) and fired(workspace, "other", 1), 20)
-    end_session(workspace, "s-second")
+    end_session(workspace.root, "s-second")
     wait_until(lambda: fired(workspace, "hello", 2) and fired(workspace, "other", 2), 20)
 
     assert layout.daemon_log().is_file()  # the daemon wrote its own log file
@@ -82,7 +68,7 @@ def test_logs_show_the_daemons_lines_and_each_firings_output(workspace, start_da
 
 def test_logs_follow_shows_a_new_firing_as_it_happens_and_ctrl_c_exits_0(workspace,
                                                                         start_daemon):
-    set_hooks(workspace, {"hello": saying("hello", "followed output")})
+    use_hooks(workspace, {"hello": saying("hello", "followed output")})
     start_daemon(workspace.root)
     with subprocess.Popen([SIDECAR, "logs", "-f", "--root", str(workspace.root)],
                           stdout=subprocess.PIPE, stderr=subprocess.PIPE) as follower:
@@ -92,7 +78,7 @@ def test_logs_follow_shows_a_new_firing_as_it_happens_and_ctrl_c_exits_0(workspa
         reading.start()
         try:
             time.sleep(1)  # it is following before the firing happens
-            end_session(workspace, "s-live")
+            end_session(workspace.root, "s-live")
             wait_until(lambda: any("followed output s-live" in line for line in seen), 20)
             assert any("fired hello" in line for line in seen)
             follower.send_signal(signal.SIGINT)

@@ -11,7 +11,7 @@ from pathlib import Path
 import orjson
 import pytest
 
-from helpers import SIDECAR, fixture_payload, read_json, wait_until
+from helpers import SIDECAR, fixture_payload, instance_docs, wait_until
 from support import machines as machines_mod
 
 
@@ -124,14 +124,8 @@ def test_without_root_no_machine_is_made_and_the_test_says_why(monkeypatch):
 
 
 def leader_host(ws) -> str | None:
-    for path in ws.instances.glob("*.json"):
-        try:
-            doc = read_json(path)
-        except ValueError:
-            continue
-        if doc.get("role") == "leader":
-            return f"{doc.get('hostname')}:{doc.get('pid')}"
-    return None
+    return next((f"{doc.get('hostname')}:{doc.get('pid')}" for doc in instance_docs(ws)
+                 if doc.get("role") == "leader"), None)
 
 
 def test_two_sidecars_on_two_machines_share_a_workspace(machines, workspace, config_home, tmp_path):

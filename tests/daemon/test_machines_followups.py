@@ -15,10 +15,9 @@ import time
 from collections import Counter
 from pathlib import Path
 
-import orjson
 import pytest
 
-from helpers import read_json, trust_hooks, wait_until
+from helpers import read_json, use_hooks, wait_until
 from sidecar.emit import drop
 from sidecar.followups.run.lease import TTL_MS
 from support.cluster import (
@@ -44,13 +43,6 @@ def recording_hook(out: Path, sleep: float, delay: int = 1) -> dict:
     script = f"echo start {line}; sleep {sleep}; echo end {line}"
     return {"id": HOOK, "name": HOOK, "event": "session-end", "delaySeconds": delay,
             "promptFile": None, "action": ["sh", "-c", script], "enabled": True}
-
-
-def use_hook(ws, hook: dict) -> None:
-    doc = read_json(ws.hooks_file)
-    doc["hooks"] = {hook["id"]: hook}
-    ws.hooks_file.write_bytes(orjson.dumps(doc))
-    trust_hooks(ws)
 
 
 def end_sessions(ws, sessions: list[str]) -> None:
@@ -96,7 +88,7 @@ def cluster(workspace, config_home, redis_server, machines, tmp_path):
     out = tmp_path / "fired.txt"
 
     def boot(hook: dict):
-        use_hook(workspace, hook)
+        use_hooks(workspace, {hook["id"]: hook})
         a, b = machines("a"), machines("b")
         start_sidecar(a, workspace)
         start_sidecar(b, workspace)

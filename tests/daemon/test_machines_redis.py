@@ -15,7 +15,7 @@ from pathlib import Path
 import orjson
 import pytest
 
-from helpers import SIDECAR, read_json, run_cli, wait_until
+from helpers import SIDECAR, read_json, run_cli, use_hooks, wait_until
 from sidecar.base.ids import harness_id
 from support.cluster import (
     coordinate_through,
@@ -23,26 +23,17 @@ from support.cluster import (
     lead_changes,
     leader_of,
     start_sidecar,
+    trace_of,
     wait_for_leader,
 )
 from support.lock_holder import holding_locks
+from support.record import standing_by
 
 pytestmark = pytest.mark.slow
 
 EMITTER = str(Path(__file__).with_name("chaos_emitter.py"))
 TAKEOVER = 1.0  # the promise: a stand-by leads within a second of the leader's death or loss
 MARGIN = 4.0  # what a loaded 2-core CI machine may add to a promise's time (printed, not asserted)
-
-
-def no_hooks(ws) -> None:
-    doc = read_json(ws.hooks_file)
-    doc["hooks"] = {}
-    ws.hooks_file.write_bytes(orjson.dumps(doc))
-
-
-def trace_of(ws, session: str) -> list[dict]:
-    path = ws.session_dir(harness_id("chaos", session)) / "trace.jsonl"
-    return [orjson.loads(line) for line in path.read_bytes().splitlines()] if path.exists() else []
 
 
 def started(ws, session: str) -> int:
@@ -67,13 +58,6 @@ def after_loss(output: str) -> str:
     return output[at:]
 
 
-def standing_by(ws, machine) -> bool:
-    from support.cluster import instances
-
-    return any(i.get("hostname") == machine.name and i.get("role") == "standby"
-               for i in instances(ws))
-
-
 def leader_and_stand_by(ws, server, machines):
     """Machine a leads, machine b stands by (its instance says so)."""
     a, b = machines("a"), machines("b")
@@ -93,7 +77,7 @@ def holder(server) -> str | None:
 def test_one_leader_at_a_time_and_every_event_once_under_power_cuts(
         workspace, config_home, redis_server, machines, tmp_path, monkeypatch):
     coordinate_through(config_home, redis_server)
-    no_hooks(workspace)
+    use_hooks(workspace, {})
     monkeypatch.setenv("CHAOS_MAX_PAUSE", "0.04")  # ~20 s of events from each machine
     sessions = [f"m-{i:03d}" for i in range(100)]  # 20 events each: 2,000 in all
     with holding_locks(workspace.root):
@@ -171,7 +155,7 @@ def test_one_leader_at_a_time_and_every_event_once_under_power_cuts(
 def test_a_leader_cut_off_from_redis_is_taken_over_and_writes_nothing_more(
         workspace, config_home, redis_server, machines):
     coordinate_through(config_home, redis_server)
-    no_hooks(workspace)
+    use_hooks(workspace, {})
     with holding_locks(workspace.root):
         a, b = leader_and_stand_by(workspace, redis_server, machines)
         emit_from(b, workspace, "before", "session-start")
@@ -201,7 +185,7 @@ def test_a_leader_cut_off_from_redis_is_taken_over_and_writes_nothing_more(
 def test_a_leader_frozen_past_its_lease_is_taken_over_and_steps_down_when_thawed(
         workspace, config_home, redis_server, machines):
     coordinate_through(config_home, redis_server)
-    no_hooks(workspace)
+    use_hooks(workspace, {})
     with holding_locks(workspace.root):
         a, b = leader_and_stand_by(workspace, redis_server, machines)
         was = holder(redis_server)
@@ -233,7 +217,7 @@ def test_a_leader_frozen_past_its_lease_is_taken_over_and_steps_down_when_thawed
 def test_redis_stopped_under_load_loses_nothing_and_status_says_so(
         workspace, config_home, redis_server, machines, tmp_path, monkeypatch):
     coordinate_through(config_home, redis_server)
-    no_hooks(workspace)
+    use_hooks(workspace, {})
     monkeypatch.setenv("CHAOS_MAX_PAUSE", "0.01")
     sessions = [f"r-{i:02d}" for i in range(40)]  # 800 events
     with holding_locks(workspace.root):

@@ -4,7 +4,6 @@ what arrives, how often, how soon, and what a failing or hanging target stops (n
 from __future__ import annotations
 
 import os
-import shutil
 import subprocess
 import sys
 import time
@@ -13,19 +12,11 @@ from pathlib import Path
 import orjson
 import pytest
 
-from helpers import emit, fixture_payload, read_json, run_cli, wait_until
+from helpers import emit, fixture_payload, git, needs_git, read_json, run_cli, wait_until
 from sidecar.followups import trust
 from sidecar.layout import Workspace
-from support import receiver as receiver_mod
 
 FAST = {"SIDECAR_NOTIFY_TIMEOUT": "1"}  # a hanging target gives up after 1 s a try
-
-
-@pytest.fixture
-def receiver():
-    started = receiver_mod.start()
-    yield started
-    started.stop()
 
 
 def add(ws: Workspace, name: str, event: str, target: str, *extra: str) -> None:
@@ -199,14 +190,6 @@ def test_an_end_reason_with_a_line_break_is_told_once_on_one_header_line(
     time.sleep(1.5)
     assert len(receiver.at("/agents")) == 1
     assert [h["status"] for h in history(ws, "phone")] == ["ok"]
-
-
-needs_git = pytest.mark.skipif(shutil.which("git") is None, reason="needs git")
-
-
-def git(*args: str, cwd: Path) -> None:
-    subprocess.run(["git", "-c", "user.name=t", "-c", "user.email=t@t", *args], cwd=cwd,
-                   check=True, capture_output=True)
 
 
 @needs_git

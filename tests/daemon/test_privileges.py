@@ -29,7 +29,7 @@ from pathlib import Path
 import orjson
 import pytest
 
-from helpers import REPO, SIDECAR, DaemonProcess, emit, is_serving, read_json, run_cli, wait_until
+from helpers import REPO, SIDECAR, DaemonProcess, end_session, is_serving, read_json, run_cli, wait_until
 from sidecar import owner as owner_mod
 from sidecar.base.ids import harness_id
 from sidecar.base.proc import start_time
@@ -236,13 +236,6 @@ def trust_as_owner(ws: Workspace, hook_id: str, owner: Owner) -> Path:
     return owner.config / trust.TRUST_FILE
 
 
-def end_session(ws: Workspace, session: str) -> None:
-    """A Claude Code session starts and ends, through the real `sidecar emit` (as root)."""
-    for event in ("session-start", "session-end"):
-        result = emit(ws.root, None, event, "--session-id", session, "--source", "claude-code")
-        assert result.returncode == 0, result.stderr
-
-
 def hook(ws: Workspace, hook_id: str) -> dict:
     return read_json(ws.hooks_file)["hooks"][hook_id]
 
@@ -301,7 +294,7 @@ def test_a_root_daemon_runs_an_owners_trusted_hook_as_the_owner(top, owner, conf
     (config_home / "environment").write_text("ROOT_MARK=root's\n")  # root's own: not for them
 
     daemon = root_daemon(ws.root, env={"DAEMON_MARK": "root's"})
-    end_session(ws, "s1")
+    end_session(ws.root, "s1")
     status = wait_until(lambda: hook(ws, "who").get("lastStatus"), 30)
     assert status == "ok", f"{status}\n{daemon.output()}"
 
@@ -346,7 +339,7 @@ def test_only_the_owners_own_trust_counts(top, owner, config_home, root_daemon, 
             os.chown(path, 65534, 65534)
 
     daemon = root_daemon(ws.root)
-    end_session(ws, "s1")
+    end_session(ws.root, "s1")
     status = wait_until(lambda: hook(ws, "cmd").get("lastStatus"), 30)
     assert status == str(trust.NOT_TRUSTED), f"{status}\n{daemon.output()}"
     assert not out.exists()
@@ -452,7 +445,7 @@ def test_blind_symlink_toggling_plants_nothing_outside_the_workspace(top, owner,
     toggler.chmod(0o644)
 
     daemon = root_daemon(ws.root)
-    end_session(ws, "before")  # something to write at once
+    end_session(ws.root, "before")  # something to write at once
     result = owner.run(owner.python, str(toggler), str(ws.runtime), "20", *pairs, timeout=120)
     assert result.returncode == 0, result.stderr.decode()
     summary = orjson.loads(result.stdout)
@@ -467,7 +460,7 @@ def test_blind_symlink_toggling_plants_nothing_outside_the_workspace(top, owner,
         assert (ws.runtime / rel).is_dir() and not (ws.runtime / rel).is_symlink()
 
     # Served again: a new session is recorded and its hook fires.
-    end_session(ws, "after")
+    end_session(ws.root, "after")
     record = ws.session_dir(harness_id("claude-code", "after")) / "session.json"
     wait_until(lambda: record.exists() and read_json(record)["status"] == "completed", 60)
     wait_until(lambda: any(h["sessionId"] == "after" and h["status"] == "ok"
@@ -486,7 +479,7 @@ def test_an_owners_unreadable_settings_fail_the_firing_clearly(top, owner, confi
     (owner.config / "config.toml").write_text("permissionMode = \n")
     owner.chown(owner.config)
     daemon = root_daemon(ws.root)
-    end_session(ws, "s1")
+    end_session(ws.root, "s1")
     status = wait_until(lambda: hook(ws, "cmd").get("lastStatus"), 30)
     assert status.startswith(f"error: {owner.config / 'config.toml'}: "), f"{status}\n{daemon.output()}"
     assert not out.exists()

@@ -14,7 +14,7 @@ import time
 
 import pytest
 
-from helpers import FIXTURES, read_json, run_cli, wait_until
+from helpers import FIXTURES, read_json, run_cli, session_record, wait_until
 from sidecar.base.ids import harness_id
 from sidecar.base.timeutil import iso
 from sidecar.hosts.cline.host import manifest_path, messages_path
@@ -46,11 +46,6 @@ def trace_messages(workspace, session) -> str:
     return path.read_text() if path.exists() else ""
 
 
-def record(workspace, session):
-    path = workspace.session_dir(harness_id("cline", session)) / "session.json"
-    return read_json(path) if path.exists() else None
-
-
 @pytest.fixture
 def home(tmp_path):
     folder = tmp_path / "home"
@@ -78,18 +73,18 @@ def test_a_session_ends_when_its_manifest_says_so_and_not_before(workspace, star
     manifest_path(home, "1796115993153_link").symlink_to(elsewhere)
     manifest_path(home, "1796115993153_huge").write_text(json.dumps({"status": "completed",
                                                          "pad": "x" * (2 << 20)}))
-    wait_until(lambda: all(record(workspace, s) for s in ["1796115993153_done", *spoilt]), 10)
+    wait_until(lambda: all(session_record(workspace, s, "cline") for s in ["1796115993153_done", *spoilt]), 10)
     time.sleep(2.5)  # past the first look after the turn end, and two sweep rounds
-    assert all(record(workspace, s)["status"] == "active" for s in ["1796115993153_done", *spoilt])
+    assert all(session_record(workspace, s, "cline")["status"] == "active" for s in ["1796115993153_done", *spoilt])
 
     write_manifest(home, "1796115993153_done", "completed")
     messages_path(home, "1796115993153_done").write_text('{"messages": []}')
-    wait_until(lambda: record(workspace, "1796115993153_done")["status"] == "completed", 5)
-    done = record(workspace, "1796115993153_done")["metadata"]["sidecar"]
+    wait_until(lambda: session_record(workspace, "1796115993153_done", "cline")["status"] == "completed", 5)
+    done = session_record(workspace, "1796115993153_done", "cline")["metadata"]["sidecar"]
     assert done["completionReason"] == "completed"
     assert done["tokens"] == {"input": 40, "output": 20, "cacheRead": 0, "cacheWrite": 0}
     assert done["transcriptPath"] == str(messages_path(home, "1796115993153_done"))
-    assert all(record(workspace, s)["status"] == "active" for s in spoilt)
+    assert all(session_record(workspace, s, "cline")["status"] == "active" for s in spoilt)
 
     def post_task():
         return read_json(workspace.hooks_file)["hooks"]["post-task"]
@@ -106,8 +101,8 @@ def test_a_session_shutdown_hook_ends_it_without_the_manifest(workspace, start_d
     start_daemon(workspace.root, env={"HOME": str(home)})
     hook(workspace, "TaskStart.json", "1796115993153_term")
     hook(workspace, "SessionShutdown.sigterm.json", "1796115993153_term")
-    wait_until(lambda: (record(workspace, "1796115993153_term") or {}).get("status") == "completed", 10)
-    assert record(workspace, "1796115993153_term")["metadata"]["sidecar"]["completionReason"] == \
+    wait_until(lambda: (session_record(workspace, "1796115993153_term", "cline") or {}).get("status") == "completed", 10)
+    assert session_record(workspace, "1796115993153_term", "cline")["metadata"]["sidecar"]["completionReason"] == \
         "session-end"
     assert os.path.lexists(manifest_path(home, "1796115993153_term")) is False
 
@@ -120,13 +115,13 @@ def test_a_manifest_left_by_an_earlier_run_does_not_end_a_new_one(workspace, sta
     daemon = start_daemon(workspace.root, env={"HOME": str(home)})
     hook(workspace, "TaskStart.json", "1796115993153_again")
     hook(workspace, "TaskComplete.json", "1796115993153_again")
-    wait_until(lambda: record(workspace, "1796115993153_again"), 10)
+    wait_until(lambda: session_record(workspace, "1796115993153_again", "cline"), 10)
     time.sleep(2.5)  # the first look after the turn end, and two rounds
-    assert record(workspace, "1796115993153_again")["status"] == "active"
+    assert session_record(workspace, "1796115993153_again", "cline")["status"] == "active"
     # A restarted daemon has seen no start of this run: the record still tells the
     # earlier run's end from this one's.
     assert daemon.stop() == 0
     start_daemon(workspace.root, env={"HOME": str(home)})
     wait_until(lambda: "the host recorded an earlier run's end; the session goes on" in
                trace_messages(workspace, "1796115993153_again"), 10)
-    assert record(workspace, "1796115993153_again")["status"] == "active"
+    assert session_record(workspace, "1796115993153_again", "cline")["status"] == "active"

@@ -11,9 +11,9 @@ import orjson
 import pytest
 from test_clocks import FakeClock
 from test_clocks import fake_clock as fake_clock  # (the fixture, for this module's tests)
-from test_hooks_daemon import command_hook, lines, recorder, set_hooks
+from test_hooks_daemon import command_hook, lines, recorder
 
-from helpers import emit, run_cli, wait_until
+from helpers import emit, run_cli, use_hooks, wait_until
 from support.cluster import coordinate_through
 from support.redis_server import RedisServer
 
@@ -133,7 +133,7 @@ def test_a_daemon_two_minutes_behind_fires_a_follow_up_when_it_is_due(
     coordinate_through(config_home, redis_server)
     fired = tmp_path / "fired.txt"
     delay = 3
-    set_hooks(workspace, {"rec": command_hook("rec", recorder(fired), delay=delay)})
+    use_hooks(workspace, {"rec": command_hook("rec", recorder(fired), delay=delay)})
     behind = clock_env(fake_clock, -120)
     start_daemon(workspace.root, env=behind)
     start_session(workspace, "s1")

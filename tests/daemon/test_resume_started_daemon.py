@@ -14,12 +14,10 @@ import time
 from pathlib import Path
 
 import orjson
-import pytest
 
 from helpers import SIDECAR, emit, fixture_payload, read_json, run_cli, wait_until
 from sidecar.followups.seeds import LIMIT_HOOK
 from sidecar.layout import Workspace
-from support import receiver as receiver_mod
 
 SESSION = "0b4cb7a4-5d8e-4a6f-9f0e-2c1d3b4a5e6f"  # of Claude Code's shape: a resume checks it
 
@@ -53,13 +51,6 @@ else:
     emit(hook_event_name="Stop", last_assistant_message="Carried on, and finished.")
 emit(hook_event_name="SessionEnd", reason="other")
 """
-
-
-@pytest.fixture
-def receiver():
-    started = receiver_mod.start()
-    yield started
-    started.stop()
 
 
 def claude(ws: Workspace, name: str, **changes: object) -> None:

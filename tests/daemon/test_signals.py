@@ -10,7 +10,7 @@ import orjson
 import pytest
 from test_daemon import inbox_empty
 
-from helpers import read_json, wait_until
+from helpers import instance_docs, wait_until
 
 STORMS = 5
 SENDERS = 3  # processes sending at once, each as fast as it can
@@ -20,14 +20,7 @@ SEND = "import os, signal, sys\nfor _ in range(int(sys.argv[2])): os.kill(int(sy
 
 
 def applied(ws, pid: int) -> int:
-    for path in ws.instances.glob("*.json"):
-        try:
-            doc = read_json(path)
-        except ValueError:
-            continue
-        if doc.get("pid") == pid:
-            return int(doc.get("applied", 0))
-    return 0
+    return next((int(doc.get("applied", 0)) for doc in instance_docs(ws) if doc.get("pid") == pid), 0)
 
 
 @pytest.mark.slow

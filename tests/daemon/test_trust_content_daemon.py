@@ -16,9 +16,8 @@ from pathlib import Path
 
 import orjson
 import pytest
-from test_trust_daemon import git, needs_git
 
-from helpers import emit, read_json, run_cli, wait_until
+from helpers import emit, git, needs_git, read_json, run_cli, wait_until
 from sidecar.followups import trust
 from sidecar.followups.seeds import DEFAULT_PROMPT
 from sidecar.layout import Workspace

@@ -6,7 +6,6 @@ Those that start real processes; the rest run in process in tests/unit/test_trus
 from __future__ import annotations
 
 import os
-import shutil
 import signal
 import subprocess
 import sys
@@ -16,16 +15,9 @@ from pathlib import Path
 import orjson
 import pytest
 
-from helpers import emit, read_json, run_cli, wait_for_written, wait_until
+from helpers import end_session, git, needs_git, read_json, run_cli, wait_for_written, wait_until
 from sidecar.followups import trust
 from sidecar.layout import Workspace
-
-needs_git = pytest.mark.skipif(shutil.which("git") is None, reason="needs git")
-
-
-def git(*args: str, cwd: Path) -> None:
-    subprocess.run(["git", "-c", "user.name=t", "-c", "user.email=t@t", *args], cwd=cwd,
-                   check=True, capture_output=True)
 
 
 def evil_clone(tmp_path: Path, pwned: Path, with_pending: bool) -> Path:
@@ -50,11 +42,6 @@ def evil_clone(tmp_path: Path, pwned: Path, with_pending: bool) -> Path:
     clone = tmp_path / "clone"
     git("clone", "-q", str(evil), str(clone), cwd=tmp_path)
     return clone
-
-
-def end_session(root: Path, session: str) -> None:
-    emit(root, None, "session-start", "--session-id", session, "--source", "claude-code")
-    emit(root, None, "session-end", "--session-id", session, "--source", "claude-code")
 
 
 def last_status(ws: Workspace, hook: str = "post-task") -> str | None:

@@ -13,7 +13,8 @@ from pathlib import Path
 
 import orjson
 
-from helpers import SIDECAR, wait_until
+from helpers import SIDECAR, instance_docs, wait_until
+from sidecar.base.ids import harness_id
 from sidecar.base.timeutil import parse_ts
 from sidecar.layout import Workspace
 from support.machines import Machine
@@ -34,16 +35,6 @@ def start_sidecar(machine: Machine, ws: Workspace) -> Machine:
     return machine.start([SIDECAR, "run", "--root", str(ws.root), "-v"], cwd=ws.root)
 
 
-def instances(ws: Workspace) -> list[dict]:
-    found = []
-    for path in ws.instances.glob("*.json"):
-        try:
-            found.append(orjson.loads(path.read_bytes()))
-        except (OSError, ValueError):
-            continue  # being replaced
-    return found
-
-
 def leader_of(ws: Workspace, server: RedisServer, machines: list[Machine]) -> Machine | None:
     """The machine whose live instance holds the lead now, by Redis's own word (the holder
     key), and its instance file's hostname (each machine has its own)."""
@@ -51,7 +42,7 @@ def leader_of(ws: Workspace, server: RedisServer, machines: list[Machine]) -> Ma
         holders = [client.get(key) for key in client.keys("sidecar:*:leader-holder")]
         alive = {h.split(":", 1)[0] for h in holders if h and client.exists(
             "sidecar:instance:" + h.split(":", 1)[0])}
-    hostnames = {i.get("hostname") for i in instances(ws) if i.get("id") in alive}
+    hostnames = {i.get("hostname") for i in instance_docs(ws) if i.get("id") in alive}
     return next((m for m in machines if m.name in hostnames and m.up), None)
 
 
@@ -80,3 +71,9 @@ def lead_changes(ws: Workspace) -> list[tuple[float, str, str]]:
 
 def inbox_events(ws: Workspace) -> list[str]:
     return [n for n in os.listdir(ws.inbox) if n.endswith(".json")]
+
+
+def trace_of(ws: Workspace, session: str) -> list[dict]:
+    """The trace of a session chaos_emitter.py drove (its host is `chaos`)."""
+    path = ws.session_dir(harness_id("chaos", session)) / "trace.jsonl"
+    return [orjson.loads(line) for line in path.read_bytes().splitlines()] if path.exists() else []

@@ -4,7 +4,8 @@ document), recording each request with the monotonic time it arrived.
 
 Its answer can be set per path: 200 (the default), another status, a hang (the request is
 read, then nothing is answered until the receiver stops), or a 302 redirect to another URL.
-A GET (what a client that follows a 302 sends) is recorded too.
+A GET (what a client that follows a 302 sends) is recorded too. The `receiver` fixture (a
+plugin of tests/conftest.py) is one started for the test and stopped after it.
 """
 
 from __future__ import annotations
@@ -12,9 +13,12 @@ from __future__ import annotations
 import json
 import threading
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
+
+import pytest
 
 
 @dataclass
@@ -94,3 +98,10 @@ def start() -> Receiver:
     receiver = Receiver(server)
     threading.Thread(target=server.serve_forever, daemon=True).start()
     return receiver
+
+
+@pytest.fixture
+def receiver() -> Iterator[Receiver]:
+    started = start()
+    yield started
+    started.stop()

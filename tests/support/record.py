@@ -29,11 +29,10 @@ from typing import NamedTuple
 
 import orjson
 
-from helpers import SIDECAR, read_json
+from helpers import SIDECAR, instance_docs, read_json
 from sidecar.base.ids import harness_id
 from sidecar.coordination.base import workspace_key
 from sidecar.layout import Workspace
-from support.cluster import instances
 
 HOST = "chaos"  # the host the emitter's events name: no host of sidecar's, so none is watched
 EMITTER = Path(__file__).parent.parent / "daemon" / "record_emitter.py"
@@ -55,7 +54,7 @@ def emit_from(machine, ws: Workspace, session: str, event: str, **fields: object
 
 def standing_by(ws: Workspace, machine) -> bool:
     return any(i.get("hostname") == machine.name and i.get("role") == "standby"
-               for i in instances(ws))
+               for i in instance_docs(ws))
 
 
 def use_hooks(ws: Workspace, hooks: list[dict]) -> None:

@@ -199,16 +199,18 @@ def bindings_bytes(data: bytes) -> Case:
     return lambda ws: write(ws.bindings_file, data)
 
 
-def runtime_folder_link(ws: Workspace) -> None:
-    elsewhere = ws.root.parent / "elsewhere"
-    elsewhere.mkdir(exist_ok=True)
-    ws.instances.rmdir()
-    ws.instances.symlink_to(elsewhere)
-
-
-def runtime_folder_file(ws: Workspace) -> None:
-    ws.instances.rmdir()
-    ws.instances.write_text("")
+def folder_is(folder: str, kind: str, elsewhere: str | None = None) -> Case:
+    """The runtime's `folder` a file, a link to a folder elsewhere, or missing."""
+    def make(ws: Workspace) -> None:
+        path = ws.runtime / folder
+        shutil.rmtree(path, ignore_errors=True)
+        if kind == "file":
+            path.write_text("")
+        elif kind == "link":
+            target = ws.root.parent / (elsewhere or f"elsewhere-{folder}")
+            target.mkdir(exist_ok=True)
+            path.symlink_to(target)
+    return make
 
 
 def fifo_at(name: str) -> Case:
@@ -250,8 +252,8 @@ CASES: dict[str, Case] = {
     "bindings-not-json": bindings_bytes(b'{"bindings": [}'),
     "bindings-not-utf8": bindings_bytes(b"\xff\xfe"),
     "bindings-trailing": bindings_bytes(b'{"bindings": {}} trailing'),
-    "runtime-folder-link": runtime_folder_link,
-    "runtime-folder-file": runtime_folder_file,
+    "runtime-folder-link": folder_is("instances", "link", "elsewhere"),
+    "runtime-folder-file": folder_is("instances", "file"),
     "bindings-fifo": fifo_at("hooks/host-sessions.json"),
     "never-initialised": never_initialised,
 }

@@ -7,8 +7,9 @@ from __future__ import annotations
 
 import os
 
-from status_cases import Case, bind, hooks_doc, set_hooks, with_hook, write
+from status_cases import Case, bind, fifo_at, folder_is, hooks_doc, set_hooks, with_hook, write
 
+from sidecar.jsonfile import dumps
 from sidecar.layout import Workspace
 
 
@@ -42,14 +43,8 @@ def last_good_missing(ws: Workspace) -> None:
 
 def broken_with_a_good_copy(ws: Workspace) -> None:
     doc = hooks_doc(ws)
-    write(ws.runtime / "hooks.last-good.json", orjson_bytes(doc))
+    write(ws.runtime / "hooks.last-good.json", dumps(doc))
     write(ws.hooks_file, b"{ broken")
-
-
-def orjson_bytes(doc: object) -> bytes:
-    from sidecar import jsonfile
-
-    return jsonfile.dumps(doc)
 
 
 def hooks_is(kind: str) -> Case:
@@ -75,39 +70,12 @@ def unreadable(name: str) -> Case:
     return make
 
 
-def folder_is(folder: str, kind: str) -> Case:
-    def make(ws: Workspace) -> None:
-        import shutil
-
-        path = ws.runtime / folder
-        shutil.rmtree(path, ignore_errors=True)
-        if kind == "file":
-            path.write_text("")
-        elif kind == "link":
-            target = ws.root.parent / f"elsewhere-{folder}"
-            target.mkdir(exist_ok=True)
-            path.symlink_to(target)
-        elif kind == "missing":
-            pass
-    return make
-
-
 def file_is_folder(name: str) -> Case:
     def make(ws: Workspace) -> None:
         path = ws.runtime / name
         if path.exists():
             path.unlink()
         path.mkdir(parents=True)
-    return make
-
-
-def file_is_fifo(name: str) -> Case:
-    def make(ws: Workspace) -> None:
-        path = ws.runtime / name
-        path.parent.mkdir(parents=True, exist_ok=True)
-        if path.exists():
-            path.unlink()
-        os.mkfifo(path)
     return make
 
 
@@ -150,7 +118,7 @@ MATRIX: dict[str, Case] = {
     "hooks-a-list": hooks_bytes(b"[]", True),
     "hooks-a-string": hooks_bytes(b'"hooks"', True),
     "hooks-null": hooks_bytes(b"null", True),
-    "hooks-bom": lambda ws: set_hooks(ws, b"\xef\xbb\xbf" + orjson_bytes(hooks_doc(ws)), True),
+    "hooks-bom": lambda ws: set_hooks(ws, b"\xef\xbb\xbf" + dumps(hooks_doc(ws)), True),
     "hooks-not-utf8": hooks_bytes(b'{"hooks": {"\xff": 1}}', True),
     "hooks-trailing": hooks_bytes(b'{"hooks": {}, "pending": []} x', True),
     "hooks-version-newer": top(version=2),
@@ -218,7 +186,7 @@ MATRIX: dict[str, Case] = {
     "hooks-folder-missing": folder_is("hooks", "missing"),
     # other state files
     "usage-a-folder": file_is_folder("usage.json"),
-    "usage-a-fifo": file_is_fifo("usage.json"),
+    "usage-a-fifo": fifo_at("usage.json"),
     "usage-unreadable": unreadable("usage.json"),
     "usage-huge-int": lambda ws: write(ws.runtime / "usage.json", b'{"input": 18446744073709551616}'),
     "bindings-a-folder": file_is_folder("hooks/host-sessions.json"),
@@ -227,11 +195,10 @@ MATRIX: dict[str, Case] = {
     "instance-not-json": instance(b"{"),
     "instance-huge-pid": instance(b'{"pid": 18446744073709551616}'),
     "instance-surrogate-name": instance(b'{"hostname": "\\ud800"}'),
-    "instance-a-fifo": file_is_fifo("instances/one.json"),
+    "instance-a-fifo": fifo_at("instances/one.json"),
     "session-record-not-json": session_record(b"{"),
     "session-record-a-fifo": lambda ws: (session_record(b"{}")(ws),
-                                         (ws.sessions / "abc" / "session.json").unlink(),
-                                         os.mkfifo(ws.sessions / "abc" / "session.json")),
+                                         fifo_at("sessions/abc/session.json")(ws)),
     "trust-file-not-json": trust_file(b"{"),
     "trust-file-others-may-write": trust_file(b"{}", 0o666),
     "id-file-odd": id_file(b"\x00\xff"),

@@ -15,28 +15,13 @@ from sidecar.base.outcome import Outcome
 from sidecar.coordination.instances import Identity, Membership
 from sidecar.followups import trust
 from sidecar.followups.model import new_hook
-from sidecar.followups.queue import FollowUpQueue
 from sidecar.followups.store import HookStore
 from sidecar.hosts.base import Finding
-from sidecar.inbox.events import parse
 from sidecar.install import service as service_mod
-from sidecar.sessions.batch import open_batch
-from sidecar.sessions.store import SessionStore
+from support.stores import ingest
 
 T0 = 1_795_900_000.0
 COMMAND = ["notify-send", "done"]
-
-
-def ingest(ws, *kinds, session="s1", host="claude-code", **extra):
-    """Events applied in process as ingestion would (their follow-ups queued)."""
-    events = [parse(orjson.dumps({"event": kind, "session_id": session, "host": host,
-                                  "ts": T0 + i, **extra}), f"{i:020d}.json", T0)
-              for i, kind in enumerate(kinds)]
-    store = SessionStore(ws, durable=False)
-    queue = FollowUpQueue(HookStore(ws, durable=False), "me")
-    with open_batch(store) as batch:
-        queued = queue.add(batch.plan(events), T0)
-        batch.commit(queued, T0)
 
 
 def command_hook(ws, hook_id="notify"):
@@ -137,8 +122,8 @@ def test_run_with_a_bad_config_is_exit_2(workspace, config_home, logging_kept):
 
 def test_status_of_a_served_workspace_shows_its_sessions_bindings_and_queue(serving):
     command_hook(serving)
-    ingest(serving, "session-start", "session-end", session="ended")
-    ingest(serving, "session-start", session="live", host="codex")
+    ingest(serving, "ended", "session-start", "session-end", at=T0)
+    ingest(serving, "live", "session-start", at=T0, host="codex")
     result = invoke("status", "--root", str(serving.root))
     assert result.returncode == exitcodes.OK, result.stderr
     text = result.stdout.decode()
@@ -168,7 +153,7 @@ def test_an_untrusted_command_in_status_is_shown_whole_on_its_own_line(workspace
 
 
 def test_status_of_one_session_shows_its_timeline_and_follow_ups(workspace):
-    ingest(workspace, "session-start", "session-end")
+    ingest(workspace, "s1", "session-start", "session-end", at=T0)
     result = invoke("status", "--session", "s1", "--root", str(workspace.root))
     assert result.returncode == exitcodes.OK, result.stderr
     text = result.stdout.decode()

@@ -13,7 +13,7 @@ import sys
 import orjson
 import pytest
 
-from helpers import invoke, read_json, trust_hooks
+from helpers import invoke, read_json, session_record, trust_hooks
 from sidecar import locks
 from sidecar.base.ids import harness_id
 from sidecar.config import Config
@@ -26,27 +26,13 @@ from sidecar.sessions import rules
 from sidecar.sessions.batch import open_batch
 from sidecar.sessions.store import SessionStore
 from support import stores
-from support.stores import ingestor, seeded_workspace
+from support.stores import ingestor
 
 T0 = 1_795_900_000.0
 
 
-@pytest.fixture
-def ws(tmp_path) -> Workspace:
-    return seeded_workspace(tmp_path / "ws", T0)
-
-
 def drop(ws: Workspace, name: str, data: bytes, mtime: float = T0 - 60) -> None:
     stores.drop(ws, name, data, mtime)
-
-
-
-
-
-
-def record(ws: Workspace, session: str, host: str = "t"):
-    path = ws.session_dir(harness_id(host, session)) / "session.json"
-    return read_json(path) if path.exists() else None
 
 
 # -- prompt files ------------------------------------------------------------------------------
@@ -99,7 +85,7 @@ def test_a_time_that_cannot_be_used_falls_back_to_the_files_mtime(ws, ts):
                                      "ts": ts}))
     ing = ingestor(ws)
     ing.start(T0)
-    assert record(ws, "s")["status"] == "active" and ing.health.errors == 0
+    assert session_record(ws, "s", "t")["status"] == "active" and ing.health.errors == 0
 
 
 def test_an_event_that_cannot_be_applied_is_rejected_alone(ws, monkeypatch):
@@ -116,7 +102,7 @@ def test_an_event_that_cannot_be_applied_is_rejected_alone(ws, monkeypatch):
                                             "host": "t", "ts": T0 + i}))
     ing = ingestor(ws)
     ing.start(T0)
-    assert record(ws, "ok-1") and record(ws, "ok-2")
+    assert session_record(ws, "ok-1", "t") and session_record(ws, "ok-2", "t")
     note = read_json(ws.rejected / "1.json.error.json")
     assert "a bug met an odd event" in note["reason"]
     assert list(ws.inbox.glob("*.json")) == []
@@ -262,7 +248,7 @@ def test_derived_paths_stay_inside_their_folders(ws):
     drop(ws, "a.json", orjson.dumps({"event": "Stop", "session_id": "s", "host": "t",
                                      "ts": T0}))
     ingestor(ws).start(T0)
-    assert record(ws, "s") is not None and not (ws.root.parent / "escape").exists()
+    assert session_record(ws, "s", "t") is not None and not (ws.root.parent / "escape").exists()
 
 
 @pytest.mark.parametrize("part", ["locks/bindings.lock", "trace.jsonl", "session.json"])

@@ -74,7 +74,6 @@ def test_the_daemons_own_entry_shows_plain_help_too(capsys, monkeypatch):
     assert not TYPE_METAVAR.search(text) and re.search(r"Example: sidecar run", text)
 
 
-
 def test_the_launchers_own_emit_help_has_an_example_and_fits_the_terminal(capsys):
     """`sidecar emit --help` is answered by emit itself (the hook path never loads typer)."""
     from sidecar.emit import main as emit_main

@@ -6,7 +6,6 @@ In process; those that start real processes are in tests/daemon/test_ingest_daem
 from __future__ import annotations
 
 import os
-from pathlib import Path
 
 import pytest
 
@@ -17,12 +16,6 @@ from sidecar.daemon.workspace import WorkspaceServer
 from sidecar.layout import Workspace
 from sidecar.vocabulary import EventKind
 from support.ingest import CONFIG, T0, Fixture
-from support.stores import seeded_workspace
-
-
-@pytest.fixture
-def ws(tmp_path: Path) -> Workspace:
-    return seeded_workspace(tmp_path / "ws", T0)
 
 
 @pytest.fixture

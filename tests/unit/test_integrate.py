@@ -214,8 +214,6 @@ def test_claude_code_goes_where_it_belongs_and_shared_settings_resolve_on_any_ma
     assert {cmd for _, cmd in ours(read_json(committed))} == {"sidecar emit --source claude-code"}
 
 
-
-
 def test_an_integration_whose_sidecar_cannot_be_found_changes_nothing_even_with_init(
         tmp_path, config_home, monkeypatch):
     """The hooks would call a `sidecar` by its absolute path: where none can be found, the

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Iterator
-from pathlib import Path
 
 import pytest
 
@@ -22,7 +21,6 @@ from sidecar.daemon.lead import LOST_LEAD_PAUSE, Lead, LeadState
 from sidecar.daemon.workspace import WorkspaceServer
 from sidecar.layout import Workspace
 from support.ingest import CONFIG, T0, Fixture
-from support.stores import seeded_workspace
 
 
 class Service:
@@ -138,11 +136,6 @@ class Instance:
 
     def beat(self) -> None:
         self.lead.beat(Reportable(self.lead.role, {}, "", None, {}, {}, self.lead.trouble))
-
-
-@pytest.fixture
-def ws(tmp_path: Path) -> Workspace:
-    return seeded_workspace(tmp_path / "ws", T0)
 
 
 @pytest.fixture

@@ -24,13 +24,6 @@ T0 = 1_700_000_000.0
 SECRETS = ("hunter2", "tk_s3cr3t", "B0T0K3N", "XXXX", "zz-token")
 
 
-@pytest.fixture
-def receiver():
-    started = receiver_mod.start()
-    yield started
-    started.stop()
-
-
 @pytest.mark.parametrize(("target", "shown"), [
     ("ntfys://me:hunter2@ntfy.sh/t", "ntfys://***@ntfy.sh/***"),
     ("ntfy://tk_s3cr3t@ntfy.example:8080/alerts", "ntfy://***@ntfy.example:8080/***"),

@@ -18,13 +18,11 @@ from helpers import invoke
 from sidecar.base import exitcodes
 from sidecar.base.outcome import Outcome
 from sidecar.cli.main import app
-from sidecar.followups.queue import FollowUpQueue
 from sidecar.followups.store import HookStore
 from sidecar.hosts.base import Finding
-from sidecar.inbox.events import parse
 from sidecar.layout import Workspace
-from sidecar.sessions.batch import open_batch
 from sidecar.sessions.store import SessionStore
+from support.stores import ingest
 
 ANSI = re.compile(r"\x1b\[[0-9;]*m")
 NOW = time.time()  # set again as each test starts: its times are relative to it
@@ -37,20 +35,6 @@ CODEX = "019a2b3c-4d5e-7f60-8a9b-0c1d2e3f4a5b"
 def _now():
     global NOW
     NOW = time.time()
-
-
-def ingest(ws: Workspace, session: str, *kinds: str, host: str = "claude-code",
-           at: float | None = None, **extra) -> None:
-    """Events applied in process as ingestion would (follow-ups queued), one second apart."""
-    at = NOW if at is None else at
-    events = [parse(orjson.dumps({"event": kind, "session_id": session, "host": host,
-                                  "ts": at + i, **extra}), f"{at + i:020.3f}.json", at)
-              for i, kind in enumerate(kinds)]
-    store = SessionStore(ws, durable=False)
-    queue = FollowUpQueue(HookStore(ws, durable=False), "me")
-    with open_batch(store) as batch:
-        queued = queue.add(batch.plan(events), at)
-        batch.commit(queued, at)
 
 
 def make_workspace(tmp_path, name: str) -> Workspace:
@@ -176,9 +160,9 @@ def test_a_record_that_cannot_be_read_is_said_and_the_others_listed(two):
 def test_rows_fit_100_columns_with_long_names(tmp_path, config_home):
     long_ws = make_workspace(tmp_path, "a-workspace-with-a-very-long-folder-name-indeed")
     ingest(long_ws, "x" * 60, "session-start", "session-end", host="copilot",
-           reason="prompt_input_exit")
+           reason="prompt_input_exit", at=NOW)
     other = make_workspace(tmp_path, "b")  # two workspaces: the WORKSPACE column is shown
-    ingest(other, "y" * 60, "session-start", host="copilot")
+    ingest(other, "y" * 60, "session-start", host="copilot", at=NOW)
     text = sessions().stdout.decode()
     assert all(len(line) <= 100 for line in text.splitlines()), text
     assert "…-folder-name-indeed" in text and "ended: you quit" in text
@@ -195,7 +179,7 @@ def test_two_workspaces_of_one_name_are_told_apart(tmp_path, config_home):
     for parent in ("one", "two"):
         (tmp_path / parent).mkdir()
         ws = make_workspace(tmp_path / parent, "app")
-        ingest(ws, f"s-{parent}", "session-start", host="codex")
+        ingest(ws, f"s-{parent}", "session-start", host="codex", at=NOW)
     names = {row.split()[1] for row in data_lines(sessions().stdout.decode())}
     assert len(names) == 2 and {name[-8:] for name in names} == {"/one/app", "/two/app"}
 
