@@ -14,6 +14,7 @@ from typing import Any
 import orjson
 
 from sidecar import safedir, together
+from sidecar.base import files
 from sidecar.base.errors import SidecarError
 
 Signature = tuple[int, int, int]
@@ -37,17 +38,9 @@ def read_open(fd: int, path: Path, limit: int) -> bytes:
     """All of the file open at `fd` (closed after), if it is a regular file of at most `limit`
     bytes; NotARegularFile otherwise."""
     try:
-        st = os.fstat(fd)
-        if not stat.S_ISREG(st.st_mode):
-            raise NotARegularFile(f"{path} is not a regular file")
-        if st.st_size > limit:
-            raise NotARegularFile(f"{path} is larger than {limit} bytes")
-        chunks = []
-        while chunk := os.read(fd, 1 << 20):
-            chunks.append(chunk)
-        return b"".join(chunks)
-    finally:
-        os.close(fd)
+        return files.read_open(fd, path, limit)
+    except files.NotRegular as exc:
+        raise NotARegularFile(str(exc)) from None
 
 
 def read_json(path: Path) -> Any:

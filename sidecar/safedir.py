@@ -21,6 +21,8 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
+from sidecar.base.files import walk
+
 CONTEXT = ".context"
 DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
 LINK_REFUSED = "is a symlink; sidecar never writes through one"
@@ -192,19 +194,14 @@ def _below_held(folder: Path, create: bool) -> int | None:
     fd, private = entry
     if not names:
         return os.dup(fd)
-    shown, current = Path(above), fd
-    try:
-        for name in reversed(names):
-            shown = shown / name
-            child = open_child(current, name, shown, create=create, private=private)
-            if current != fd:
-                os.close(current)
-            current = child
-    except BaseException:
-        if current != fd:
-            os.close(current)
-        raise
-    return current
+    shown = Path(above)
+
+    def step(current: int, name: str) -> int:
+        nonlocal shown
+        shown = shown / name
+        return open_child(current, name, shown, create=create, private=private)
+
+    return walk(fd, *reversed(names), step=step)
 
 
 def _held_entry(folder: Path) -> tuple[int, bool] | None:
