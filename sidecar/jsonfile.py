@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import os
 import stat
+from contextlib import suppress
 from pathlib import Path
 from typing import Any
 
@@ -107,10 +108,8 @@ def replace_in(folder: int, name: str, data: bytes, durable: bool = True,
             return (st.st_ino, st.st_size, st.st_mtime_ns)
         os.replace(temp, name, src_dir_fd=folder, dst_dir_fd=folder)
     except BaseException:
-        try:
+        with suppress(FileNotFoundError):
             os.unlink(temp, dir_fd=folder)
-        except FileNotFoundError:
-            pass
         raise
     if durable:
         os.fsync(folder)

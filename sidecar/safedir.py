@@ -18,7 +18,7 @@ import os
 import stat
 import threading
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from pathlib import Path
 
 from sidecar.base.files import walk
@@ -131,11 +131,9 @@ def open_child(fd: int, name: str, shown: Path, *, create: bool = False,
     _plain(name, shown)
     made = False
     if create:
-        try:
+        with suppress(FileExistsError):
             os.mkdir(name, 0o700 if private else 0o777, dir_fd=fd)
             made = True
-        except FileExistsError:
-            pass
     child = _down(fd, name, shown)
     try:
         if made and private:

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import inspect
 from collections.abc import Callable
+from contextlib import suppress
 from pathlib import Path
 from typing import Any
 
@@ -46,10 +47,9 @@ def _sidecar() -> Path:
 def _start_without_site() -> None:
     """From now on the launcher the hooks run starts Python without `site`, where it may be
     rewritten (install/launcher.py; where not, it works as it is and `doctor` says why)."""
-    try:
+    # No `sidecar` beside this Python: hooks call the one on PATH, as it is.
+    with suppress(service_mod.ServiceError):
         launcher.prepare(service_mod.sidecar_path())
-    except service_mod.ServiceError:
-        pass  # no `sidecar` beside this Python: hooks call the one on PATH, as it is
 
 
 def project_root(root: Path | None, init: bool = False, uninstall: bool = False) -> Path:

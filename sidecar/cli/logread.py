@@ -20,6 +20,7 @@ import os
 import re
 import stat
 import time
+from contextlib import suppress
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -227,9 +228,7 @@ def follow_up_folders(ws: Workspace) -> list[Path]:
     """The folders whose changes bring new follow-up lines: logs/, logs/hooks/, each hook's."""
     hooks = ws.logs / "hooks"
     found = [ws.logs, hooks]
-    try:
+    with suppress(OSError):
         with safedir.opened(hooks) as top:
             found += [hooks / name for name in sorted(os.listdir(top)) if HOOK_NAME.fullmatch(name)]
-    except OSError:
-        pass
     return found

@@ -14,6 +14,7 @@ import shutil
 import signal
 import sys
 import time
+from contextlib import suppress
 from pathlib import Path
 
 import typer
@@ -158,10 +159,8 @@ def stop_daemons(roots: list[Path]) -> tuple[int, int]:
     daemons = _live_daemons(roots)
     asked = [pid for pid in daemons if _mine(pid)]
     for pid in asked:
-        try:
+        with suppress(OSError):  # gone meanwhile: the wait below sees its lock free
             os.kill(pid, signal.SIGTERM)
-        except OSError:
-            pass  # gone meanwhile: the wait below sees its lock free
     deadline = time.monotonic() + STOP_WAIT
 
     def serving(pid: int) -> bool:

@@ -24,6 +24,7 @@ import logging
 import os
 import sys
 import time
+from contextlib import suppress
 from pathlib import Path
 
 from sidecar import layout
@@ -79,13 +80,11 @@ class SharedLogFile(logging.Handler):
     def _current(self) -> int:
         """The descriptor of the file now at `path` (reopened if another daemon rotated it)."""
         if self.fd is not None:
-            try:
+            with suppress(FileNotFoundError):
                 at_path = os.stat(self.path)
                 held = os.fstat(self.fd)
                 if (at_path.st_dev, at_path.st_ino) == (held.st_dev, held.st_ino):
                     return self.fd
-            except FileNotFoundError:
-                pass
             os.close(self.fd)
             self.fd = None
         if not layout.is_mine(self.path.parent):

@@ -30,6 +30,7 @@ import os
 import shlex
 import stat
 from collections.abc import Iterable
+from contextlib import suppress
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -196,11 +197,9 @@ def untrusted(ws: Workspace, hooks: Iterable[Hook]) -> list[Hook]:
     given = approvals(ws)
     out = []
     for hook in enabled:
-        try:
+        with suppress(OSError, prompts.PromptError):
             if _is_approved(ws, content(ws, hook), given):
                 continue
-        except (OSError, prompts.PromptError):
-            pass
         out.append(hook)
     return out
 
@@ -308,10 +307,8 @@ def run_key() -> bytes:
     then hard-linked into place, so a process racing to make it reads all of it or none."""
     home = layout.config_home()
     path = home / RUN_KEY
-    try:
+    with suppress(FileNotFoundError):
         return jsonfile.read_bytes(path)
-    except FileNotFoundError:
-        pass
     home.mkdir(mode=0o700, parents=True, exist_ok=True)
     temp = home / f".{RUN_KEY}.{os.getpid()}.{os.urandom(4).hex()}.tmp"
     fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
@@ -320,10 +317,8 @@ def run_key() -> bytes:
             handle.write(os.urandom(32))
             handle.flush()
             os.fsync(handle.fileno())
-        try:
+        with suppress(FileExistsError):  # another process made it first: theirs counts
             os.link(temp, path)
-        except FileExistsError:
-            pass  # another process made it first: theirs counts
     finally:
         os.unlink(temp)
     return jsonfile.read_bytes(path)

@@ -11,6 +11,7 @@ from __future__ import annotations
 import hashlib
 import os
 import stat
+from contextlib import suppress
 from dataclasses import dataclass
 
 from sidecar import jsonfile, safedir
@@ -232,10 +233,8 @@ def remove(ws: Workspace, names: list[str]) -> None:
     """Delete applied event files; one already gone is fine."""
     with safedir.opened(ws.inbox) as inbox:
         for name in names:
-            try:
+            with suppress(FileNotFoundError):
                 os.unlink(name, dir_fd=inbox)
-            except FileNotFoundError:
-                pass
 
 
 def count_rejected(ws: Workspace) -> int:

@@ -18,6 +18,7 @@ from __future__ import annotations
 import os
 import stat
 import sys
+from contextlib import suppress
 from pathlib import Path
 
 from sidecar import jsonfile
@@ -100,10 +101,8 @@ def why_slow(path: Path) -> str | None:
 def prepare(path: Path) -> None:
     """`rewrite`, where it can be done; a launcher that cannot be rewritten still works as
     it is (a bit slower), so nothing is said here: `doctor` says why."""
-    try:
+    with suppress(OSError, ValueError):
         rewrite(path)
-    except (OSError, ValueError):
-        pass
 
 
 if __name__ == "__main__":  # make install: python -m sidecar.install.launcher .venv/bin/sidecar

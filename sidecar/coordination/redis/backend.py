@@ -32,7 +32,7 @@ import threading
 import time
 import uuid
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 
 import redis
 
@@ -215,10 +215,8 @@ class RedisCoordination:
         finally:
             with self.state:
                 self.held_locks.pop(key, None)
-            try:
+            with suppress(redis.RedisError):  # it expires; a waiter also breaks it once this instance is gone
                 self.delete_if(keys=[key], args=[token])
-            except redis.RedisError:
-                pass  # it expires; a waiter also breaks it once this instance is gone
 
     def _break_if_dead(self, key: str) -> None:
         """Break a store lock whose holder is gone: its instance's lease has lapsed AND the
@@ -320,10 +318,8 @@ class RedisCoordination:
                 self._noted(exc)
                 self.stopping.wait(0.5)
             finally:
-                try:
+                with suppress(redis.RedisError, OSError, ValueError):
                     pubsub.close()
-                except (redis.RedisError, OSError, ValueError):
-                    pass
 
     def ping(self) -> None:
         try:
@@ -345,11 +341,9 @@ class RedisCoordination:
         with self.state:
             members = list(self.members)
             self.members.clear()
-        try:
+        with suppress(redis.RedisError):  # they expire
             if members:
                 self.client.delete(*[instance_key(m) for m in members])
-        except redis.RedisError:
-            pass  # they expire
         self.client.close()
         self.raw.close()
         self.clock.close()

@@ -26,6 +26,7 @@ import math
 import threading
 import time
 from collections.abc import Callable, Mapping
+from contextlib import suppress
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 import redis
@@ -224,10 +225,8 @@ class RedisClock:
         """Measure before the daemon's first step (when it first asks for a lead), so that the
         step already keeps to Redis's clock; a failure is left to the keeper."""
         if not self.tried:
-            try:
+            with suppress(redis.RedisError):
                 self.measure()
-            except redis.RedisError:
-                pass
 
     def steady(self) -> bool:
         """Whether a lead may be taken now: a step began with the time `now()` said then, and a

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Callable
+from contextlib import suppress
 
 import portalocker
 import redis
@@ -160,12 +161,8 @@ class RedisLeadership:
         self.term = ""
         if lock is None:
             return
-        try:
+        with suppress(redis.RedisError):
             if me is not None:
                 self.delete_if(keys=[self.holder_key], args=[me])
-        except redis.RedisError:
-            pass
-        try:
+        with suppress(Exception):  # a dead connection: Redis frees the lock with it
             lock.release()
-        except Exception:  # noqa: BLE001 - a dead connection: Redis frees the lock with it
-            pass

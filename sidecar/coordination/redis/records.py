@@ -30,6 +30,7 @@ import hashlib
 import os
 import threading
 from collections.abc import Callable
+from contextlib import suppress
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TypeVar
@@ -328,13 +329,11 @@ class RedisRecords:
                     or name == LAST_GOOD:
                 continue
             path = self.ws.runtime / name
-            try:
+            with suppress(OSError, SidecarError):  # missing or unreadable: written again
                 found = jsonfile.read_bytes(path)
                 if _sha1(found).encode() == digest \
                         or (name == HOOKS and not self.late_copy(found)):
                     continue  # (hooks.json's differing copy at its revision: a person's edit)
-            except (OSError, SidecarError):
-                pass  # missing or unreadable: written again
             data = self._get(key.decode())
             if data is None:
                 continue

@@ -15,6 +15,7 @@ import subprocess
 import sys
 import tempfile
 from collections.abc import Mapping, Sequence
+from contextlib import suppress
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO
@@ -310,7 +311,5 @@ def signal_group(proc: Proc, sig: int) -> bool:
 
 def reap(pid: int) -> None:
     """Collect an action's exit if this process started it (no zombie left behind)."""
-    try:
+    with suppress(ChildProcessError):  # started by another instance: not ours to reap
         os.waitpid(pid, os.WNOHANG)
-    except ChildProcessError:
-        pass  # started by another instance: not ours to reap

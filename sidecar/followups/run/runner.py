@@ -30,6 +30,7 @@ through it redis-py, from the folder the daemon imports redis-py from
 import os
 import signal
 import sys
+from contextlib import suppress
 
 if not __package__:  # run as a script, without site: sys.path[0] is this file's own folder
     sys.path.append(os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(
@@ -103,10 +104,8 @@ def _coordination_url() -> str:
     except OSError:
         return ""
     finally:
-        try:
+        with suppress(OSError):
             os.close(int(fd))
-        except OSError:
-            pass
     return b"".join(chunks).decode("utf-8", "replace")
 
 
