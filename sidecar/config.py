@@ -56,8 +56,7 @@ class Config:
     stop_grace: float = 10.0  # accepted for old config files; SIGTERM no longer waits for actions
     resume: Mapping[str, tuple[str, ...]] = field(default_factory=lambda: DEFAULT_RESUME)
     # The hosts' resume options by placeholder name (permission_mode = "acceptEdits", ...).
-    options: Mapping[str, str] = field(
-        default_factory=lambda: MappingProxyType(registry.default_options()))
+    options: Mapping[str, str] = field(default_factory=lambda: MappingProxyType(registry.default_options()))
     # `[coordination] url`: the Redis every instance of a shared workspace coordinates through;
     # None: the file backend (locks on the workspace's own files), the default.
     coordination_url: str | None = None

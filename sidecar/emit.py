@@ -51,8 +51,7 @@ def parse_args(args: list[str]) -> tuple[dict[str, str], list[str], list[str]]:
     options: dict[str, str] = {}
     positionals: list[str] = []
     complaints: list[str] = []
-    known = {"--session-id": "session_id", "--source": "source", "--root": "root",
-             "--event": "event"}
+    known = {"--session-id": "session_id", "--source": "source", "--root": "root", "--event": "event"}
     i = 0
     while i < len(args):
         arg = args[i]
@@ -87,8 +86,7 @@ def host_meta() -> list[tuple[str, str]]:
     return meta
 
 
-def build_event(options: dict[str, str],
-                positionals: list[str]) -> tuple[bytes | None, str, str]:
+def build_event(options: dict[str, str], positionals: list[str]) -> tuple[bytes | None, str, str]:
     """The event file's bytes and the folder to route it by; or None and why not."""
     meta: list[tuple[str, str]] = [("ts", repr(time.time()))]
     if "source" in options:

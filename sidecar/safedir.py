@@ -112,8 +112,7 @@ def open_dir(folder: Path, *, create: bool = False) -> int:
     try:
         for depth, name in enumerate(names):
             shown = shown / name
-            child = open_child(fd, name, shown, create=create,
-                               private=depth >= 1 and names[1] == "runtime")
+            child = open_child(fd, name, shown, create=create, private=depth >= 1 and names[1] == "runtime")
             os.close(fd)
             fd = child
     except BaseException:
@@ -122,8 +121,7 @@ def open_dir(folder: Path, *, create: bool = False) -> int:
     return fd
 
 
-def open_child(fd: int, name: str, shown: Path, *, create: bool = False,
-               private: bool = True) -> int:
+def open_child(fd: int, name: str, shown: Path, *, create: bool = False, private: bool = True) -> int:
     """The folder `name` inside the folder open at `fd`, never through a link: one step of
     `open_dir`, for a caller that holds a folder open already (a batch holds `sessions/`).
     With `create`, a missing one is made, private (0700) if `private`, and given to the

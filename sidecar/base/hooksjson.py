@@ -24,8 +24,7 @@ HISTORY_LIMIT = 200
 # those only a notify hook takes; test_hooks_raw.py checks them against the model).
 PLAIN_EVENTS = frozenset(("session-start", "session-end", "session-reset", "turn-start",
                           "turn-end", "turn-failed", "tool-use", "needs-input"))
-FLAGS = ("enabled", "skipCron", "skipSubagents", "alsoInterrupted", "againAfterUserTurn",
-         "alsoFollowUps")
+FLAGS = ("enabled", "skipCron", "skipSubagents", "alsoInterrupted", "againAfterUserTurn", "alsoFollowUps")
 HOOK_ID_FIRST = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_-")
 HOOK_ID_REST = HOOK_ID_FIRST | {"."}
 

@@ -43,8 +43,7 @@ def _refuse(value: Any) -> Any:
 
 # json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False), as json builds
 # it, but for the check for cycles (None): JSON read from a file has none
-_ENCODE = _json.make_encoder(None, _refuse, _json.encode_basestring, None, ":", ",", True, False,
-                             True)
+_ENCODE = _json.make_encoder(None, _refuse, _json.encode_basestring, None, ":", ",", True, False, True)
 
 
 def canonical(value: Any) -> bytes:

@@ -190,8 +190,7 @@ _REASONS = {
 }
 
 
-def end_reason(reason: str | None, *, mid_turn: bool = False,
-               stale_after: float | None = None) -> str:
+def end_reason(reason: str | None, *, mid_turn: bool = False, stale_after: float | None = None) -> str:
     """How a session ended, in words (`mid_turn`: its last turn never ended)."""
     if reason == STALE:
         return "no event for " + (span(stale_after) if stale_after else "too long") + ": swept"
@@ -199,8 +198,7 @@ def end_reason(reason: str | None, *, mid_turn: bool = False,
     return words + (", mid-turn" if mid_turn else "")
 
 
-def end_reason_brief(reason: str | None, *, mid_turn: bool = False,
-                     stale_after: float | None = None) -> str:
+def end_reason_brief(reason: str | None, *, mid_turn: bool = False, stale_after: float | None = None) -> str:
     """`end_reason` as a table cell has room for: `host exited mid-turn`, `you quit`."""
     if reason == STALE:
         return "swept: stale" + (f" {span(stale_after)}" if stale_after else "")

@@ -75,8 +75,7 @@ def render_list(ws: Workspace, hooks: Iterable[Hook], untrusted: set[str],
     return "\n".join(lines) + "\n"
 
 
-def render_history(ws: Workspace, firings: list[dict[str, Any]], now: float,
-                   paint: Style) -> str:
+def render_history(ws: Workspace, firings: list[dict[str, Any]], now: float, paint: Style) -> str:
     if not firings:
         return "no firings yet\n"
     firings = escaped_values(firings)  # its log's path too, before anything is painted

@@ -60,8 +60,7 @@ def trust_written(store: HookStore, hook: Hook, before: Hook | None, quiet: bool
         found = trust.content(store.ws, hook)
     except (OSError, SidecarError) as exc:
         if not quiet:
-            typer.echo(f"note: {hook.id} is not trusted: its prompt {hook.prompt_file}: {exc}",
-                       err=True)
+            typer.echo(f"note: {hook.id} is not trusted: its prompt {hook.prompt_file}: {exc}", err=True)
         return
     why = trust.trust_written(store.ws, found, before, now())
     if quiet:

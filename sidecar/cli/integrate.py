@@ -103,8 +103,7 @@ def record_resume_executable(host: Host, uninstall: bool) -> None:
         typer.echo(said)
 
 
-def integrate(host: Host, flags: dict[str, bool], uninstall: bool, root: Path | None,
-              init: bool) -> None:
+def integrate(host: Host, flags: dict[str, bool], uninstall: bool, root: Path | None, init: bool) -> None:
     """`sidecar integrate <host>`: its hooks where the flags given choose (the first one the
     host declares), calling `sidecar` by absolute path unless that file is one teams commit."""
     given = [scope for scope in host.scopes if scope.flag and flags.get(_option_name(scope.flag))]

@@ -163,11 +163,9 @@ class Reader:
         return lines
 
     def _session_wanted(self, session: str) -> bool:
-        return not self.scope.session_ids or any(
-            session == _as_named(s) for s in self.scope.session_ids)
+        return not self.scope.session_ids or any(session == _as_named(s) for s in self.scope.session_ids)
 
-    def _firing_lines(self, folder: int, name: str, source: str, following: bool,
-                      ended: bool) -> list[Line]:
+    def _firing_lines(self, folder: int, name: str, source: str, following: bool, ended: bool) -> list[Line]:
         try:
             fd = os.open(name, FILE_FLAGS, dir_fd=folder)
         except OSError:

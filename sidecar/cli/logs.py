@@ -60,8 +60,7 @@ def logs(
     """
     ws = _workspace(root)
     if ws is None and (hook or session):
-        fail(f"{Path.cwd()} is not a workspace (no .context/); give one with --root DIR",
-             NOT_WORKSPACE)
+        fail(f"{Path.cwd()} is not a workspace (no .context/); give one with --root DIR", NOT_WORKSPACE)
     scope = Scope(ws, hook, _session_ids(ws, session) if ws and session else ())
     reader = Reader(scope)
     backlog = reader.read(following=follow)

@@ -200,8 +200,7 @@ def _columns(table: list[list[str]], workspaces: int) -> list[int]:
             or (name != "WORKSPACE" and any(line[i] != "-" for line in table[1:]))]
 
 
-def render(rows: list[SessionRow], total: int, now: float, stale: float | None,
-           paint: Style) -> str:
+def render(rows: list[SessionRow], total: int, now: float, stale: float | None, paint: Style) -> str:
     if not rows:
         return "no sessions\n"
     names = workspace_names(rows)
@@ -274,8 +273,7 @@ def answer(given: dict[str, Any]) -> int | None:
         if not all(ws.context.is_dir() for ws in registered):
             return None
         found = registered
-    return listed(found, errors, bool(given.get("--active")), window, limit,
-                  bool(given.get("--json")))
+    return listed(found, errors, bool(given.get("--active")), window, limit, bool(given.get("--json")))
 
 
 def listed(found: list[Workspace], errors: list[str], active: bool, window: float | None,

@@ -177,6 +177,5 @@ def stop_daemons(roots: list[Path]) -> tuple[int, int]:
         elif serving(pid):
             still += 1
             why = "did not stop in time" if pid in asked else "is another user's"
-            typer.echo(f"pid {pid} still serves {where} ({why}): stop it with `kill {pid}`",
-                       err=True)
+            typer.echo(f"pid {pid} still serves {where} ({why}): stop it with `kill {pid}`", err=True)
     return stopped, still

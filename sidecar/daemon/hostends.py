@@ -66,8 +66,7 @@ def records_ends(host: str) -> bool:
 class RecordedEnds:
     """When to ask, and asking, for one workspace's sessions of hosts that record their end."""
 
-    def __init__(self, ws: Workspace, live: Callable[[], list[Key]],
-                 interval: Callable[[], float]) -> None:
+    def __init__(self, ws: Workspace, live: Callable[[], list[Key]], interval: Callable[[], float]) -> None:
         self.ws = ws
         self.log = WorkspaceLog(ws.root)  # its lines begin with the root
         self.live = live  # the workspace's active sessions (its bindings)

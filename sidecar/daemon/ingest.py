@@ -268,8 +268,7 @@ class Ingestor:
             # A session this batch touched goes stale no sooner than staleAfter from now.
             self.timers.sweep = min(self.timers.sweep, now + self.config().stale_after)
             self.report(result.changes)
-        if any(c.kind in (EventKind.SESSION_START, EventKind.SESSION_RESET)
-               for c in result.changes):
+        if any(c.kind in (EventKind.SESSION_START, EventKind.SESSION_RESET) for c in result.changes):
             self.sweep(now)
 
     # -- sweep and retention -------------------------------------------------------------

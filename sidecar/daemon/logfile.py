@@ -91,8 +91,7 @@ class SharedLogFile(logging.Handler):
             raise PermissionError(errno.EACCES, f"{self.path.parent} is not this user's "
                                   f"(uid {os.geteuid()}); nothing is written there")
         self.path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
-        fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW
-                     | os.O_CLOEXEC, 0o600)
+        fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
         if os.fstat(fd).st_uid != os.geteuid():
             os.close(fd)
             raise PermissionError(errno.EACCES, f"{self.path} is not this user's "

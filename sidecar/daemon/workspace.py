@@ -65,8 +65,7 @@ class WorkspaceServer:
         self.sessions = SessionStore(ws)
         self.hook_store = HookStore(ws)
         self.queue = FollowUpQueue(self.hook_store, identity.id)
-        self.ingest = Ingestor(self.sessions, self.queue, config, self._report, stopping,
-                               watch_reliable)
+        self.ingest = Ingestor(self.sessions, self.queue, config, self._report, stopping, watch_reliable)
         self.followups: FollowUps | None = None
         self.environment = followup_env.Reporter(ws, config)
         self.watch = watch  # the process watch: tells `notice_host_exit` when a host is gone

@@ -45,8 +45,7 @@ def check(cwd: Path, home: Path, platform: str = sys.platform,
         roots, unreadable = None, [Finding(False, str(exc), "make it valid JSON again (or "
                                            "copy the last good copy over it)")]
     registered = [root for root in roots or [] if Workspace(root).context.is_dir()]
-    unserved = [root for root in registered
-                if not workspace_report(str(root), now())["served"]]
+    unserved = [root for root in registered if not workspace_report(str(root), now())["served"]]
     fix = _serve_fix(platform)
     running = _running(ws, registered)
     return [
@@ -78,12 +77,10 @@ def _running(ws: Workspace | None, registered: list[Path]) -> followup_env.Repor
 def _env_file(running: followup_env.Reported | None) -> list[Finding]:
     """Lines of the environment file that follow-ups do not get (as read here, and as the
     running daemon read it)."""
-    problems = dict.fromkeys([*envfile.read_env_file().problems,
-                              *(running.problems if running else ())])
+    problems = dict.fromkeys([*envfile.read_env_file().problems, *(running.problems if running else ())])
     reread = "" if running is None else \
         f"; then make the running sidecar read it again: kill -HUP {running.pid}"
-    return [Finding(False, problem, f"correct it in {envfile.env_file()}{reread}")
-            for problem in problems]
+    return [Finding(False, problem, f"correct it in {envfile.env_file()}{reread}") for problem in problems]
 
 
 def _serve_fix(platform: str) -> str:
@@ -95,8 +92,7 @@ def _serve_fix(platform: str) -> str:
     return "sidecar service install"
 
 
-def _service(platform: str, home: Path, registered: list[Path], unserved: list[Path],
-             fix: str) -> Finding:
+def _service(platform: str, home: Path, registered: list[Path], unserved: list[Path], fix: str) -> Finding:
     installed, state = service.state(platform, home=home)
     if installed and state in ("active", "loaded"):
         return Finding(True, f"the service is installed and {state}")

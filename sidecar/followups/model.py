@@ -84,8 +84,7 @@ class FiringRecord:
         get = data.get if isinstance(data, dict) else {}.get
         at, status, host, session_id, log, line = (
             _text(get(k)) for k in ("at", "status", "host", "sessionId", "log", "lastLine"))
-        return cls(at, status, host, session_id, log, line,
-                   isinstance(data, dict) and "lastLine" in data)
+        return cls(at, status, host, session_id, log, line, isinstance(data, dict) and "lastLine" in data)
 
     def to_json(self) -> Json:
         kept = {"lastLine": self.line} if self.kept else {}
@@ -218,8 +217,7 @@ def _action(value: Any, path: str) -> Action:
             return check(value["notify"])
         except TargetError as exc:
             fail(f"{path}.action.notify", str(exc))
-    if not isinstance(value, list) or not value or not all(
-            isinstance(a, str) for a in value) or not value[0]:
+    if not isinstance(value, list) or not value or not all(isinstance(a, str) for a in value) or not value[0]:
         fail(f"{path}.action", 'must be "resume", a command as a non-empty list of strings, '
                                'or {"notify": TARGET}')
     return list(value)

@@ -124,8 +124,7 @@ class FollowUpQueue:
         return self.store.change(
             now, lambda doc: notices.add_for_follow_up(doc, event, fired, hook_id, status, now))
 
-    def _edit_entry(self, key: str, now: float,
-                    edit: Callable[[HooksDoc, QueueEntry], None]) -> None:
+    def _edit_entry(self, key: str, now: float, edit: Callable[[HooksDoc, QueueEntry], None]) -> None:
         def change(doc: HooksDoc) -> None:
             entry = doc.entry(key)
             if entry is not None:
@@ -202,8 +201,7 @@ class FollowUpQueue:
             doc.pending.remove(current)
             hook = doc.hooks.get(entry.hook_id)
             if hook is not None:
-                hook.record_firing(ended, now, entry.host, entry.session_id, log_path,
-                                   line=line)
+                hook.record_firing(ended, now, entry.host, entry.session_id, log_path, line=line)
             self.store.note_fired_while_broken(entry.id)
             return True
 
@@ -293,8 +291,7 @@ class FollowUpQueue:
             log.warning("%s: %d follow-up firing(s) interrupted by a dead instance before "
                         "their action started", self.store.ws.root, lost)
         if adopted:
-            log.info("%s: adopted %d running follow-up action(s)", self.store.ws.root,
-                     len(adopted))
+            log.info("%s: adopted %d running follow-up action(s)", self.store.ws.root, len(adopted))
         return adopted
 
 
@@ -322,8 +319,7 @@ def _queue_once(doc: HooksDoc, hook: Hook, change: SessionChange, now: float,
     queued.add(key_id)
 
 
-def _take_settled(ws: Workspace, entry: QueueEntry, how: Settled, log_path: str,
-                  now: float) -> Outcome:
+def _take_settled(ws: Workspace, entry: QueueEntry, how: Settled, log_path: str, now: float) -> Outcome:
     """Record a settled claim's runner in its entry (then adopted), if it started and runs
     on; returns the outcome to record otherwise."""
     if how.proc is not None:

@@ -91,8 +91,7 @@ class Gemini(Host):
     # 0.61.0's only NotificationType: a tool waits for the user's confirmation (interactive).
     asks = frozenset(("toolpermission",))
     resume = ("gemini", "--resume", "{session_id}", "-p", "{prompt}")
-    key_variables = ("GEMINI_API_KEY", "GOOGLE_API_KEY", "GOOGLE_GEMINI_BASE_URL",
-                     "GOOGLE_CLOUD_PROJECT")
+    key_variables = ("GEMINI_API_KEY", "GOOGLE_API_KEY", "GOOGLE_GEMINI_BASE_URL", "GOOGLE_CLOUD_PROJECT")
     scopes = (
         Scope(None, in_project=False),
         Scope("--project", "The project's committed .gemini/settings.json, calling `sidecar` "

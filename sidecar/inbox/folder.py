@@ -209,8 +209,7 @@ def reject(ws: Workspace, rejection: Rejected, now: float) -> str | None:
     them: a folder swapped for a symlink meanwhile is never written through (see safedir)."""
     with safedir.opened(ws.inbox) as inbox, safedir.opened(ws.rejected, create=True) as rejected:
         target = _free_name(rejected, rejection.name)
-        note = {"file": printable(rejection.name), "reason": rejection.reason,
-                "rejectedAt": iso(now)}
+        note = {"file": printable(rejection.name), "reason": rejection.reason, "rejectedAt": iso(now)}
         jsonfile.replace_in(rejected, f"{target}.error.json", jsonfile.dumps(note))
         name = rejection.name
         try:
@@ -220,8 +219,7 @@ def reject(ws: Workspace, rejection: Rejected, now: float) -> str | None:
             else:
                 # link + unlink rather than rename: a rename out of a watched folder makes
                 # watchdog hold later events while it waits to pair the move.
-                os.link(name, target, src_dir_fd=inbox, dst_dir_fd=rejected,
-                        follow_symlinks=False)
+                os.link(name, target, src_dir_fd=inbox, dst_dir_fd=rejected, follow_symlinks=False)
                 os.unlink(name, dir_fd=inbox)
         except FileNotFoundError:
             os.unlink(f"{target}.error.json", dir_fd=rejected)

@@ -68,8 +68,7 @@ class Batch:
                 continue
             try:
                 if work.record is None:
-                    work.record = rules.new_record(key, work.harness_id, repo, event,
-                                                       work.applied)
+                    work.record = rules.new_record(key, work.harness_id, repo, event, work.applied)
                 # The host's own records are read here, so that the rules read no file.
                 end = endfacts.read(work.record, event, self.store.ws) \
                     if event.kind == EventKind.SESSION_END and work.record.active else None

@@ -77,8 +77,7 @@ class LimitEpisode:
                    _text(data.get("error")) or "", _text(data.get("message")) or "")
 
     def to_json(self) -> Json:
-        return {"since": self.since, "failures": self.failures, "error": self.error,
-                "message": self.message}
+        return {"since": self.since, "failures": self.failures, "error": self.error, "message": self.message}
 
 
 @dataclass
@@ -94,8 +93,7 @@ class NeedsInput:
     def from_json(cls, data: Any) -> NeedsInput | None:
         if not isinstance(data, dict) or not isinstance(data.get("since"), str):
             return None
-        return cls(data["since"], _text(data.get("kind")) or "input",
-                   _text(data.get("message")) or "")
+        return cls(data["since"], _text(data.get("kind")) or "input", _text(data.get("message")) or "")
 
     def to_json(self) -> Json:
         return {"since": self.since, "kind": self.kind, "message": self.message}
@@ -325,8 +323,7 @@ class Binding:
     def to_json(self) -> Json:
         out: Json = {"harnessSessionId": self.harness_session_id,
                      "hostSessionId": self.host_session_id, "source": self.source}
-        dated = (("repoPath", self.repo_path), ("createdAt", self.created_at),
-                 ("updatedAt", self.updated_at))
+        dated = (("repoPath", self.repo_path), ("createdAt", self.created_at), ("updatedAt", self.updated_at))
         out.update((k, v) for k, v in dated if v is not None)
         return {**out, **self.extra}
 
@@ -376,8 +373,7 @@ class Bindings:
         return True
 
     def items(self) -> list[tuple[Key, Binding]]:
-        return [((host, sid), b) for host, per_host in self.by_host.items()
-                for sid, b in per_host.items()]
+        return [((host, sid), b) for host, per_host in self.by_host.items() for sid, b in per_host.items()]
 
     def __len__(self) -> int:
         return sum(len(per_host) for per_host in self.by_host.values())

@@ -71,8 +71,7 @@ class Applied:
 
 def trace_line(hid: str, event: Event | None, name: str, message: str, at: float) -> TraceLine:
     origin = event.file if event is not None else f"sweep:{at}"
-    data = {} if event is None else {"host": event.host, "hostEvent": event.name,
-                                     "inboxFile": event.file}
+    data = {} if event is None else {"host": event.host, "hostEvent": event.name, "inboxFile": event.file}
     # Derived from the inbox file, so a line repeated by a crash replay is recognisable.
     line_id = ids.uuid5(f"{origin}\0{name}")
     return TraceLine(line_id, hid, name, message, iso(at), data)
@@ -116,8 +115,7 @@ def first_lines(text: str | None) -> str | None:
     return "\n".join(line.rstrip() for line in lines)[:LAST_MESSAGE_CHARS] or None
 
 
-def _queued_before(follow_ups: dict[str, dict[str, object]], user_turn_ended: str | None
-                   ) -> frozenset[str]:
+def _queued_before(follow_ups: dict[str, dict[str, object]], user_turn_ended: str | None) -> frozenset[str]:
     """The hooks queued for the session before the user's own latest turn ended."""
     ended = ts_or(user_turn_ended, float("-inf"))
     return frozenset(hook_id for hook_id, queued in follow_ups.items()
@@ -175,8 +173,7 @@ def _take_tokens(record: SessionRecord, end: EndFacts) -> tokens.Growth | None:
     if end.tokens is None:
         return None
     figures = end.tokens.to_json()
-    grew = tokens.Growth(tokens.grown(record.sidecar.tokens, figures),
-                         first=record.sidecar.tokens is None)
+    grew = tokens.Growth(tokens.grown(record.sidecar.tokens, figures), first=record.sidecar.tokens is None)
     record.sidecar.tokens = figures
     return grew
 
@@ -276,16 +273,14 @@ def _follow_waiting(record: SessionRecord, event: Event) -> None:
         meta.last_tool = event.tool_name[:80]
 
 
-def _failed_turn_at_end(record: SessionRecord, event: Event, failure: Failure,
-                        out: Applied) -> None:
+def _failed_turn_at_end(record: SessionRecord, event: Event, failure: Failure, out: Applied) -> None:
     """A session end whose last turn failed, by the transcript, with no turn-failed event:
     the same as if one had come just before it."""
     error, text = failure.kind, failure.message
     record.sidecar.turn_failed = True
     record.sidecar.turn_open = False  # it ended, badly: not a turn the user interrupted
     _limit_failed(record, event.ts, error, text)
-    line = trace_line(record.id, event, "turn.failed", f"{error}: {text} (from the transcript)",
-                      event.ts)
+    line = trace_line(record.id, event, "turn.failed", f"{error}: {text} (from the transcript)", event.ts)
     out.add_line(record, line, event.ts)
     out.changes.append(change(record, EventKind.TURN_FAILED, event.ts, error, event))
 
@@ -336,8 +331,7 @@ def reopen(record: SessionRecord, event: Event | None, why: str, out: Applied) -
     out.changed = True
 
 
-def complete(record: SessionRecord, ts: float, reason: str, event: Event | None,
-             out: Applied) -> None:
+def complete(record: SessionRecord, ts: float, reason: str, event: Event | None, out: Applied) -> None:
     """Mark the session completed at `ts` for `reason`, with its trace line."""
     record.status = "completed"
     record.completed_at = iso(ts)
@@ -380,8 +374,7 @@ def sync_binding(bindings: Bindings, key: Key, record: SessionRecord, repo: str)
         return bindings.remove(key)
     current = bindings.get(key)
     if current is None:
-        bindings.put(key, Binding(record.id, key[1], key[0], repo, record.updated_at,
-                                  record.updated_at))
+        bindings.put(key, Binding(record.id, key[1], key[0], repo, record.updated_at, record.updated_at))
         return True
     current.harness_session_id = record.id
     if ts_or(record.updated_at, 0.0) > current.touched:

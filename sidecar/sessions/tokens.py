@@ -59,8 +59,7 @@ def totals(ws: Workspace, records: RedisRecords | None = None) -> dict[str, int]
             if isinstance(v := data.get(k, 0), int) and not isinstance(v, bool)}
 
 
-def add(ws: Workspace, growth: list[Growth], durable: bool,
-        records: RedisRecords | None = None) -> None:
+def add(ws: Workspace, growth: list[Growth], durable: bool, records: RedisRecords | None = None) -> None:
     """Add these completions' growth; the caller holds the sessions' lock. In Redis mode the
     record is changed (sent with the caller's block), and the file follows it."""
     if not growth:

@@ -55,8 +55,7 @@ class Feed:
     """Every session of the given workspaces, as rows; `apply()` takes up what changed."""
 
     def __init__(self, roots: list[Path], watch: FolderWatch | None = None) -> None:
-        self.served = {root: _Served(Workspace(root), SessionStore(Workspace(root)))
-                       for root in roots}
+        self.served = {root: _Served(Workspace(root), SessionStore(Workspace(root))) for root in roots}
         self.rows: dict[RowKey, SessionRow] = {}
         self.errors: dict[str, str] = {}  # what cannot be read, by workspace or record
         self.version = 0  # grows with every change of `rows`: a view re-sorts only then
@@ -166,8 +165,7 @@ class Feed:
         ws, root = served.ws, served.ws.root
         self._add_watch(served, "", ws.runtime, lambda name: self._note(
             root, HOOKS if name == HOOKS else EVERYTHING if name in (None, "sessions") else ""))
-        self._add_watch(served, "/", ws.sessions,
-                        lambda name: self._note(root, name if name else EVERYTHING))
+        self._add_watch(served, "/", ws.sessions, lambda name: self._note(root, name if name else EVERYTHING))
 
     def _watch_session(self, served: _Served, hid: str) -> None:
         root = served.ws.root

@@ -137,8 +137,7 @@ def failure_line(root: str, raw: dict[str, Any], last: dict[str, Any] | None,
 def queue_row(entry: dict[str, Any], now: float) -> QueueRow:
     """One valid queue entry as followups/model.QueueEntry reads it and status shows it."""
     due_at = entry.get("dueAt")
-    due = parse_ts(due_at if isinstance(due_at, (str, float, int))
-                   and not isinstance(due_at, bool) else None)
+    due = parse_ts(due_at if isinstance(due_at, (str, float, int)) and not isinstance(due_at, bool) else None)
     run = entry.get("run")
     retries = entry.get("retries", 0)
     return {

@@ -30,13 +30,7 @@ if TYPE_CHECKING:
     from collections.abc import Callable
     from typing import Any, TypeVar
 
-    from sidecar.views.report import (
-        BindingRow,
-        HooksSection,
-        InstanceRow,
-        Report,
-        WorkspaceReport,
-    )
+    from sidecar.views.report import BindingRow, HooksSection, InstanceRow, Report, WorkspaceReport
 
     T = TypeVar("T")
 
@@ -91,14 +85,12 @@ def workspace_report(root: str, now: float) -> WorkspaceReport:
     opened = {name: None if runtime is None else below(runtime, name)
               for name in ("inbox", "hooks", "sessions")}
     try:
-        inbox = _read(errors, f"the inbox {runtime_path}/inbox",
-                      lambda: arrivals(opened["inbox"], now), None)
+        inbox = _read(errors, f"the inbox {runtime_path}/inbox", lambda: arrivals(opened["inbox"], now), None)
         sessions = opened["sessions"]
         no_bindings: list[BindingRow] = []
         bound = _read(errors, "the bindings", lambda: bindings(root, opened["hooks"], sessions, now),
                       no_bindings, lambda: _typed(root).load_bindings())
-        total = _read(errors, f"the sessions {runtime_path}/sessions",
-                      lambda: count_sessions(sessions), 0)
+        total = _read(errors, f"the sessions {runtime_path}/sessions", lambda: count_sessions(sessions), 0)
         no_instances: list[InstanceRow] = []
         found = _read(errors, f"the instances {runtime_path}/instances",
                       lambda: no_instances if runtime is None else instances(root, runtime, now),
@@ -205,8 +197,7 @@ def count_rejected(inbox: int | None) -> int:
 
 def count_sessions(sessions: int | None) -> int:
     """SessionStore.count_sessions: a bare listing, as status must stay fast at 100k."""
-    return 0 if sessions is None else sum(
-        1 for name in os.listdir(sessions) if not name.startswith("."))
+    return 0 if sessions is None else sum(1 for name in os.listdir(sessions) if not name.startswith("."))
 
 
 def is_plain(name: str) -> bool:
@@ -248,8 +239,7 @@ def host_of(sessions: int | None, hid: str | None) -> tuple[int, int | None] | N
     return None if pid is None else (pid, _whole(meta.get("hostStart")))
 
 
-def bindings(root: str, hooks_dir: int | None, sessions: int | None, now: float
-             ) -> list[BindingRow]:
+def bindings(root: str, hooks_dir: int | None, sessions: int | None, now: float) -> list[BindingRow]:
     """The active sessions, as sessions/model.Bindings reads host-sessions.json (through the
     session store where Redis holds the record)."""
     from sidecar.coordination.report import records_in_files
@@ -357,8 +347,7 @@ def tokens(runtime: int) -> dict[str, int] | None:
         return None
     if not isinstance(data, dict):
         return None
-    return {k: v for k in TOKEN_FIELDS
-            if isinstance(v := data.get(k, 0), int) and not isinstance(v, bool)}
+    return {k: v for k in TOKEN_FIELDS if isinstance(v := data.get(k, 0), int) and not isinstance(v, bool)}
 
 
 def plugin_counters(found: list[InstanceRow]) -> dict[str, dict[str, int]]:

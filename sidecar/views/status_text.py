@@ -89,8 +89,7 @@ def render_session(report: dict[str, Any], root: str | Path | None = None,
 # -- the workspaces -------------------------------------------------------------------------
 
 
-def _hook_lines(h: HookRow, widths: tuple[int, int, int], root: str, now: float,
-                paint: Style) -> list[str]:
+def _hook_lines(h: HookRow, widths: tuple[int, int, int], root: str, now: float, paint: Style) -> list[str]:
     name, event, delay = widths
     last = h["lastStatus"] or "-"
     fired = parse_ts(h["lastFiredAt"])
@@ -215,8 +214,7 @@ def render_text(report: Report, bindings_shown: int = 20, now: float | None = No
     now = time.time() if now is None else now
     paint = style or words.style_for()
     report = escaped_values(report)  # a hook's outcome, a path, an error: before painting
-    blocks = ["\n".join(_workspace_lines(w, bindings_shown, now, paint))
-              for w in report["workspaces"]]
+    blocks = ["\n".join(_workspace_lines(w, bindings_shown, now, paint)) for w in report["workspaces"]]
     coordination = _coordination_line(report["coordination"], now, paint)
     if coordination:
         blocks.insert(0, coordination)
@@ -233,5 +231,4 @@ def _coordination_line(row: CoordinationRow, now: float, paint: Style) -> str:
                           *[paint(f"  warning: {said}", "yellow") for said in row["warnings"]]])
     since = parse_ts(row["since"])
     when = "" if since is None else f" since {words.local_time(since, now)} ({words.ago(since, now)})"
-    return paint(f"coordination: {row['url'] or 'redis'} unreachable{when}: {row['error']}",
-                 "red", "bold")
+    return paint(f"coordination: {row['url'] or 'redis'} unreachable{when}: {row['error']}", "red", "bold")

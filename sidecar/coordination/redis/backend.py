@@ -122,8 +122,7 @@ class RedisCoordination:
     def _start_keeper(self) -> None:
         with self.state:
             if self.keeper is None:
-                self.keeper = threading.Thread(target=self._keep, name="coordination",
-                                               daemon=True)
+                self.keeper = threading.Thread(target=self._keep, name="coordination", daemon=True)
                 self.keeper.start()
                 # The clock's readings take round trips of their own: on a thread of their own,
                 # they never hold a renewal back (a lease counts from the renewal sent).
@@ -190,8 +189,7 @@ class RedisCoordination:
         key = f"{PREFIX}{workspace_key(ws)}:lock:{name}"
         with self.state:  # a leader's locks name its term: they break once it is deposed
             lead = self.leads.get(workspace_key(ws))
-            tag = (lead.term if lead is not None else "") or (min(self.members) if self.members
-                                                              else "cmd")
+            tag = (lead.term if lead is not None else "") or (min(self.members) if self.members else "cmd")
         token = f"{tag}:{uuid.uuid4().hex}"
         deadline = time.monotonic() + timeout
         delay, next_look = 0.0005, 0.0
@@ -261,8 +259,7 @@ class RedisCoordination:
 
     # -- the lead ------------------------------------------------------------------------
 
-    def leadership(self, ws: Workspace, instance_id: str,
-                   on_lost: Callable[[], None]) -> RedisLeadership:
+    def leadership(self, ws: Workspace, instance_id: str, on_lost: Callable[[], None]) -> RedisLeadership:
         self.clock.first()  # before the daemon's first step, which then keeps to Redis's clock
         lead = RedisLeadership(self.client, self.url, self.lease, self.clock, self.records(ws),
                                instance_id, on_lost)

@@ -117,8 +117,7 @@ class Persistence(NamedTuple):
                 f"appendfsync {self.appendfsync or 'unknown'}")
 
     def to_json(self) -> dict[str, Any]:
-        return {"appendonly": self.appendonly, "appendfsync": self.appendfsync,
-                "evicts": self.evicts}
+        return {"appendonly": self.appendonly, "appendfsync": self.appendfsync, "evicts": self.evicts}
 
 
 def persistence_of(info: object, config: object, memory: object = None) -> Persistence:
@@ -154,8 +153,7 @@ def read_persistence(client: redis.Redis, ask_config: bool = True) -> tuple[Pers
     pipe.info("memory")
     replies = pipe.execute(raise_on_error=False)
     config = replies[1] if ask_config else None
-    return (persistence_of(replies[0], config, replies[-1]),
-            isinstance(config, redis.ResponseError))
+    return (persistence_of(replies[0], config, replies[-1]), isinstance(config, redis.ResponseError))
 
 
 class Reading(NamedTuple):
@@ -269,8 +267,7 @@ class RedisClock:
         offset = -self.skew
         moved = abs(offset - timeutil.offset()) > MOVED
         if moved or not self.applied:  # the first reading, and each move that counts
-            log.info("this machine's clock is %s: sidecar keeps to Redis's",
-                     described(self.skew))
+            log.info("this machine's clock is %s: sidecar keeps to Redis's", described(self.skew))
         if moved and not first:
             self.moved_at = time.monotonic()
         timeutil.set_offset(offset)

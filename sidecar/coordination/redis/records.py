@@ -42,13 +42,7 @@ from sidecar.base import timeutil
 from sidecar.base.errors import SidecarError
 from sidecar.base.wslog import WorkspaceLog
 from sidecar.coordination.base import Conflict, LeaseLost, Unreachable, workspace_key
-from sidecar.coordination.records import (
-    HOOKS,
-    LAST_GOOD,
-    OFFSETS,
-    REMIRROR_EVERY,
-    copy_revision,
-)
+from sidecar.coordination.records import HOOKS, LAST_GOOD, OFFSETS, REMIRROR_EVERY, copy_revision
 from sidecar.coordination.redis.script import COMMIT
 from sidecar.layout import Workspace
 

@@ -47,12 +47,10 @@ def wants_change(hook: Hook, change: SessionChange) -> bool:
     follow-up's own run only if the hook asks, an interrupted end only if it asks."""
     if change.from_hook and not hook.also_follow_ups:
         return False
-    return not (change.kind == EventKind.SESSION_END and change.interrupted
-                and not hook.also_interrupted)
+    return not (change.kind == EventKind.SESSION_END and change.interrupted and not hook.also_interrupted)
 
 
-def add_for_change(doc: HooksDoc, hook: Hook, change: SessionChange, now: float,
-                   queued: set[str]) -> None:
+def add_for_change(doc: HooksDoc, hook: Hook, change: SessionChange, now: float, queued: set[str]) -> None:
     """Queue the notice of one session change (once, however often its batch is replayed)."""
     assert change.kind is not None
     # A limit failure is keyed by its episode (each resume or retry that hits the limit again
@@ -71,8 +69,7 @@ def add_for_change(doc: HooksDoc, hook: Hook, change: SessionChange, now: float,
         notice["message"] = message
     if change.last_message:
         notice["lastMessage"] = change.last_message
-    _append(doc, hook, key, change.host, change.session_id, change.harness_session_id,
-            change.ts, now, notice)
+    _append(doc, hook, key, change.host, change.session_id, change.harness_session_id, change.ts, now, notice)
     queued.add(key)
 
 
@@ -89,10 +86,8 @@ def add_for_follow_up(doc: HooksDoc, event: FollowUpEvent, fired: QueueEntry, ho
               f"{_transition(event, fired.id, fired.claimed_at, fired.log)}"
         if key in queued or key in recent(hook):
             continue
-        notice: Json = {"event": event.value, "reason": status, "hook": hook_id,
-                        "at": iso(now)}
-        _append(doc, hook, key, fired.host, fired.session_id, fired.harness_session_id, now,
-                now, notice)
+        notice: Json = {"event": event.value, "reason": status, "hook": hook_id, "at": iso(now)}
+        _append(doc, hook, key, fired.host, fired.session_id, fired.harness_session_id, now, now, notice)
         queued.add(key)
         added += 1
     return added

@@ -206,8 +206,7 @@ def _authorization(target: str) -> dict[str, str]:
 def _ntfy(target: str, job: dict[str, Any], text: Text, timeout: float) -> str:
     headers = {"Title": _header(text.title), "Priority": str(text.priority),
                "Tags": _header(",".join(text.tags)), "Content-Type": "text/plain; charset=utf-8"}
-    return _post(targets.ntfy_url(target), text.body.encode(), headers, timeout,
-                 _authorization(target))
+    return _post(targets.ntfy_url(target), text.body.encode(), headers, timeout, _authorization(target))
 
 
 def _webhook(target: str, job: dict[str, Any], text: Text, timeout: float) -> str:

@@ -65,8 +65,7 @@ def composed(line: Any, sidecar: str, source: str, path: Path) -> dict[str, Any]
                              f"combine them, make it a command that prints its own line, then "
                              f"runs `{command(sidecar, source, None)}` with the same input")
     mine, theirs = parse(line["command"])
-    return {**copy.deepcopy(line),
-            "command": command(sidecar, source, theirs if mine else line["command"])}
+    return {**copy.deepcopy(line), "command": command(sidecar, source, theirs if mine else line["command"])}
 
 
 def shown_below(below: list[Path]) -> tuple[Any, Path | None]:
@@ -108,8 +107,7 @@ def without_ours(data: dict[str, Any], added: bool, wrote: Any = None) -> dict[s
     return out
 
 
-def install(path: Path, sidecar: str, source: str, below: list[Path],
-            hidden: list[Path]) -> str:
+def install(path: Path, sidecar: str, source: str, below: list[Path], hidden: list[Path]) -> str:
     """Set sidecar's status line in `path`, running first the user's: the file's own, or, if
     it has none, the one of the files `below` it that Claude Code would show otherwise (never
     written); of the files `hidden` below it, none is copied in (said, if one has a line).

@@ -29,14 +29,7 @@ import tomlkit
 from sidecar.hosts.base import Finding
 from sidecar.hosts.codex.config_toml import disable_hooks, enable_hooks, load_config, set_trust
 from sidecar.hosts.files import owned
-from sidecar.hosts.files.settings import (
-    emit_command,
-    is_ours,
-    load_json,
-    merge_hooks,
-    save_json,
-    save_toml,
-)
+from sidecar.hosts.files.settings import emit_command, is_ours, load_json, merge_hooks, save_json, save_toml
 
 EVENTS = ["SessionStart", "UserPromptSubmit", "PostToolUse", "Stop", "SessionEnd", "PermissionRequest"]
 SHORT_TIMEOUT = {"session_end": 1, "interrupt": 1}  # Codex 0.169.0 clamps these before hashing

@@ -44,8 +44,7 @@ def is_ours(path: Path) -> bool:
 
 
 def database() -> str:
-    data = os.environ.get("XDG_DATA_HOME") or os.path.join(os.path.expanduser("~"), ".local",
-                                                          "share")
+    data = os.environ.get("XDG_DATA_HOME") or os.path.join(os.path.expanduser("~"), ".local", "share")
     return os.path.join(data, "opencode", "opencode.db")
 
 
@@ -73,8 +72,7 @@ def tokens(db: str, session_id: str) -> Tokens | None:
     if row is None:
         return None
     tin, tout, reasoning, cache_read, cache_write = (transcripts.count(v) for v in row)
-    return Tokens(input=tin, output=tout + reasoning, cache_read=cache_read,
-                  cache_write=cache_write)
+    return Tokens(input=tin, output=tout + reasoning, cache_read=cache_read, cache_write=cache_write)
 
 
 class Opencode(Host):

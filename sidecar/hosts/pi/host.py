@@ -201,8 +201,7 @@ class Pi(Host):
                      f"{agent_dir(home) / 'settings.json'} (Pi still retries such a turn "
                      "itself, briefly)")]
 
-    def needed_variables(self, env: Mapping[str, str], home: Path,
-                         read: Reader) -> tuple[str, ...]:
+    def needed_variables(self, env: Mapping[str, str], home: Path, read: Reader) -> tuple[str, ...]:
         """The variables its models.json's providers read their keys from."""
         data = read(agent_dir(home, env) / "models.json")
         return key_names(data) if data is not None else ()
