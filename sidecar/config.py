@@ -129,8 +129,7 @@ def parse_config(data: Mapping[str, Any], path: Path, env: EnvFile) -> Config:
 
 def _choice(option: Option, value: Any, path: Path) -> str:
     if value not in option.choices:
-        raise ConfigError(f"{path}: {option.key} must be one of {', '.join(option.choices)}, "
-                          f"not {value!r}")
+        raise ConfigError(f"{path}: {option.key} must be one of {', '.join(option.choices)}, not {value!r}")
     return str(value)
 
 
@@ -152,8 +151,7 @@ def _coordination(value: Any, path: Path) -> str | None:
     if url is None or url == "":
         return None
     if not isinstance(url, str) or not url.startswith(COORDINATION_SCHEMES):
-        raise ConfigError(f"{path}: coordination.url must start with "
-                          f"{', '.join(COORDINATION_SCHEMES)}")
+        raise ConfigError(f"{path}: coordination.url must start with {', '.join(COORDINATION_SCHEMES)}")
     return url
 
 

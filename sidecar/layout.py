@@ -155,8 +155,7 @@ class Workspace:
                 raise TamperedRuntime(f"{folder} is a symlink; sidecar never writes through one. "
                                       "Replace it with a folder to serve this workspace again")
             if not stat.S_ISDIR(st.st_mode):
-                raise TamperedRuntime(f"{folder} is not a folder; remove it to serve this "
-                                      "workspace again")
+                raise TamperedRuntime(f"{folder} is not a folder; remove it to serve this workspace again")
 
 
 def find_workspace(start: Path) -> Workspace | None:

@@ -82,8 +82,7 @@ def init(directory: Path = typer.Argument(Path("."), metavar="DIR", help="The wo
     if moved is not None:
         _say_moved(ws, *moved)
     for path in wrote:
-        typer.echo(f"wrote {'the default hooks to ' if path.endswith('.json') else ''}"
-                   f".context/{path}")
+        typer.echo(f"wrote {'the default hooks to ' if path.endswith('.json') else ''}.context/{path}")
     _say_untrusted(untrusted)
     typer.echo(f"{'registered' if registered else 'already registered'} in {layout.registry_file()}")
     *others, last = [host.name for host in registry.integrable()]
@@ -97,8 +96,7 @@ def _say_moved(ws: Workspace, found: foreign.Found, aside: Path) -> None:
         typer.echo(f"  - {what}")
     typer.echo(f"moved it to {aside.relative_to(ws.root)}/; none of it runs")
     if found.hooks:
-        typer.echo(f"kept its hook definitions ({', '.join(found.hooks)}) without their queue, "
-                   "as untrusted")
+        typer.echo(f"kept its hook definitions ({', '.join(found.hooks)}) without their queue, as untrusted")
 
 
 def _say_untrusted(hooks: list[Hook]) -> None:

@@ -236,8 +236,7 @@ def _agent_environment(hosts: list[Host], home: Path, platform: str,
         problems = service_env.problems(host.name, argv, env, os.environ, needed, where, reload)
         findings.extend(Finding(False, p) for p in problems)
         if not problems:
-            findings.append(Finding(True, f"{host.name}: the resume command resolves in {where} "
-                                          f"({argv[0]})"))
+            findings.append(Finding(True, f"{host.name}: the resume command resolves in {where} ({argv[0]})"))
     return findings
 
 
@@ -303,8 +302,7 @@ def _redis_server(reading: redis_clock.Reading) -> list[Finding]:
                      f"±{skew.rtt / 2 * 1000:.1f} ms); sidecar keeps to Redis's, other programs "
                      "here do not", "set this machine's clock right: timedatectl set-ntp true")
     else:
-        clock = Finding(True, f"this machine's clock is within {abs(skew.skew) * 1000:.0f} ms "
-                        "of Redis's")
+        clock = Finding(True, f"this machine's clock is within {abs(skew.skew) * 1000:.0f} ms of Redis's")
     warning = kept.warning()
     if warning is not None:
         return [clock, note(f"{warning} ({kept.shown()})", "in redis.conf: appendonly yes and "

@@ -33,8 +33,7 @@ from sidecar.vocabulary import LIMIT_ERRORS, EventKind, FollowUpEvent, SessionCh
 log = logging.getLogger("sidecar")
 
 MAX_POSTPONES = 10
-FOREIGN_RUN = error("its run record was not written by this user's sidecar; nothing was "
-                    "adopted or signalled")
+FOREIGN_RUN = error("its run record was not written by this user's sidecar; nothing was adopted or signalled")
 TURN_INTERRUPTED = skipped("the last turn was interrupted")  # a session-end hook's default for it
 POSTPONE_SECONDS = 60.0
 

@@ -238,8 +238,7 @@ def _session_id(payload: dict[str, Any], meta: dict[str, Any]) -> str:
     else:
         session_id = _first_text(payload, SESSION_FIELDS, "session id")
     if not SESSION_ID.fullmatch(session_id):
-        raise BadEvent(f"session id {session_id[:140]!r} is not [A-Za-z0-9._:-]{{1,128}} "
-                       "not starting with -")
+        raise BadEvent(f"session id {session_id[:140]!r} is not [A-Za-z0-9._:-]{{1,128}} not starting with -")
     if session_id in (".", ".."):
         raise BadEvent(f"session id {session_id!r} is a path component, not an id")
     return session_id

@@ -191,8 +191,7 @@ def _end(record: SessionRecord, event: Event, out: Applied, end: EndFacts | None
     if recorded is not None and recorded + RECORDED_END_SLACK < ts_or(record.updated_at, 0.0):
         # The host's record still tells of an earlier run that a resumed one has not
         # rewritten yet: this run goes on.
-        _trace(record, event, event.name, "the host recorded an earlier run's end; the "
-               "session goes on", out)
+        _trace(record, event, event.name, "the host recorded an earlier run's end; the session goes on", out)
         return
     touch(record, event.ts)
     if end is not None and end.failure is not None and not meta.turn_failed:

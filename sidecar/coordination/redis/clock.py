@@ -113,8 +113,7 @@ class Persistence(NamedTuple):
 
     def shown(self) -> str:
         known = {True: "yes", False: "no", None: "unknown"}
-        return (f"appendonly {known[self.appendonly]}, "
-                f"appendfsync {self.appendfsync or 'unknown'}")
+        return f"appendonly {known[self.appendonly]}, appendfsync {self.appendfsync or 'unknown'}"
 
     def to_json(self) -> dict[str, Any]:
         return {"appendonly": self.appendonly, "appendfsync": self.appendfsync, "evicts": self.evicts}
@@ -166,8 +165,7 @@ class Reading(NamedTuple):
     def warnings(self) -> list[str]:
         found = []
         if self.skew is not None and abs(self.skew.skew) > TOLERATED:
-            found.append(f"this machine's clock is {described(self.skew.skew)} (sidecar keeps "
-                         "to Redis's)")
+            found.append(f"this machine's clock is {described(self.skew.skew)} (sidecar keeps to Redis's)")
         said = self.persistence.warning()
         if said is not None:
             found.append(said)

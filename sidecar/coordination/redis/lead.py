@@ -144,8 +144,7 @@ class RedisLeadership:
     def _within_lease(self) -> None:
         if not self._lease_runs():
             since = self.lease.age()
-            raise LeaseLost(f"the lease ran out: its last confirmed renewal was sent "
-                            f"{since:.1f}s ago")
+            raise LeaseLost(f"the lease ran out: its last confirmed renewal was sent {since:.1f}s ago")
 
     def held(self) -> bool:
         return self.lock is not None and not self.lock.lost

@@ -123,8 +123,7 @@ def build_argv(action: str | list[str], firing: Firing, resume: Mapping[str, Seq
         if refusal is not None:
             raise CannotResume(refusal)
         if template is None:
-            raise ActionError(f"no resume command for host {firing.host!r} "
-                              "(set [resume] in config.toml)")
+            raise ActionError(f"no resume command for host {firing.host!r} (set [resume] in config.toml)")
     else:
         template = action
     # Some hosts take a prompt best on standard input: opencode re-quotes an argument that
@@ -173,8 +172,7 @@ def start(argv: list[str], cwd: Path, env: dict[str, str], log_path: Path,
     except OSError as exc:  # no room for a temporary file, say
         for fd in passed:
             os.close(fd)
-        raise ActionError(f"cannot give {argv[0]!r} its standard input: "
-                          f"{exc.strerror or exc}") from None
+        raise ActionError(f"cannot give {argv[0]!r} its standard input: {exc.strerror or exc}") from None
     try:
         fd = os.open(log_path.name, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC
                      | os.O_NOFOLLOW | os.O_NONBLOCK, 0o600, dir_fd=folder)  # never a FIFO's wait

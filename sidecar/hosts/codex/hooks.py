@@ -198,8 +198,7 @@ def trust_finding(codex_home: Path, cwd: Path) -> Finding:
     """Codex skips an untrusted hook silently: ask Codex itself which of ours it trusts."""
     found = untrusted(codex_home, cwd)
     if found is None:
-        return Finding(True, "Codex's trust of sidecar's hooks not checked (`codex` is not on "
-                             "PATH to ask)")
+        return Finding(True, "Codex's trust of sidecar's hooks not checked (`codex` is not on PATH to ask)")
     if found:
         return Finding(False, "Codex does not trust sidecar's hooks "
                               f"({', '.join(k.rsplit(':', 3)[1] for k in found)}): "
