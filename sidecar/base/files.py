@@ -181,3 +181,8 @@ def _lone_surrogate(value: object) -> bool:
 def obj(value: object) -> dict:  # type: ignore[type-arg]
     """A JSON object as it was read, or an empty one for any other value."""
     return value if isinstance(value, dict) else {}
+
+
+def as_text(value: object) -> str | None:
+    """A JSON string as it was read, or None for any other value."""
+    return value if isinstance(value, str) else None

@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 
 from sidecar.base import ids
 from sidecar.base.endreasons import DEFAULT_END_REASON, HOST_EXITED, STALE
+from sidecar.base.files import as_text
 from sidecar.base.timeutil import iso
 from sidecar.hosts import registry
 from sidecar.hosts.base import EndFacts, Failure
@@ -119,11 +120,8 @@ def _queued_before(follow_ups: dict[str, dict[str, object]], user_turn_ended: st
     """The hooks queued for the session before the user's own latest turn ended."""
     ended = ts_or(user_turn_ended, float("-inf"))
     return frozenset(hook_id for hook_id, queued in follow_ups.items()
-                     if ts_or(_text(queued.get("queuedAt")), float("inf")) < ended)
+                     if ts_or(as_text(queued.get("queuedAt")), float("inf")) < ended)
 
-
-def _text(value: object) -> str | None:
-    return value if isinstance(value, str) else None
 
 
 def apply(record: SessionRecord, event: Event, out: Applied, end: EndFacts | None = None) -> None:

@@ -18,7 +18,7 @@ import stat
 
 from sidecar.base import storage
 from sidecar.base.errors import SidecarError
-from sidecar.base.files import below, open_root, read_json, walk
+from sidecar.base.files import as_text, below, obj, open_root, read_json, walk
 from sidecar.base.proc import is_alive
 from sidecar.base.timeutil import parse_ts
 from sidecar.base.version import __version__
@@ -209,12 +209,6 @@ def _whole(value: object) -> int | None:
     return value if isinstance(value, int) and not isinstance(value, bool) else None
 
 
-def _text(value: object) -> str | None:
-    return value if isinstance(value, str) else None
-
-
-def _obj(value: object) -> dict[str, Any]:
-    return value if isinstance(value, dict) else {}
 
 
 def host_of(sessions: int | None, hid: str | None) -> tuple[int, int | None] | None:
@@ -234,7 +228,7 @@ def host_of(sessions: int | None, hid: str | None) -> tuple[int, int | None] | N
         return None
     if not isinstance(record, dict):
         return None
-    meta = _obj(_obj(record.get("metadata")).get("sidecar"))
+    meta = obj(obj(record.get("metadata")).get("sidecar"))
     pid = _whole(meta.get("hostPid"))
     return None if pid is None else (pid, _whole(meta.get("hostStart")))
 
@@ -251,12 +245,12 @@ def bindings(root: str, hooks_dir: int | None, sessions: int | None, now: float)
     else:
         doc = _typed(root).load_bindings().to_json()
     rows: list[BindingRow] = []
-    for host, per_host in _obj(_obj(doc).get("bindings")).items():
+    for host, per_host in obj(obj(doc).get("bindings")).items():
         for session_id, binding in (per_host.items() if isinstance(per_host, dict) else ()):
             if not isinstance(binding, dict):
                 continue
-            harness = _text(binding.get("harnessSessionId")) or None
-            updated_at = _text(binding.get("updatedAt"))
+            harness = as_text(binding.get("harnessSessionId")) or None
+            updated_at = as_text(binding.get("updatedAt"))
             updated = parse_ts(updated_at)
             proc = host_of(sessions, harness)
             rows.append({
@@ -301,16 +295,16 @@ def instance_row(instance_id: str, data: dict[str, Any], runtime: int, now: floa
         return _whole(data.get(key)) or 0
 
     pid, plugins = data.get("pid"), data.get("plugins")
-    beat = parse_ts(_text(data.get("heartbeatAt")))
+    beat = parse_ts(as_text(data.get("heartbeatAt")))
     return {
         "id": instance_id, "pid": pid if isinstance(pid, int) else None,
-        "hostname": _text(data.get("hostname")), "version": _text(data.get("version")),
-        "build": _text(data.get("build")), "role": _text(data.get("role")),
-        "startedAt": _text(data.get("startedAt")), "heartbeatAt": _text(data.get("heartbeatAt")),
+        "hostname": as_text(data.get("hostname")), "version": as_text(data.get("version")),
+        "build": as_text(data.get("build")), "role": as_text(data.get("role")),
+        "startedAt": as_text(data.get("startedAt")), "heartbeatAt": as_text(data.get("heartbeatAt")),
         "heartbeatAgeSeconds": None if beat is None else round(now - beat, 3),
         "live": is_plain(instance_id) and life_lock_held(runtime, instance_id),
         "applied": count("applied"), "rejected": count("rejected"), "errors": count("errors"),
-        "lastError": _text(data.get("lastError")) or "",
+        "lastError": as_text(data.get("lastError")) or "",
         "plugins": {k: v for k, v in plugins.items() if isinstance(v, dict)}
         if isinstance(plugins, dict) else {},
     }
