@@ -28,7 +28,7 @@ from typing import Any
 
 from sidecar.base.errors import SidecarError
 from sidecar.hosts.base import IntegrateError
-from sidecar.hosts.files import jsonedit, owned, settings, userfile
+from sidecar.hosts.files import jsonedit, owned, settings
 
 KEY = "statusLine"
 THEN = "--then"
@@ -141,7 +141,7 @@ def install(path: Path, sidecar: str, source: str, below: list[Path], hidden: li
     _remember(path, source, {"added": added, "wrote": wrote} if added else {"added": False})
     if new != old:
         try:
-            _write(path, new)
+            settings.write_text(path, new)
         except IntegrateError:
             _remember(path, source, record if isinstance(record, dict) else None, undo=True)
             raise
@@ -198,10 +198,3 @@ def _remember(path: Path, source: str, record: dict[str, Any] | None, undo: bool
         if not undo:
             raise IntegrateError(f"{path}: sidecar could not remember its status line in its "
                                  f"integrations file ({exc}), so nothing was written") from None
-
-
-def _write(path: Path, text: str) -> None:
-    try:
-        userfile.write_bytes(path, text.encode())
-    except userfile.UserFileError as exc:
-        raise IntegrateError(str(exc)) from None
