@@ -60,8 +60,7 @@ class ProcessWatch:
                 return
             self.watched.add(proc)
         fd = self._pidfd(proc.pid)
-        if fd is not None and proc.start is not None \
-                and base_proc.start_time(proc.pid) != proc.start:
+        if fd is not None and proc.start is not None and base_proc.start_time(proc.pid) != proc.start:
             os.close(fd)  # the pid belongs to another process now: ours is gone
             fd = None
             self._exited(proc)

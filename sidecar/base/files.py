@@ -161,8 +161,7 @@ def loads(text: str) -> object:
         _AsOrjson.memo.clear()
     if text[end:].strip(SPACE):
         raise ValueError("not JSON: extra data after the value")
-    if "\\" in text and any(escape in text.lower() for escape in SURROGATES) \
-            and _lone_surrogate(value):
+    if "\\" in text and any(escape in text.lower() for escape in SURROGATES) and _lone_surrogate(value):
         raise ValueError("not JSON: a lone surrogate")  # (orjson refuses one; a pair is a char)
     return value
 

@@ -99,8 +99,7 @@ def plain_hook(key: str, raw: object) -> bool:
     if not isinstance(raw, dict) or raw.get("id") != key or not _hook_id(key):
         return False
     get = raw.get
-    name, action, prompt, reasons = get("name"), get("action", "resume"), get("promptFile"), \
-        get("reasons")
+    name, action, prompt, reasons = get("name"), get("action", "resume"), get("promptFile"), get("reasons")
     event = get("event", "session-end")  # (a list or an object is no event: unhashable too)
     return (type(name) is str and name != "" and type(event) is str and event in PLAIN_EVENTS
             and (action == "resume" or (type(action) is list and action != []

@@ -113,8 +113,7 @@ def approve(store: HookStore, hook_ids: list[str], yes: bool) -> None:
     for hook_id in hook_ids:
         if hook_id not in hooks:
             _fail(f"no hook {hook_id!r} (have: {', '.join(hooks) or 'none'})")
-    chosen = [hooks[h] for h in hook_ids] if hook_ids else \
-        trust.untrusted(store.ws, hooks.values())
+    chosen = [hooks[h] for h in hook_ids] if hook_ids else trust.untrusted(store.ws, hooks.values())
     if not chosen:
         typer.echo("every enabled hook is trusted on this machine as it stands")
     for hook in chosen:

@@ -153,8 +153,7 @@ def _follow(reader: Reader, printer: Printer) -> None:
             typer.echo(f"sidecar logs: cannot watch the logs' folders ({watcher.failed}); "
                        f"looking every {POLL_SECONDS:g} s instead", err=True)
         while not stopping.is_set():
-            if woken.wait(None if not watcher.failed else POLL_SECONDS) and \
-                    not stopping.is_set():
+            if woken.wait(None if not watcher.failed else POLL_SECONDS) and not stopping.is_set():
                 time.sleep(SETTLE_SECONDS)
             woken.clear()
             if stopping.is_set():

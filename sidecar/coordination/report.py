@@ -89,8 +89,7 @@ def _service_row(roots: list[str], now: float) -> CoordinationRow:
     try:
         reading = backend.look()  # a ping that also reads its clock and persistence
         if reading is not None:
-            row["clockOffsetSeconds"] = None if reading.skew is None else \
-                round(reading.skew.skew, 3)
+            row["clockOffsetSeconds"] = None if reading.skew is None else round(reading.skew.skew, 3)
             persistence: dict[str, Any] = reading.persistence.to_json()
             row["persistence"] = persistence
             row["warnings"] = reading.warnings()

@@ -155,8 +155,7 @@ def _storage(ws: Workspace | None, mountinfo: Path) -> list[Finding]:
     mount = mounts.mount_of(ws.runtime, mountinfo)
     point = mount.mount_point if mount is not None else str(ws.runtime)
     where = f" (mounted at {point})" if mount is not None else ""
-    fix = f"mount -o remount,rw {point}" if why == storage.READ_ONLY else \
-        f"free some space on {point}"
+    fix = f"mount -o remount,rw {point}" if why == storage.READ_ONLY else f"free some space on {point}"
     return [Finding(False, f"{ws.runtime} {why}{where}: {storage.STOPS}", fix)]
 
 
@@ -225,8 +224,7 @@ def _agent_environment(hosts: list[Host], home: Path, platform: str,
     env = service_environment(home, platform) if running is None else running.env
     where = service_env.SERVICE if running is None else \
         f"the running sidecar's environment (pid {running.pid})"
-    reload = "" if running is None else \
-        f"make it read the file again: kill -HUP {running.pid}"
+    reload = "" if running is None else f"make it read the file again: kill -HUP {running.pid}"
     findings: list[Finding] = []
     for host in hosts:
         argv = resume.get(host.name)

@@ -260,8 +260,7 @@ class FollowUps:
             if self.room.lacks(now):  # no room for its log or its input: it waits
                 self.room.give_back(self.queue, entry.id, now)
                 return
-            ended = outcome.skipped(exc) if isinstance(exc, actions.CannotResume) \
-                else outcome.error(exc)
+            ended = outcome.skipped(exc) if isinstance(exc, actions.CannotResume) else outcome.error(exc)
             self.finish(entry, ended, log_path if log_path.exists() else None, now)
             return
         # The one ambiguous window: between the claim and this write, a death of this instance

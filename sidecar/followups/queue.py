@@ -212,8 +212,7 @@ class FollowUpQueue:
         moved (an unreadable due time stays due at once). A usage limit's try stays: it is due
         when the limit resets, a time on the wall clock (often the host's own words)."""
         def moves(entry: QueueEntry) -> bool:
-            return not entry.claimed_by and "#" not in entry.id and \
-                parse_ts(entry.due_at) is not None
+            return not entry.claimed_by and "#" not in entry.id and parse_ts(entry.due_at) is not None
 
         if not any(moves(e) for e in self.view(now).pending):
             return 0  # nothing waits: hooks.json is left untouched
@@ -265,8 +264,7 @@ class FollowUpQueue:
             for entry in list(doc.pending):
                 if not entry.claimed_by or entry.claimed_by == mine:
                     continue
-                if entry.run is not None and not proven \
-                        and not trust.is_ours(ws, entry.id, entry.run):
+                if entry.run is not None and not proven and not trust.is_ours(ws, entry.id, entry.run):
                     _drop(doc, entry, FOREIGN_RUN, now)  # planted: never adopted, never signalled
                     continue
                 log_path = ws.firing_log(entry.hook_id, entry.log or "")

@@ -83,8 +83,7 @@ class Event:
         """When the host's own record says the session ended (an end the daemon found in the
         host's files: hostends.py); None for an end the host sent."""
         value = self.payload.get("recordedEndAt")
-        return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) \
-            else None
+        return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else None
 
     @property
     def recorded_facts(self) -> EndFacts | None:
@@ -165,8 +164,7 @@ def unwrap(document: Any) -> tuple[Any, dict[str, Any]]:
 
     A plain dropped event (no envelope) is its own payload, with nothing beside it.
     """
-    if isinstance(document, dict) and isinstance(document.get(ENVELOPE), dict) \
-            and "payload" in document:
+    if isinstance(document, dict) and isinstance(document.get(ENVELOPE), dict) and "payload" in document:
         return document["payload"], document[ENVELOPE]
     return document, {}
 
@@ -277,8 +275,7 @@ def parse(data: bytes, file: str, mtime: float) -> Event:
         host_space=_text_or_none(payload.get("hostSpace", meta.get("hostSpace"))),
         fields=fields,
     )
-    if event.kind == EventKind.NEEDS_INPUT and known is not None \
-            and not known.is_ask(event.input_kind):
+    if event.kind == EventKind.NEEDS_INPUT and known is not None and not known.is_ask(event.input_kind):
         event.kind = None  # a notice, not an ask: traced only (Host.asks)
     return event
 

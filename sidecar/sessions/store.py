@@ -313,8 +313,7 @@ class SessionStore:
             try:
                 # The folder's mtime moves with every session.json replace, so only the
                 # few folders quiet for the whole retention period are opened.
-                if not entry.is_dir(follow_symlinks=False) \
-                        or from_local(entry.stat().st_mtime) >= cutoff:
+                if not entry.is_dir(follow_symlinks=False) or from_local(entry.stat().st_mtime) >= cutoff:
                     continue
                 record = self.load_session(entry.name)
             except (OSError, ValueError, StoreError):

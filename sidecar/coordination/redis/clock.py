@@ -137,8 +137,7 @@ def persistence_of(info: object, config: object, memory: object = None) -> Persi
     evicts = None
     if isinstance(memory, Mapping) and "maxmemory_policy" in memory:
         limit = str(memory.get("maxmemory", "0"))
-        evicts = limit.isdigit() and int(limit) > 0 \
-            and str(memory["maxmemory_policy"]) != "noeviction"
+        evicts = limit.isdigit() and int(limit) > 0 and str(memory["maxmemory_policy"]) != "noeviction"
     return Persistence(appendonly, fsync, evicts)
 
 

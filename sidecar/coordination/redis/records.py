@@ -319,14 +319,12 @@ class RedisRecords:
         rewritten = 0
         for key, digest in zip(keys, digests, strict=True):
             name = key[len(prefix):].decode("utf-8", "replace")
-            if digest is None or not key.startswith(prefix) or not _plain(name) \
-                    or name == LAST_GOOD:
+            if digest is None or not key.startswith(prefix) or not _plain(name) or name == LAST_GOOD:
                 continue
             path = self.ws.runtime / name
             with suppress(OSError, SidecarError):  # missing or unreadable: written again
                 found = jsonfile.read_bytes(path)
-                if _sha1(found).encode() == digest \
-                        or (name == HOOKS and not self.late_copy(found)):
+                if _sha1(found).encode() == digest or (name == HOOKS and not self.late_copy(found)):
                     continue  # (hooks.json's differing copy at its revision: a person's edit)
             data = self._get(key.decode())
             if data is None:

@@ -127,8 +127,7 @@ def webhook_body(job: dict[str, Any], text: Text) -> dict[str, Any]:
 def _end(job: dict[str, Any], reason: str) -> str:
     """A session's end in words; a stale end names the staleAfter the job carries."""
     stale_after = job.get("staleAfter")
-    if isinstance(stale_after, bool) or not isinstance(stale_after, (int, float)) \
-            or stale_after <= 0:
+    if isinstance(stale_after, bool) or not isinstance(stale_after, (int, float)) or stale_after <= 0:
         return end_reason(reason)  # a job from elsewhere may not carry it
     return end_reason(reason, stale_after=float(stale_after))
 
@@ -287,8 +286,7 @@ def _try(send: Callable[[str, dict[str, Any], Text, float], str], target: str,
     except NotSent:
         raise
     except Exception as exc:
-        raise NotSent(f"cannot build the notice: {type(exc).__name__}: {escaped(str(exc))}") \
-            from exc
+        raise NotSent(f"cannot build the notice: {type(exc).__name__}: {escaped(str(exc))}") from exc
 
 
 def _timeout() -> float:

@@ -58,8 +58,7 @@ def _needed(account: owner.Account | None, env: dict[str, str]) -> list[str]:
     home = Path(env.get("HOME", "/nonexistent"))
 
     def read(path: Path) -> bytes | None:
-        return envfile.read_or_none(path) if account is None else \
-            owner.read_owned(path, account.uid)
+        return envfile.read_or_none(path) if account is None else owner.read_owned(path, account.uid)
 
     return [name for host in registry.hosts() for name in host.needed_variables(env, home, read)]
 

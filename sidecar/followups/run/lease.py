@@ -56,8 +56,7 @@ def where(client: "redis.Redis") -> str:
     if "path" in options:
         return str(options["path"])
     host = str(options.get("host", "localhost"))
-    return f"[{host}]:{options.get('port', 6379)}" if ":" in host else \
-        f"{host}:{options.get('port', 6379)}"
+    return f"[{host}]:{options.get('port', 6379)}" if ":" in host else f"{host}:{options.get('port', 6379)}"
 
 
 def _masked(text: str, url: str, client: "redis.Redis | None" = None) -> str:

@@ -48,8 +48,7 @@ def ranked_below(place: Path, home: Path) -> list[Path]:
     """The settings files Claude Code ranks below `place`: what they set, `place` overrides."""
     user = home / ".claude" / "settings.json"
     files = settings_files(None if place == user else place.parent.parent, home)
-    return [file for file in files[files.index(place) + 1:] if file != place] \
-        if place in files else []
+    return [file for file in files[files.index(place) + 1:] if file != place] if place in files else []
 
 
 def read_wherever(place: Path, home: Path) -> list[Path]:

@@ -182,8 +182,7 @@ class Copilot(Host):
     id_shape = (UUID, "a UUID")
 
     def place(self, scope: Scope, root: Path | None, home: Path) -> Path:
-        return root / REPO_FILE if scope.in_project and root is not None \
-            else user_settings(home)
+        return root / REPO_FILE if scope.in_project and root is not None else user_settings(home)
 
     def integrate(self, place: Path, sidecar: str, *, uninstall: bool) -> bool:
         from sidecar.hosts.copilot import hooks  # integration code: see base.py

@@ -95,8 +95,7 @@ class Opencode(Host):
     id_shape = (re.compile(r"ses_[0-9A-Za-z]{20,40}"), "ses_ and 26 letters or digits")
 
     def place(self, scope: Scope, root: Path | None, home: Path) -> Path:
-        return project_plugin(root) if scope.in_project and root is not None \
-            else user_plugin(home)
+        return project_plugin(root) if scope.in_project and root is not None else user_plugin(home)
 
     def integrate(self, place: Path, sidecar: str, *, uninstall: bool) -> bool:
         return plugin_file.install(place, plugin_source(), MARK, uninstall)

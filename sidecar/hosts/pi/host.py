@@ -182,8 +182,7 @@ class Pi(Host):
     id_shape = (UUID, "a UUID")  # UUIDv7: ids of one minute share a long prefix, never cut one
 
     def place(self, scope: Scope, root: Path | None, home: Path) -> Path:
-        return project_extension(root) if scope.in_project and root is not None \
-            else user_extension(home)
+        return project_extension(root) if scope.in_project and root is not None else user_extension(home)
 
     def integrate(self, place: Path, sidecar: str, *, uninstall: bool) -> bool:
         return plugin_file.install(place, extension_source(), MARK, uninstall)
