@@ -50,8 +50,7 @@ class WorkspaceServer:
     """One workspace, served by this instance: stand-by or leader."""
 
     def __init__(self, ws: Workspace, config: Callable[[], Config], identity: Identity,
-                 plugins: PluginRunner | None = None,
-                 stopping: Callable[[], bool] = lambda: False,
+                 plugins: PluginRunner | None = None, stopping: Callable[[], bool] = lambda: False,
                  watch: Callable[[Proc, WorkspaceServer], None] | None = None,
                  watch_reliable: bool = False) -> None:
         self.ws = ws

@@ -34,8 +34,7 @@ MIN_WATCHES = 8192
 MIN_INSTANCES = 64
 
 
-def check(cwd: Path, home: Path, platform: str = sys.platform,
-          proc: Path = Path("/proc/sys/fs/inotify"),
+def check(cwd: Path, home: Path, platform: str = sys.platform, proc: Path = Path("/proc/sys/fs/inotify"),
           mountinfo: Path = mounts.MOUNTINFO) -> list[Finding]:
     ws = find_workspace(cwd)
     try:

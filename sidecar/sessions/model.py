@@ -164,11 +164,9 @@ class SidecarMeta:
     def to_json(self) -> Json:
         out: Json = {"cron": self.cron, "subagent": self.subagent}
         optional = (("cwd", self.cwd), ("transcriptPath", self.transcript_path),
-                    ("startedByHook", self.started_by_hook),
-                    ("completionReason", self.completion_reason),
+                    ("startedByHook", self.started_by_hook), ("completionReason", self.completion_reason),
                     ("hostPid", self.host_pid), ("hostStart", self.host_start),
-                    ("hostSpace", self.host_space),
-                    ("userTurnEndedAt", self.user_turn_ended_at),
+                    ("hostSpace", self.host_space), ("userTurnEndedAt", self.user_turn_ended_at),
                     ("turnStartedAt", self.turn_started_at), ("lastTool", self.last_tool),
                     ("lastMessage", self.last_message))
         out.update((k, v) for k, v in optional if v is not None)

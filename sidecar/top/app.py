@@ -38,8 +38,7 @@ class SessionList(ScrollView, can_focus=True):
     """Every shown row, one line each, with a cursor."""
 
     BINDINGS = [Binding("up", "move(-1)", show=False), Binding("down", "move(1)", show=False),
-                Binding("pageup", "page(-1)", show=False),
-                Binding("pagedown", "page(1)", show=False),
+                Binding("pageup", "page(-1)", show=False), Binding("pagedown", "page(1)", show=False),
                 Binding("home", "move(-1000000000)", show=False),
                 Binding("end", "move(1000000000)", show=False)]
 

@@ -47,8 +47,7 @@ def build(roots: list[str], now: float) -> Report:
     """The report of the workspaces at `roots` (real, absolute paths)."""
     from sidecar.coordination.report import coordination_row  # (stdlib where it is the files)
 
-    return {"version": REPORT_VERSION, "sidecar": __version__,
-            "coordination": coordination_row(roots, now),
+    return {"version": REPORT_VERSION, "sidecar": __version__, "coordination": coordination_row(roots, now),
             "workspaces": [workspace_report(root, now) for root in roots]}
 
 
@@ -254,8 +253,7 @@ def bindings(root: str, hooks_dir: int | None, sessions: int | None, now: float)
             updated = parse_ts(updated_at)
             proc = host_of(sessions, harness)
             rows.append({
-                "host": host, "sessionId": session_id, "harnessSessionId": harness,
-                "updatedAt": updated_at,
+                "host": host, "sessionId": session_id, "harnessSessionId": harness, "updatedAt": updated_at,
                 "ageSeconds": None if updated is None else round(now - updated, 3),
                 "hostPid": None if proc is None else proc[0],
                 "hostAlive": None if proc is None else is_alive(*proc)})

@@ -47,8 +47,7 @@ def _width(values: list[str], floor: int = 0) -> int:
 # -- one session ----------------------------------------------------------------------------
 
 
-def render_session(report: dict[str, Any], root: str | Path | None = None,
-                   now: float | None = None,
+def render_session(report: dict[str, Any], root: str | Path | None = None, now: float | None = None,
                    stale_after: float | None = None, style: Style | None = None) -> str:
     """`status --session`; `root`: the workspace, to which its log paths are shown relative."""
     now = time.time() if now is None else now

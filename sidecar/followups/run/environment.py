@@ -46,8 +46,7 @@ def report(ws: Workspace, config: Config) -> Json:
         return {"error": str(exc)}
     env = follow_up_base(account, settings)
     wanted = registry.key_variables() | set(_needed(account, env))
-    return {"user": account.name if account is not None else _own_name(),
-            "path": env.get("PATH", ""),
+    return {"user": account.name if account is not None else _own_name(), "path": env.get("PATH", ""),
             "variables": sorted(name for name in wanted if name in env),
             "envFileProblems": list(settings.env_problems)}
 
