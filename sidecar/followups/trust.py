@@ -17,9 +17,8 @@ the user writes through sidecar (`init`'s seeded hooks and prompts, `hooks add/u
 is trusted as written, where every part of it the user did not write then was approved
 before (see `trust_written`).
 
-Run records (`pending[].run`) carry a MAC keyed by a per-user secret (`run-key`, 0600, in
-the daemon user's config folder), so a pid planted in `hooks.json` is never adopted nor
-signalled.
+Run records (`pending[].run`) carry a MAC keyed by a per-user secret (`run-key`, 0600, in the
+daemon user's config folder), so a pid planted in `hooks.json` is never adopted nor signalled.
 """
 
 from __future__ import annotations

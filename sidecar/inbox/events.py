@@ -281,9 +281,8 @@ def parse(data: bytes, file: str, mtime: float) -> Event:
 
 
 def _event_name(payload: dict[str, Any], meta: dict[str, Any]) -> str:
-    """`emit --event`'s name (the hook command of a host whose payloads name no event says
-    which it is: a payload field such as `type` may mean something else), else the
-    payload's own."""
+    """`emit --event`'s name (the hook command of a host whose payloads name no event says which
+    it is: a payload field such as `type` may mean something else), else the payload's own."""
     named = meta.get("event")
     if isinstance(named, str):
         name = named.strip()

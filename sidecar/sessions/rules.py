@@ -1,10 +1,9 @@
 """Session lifecycle rules: what one event does to one session record. No I/O, no clock.
 
-Each function takes the record, the event and (where time matters) `now`, changes the record
-in place and returns the trace lines and the changes it made, so the rules can be tested
-without files and the session store only loads and saves. What a session's end learns from
-the host's own records (`EndFacts`) is read by the store and handed in; the event is never
-changed.
+Each function takes the record, the event and (where time matters) `now`, changes the record in
+place and returns the trace lines and the changes it made, so the rules can be tested without
+files and the session store only loads and saves. What a session's end learns from the host's
+own records (`EndFacts`) is read by the store and handed in; the event is never changed.
 """
 
 from __future__ import annotations

@@ -40,9 +40,8 @@ def grown(old: dict[str, int] | None, new: dict[str, int]) -> dict[str, int]:
 
 
 def totals(ws: Workspace, records: RedisRecords | None = None) -> dict[str, int] | None:
-    """The workspace's totals and the sessions counted; None before any was counted, or if
-    the file (or in Redis mode, the record) cannot be read (the next completion starts it
-    again)."""
+    """The workspace's totals and the sessions counted; None before any was counted, or if the
+    file (or in Redis mode, the record) cannot be read (the next completion starts it again)."""
     try:
         if records is not None:
             raw = records.read(USAGE)  # (Redis not answering is no absent total: it is raised)

@@ -8,9 +8,8 @@ again). The watches are the daemon's (daemon/watch.py: one inotify instance and 
 every folder on Linux, never through a symlinked folder); reads go through jsonfile and
 views/sessions.py, which never follow a link inside the runtime.
 
-A callback from the watch thread only notes what changed; `apply`, on the caller's thread,
-reads it. A workspace or a record that cannot be read becomes a note in `errors`; the rest
-goes on.
+A callback from the watch thread only notes what changed; `apply`, on the caller's thread, reads
+it. A workspace or a record that cannot be read becomes a note in `errors`; the rest goes on.
 """
 
 from __future__ import annotations

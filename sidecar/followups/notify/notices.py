@@ -1,18 +1,17 @@
 """Queueing notices: one queue entry per (notify hook, session, transition).
 
 A resume or command hook is queued once per session (followups/queue.py). A notice is about one
-transition of it instead: each needs-input ask, each usage limit's episode, the end, each
-failed follow-up. Its entry's id names the transition: by the inbox file and the time it came
-from, and a limit failure by when its episode began (a host that reports each failed attempt
-of a turn, Copilot CLI, reports one episode many times, and a resume that hits the limit
-again is the same episode); another failure while a limit holds (a server error) is its own.
-So two asks are two notices, while the same ask applied again finds its key among the hook's
-recent notices (`recentNotices`, kept with the hook in the same write that queues the
-notice): whether the notice still waits or was sent already, as when a batch whose record
-could not be saved (a full disk) is applied again a second later. A hook replaced by one of
-the same id keeps them (`keep_recent`). What the notice tells is kept in the entry
-(`notice`), as it was when the transition happened: by the time it is sent the session may
-have moved on.
+transition of it instead: each needs-input ask, each usage limit's episode, the end, each failed
+follow-up. Its entry's id names the transition: by the inbox file and the time it came from, and
+a limit failure by when its episode began (a host that reports each failed attempt of a turn,
+Copilot CLI, reports one episode many times, and a resume that hits the limit again is the same
+episode); another failure while a limit holds (a server error) is its own. So two asks are two
+notices, while the same ask applied again finds its key among the hook's recent notices
+(`recentNotices`, kept with the hook in the same write that queues the notice): whether the
+notice still waits or was sent already, as when a batch whose record could not be saved (a full
+disk) is applied again a second later. A hook replaced by one of the same id keeps them
+(`keep_recent`). What the notice tells is kept in the entry (`notice`), as it was when the
+transition happened: by the time it is sent the session may have moved on.
 """
 
 from __future__ import annotations

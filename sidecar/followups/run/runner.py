@@ -1,12 +1,11 @@
 """`python -S runner.py FD LOG -- ARGV...`: run one follow-up action, detached.
 
-The daemon starts this in a session of its own, so the action does not depend on the
-instance that started it: when that instance stops or dies, the action runs on, and whichever
-instance leads next reads the outcome this writes (`{"exit": N}` or `{"error": why}`) into
-`LOG.status`, by write-then-rename, when the action ends. FD is the log's folder, opened by
-the daemon without following a link; every file here is made relative to it (`dir_fd=`), so
-a folder swapped for a symlink meanwhile is never written through. The action does not
-inherit it.
+The daemon starts this in a session of its own, so the action does not depend on the instance
+that started it: when that instance stops or dies, the action runs on, and whichever instance
+leads next reads the outcome this writes (`{"exit": N}` or `{"error": why}`) into `LOG.status`,
+by write-then-rename, when the action ends. FD is the log's folder, opened by the daemon without
+following a link; every file here is made relative to it (`dir_fd=`), so a folder swapped for a
+symlink meanwhile is never written through. The action does not inherit it.
 
 Before it runs anything it creates `LOG.started` (holding its pid and start time) with a hard
 link, which fails if the file exists: a leader that finds a claim whose instance died before
@@ -22,9 +21,8 @@ machine died. None of these variables reaches the action: the URL may hold a pas
 
 It imports nothing beyond the interpreter's start-up modules and sidecar's `base/proc.py` (the
 one reader of /proc) and runs without `site`: every millisecond it takes to start delays the
-action. In Redis mode it imports lease.py, and
-through it redis-py, from the folder the daemon imports redis-py from
-(`SIDECAR_RUN_LIBRARY`), which `site` would have put on the path.
+action. In Redis mode it imports lease.py, and through it redis-py, from the folder the daemon
+imports redis-py from (`SIDECAR_RUN_LIBRARY`), which `site` would have put on the path.
 """
 
 import os

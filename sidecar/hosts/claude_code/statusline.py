@@ -3,18 +3,17 @@
 
 A user who has a status line keeps it: only its `command` changes, to sidecar's with theirs
 after `--then` (`sidecar status --line --source claude-code --then '<theirs>'`), which runs
-theirs with the same input and prints its lines first, then sidecar's. Every other key of
-theirs (`padding`...) stays as it is. A file with none of its own takes, in the same way, the
-status line Claude Code would show without it: that of a file it ranks lower (the project's
-committed settings, the user's), which is never written; and only into a file read wherever
-that one is (the project's local settings: the committed ones go to every collaborator, who
-must not get the user's own line). Taking sidecar out puts their command
-back, or removes the `statusLine` sidecar added, so the file is given back byte for byte; a
-file whose status line could not be given back so (a command written with escapes JSON does
-not need) is left alone, and the error says how to combine the two by hand. What sidecar wrote
-is remembered (files/owned.py), before it is written: a `sidecar status --line` the user wrote by
-hand is never taken out, and a key the user adds by hand to the status line sidecar added stays
-when it is.
+theirs with the same input and prints its lines first, then sidecar's. Every other key of theirs
+(`padding`...) stays as it is. A file with none of its own takes, in the same way, the status
+line Claude Code would show without it: that of a file it ranks lower (the project's committed
+settings, the user's), which is never written; and only into a file read wherever that one is
+(the project's local settings: the committed ones go to every collaborator, who must not get the
+user's own line). Taking sidecar out puts their command back, or removes the `statusLine`
+sidecar added, so the file is given back byte for byte; a file whose status line could not be
+given back so (a command written with escapes JSON does not need) is left alone, and the error
+says how to combine the two by hand. What sidecar wrote is remembered (files/owned.py), before
+it is written: a `sidecar status --line` the user wrote by hand is never taken out, and a key
+the user adds by hand to the status line sidecar added stays when it is.
 """
 
 from __future__ import annotations
