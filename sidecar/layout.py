@@ -110,14 +110,8 @@ class Workspace:
     def private_dirs(self) -> list[Path]:
         """The runtime folders, created 0700 by `init` and by the daemon."""
         return [
-            self.runtime,
-            self.inbox,
-            self.rejected,
-            self.bindings_file.parent,
-            self.sessions,
-            self.locks,
-            self.instances,
-            self.logs,
+            self.runtime, self.inbox, self.rejected, self.bindings_file.parent, self.sessions, self.locks,
+            self.instances, self.logs,
         ]
 
     def is_initialised(self) -> bool:

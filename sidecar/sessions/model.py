@@ -230,21 +230,14 @@ class SessionRecord:
         metadata = data.get("metadata")
         metadata = metadata if isinstance(metadata, dict) else {}
         return cls(
-            id=str(data.get("id") or ""),
-            name=str(data.get("name") or ""),
-            status=str(data.get("status") or "active"),
-            repo_path=as_text(data.get("repoPath")),
-            created_at=as_text(data.get("createdAt")),
-            updated_at=as_text(data.get("updatedAt")),
-            started_at=as_text(data.get("startedAt")),
-            completed_at=as_text(data.get("completedAt")),
-            last_trace_at=as_text(data.get("lastTraceAt")),
-            trace_count=_count(data.get("traceCount")),
-            host=as_text(metadata.get("host")),
-            host_session_id=as_text(metadata.get("hostSessionId")),
+            id=str(data.get("id") or ""), name=str(data.get("name") or ""),
+            status=str(data.get("status") or "active"), repo_path=as_text(data.get("repoPath")),
+            created_at=as_text(data.get("createdAt")), updated_at=as_text(data.get("updatedAt")),
+            started_at=as_text(data.get("startedAt")), completed_at=as_text(data.get("completedAt")),
+            last_trace_at=as_text(data.get("lastTraceAt")), trace_count=_count(data.get("traceCount")),
+            host=as_text(metadata.get("host")), host_session_id=as_text(metadata.get("hostSessionId")),
             sidecar=SidecarMeta.from_json(metadata.get("sidecar")),
-            metadata_extra=_rest(metadata, _METADATA_KEYS),
-            extra=_rest(data, cls.KEYS),
+            metadata_extra=_rest(metadata, _METADATA_KEYS), extra=_rest(data, cls.KEYS),
         )
 
     def to_json(self) -> Json:
@@ -309,10 +302,8 @@ class Binding:
         return cls(
             harness_session_id=as_text(data.get("harnessSessionId")) or None,
             host_session_id=as_text(data.get("hostSessionId")) or session_id,
-            source=as_text(data.get("source")) or host,
-            repo_path=as_text(data.get("repoPath")),
-            created_at=as_text(data.get("createdAt")),
-            updated_at=as_text(data.get("updatedAt")),
+            source=as_text(data.get("source")) or host, repo_path=as_text(data.get("repoPath")),
+            created_at=as_text(data.get("createdAt")), updated_at=as_text(data.get("updatedAt")),
             extra=_rest(data, cls.KEYS),
         )
 
