@@ -107,8 +107,7 @@ def build_event(options: dict[str, str], positionals: list[str]) -> tuple[bytes 
             return None, "an EVENT needs --session-id; nothing emitted", ""
         cwd = os.getcwd()
         payload = (f'{{"event":{json_string(positionals[0])},'
-                   f'"session_id":{json_string(options["session_id"])},'
-                   f'"cwd":{json_string(cwd)}}}')
+                   f'"session_id":{json_string(options["session_id"])},"cwd":{json_string(cwd)}}}')
         return envelope(payload.encode("utf-8", "surrogateescape"), meta), "", cwd
 
     if positionals:  # a JSON payload passed as an argument (Codex's notify does this)

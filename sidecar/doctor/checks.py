@@ -304,8 +304,7 @@ def _redis_server(reading: redis_clock.Reading) -> list[Finding]:
     if warning is not None:
         return [clock, note(f"{warning} ({kept.shown()})", "in redis.conf: appendonly yes and "
                             "appendfsync everysec (or always; the guide's Shared workspaces page "
-                            "says what each keeps), or at once: redis-cli CONFIG SET appendonly "
-                            "yes")]
+                            "says what each keeps), or at once: redis-cli CONFIG SET appendonly yes")]
     if kept.appendonly is None:
         return [clock, note("Redis does not say whether it persists (INFO refused)")]
     return [clock, Finding(True, f"Redis persists what it acknowledges ({kept.shown()})")]

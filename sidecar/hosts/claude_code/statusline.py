@@ -163,11 +163,9 @@ def _not_kept(line: Any, ours: dict[str, Any]) -> str:
     """Why a status line is not written, and what to write by hand."""
     if line is not None:
         return (f"its {KEY} command is written in a way sidecar could not give back byte for "
-                f"byte, so it is left as it is; to combine them, set its command to "
-                f"{ours['command']!r}")
+                f"byte, so it is left as it is; to combine them, set its command to {ours['command']!r}")
     return (f"sidecar could not add its {KEY} so that taking it out again gives the file back "
-            f"byte for byte, so it is left as it is; to have it, add "
-            f"{json.dumps({KEY: ours})[1:-1]}")
+            f"byte for byte, so it is left as it is; to have it, add {json.dumps({KEY: ours})[1:-1]}")
 
 
 def remove(path: Path, source: str) -> bool:
