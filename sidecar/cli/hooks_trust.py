@@ -163,9 +163,8 @@ def edit(store: HookStore, hook_id: str) -> None:
         trust.trust(store.ws, trust.Content(hook, saved), now())
         typer.echo(f"saved {hook.prompt_file}; {hook_id} is trusted as saved")
     else:
-        typer.echo(f"saved {hook.prompt_file}; {hook_id} is not trusted yet: its settings "
-                   "were not approved on this machine before; see them and trust them "
-                   f"with `sidecar hooks trust {hook_id}`")
+        typer.echo(f"saved {hook.prompt_file}; {hook_id} is not trusted yet: its settings were not approved "
+                   f"on this machine before; see them and trust them with `sidecar hooks trust {hook_id}`")
 
 
 def _edited(text: bytes, name: str) -> bytes:

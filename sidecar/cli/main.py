@@ -133,11 +133,10 @@ def status(
     as_json: bool = typer.Option(False, "--json", help="One versioned JSON document."),
     session: str | None = typer.Option(None, "--session", metavar="ID", help="One host session's timeline "
                                        "and follow-ups instead."),
-    line: bool = typer.Option(False, "--line", help="One short line for a status bar: the "
-                              "state of the session whose JSON comes on standard input (a "
-                              "host's status line command), else counts across the registered "
-                              "workspaces (tmux's status-right). It also takes --source NAME "
-                              "and --then COMMAND (see the status line guide)."),
+    line: bool = typer.Option(False, "--line", help="One short line for a status bar: the state of the "
+                              "session whose JSON comes on standard input (a host's status line command), "
+                              "else counts across the registered workspaces (tmux's status-right). It also "
+                              "takes --source NAME and --then COMMAND (see the status line guide)."),
 ) -> None:
     """Instances, inbox, rejected files, sessions, bindings, hooks and queue.
 

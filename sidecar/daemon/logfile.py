@@ -68,9 +68,8 @@ class SharedLogFile(logging.Handler):
             os.write(fd, data)
         except OSError as exc:
             if self.retry_at is None:  # said once per failure, not at every retry
-                sys.stderr.write(f"WARNING cannot write the log file {self.path}: "
-                                 f"{exc.strerror or exc}; logging to stderr only, trying "
-                                 f"again every {self.retry_seconds:g} s\n")
+                sys.stderr.write(f"WARNING cannot write the log file {self.path}: {exc.strerror or exc}; "
+                                 f"logging to stderr only, trying again every {self.retry_seconds:g} s\n")
             self.retry_at = time.monotonic() + self.retry_seconds
             return
         if self.retry_at is not None:

@@ -237,9 +237,8 @@ def trust(ws: Workspace, found: Content, now: float) -> None:
             doc["workspaces"] = {k: v for k, v in doc["workspaces"].items() if os.path.isdir(k)}
             data = jsonfile.dumps(doc)
         if len(data) > MAX_OWNED_BYTES:
-            raise TrustFileFull(f"{path} would pass {MAX_OWNED_BYTES // 1024} KiB, more than "
-                                "is read back; nothing was trusted (remove workspaces you no "
-                                "longer use from it)")
+            raise TrustFileFull(f"{path} would pass {MAX_OWNED_BYTES // 1024} KiB, more than is read back; "
+                                "nothing was trusted (remove workspaces you no longer use from it)")
         jsonfile.write_bytes_atomic(path, data)
 
 

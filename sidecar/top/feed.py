@@ -98,9 +98,8 @@ class Feed:
         # changed since shows at the latest when its firing is skipped.
         untrusted = " ".join(h.id for h in trust.untrusted(served.ws, view.hooks.values()))
         if untrusted:
-            self.errors[f"{root}/trust"] = (f"{root}: not trusted on this machine as they "
-                                            f"stand, so not run: {untrusted} (sidecar hooks "
-                                            f"trust {untrusted})")
+            self.errors[f"{root}/trust"] = (f"{root}: not trusted on this machine as they stand, so not run: "
+                                            f"{untrusted} (sidecar hooks trust {untrusted})")
         else:
             self.errors.pop(f"{root}/trust", None)
         served.follow_ups = sessions.follow_ups_by_session(view)

@@ -123,9 +123,8 @@ def take_lease(value: str) -> "Lease | None":
         else:  # run as a script, without site: sys.path[0] is this file's own folder
             import lease as leases  # type: ignore[import-not-found, no-redef]
     except ImportError as exc:
-        sys.stderr.write(f"sidecar runner: no liveness lease in Redis (redis-py cannot be "
-                         f"imported: {exc}); the action runs, and only an instance on this "
-                         "machine can tell that it does\n")
+        sys.stderr.write(f"sidecar runner: no liveness lease in Redis (redis-py cannot be imported: {exc}); "
+                         "the action runs, and only an instance on this machine can tell that it does\n")
         return None
     try:
         lease: Lease = leases.take(url, os.environ[LEASE_KEY], value,
