@@ -226,7 +226,6 @@ def follow_up_folders(ws: Workspace) -> list[Path]:
     """The folders whose changes bring new follow-up lines: logs/, logs/hooks/, each hook's."""
     hooks = ws.logs / "hooks"
     found = [ws.logs, hooks]
-    with suppress(OSError):
-        with safedir.opened(hooks) as top:
-            found += [hooks / name for name in sorted(os.listdir(top)) if HOOK_NAME.fullmatch(name)]
+    with suppress(OSError), safedir.opened(hooks) as top:
+        found += [hooks / name for name in sorted(os.listdir(top)) if HOOK_NAME.fullmatch(name)]
     return found

@@ -59,8 +59,7 @@ def faster(data: bytes, folders: tuple[str, ...]) -> bytes:
     line cannot carry the flag."""
     first, _, rest = data.partition(b"\n")
     interpreter = first[2:].strip()
-    if interpreter.endswith(NO_SITE):
-        interpreter = interpreter[: -len(NO_SITE)]
+    interpreter = interpreter.removesuffix(NO_SITE)
     if not first.startswith(b"#!/") or b" " in interpreter or b"\t" in interpreter:
         raise ValueError("its first line names no interpreter that can take a flag")
     line = b"#!" + interpreter + NO_SITE

@@ -163,7 +163,7 @@ class Feed:
         ws, root = served.ws, served.ws.root
         self._add_watch(served, "", ws.runtime, lambda name: self._note(
             root, HOOKS if name == HOOKS else EVERYTHING if name in (None, "sessions") else ""))
-        self._add_watch(served, "/", ws.sessions, lambda name: self._note(root, name if name else EVERYTHING))
+        self._add_watch(served, "/", ws.sessions, lambda name: self._note(root, name or EVERYTHING))
 
     def _watch_session(self, served: _Served, hid: str) -> None:
         root = served.ws.root

@@ -109,7 +109,7 @@ def reported(ws: Workspace) -> Reported | None:
         return None
     info = min(seen, key=lambda i: i.role != "leader")
     data = info.environment or {}
-    variables = {name: "" for name in _texts(data.get("variables"))}
+    variables = dict.fromkeys(_texts(data.get("variables")), "")
     path = data.get("path")
     error = data.get("error")
     return Reported(info.pid, {"PATH": path if isinstance(path, str) else "", **variables},

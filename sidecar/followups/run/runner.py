@@ -52,10 +52,8 @@ LEASE_WITHIN = 2.0  # seconds to reach Redis before the action runs without a le
 
 
 def _json_string(text: str) -> str:
-    out = []
-    for ch in text:
-        out.append("\\" + ch if ch in '"\\' else f"\\u{ord(ch):04x}" if ch < " " else ch)
-    return '"' + "".join(out) + '"'
+    return '"' + "".join("\\" + ch if ch in '"\\' else f"\\u{ord(ch):04x}" if ch < " " else ch
+                         for ch in text) + '"'
 
 
 def write_atomic(folder: int, name: str, text: str, exclusive: bool = False) -> bool:
