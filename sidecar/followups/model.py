@@ -64,7 +64,6 @@ def _string(value: Any, path: str) -> str:
     return value
 
 
-
 @dataclass(slots=True)
 class FiringRecord:
     """One entry of a hook's `history`."""

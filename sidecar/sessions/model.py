@@ -18,7 +18,6 @@ Key = tuple[str, str]  # (host, host session id)
 _METADATA_KEYS = frozenset(("host", "hostSessionId", "sidecar"))
 
 
-
 def _number(value: Any) -> int | None:
     return value if isinstance(value, int) and not isinstance(value, bool) else None
 

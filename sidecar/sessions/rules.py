@@ -122,7 +122,6 @@ def _queued_before(follow_ups: dict[str, dict[str, object]], user_turn_ended: st
                      if ts_or(as_text(queued.get("queuedAt")), float("inf")) < ended)
 
 
-
 def apply(record: SessionRecord, event: Event, out: Applied, end: EndFacts | None = None) -> None:
     """Apply one event; an event this record has applied before changes nothing. `end`: at
     an active session's end, what the host's own records say of it."""

@@ -29,7 +29,6 @@ def workspace_of(root: str) -> Any:
     return Workspace(Path(root))
 
 
-
 def hooks_section(root: str, base: int, runtime: int, now: float) -> HooksSection:
     """Hooks and queue as hooks.json says, or as last known good when it is broken. A file
     plainly valid (base/hooksjson.py) is read here; any other, the daemon's store reads."""

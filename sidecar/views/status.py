@@ -208,8 +208,6 @@ def _whole(value: object) -> int | None:
     return value if isinstance(value, int) and not isinstance(value, bool) else None
 
 
-
-
 def host_of(sessions: int | None, hid: str | None) -> tuple[int, int | None] | None:
     """The host process an active session's record names (its record is small and few are
     active); None where it names none or cannot be read."""

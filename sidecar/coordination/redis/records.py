@@ -60,8 +60,6 @@ class RecordError(Unreachable):
         self.why = message
 
 
-
-
 @dataclass
 class Pending:
     """This thread's changes not yet sent: sent together by the next `flush`."""
