@@ -96,9 +96,7 @@ def ago(ts: float | None, now: float) -> str:
         return "-"
     if ts >= now + 1:  # under a second either way is now, never "in 0 s"
         return f"in {span(ts - now)}"
-    if now - ts < 1:
-        return "just now"
-    return f"{span(now - ts)} ago"
+    return "just now" if now - ts < 1 else f"{span(now - ts)} ago"
 
 
 def is_due(ts: float | None, now: float) -> bool:

@@ -105,9 +105,7 @@ def compact(count: int) -> str:
 
 def tokens_shown(tokens: dict[str, int] | None) -> str:
     """Input and output tokens, `12.3k/4k`: a table of eight columns has no room for words."""
-    if not tokens:
-        return "-"
-    return f"{compact(tokens.get('input', 0))}/{compact(tokens.get('output', 0))}"
+    return f"{compact(tokens.get('input', 0))}/{compact(tokens.get('output', 0))}" if tokens else "-"
 
 
 def short_ago(ts: float | None, now: float) -> str:

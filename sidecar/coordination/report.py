@@ -61,9 +61,7 @@ def records_in_files(root: str) -> bool:
 
 def coordination_row(roots: list[str], now: float) -> CoordinationRow:
     """The backend's row: the files', or the service's and whether it answers."""
-    if plainly_files():
-        return file_row()
-    return _service_row(roots, now)
+    return file_row() if plainly_files() else _service_row(roots, now)
 
 
 def _service_row(roots: list[str], now: float) -> CoordinationRow:

@@ -196,6 +196,4 @@ class WatchdogWatch(FolderWatch):
 
 
 def folder_watch() -> FolderWatch:
-    if sys.platform.startswith("linux"):
-        return InotifyWatch()
-    return WatchdogWatch()
+    return InotifyWatch() if sys.platform.startswith("linux") else WatchdogWatch()

@@ -364,9 +364,7 @@ def _wants(hook: Hook, change: SessionChange) -> bool:
         return True
     if change.limited:
         return False
-    if hook.reasons is None:
-        return change.reason != STALE
-    return change.reason in hook.reasons
+    return change.reason != STALE if hook.reasons is None else change.reason in hook.reasons
 
 
 def _add_limit_try(doc: HooksDoc, hook: Hook, change: SessionChange, now: float,

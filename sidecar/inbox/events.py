@@ -136,9 +136,7 @@ class Event:
         (`last_assistant_message`; a host that keeps it elsewhere maps it in its
         `payload_fields`). A subagent's turn end (it names the subagent's own transcript, as
         `agent_transcript_path`) tells of the subagent, not of the session: None."""
-        if self.payload.get("agent_transcript_path"):
-            return None
-        return self.text("last_assistant_message")
+        return None if self.payload.get("agent_transcript_path") else self.text("last_assistant_message")
 
     @property
     def is_cron(self) -> bool:
@@ -214,9 +212,7 @@ def _clean(value: Any) -> Any:
         return value.encode("utf-16-le", "surrogatepass").decode("utf-16-le", "replace")
     if isinstance(value, list):
         return [_clean(v) for v in value]
-    if isinstance(value, dict):
-        return {_clean(k): _clean(v) for k, v in value.items()}
-    return value
+    return {_clean(k): _clean(v) for k, v in value.items()} if isinstance(value, dict) else value
 
 
 def _host(payload: dict[str, Any], meta: dict[str, Any]) -> str:

@@ -97,9 +97,7 @@ def _judge_name(arrival: Arrival, now: float) -> Deferred | Rejected | None:
         if now - arrival.mtime < GRACE_SECONDS:
             return Deferred(arrival.name, arrival.mtime + GRACE_SECONDS)
         return Rejected(arrival.name, "not an event file: only *.json names are events")
-    if arrival.kind != "file":
-        return Rejected(arrival.name, _NOT_A_FILE[arrival.kind])
-    return None
+    return Rejected(arrival.name, _NOT_A_FILE[arrival.kind]) if arrival.kind != "file" else None
 
 
 def read(ws: Workspace, arrival: Arrival, now: float) -> events.Event | Deferred | Rejected | None:

@@ -115,9 +115,7 @@ class RedisRecords:
             data = self._get(self.key(name))
             if data is None and adopt:
                 data = self._file(name)
-        if data is None:
-            return None
-        return data + b"".join(pending.appends.get(name, []))
+        return None if data is None else data + b"".join(pending.appends.get(name, []))
 
     def _file(self, name: str) -> bytes | None:
         """The file's copy of a record, None if there is none (or none that can be read)."""

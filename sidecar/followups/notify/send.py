@@ -145,9 +145,7 @@ def _header(value: str) -> str:
     reads); a line break or any other control character escaped first, never sent (urllib
     refuses it, and it would end the header)."""
     value = escaped(value)
-    if value.isascii():
-        return value
-    return "=?UTF-8?B?" + base64.b64encode(value.encode()).decode() + "?="
+    return value if value.isascii() else "=?UTF-8?B?" + base64.b64encode(value.encode()).decode() + "?="
 
 
 class _NoRedirects(urllib.request.HTTPRedirectHandler):

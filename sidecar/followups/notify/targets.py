@@ -65,9 +65,7 @@ def kind(target: str) -> str:
     scheme = target.split("://", 1)[0].lower()
     if scheme in NTFY:
         return "ntfy"
-    if scheme in WEBHOOK:
-        return "webhook"
-    return "apprise"
+    return "webhook" if scheme in WEBHOOK else "apprise"
 
 
 def check(target: Any) -> Notify:
