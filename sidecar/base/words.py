@@ -107,9 +107,7 @@ def is_due(ts: float | None, now: float) -> bool:
 
 def due(ts: float | None, now: float) -> str:
     """When a queued follow-up fires: `due in 12 s`, or `due now`."""
-    if ts is None or is_due(ts, now):
-        return "due now"
-    return f"due in {span(ts - now)}"
+    return "due now" if ts is None or is_due(ts, now) else f"due in {span(ts - now)}"
 
 
 def duration(seconds: float) -> str:

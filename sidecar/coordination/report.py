@@ -79,8 +79,7 @@ def _service_row(roots: list[str], now: float) -> CoordinationRow:
     try:
         backend = current.get()
     except SidecarError as exc:
-        return {"backend": "redis", "url": None, "reachable": False, "error": str(exc),
-                "since": None, "clockOffsetSeconds": None, "persistence": None, "warnings": []}
+        return {**file_row(), "backend": "redis", "reachable": False, "error": str(exc)}
     if not backend.distributed:
         return file_row()
     row: CoordinationRow = {**file_row(), "backend": "redis", "url": backend.shown}
