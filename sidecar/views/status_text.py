@@ -36,8 +36,7 @@ def tokens_text(t: dict[str, int]) -> str:
 def outcome_style(status: str | None) -> tuple[str, ...]:
     """How a firing's outcome is painted: a failure red, a skip dim, success green."""
     ended = Outcome.parse(status)
-    return ("red",) if ended.failed else ("dim",) if ended.skipped \
-        else ("green",) if ended.ok else ()
+    return ("red",) if ended.failed else ("dim",) if ended.skipped else ("green",) if ended.ok else ()
 
 
 def _width(values: list[str], floor: int = 0) -> int:
