@@ -43,18 +43,13 @@ def hooks_section(root: str, base: int, runtime: int, now: float) -> HooksSectio
         hooks, pending, error = _as_the_daemon_reads_it(root)
     else:
         (hooks, pending), error = plain, None
-    config_folder = _config_folder()
-    trusted = Trusted(root, base, runtime, config_folder)
+    from sidecar.base.paths import config_home
+
+    trusted = Trusted(root, base, runtime, config_home())
     rows = [hook_row(root, raw, _is_trusted(root, raw, trusted)) for raw in hooks.values()]
     queue = [queue_row(entry, now) for entry in pending]
     queue.sort(key=lambda q: q["dueInSeconds"])
     return {"hooks": rows, "queue": queue, "error": error}
-
-
-def _config_folder() -> str:
-    from sidecar.base.paths import config_home
-
-    return config_home()
 
 
 def _as_the_daemon_reads_it(root: str) -> tuple[dict[str, Any], list[Any], str | None]:
