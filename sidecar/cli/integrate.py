@@ -40,10 +40,6 @@ UninstallOpt = typer.Option(False, "--uninstall", help="Remove sidecar's entries
 InitOpt = typer.Option(False, "--init", help="Make the folder a workspace first (sidecar init).")
 
 
-def _sidecar() -> Path:
-    return service_mod.sidecar_path()  # a ServiceError is said by main
-
-
 def _start_without_site() -> None:
     """From now on the launcher the hooks run starts Python without `site`, where it may be
     rewritten (install/launcher.py; where not, it works as it is and `doctor` says why)."""
@@ -110,8 +106,8 @@ def integrate(host: Host, flags: dict[str, bool], uninstall: bool, root: Path | 
     scope = given[0] if given else host.scopes[0]
     on_path = any(s.on_path for s in given) or scope.on_path
     # Found before anything is written (or --init registers a workspace): a `sidecar` that
-    # cannot be found stops the integration at its start.
-    command = "sidecar" if on_path or not host.calls_sidecar else str(_sidecar())
+    # cannot be found stops the integration at its start (main says its ServiceError).
+    command = "sidecar" if on_path or not host.calls_sidecar else str(service_mod.sidecar_path())
     if host.calls_sidecar and not uninstall:
         _start_without_site()
     project = project_root(root, init, uninstall) if scope.in_project else None
