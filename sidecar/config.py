@@ -56,8 +56,7 @@ class Config:
     stop_grace: float = 10.0  # accepted for old config files; SIGTERM no longer waits for actions
     resume: Mapping[str, tuple[str, ...]] = field(default_factory=lambda: DEFAULT_RESUME)
     # The hosts' resume options by placeholder name (permission_mode = "acceptEdits", ...).
-    options: Mapping[str, str] = field(
-        default_factory=lambda: MappingProxyType(registry.default_options()))
+    options: Mapping[str, str] = field(default_factory=lambda: MappingProxyType(registry.default_options()))
     # `[coordination] url`: the Redis every instance of a shared workspace coordinates through;
     # None: the file backend (locks on the workspace's own files), the default.
     coordination_url: str | None = None
@@ -130,8 +129,7 @@ def parse_config(data: Mapping[str, Any], path: Path, env: EnvFile) -> Config:
 
 def _choice(option: Option, value: Any, path: Path) -> str:
     if value not in option.choices:
-        raise ConfigError(f"{path}: {option.key} must be one of {', '.join(option.choices)}, "
-                          f"not {value!r}")
+        raise ConfigError(f"{path}: {option.key} must be one of {', '.join(option.choices)}, not {value!r}")
     return str(value)
 
 
@@ -153,8 +151,7 @@ def _coordination(value: Any, path: Path) -> str | None:
     if url is None or url == "":
         return None
     if not isinstance(url, str) or not url.startswith(COORDINATION_SCHEMES):
-        raise ConfigError(f"{path}: coordination.url must start with "
-                          f"{', '.join(COORDINATION_SCHEMES)}")
+        raise ConfigError(f"{path}: coordination.url must start with {', '.join(COORDINATION_SCHEMES)}")
     return url
 
 

@@ -51,8 +51,7 @@ def parse_args(args: list[str]) -> tuple[dict[str, str], list[str], list[str]]:
     options: dict[str, str] = {}
     positionals: list[str] = []
     complaints: list[str] = []
-    known = {"--session-id": "session_id", "--source": "source", "--root": "root",
-             "--event": "event"}
+    known = {"--session-id": "session_id", "--source": "source", "--root": "root", "--event": "event"}
     i = 0
     while i < len(args):
         arg = args[i]
@@ -87,8 +86,7 @@ def host_meta() -> list[tuple[str, str]]:
     return meta
 
 
-def build_event(options: dict[str, str],
-                positionals: list[str]) -> tuple[bytes | None, str, str]:
+def build_event(options: dict[str, str], positionals: list[str]) -> tuple[bytes | None, str, str]:
     """The event file's bytes and the folder to route it by; or None and why not."""
     meta: list[tuple[str, str]] = [("ts", repr(time.time()))]
     if "source" in options:
@@ -109,8 +107,7 @@ def build_event(options: dict[str, str],
             return None, "an EVENT needs --session-id; nothing emitted", ""
         cwd = os.getcwd()
         payload = (f'{{"event":{json_string(positionals[0])},'
-                   f'"session_id":{json_string(options["session_id"])},'
-                   f'"cwd":{json_string(cwd)}}}')
+                   f'"session_id":{json_string(options["session_id"])},"cwd":{json_string(cwd)}}}')
         return envelope(payload.encode("utf-8", "surrogateescape"), meta), "", cwd
 
     if positionals:  # a JSON payload passed as an argument (Codex's notify does this)

@@ -69,8 +69,7 @@ def read_env_file(path: Path | None = None) -> EnvFile:
     except NotASettingsFile as exc:
         return EnvFile(problems=(f"{path} {exc}; no variable was read from it",))
     except OSError as exc:
-        return EnvFile(problems=(f"{path} cannot be read ({exc.strerror}); no variable was "
-                                 "read from it",))
+        return EnvFile(problems=(f"{path} cannot be read ({exc.strerror}); no variable was read from it",))
     return parse_env(data, path)
 
 

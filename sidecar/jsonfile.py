@@ -8,12 +8,14 @@ from __future__ import annotations
 
 import os
 import stat
+from contextlib import suppress
 from pathlib import Path
 from typing import Any
 
 import orjson
 
 from sidecar import safedir, together
+from sidecar.base import files
 from sidecar.base.errors import SidecarError
 
 Signature = tuple[int, int, int]
@@ -37,17 +39,9 @@ def read_open(fd: int, path: Path, limit: int) -> bytes:
     """All of the file open at `fd` (closed after), if it is a regular file of at most `limit`
     bytes; NotARegularFile otherwise."""
     try:
-        st = os.fstat(fd)
-        if not stat.S_ISREG(st.st_mode):
-            raise NotARegularFile(f"{path} is not a regular file")
-        if st.st_size > limit:
-            raise NotARegularFile(f"{path} is larger than {limit} bytes")
-        chunks = []
-        while chunk := os.read(fd, 1 << 20):
-            chunks.append(chunk)
-        return b"".join(chunks)
-    finally:
-        os.close(fd)
+        return files.read_open(fd, path, limit)
+    except files.NotRegular as exc:
+        raise NotARegularFile(str(exc)) from None
 
 
 def read_json(path: Path) -> Any:
@@ -114,10 +108,8 @@ def replace_in(folder: int, name: str, data: bytes, durable: bool = True,
             return (st.st_ino, st.st_size, st.st_mtime_ns)
         os.replace(temp, name, src_dir_fd=folder, dst_dir_fd=folder)
     except BaseException:
-        try:
+        with suppress(FileNotFoundError):
             os.unlink(temp, dir_fd=folder)
-        except FileNotFoundError:
-            pass
         raise
     if durable:
         os.fsync(folder)

@@ -110,14 +110,8 @@ class Workspace:
     def private_dirs(self) -> list[Path]:
         """The runtime folders, created 0700 by `init` and by the daemon."""
         return [
-            self.runtime,
-            self.inbox,
-            self.rejected,
-            self.bindings_file.parent,
-            self.sessions,
-            self.locks,
-            self.instances,
-            self.logs,
+            self.runtime, self.inbox, self.rejected, self.bindings_file.parent, self.sessions, self.locks,
+            self.instances, self.logs,
         ]
 
     def is_initialised(self) -> bool:
@@ -155,8 +149,7 @@ class Workspace:
                 raise TamperedRuntime(f"{folder} is a symlink; sidecar never writes through one. "
                                       "Replace it with a folder to serve this workspace again")
             if not stat.S_ISDIR(st.st_mode):
-                raise TamperedRuntime(f"{folder} is not a folder; remove it to serve this "
-                                      "workspace again")
+                raise TamperedRuntime(f"{folder} is not a folder; remove it to serve this workspace again")
 
 
 def find_workspace(start: Path) -> Workspace | None:

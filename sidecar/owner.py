@@ -133,8 +133,7 @@ def read_owned(path: Path, uid: int) -> bytes | None:
         return None
     try:
         for name in names[:-1]:
-            child = os.open(name, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC,
-                            dir_fd=folder)
+            child = os.open(name, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC, dir_fd=folder)
             os.close(folder)
             folder = child
             if os.fstat(folder).st_uid != uid:

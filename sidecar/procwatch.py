@@ -13,6 +13,7 @@ import os
 import select
 import threading
 from collections.abc import Callable
+from contextlib import suppress
 from dataclasses import dataclass
 
 from sidecar.base import proc as base_proc
@@ -59,8 +60,7 @@ class ProcessWatch:
                 return
             self.watched.add(proc)
         fd = self._pidfd(proc.pid)
-        if fd is not None and proc.start is not None \
-                and base_proc.start_time(proc.pid) != proc.start:
+        if fd is not None and proc.start is not None and base_proc.start_time(proc.pid) != proc.start:
             os.close(fd)  # the pid belongs to another process now: ours is gone
             fd = None
             self._exited(proc)
@@ -103,10 +103,8 @@ class ProcessWatch:
                 timeout = FALLBACK_INTERVAL * 1000 if self.polled else None
             for fd, _ in self.poller.poll(timeout):
                 if fd == self.wake_r:
-                    try:
+                    with suppress(BlockingIOError):
                         os.read(self.wake_r, 4096)
-                    except BlockingIOError:
-                        pass
                     continue
                 self.poller.unregister(fd)
                 os.close(fd)

@@ -18,8 +18,10 @@ import os
 import stat
 import threading
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from pathlib import Path
+
+from sidecar.base.files import walk
 
 CONTEXT = ".context"
 DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
@@ -110,8 +112,7 @@ def open_dir(folder: Path, *, create: bool = False) -> int:
     try:
         for depth, name in enumerate(names):
             shown = shown / name
-            child = open_child(fd, name, shown, create=create,
-                               private=depth >= 1 and names[1] == "runtime")
+            child = open_child(fd, name, shown, create=create, private=depth >= 1 and names[1] == "runtime")
             os.close(fd)
             fd = child
     except BaseException:
@@ -120,8 +121,7 @@ def open_dir(folder: Path, *, create: bool = False) -> int:
     return fd
 
 
-def open_child(fd: int, name: str, shown: Path, *, create: bool = False,
-               private: bool = True) -> int:
+def open_child(fd: int, name: str, shown: Path, *, create: bool = False, private: bool = True) -> int:
     """The folder `name` inside the folder open at `fd`, never through a link: one step of
     `open_dir`, for a caller that holds a folder open already (a batch holds `sessions/`).
     With `create`, a missing one is made, private (0700) if `private`, and given to the
@@ -129,11 +129,9 @@ def open_child(fd: int, name: str, shown: Path, *, create: bool = False,
     _plain(name, shown)
     made = False
     if create:
-        try:
+        with suppress(FileExistsError):
             os.mkdir(name, 0o700 if private else 0o777, dir_fd=fd)
             made = True
-        except FileExistsError:
-            pass
     child = _down(fd, name, shown)
     try:
         if made and private:
@@ -192,19 +190,14 @@ def _below_held(folder: Path, create: bool) -> int | None:
     fd, private = entry
     if not names:
         return os.dup(fd)
-    shown, current = Path(above), fd
-    try:
-        for name in reversed(names):
-            shown = shown / name
-            child = open_child(current, name, shown, create=create, private=private)
-            if current != fd:
-                os.close(current)
-            current = child
-    except BaseException:
-        if current != fd:
-            os.close(current)
-        raise
-    return current
+    shown = Path(above)
+
+    def step(current: int, name: str) -> int:
+        nonlocal shown
+        shown = shown / name
+        return open_child(current, name, shown, create=create, private=private)
+
+    return walk(fd, *reversed(names), step=step)
 
 
 def _held_entry(folder: Path) -> tuple[int, bool] | None:

@@ -22,7 +22,7 @@ from __future__ import annotations
 import os
 import threading
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 
 _local = threading.local()
 
@@ -71,10 +71,8 @@ class Group:
     def abandon(self) -> None:
         """Remove the temporary files of the renames not made."""
         for folder, temp, _name in self.renames:
-            try:
+            with suppress(OSError):
                 os.unlink(temp, dir_fd=folder)
-            except OSError:
-                pass
             os.close(folder)
         self.renames.clear()
 

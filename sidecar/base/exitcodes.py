@@ -21,7 +21,6 @@ BUSY = 75  # EX_TEMPFAIL: hooks.json is locked by someone else; trying again wil
 def of_status(report: Mapping[str, Any]) -> int:
     """`status`'s exit code for its report (the full command's and the fast one's): unserved
     or unreachable first, then a runtime without room."""
-    if not all(w["served"] for w in report["workspaces"]) \
-            or not report["coordination"]["reachable"]:
+    if not all(w["served"] for w in report["workspaces"]) or not report["coordination"]["reachable"]:
         return UNSERVED
     return NO_ROOM if any(w["storage"] for w in report["workspaces"]) else OK

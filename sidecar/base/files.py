@@ -11,6 +11,10 @@ import _json
 import os
 import stat
 
+TYPE_CHECKING = False  # typing costs a hot command 2 ms (see words.py)
+if TYPE_CHECKING:
+    from collections.abc import Callable
+
 DIR = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
 FILE = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
 SURROGATES = tuple("\\ud" + c for c in "89abcdef")  # the escapes of one half of a pair
@@ -57,13 +61,14 @@ _SCAN = _json.make_scanner(_AsOrjson())  # type: ignore[arg-type]  # it reads on
 # -- reading, never through a link ----------------------------------------------------------
 
 
-def walk(fd: int, *names: str) -> int:
+def walk(fd: int, *names: str, step: Callable[[int, str], int] | None = None) -> int:
     """The folder `names` below `fd`, opened without following a link (FileNotFoundError if
-    it is not there); `fd` stays open, the caller closes what this returns."""
+    it is not there); `fd` stays open, the caller closes what this returns. `step(folder,
+    name)` opens one folder where a plain open does not do (safedir's checks)."""
     current = fd
     try:
         for name in names:
-            child = os.open(name, DIR, dir_fd=current)
+            child = os.open(name, DIR, dir_fd=current) if step is None else step(current, name)
             if current != fd:
                 os.close(current)
             current = child
@@ -96,15 +101,23 @@ def read_path(path: str) -> bytes | None:
 
 
 def _whole_file(name: str, flags: int, folder: int | None) -> bytes | None:
-    """All of a regular file (jsonfile.read_open's rules, without orjson's import); None
-    where there is none, NotRegular for what is no regular file, OSError as it comes."""
+    """All of a regular file; None where there is none, OSError as it comes."""
     try:
         fd = os.open(name, flags, dir_fd=folder)
     except FileNotFoundError:
         return None
+    return read_open(fd, name)
+
+
+def read_open(fd: int, name: object, limit: int | None = None) -> bytes:
+    """All of the file open at `fd` (closed after), if it is a regular file of at most `limit`
+    bytes; NotRegular otherwise (never a read of a FIFO that could wait)."""
     try:
-        if not stat.S_ISREG(os.fstat(fd).st_mode):
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
             raise NotRegular(f"{name} is not a regular file")
+        if limit is not None and st.st_size > limit:
+            raise NotRegular(f"{name} is larger than {limit} bytes")
         chunks = []
         while chunk := os.read(fd, 1 << 20):
             chunks.append(chunk)
@@ -148,8 +161,7 @@ def loads(text: str) -> object:
         _AsOrjson.memo.clear()
     if text[end:].strip(SPACE):
         raise ValueError("not JSON: extra data after the value")
-    if "\\" in text and any(escape in text.lower() for escape in SURROGATES) \
-            and _lone_surrogate(value):
+    if "\\" in text and any(escape in text.lower() for escape in SURROGATES) and _lone_surrogate(value):
         raise ValueError("not JSON: a lone surrogate")  # (orjson refuses one; a pair is a char)
     return value
 
@@ -168,3 +180,8 @@ def _lone_surrogate(value: object) -> bool:
 def obj(value: object) -> dict:  # type: ignore[type-arg]
     """A JSON object as it was read, or an empty one for any other value."""
     return value if isinstance(value, dict) else {}
+
+
+def as_text(value: object) -> str | None:
+    """A JSON string as it was read, or None for any other value."""
+    return value if isinstance(value, str) else None

@@ -24,8 +24,7 @@ HISTORY_LIMIT = 200
 # those only a notify hook takes; test_hooks_raw.py checks them against the model).
 PLAIN_EVENTS = frozenset(("session-start", "session-end", "session-reset", "turn-start",
                           "turn-end", "turn-failed", "tool-use", "needs-input"))
-FLAGS = ("enabled", "skipCron", "skipSubagents", "alsoInterrupted", "againAfterUserTurn",
-         "alsoFollowUps")
+FLAGS = ("enabled", "skipCron", "skipSubagents", "alsoInterrupted", "againAfterUserTurn", "alsoFollowUps")
 HOOK_ID_FIRST = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_-")
 HOOK_ID_REST = HOOK_ID_FIRST | {"."}
 
@@ -100,14 +99,12 @@ def plain_hook(key: str, raw: object) -> bool:
     if not isinstance(raw, dict) or raw.get("id") != key or not _hook_id(key):
         return False
     get = raw.get
-    name, action, prompt, reasons = get("name"), get("action", "resume"), get("promptFile"), \
-        get("reasons")
+    name, action, prompt, reasons = get("name"), get("action", "resume"), get("promptFile"), get("reasons")
     event = get("event", "session-end")  # (a list or an object is no event: unhashable too)
     return (type(name) is str and name != "" and type(event) is str and event in PLAIN_EVENTS
             and (action == "resume" or (type(action) is list and action != []
                                         and all(type(a) is str for a in action) and action[0] != ""))
-            and _whole(get("delaySeconds", DEFAULT_DELAY), 0, MAX_DELAY)
-            and _whole(get("maxContextK", 0), 0)
+            and _whole(get("delaySeconds", DEFAULT_DELAY), 0, MAX_DELAY) and _whole(get("maxContextK", 0), 0)
             and all(type(get(flag, True)) is bool for flag in FLAGS)
             and (prompt is None or _prompt_file(prompt))
             and (reasons is None or (type(reasons) is list
@@ -133,8 +130,7 @@ def plain_entry(entry: object) -> bool:
         return False
     get = entry.get
     key, claimed, run = get("id"), get("claimedBy"), get("run")
-    return (type(get("hookId")) is str and type(get("host")) is str
-            and type(get("sessionId")) is str
+    return (type(get("hookId")) is str and type(get("host")) is str and type(get("sessionId")) is str
             and (key is None or (type(key) is str and key != ""))
             and (claimed is None or type(claimed) is str)
             and (run is None or (isinstance(run, dict) and type(run.get("pid")) is int

@@ -41,8 +41,7 @@ class Outcome:
         raise AttributeError(f"an outcome is not changed ({name})")
 
     def __eq__(self, other: object) -> bool:
-        return isinstance(other, Outcome) and (self.kind, self.detail) == (other.kind,
-                                                                            other.detail)
+        return isinstance(other, Outcome) and (self.kind, self.detail) == (other.kind, other.detail)
 
     def __hash__(self) -> int:
         return hash((self.kind, self.detail))

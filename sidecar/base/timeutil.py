@@ -14,9 +14,7 @@ def now() -> float:
     """Seconds since the epoch; everything asks here, so freezegun drives every timer. In Redis
     mode, Redis's (`set_offset`); this machine's own otherwise."""
     anchor = _anchor
-    if anchor is None:
-        return time.time()
-    return anchor[0] + (time.monotonic() - anchor[1])
+    return time.time() if anchor is None else anchor[0] + (time.monotonic() - anchor[1])
 
 
 # In a daemon that coordinates through Redis, where every machine's due times, ages and

@@ -43,8 +43,7 @@ def _refuse(value: Any) -> Any:
 
 # json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False), as json builds
 # it, but for the check for cycles (None): JSON read from a file has none
-_ENCODE = _json.make_encoder(None, _refuse, _json.encode_basestring, None, ":", ",", True, False,
-                             True)
+_ENCODE = _json.make_encoder(None, _refuse, _json.encode_basestring, None, ":", ",", True, False, True)
 
 
 def canonical(value: Any) -> bytes:
@@ -68,8 +67,7 @@ def digest(place: str, identity: str, definition: dict[str, Any], prompt: bytes 
 def identity_of(data: bytes | None) -> str | None:
     """The workspace's id from its `workspace-id` file's bytes; None for none or a bad one."""
     text = (data or b"").decode("ascii", "replace").strip()
-    return text if 32 <= len(text) <= 128 and all(c in "0123456789abcdef" for c in text) \
-        else None
+    return text if 32 <= len(text) <= 128 and all(c in "0123456789abcdef" for c in text) else None
 
 
 def section(doc: Any, place: str, identity: str | None) -> dict[str, list[dict[str, Any]]]:
@@ -79,8 +77,7 @@ def section(doc: Any, place: str, identity: str | None) -> dict[str, list[dict[s
         return {}
     workspaces = doc.get("workspaces")
     found = workspaces.get(place) if isinstance(workspaces, dict) else None
-    if not isinstance(found, dict) or found.get("id") != identity or \
-            not isinstance(found.get("hooks"), dict):
+    if not isinstance(found, dict) or found.get("id") != identity or not isinstance(found.get("hooks"), dict):
         return {}
     return {k: [e for e in v if isinstance(e, dict)] for k, v in found["hooks"].items()
             if isinstance(v, list)}

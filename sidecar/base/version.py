@@ -33,9 +33,7 @@ def commit() -> str | None:
         recorded = (package / "BUILD_COMMIT").read_text().strip()
     except OSError:
         recorded = ""
-    if re.fullmatch(COMMIT, recorded):
-        return recorded
-    return checkout_commit(package.parent)
+    return recorded if re.fullmatch(COMMIT, recorded) else checkout_commit(package.parent)
 
 
 def checkout_commit(root: Path) -> str | None:

@@ -96,9 +96,7 @@ def ago(ts: float | None, now: float) -> str:
         return "-"
     if ts >= now + 1:  # under a second either way is now, never "in 0 s"
         return f"in {span(ts - now)}"
-    if now - ts < 1:
-        return "just now"
-    return f"{span(now - ts)} ago"
+    return "just now" if now - ts < 1 else f"{span(now - ts)} ago"
 
 
 def is_due(ts: float | None, now: float) -> bool:
@@ -109,9 +107,7 @@ def is_due(ts: float | None, now: float) -> bool:
 
 def due(ts: float | None, now: float) -> str:
     """When a queued follow-up fires: `due in 12 s`, or `due now`."""
-    if ts is None or is_due(ts, now):
-        return "due now"
-    return f"due in {span(ts - now)}"
+    return "due now" if ts is None or is_due(ts, now) else f"due in {span(ts - now)}"
 
 
 def duration(seconds: float) -> str:
@@ -190,8 +186,7 @@ _REASONS = {
 }
 
 
-def end_reason(reason: str | None, *, mid_turn: bool = False,
-               stale_after: float | None = None) -> str:
+def end_reason(reason: str | None, *, mid_turn: bool = False, stale_after: float | None = None) -> str:
     """How a session ended, in words (`mid_turn`: its last turn never ended)."""
     if reason == STALE:
         return "no event for " + (span(stale_after) if stale_after else "too long") + ": swept"
@@ -199,8 +194,7 @@ def end_reason(reason: str | None, *, mid_turn: bool = False,
     return words + (", mid-turn" if mid_turn else "")
 
 
-def end_reason_brief(reason: str | None, *, mid_turn: bool = False,
-                     stale_after: float | None = None) -> str:
+def end_reason_brief(reason: str | None, *, mid_turn: bool = False, stale_after: float | None = None) -> str:
     """`end_reason` as a table cell has room for: `host exited mid-turn`, `you quit`."""
     if reason == STALE:
         return "swept: stale" + (f" {span(stale_after)}" if stale_after else "")

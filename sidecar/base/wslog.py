@@ -17,6 +17,5 @@ class WorkspaceLog(logging.LoggerAdapter[logging.Logger]):
         # The root goes into the format string: a `%` in a path is a literal one.
         self.prefix = str(root).replace("%", "%%") + ": "
 
-    def process(self, msg: Any, kwargs: MutableMapping[str, Any]
-                ) -> tuple[Any, MutableMapping[str, Any]]:
+    def process(self, msg: Any, kwargs: MutableMapping[str, Any]) -> tuple[Any, MutableMapping[str, Any]]:
         return self.prefix + str(msg), kwargs

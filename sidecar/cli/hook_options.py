@@ -58,8 +58,7 @@ PromptOpt = typer.Option(None, "--prompt-file", metavar="FILE",
                          help="A .md file under .context/hooks/, e.g. hooks/post-task.md.")
 NoPromptOpt = typer.Option(False, "--no-prompt", help="The hook has no prompt file.")
 CronOpt = typer.Option(None, "--skip-cron/--no-skip-cron", help="Skip sessions started by cron.")
-SubagentOpt = typer.Option(None, "--skip-subagents/--no-skip-subagents",
-                           help="Skip subagent sessions.")
+SubagentOpt = typer.Option(None, "--skip-subagents/--no-skip-subagents", help="Skip subagent sessions.")
 ContextOpt = typer.Option(None, "--max-context-k", metavar="THOUSANDS",
                           help="Skip transcripts over this many thousand tokens (0: no cap).")
 ResumeOpt = typer.Option(False, "--resume", help="Make the action `resume` again.")
@@ -74,8 +73,7 @@ AgainOpt = typer.Option(None, "--again-after-user-turn/--once-per-session",
                         "ends after it ran; by default a hook runs once per session.")
 
 
-def turn_options(reasons: str | None, also_interrupted: bool | None,
-                  again: bool | None) -> dict[str, Any]:
+def turn_options(reasons: str | None, also_interrupted: bool | None, again: bool | None) -> dict[str, Any]:
     fields: dict[str, Any] = {}
     if reasons is not None:
         listed = [r.strip() for r in reasons.split(",") if r.strip()]

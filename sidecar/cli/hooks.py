@@ -301,8 +301,7 @@ def history(
     if as_json:
         print_json({"firings": rows})
         return
-    typer.echo(hooks_text.render_history(store.ws, rows, now(), words.style_for()), nl=False,
-               color=True)
+    typer.echo(hooks_text.render_history(store.ws, rows, now(), words.style_for()), nl=False, color=True)
 
 
 notify.register(hooks_app, _store)  # `hooks test`

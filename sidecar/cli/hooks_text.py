@@ -61,9 +61,8 @@ def render_list(ws: Workspace, hooks: Iterable[Hook], untrusted: set[str],
         if not isinstance(hook.action, str):  # what it runs, whole: what the user trusts
             lines.append(f"    {trust.described(hook)}")
         if hook.id in untrusted:
-            lines.append("    " + paint("NOT TRUSTED", "yellow", "bold") + " on this "
-                         f"machine as it stands, so not run (see it and trust it: sidecar "
-                         f"hooks trust {hook.id})")
+            lines.append("    " + paint("NOT TRUSTED", "yellow", "bold") + " on this machine as it stands, "
+                         f"so not run (see it and trust it: sidecar hooks trust {hook.id})")
     if not listed:
         lines = ["no hooks (add one: sidecar hooks add NAME)"]
     if pending:
@@ -75,8 +74,7 @@ def render_list(ws: Workspace, hooks: Iterable[Hook], untrusted: set[str],
     return "\n".join(lines) + "\n"
 
 
-def render_history(ws: Workspace, firings: list[dict[str, Any]], now: float,
-                   paint: Style) -> str:
+def render_history(ws: Workspace, firings: list[dict[str, Any]], now: float, paint: Style) -> str:
     if not firings:
         return "no firings yet\n"
     firings = escaped_values(firings)  # its log's path too, before anything is painted

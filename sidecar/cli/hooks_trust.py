@@ -60,8 +60,7 @@ def trust_written(store: HookStore, hook: Hook, before: Hook | None, quiet: bool
         found = trust.content(store.ws, hook)
     except (OSError, SidecarError) as exc:
         if not quiet:
-            typer.echo(f"note: {hook.id} is not trusted: its prompt {hook.prompt_file}: {exc}",
-                       err=True)
+            typer.echo(f"note: {hook.id} is not trusted: its prompt {hook.prompt_file}: {exc}", err=True)
         return
     why = trust.trust_written(store.ws, found, before, now())
     if quiet:
@@ -114,8 +113,7 @@ def approve(store: HookStore, hook_ids: list[str], yes: bool) -> None:
     for hook_id in hook_ids:
         if hook_id not in hooks:
             _fail(f"no hook {hook_id!r} (have: {', '.join(hooks) or 'none'})")
-    chosen = [hooks[h] for h in hook_ids] if hook_ids else \
-        trust.untrusted(store.ws, hooks.values())
+    chosen = [hooks[h] for h in hook_ids] if hook_ids else trust.untrusted(store.ws, hooks.values())
     if not chosen:
         typer.echo("every enabled hook is trusted on this machine as it stands")
     for hook in chosen:
@@ -165,9 +163,8 @@ def edit(store: HookStore, hook_id: str) -> None:
         trust.trust(store.ws, trust.Content(hook, saved), now())
         typer.echo(f"saved {hook.prompt_file}; {hook_id} is trusted as saved")
     else:
-        typer.echo(f"saved {hook.prompt_file}; {hook_id} is not trusted yet: its settings "
-                   "were not approved on this machine before; see them and trust them "
-                   f"with `sidecar hooks trust {hook_id}`")
+        typer.echo(f"saved {hook.prompt_file}; {hook_id} is not trusted yet: its settings were not approved "
+                   f"on this machine before; see them and trust them with `sidecar hooks trust {hook_id}`")
 
 
 def _edited(text: bytes, name: str) -> bytes:

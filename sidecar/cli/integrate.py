@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import inspect
 from collections.abc import Callable
+from contextlib import suppress
 from pathlib import Path
 from typing import Any
 
@@ -39,17 +40,12 @@ UninstallOpt = typer.Option(False, "--uninstall", help="Remove sidecar's entries
 InitOpt = typer.Option(False, "--init", help="Make the folder a workspace first (sidecar init).")
 
 
-def _sidecar() -> Path:
-    return service_mod.sidecar_path()  # a ServiceError is said by main
-
-
 def _start_without_site() -> None:
     """From now on the launcher the hooks run starts Python without `site`, where it may be
     rewritten (install/launcher.py; where not, it works as it is and `doctor` says why)."""
-    try:
+    # No `sidecar` beside this Python: hooks call the one on PATH, as it is.
+    with suppress(service_mod.ServiceError):
         launcher.prepare(service_mod.sidecar_path())
-    except service_mod.ServiceError:
-        pass  # no `sidecar` beside this Python: hooks call the one on PATH, as it is
 
 
 def project_root(root: Path | None, init: bool = False, uninstall: bool = False) -> Path:
@@ -103,16 +99,15 @@ def record_resume_executable(host: Host, uninstall: bool) -> None:
         typer.echo(said)
 
 
-def integrate(host: Host, flags: dict[str, bool], uninstall: bool, root: Path | None,
-              init: bool) -> None:
+def integrate(host: Host, flags: dict[str, bool], uninstall: bool, root: Path | None, init: bool) -> None:
     """`sidecar integrate <host>`: its hooks where the flags given choose (the first one the
     host declares), calling `sidecar` by absolute path unless that file is one teams commit."""
     given = [scope for scope in host.scopes if scope.flag and flags.get(_option_name(scope.flag))]
     scope = given[0] if given else host.scopes[0]
     on_path = any(s.on_path for s in given) or scope.on_path
     # Found before anything is written (or --init registers a workspace): a `sidecar` that
-    # cannot be found stops the integration at its start.
-    command = "sidecar" if on_path or not host.calls_sidecar else str(_sidecar())
+    # cannot be found stops the integration at its start (main says its ServiceError).
+    command = "sidecar" if on_path or not host.calls_sidecar else str(service_mod.sidecar_path())
     if host.calls_sidecar and not uninstall:
         _start_without_site()
     project = project_root(root, init, uninstall) if scope.in_project else None

@@ -20,6 +20,7 @@ import os
 import re
 import stat
 import time
+from contextlib import suppress
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -162,11 +163,9 @@ class Reader:
         return lines
 
     def _session_wanted(self, session: str) -> bool:
-        return not self.scope.session_ids or any(
-            session == _as_named(s) for s in self.scope.session_ids)
+        return not self.scope.session_ids or any(session == _as_named(s) for s in self.scope.session_ids)
 
-    def _firing_lines(self, folder: int, name: str, source: str, following: bool,
-                      ended: bool) -> list[Line]:
+    def _firing_lines(self, folder: int, name: str, source: str, following: bool, ended: bool) -> list[Line]:
         try:
             fd = os.open(name, FILE_FLAGS, dir_fd=folder)
         except OSError:
@@ -227,9 +226,6 @@ def follow_up_folders(ws: Workspace) -> list[Path]:
     """The folders whose changes bring new follow-up lines: logs/, logs/hooks/, each hook's."""
     hooks = ws.logs / "hooks"
     found = [ws.logs, hooks]
-    try:
-        with safedir.opened(hooks) as top:
-            found += [hooks / name for name in sorted(os.listdir(top)) if HOOK_NAME.fullmatch(name)]
-    except OSError:
-        pass
+    with suppress(OSError), safedir.opened(hooks) as top:
+        found += [hooks / name for name in sorted(os.listdir(top)) if HOOK_NAME.fullmatch(name)]
     return found

@@ -60,8 +60,7 @@ def logs(
     """
     ws = _workspace(root)
     if ws is None and (hook or session):
-        fail(f"{Path.cwd()} is not a workspace (no .context/); give one with --root DIR",
-             NOT_WORKSPACE)
+        fail(f"{Path.cwd()} is not a workspace (no .context/); give one with --root DIR", NOT_WORKSPACE)
     scope = Scope(ws, hook, _session_ids(ws, session) if ws and session else ())
     reader = Reader(scope)
     backlog = reader.read(following=follow)
@@ -154,8 +153,7 @@ def _follow(reader: Reader, printer: Printer) -> None:
             typer.echo(f"sidecar logs: cannot watch the logs' folders ({watcher.failed}); "
                        f"looking every {POLL_SECONDS:g} s instead", err=True)
         while not stopping.is_set():
-            if woken.wait(None if not watcher.failed else POLL_SECONDS) and \
-                    not stopping.is_set():
+            if woken.wait(None if not watcher.failed else POLL_SECONDS) and not stopping.is_set():
                 time.sleep(SETTLE_SECONDS)
             woken.clear()
             if stopping.is_set():

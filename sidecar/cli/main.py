@@ -82,8 +82,7 @@ def init(directory: Path = typer.Argument(Path("."), metavar="DIR", help="The wo
     if moved is not None:
         _say_moved(ws, *moved)
     for path in wrote:
-        typer.echo(f"wrote {'the default hooks to ' if path.endswith('.json') else ''}"
-                   f".context/{path}")
+        typer.echo(f"wrote {'the default hooks to ' if path.endswith('.json') else ''}.context/{path}")
     _say_untrusted(untrusted)
     typer.echo(f"{'registered' if registered else 'already registered'} in {layout.registry_file()}")
     *others, last = [host.name for host in registry.integrable()]
@@ -97,8 +96,7 @@ def _say_moved(ws: Workspace, found: foreign.Found, aside: Path) -> None:
         typer.echo(f"  - {what}")
     typer.echo(f"moved it to {aside.relative_to(ws.root)}/; none of it runs")
     if found.hooks:
-        typer.echo(f"kept its hook definitions ({', '.join(found.hooks)}) without their queue, "
-                   "as untrusted")
+        typer.echo(f"kept its hook definitions ({', '.join(found.hooks)}) without their queue, as untrusted")
 
 
 def _say_untrusted(hooks: list[Hook]) -> None:
@@ -135,11 +133,10 @@ def status(
     as_json: bool = typer.Option(False, "--json", help="One versioned JSON document."),
     session: str | None = typer.Option(None, "--session", metavar="ID", help="One host session's timeline "
                                        "and follow-ups instead."),
-    line: bool = typer.Option(False, "--line", help="One short line for a status bar: the "
-                              "state of the session whose JSON comes on standard input (a "
-                              "host's status line command), else counts across the registered "
-                              "workspaces (tmux's status-right). It also takes --source NAME "
-                              "and --then COMMAND (see the status line guide)."),
+    line: bool = typer.Option(False, "--line", help="One short line for a status bar: the state of the "
+                              "session whose JSON comes on standard input (a host's status line command), "
+                              "else counts across the registered workspaces (tmux's status-right). It also "
+                              "takes --source NAME and --then COMMAND (see the status line guide)."),
 ) -> None:
     """Instances, inbox, rejected files, sessions, bindings, hooks and queue.
 

@@ -94,8 +94,7 @@ def register(hooks_app: typer.Typer, store_of: Any) -> None:
     def test_hook(
         hook_id: str = typer.Argument(..., metavar="NAME", help="The notify hook to test."),
         root: Path | None = typer.Option(None, "--root", metavar="DIR",
-                                         help="The workspace (default: the one holding the "
-                                              "current folder)."),
+                                         help="The workspace (default: the one holding the current folder)."),
     ) -> None:
         """Send a sample notice through a notify hook's target now and say what happened.
 

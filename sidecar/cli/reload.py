@@ -74,8 +74,7 @@ def reload(root: Path | None = typer.Option(None, "--root", metavar="DIR", help=
                        err=True)
             continue
         signalled += 1
-        typer.echo(f"sent SIGHUP to the daemon with pid {pid} (serving {len(roots)} of these "
-                   f"workspace(s))")
+        typer.echo(f"sent SIGHUP to the daemon with pid {pid} (serving {len(roots)} of these workspace(s))")
     if not signalled:
         fail("no running daemon of yours serves " + (str(root) if root else
               "the registered workspaces") + "; nothing to reload", UNSERVED)

@@ -105,9 +105,7 @@ def compact(count: int) -> str:
 
 def tokens_shown(tokens: dict[str, int] | None) -> str:
     """Input and output tokens, `12.3k/4k`: a table of eight columns has no room for words."""
-    if not tokens:
-        return "-"
-    return f"{compact(tokens.get('input', 0))}/{compact(tokens.get('output', 0))}"
+    return f"{compact(tokens.get('input', 0))}/{compact(tokens.get('output', 0))}" if tokens else "-"
 
 
 def short_ago(ts: float | None, now: float) -> str:
@@ -200,8 +198,7 @@ def _columns(table: list[list[str]], workspaces: int) -> list[int]:
             or (name != "WORKSPACE" and any(line[i] != "-" for line in table[1:]))]
 
 
-def render(rows: list[SessionRow], total: int, now: float, stale: float | None,
-           paint: Style) -> str:
+def render(rows: list[SessionRow], total: int, now: float, stale: float | None, paint: Style) -> str:
     if not rows:
         return "no sessions\n"
     names = workspace_names(rows)
@@ -274,8 +271,7 @@ def answer(given: dict[str, Any]) -> int | None:
         if not all(ws.context.is_dir() for ws in registered):
             return None
         found = registered
-    return listed(found, errors, bool(given.get("--active")), window, limit,
-                  bool(given.get("--json")))
+    return listed(found, errors, bool(given.get("--active")), window, limit, bool(given.get("--json")))
 
 
 def listed(found: list[Workspace], errors: list[str], active: bool, window: float | None,

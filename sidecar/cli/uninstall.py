@@ -14,6 +14,7 @@ import shutil
 import signal
 import sys
 import time
+from contextlib import suppress
 from pathlib import Path
 
 import typer
@@ -158,10 +159,8 @@ def stop_daemons(roots: list[Path]) -> tuple[int, int]:
     daemons = _live_daemons(roots)
     asked = [pid for pid in daemons if _mine(pid)]
     for pid in asked:
-        try:
+        with suppress(OSError):  # gone meanwhile: the wait below sees its lock free
             os.kill(pid, signal.SIGTERM)
-        except OSError:
-            pass  # gone meanwhile: the wait below sees its lock free
     deadline = time.monotonic() + STOP_WAIT
 
     def serving(pid: int) -> bool:
@@ -178,6 +177,5 @@ def stop_daemons(roots: list[Path]) -> tuple[int, int]:
         elif serving(pid):
             still += 1
             why = "did not stop in time" if pid in asked else "is another user's"
-            typer.echo(f"pid {pid} still serves {where} ({why}): stop it with `kill {pid}`",
-                       err=True)
+            typer.echo(f"pid {pid} still serves {where} ({why}): stop it with `kill {pid}`", err=True)
     return stopped, still

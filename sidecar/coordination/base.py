@@ -74,10 +74,8 @@ class Implements(NamedTuple):
     every_arrival_by_watch: bool
 
 
-ONE_MACHINE = Implements(every_host_by_pid=True, every_runner_by_pid=True,
-                         every_arrival_by_watch=True)
-MANY_MACHINES = Implements(every_host_by_pid=False, every_runner_by_pid=False,
-                           every_arrival_by_watch=False)
+ONE_MACHINE = Implements(every_host_by_pid=True, every_runner_by_pid=True, every_arrival_by_watch=True)
+MANY_MACHINES = Implements(every_host_by_pid=False, every_runner_by_pid=False, every_arrival_by_watch=False)
 
 
 class Leadership(Protocol):
@@ -125,13 +123,11 @@ class Coordination(Protocol):
     #: Whether another machine may serve the workspace: the kind `status` shows.
     distributed: bool
 
-    def store_lock(self, ws: Workspace, name: str,
-                   timeout: float = 10.0) -> AbstractContextManager[None]:
+    def store_lock(self, ws: Workspace, name: str, timeout: float = 10.0) -> AbstractContextManager[None]:
         """Hold the lock of one store (`hooks`, `bindings`) for a short read-modify-write;
         LockTimeout after `timeout` seconds."""
 
-    def leadership(self, ws: Workspace, instance_id: str,
-                   on_lost: Callable[[], None]) -> Leadership:
+    def leadership(self, ws: Workspace, instance_id: str, on_lost: Callable[[], None]) -> Leadership:
         """This instance's claim on the lead of `ws`; `on_lost` is called (on any thread) when
         a held lead is lost."""
 

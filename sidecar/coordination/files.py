@@ -65,17 +65,14 @@ class FileCoordination:
     def __init__(self) -> None:
         self.life_locks: dict[tuple[str, str], IO[bytes] | None] = {}
 
-    def store_lock(self, ws: Workspace, name: str,
-                   timeout: float = 10.0) -> AbstractContextManager[None]:
+    def store_lock(self, ws: Workspace, name: str, timeout: float = 10.0) -> AbstractContextManager[None]:
         return locks.locked(ws.lock(name), timeout)
 
-    def leadership(self, ws: Workspace, instance_id: str,
-                   on_lost: Callable[[], None]) -> FileLeadership:
+    def leadership(self, ws: Workspace, instance_id: str, on_lost: Callable[[], None]) -> FileLeadership:
         return FileLeadership(ws)
 
     def join(self, ws: Workspace, instance_id: str) -> None:
-        self.life_locks[(str(ws.root), instance_id)] = locks.try_lock(
-            ws.lock(life_lock_name(instance_id)))
+        self.life_locks[(str(ws.root), instance_id)] = locks.try_lock(ws.lock(life_lock_name(instance_id)))
 
     def leave(self, ws: Workspace, instance_id: str) -> None:
         locks.release(self.life_locks.pop((str(ws.root), instance_id), None))

@@ -108,8 +108,7 @@ class InstanceInfo:
                 "heartbeatAt": self.heartbeat_at, "role": self.role, "build": self.build,
                 "lastError": self.last_error,
                 "hooksError": self.hooks_error, "plugins": self.plugins, "applied": self.applied,
-                "rejected": self.rejected, "errors": self.errors,
-                "environment": self.environment,
+                "rejected": self.rejected, "errors": self.errors, "environment": self.environment,
                 "coordinationError": self.coordination_error,
                 "coordinationSince": self.coordination_since}
 

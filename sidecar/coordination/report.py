@@ -61,9 +61,7 @@ def records_in_files(root: str) -> bool:
 
 def coordination_row(roots: list[str], now: float) -> CoordinationRow:
     """The backend's row: the files', or the service's and whether it answers."""
-    if plainly_files():
-        return file_row()
-    return _service_row(roots, now)
+    return file_row() if plainly_files() else _service_row(roots, now)
 
 
 def _service_row(roots: list[str], now: float) -> CoordinationRow:
@@ -81,16 +79,14 @@ def _service_row(roots: list[str], now: float) -> CoordinationRow:
     try:
         backend = current.get()
     except SidecarError as exc:
-        return {"backend": "redis", "url": None, "reachable": False, "error": str(exc),
-                "since": None, "clockOffsetSeconds": None, "persistence": None, "warnings": []}
+        return {**file_row(), "backend": "redis", "reachable": False, "error": str(exc)}
     if not backend.distributed:
         return file_row()
     row: CoordinationRow = {**file_row(), "backend": "redis", "url": backend.shown}
     try:
         reading = backend.look()  # a ping that also reads its clock and persistence
         if reading is not None:
-            row["clockOffsetSeconds"] = None if reading.skew is None else \
-                round(reading.skew.skew, 3)
+            row["clockOffsetSeconds"] = None if reading.skew is None else round(reading.skew.skew, 3)
             persistence: dict[str, Any] = reading.persistence.to_json()
             row["persistence"] = persistence
             row["warnings"] = reading.warnings()

@@ -19,8 +19,7 @@ def masked(url: str) -> str:
     query = parts.query
     arguments = parse_qsl(query, keep_blank_values=True)
     if any(name in SECRET_ARGUMENTS for name, _ in arguments):
-        query = urlencode([(n, "***" if n in SECRET_ARGUMENTS else v) for n, v in arguments],
-                          safe="*/")
+        query = urlencode([(n, "***" if n in SECRET_ARGUMENTS else v) for n, v in arguments], safe="*/")
     netloc = parts.netloc
     if parts.password is not None or parts.username is not None:
         netloc = f"[{host}]" if ":" in host else host

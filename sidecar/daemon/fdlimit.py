@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import resource
+from contextlib import suppress
 
 FDS_PER_WORKSPACE = 2  # its leader lock and its instance's life lock, held while served
 FDS_SPARE = 64  # kept free for the work itself: state files, logs, pipes, actions starting
@@ -13,11 +14,9 @@ def raise_fd_limit() -> int:
     which two locks per workspace exhaust at about 500 workspaces); returns the soft limit."""
     soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
     if hard == resource.RLIM_INFINITY or hard > soft:
-        try:
+        with suppress(ValueError, OSError):
             resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
             soft = hard
-        except (ValueError, OSError):
-            pass
     return soft
 
 

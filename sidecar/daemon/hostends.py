@@ -1,15 +1,14 @@
 """Sessions whose host writes down their end itself (`Host.ends_recorded`): asked whether it did.
 
 Some hosts often send no end of their own, and the process their hooks name may outlive the
-session (a hub daemon that serves every run), yet they write the session's status in a file
-of their own. For the live sessions of such a host, the workspace's step asks the host
+session (a hub daemon that serves every run), yet they write the session's status in a file of
+their own. For the live sessions of such a host, the workspace's step asks the host
 (`Host.recorded_end`) shortly after each turn end (the host writes its record just after its
 hook fires) and every `sweepInterval` (for a session whose turn end was missed, and after a
-restart); an end it reports goes through the inbox like any other, so completion, follow-ups
-and plugin calls are those of any end. A look is a bounded read of one small file; nothing
-waits for the host. The user's files are read as the workspace's owner (owner.py): a root
-daemon reads another user's only if every folder down from their home is theirs, never
-through a link.
+restart); an end it reports goes through the inbox like any other, so completion, follow-ups and
+plugin calls are those of any end. A look is a bounded read of one small file; nothing waits for
+the host. The user's files are read as the workspace's owner (owner.py): a root daemon reads
+another user's only if every folder down from their home is theirs, never through a link.
 """
 
 from __future__ import annotations
@@ -66,8 +65,7 @@ def records_ends(host: str) -> bool:
 class RecordedEnds:
     """When to ask, and asking, for one workspace's sessions of hosts that record their end."""
 
-    def __init__(self, ws: Workspace, live: Callable[[], list[Key]],
-                 interval: Callable[[], float]) -> None:
+    def __init__(self, ws: Workspace, live: Callable[[], list[Key]], interval: Callable[[], float]) -> None:
         self.ws = ws
         self.log = WorkspaceLog(ws.root)  # its lines begin with the root
         self.live = live  # the workspace's active sessions (its bindings)

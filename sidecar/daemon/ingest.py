@@ -96,8 +96,7 @@ class Ingestor:
     """Turns one workspace's inbox into session state, a batch at a time."""
 
     def __init__(self, sessions: SessionStore, queue: FollowUpQueue, config: Callable[[], Config],
-                 report: Callable[[list[SessionChange]], None],
-                 stopping: Callable[[], bool] = lambda: False,
+                 report: Callable[[list[SessionChange]], None], stopping: Callable[[], bool] = lambda: False,
                  watch_reliable: bool = False) -> None:
         self.ws = sessions.ws
         self.log = WorkspaceLog(self.ws.root)  # its lines begin with the root
@@ -268,8 +267,7 @@ class Ingestor:
             # A session this batch touched goes stale no sooner than staleAfter from now.
             self.timers.sweep = min(self.timers.sweep, now + self.config().stale_after)
             self.report(result.changes)
-        if any(c.kind in (EventKind.SESSION_START, EventKind.SESSION_RESET)
-               for c in result.changes):
+        if any(c.kind in (EventKind.SESSION_START, EventKind.SESSION_RESET) for c in result.changes):
             self.sweep(now)
 
     # -- sweep and retention -------------------------------------------------------------

@@ -24,6 +24,7 @@ import logging
 import os
 import sys
 import time
+from contextlib import suppress
 from pathlib import Path
 
 from sidecar import layout
@@ -67,9 +68,8 @@ class SharedLogFile(logging.Handler):
             os.write(fd, data)
         except OSError as exc:
             if self.retry_at is None:  # said once per failure, not at every retry
-                sys.stderr.write(f"WARNING cannot write the log file {self.path}: "
-                                 f"{exc.strerror or exc}; logging to stderr only, trying "
-                                 f"again every {self.retry_seconds:g} s\n")
+                sys.stderr.write(f"WARNING cannot write the log file {self.path}: {exc.strerror or exc}; "
+                                 f"logging to stderr only, trying again every {self.retry_seconds:g} s\n")
             self.retry_at = time.monotonic() + self.retry_seconds
             return
         if self.retry_at is not None:
@@ -79,21 +79,18 @@ class SharedLogFile(logging.Handler):
     def _current(self) -> int:
         """The descriptor of the file now at `path` (reopened if another daemon rotated it)."""
         if self.fd is not None:
-            try:
+            with suppress(FileNotFoundError):
                 at_path = os.stat(self.path)
                 held = os.fstat(self.fd)
                 if (at_path.st_dev, at_path.st_ino) == (held.st_dev, held.st_ino):
                     return self.fd
-            except FileNotFoundError:
-                pass
             os.close(self.fd)
             self.fd = None
         if not layout.is_mine(self.path.parent):
             raise PermissionError(errno.EACCES, f"{self.path.parent} is not this user's "
                                   f"(uid {os.geteuid()}); nothing is written there")
         self.path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
-        fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW
-                     | os.O_CLOEXEC, 0o600)
+        fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
         if os.fstat(fd).st_uid != os.geteuid():
             os.close(fd)
             raise PermissionError(errno.EACCES, f"{self.path} is not this user's "

@@ -128,8 +128,7 @@ class PluginRunner:
 
     def _call(self, plugin: Plugin, function: Callable[..., Any], kwargs: dict[str, Any]) -> None:
         if plugin.busy.is_set():
-            log.warning("plugin %s: still in a hung call; %s passed over",
-                        plugin.name, function.__name__)
+            log.warning("plugin %s: still in a hung call; %s passed over", plugin.name, function.__name__)
             plugin.hangs += 1
             return
         plugin.calls += 1

@@ -30,12 +30,7 @@ from sidecar.coordination.base import Listening, workspace_key
 from sidecar.coordination.instances import Identity
 from sidecar.daemon import plugins as plugins_mod
 from sidecar.daemon import setaside
-from sidecar.daemon.fdlimit import (
-    FDS_PER_WORKSPACE,
-    files_needed,
-    raise_fd_limit,
-    workspaces_within,
-)
+from sidecar.daemon.fdlimit import FDS_PER_WORKSPACE, files_needed, raise_fd_limit, workspaces_within
 from sidecar.daemon.loop import StepLoop
 from sidecar.daemon.plugins import PluginRunner
 from sidecar.daemon.sdnotify import Notifier
@@ -171,8 +166,7 @@ class Daemon:
         if isinstance(exc, OSError) and exc.errno == errno.EMFILE:
             why = self._too_many_files()
         if self.failing.get(root) != why:
-            log.error("%s: cannot be served (retried every %gs): %s", root, REGISTRY_INTERVAL,
-                      why)
+            log.error("%s: cannot be served (retried every %gs): %s", root, REGISTRY_INTERVAL, why)
         self.failing[root] = why
 
     def _start_serving(self, root: Path, ws: Workspace) -> None:
@@ -305,8 +299,7 @@ class Daemon:
                          if max(since, s.ingest.progress) < limit]
                 stalled = self.loop.stalled_for()
                 if stale:
-                    log.warning("watchdog: no progress in %s",
-                                ", ".join(str(s.ws.root) for s in stale))
+                    log.warning("watchdog: no progress in %s", ", ".join(str(s.ws.root) for s in stale))
                 elif stalled > interval / 2:
                     log.warning("watchdog: the step loop left due work waiting %.0fs", stalled)
                 else:

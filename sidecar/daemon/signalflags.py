@@ -12,6 +12,7 @@ import os
 import select
 import signal
 import threading
+from contextlib import suppress
 
 
 class SignalFlags:
@@ -42,11 +43,9 @@ class SignalFlags:
             stopping.wait(timeout)  # no signals handled (a daemon run from a test)
         elif not self.stop and not stopping.is_set():
             select.select([self.pipe], [], [], timeout)
-            try:
+            with suppress(BlockingIOError):
                 while os.read(self.pipe, 4096):
                     pass  # the bytes only woke us; the flags say which signals came
-            except BlockingIOError:
-                pass
         if self.stop:
             stopping.set()
         return stopping.is_set()

@@ -20,6 +20,7 @@ import select
 import sys
 import threading
 from collections.abc import Callable
+from contextlib import suppress
 from pathlib import Path
 from typing import Any
 
@@ -107,10 +108,8 @@ class InotifyWatch(FolderWatch):
                 self._forget(handle.wd)
 
     def _forget(self, wd: int) -> None:
-        try:
+        with suppress(OSError):  # the kernel dropped it already
             self.inotify.rm_watch(wd)
-        except OSError:
-            pass  # the kernel dropped it already
 
     def lost(self, handle: object) -> bool:
         with self.lock:
@@ -182,10 +181,8 @@ class WatchdogWatch(FolderWatch):
             raise WatchError(exc.errno, f"cannot watch: {exc.strerror}", str(path)) from None
 
     def remove(self, handle: object) -> None:
-        try:
+        with suppress(KeyError):
             self.observer.unschedule(handle)
-        except KeyError:
-            pass
 
     def lost(self, handle: object) -> bool:
         return False  # watchdog says nothing of it: the reconcile timer covers the gap
@@ -199,6 +196,4 @@ class WatchdogWatch(FolderWatch):
 
 
 def folder_watch() -> FolderWatch:
-    if sys.platform.startswith("linux"):
-        return InotifyWatch()
-    return WatchdogWatch()
+    return InotifyWatch() if sys.platform.startswith("linux") else WatchdogWatch()

@@ -50,8 +50,7 @@ class WorkspaceServer:
     """One workspace, served by this instance: stand-by or leader."""
 
     def __init__(self, ws: Workspace, config: Callable[[], Config], identity: Identity,
-                 plugins: PluginRunner | None = None,
-                 stopping: Callable[[], bool] = lambda: False,
+                 plugins: PluginRunner | None = None, stopping: Callable[[], bool] = lambda: False,
                  watch: Callable[[Proc, WorkspaceServer], None] | None = None,
                  watch_reliable: bool = False) -> None:
         self.ws = ws
@@ -65,8 +64,7 @@ class WorkspaceServer:
         self.sessions = SessionStore(ws)
         self.hook_store = HookStore(ws)
         self.queue = FollowUpQueue(self.hook_store, identity.id)
-        self.ingest = Ingestor(self.sessions, self.queue, config, self._report, stopping,
-                               watch_reliable)
+        self.ingest = Ingestor(self.sessions, self.queue, config, self._report, stopping, watch_reliable)
         self.followups: FollowUps | None = None
         self.environment = followup_env.Reporter(ws, config)
         self.watch = watch  # the process watch: tells `notice_host_exit` when a host is gone

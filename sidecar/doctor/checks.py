@@ -34,8 +34,7 @@ MIN_WATCHES = 8192
 MIN_INSTANCES = 64
 
 
-def check(cwd: Path, home: Path, platform: str = sys.platform,
-          proc: Path = Path("/proc/sys/fs/inotify"),
+def check(cwd: Path, home: Path, platform: str = sys.platform, proc: Path = Path("/proc/sys/fs/inotify"),
           mountinfo: Path = mounts.MOUNTINFO) -> list[Finding]:
     ws = find_workspace(cwd)
     try:
@@ -45,8 +44,7 @@ def check(cwd: Path, home: Path, platform: str = sys.platform,
         roots, unreadable = None, [Finding(False, str(exc), "make it valid JSON again (or "
                                            "copy the last good copy over it)")]
     registered = [root for root in roots or [] if Workspace(root).context.is_dir()]
-    unserved = [root for root in registered
-                if not workspace_report(str(root), now())["served"]]
+    unserved = [root for root in registered if not workspace_report(str(root), now())["served"]]
     fix = _serve_fix(platform)
     running = _running(ws, registered)
     return [
@@ -78,12 +76,10 @@ def _running(ws: Workspace | None, registered: list[Path]) -> followup_env.Repor
 def _env_file(running: followup_env.Reported | None) -> list[Finding]:
     """Lines of the environment file that follow-ups do not get (as read here, and as the
     running daemon read it)."""
-    problems = dict.fromkeys([*envfile.read_env_file().problems,
-                              *(running.problems if running else ())])
+    problems = dict.fromkeys([*envfile.read_env_file().problems, *(running.problems if running else ())])
     reread = "" if running is None else \
         f"; then make the running sidecar read it again: kill -HUP {running.pid}"
-    return [Finding(False, problem, f"correct it in {envfile.env_file()}{reread}")
-            for problem in problems]
+    return [Finding(False, problem, f"correct it in {envfile.env_file()}{reread}") for problem in problems]
 
 
 def _serve_fix(platform: str) -> str:
@@ -95,8 +91,7 @@ def _serve_fix(platform: str) -> str:
     return "sidecar service install"
 
 
-def _service(platform: str, home: Path, registered: list[Path], unserved: list[Path],
-             fix: str) -> Finding:
+def _service(platform: str, home: Path, registered: list[Path], unserved: list[Path], fix: str) -> Finding:
     installed, state = service.state(platform, home=home)
     if installed and state in ("active", "loaded"):
         return Finding(True, f"the service is installed and {state}")
@@ -159,8 +154,7 @@ def _storage(ws: Workspace | None, mountinfo: Path) -> list[Finding]:
     mount = mounts.mount_of(ws.runtime, mountinfo)
     point = mount.mount_point if mount is not None else str(ws.runtime)
     where = f" (mounted at {point})" if mount is not None else ""
-    fix = f"mount -o remount,rw {point}" if why == storage.READ_ONLY else \
-        f"free some space on {point}"
+    fix = f"mount -o remount,rw {point}" if why == storage.READ_ONLY else f"free some space on {point}"
     return [Finding(False, f"{ws.runtime} {why}{where}: {storage.STOPS}", fix)]
 
 
@@ -229,8 +223,7 @@ def _agent_environment(hosts: list[Host], home: Path, platform: str,
     env = service_environment(home, platform) if running is None else running.env
     where = service_env.SERVICE if running is None else \
         f"the running sidecar's environment (pid {running.pid})"
-    reload = "" if running is None else \
-        f"make it read the file again: kill -HUP {running.pid}"
+    reload = "" if running is None else f"make it read the file again: kill -HUP {running.pid}"
     findings: list[Finding] = []
     for host in hosts:
         argv = resume.get(host.name)
@@ -240,8 +233,7 @@ def _agent_environment(hosts: list[Host], home: Path, platform: str,
         problems = service_env.problems(host.name, argv, env, os.environ, needed, where, reload)
         findings.extend(Finding(False, p) for p in problems)
         if not problems:
-            findings.append(Finding(True, f"{host.name}: the resume command resolves in {where} "
-                                          f"({argv[0]})"))
+            findings.append(Finding(True, f"{host.name}: the resume command resolves in {where} ({argv[0]})"))
     return findings
 
 
@@ -307,14 +299,12 @@ def _redis_server(reading: redis_clock.Reading) -> list[Finding]:
                      f"±{skew.rtt / 2 * 1000:.1f} ms); sidecar keeps to Redis's, other programs "
                      "here do not", "set this machine's clock right: timedatectl set-ntp true")
     else:
-        clock = Finding(True, f"this machine's clock is within {abs(skew.skew) * 1000:.0f} ms "
-                        "of Redis's")
+        clock = Finding(True, f"this machine's clock is within {abs(skew.skew) * 1000:.0f} ms of Redis's")
     warning = kept.warning()
     if warning is not None:
         return [clock, note(f"{warning} ({kept.shown()})", "in redis.conf: appendonly yes and "
                             "appendfsync everysec (or always; the guide's Shared workspaces page "
-                            "says what each keeps), or at once: redis-cli CONFIG SET appendonly "
-                            "yes")]
+                            "says what each keeps), or at once: redis-cli CONFIG SET appendonly yes")]
     if kept.appendonly is None:
         return [clock, note("Redis does not say whether it persists (INFO refused)")]
     return [clock, Finding(True, f"Redis persists what it acknowledges ({kept.shown()})")]

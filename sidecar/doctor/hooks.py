@@ -26,8 +26,7 @@ def check(ws: Workspace) -> list[Finding]:
         findings.append(Finding(
             False, f"{ws.hooks_file} is broken, so follow-ups run as its last good version "
                    f"said and no change to it counts: {view.error}",
-            f"correct the file, or move it aside and run `sidecar init {ws.root}` for the "
-            "default hooks"))
+            f"correct the file, or move it aside and run `sidecar init {ws.root}` for the default hooks"))
     findings += [Finding(False, f"hook {h.id} ({trust.described(h)}) is not trusted on this "
                                 "machine as it stands (its settings, action or prompt arrived "
                                 "or changed outside sidecar), so it does not run",

@@ -109,16 +109,14 @@ class FollowUps:
             # An action's or a notice's exit wakes the loop when either kind is at its limit;
             # a notice waits for neither a resume nor a command, nor they for a notice.
             sent = sum(run.notice for run in self.running.values())
-            full = (len(self.running) - sent >= self.config().concurrency,
-                    sent >= NOTICE_CONCURRENCY)
+            full = (len(self.running) - sent >= self.config().concurrency, sent >= NOTICE_CONCURRENCY)
             due = next_due([e for e in pending if not full[bool(notices.notice_of(e))]],
                            set(self.running), now)
             if due.entry is None:
                 return _earliest(due.wake_at, self._recovery_due(pending), *self._deadlines())
             if self.room.lacks(now):  # looked at again soon; space freed wakes nothing
                 return _earliest(self.room.until, self._recovery_due(pending), *self._deadlines())
-            claimed = self.room.claim(self.queue, due.entry.id, now,
-                                      str(self.log_path(due.entry, now)))
+            claimed = self.room.claim(self.queue, due.entry.id, now, str(self.log_path(due.entry, now)))
             if claimed is not None:
                 self.start(claimed, now)
 
@@ -262,8 +260,7 @@ class FollowUps:
             if self.room.lacks(now):  # no room for its log or its input: it waits
                 self.room.give_back(self.queue, entry.id, now)
                 return
-            ended = outcome.skipped(exc) if isinstance(exc, actions.CannotResume) \
-                else outcome.error(exc)
+            ended = outcome.skipped(exc) if isinstance(exc, actions.CannotResume) else outcome.error(exc)
             self.finish(entry, ended, log_path if log_path.exists() else None, now)
             return
         # The one ambiguous window: between the claim and this write, a death of this instance
@@ -299,8 +296,7 @@ class FollowUps:
             job["lastMessage"] = last
         return actions.Command(SENDER, orjson.dumps(job).decode())
 
-    def _follow_up_event(self, event: FollowUpEvent, entry: QueueEntry, reason: str,
-                         now: float) -> None:
+    def _follow_up_event(self, event: FollowUpEvent, entry: QueueEntry, reason: str, now: float) -> None:
         """Queue the notices of what a follow-up did (`reason`: an outcome's text, `started`);
         never those of a notice about a follow-up (a notice that fails to say a notice failed
         would go on for ever)."""

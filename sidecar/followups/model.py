@@ -16,6 +16,7 @@ import orjson
 
 from sidecar.base import hooksjson
 from sidecar.base.errors import SidecarError
+from sidecar.base.files import as_text
 from sidecar.base.outcome import Outcome
 from sidecar.base.timeutil import iso, parse_ts
 from sidecar.followups.notify.targets import Notify, TargetError, check, event_misfit
@@ -63,10 +64,6 @@ def _string(value: Any, path: str) -> str:
     return value
 
 
-def _text(value: Any) -> str | None:
-    return value if isinstance(value, str) else None
-
-
 @dataclass(slots=True)
 class FiringRecord:
     """One entry of a hook's `history`."""
@@ -83,9 +80,8 @@ class FiringRecord:
     def from_json(cls, data: Any) -> FiringRecord:
         get = data.get if isinstance(data, dict) else {}.get
         at, status, host, session_id, log, line = (
-            _text(get(k)) for k in ("at", "status", "host", "sessionId", "log", "lastLine"))
-        return cls(at, status, host, session_id, log, line,
-                   isinstance(data, dict) and "lastLine" in data)
+            as_text(get(k)) for k in ("at", "status", "host", "sessionId", "log", "lastLine"))
+        return cls(at, status, host, session_id, log, line, isinstance(data, dict) and "lastLine" in data)
 
     def to_json(self) -> Json:
         kept = {"lastLine": self.line} if self.kept else {}
@@ -158,8 +154,8 @@ class Hook:
             also_interrupted=_flag(data, "alsoInterrupted", False, path),
             again_after_user_turn=_flag(data, "againAfterUserTurn", False, path),
             also_follow_ups=_flag(data, "alsoFollowUps", False, path),
-            created_at=_text(data.get("createdAt")), last_status=_text(data.get("lastStatus")),
-            last_fired_at=_text(data.get("lastFiredAt")),
+            created_at=as_text(data.get("createdAt")), last_status=as_text(data.get("lastStatus")),
+            last_fired_at=as_text(data.get("lastFiredAt")),
             history=[FiringRecord.from_json(h) for h in history[-HISTORY_LIMIT:]],
             extra={k: v for k, v in data.items() if k not in cls.KEYS},
         )
@@ -218,8 +214,7 @@ def _action(value: Any, path: str) -> Action:
             return check(value["notify"])
         except TargetError as exc:
             fail(f"{path}.action.notify", str(exc))
-    if not isinstance(value, list) or not value or not all(
-            isinstance(a, str) for a in value) or not value[0]:
+    if not isinstance(value, list) or not value or not all(isinstance(a, str) for a in value) or not value[0]:
         fail(f"{path}.action", 'must be "resume", a command as a non-empty list of strings, '
                                'or {"notify": TARGET}')
     return list(value)
@@ -244,7 +239,7 @@ class Run:
             fail(path, "must be an object with the action's pid and log")
         start = data.get("start")
         return cls(data["pid"], start if type(start) is int else None, data["log"],
-                   _text(data.get("startedAt")) or "", _text(data.get("mac")))
+                   as_text(data.get("startedAt")) or "", as_text(data.get("mac")))
 
     def to_json(self) -> Json:
         return {"pid": self.pid, "start": self.start, "log": self.log, "startedAt": self.started_at,
@@ -301,11 +296,11 @@ class QueueEntry:
             fail(f"{path}.claimedBy", f"must be an instance id or null, not {claimed!r}")
         due, retries = get("dueAt"), get("retries", 0)
         return cls(
-            key_id, hook_id, host, session_id, _text(get("harnessSessionId")),
-            _text(get("enqueuedAt")),
+            key_id, hook_id, host, session_id, as_text(get("harnessSessionId")),
+            as_text(get("enqueuedAt")),
             due if isinstance(due, (str, float, int)) and not isinstance(due, bool) else None,
-            retries if type(retries) is int else 0, claimed or None, _text(get("claimedAt")),
-            _text(get("log")),
+            retries if type(retries) is int else 0, claimed or None, as_text(get("claimedAt")),
+            as_text(get("log")),
             Run.from_json(get("run"), f"{path}.run") if get("run") is not None else None,
             {} if data.keys() <= cls.KEYS else {k: v for k, v in data.items() if k not in cls.KEYS},
         )

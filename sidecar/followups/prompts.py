@@ -26,8 +26,7 @@ class PromptError(SidecarError):
 def read_bytes(ws: Workspace, prompt_file: str) -> bytes:
     """The prompt file's bytes, as they are on disk (frontmatter and all)."""
     try:
-        fd = safedir.open_file(ws.context / prompt_file,
-                               os.O_RDONLY | os.O_NONBLOCK | os.O_NOCTTY)
+        fd = safedir.open_file(ws.context / prompt_file, os.O_RDONLY | os.O_NONBLOCK | os.O_NOCTTY)
     except OSError as exc:
         if exc.errno == errno.ELOOP and exc.filename == Path(prompt_file).name:  # the file
             raise PromptError("is a symlink, not a regular file") from None

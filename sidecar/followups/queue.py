@@ -33,8 +33,7 @@ from sidecar.vocabulary import LIMIT_ERRORS, EventKind, FollowUpEvent, SessionCh
 log = logging.getLogger("sidecar")
 
 MAX_POSTPONES = 10
-FOREIGN_RUN = error("its run record was not written by this user's sidecar; nothing was "
-                    "adopted or signalled")
+FOREIGN_RUN = error("its run record was not written by this user's sidecar; nothing was adopted or signalled")
 TURN_INTERRUPTED = skipped("the last turn was interrupted")  # a session-end hook's default for it
 POSTPONE_SECONDS = 60.0
 
@@ -124,8 +123,7 @@ class FollowUpQueue:
         return self.store.change(
             now, lambda doc: notices.add_for_follow_up(doc, event, fired, hook_id, status, now))
 
-    def _edit_entry(self, key: str, now: float,
-                    edit: Callable[[HooksDoc, QueueEntry], None]) -> None:
+    def _edit_entry(self, key: str, now: float, edit: Callable[[HooksDoc, QueueEntry], None]) -> None:
         def change(doc: HooksDoc) -> None:
             entry = doc.entry(key)
             if entry is not None:
@@ -202,8 +200,7 @@ class FollowUpQueue:
             doc.pending.remove(current)
             hook = doc.hooks.get(entry.hook_id)
             if hook is not None:
-                hook.record_firing(ended, now, entry.host, entry.session_id, log_path,
-                                   line=line)
+                hook.record_firing(ended, now, entry.host, entry.session_id, log_path, line=line)
             self.store.note_fired_while_broken(entry.id)
             return True
 
@@ -215,8 +212,7 @@ class FollowUpQueue:
         moved (an unreadable due time stays due at once). A usage limit's try stays: it is due
         when the limit resets, a time on the wall clock (often the host's own words)."""
         def moves(entry: QueueEntry) -> bool:
-            return not entry.claimed_by and "#" not in entry.id and \
-                parse_ts(entry.due_at) is not None
+            return not entry.claimed_by and "#" not in entry.id and parse_ts(entry.due_at) is not None
 
         if not any(moves(e) for e in self.view(now).pending):
             return 0  # nothing waits: hooks.json is left untouched
@@ -268,8 +264,7 @@ class FollowUpQueue:
             for entry in list(doc.pending):
                 if not entry.claimed_by or entry.claimed_by == mine:
                     continue
-                if entry.run is not None and not proven \
-                        and not trust.is_ours(ws, entry.id, entry.run):
+                if entry.run is not None and not proven and not trust.is_ours(ws, entry.id, entry.run):
                     _drop(doc, entry, FOREIGN_RUN, now)  # planted: never adopted, never signalled
                     continue
                 log_path = ws.firing_log(entry.hook_id, entry.log or "")
@@ -293,8 +288,7 @@ class FollowUpQueue:
             log.warning("%s: %d follow-up firing(s) interrupted by a dead instance before "
                         "their action started", self.store.ws.root, lost)
         if adopted:
-            log.info("%s: adopted %d running follow-up action(s)", self.store.ws.root,
-                     len(adopted))
+            log.info("%s: adopted %d running follow-up action(s)", self.store.ws.root, len(adopted))
         return adopted
 
 
@@ -322,8 +316,7 @@ def _queue_once(doc: HooksDoc, hook: Hook, change: SessionChange, now: float,
     queued.add(key_id)
 
 
-def _take_settled(ws: Workspace, entry: QueueEntry, how: Settled, log_path: str,
-                  now: float) -> Outcome:
+def _take_settled(ws: Workspace, entry: QueueEntry, how: Settled, log_path: str, now: float) -> Outcome:
     """Record a settled claim's runner in its entry (then adopted), if it started and runs
     on; returns the outcome to record otherwise."""
     if how.proc is not None:
@@ -371,9 +364,7 @@ def _wants(hook: Hook, change: SessionChange) -> bool:
         return True
     if change.limited:
         return False
-    if hook.reasons is None:
-        return change.reason != STALE
-    return change.reason in hook.reasons
+    return change.reason != STALE if hook.reasons is None else change.reason in hook.reasons
 
 
 def _add_limit_try(doc: HooksDoc, hook: Hook, change: SessionChange, now: float,

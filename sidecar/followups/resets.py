@@ -116,6 +116,4 @@ def next_try(message: str, now: float, tries: int, scale: float = 1.0,
     if tries >= MAX_TRIES:
         return None
     reset = parse_reset(message, now, local)
-    if reset is not None and reset > now:
-        return reset + RESET_MARGIN * scale
-    return now + backoff(tries, scale)
+    return reset + RESET_MARGIN * scale if reset is not None and reset > now else now + backoff(tries, scale)

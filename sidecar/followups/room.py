@@ -64,8 +64,7 @@ class Room:
             return False
         return True
 
-    def claim(self, queue: FollowUpQueue, entry_id: str, now: float, log_path: str
-              ) -> Claimed | None:
+    def claim(self, queue: FollowUpQueue, entry_id: str, now: float, log_path: str) -> Claimed | None:
         """The queue's claim; None where it is not had, a refusal for want of room included."""
         try:
             claimed = queue.claim(entry_id, now, log_path)

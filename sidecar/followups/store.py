@@ -27,14 +27,7 @@ from sidecar.coordination.base import Conflict
 from sidecar.coordination.records import HOOKS, LAST_GOOD
 from sidecar.followups import hooks_record, hookstate, trust
 from sidecar.followups.hookstate import BROKEN_SINCE, FIRED_WHILE_BROKEN, HookState, merged_after_repair
-from sidecar.followups.model import (
-    Hook,
-    HookEvent,
-    HooksDoc,
-    HooksError,
-    QueueEntry,
-    parse,
-)
+from sidecar.followups.model import Hook, HookEvent, HooksDoc, HooksError, QueueEntry, parse
 from sidecar.followups.seeds import PROMPTS, default_doc, needs_seeding, seed_missing
 from sidecar.layout import Workspace
 
@@ -183,8 +176,7 @@ class HookStore:
                     if records is not None:
                         hooks_record.send_while_broken(self, records, data, kept)
                     else:
-                        jsonfile.write_json_atomic(self.last_good_file, kept,
-                                                   durable=self.durable)
+                        jsonfile.write_json_atomic(self.last_good_file, kept, durable=self.durable)
             except BaseException:
                 self.state = None  # not written (a full disk): what is on disk is what holds
                 raise

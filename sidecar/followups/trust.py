@@ -17,9 +17,8 @@ the user writes through sidecar (`init`'s seeded hooks and prompts, `hooks add/u
 is trusted as written, where every part of it the user did not write then was approved
 before (see `trust_written`).
 
-Run records (`pending[].run`) carry a MAC keyed by a per-user secret (`run-key`, 0600, in
-the daemon user's config folder), so a pid planted in `hooks.json` is never adopted nor
-signalled.
+Run records (`pending[].run`) carry a MAC keyed by a per-user secret (`run-key`, 0600, in the
+daemon user's config folder), so a pid planted in `hooks.json` is never adopted nor signalled.
 """
 
 from __future__ import annotations
@@ -30,6 +29,7 @@ import os
 import shlex
 import stat
 from collections.abc import Iterable
+from contextlib import suppress
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -196,11 +196,9 @@ def untrusted(ws: Workspace, hooks: Iterable[Hook]) -> list[Hook]:
     given = approvals(ws)
     out = []
     for hook in enabled:
-        try:
+        with suppress(OSError, prompts.PromptError):
             if _is_approved(ws, content(ws, hook), given):
                 continue
-        except (OSError, prompts.PromptError):
-            pass
         out.append(hook)
     return out
 
@@ -239,9 +237,8 @@ def trust(ws: Workspace, found: Content, now: float) -> None:
             doc["workspaces"] = {k: v for k, v in doc["workspaces"].items() if os.path.isdir(k)}
             data = jsonfile.dumps(doc)
         if len(data) > MAX_OWNED_BYTES:
-            raise TrustFileFull(f"{path} would pass {MAX_OWNED_BYTES // 1024} KiB, more than "
-                                "is read back; nothing was trusted (remove workspaces you no "
-                                "longer use from it)")
+            raise TrustFileFull(f"{path} would pass {MAX_OWNED_BYTES // 1024} KiB, more than is read back; "
+                                "nothing was trusted (remove workspaces you no longer use from it)")
         jsonfile.write_bytes_atomic(path, data)
 
 
@@ -308,10 +305,8 @@ def run_key() -> bytes:
     then hard-linked into place, so a process racing to make it reads all of it or none."""
     home = layout.config_home()
     path = home / RUN_KEY
-    try:
+    with suppress(FileNotFoundError):
         return jsonfile.read_bytes(path)
-    except FileNotFoundError:
-        pass
     home.mkdir(mode=0o700, parents=True, exist_ok=True)
     temp = home / f".{RUN_KEY}.{os.getpid()}.{os.urandom(4).hex()}.tmp"
     fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
@@ -320,10 +315,8 @@ def run_key() -> bytes:
             handle.write(os.urandom(32))
             handle.flush()
             os.fsync(handle.fileno())
-        try:
+        with suppress(FileExistsError):  # another process made it first: theirs counts
             os.link(temp, path)
-        except FileExistsError:
-            pass  # another process made it first: theirs counts
     finally:
         os.unlink(temp)
     return jsonfile.read_bytes(path)

@@ -199,8 +199,7 @@ class Host:
         """`doctor`'s checks of an integrated host, beyond what it checks of every host."""
         return []
 
-    def needed_variables(self, env: Mapping[str, str], home: Path,
-                         read: Reader) -> tuple[str, ...]:
+    def needed_variables(self, env: Mapping[str, str], home: Path, read: Reader) -> tuple[str, ...]:
         """Variables the host's own settings say it needs (beyond `key_variables`), for a
         user with environment `env` and home `home`, their files read by `read`."""
         return ()

@@ -66,8 +66,7 @@ def tokens(entries: Iterable[dict[str, Any]]) -> Tokens | None:
     message id counts once. `input` includes the cached part; thoughts are output."""
     messages: dict[str, dict[str, Any]] = {}
     for entry in entries:
-        found = entry.get("$set", {}).get("messages") if isinstance(entry.get("$set"), dict) \
-            else [entry]
+        found = entry.get("$set", {}).get("messages") if isinstance(entry.get("$set"), dict) else [entry]
         for message in found if isinstance(found, list) else []:
             if isinstance(message, dict) and message.get("type") == "gemini" \
                     and isinstance(message.get("tokens"), dict):
@@ -91,8 +90,7 @@ class Gemini(Host):
     # 0.61.0's only NotificationType: a tool waits for the user's confirmation (interactive).
     asks = frozenset(("toolpermission",))
     resume = ("gemini", "--resume", "{session_id}", "-p", "{prompt}")
-    key_variables = ("GEMINI_API_KEY", "GOOGLE_API_KEY", "GOOGLE_GEMINI_BASE_URL",
-                     "GOOGLE_CLOUD_PROJECT")
+    key_variables = ("GEMINI_API_KEY", "GOOGLE_API_KEY", "GOOGLE_GEMINI_BASE_URL", "GOOGLE_CLOUD_PROJECT")
     scopes = (
         Scope(None, in_project=False),
         Scope("--project", "The project's committed .gemini/settings.json, calling `sidecar` "
@@ -104,8 +102,7 @@ class Gemini(Host):
     id_shape = (UUID, "a UUID")
 
     def place(self, scope: Scope, root: Path | None, home: Path) -> Path:
-        return project_settings(root) if scope.in_project and root is not None \
-            else user_settings(home)
+        return project_settings(root) if scope.in_project and root is not None else user_settings(home)
 
     def integrate(self, place: Path, sidecar: str, *, uninstall: bool) -> bool:
         from sidecar.hosts.files.settings import write_hooks  # integration code: see base.py

@@ -151,8 +151,7 @@ class Qwen(Host):
     id_shape = (UUID, "a UUID")
 
     def place(self, scope: Scope, root: Path | None, home: Path) -> Path:
-        return project_settings(root) if scope.in_project and root is not None \
-            else user_settings(home)
+        return project_settings(root) if scope.in_project and root is not None else user_settings(home)
 
     def integrate(self, place: Path, sidecar: str, *, uninstall: bool) -> bool:
         from sidecar.hosts.files.settings import write_hooks  # integration code: see base.py

@@ -42,8 +42,7 @@ GENERIC_EVENTS: Mapping[EventKind, tuple[str, ...]] = MappingProxyType({
 _BY_NAME = {host.name: host for host in HOSTS}
 _GENERIC = {normalise(alias): kind for kind, aliases in GENERIC_EVENTS.items()
             for alias in (kind.value, *aliases)}
-_PER_HOST = {host.name: {normalise(name): kind for name, kind in host.events.items()}
-             for host in HOSTS}
+_PER_HOST = {host.name: {normalise(name): kind for name, kind in host.events.items()} for host in HOSTS}
 
 
 def hosts() -> tuple[Host, ...]:

@@ -1,12 +1,11 @@
 """The bounded readers of a host's own transcript, shared by the hosts that parse one (each
 host's parsing lives in its own module: which entry says a turn failed, which holds tokens).
 
-Transcripts belong to the hosts; they are read, never written, only if they are regular
-files, and only their last MAX_TAIL bytes for a failure. An event names the path, so it is
-untrusted: every read stops at a hard cap whatever the file's size says (/proc/self/pagemap
-says 0 and never ends), and the token figures are streamed a line at a time, never kept. A
-transcript that is missing, unreadable or too large gives nothing: the figures are left out,
-never the event.
+Transcripts belong to the hosts; they are read, never written, only if they are regular files,
+and only their last MAX_TAIL bytes for a failure. An event names the path, so it is untrusted:
+every read stops at a hard cap whatever the file's size says (/proc/self/pagemap says 0 and
+never ends), and the token figures are streamed a line at a time, never kept. A transcript that
+is missing, unreadable or too large gives nothing: the figures are left out, never the event.
 
 Every file an event names is opened by `open_regular`, and only as a regular file: a
 terminal, device, FIFO or socket is never opened at all (a terminal would become a session

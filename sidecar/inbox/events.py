@@ -83,8 +83,7 @@ class Event:
         """When the host's own record says the session ended (an end the daemon found in the
         host's files: hostends.py); None for an end the host sent."""
         value = self.payload.get("recordedEndAt")
-        return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) \
-            else None
+        return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else None
 
     @property
     def recorded_facts(self) -> EndFacts | None:
@@ -137,9 +136,7 @@ class Event:
         (`last_assistant_message`; a host that keeps it elsewhere maps it in its
         `payload_fields`). A subagent's turn end (it names the subagent's own transcript, as
         `agent_transcript_path`) tells of the subagent, not of the session: None."""
-        if self.payload.get("agent_transcript_path"):
-            return None
-        return self.text("last_assistant_message")
+        return None if self.payload.get("agent_transcript_path") else self.text("last_assistant_message")
 
     @property
     def is_cron(self) -> bool:
@@ -165,8 +162,7 @@ def unwrap(document: Any) -> tuple[Any, dict[str, Any]]:
 
     A plain dropped event (no envelope) is its own payload, with nothing beside it.
     """
-    if isinstance(document, dict) and isinstance(document.get(ENVELOPE), dict) \
-            and "payload" in document:
+    if isinstance(document, dict) and isinstance(document.get(ENVELOPE), dict) and "payload" in document:
         return document["payload"], document[ENVELOPE]
     return document, {}
 
@@ -216,9 +212,7 @@ def _clean(value: Any) -> Any:
         return value.encode("utf-16-le", "surrogatepass").decode("utf-16-le", "replace")
     if isinstance(value, list):
         return [_clean(v) for v in value]
-    if isinstance(value, dict):
-        return {_clean(k): _clean(v) for k, v in value.items()}
-    return value
+    return {_clean(k): _clean(v) for k, v in value.items()} if isinstance(value, dict) else value
 
 
 def _host(payload: dict[str, Any], meta: dict[str, Any]) -> str:
@@ -238,8 +232,7 @@ def _session_id(payload: dict[str, Any], meta: dict[str, Any]) -> str:
     else:
         session_id = _first_text(payload, SESSION_FIELDS, "session id")
     if not SESSION_ID.fullmatch(session_id):
-        raise BadEvent(f"session id {session_id[:140]!r} is not [A-Za-z0-9._:-]{{1,128}} "
-                       "not starting with -")
+        raise BadEvent(f"session id {session_id[:140]!r} is not [A-Za-z0-9._:-]{{1,128}} not starting with -")
     if session_id in (".", ".."):
         raise BadEvent(f"session id {session_id!r} is a path component, not an id")
     return session_id
@@ -278,16 +271,14 @@ def parse(data: bytes, file: str, mtime: float) -> Event:
         host_space=_text_or_none(payload.get("hostSpace", meta.get("hostSpace"))),
         fields=fields,
     )
-    if event.kind == EventKind.NEEDS_INPUT and known is not None \
-            and not known.is_ask(event.input_kind):
+    if event.kind == EventKind.NEEDS_INPUT and known is not None and not known.is_ask(event.input_kind):
         event.kind = None  # a notice, not an ask: traced only (Host.asks)
     return event
 
 
 def _event_name(payload: dict[str, Any], meta: dict[str, Any]) -> str:
-    """`emit --event`'s name (the hook command of a host whose payloads name no event says
-    which it is: a payload field such as `type` may mean something else), else the
-    payload's own."""
+    """`emit --event`'s name (the hook command of a host whose payloads name no event says which
+    it is: a payload field such as `type` may mean something else), else the payload's own."""
     named = meta.get("event")
     if isinstance(named, str):
         name = named.strip()

@@ -11,6 +11,7 @@ from __future__ import annotations
 import hashlib
 import os
 import stat
+from contextlib import suppress
 from dataclasses import dataclass
 
 from sidecar import jsonfile, safedir
@@ -96,9 +97,7 @@ def _judge_name(arrival: Arrival, now: float) -> Deferred | Rejected | None:
         if now - arrival.mtime < GRACE_SECONDS:
             return Deferred(arrival.name, arrival.mtime + GRACE_SECONDS)
         return Rejected(arrival.name, "not an event file: only *.json names are events")
-    if arrival.kind != "file":
-        return Rejected(arrival.name, _NOT_A_FILE[arrival.kind])
-    return None
+    return Rejected(arrival.name, _NOT_A_FILE[arrival.kind]) if arrival.kind != "file" else None
 
 
 def read(ws: Workspace, arrival: Arrival, now: float) -> events.Event | Deferred | Rejected | None:
@@ -208,8 +207,7 @@ def reject(ws: Workspace, rejection: Rejected, now: float) -> str | None:
     them: a folder swapped for a symlink meanwhile is never written through (see safedir)."""
     with safedir.opened(ws.inbox) as inbox, safedir.opened(ws.rejected, create=True) as rejected:
         target = _free_name(rejected, rejection.name)
-        note = {"file": printable(rejection.name), "reason": rejection.reason,
-                "rejectedAt": iso(now)}
+        note = {"file": printable(rejection.name), "reason": rejection.reason, "rejectedAt": iso(now)}
         jsonfile.replace_in(rejected, f"{target}.error.json", jsonfile.dumps(note))
         name = rejection.name
         try:
@@ -219,8 +217,7 @@ def reject(ws: Workspace, rejection: Rejected, now: float) -> str | None:
             else:
                 # link + unlink rather than rename: a rename out of a watched folder makes
                 # watchdog hold later events while it waits to pair the move.
-                os.link(name, target, src_dir_fd=inbox, dst_dir_fd=rejected,
-                        follow_symlinks=False)
+                os.link(name, target, src_dir_fd=inbox, dst_dir_fd=rejected, follow_symlinks=False)
                 os.unlink(name, dir_fd=inbox)
         except FileNotFoundError:
             os.unlink(f"{target}.error.json", dir_fd=rejected)
@@ -232,10 +229,8 @@ def remove(ws: Workspace, names: list[str]) -> None:
     """Delete applied event files; one already gone is fine."""
     with safedir.opened(ws.inbox) as inbox:
         for name in names:
-            try:
+            with suppress(FileNotFoundError):
                 os.unlink(name, dir_fd=inbox)
-            except FileNotFoundError:
-                pass
 
 
 def count_rejected(ws: Workspace) -> int:

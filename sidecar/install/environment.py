@@ -96,11 +96,6 @@ def needed(agent: Host, env: Mapping[str, str], home: Path) -> tuple[str, ...]:
     return agent.needed_variables(env, home, read_or_none)
 
 
-def host_variables() -> set[str]:
-    """Every variable some host reads its credentials or endpoint from."""
-    return registry.key_variables()
-
-
 def unit_environment(unit_text: str) -> dict[str, str]:
     """The `Environment=` values a systemd unit sets (PATH among them)."""
     found: dict[str, str] = {}

@@ -18,6 +18,7 @@ from __future__ import annotations
 import os
 import stat
 import sys
+from contextlib import suppress
 from pathlib import Path
 
 from sidecar import jsonfile
@@ -58,8 +59,7 @@ def faster(data: bytes, folders: tuple[str, ...]) -> bytes:
     line cannot carry the flag."""
     first, _, rest = data.partition(b"\n")
     interpreter = first[2:].strip()
-    if interpreter.endswith(NO_SITE):
-        interpreter = interpreter[: -len(NO_SITE)]
+    interpreter = interpreter.removesuffix(NO_SITE)
     if not first.startswith(b"#!/") or b" " in interpreter or b"\t" in interpreter:
         raise ValueError("its first line names no interpreter that can take a flag")
     line = b"#!" + interpreter + NO_SITE
@@ -100,10 +100,8 @@ def why_slow(path: Path) -> str | None:
 def prepare(path: Path) -> None:
     """`rewrite`, where it can be done; a launcher that cannot be rewritten still works as
     it is (a bit slower), so nothing is said here: `doctor` says why."""
-    try:
+    with suppress(OSError, ValueError):
         rewrite(path)
-    except (OSError, ValueError):
-        pass
 
 
 if __name__ == "__main__":  # make install: python -m sidecar.install.launcher .venv/bin/sidecar

@@ -199,16 +199,14 @@ def linger_warning() -> list[str]:
     return []
 
 
-def uninstall(platform: str = sys.platform, *, home: Path | None = None,
-              dry_run: bool = False) -> Plan:
+def uninstall(platform: str = sys.platform, *, home: Path | None = None, dry_run: bool = False) -> Plan:
     home = home or Path.home()
     if platform.startswith("linux"):
         plan = Plan(systemd_unit_path(home), None,
                     [["systemctl", "--user", "disable", "--now", UNIT],
                      ["systemctl", "--user", "daemon-reload"]])
     elif platform == "darwin":
-        plan = Plan(plist_path(home), None,
-                    [["launchctl", "bootout", f"gui/{os.getuid()}/{LABEL}"]])
+        plan = Plan(plist_path(home), None, [["launchctl", "bootout", f"gui/{os.getuid()}/{LABEL}"]])
     else:
         raise ServiceError(f"no service manager support for {platform}")
     if dry_run:

@@ -37,10 +37,9 @@ class Work:
 
 @contextmanager
 def open_batch(store: SessionStore, replay: bool = False) -> Iterator[Batch]:
-    """A batch under the sessions' lock, holding the sessions folder open for its reads
-    and writes (safedir.holding: one walk to it, not one per file). `replay` says it may
-    repeat one a dead instance half-saved: trace lines it already appended are then not
-    appended again."""
+    """A batch under the sessions' lock, holding the sessions folder open for its reads and
+    writes (safedir.holding: one walk to it, not one per file). `replay` says it may repeat one
+    a dead instance half-saved: trace lines it already appended are then not appended again."""
     with store.locked(), safedir.holding(store.ws.sessions):
         yield Batch(store, store.load_bindings(), replay)
 
@@ -68,8 +67,7 @@ class Batch:
                 continue
             try:
                 if work.record is None:
-                    work.record = rules.new_record(key, work.harness_id, repo, event,
-                                                       work.applied)
+                    work.record = rules.new_record(key, work.harness_id, repo, event, work.applied)
                 # The host's own records are read here, so that the rules read no file.
                 end = endfacts.read(work.record, event, self.store.ws) \
                     if event.kind == EventKind.SESSION_END and work.record.active else None

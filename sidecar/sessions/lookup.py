@@ -20,8 +20,7 @@ from sidecar.sessions.model import Key, SessionRecord
 from sidecar.sessions.store import SessionStore
 
 
-def find_record(store: SessionStore, session_id: str,
-                hosts: set[str]) -> tuple[str, SessionRecord] | None:
+def find_record(store: SessionStore, session_id: str, hosts: set[str]) -> tuple[str, SessionRecord] | None:
     """The session's host and record (the latest updated, if several hosts used the id);
     None if no record names it. OSError/ValueError if a record tried by its id is unreadable."""
     for host in sorted(hosts):
@@ -71,8 +70,7 @@ class AmbiguousSession(SidecarError):
         self.candidates = candidates
 
 
-def resolve(store: SessionStore, text: str, hosts: set[str],
-            known: Iterable[Key] = ()) -> Named:
+def resolve(store: SessionStore, text: str, hosts: set[str], known: Iterable[Key] = ()) -> Named:
     """The one session `text` names: a host's session id or sidecar's harness id, whole, or
     the start of exactly one of them. A whole id wins over ids it is the start of. `hosts`:
     the hosts to try a whole id with first; `known`: sessions the hooks' history or queue

@@ -10,15 +10,12 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from sidecar.base.files import as_text
 from sidecar.base.timeutil import parse_ts
 
 Json = dict[str, Any]
 Key = tuple[str, str]  # (host, host session id)
 _METADATA_KEYS = frozenset(("host", "hostSessionId", "sidecar"))
-
-
-def _text(value: Any) -> str | None:
-    return value if isinstance(value, str) else None
 
 
 def _number(value: Any) -> int | None:
@@ -74,11 +71,10 @@ class LimitEpisode:
         if not isinstance(data, dict) or not isinstance(data.get("since"), str):
             return None
         return cls(data["since"], max(1, _count(data.get("failures"))),
-                   _text(data.get("error")) or "", _text(data.get("message")) or "")
+                   as_text(data.get("error")) or "", as_text(data.get("message")) or "")
 
     def to_json(self) -> Json:
-        return {"since": self.since, "failures": self.failures, "error": self.error,
-                "message": self.message}
+        return {"since": self.since, "failures": self.failures, "error": self.error, "message": self.message}
 
 
 @dataclass
@@ -94,8 +90,7 @@ class NeedsInput:
     def from_json(cls, data: Any) -> NeedsInput | None:
         if not isinstance(data, dict) or not isinstance(data.get("since"), str):
             return None
-        return cls(data["since"], _text(data.get("kind")) or "input",
-                   _text(data.get("message")) or "")
+        return cls(data["since"], as_text(data.get("kind")) or "input", as_text(data.get("message")) or "")
 
     def to_json(self) -> Json:
         return {"since": self.since, "kind": self.kind, "message": self.message}
@@ -140,27 +135,27 @@ class SidecarMeta:
         recent = data.get("recentEvents")
         follow_ups = data.get("followUps")
         return cls(
-            cwd=_text(data.get("cwd")),
-            transcript_path=_text(data.get("transcriptPath")),
+            cwd=as_text(data.get("cwd")),
+            transcript_path=as_text(data.get("transcriptPath")),
             cron=data.get("cron") is True,
             subagent=data.get("subagent") is True,
-            started_by_hook=_text(data.get("startedByHook")),
-            completion_reason=_text(data.get("completionReason")),
+            started_by_hook=as_text(data.get("startedByHook")),
+            completion_reason=as_text(data.get("completionReason")),
             host_pid=_number(data.get("hostPid")),
             host_start=_number(data.get("hostStart")),
-            host_space=_text(data.get("hostSpace")),
+            host_space=as_text(data.get("hostSpace")),
             recent_events=[e for e in recent if isinstance(e, str)] if isinstance(recent, list) else [],
             follow_ups={k: v for k, v in follow_ups.items() if isinstance(v, dict)}
             if isinstance(follow_ups, dict) else {},
             limit=LimitEpisode.from_json(data.get("limit")),
             turn_failed=data.get("turnFailed") is True,
             turn_open=data.get("turnOpen") is True,
-            user_turn_ended_at=_text(data.get("userTurnEndedAt")),
+            user_turn_ended_at=as_text(data.get("userTurnEndedAt")),
             tokens=_tokens(data.get("tokens")),
             needs_input=NeedsInput.from_json(data.get("needsInput")),
-            turn_started_at=_text(data.get("turnStartedAt")),
-            last_tool=_text(data.get("lastTool")),
-            last_message=_text(data.get("lastMessage")),
+            turn_started_at=as_text(data.get("turnStartedAt")),
+            last_tool=as_text(data.get("lastTool")),
+            last_message=as_text(data.get("lastMessage")),
             activity=data.get("activity") if isinstance(data.get("activity"), dict) else None,
             extra=_rest(data, cls.KEYS),
         )
@@ -168,11 +163,9 @@ class SidecarMeta:
     def to_json(self) -> Json:
         out: Json = {"cron": self.cron, "subagent": self.subagent}
         optional = (("cwd", self.cwd), ("transcriptPath", self.transcript_path),
-                    ("startedByHook", self.started_by_hook),
-                    ("completionReason", self.completion_reason),
+                    ("startedByHook", self.started_by_hook), ("completionReason", self.completion_reason),
                     ("hostPid", self.host_pid), ("hostStart", self.host_start),
-                    ("hostSpace", self.host_space),
-                    ("userTurnEndedAt", self.user_turn_ended_at),
+                    ("hostSpace", self.host_space), ("userTurnEndedAt", self.user_turn_ended_at),
                     ("turnStartedAt", self.turn_started_at), ("lastTool", self.last_tool),
                     ("lastMessage", self.last_message))
         out.update((k, v) for k, v in optional if v is not None)
@@ -236,21 +229,14 @@ class SessionRecord:
         metadata = data.get("metadata")
         metadata = metadata if isinstance(metadata, dict) else {}
         return cls(
-            id=str(data.get("id") or ""),
-            name=str(data.get("name") or ""),
-            status=str(data.get("status") or "active"),
-            repo_path=_text(data.get("repoPath")),
-            created_at=_text(data.get("createdAt")),
-            updated_at=_text(data.get("updatedAt")),
-            started_at=_text(data.get("startedAt")),
-            completed_at=_text(data.get("completedAt")),
-            last_trace_at=_text(data.get("lastTraceAt")),
-            trace_count=_count(data.get("traceCount")),
-            host=_text(metadata.get("host")),
-            host_session_id=_text(metadata.get("hostSessionId")),
+            id=str(data.get("id") or ""), name=str(data.get("name") or ""),
+            status=str(data.get("status") or "active"), repo_path=as_text(data.get("repoPath")),
+            created_at=as_text(data.get("createdAt")), updated_at=as_text(data.get("updatedAt")),
+            started_at=as_text(data.get("startedAt")), completed_at=as_text(data.get("completedAt")),
+            last_trace_at=as_text(data.get("lastTraceAt")), trace_count=_count(data.get("traceCount")),
+            host=as_text(metadata.get("host")), host_session_id=as_text(metadata.get("hostSessionId")),
             sidecar=SidecarMeta.from_json(metadata.get("sidecar")),
-            metadata_extra=_rest(metadata, _METADATA_KEYS),
-            extra=_rest(data, cls.KEYS),
+            metadata_extra=_rest(metadata, _METADATA_KEYS), extra=_rest(data, cls.KEYS),
         )
 
     def to_json(self) -> Json:
@@ -313,20 +299,17 @@ class Binding:
     @classmethod
     def from_json(cls, host: str, session_id: str, data: Json) -> Binding:
         return cls(
-            harness_session_id=_text(data.get("harnessSessionId")) or None,
-            host_session_id=_text(data.get("hostSessionId")) or session_id,
-            source=_text(data.get("source")) or host,
-            repo_path=_text(data.get("repoPath")),
-            created_at=_text(data.get("createdAt")),
-            updated_at=_text(data.get("updatedAt")),
+            harness_session_id=as_text(data.get("harnessSessionId")) or None,
+            host_session_id=as_text(data.get("hostSessionId")) or session_id,
+            source=as_text(data.get("source")) or host, repo_path=as_text(data.get("repoPath")),
+            created_at=as_text(data.get("createdAt")), updated_at=as_text(data.get("updatedAt")),
             extra=_rest(data, cls.KEYS),
         )
 
     def to_json(self) -> Json:
         out: Json = {"harnessSessionId": self.harness_session_id,
                      "hostSessionId": self.host_session_id, "source": self.source}
-        dated = (("repoPath", self.repo_path), ("createdAt", self.created_at),
-                 ("updatedAt", self.updated_at))
+        dated = (("repoPath", self.repo_path), ("createdAt", self.created_at), ("updatedAt", self.updated_at))
         out.update((k, v) for k, v in dated if v is not None)
         return {**out, **self.extra}
 
@@ -376,8 +359,7 @@ class Bindings:
         return True
 
     def items(self) -> list[tuple[Key, Binding]]:
-        return [((host, sid), b) for host, per_host in self.by_host.items()
-                for sid, b in per_host.items()]
+        return [((host, sid), b) for host, per_host in self.by_host.items() for sid, b in per_host.items()]
 
     def __len__(self) -> int:
         return sum(len(per_host) for per_host in self.by_host.values())

@@ -1,10 +1,9 @@
 """Session lifecycle rules: what one event does to one session record. No I/O, no clock.
 
-Each function takes the record, the event and (where time matters) `now`, changes the record
-in place and returns the trace lines and the changes it made, so the rules can be tested
-without files and the session store only loads and saves. What a session's end learns from
-the host's own records (`EndFacts`) is read by the store and handed in; the event is never
-changed.
+Each function takes the record, the event and (where time matters) `now`, changes the record in
+place and returns the trace lines and the changes it made, so the rules can be tested without
+files and the session store only loads and saves. What a session's end learns from the host's
+own records (`EndFacts`) is read by the store and handed in; the event is never changed.
 """
 
 from __future__ import annotations
@@ -13,6 +12,7 @@ from dataclasses import dataclass, field
 
 from sidecar.base import ids
 from sidecar.base.endreasons import DEFAULT_END_REASON, HOST_EXITED, STALE
+from sidecar.base.files import as_text
 from sidecar.base.timeutil import iso
 from sidecar.hosts import registry
 from sidecar.hosts.base import EndFacts, Failure
@@ -71,8 +71,7 @@ class Applied:
 
 def trace_line(hid: str, event: Event | None, name: str, message: str, at: float) -> TraceLine:
     origin = event.file if event is not None else f"sweep:{at}"
-    data = {} if event is None else {"host": event.host, "hostEvent": event.name,
-                                     "inboxFile": event.file}
+    data = {} if event is None else {"host": event.host, "hostEvent": event.name, "inboxFile": event.file}
     # Derived from the inbox file, so a line repeated by a crash replay is recognisable.
     line_id = ids.uuid5(f"{origin}\0{name}")
     return TraceLine(line_id, hid, name, message, iso(at), data)
@@ -116,16 +115,11 @@ def first_lines(text: str | None) -> str | None:
     return "\n".join(line.rstrip() for line in lines)[:LAST_MESSAGE_CHARS] or None
 
 
-def _queued_before(follow_ups: dict[str, dict[str, object]], user_turn_ended: str | None
-                   ) -> frozenset[str]:
+def _queued_before(follow_ups: dict[str, dict[str, object]], user_turn_ended: str | None) -> frozenset[str]:
     """The hooks queued for the session before the user's own latest turn ended."""
     ended = ts_or(user_turn_ended, float("-inf"))
     return frozenset(hook_id for hook_id, queued in follow_ups.items()
-                     if ts_or(_text(queued.get("queuedAt")), float("inf")) < ended)
-
-
-def _text(value: object) -> str | None:
-    return value if isinstance(value, str) else None
+                     if ts_or(as_text(queued.get("queuedAt")), float("inf")) < ended)
 
 
 def apply(record: SessionRecord, event: Event, out: Applied, end: EndFacts | None = None) -> None:
@@ -175,8 +169,7 @@ def _take_tokens(record: SessionRecord, end: EndFacts) -> tokens.Growth | None:
     if end.tokens is None:
         return None
     figures = end.tokens.to_json()
-    grew = tokens.Growth(tokens.grown(record.sidecar.tokens, figures),
-                         first=record.sidecar.tokens is None)
+    grew = tokens.Growth(tokens.grown(record.sidecar.tokens, figures), first=record.sidecar.tokens is None)
     record.sidecar.tokens = figures
     return grew
 
@@ -194,8 +187,7 @@ def _end(record: SessionRecord, event: Event, out: Applied, end: EndFacts | None
     if recorded is not None and recorded + RECORDED_END_SLACK < ts_or(record.updated_at, 0.0):
         # The host's record still tells of an earlier run that a resumed one has not
         # rewritten yet: this run goes on.
-        _trace(record, event, event.name, "the host recorded an earlier run's end; the "
-               "session goes on", out)
+        _trace(record, event, event.name, "the host recorded an earlier run's end; the session goes on", out)
         return
     touch(record, event.ts)
     if end is not None and end.failure is not None and not meta.turn_failed:
@@ -276,16 +268,14 @@ def _follow_waiting(record: SessionRecord, event: Event) -> None:
         meta.last_tool = event.tool_name[:80]
 
 
-def _failed_turn_at_end(record: SessionRecord, event: Event, failure: Failure,
-                        out: Applied) -> None:
+def _failed_turn_at_end(record: SessionRecord, event: Event, failure: Failure, out: Applied) -> None:
     """A session end whose last turn failed, by the transcript, with no turn-failed event:
     the same as if one had come just before it."""
     error, text = failure.kind, failure.message
     record.sidecar.turn_failed = True
     record.sidecar.turn_open = False  # it ended, badly: not a turn the user interrupted
     _limit_failed(record, event.ts, error, text)
-    line = trace_line(record.id, event, "turn.failed", f"{error}: {text} (from the transcript)",
-                      event.ts)
+    line = trace_line(record.id, event, "turn.failed", f"{error}: {text} (from the transcript)", event.ts)
     out.add_line(record, line, event.ts)
     out.changes.append(change(record, EventKind.TURN_FAILED, event.ts, error, event))
 
@@ -336,8 +326,7 @@ def reopen(record: SessionRecord, event: Event | None, why: str, out: Applied) -
     out.changed = True
 
 
-def complete(record: SessionRecord, ts: float, reason: str, event: Event | None,
-             out: Applied) -> None:
+def complete(record: SessionRecord, ts: float, reason: str, event: Event | None, out: Applied) -> None:
     """Mark the session completed at `ts` for `reason`, with its trace line."""
     record.status = "completed"
     record.completed_at = iso(ts)
@@ -380,8 +369,7 @@ def sync_binding(bindings: Bindings, key: Key, record: SessionRecord, repo: str)
         return bindings.remove(key)
     current = bindings.get(key)
     if current is None:
-        bindings.put(key, Binding(record.id, key[1], key[0], repo, record.updated_at,
-                                  record.updated_at))
+        bindings.put(key, Binding(record.id, key[1], key[0], repo, record.updated_at, record.updated_at))
         return True
     current.harness_session_id = record.id
     if ts_or(record.updated_at, 0.0) > current.touched:

@@ -156,8 +156,7 @@ class SessionStore:
             raise ValueError(f"{path} is not a JSON object")
         return SessionRecord.from_json(data)
 
-    def save_session(self, record: SessionRecord, trace: list[TraceLine],
-                     dedupe: bool = False) -> None:
+    def save_session(self, record: SessionRecord, trace: list[TraceLine], dedupe: bool = False) -> None:
         records = self.records
         if records is not None:
             self._send_session(records, record, trace)
@@ -173,14 +172,12 @@ class SessionStore:
             seen = _tail_ids(folder / "trace.jsonl", len(trace))
             trace = [line for line in trace if line.id not in seen]
         if trace:
-            jsonfile.append_lines(folder / "trace.jsonl", [t.to_json() for t in trace],
-                                  durable=self.durable)
+            jsonfile.append_lines(folder / "trace.jsonl", [t.to_json() for t in trace], durable=self.durable)
             if not grouped:
                 self.fence()  # again: the append's fsync may take long on a network volume
         jsonfile.write_json_atomic(folder / "session.json", record.to_json(), durable=self.durable)
 
-    def _send_session(self, records: RedisRecords, record: SessionRecord,
-                      trace: list[TraceLine]) -> None:
+    def _send_session(self, records: RedisRecords, record: SessionRecord, trace: list[TraceLine]) -> None:
         """`save_session` in Redis mode: a batch's changes reach Redis all at once with the
         inbox files they came from, so no line is appended twice there and none needs the
         files' tail looked at; the files follow what Redis accepted."""
@@ -267,8 +264,7 @@ class SessionStore:
                     stale_at = now - idle + stale_after
                     result.next_stale = min(result.next_stale or stale_at, stale_at)
                     continue
-                if not binding.harness_session_id or not PLAIN_NAME.fullmatch(
-                        binding.harness_session_id):
+                if not binding.harness_session_id or not PLAIN_NAME.fullmatch(binding.harness_session_id):
                     gone.append(key)
                     continue
                 if self._sweep_one(key, binding.harness_session_id, now, stale_after, result):
@@ -282,8 +278,7 @@ class SessionStore:
                 self.save_bindings(fresh)
         return result
 
-    def _sweep_one(self, key: Key, hid: str, now: float, stale_after: float,
-                   result: BatchResult) -> bool:
+    def _sweep_one(self, key: Key, hid: str, now: float, stale_after: float, result: BatchResult) -> bool:
         """Complete one stale session; whether its binding should go."""
         try:
             record = self.load_session(hid)
@@ -318,8 +313,7 @@ class SessionStore:
             try:
                 # The folder's mtime moves with every session.json replace, so only the
                 # few folders quiet for the whole retention period are opened.
-                if not entry.is_dir(follow_symlinks=False) \
-                        or from_local(entry.stat().st_mtime) >= cutoff:
+                if not entry.is_dir(follow_symlinks=False) or from_local(entry.stat().st_mtime) >= cutoff:
                     continue
                 record = self.load_session(entry.name)
             except (OSError, ValueError, StoreError):

@@ -40,9 +40,8 @@ def grown(old: dict[str, int] | None, new: dict[str, int]) -> dict[str, int]:
 
 
 def totals(ws: Workspace, records: RedisRecords | None = None) -> dict[str, int] | None:
-    """The workspace's totals and the sessions counted; None before any was counted, or if
-    the file (or in Redis mode, the record) cannot be read (the next completion starts it
-    again)."""
+    """The workspace's totals and the sessions counted; None before any was counted, or if the
+    file (or in Redis mode, the record) cannot be read (the next completion starts it again)."""
     try:
         if records is not None:
             raw = records.read(USAGE)  # (Redis not answering is no absent total: it is raised)
@@ -59,8 +58,7 @@ def totals(ws: Workspace, records: RedisRecords | None = None) -> dict[str, int]
             if isinstance(v := data.get(k, 0), int) and not isinstance(v, bool)}
 
 
-def add(ws: Workspace, growth: list[Growth], durable: bool,
-        records: RedisRecords | None = None) -> None:
+def add(ws: Workspace, growth: list[Growth], durable: bool, records: RedisRecords | None = None) -> None:
     """Add these completions' growth; the caller holds the sessions' lock. In Redis mode the
     record is changed (sent with the caller's block), and the file follows it."""
     if not growth:

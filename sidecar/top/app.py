@@ -38,8 +38,7 @@ class SessionList(ScrollView, can_focus=True):
     """Every shown row, one line each, with a cursor."""
 
     BINDINGS = [Binding("up", "move(-1)", show=False), Binding("down", "move(1)", show=False),
-                Binding("pageup", "page(-1)", show=False),
-                Binding("pagedown", "page(1)", show=False),
+                Binding("pageup", "page(-1)", show=False), Binding("pagedown", "page(1)", show=False),
                 Binding("home", "move(-1000000000)", show=False),
                 Binding("end", "move(1000000000)", show=False)]
 
@@ -54,8 +53,7 @@ class SessionList(ScrollView, can_focus=True):
         """The table was filtered or sorted again: keep the cursor on the same session."""
         shown = self.table.shown
         if self.selected is not None:
-            at = next((i for i, r in enumerate(shown) if (r.root, r.harness_id) == self.selected),
-                      None)
+            at = next((i for i, r in enumerate(shown) if (r.root, r.harness_id) == self.selected), None)
             self.cursor = at if at is not None else min(self.cursor, max(0, len(shown) - 1))
         self._select()
         self.virtual_size = Size(self.size.width, len(shown))
@@ -86,8 +84,7 @@ class SessionList(ScrollView, can_focus=True):
             return Strip([Segment(text, Style(reverse=True, bold=True))], width)
         style = Style.parse(view.STATE_STYLE[self.table.shown[index].activity.state])
         start, end = view.place("STATE", width)
-        return Strip([Segment(text[:start]), Segment(text[start:end], style),
-                      Segment(text[end:])], width)
+        return Strip([Segment(text[:start]), Segment(text[start:end], style), Segment(text[end:])], width)
 
 
 class DetailScreen(Screen[None]):

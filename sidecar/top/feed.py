@@ -8,9 +8,8 @@ again). The watches are the daemon's (daemon/watch.py: one inotify instance and 
 every folder on Linux, never through a symlinked folder); reads go through jsonfile and
 views/sessions.py, which never follow a link inside the runtime.
 
-A callback from the watch thread only notes what changed; `apply`, on the caller's thread,
-reads it. A workspace or a record that cannot be read becomes a note in `errors`; the rest
-goes on.
+A callback from the watch thread only notes what changed; `apply`, on the caller's thread, reads
+it. A workspace or a record that cannot be read becomes a note in `errors`; the rest goes on.
 """
 
 from __future__ import annotations
@@ -55,8 +54,7 @@ class Feed:
     """Every session of the given workspaces, as rows; `apply()` takes up what changed."""
 
     def __init__(self, roots: list[Path], watch: FolderWatch | None = None) -> None:
-        self.served = {root: _Served(Workspace(root), SessionStore(Workspace(root)))
-                       for root in roots}
+        self.served = {root: _Served(Workspace(root), SessionStore(Workspace(root))) for root in roots}
         self.rows: dict[RowKey, SessionRow] = {}
         self.errors: dict[str, str] = {}  # what cannot be read, by workspace or record
         self.version = 0  # grows with every change of `rows`: a view re-sorts only then
@@ -100,9 +98,8 @@ class Feed:
         # changed since shows at the latest when its firing is skipped.
         untrusted = " ".join(h.id for h in trust.untrusted(served.ws, view.hooks.values()))
         if untrusted:
-            self.errors[f"{root}/trust"] = (f"{root}: not trusted on this machine as they "
-                                            f"stand, so not run: {untrusted} (sidecar hooks "
-                                            f"trust {untrusted})")
+            self.errors[f"{root}/trust"] = (f"{root}: not trusted on this machine as they stand, so not run: "
+                                            f"{untrusted} (sidecar hooks trust {untrusted})")
         else:
             self.errors.pop(f"{root}/trust", None)
         served.follow_ups = sessions.follow_ups_by_session(view)
@@ -166,8 +163,7 @@ class Feed:
         ws, root = served.ws, served.ws.root
         self._add_watch(served, "", ws.runtime, lambda name: self._note(
             root, HOOKS if name == HOOKS else EVERYTHING if name in (None, "sessions") else ""))
-        self._add_watch(served, "/", ws.sessions,
-                        lambda name: self._note(root, name if name else EVERYTHING))
+        self._add_watch(served, "/", ws.sessions, lambda name: self._note(root, name or EVERYTHING))
 
     def _watch_session(self, served: _Served, hid: str) -> None:
         root = served.ws.root

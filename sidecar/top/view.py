@@ -83,8 +83,7 @@ def follow_ups(row: SessionRow, now: float) -> str:
 
 def cells(row: SessionRow, now: float) -> list[str]:
     return [escaped(cell) for cell in (
-        row.host, row.root.name, words.short_id(row.session_id),
-        WORDS[row.activity.state], why(row, now),
+        row.host, row.root.name, words.short_id(row.session_id), WORDS[row.activity.state], why(row, now),
         words.ago(row.updated_at, now), tokens(row.tokens), follow_ups(row, now))]
 
 

@@ -12,7 +12,7 @@ more than the rest of its work.
 """
 
 from sidecar.base.endreasons import HOST_EXITED, STALE
-from sidecar.base.files import obj
+from sidecar.base.files import as_text, obj
 from sidecar.base.timeutil import parse_ts
 
 
@@ -89,23 +89,23 @@ def infer(record: dict) -> Activity:  # type: ignore[type-arg]
 def _rule(record: dict) -> tuple[str, str | None, str, str]:  # type: ignore[type-arg]
     """The rule: (state, since, as the record's text, why, detail)."""
     meta = obj(obj(record.get("metadata")).get("sidecar"))
-    updated = _text(record.get("updatedAt"))
+    updated = as_text(record.get("updatedAt"))
     if record.get("status") == "completed":
-        reason = _text(meta.get("completionReason"))
-        return (State.ENDED, _text(record.get("completedAt")),
+        reason = as_text(meta.get("completionReason"))
+        return (State.ENDED, as_text(record.get("completedAt")),
                 end_cause(reason, meta.get("turnOpen") is True), reason or "")
     limit, asked = obj(meta.get("limit")), obj(meta.get("needsInput"))
     if isinstance(limit.get("since"), str):
         return (State.LIMITED, limit["since"],
-                f"a turn hit a usage limit ({_text(limit.get('error')) or ''})",
-                _text(limit.get("message")) or "")
+                f"a turn hit a usage limit ({as_text(limit.get('error')) or ''})",
+                as_text(limit.get("message")) or "")
     if isinstance(asked.get("since"), str):
-        return (State.WAITING, asked["since"], _asks(_text(asked.get("kind")) or "input"),
-                _text(asked.get("message")) or "")
+        return (State.WAITING, asked["since"], _asks(as_text(asked.get("kind")) or "input"),
+                as_text(asked.get("message")) or "")
     if meta.get("turnOpen") is True:
-        return (State.WORKING, _text(meta.get("turnStartedAt")) or updated,
-                "a turn began and has not ended", _text(meta.get("lastTool")) or "")
-    ended = _text(meta.get("userTurnEndedAt"))
+        return (State.WORKING, as_text(meta.get("turnStartedAt")) or updated,
+                "a turn began and has not ended", as_text(meta.get("lastTool")) or "")
+    ended = as_text(meta.get("userTurnEndedAt"))
     return State.IDLE, ended or updated, "its last turn ended" if ended else "no turn yet", ""
 
 
@@ -134,6 +134,3 @@ _ASKS = {
 def _asks(kind: str) -> str:
     return _ASKS.get(kind.lower(), f"asked for input ({kind})")
 
-
-def _text(value: object) -> str | None:
-    return value if isinstance(value, str) else None

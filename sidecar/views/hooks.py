@@ -7,7 +7,7 @@ firing's last line.
 from __future__ import annotations
 
 from sidecar.base import hooksjson
-from sidecar.base.files import parse, read
+from sidecar.base.files import as_text, parse, read
 from sidecar.base.outcome import Outcome
 from sidecar.base.proc import is_alive
 from sidecar.base.timeutil import parse_ts
@@ -29,10 +29,6 @@ def workspace_of(root: str) -> Any:
     return Workspace(Path(root))
 
 
-def _text(value: object) -> str | None:
-    return value if isinstance(value, str) else None
-
-
 def hooks_section(root: str, base: int, runtime: int, now: float) -> HooksSection:
     """Hooks and queue as hooks.json says, or as last known good when it is broken. A file
     plainly valid (base/hooksjson.py) is read here; any other, the daemon's store reads."""
@@ -47,18 +43,13 @@ def hooks_section(root: str, base: int, runtime: int, now: float) -> HooksSectio
         hooks, pending, error = _as_the_daemon_reads_it(root)
     else:
         (hooks, pending), error = plain, None
-    config_folder = _config_folder()
-    trusted = Trusted(root, base, runtime, config_folder)
+    from sidecar.base.paths import config_home
+
+    trusted = Trusted(root, base, runtime, config_home())
     rows = [hook_row(root, raw, _is_trusted(root, raw, trusted)) for raw in hooks.values()]
     queue = [queue_row(entry, now) for entry in pending]
     queue.sort(key=lambda q: q["dueInSeconds"])
     return {"hooks": rows, "queue": queue, "error": error}
-
-
-def _config_folder() -> str:
-    from sidecar.base.paths import config_home
-
-    return config_home()
 
 
 def _as_the_daemon_reads_it(root: str) -> tuple[dict[str, Any], list[Any], str | None]:
@@ -107,13 +98,13 @@ def hook_row(root: str, raw: dict[str, Any], trusted: bool) -> HookRow:
     history = (raw.get("history") or [])[-hooksjson.HISTORY_LIMIT:]
     last = history[-1] if history else None
     last = last if isinstance(last, dict) else None
-    status = _text(raw.get("lastStatus"))
+    status = as_text(raw.get("lastStatus"))
     return {
         "id": raw["id"], "name": raw["name"], "enabled": raw.get("enabled", True),
         "event": raw.get("event", "session-end"),
         "delaySeconds": raw.get("delaySeconds", hooksjson.DEFAULT_DELAY), "action": action,
-        "lastStatus": status, "lastFiredAt": _text(raw.get("lastFiredAt")),
-        "lastLog": None if last is None else _text(last.get("log")),
+        "lastStatus": status, "lastFiredAt": as_text(raw.get("lastFiredAt")),
+        "lastLog": None if last is None else as_text(last.get("log")),
         "lastLine": failure_line(root, raw, last, status), "trusted": trusted,
     }
 
@@ -122,23 +113,22 @@ def failure_line(root: str, raw: dict[str, Any], last: dict[str, Any] | None,
                  status: str | None) -> str | None:
     """What the latest firing's log last said, if that firing failed: kept in its history
     entry when it finished (`lastLine`), else read from its log (entries from before)."""
-    if last is None or not Outcome.parse(status).failed or _text(last.get("status")) != status:
+    if last is None or not Outcome.parse(status).failed or as_text(last.get("status")) != status:
         return None
     if "lastLine" in last:
-        return _text(last["lastLine"])
+        return as_text(last["lastLine"])
     from sidecar.base.startup import full_start
 
     full_start()
     from sidecar.followups.run import logtail
 
-    return logtail.last_line(workspace_of(root), raw["id"], _text(last.get("log")))
+    return logtail.last_line(workspace_of(root), raw["id"], as_text(last.get("log")))
 
 
 def queue_row(entry: dict[str, Any], now: float) -> QueueRow:
     """One valid queue entry as followups/model.QueueEntry reads it and status shows it."""
     due_at = entry.get("dueAt")
-    due = parse_ts(due_at if isinstance(due_at, (str, float, int))
-                   and not isinstance(due_at, bool) else None)
+    due = parse_ts(due_at if isinstance(due_at, (str, float, int)) and not isinstance(due_at, bool) else None)
     run = entry.get("run")
     retries = entry.get("retries", 0)
     return {
@@ -147,7 +137,7 @@ def queue_row(entry: dict[str, Any], now: float) -> QueueRow:
         "retries": retries if type(retries) is int else 0,
         "claimedBy": entry.get("claimedBy") or None,
         "running": None if run is None else {
-            "pid": run["pid"], "startedAt": _text(run.get("startedAt")) or "", "log": run["log"],
+            "pid": run["pid"], "startedAt": as_text(run.get("startedAt")) or "", "log": run["log"],
             "alive": is_alive(run["pid"], run.get("start") if type(run.get("start")) is int
                               else None)},
     }

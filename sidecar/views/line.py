@@ -92,8 +92,7 @@ def next_follow_up(hooks: object, host: str, session_id: str, now: float) -> str
     """The session's soonest follow-up: `post-task in 8 s`, `post-task running`; '' if none."""
     best: tuple[float, str] | None = None
     for entry in obj(hooks).get("pending") or ():
-        if not isinstance(entry, dict) or entry.get("sessionId") != session_id \
-                or entry.get("host") != host:
+        if not isinstance(entry, dict) or entry.get("sessionId") != session_id or entry.get("host") != host:
             continue
         name = str(entry.get("hookId") or "follow-up")[:24]
         if running(entry):

@@ -126,8 +126,7 @@ def _dumps(value: object, indent: str) -> str:
     if isinstance(value, dict):
         if not value:
             return "{}"
-        items = [f"{inner}{encode_basestring(key)}: {_dumps(item, inner)}"
-                 for key, item in value.items()]
+        items = [f"{inner}{encode_basestring(key)}: {_dumps(item, inner)}" for key, item in value.items()]
         return "{\n" + ",\n".join(items) + "\n" + indent + "}"
     if isinstance(value, list):
         if not value:

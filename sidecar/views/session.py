@@ -29,8 +29,7 @@ def session_report(ws: Workspace, session_id: str) -> dict[str, Any] | None:
     view = hook_store.read_view(ws)
     hosts = {h for (h, sid), _ in store.load_bindings().items() if sid == session_id}
     hosts |= {e.host for e in view.pending if e.session_id == session_id}
-    hosts |= {f.host for h in view.hooks.values() for f in h.history
-              if f.session_id == session_id and f.host}
+    hosts |= {f.host for h in view.hooks.values() for f in h.history if f.session_id == session_id and f.host}
     try:
         found = lookup.resolve(store, session_id, hosts | {*registry.names(), registry.UNKNOWN})
     except lookup.UnknownSession:

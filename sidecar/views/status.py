@@ -18,7 +18,7 @@ import stat
 
 from sidecar.base import storage
 from sidecar.base.errors import SidecarError
-from sidecar.base.files import below, open_root, read_json, walk
+from sidecar.base.files import as_text, below, obj, open_root, read_json, walk
 from sidecar.base.proc import is_alive
 from sidecar.base.timeutil import parse_ts
 from sidecar.base.version import __version__
@@ -30,13 +30,7 @@ if TYPE_CHECKING:
     from collections.abc import Callable
     from typing import Any, TypeVar
 
-    from sidecar.views.report import (
-        BindingRow,
-        HooksSection,
-        InstanceRow,
-        Report,
-        WorkspaceReport,
-    )
+    from sidecar.views.report import BindingRow, HooksSection, InstanceRow, Report, WorkspaceReport
 
     T = TypeVar("T")
 
@@ -53,8 +47,7 @@ def build(roots: list[str], now: float) -> Report:
     """The report of the workspaces at `roots` (real, absolute paths)."""
     from sidecar.coordination.report import coordination_row  # (stdlib where it is the files)
 
-    return {"version": REPORT_VERSION, "sidecar": __version__,
-            "coordination": coordination_row(roots, now),
+    return {"version": REPORT_VERSION, "sidecar": __version__, "coordination": coordination_row(roots, now),
             "workspaces": [workspace_report(root, now) for root in roots]}
 
 
@@ -91,14 +84,12 @@ def workspace_report(root: str, now: float) -> WorkspaceReport:
     opened = {name: None if runtime is None else below(runtime, name)
               for name in ("inbox", "hooks", "sessions")}
     try:
-        inbox = _read(errors, f"the inbox {runtime_path}/inbox",
-                      lambda: arrivals(opened["inbox"], now), None)
+        inbox = _read(errors, f"the inbox {runtime_path}/inbox", lambda: arrivals(opened["inbox"], now), None)
         sessions = opened["sessions"]
         no_bindings: list[BindingRow] = []
         bound = _read(errors, "the bindings", lambda: bindings(root, opened["hooks"], sessions, now),
                       no_bindings, lambda: _typed(root).load_bindings())
-        total = _read(errors, f"the sessions {runtime_path}/sessions",
-                      lambda: count_sessions(sessions), 0)
+        total = _read(errors, f"the sessions {runtime_path}/sessions", lambda: count_sessions(sessions), 0)
         no_instances: list[InstanceRow] = []
         found = _read(errors, f"the instances {runtime_path}/instances",
                       lambda: no_instances if runtime is None else instances(root, runtime, now),
@@ -205,8 +196,7 @@ def count_rejected(inbox: int | None) -> int:
 
 def count_sessions(sessions: int | None) -> int:
     """SessionStore.count_sessions: a bare listing, as status must stay fast at 100k."""
-    return 0 if sessions is None else sum(
-        1 for name in os.listdir(sessions) if not name.startswith("."))
+    return 0 if sessions is None else sum(1 for name in os.listdir(sessions) if not name.startswith("."))
 
 
 def is_plain(name: str) -> bool:
@@ -216,14 +206,6 @@ def is_plain(name: str) -> bool:
 
 def _whole(value: object) -> int | None:
     return value if isinstance(value, int) and not isinstance(value, bool) else None
-
-
-def _text(value: object) -> str | None:
-    return value if isinstance(value, str) else None
-
-
-def _obj(value: object) -> dict[str, Any]:
-    return value if isinstance(value, dict) else {}
 
 
 def host_of(sessions: int | None, hid: str | None) -> tuple[int, int | None] | None:
@@ -243,13 +225,12 @@ def host_of(sessions: int | None, hid: str | None) -> tuple[int, int | None] | N
         return None
     if not isinstance(record, dict):
         return None
-    meta = _obj(_obj(record.get("metadata")).get("sidecar"))
+    meta = obj(obj(record.get("metadata")).get("sidecar"))
     pid = _whole(meta.get("hostPid"))
     return None if pid is None else (pid, _whole(meta.get("hostStart")))
 
 
-def bindings(root: str, hooks_dir: int | None, sessions: int | None, now: float
-             ) -> list[BindingRow]:
+def bindings(root: str, hooks_dir: int | None, sessions: int | None, now: float) -> list[BindingRow]:
     """The active sessions, as sessions/model.Bindings reads host-sessions.json (through the
     session store where Redis holds the record)."""
     from sidecar.coordination.report import records_in_files
@@ -261,17 +242,16 @@ def bindings(root: str, hooks_dir: int | None, sessions: int | None, now: float
     else:
         doc = _typed(root).load_bindings().to_json()
     rows: list[BindingRow] = []
-    for host, per_host in _obj(_obj(doc).get("bindings")).items():
+    for host, per_host in obj(obj(doc).get("bindings")).items():
         for session_id, binding in (per_host.items() if isinstance(per_host, dict) else ()):
             if not isinstance(binding, dict):
                 continue
-            harness = _text(binding.get("harnessSessionId")) or None
-            updated_at = _text(binding.get("updatedAt"))
+            harness = as_text(binding.get("harnessSessionId")) or None
+            updated_at = as_text(binding.get("updatedAt"))
             updated = parse_ts(updated_at)
             proc = host_of(sessions, harness)
             rows.append({
-                "host": host, "sessionId": session_id, "harnessSessionId": harness,
-                "updatedAt": updated_at,
+                "host": host, "sessionId": session_id, "harnessSessionId": harness, "updatedAt": updated_at,
                 "ageSeconds": None if updated is None else round(now - updated, 3),
                 "hostPid": None if proc is None else proc[0],
                 "hostAlive": None if proc is None else is_alive(*proc)})
@@ -311,16 +291,16 @@ def instance_row(instance_id: str, data: dict[str, Any], runtime: int, now: floa
         return _whole(data.get(key)) or 0
 
     pid, plugins = data.get("pid"), data.get("plugins")
-    beat = parse_ts(_text(data.get("heartbeatAt")))
+    beat = parse_ts(as_text(data.get("heartbeatAt")))
     return {
         "id": instance_id, "pid": pid if isinstance(pid, int) else None,
-        "hostname": _text(data.get("hostname")), "version": _text(data.get("version")),
-        "build": _text(data.get("build")), "role": _text(data.get("role")),
-        "startedAt": _text(data.get("startedAt")), "heartbeatAt": _text(data.get("heartbeatAt")),
+        "hostname": as_text(data.get("hostname")), "version": as_text(data.get("version")),
+        "build": as_text(data.get("build")), "role": as_text(data.get("role")),
+        "startedAt": as_text(data.get("startedAt")), "heartbeatAt": as_text(data.get("heartbeatAt")),
         "heartbeatAgeSeconds": None if beat is None else round(now - beat, 3),
         "live": is_plain(instance_id) and life_lock_held(runtime, instance_id),
         "applied": count("applied"), "rejected": count("rejected"), "errors": count("errors"),
-        "lastError": _text(data.get("lastError")) or "",
+        "lastError": as_text(data.get("lastError")) or "",
         "plugins": {k: v for k, v in plugins.items() if isinstance(v, dict)}
         if isinstance(plugins, dict) else {},
     }
@@ -357,8 +337,7 @@ def tokens(runtime: int) -> dict[str, int] | None:
         return None
     if not isinstance(data, dict):
         return None
-    return {k: v for k in TOKEN_FIELDS
-            if isinstance(v := data.get(k, 0), int) and not isinstance(v, bool)}
+    return {k: v for k in TOKEN_FIELDS if isinstance(v := data.get(k, 0), int) and not isinstance(v, bool)}
 
 
 def plugin_counters(found: list[InstanceRow]) -> dict[str, dict[str, int]]:

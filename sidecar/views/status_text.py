@@ -36,8 +36,7 @@ def tokens_text(t: dict[str, int]) -> str:
 def outcome_style(status: str | None) -> tuple[str, ...]:
     """How a firing's outcome is painted: a failure red, a skip dim, success green."""
     ended = Outcome.parse(status)
-    return ("red",) if ended.failed else ("dim",) if ended.skipped \
-        else ("green",) if ended.ok else ()
+    return ("red",) if ended.failed else ("dim",) if ended.skipped else ("green",) if ended.ok else ()
 
 
 def _width(values: list[str], floor: int = 0) -> int:
@@ -47,8 +46,7 @@ def _width(values: list[str], floor: int = 0) -> int:
 # -- one session ----------------------------------------------------------------------------
 
 
-def render_session(report: dict[str, Any], root: str | Path | None = None,
-                   now: float | None = None,
+def render_session(report: dict[str, Any], root: str | Path | None = None, now: float | None = None,
                    stale_after: float | None = None, style: Style | None = None) -> str:
     """`status --session`; `root`: the workspace, to which its log paths are shown relative."""
     now = time.time() if now is None else now
@@ -89,8 +87,7 @@ def render_session(report: dict[str, Any], root: str | Path | None = None,
 # -- the workspaces -------------------------------------------------------------------------
 
 
-def _hook_lines(h: HookRow, widths: tuple[int, int, int], root: str, now: float,
-                paint: Style) -> list[str]:
+def _hook_lines(h: HookRow, widths: tuple[int, int, int], root: str, now: float, paint: Style) -> list[str]:
     name, event, delay = widths
     last = h["lastStatus"] or "-"
     fired = parse_ts(h["lastFiredAt"])
@@ -215,8 +212,7 @@ def render_text(report: Report, bindings_shown: int = 20, now: float | None = No
     now = time.time() if now is None else now
     paint = style or words.style_for()
     report = escaped_values(report)  # a hook's outcome, a path, an error: before painting
-    blocks = ["\n".join(_workspace_lines(w, bindings_shown, now, paint))
-              for w in report["workspaces"]]
+    blocks = ["\n".join(_workspace_lines(w, bindings_shown, now, paint)) for w in report["workspaces"]]
     coordination = _coordination_line(report["coordination"], now, paint)
     if coordination:
         blocks.insert(0, coordination)
@@ -233,5 +229,4 @@ def _coordination_line(row: CoordinationRow, now: float, paint: Style) -> str:
                           *[paint(f"  warning: {said}", "yellow") for said in row["warnings"]]])
     since = parse_ts(row["since"])
     when = "" if since is None else f" since {words.local_time(since, now)} ({words.ago(since, now)})"
-    return paint(f"coordination: {row['url'] or 'redis'} unreachable{when}: {row['error']}",
-                 "red", "bold")
+    return paint(f"coordination: {row['url'] or 'redis'} unreachable{when}: {row['error']}", "red", "bold")

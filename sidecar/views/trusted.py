@@ -77,8 +77,7 @@ class Trusted:
                 raise Unsure("whose trust counts is the full command's to say")
             self.identity = trustcheck.identity_of(read(self.runtime, trustcheck.ID_FILE))
             data = own_trust_file(self.config_folder)
-            self.given = trustcheck.section(parse(data) if data else None, self.root,
-                                            self.identity)
+            self.given = trustcheck.section(parse(data) if data else None, self.root, self.identity)
         definition = trustcheck.definition_of(raw)
         action = raw.get("action", "resume")
         prompt = raw.get("promptFile") if not isinstance(action, dict) else None

@@ -32,7 +32,7 @@ import threading
 import time
 import uuid
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 
 import redis
 
@@ -122,8 +122,7 @@ class RedisCoordination:
     def _start_keeper(self) -> None:
         with self.state:
             if self.keeper is None:
-                self.keeper = threading.Thread(target=self._keep, name="coordination",
-                                               daemon=True)
+                self.keeper = threading.Thread(target=self._keep, name="coordination", daemon=True)
                 self.keeper.start()
                 # The clock's readings take round trips of their own: on a thread of their own,
                 # they never hold a renewal back (a lease counts from the renewal sent).
@@ -190,8 +189,7 @@ class RedisCoordination:
         key = f"{PREFIX}{workspace_key(ws)}:lock:{name}"
         with self.state:  # a leader's locks name its term: they break once it is deposed
             lead = self.leads.get(workspace_key(ws))
-            tag = (lead.term if lead is not None else "") or (min(self.members) if self.members
-                                                              else "cmd")
+            tag = (lead.term if lead is not None else "") or (min(self.members) if self.members else "cmd")
         token = f"{tag}:{uuid.uuid4().hex}"
         deadline = time.monotonic() + timeout
         delay, next_look = 0.0005, 0.0
@@ -215,10 +213,8 @@ class RedisCoordination:
         finally:
             with self.state:
                 self.held_locks.pop(key, None)
-            try:
+            with suppress(redis.RedisError):  # it expires; a waiter also breaks it once this instance is gone
                 self.delete_if(keys=[key], args=[token])
-            except redis.RedisError:
-                pass  # it expires; a waiter also breaks it once this instance is gone
 
     def _break_if_dead(self, key: str) -> None:
         """Break a store lock whose holder is gone: its instance's lease has lapsed AND the
@@ -263,8 +259,7 @@ class RedisCoordination:
 
     # -- the lead ------------------------------------------------------------------------
 
-    def leadership(self, ws: Workspace, instance_id: str,
-                   on_lost: Callable[[], None]) -> RedisLeadership:
+    def leadership(self, ws: Workspace, instance_id: str, on_lost: Callable[[], None]) -> RedisLeadership:
         self.clock.first()  # before the daemon's first step, which then keeps to Redis's clock
         lead = RedisLeadership(self.client, self.url, self.lease, self.clock, self.records(ws),
                                instance_id, on_lost)
@@ -320,10 +315,8 @@ class RedisCoordination:
                 self._noted(exc)
                 self.stopping.wait(0.5)
             finally:
-                try:
+                with suppress(redis.RedisError, OSError, ValueError):
                     pubsub.close()
-                except (redis.RedisError, OSError, ValueError):
-                    pass
 
     def ping(self) -> None:
         try:
@@ -345,11 +338,9 @@ class RedisCoordination:
         with self.state:
             members = list(self.members)
             self.members.clear()
-        try:
+        with suppress(redis.RedisError):  # they expire
             if members:
                 self.client.delete(*[instance_key(m) for m in members])
-        except redis.RedisError:
-            pass  # they expire
         self.client.close()
         self.raw.close()
         self.clock.close()

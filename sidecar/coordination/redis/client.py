@@ -52,14 +52,12 @@ def _driver_options() -> dict[str, object]:
     return {"driver_info": DriverInfo(lib_version=redis.__version__)}
 
 
-def connect(url: str, name: str | None = None, decoded: bool = True,
-            retries: int = 1) -> redis.Redis:
-    """redis-py's client for the URL, named (`sidecar@<host>:<pid>`) so that CLIENT LIST
-    tells whose connection is whose. `retries` quick retries of a failed command, without a
-    back-off: sidecar retries at its own pace (a stand-by every 200 ms, the keeper every
-    KEEP_EVERY), and `status` must not wait one out. A URL it cannot read is a
-    configuration error (named without its password), not a traceback wherever it is first
-    used."""
+def connect(url: str, name: str | None = None, decoded: bool = True, retries: int = 1) -> redis.Redis:
+    """redis-py's client for the URL, named (`sidecar@<host>:<pid>`) so that CLIENT LIST tells
+    whose connection is whose. `retries` quick retries of a failed command, without a back-off:
+    sidecar retries at its own pace (a stand-by every 200 ms, the keeper every KEEP_EVERY), and
+    `status` must not wait one out. A URL it cannot read is a configuration error (named without
+    its password), not a traceback wherever it is first used."""
     try:
         return redis.Redis.from_url(
             url, **_driver_options(), socket_connect_timeout=CONNECT_TIMEOUT,

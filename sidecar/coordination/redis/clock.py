@@ -26,6 +26,7 @@ import math
 import threading
 import time
 from collections.abc import Callable, Mapping
+from contextlib import suppress
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 import redis
@@ -112,12 +113,10 @@ class Persistence(NamedTuple):
 
     def shown(self) -> str:
         known = {True: "yes", False: "no", None: "unknown"}
-        return (f"appendonly {known[self.appendonly]}, "
-                f"appendfsync {self.appendfsync or 'unknown'}")
+        return f"appendonly {known[self.appendonly]}, appendfsync {self.appendfsync or 'unknown'}"
 
     def to_json(self) -> dict[str, Any]:
-        return {"appendonly": self.appendonly, "appendfsync": self.appendfsync,
-                "evicts": self.evicts}
+        return {"appendonly": self.appendonly, "appendfsync": self.appendfsync, "evicts": self.evicts}
 
 
 def persistence_of(info: object, config: object, memory: object = None) -> Persistence:
@@ -138,8 +137,7 @@ def persistence_of(info: object, config: object, memory: object = None) -> Persi
     evicts = None
     if isinstance(memory, Mapping) and "maxmemory_policy" in memory:
         limit = str(memory.get("maxmemory", "0"))
-        evicts = limit.isdigit() and int(limit) > 0 \
-            and str(memory["maxmemory_policy"]) != "noeviction"
+        evicts = limit.isdigit() and int(limit) > 0 and str(memory["maxmemory_policy"]) != "noeviction"
     return Persistence(appendonly, fsync, evicts)
 
 
@@ -153,8 +151,7 @@ def read_persistence(client: redis.Redis, ask_config: bool = True) -> tuple[Pers
     pipe.info("memory")
     replies = pipe.execute(raise_on_error=False)
     config = replies[1] if ask_config else None
-    return (persistence_of(replies[0], config, replies[-1]),
-            isinstance(config, redis.ResponseError))
+    return (persistence_of(replies[0], config, replies[-1]), isinstance(config, redis.ResponseError))
 
 
 class Reading(NamedTuple):
@@ -167,8 +164,7 @@ class Reading(NamedTuple):
     def warnings(self) -> list[str]:
         found = []
         if self.skew is not None and abs(self.skew.skew) > TOLERATED:
-            found.append(f"this machine's clock is {described(self.skew.skew)} (sidecar keeps "
-                         "to Redis's)")
+            found.append(f"this machine's clock is {described(self.skew.skew)} (sidecar keeps to Redis's)")
         said = self.persistence.warning()
         if said is not None:
             found.append(said)
@@ -224,10 +220,8 @@ class RedisClock:
         """Measure before the daemon's first step (when it first asks for a lead), so that the
         step already keeps to Redis's clock; a failure is left to the keeper."""
         if not self.tried:
-            try:
+            with suppress(redis.RedisError):
                 self.measure()
-            except redis.RedisError:
-                pass
 
     def steady(self) -> bool:
         """Whether a lead may be taken now: a step began with the time `now()` said then, and a
@@ -270,8 +264,7 @@ class RedisClock:
         offset = -self.skew
         moved = abs(offset - timeutil.offset()) > MOVED
         if moved or not self.applied:  # the first reading, and each move that counts
-            log.info("this machine's clock is %s: sidecar keeps to Redis's",
-                     described(self.skew))
+            log.info("this machine's clock is %s: sidecar keeps to Redis's", described(self.skew))
         if moved and not first:
             self.moved_at = time.monotonic()
         timeutil.set_offset(offset)

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Callable
+from contextlib import suppress
 
 import portalocker
 import redis
@@ -143,8 +144,7 @@ class RedisLeadership:
     def _within_lease(self) -> None:
         if not self._lease_runs():
             since = self.lease.age()
-            raise LeaseLost(f"the lease ran out: its last confirmed renewal was sent "
-                            f"{since:.1f}s ago")
+            raise LeaseLost(f"the lease ran out: its last confirmed renewal was sent {since:.1f}s ago")
 
     def held(self) -> bool:
         return self.lock is not None and not self.lock.lost
@@ -160,12 +160,8 @@ class RedisLeadership:
         self.term = ""
         if lock is None:
             return
-        try:
+        with suppress(redis.RedisError):
             if me is not None:
                 self.delete_if(keys=[self.holder_key], args=[me])
-        except redis.RedisError:
-            pass
-        try:
+        with suppress(Exception):  # a dead connection: Redis frees the lock with it
             lock.release()
-        except Exception:  # noqa: BLE001 - a dead connection: Redis frees the lock with it
-            pass

@@ -30,6 +30,7 @@ import hashlib
 import os
 import threading
 from collections.abc import Callable
+from contextlib import suppress
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TypeVar
@@ -41,13 +42,7 @@ from sidecar.base import timeutil
 from sidecar.base.errors import SidecarError
 from sidecar.base.wslog import WorkspaceLog
 from sidecar.coordination.base import Conflict, LeaseLost, Unreachable, workspace_key
-from sidecar.coordination.records import (
-    HOOKS,
-    LAST_GOOD,
-    OFFSETS,
-    REMIRROR_EVERY,
-    copy_revision,
-)
+from sidecar.coordination.records import HOOKS, LAST_GOOD, OFFSETS, REMIRROR_EVERY, copy_revision
 from sidecar.coordination.redis.script import COMMIT
 from sidecar.layout import Workspace
 
@@ -63,8 +58,6 @@ class RecordError(Unreachable):
     def __init__(self, message: str) -> None:
         SidecarError.__init__(self, message)
         self.why = message
-
-
 
 
 @dataclass
@@ -122,9 +115,7 @@ class RedisRecords:
             data = self._get(self.key(name))
             if data is None and adopt:
                 data = self._file(name)
-        if data is None:
-            return None
-        return data + b"".join(pending.appends.get(name, []))
+        return None if data is None else data + b"".join(pending.appends.get(name, []))
 
     def _file(self, name: str) -> bytes | None:
         """The file's copy of a record, None if there is none (or none that can be read)."""
@@ -324,17 +315,13 @@ class RedisRecords:
         rewritten = 0
         for key, digest in zip(keys, digests, strict=True):
             name = key[len(prefix):].decode("utf-8", "replace")
-            if digest is None or not key.startswith(prefix) or not _plain(name) \
-                    or name == LAST_GOOD:
+            if digest is None or not key.startswith(prefix) or not _plain(name) or name == LAST_GOOD:
                 continue
             path = self.ws.runtime / name
-            try:
+            with suppress(OSError, SidecarError):  # missing or unreadable: written again
                 found = jsonfile.read_bytes(path)
-                if _sha1(found).encode() == digest \
-                        or (name == HOOKS and not self.late_copy(found)):
+                if _sha1(found).encode() == digest or (name == HOOKS and not self.late_copy(found)):
                     continue  # (hooks.json's differing copy at its revision: a person's edit)
-            except (OSError, SidecarError):
-                pass  # missing or unreadable: written again
             data = self._get(key.decode())
             if data is None:
                 continue

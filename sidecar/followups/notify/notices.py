@@ -1,18 +1,17 @@
 """Queueing notices: one queue entry per (notify hook, session, transition).
 
 A resume or command hook is queued once per session (followups/queue.py). A notice is about one
-transition of it instead: each needs-input ask, each usage limit's episode, the end, each
-failed follow-up. Its entry's id names the transition: by the inbox file and the time it came
-from, and a limit failure by when its episode began (a host that reports each failed attempt
-of a turn, Copilot CLI, reports one episode many times, and a resume that hits the limit
-again is the same episode); another failure while a limit holds (a server error) is its own.
-So two asks are two notices, while the same ask applied again finds its key among the hook's
-recent notices (`recentNotices`, kept with the hook in the same write that queues the
-notice): whether the notice still waits or was sent already, as when a batch whose record
-could not be saved (a full disk) is applied again a second later. A hook replaced by one of
-the same id keeps them (`keep_recent`). What the notice tells is kept in the entry
-(`notice`), as it was when the transition happened: by the time it is sent the session may
-have moved on.
+transition of it instead: each needs-input ask, each usage limit's episode, the end, each failed
+follow-up. Its entry's id names the transition: by the inbox file and the time it came from, and
+a limit failure by when its episode began (a host that reports each failed attempt of a turn,
+Copilot CLI, reports one episode many times, and a resume that hits the limit again is the same
+episode); another failure while a limit holds (a server error) is its own. So two asks are two
+notices, while the same ask applied again finds its key among the hook's recent notices
+(`recentNotices`, kept with the hook in the same write that queues the notice): whether the
+notice still waits or was sent already, as when a batch whose record could not be saved (a full
+disk) is applied again a second later. A hook replaced by one of the same id keeps them
+(`keep_recent`). What the notice tells is kept in the entry (`notice`), as it was when the
+transition happened: by the time it is sent the session may have moved on.
 """
 
 from __future__ import annotations
@@ -47,12 +46,10 @@ def wants_change(hook: Hook, change: SessionChange) -> bool:
     follow-up's own run only if the hook asks, an interrupted end only if it asks."""
     if change.from_hook and not hook.also_follow_ups:
         return False
-    return not (change.kind == EventKind.SESSION_END and change.interrupted
-                and not hook.also_interrupted)
+    return not (change.kind == EventKind.SESSION_END and change.interrupted and not hook.also_interrupted)
 
 
-def add_for_change(doc: HooksDoc, hook: Hook, change: SessionChange, now: float,
-                   queued: set[str]) -> None:
+def add_for_change(doc: HooksDoc, hook: Hook, change: SessionChange, now: float, queued: set[str]) -> None:
     """Queue the notice of one session change (once, however often its batch is replayed)."""
     assert change.kind is not None
     # A limit failure is keyed by its episode (each resume or retry that hits the limit again
@@ -71,8 +68,7 @@ def add_for_change(doc: HooksDoc, hook: Hook, change: SessionChange, now: float,
         notice["message"] = message
     if change.last_message:
         notice["lastMessage"] = change.last_message
-    _append(doc, hook, key, change.host, change.session_id, change.harness_session_id,
-            change.ts, now, notice)
+    _append(doc, hook, key, change.host, change.session_id, change.harness_session_id, change.ts, now, notice)
     queued.add(key)
 
 
@@ -89,10 +85,8 @@ def add_for_follow_up(doc: HooksDoc, event: FollowUpEvent, fired: QueueEntry, ho
               f"{_transition(event, fired.id, fired.claimed_at, fired.log)}"
         if key in queued or key in recent(hook):
             continue
-        notice: Json = {"event": event.value, "reason": status, "hook": hook_id,
-                        "at": iso(now)}
-        _append(doc, hook, key, fired.host, fired.session_id, fired.harness_session_id, now,
-                now, notice)
+        notice: Json = {"event": event.value, "reason": status, "hook": hook_id, "at": iso(now)}
+        _append(doc, hook, key, fired.host, fired.session_id, fired.harness_session_id, now, now, notice)
         queued.add(key)
         added += 1
     return added

@@ -127,8 +127,7 @@ def webhook_body(job: dict[str, Any], text: Text) -> dict[str, Any]:
 def _end(job: dict[str, Any], reason: str) -> str:
     """A session's end in words; a stale end names the staleAfter the job carries."""
     stale_after = job.get("staleAfter")
-    if isinstance(stale_after, bool) or not isinstance(stale_after, (int, float)) \
-            or stale_after <= 0:
+    if isinstance(stale_after, bool) or not isinstance(stale_after, (int, float)) or stale_after <= 0:
         return end_reason(reason)  # a job from elsewhere may not carry it
     return end_reason(reason, stale_after=float(stale_after))
 
@@ -146,9 +145,7 @@ def _header(value: str) -> str:
     reads); a line break or any other control character escaped first, never sent (urllib
     refuses it, and it would end the header)."""
     value = escaped(value)
-    if value.isascii():
-        return value
-    return "=?UTF-8?B?" + base64.b64encode(value.encode()).decode() + "?="
+    return value if value.isascii() else "=?UTF-8?B?" + base64.b64encode(value.encode()).decode() + "?="
 
 
 class _NoRedirects(urllib.request.HTTPRedirectHandler):
@@ -206,8 +203,7 @@ def _authorization(target: str) -> dict[str, str]:
 def _ntfy(target: str, job: dict[str, Any], text: Text, timeout: float) -> str:
     headers = {"Title": _header(text.title), "Priority": str(text.priority),
                "Tags": _header(",".join(text.tags)), "Content-Type": "text/plain; charset=utf-8"}
-    return _post(targets.ntfy_url(target), text.body.encode(), headers, timeout,
-                 _authorization(target))
+    return _post(targets.ntfy_url(target), text.body.encode(), headers, timeout, _authorization(target))
 
 
 def _webhook(target: str, job: dict[str, Any], text: Text, timeout: float) -> str:
@@ -288,8 +284,7 @@ def _try(send: Callable[[str, dict[str, Any], Text, float], str], target: str,
     except NotSent:
         raise
     except Exception as exc:
-        raise NotSent(f"cannot build the notice: {type(exc).__name__}: {escaped(str(exc))}") \
-            from exc
+        raise NotSent(f"cannot build the notice: {type(exc).__name__}: {escaped(str(exc))}") from exc
 
 
 def _timeout() -> float:

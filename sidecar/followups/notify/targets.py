@@ -32,8 +32,7 @@ HOST_PORT = re.compile(r"(\[[0-9A-Fa-f:.]*\]|[^\[\]@:/?#]*)(:[0-9]*)?")
 
 # The events a notify hook may listen for: session events worth a notice, and what the
 # follow-up runner itself produces (vocabulary.FollowUpEvent).
-NOTIFY_EVENTS = ("session-end", "needs-input", "turn-failed", "follow-up-failed",
-                 "resume-started")
+NOTIFY_EVENTS = ("session-end", "needs-input", "turn-failed", "follow-up-failed", "resume-started")
 
 
 @dataclass(frozen=True, slots=True)
@@ -66,9 +65,7 @@ def kind(target: str) -> str:
     scheme = target.split("://", 1)[0].lower()
     if scheme in NTFY:
         return "ntfy"
-    if scheme in WEBHOOK:
-        return "webhook"
-    return "apprise"
+    return "webhook" if scheme in WEBHOOK else "apprise"
 
 
 def check(target: Any) -> Notify:

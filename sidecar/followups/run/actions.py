@@ -15,6 +15,7 @@ import subprocess
 import sys
 import tempfile
 from collections.abc import Mapping, Sequence
+from contextlib import suppress
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO
@@ -122,8 +123,7 @@ def build_argv(action: str | list[str], firing: Firing, resume: Mapping[str, Seq
         if refusal is not None:
             raise CannotResume(refusal)
         if template is None:
-            raise ActionError(f"no resume command for host {firing.host!r} "
-                              "(set [resume] in config.toml)")
+            raise ActionError(f"no resume command for host {firing.host!r} (set [resume] in config.toml)")
     else:
         template = action
     # Some hosts take a prompt best on standard input: opencode re-quotes an argument that
@@ -172,8 +172,7 @@ def start(argv: list[str], cwd: Path, env: dict[str, str], log_path: Path,
     except OSError as exc:  # no room for a temporary file, say
         for fd in passed:
             os.close(fd)
-        raise ActionError(f"cannot give {argv[0]!r} its standard input: "
-                          f"{exc.strerror or exc}") from None
+        raise ActionError(f"cannot give {argv[0]!r} its standard input: {exc.strerror or exc}") from None
     try:
         fd = os.open(log_path.name, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC
                      | os.O_NOFOLLOW | os.O_NONBLOCK, 0o600, dir_fd=folder)  # never a FIFO's wait
@@ -310,7 +309,5 @@ def signal_group(proc: Proc, sig: int) -> bool:
 
 def reap(pid: int) -> None:
     """Collect an action's exit if this process started it (no zombie left behind)."""
-    try:
+    with suppress(ChildProcessError):  # started by another instance: not ours to reap
         os.waitpid(pid, os.WNOHANG)
-    except ChildProcessError:
-        pass  # started by another instance: not ours to reap

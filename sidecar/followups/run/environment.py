@@ -46,8 +46,7 @@ def report(ws: Workspace, config: Config) -> Json:
         return {"error": str(exc)}
     env = follow_up_base(account, settings)
     wanted = registry.key_variables() | set(_needed(account, env))
-    return {"user": account.name if account is not None else _own_name(),
-            "path": env.get("PATH", ""),
+    return {"user": account.name if account is not None else _own_name(), "path": env.get("PATH", ""),
             "variables": sorted(name for name in wanted if name in env),
             "envFileProblems": list(settings.env_problems)}
 
@@ -58,8 +57,7 @@ def _needed(account: owner.Account | None, env: dict[str, str]) -> list[str]:
     home = Path(env.get("HOME", "/nonexistent"))
 
     def read(path: Path) -> bytes | None:
-        return envfile.read_or_none(path) if account is None else \
-            owner.read_owned(path, account.uid)
+        return envfile.read_or_none(path) if account is None else owner.read_owned(path, account.uid)
 
     return [name for host in registry.hosts() for name in host.needed_variables(env, home, read)]
 
@@ -111,7 +109,7 @@ def reported(ws: Workspace) -> Reported | None:
         return None
     info = min(seen, key=lambda i: i.role != "leader")
     data = info.environment or {}
-    variables = {name: "" for name in _texts(data.get("variables"))}
+    variables = dict.fromkeys(_texts(data.get("variables")), "")
     path = data.get("path")
     error = data.get("error")
     return Reported(info.pid, {"PATH": path if isinstance(path, str) else "", **variables},

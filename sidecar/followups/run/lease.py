@@ -56,8 +56,7 @@ def where(client: "redis.Redis") -> str:
     if "path" in options:
         return str(options["path"])
     host = str(options.get("host", "localhost"))
-    return f"[{host}]:{options.get('port', 6379)}" if ":" in host else \
-        f"{host}:{options.get('port', 6379)}"
+    return f"[{host}]:{options.get('port', 6379)}" if ":" in host else f"{host}:{options.get('port', 6379)}"
 
 
 def _masked(text: str, url: str, client: "redis.Redis | None" = None) -> str:
@@ -81,8 +80,7 @@ def failure(client: "redis.Redis", url: str, exc: "redis.RedisError") -> LeaseEr
 class Lease:
     """A key that lives while its holder refreshes it: see the module's docstring."""
 
-    def __init__(self, url: str, key: str, value: str, ttl_ms: int = TTL_MS,
-                 wake: str | None = None) -> None:
+    def __init__(self, url: str, key: str, value: str, ttl_ms: int = TTL_MS, wake: str | None = None) -> None:
         self.url, self.key, self.value = url, key, value
         self.ttl_ms, self.wake = ttl_ms, wake
         self.refresh_s = ttl_ms / 3 / 1000  # three a lifetime: one lost never lets it lapse

@@ -72,8 +72,7 @@ def read_tail(path: Path, size: int) -> tuple[bytes, bool] | None:
     (which may be any other file of its owner's, on the same filesystem)."""
     try:
         with safedir.opened(path.parent) as folder:
-            fd = os.open(path.name, os.O_RDONLY | os.O_NONBLOCK | os.O_NOFOLLOW | os.O_CLOEXEC,
-                         dir_fd=folder)
+            fd = os.open(path.name, os.O_RDONLY | os.O_NONBLOCK | os.O_NOFOLLOW | os.O_CLOEXEC, dir_fd=folder)
             try:
                 st = os.fstat(fd)
                 if not stat.S_ISREG(st.st_mode) or st.st_nlink != 1:

@@ -1,12 +1,11 @@
 """`python -S runner.py FD LOG -- ARGV...`: run one follow-up action, detached.
 
-The daemon starts this in a session of its own, so the action does not depend on the
-instance that started it: when that instance stops or dies, the action runs on, and whichever
-instance leads next reads the outcome this writes (`{"exit": N}` or `{"error": why}`) into
-`LOG.status`, by write-then-rename, when the action ends. FD is the log's folder, opened by
-the daemon without following a link; every file here is made relative to it (`dir_fd=`), so
-a folder swapped for a symlink meanwhile is never written through. The action does not
-inherit it.
+The daemon starts this in a session of its own, so the action does not depend on the instance
+that started it: when that instance stops or dies, the action runs on, and whichever instance
+leads next reads the outcome this writes (`{"exit": N}` or `{"error": why}`) into `LOG.status`,
+by write-then-rename, when the action ends. FD is the log's folder, opened by the daemon without
+following a link; every file here is made relative to it (`dir_fd=`), so a folder swapped for a
+symlink meanwhile is never written through. The action does not inherit it.
 
 Before it runs anything it creates `LOG.started` (holding its pid and start time) with a hard
 link, which fails if the file exists: a leader that finds a claim whose instance died before
@@ -22,14 +21,14 @@ machine died. None of these variables reaches the action: the URL may hold a pas
 
 It imports nothing beyond the interpreter's start-up modules and sidecar's `base/proc.py` (the
 one reader of /proc) and runs without `site`: every millisecond it takes to start delays the
-action. In Redis mode it imports lease.py, and
-through it redis-py, from the folder the daemon imports redis-py from
-(`SIDECAR_RUN_LIBRARY`), which `site` would have put on the path.
+action. In Redis mode it imports lease.py, and through it redis-py, from the folder the daemon
+imports redis-py from (`SIDECAR_RUN_LIBRARY`), which `site` would have put on the path.
 """
 
 import os
 import signal
 import sys
+from contextlib import suppress
 
 if not __package__:  # run as a script, without site: sys.path[0] is this file's own folder
     sys.path.append(os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(
@@ -53,10 +52,8 @@ LEASE_WITHIN = 2.0  # seconds to reach Redis before the action runs without a le
 
 
 def _json_string(text: str) -> str:
-    out = []
-    for ch in text:
-        out.append("\\" + ch if ch in '"\\' else f"\\u{ord(ch):04x}" if ch < " " else ch)
-    return '"' + "".join(out) + '"'
+    return '"' + "".join("\\" + ch if ch in '"\\' else f"\\u{ord(ch):04x}" if ch < " " else ch
+                         for ch in text) + '"'
 
 
 def write_atomic(folder: int, name: str, text: str, exclusive: bool = False) -> bool:
@@ -103,10 +100,8 @@ def _coordination_url() -> str:
     except OSError:
         return ""
     finally:
-        try:
+        with suppress(OSError):
             os.close(int(fd))
-        except OSError:
-            pass
     return b"".join(chunks).decode("utf-8", "replace")
 
 
@@ -126,9 +121,8 @@ def take_lease(value: str) -> "Lease | None":
         else:  # run as a script, without site: sys.path[0] is this file's own folder
             import lease as leases  # type: ignore[import-not-found, no-redef]
     except ImportError as exc:
-        sys.stderr.write(f"sidecar runner: no liveness lease in Redis (redis-py cannot be "
-                         f"imported: {exc}); the action runs, and only an instance on this "
-                         "machine can tell that it does\n")
+        sys.stderr.write(f"sidecar runner: no liveness lease in Redis (redis-py cannot be imported: {exc}); "
+                         "the action runs, and only an instance on this machine can tell that it does\n")
         return None
     try:
         lease: Lease = leases.take(url, os.environ[LEASE_KEY], value,

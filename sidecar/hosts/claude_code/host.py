@@ -5,12 +5,11 @@
 so this machine's absolute path to `sidecar` stays here); `--shared` into the committed
 `.claude/settings.json`, calling `sidecar` from PATH; `--user` into `~/.claude/settings.json`.
 
-Claude Code 2.1.328 writes each assistant message with the API's `usage` (input, output,
-cache creation, cache read); a message is written once per content block, with the same
-`message.id`, so each id is counted once. A refused turn is an assistant entry with
-`isApiErrorMessage: true`, `error: "rate_limit"` and the API's text; its StopFailure hook is
-not waited for, so a `claude -p` that exits at once can end before it is delivered: the
-transcript tells it then.
+Claude Code 2.1.328 writes each assistant message with the API's `usage` (input, output, cache
+creation, cache read); a message is written once per content block, with the same `message.id`,
+so each id is counted once. A refused turn is an assistant entry with `isApiErrorMessage: true`,
+`error: "rate_limit"` and the API's text; its StopFailure hook is not waited for, so a `claude
+-p` that exits at once can end before it is delivered: the transcript tells it then.
 """
 
 from __future__ import annotations
@@ -48,8 +47,7 @@ def ranked_below(place: Path, home: Path) -> list[Path]:
     """The settings files Claude Code ranks below `place`: what they set, `place` overrides."""
     user = home / ".claude" / "settings.json"
     files = settings_files(None if place == user else place.parent.parent, home)
-    return [file for file in files[files.index(place) + 1:] if file != place] \
-        if place in files else []
+    return [file for file in files[files.index(place) + 1:] if file != place] if place in files else []
 
 
 def read_wherever(place: Path, home: Path) -> list[Path]:

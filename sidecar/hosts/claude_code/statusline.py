@@ -3,18 +3,17 @@
 
 A user who has a status line keeps it: only its `command` changes, to sidecar's with theirs
 after `--then` (`sidecar status --line --source claude-code --then '<theirs>'`), which runs
-theirs with the same input and prints its lines first, then sidecar's. Every other key of
-theirs (`padding`...) stays as it is. A file with none of its own takes, in the same way, the
-status line Claude Code would show without it: that of a file it ranks lower (the project's
-committed settings, the user's), which is never written; and only into a file read wherever
-that one is (the project's local settings: the committed ones go to every collaborator, who
-must not get the user's own line). Taking sidecar out puts their command
-back, or removes the `statusLine` sidecar added, so the file is given back byte for byte; a
-file whose status line could not be given back so (a command written with escapes JSON does
-not need) is left alone, and the error says how to combine the two by hand. What sidecar wrote
-is remembered (files/owned.py), before it is written: a `sidecar status --line` the user wrote by
-hand is never taken out, and a key the user adds by hand to the status line sidecar added stays
-when it is.
+theirs with the same input and prints its lines first, then sidecar's. Every other key of theirs
+(`padding`...) stays as it is. A file with none of its own takes, in the same way, the status
+line Claude Code would show without it: that of a file it ranks lower (the project's committed
+settings, the user's), which is never written; and only into a file read wherever that one is
+(the project's local settings: the committed ones go to every collaborator, who must not get the
+user's own line). Taking sidecar out puts their command back, or removes the `statusLine`
+sidecar added, so the file is given back byte for byte; a file whose status line could not be
+given back so (a command written with escapes JSON does not need) is left alone, and the error
+says how to combine the two by hand. What sidecar wrote is remembered (files/owned.py), before
+it is written: a `sidecar status --line` the user wrote by hand is never taken out, and a key
+the user adds by hand to the status line sidecar added stays when it is.
 """
 
 from __future__ import annotations
@@ -28,7 +27,7 @@ from typing import Any
 
 from sidecar.base.errors import SidecarError
 from sidecar.hosts.base import IntegrateError
-from sidecar.hosts.files import jsonedit, owned, settings, userfile
+from sidecar.hosts.files import jsonedit, owned, settings
 
 KEY = "statusLine"
 THEN = "--then"
@@ -65,8 +64,7 @@ def composed(line: Any, sidecar: str, source: str, path: Path) -> dict[str, Any]
                              f"combine them, make it a command that prints its own line, then "
                              f"runs `{command(sidecar, source, None)}` with the same input")
     mine, theirs = parse(line["command"])
-    return {**copy.deepcopy(line),
-            "command": command(sidecar, source, theirs if mine else line["command"])}
+    return {**copy.deepcopy(line), "command": command(sidecar, source, theirs if mine else line["command"])}
 
 
 def shown_below(below: list[Path]) -> tuple[Any, Path | None]:
@@ -108,8 +106,7 @@ def without_ours(data: dict[str, Any], added: bool, wrote: Any = None) -> dict[s
     return out
 
 
-def install(path: Path, sidecar: str, source: str, below: list[Path],
-            hidden: list[Path]) -> str:
+def install(path: Path, sidecar: str, source: str, below: list[Path], hidden: list[Path]) -> str:
     """Set sidecar's status line in `path`, running first the user's: the file's own, or, if
     it has none, the one of the files `below` it that Claude Code would show otherwise (never
     written); of the files `hidden` below it, none is copied in (said, if one has a line).
@@ -143,7 +140,7 @@ def install(path: Path, sidecar: str, source: str, below: list[Path],
     _remember(path, source, {"added": added, "wrote": wrote} if added else {"added": False})
     if new != old:
         try:
-            _write(path, new)
+            settings.write_text(path, new)
         except IntegrateError:
             _remember(path, source, record if isinstance(record, dict) else None, undo=True)
             raise
@@ -166,11 +163,9 @@ def _not_kept(line: Any, ours: dict[str, Any]) -> str:
     """Why a status line is not written, and what to write by hand."""
     if line is not None:
         return (f"its {KEY} command is written in a way sidecar could not give back byte for "
-                f"byte, so it is left as it is; to combine them, set its command to "
-                f"{ours['command']!r}")
+                f"byte, so it is left as it is; to combine them, set its command to {ours['command']!r}")
     return (f"sidecar could not add its {KEY} so that taking it out again gives the file back "
-            f"byte for byte, so it is left as it is; to have it, add "
-            f"{json.dumps({KEY: ours})[1:-1]}")
+            f"byte for byte, so it is left as it is; to have it, add {json.dumps({KEY: ours})[1:-1]}")
 
 
 def remove(path: Path, source: str) -> bool:
@@ -200,10 +195,3 @@ def _remember(path: Path, source: str, record: dict[str, Any] | None, undo: bool
         if not undo:
             raise IntegrateError(f"{path}: sidecar could not remember its status line in its "
                                  f"integrations file ({exc}), so nothing was written") from None
-
-
-def _write(path: Path, text: str) -> None:
-    try:
-        userfile.write_bytes(path, text.encode())
-    except userfile.UserFileError as exc:
-        raise IntegrateError(str(exc)) from None

@@ -28,15 +28,7 @@ import orjson
 
 from sidecar.base.timeutil import parse_ts
 from sidecar.hosts import transcripts
-from sidecar.hosts.base import (
-    EndFacts,
-    Failure,
-    Host,
-    Reader,
-    RecordedEnd,
-    Scope,
-    Tokens,
-)
+from sidecar.hosts.base import EndFacts, Failure, Host, Reader, RecordedEnd, Scope, Tokens
 from sidecar.vocabulary import EventKind
 
 VERSION = "3.0.65"

@@ -29,14 +29,7 @@ import tomlkit
 from sidecar.hosts.base import Finding
 from sidecar.hosts.codex.config_toml import disable_hooks, enable_hooks, load_config, set_trust
 from sidecar.hosts.files import owned
-from sidecar.hosts.files.settings import (
-    emit_command,
-    is_ours,
-    load_json,
-    merge_hooks,
-    save_json,
-    save_toml,
-)
+from sidecar.hosts.files.settings import emit_command, is_ours, load_json, merge_hooks, save_json, save_toml
 
 EVENTS = ["SessionStart", "UserPromptSubmit", "PostToolUse", "Stop", "SessionEnd", "PermissionRequest"]
 SHORT_TIMEOUT = {"session_end": 1, "interrupt": 1}  # Codex 0.169.0 clamps these before hashing
@@ -205,8 +198,7 @@ def trust_finding(codex_home: Path, cwd: Path) -> Finding:
     """Codex skips an untrusted hook silently: ask Codex itself which of ours it trusts."""
     found = untrusted(codex_home, cwd)
     if found is None:
-        return Finding(True, "Codex's trust of sidecar's hooks not checked (`codex` is not on "
-                             "PATH to ask)")
+        return Finding(True, "Codex's trust of sidecar's hooks not checked (`codex` is not on PATH to ask)")
     if found:
         return Finding(False, "Codex does not trust sidecar's hooks "
                               f"({', '.join(k.rsplit(':', 3)[1] for k in found)}): "

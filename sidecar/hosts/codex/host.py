@@ -136,8 +136,7 @@ class Codex(Host):
 
         return [hooks.trust_finding(self.place(self.scopes[0], root, home), root or home)]
 
-    def needed_variables(self, env: Mapping[str, str], home: Path,
-                         read: Reader) -> tuple[str, ...]:
+    def needed_variables(self, env: Mapping[str, str], home: Path, read: Reader) -> tuple[str, ...]:
         """The variable its model provider reads its key from (`env_key`), if it names one."""
         folder = Path(env.get("CODEX_HOME") or home / ".codex")
         data = read(folder / "config.toml")

@@ -29,8 +29,7 @@ def command(sidecar: str, source: str, event: str) -> str:
     return f"{settings.emit_command(sidecar, source)} --event {event}"
 
 
-def merge(data: dict[str, Any], handlers: dict[str, dict[str, Any]] | None,
-          path: Path) -> dict[str, Any]:
+def merge(data: dict[str, Any], handlers: dict[str, dict[str, Any]] | None, path: Path) -> dict[str, Any]:
     """Take sidecar's handlers out of `data["hooks"]`, then add `handlers` (event: handler)
     after the user's own. An event list left empty by taking ours out goes; one the user
     left empty stays."""

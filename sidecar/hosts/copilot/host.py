@@ -74,8 +74,7 @@ def last_failure(entries: list[dict[str, Any]]) -> Failure | None:
         if kind == "session.error" and isinstance(data, dict):
             error = str(data.get("errorType") or "unknown")
             message = data.get("message")
-            return Failure(LIMIT_ERRORS.get(error, error),
-                           message if isinstance(message, str) else "")
+            return Failure(LIMIT_ERRORS.get(error, error), message if isinstance(message, str) else "")
     return None
 
 
@@ -86,8 +85,7 @@ def stated_failure(payload: dict[str, Any]) -> Failure:
     if payload.get("errorContext") == "model_call":
         return model_call_failure(error)
     text = error.get("message") if isinstance(error, dict) else None
-    return Failure(str(payload.get("errorContext") or "error"),
-                   text if isinstance(text, str) else "")
+    return Failure(str(payload.get("errorContext") or "error"), text if isinstance(text, str) else "")
 
 
 def model_call_failure(error: Any) -> Failure:
@@ -121,8 +119,7 @@ def tokens(entries: Iterable[dict[str, Any]]) -> Tokens | None:
         if entry.get("type") != "session.usage_record" or not isinstance(usage, dict):
             continue
         seen = True
-        for i, name in enumerate(("inputTokens", "outputTokens", "cacheReadTokens",
-                                  "cacheWriteTokens")):
+        for i, name in enumerate(("inputTokens", "outputTokens", "cacheReadTokens", "cacheWriteTokens")):
             totals[i] += transcripts.count(usage.get(name))
     return Tokens(*totals) if seen else None
 
@@ -135,8 +132,7 @@ def trusted_folders(home: Path) -> list[str]:
     from sidecar.hosts.files.settings import load_json  # integration code: see base.py
 
     try:
-        folders = load_json(copilot_home(home) / "config.json", comments=True).get(
-            "trustedFolders")
+        folders = load_json(copilot_home(home) / "config.json", comments=True).get("trustedFolders")
     except IntegrateError:
         return []
     return [f for f in folders if isinstance(f, str)] if isinstance(folders, list) else []
@@ -186,8 +182,7 @@ class Copilot(Host):
     id_shape = (UUID, "a UUID")
 
     def place(self, scope: Scope, root: Path | None, home: Path) -> Path:
-        return root / REPO_FILE if scope.in_project and root is not None \
-            else user_settings(home)
+        return root / REPO_FILE if scope.in_project and root is not None else user_settings(home)
 
     def integrate(self, place: Path, sidecar: str, *, uninstall: bool) -> bool:
         from sidecar.hosts.copilot import hooks  # integration code: see base.py
@@ -198,8 +193,7 @@ class Copilot(Host):
     def integrated(self, root: Path | None, home: Path) -> bool:
         from sidecar.hosts.copilot import hooks
 
-        return hooks.has_ours(user_settings(home)) or (
-            root is not None and hooks.has_ours(root / REPO_FILE))
+        return hooks.has_ours(user_settings(home)) or (root is not None and hooks.has_ours(root / REPO_FILE))
 
     def findings(self, root: Path | None, home: Path) -> list[Finding]:
         from sidecar.hosts.copilot import hooks
@@ -217,8 +211,7 @@ class Copilot(Host):
         return stated_failure(dict(payload)) if "error" in payload else None
 
     def end_facts(self, transcript_path: str | None, session_id: str) -> EndFacts:
-        path = transcript_path or (str(transcript(session_id))
-                                   if UUID.fullmatch(session_id) else None)
+        path = transcript_path or (str(transcript(session_id)) if UUID.fullmatch(session_id) else None)
         return EndFacts(last_failure(transcripts.tail_entries(path)),
                         transcripts.read_figures(path, b'"session.usage_record"', tokens))
 

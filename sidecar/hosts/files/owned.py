@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable
+from contextlib import suppress
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -104,7 +105,7 @@ def remove_created(under: list[Path] | None = None) -> list[str]:
 
 
 def _remove_if_empty(path: Path) -> bool:
-    try:
+    with suppress(OSError):
         if path.is_dir() and not path.is_symlink():
             path.rmdir()  # fails (ENOTEMPTY) if anything is in it
             return True
@@ -112,6 +113,4 @@ def _remove_if_empty(path: Path) -> bool:
                 and path.read_bytes().strip() in (b"", b"{}"):
             path.unlink()
             return True
-    except OSError:
-        pass
     return False

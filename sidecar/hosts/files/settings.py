@@ -61,7 +61,8 @@ def read_text(path: Path) -> str | None:
         raise IntegrateError(f"{path} is not UTF-8 text; fix it first") from None
 
 
-def _write(path: Path, text: str) -> None:
+def write_text(path: Path, text: str) -> None:
+    """A user's file written, as `read_text` reads it; IntegrateError where it cannot be."""
     try:
         userfile.write_bytes(path, text.encode())
     except userfile.UserFileError as exc:
@@ -129,7 +130,7 @@ def save_json(path: Path, data: dict[str, Any], comments: bool = False) -> bool:
         raise IntegrateError(f"{path}: {exc}") from None
     if new == old:
         return False
-    _write(path, new)
+    write_text(path, new)
     return True
 
 
@@ -142,7 +143,7 @@ def save_toml(path: Path, doc: Any, tidy_end: bool = False) -> bool:
     old = read_text(path)
     if old == text or (old is None and not text.strip()):
         return False
-    _write(path, text)
+    write_text(path, text)
     return True
 
 

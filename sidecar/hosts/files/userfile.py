@@ -64,7 +64,6 @@ def write_bytes(path: Path, data: bytes) -> None:
         finally:
             os.close(folder)
     except OSError as exc:
-        raise UserFileError(f"{path}: cannot be written ({exc.strerror}); left as it was") \
-            from None
+        raise UserFileError(f"{path}: cannot be written ({exc.strerror}); left as it was") from None
 
 

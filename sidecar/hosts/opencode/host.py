@@ -44,8 +44,7 @@ def is_ours(path: Path) -> bool:
 
 
 def database() -> str:
-    data = os.environ.get("XDG_DATA_HOME") or os.path.join(os.path.expanduser("~"), ".local",
-                                                          "share")
+    data = os.environ.get("XDG_DATA_HOME") or os.path.join(os.path.expanduser("~"), ".local", "share")
     return os.path.join(data, "opencode", "opencode.db")
 
 
@@ -73,8 +72,7 @@ def tokens(db: str, session_id: str) -> Tokens | None:
     if row is None:
         return None
     tin, tout, reasoning, cache_read, cache_write = (transcripts.count(v) for v in row)
-    return Tokens(input=tin, output=tout + reasoning, cache_read=cache_read,
-                  cache_write=cache_write)
+    return Tokens(input=tin, output=tout + reasoning, cache_read=cache_read, cache_write=cache_write)
 
 
 class Opencode(Host):
@@ -97,8 +95,7 @@ class Opencode(Host):
     id_shape = (re.compile(r"ses_[0-9A-Za-z]{20,40}"), "ses_ and 26 letters or digits")
 
     def place(self, scope: Scope, root: Path | None, home: Path) -> Path:
-        return project_plugin(root) if scope.in_project and root is not None \
-            else user_plugin(home)
+        return project_plugin(root) if scope.in_project and root is not None else user_plugin(home)
 
     def integrate(self, place: Path, sidecar: str, *, uninstall: bool) -> bool:
         return plugin_file.install(place, plugin_source(), MARK, uninstall)

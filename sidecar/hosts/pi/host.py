@@ -182,8 +182,7 @@ class Pi(Host):
     id_shape = (UUID, "a UUID")  # UUIDv7: ids of one minute share a long prefix, never cut one
 
     def place(self, scope: Scope, root: Path | None, home: Path) -> Path:
-        return project_extension(root) if scope.in_project and root is not None \
-            else user_extension(home)
+        return project_extension(root) if scope.in_project and root is not None else user_extension(home)
 
     def integrate(self, place: Path, sidecar: str, *, uninstall: bool) -> bool:
         return plugin_file.install(place, extension_source(), MARK, uninstall)
@@ -201,8 +200,7 @@ class Pi(Host):
                      f"{agent_dir(home) / 'settings.json'} (Pi still retries such a turn "
                      "itself, briefly)")]
 
-    def needed_variables(self, env: Mapping[str, str], home: Path,
-                         read: Reader) -> tuple[str, ...]:
+    def needed_variables(self, env: Mapping[str, str], home: Path, read: Reader) -> tuple[str, ...]:
         """The variables its models.json's providers read their keys from."""
         data = read(agent_dir(home, env) / "models.json")
         return key_names(data) if data is not None else ()
