@@ -7,8 +7,9 @@ Each part is read on its own, and a part that cannot be read is said in the work
 `errors`, never a traceback. A rare branch imports the module that knows it where it is met:
 a coordination service's row (coordination/report.py), a hooks.json that is not plainly valid
 (followups/store.py reads it as the daemon does), a trust that is not plain (followups/
-trust.py), a notice's target (masked by followups/targets.py), a failed firing's last line
-that its history entry does not keep (followups/logtail.py), and the exact words of an error.
+trust.py), a notice's target (masked by followups/notify/targets.py), a failed firing's last
+line that its history entry does not keep (followups/run/logtail.py), and the exact words of an
+error.
 """
 
 from __future__ import annotations

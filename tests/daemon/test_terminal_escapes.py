@@ -1,7 +1,7 @@
 """What a host, a model or a file said never drives the terminal that shows it: every command
 that prints it (`status`, `status --session`, `sessions`, `status --line`, `doctor`, `hooks
-list`, `hooks history`) shows its control characters as visible escapes (`\\x1b`), the fast
-paths (the launcher's quickcli and status line) and the full commands alike, with sidecar's
+list`, `hooks history`) shows its control characters as visible escapes (`\\x1b`), the
+commands the launcher answers itself and typer's alike, with sidecar's
 own colours left as they are. `--json` stays JSON, which escapes them itself."""
 
 from __future__ import annotations

@@ -266,7 +266,7 @@ SAMPLES = ["2026-11-30T10:00:00Z", "2026-02-30T00:00:00Z", "0001-01-01T00:00:00.
 
 
 def json_value(rng: random.Random, depth: int = 0) -> object:
-    """A JSON value of the kinds test_quickstatus.py's strategies drew (past 64 bits too)."""
+    """A JSON value of any kind a state file may hold (integers past 64 bits too)."""
     kind = rng.randrange(8 if depth < 2 else 6)
     if kind == 0:
         return rng.choice([None, True, False])
