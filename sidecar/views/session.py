@@ -24,6 +24,7 @@ def session_report(ws: Workspace, session_id: str) -> dict[str, Any] | None:
     from sidecar.hosts import registry
     from sidecar.sessions import lookup
     from sidecar.sessions.store import SessionStore
+    from sidecar.views import activity
 
     store = SessionStore(ws)
     view = hook_store.read_view(ws)
@@ -50,9 +51,10 @@ def session_report(ws: Workspace, session_id: str) -> dict[str, Any] | None:
                     if Outcome.parse(f.status).failed else None}
                    for h in view.hooks.values() for f in h.history
                    if f.session_id == session_id and f.host == host]
-    meta = record.sidecar
+    meta, now_doing = record.sidecar, activity.of(record.to_json())
     return {"host": host, "sessionId": session_id, "harnessSessionId": record.id,
-            "status": record.status, "completedAt": record.completed_at,
+            "status": record.status, "state": now_doing.state, "stateWhy": now_doing.why or None,
+            "completedAt": record.completed_at,
             "completionReason": meta.completion_reason, "hostPid": meta.host_pid,
             "queuedHooks": sorted(meta.follow_ups), "followUps": follow_ups,
             "tokens": meta.tokens, "limit": meta.limit.to_json() if meta.limit else None,

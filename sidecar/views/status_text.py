@@ -49,6 +49,8 @@ def _width(values: list[str], floor: int = 0) -> int:
 def render_session(report: dict[str, Any], root: str | Path | None = None, now: float | None = None,
                    stale_after: float | None = None, style: Style | None = None) -> str:
     """`status --session`; `root`: the workspace, to which its log paths are shown relative."""
+    from sidecar.views import activity  # (not on `status`'s path)
+
     now = time.time() if now is None else now
     paint = style or words.style_for()
     # What the host said (its end reason, its messages) escaped before any of it is painted.
@@ -58,6 +60,9 @@ def render_session(report: dict[str, Any], root: str | Path | None = None, now: 
     lines = [paint(f"session    {report['host']} {report['sessionId']}", "bold")
              + f" ({report['harnessSessionId']})",
              f"status     {report['status']}" + (f" {when(ended, now)}: {why}" if ended else "")]
+    if report.get("state") not in (None, activity.State.ENDED):  # (the state `sessions` shows)
+        lines.append(f"state      {activity.WORDS[report['state']]}"
+                     + (f" ({report['stateWhy']})" if report.get("stateWhy") else ""))
     if report["tokens"]:
         lines.append(f"tokens     {tokens_text(report['tokens'])}")
     if report["limit"]:

@@ -71,3 +71,8 @@ def test_sessions_lists_what_a_daemon_recorded_and_paints_it_on_a_terminal(
     assert b"s-new" in plain and not ANSI.search(plain), plain
     status = on_a_terminal("status", "--root", str(workspace.root), "--session", "s-n")
     assert b"\x1b[1msession    claude-code s-new" in status, status
+    # Its state as `sessions` says it, from the one rule (views/activity.py).
+    story = run_cli("status", "--root", str(workspace.root), "--session", "s-new").stdout.decode()
+    assert "\nstate      working" in story, story
+    assert orjson.loads(run_cli("status", "--root", str(workspace.root), "--session", "s-old",
+                                "--json").stdout)["state"] == "ended"
