@@ -6,6 +6,7 @@ cannot be read is said on stderr and the rest are listed.
 
 from __future__ import annotations
 
+import shutil
 import sys
 import time
 from pathlib import Path
@@ -164,14 +165,20 @@ def cells(row: SessionRow, workspace: str, now: float, stale: float | None) -> l
 # -- the table ------------------------------------------------------------------------------
 
 
-def widths(table: list[list[str]], headings: list[str]) -> list[int]:
-    """Each column as wide as its widest cell, the whole within words.WIDTH: the wider of
-    the flexible columns (STATE, FOLLOW-UP) gives way first, then the workspace's."""
+def table_width() -> int:
+    """The room a table has: a wider terminal's (or `COLUMNS`), never less than words.WIDTH,
+    so a wide terminal shows an end reason whole and a pipe gets the same lines every time."""
+    return max(words.WIDTH, shutil.get_terminal_size((words.WIDTH, 24)).columns)
+
+
+def widths(table: list[list[str]], headings: list[str], width: int) -> list[int]:
+    """Each column as wide as its widest cell, the whole within `width`: the wider of the
+    flexible columns (STATE, FOLLOW-UP) gives way first, then the workspace's."""
     sizes = [max(len(cell) for cell in column) for column in zip(*table, strict=True)]
     where = headings.index("WORKSPACE") if "WORKSPACE" in headings else None
     if where is not None:
         sizes[where] = min(sizes[where], WORKSPACE_WIDTH)
-    room = words.WIDTH - len(GAP) * (len(sizes) - 1)
+    room = width - len(GAP) * (len(sizes) - 1)
     flexible = [i for i, name in enumerate(headings) if name in FLEXIBLE]
     while sum(sizes) > room and flexible:
         wider = max(flexible, key=lambda i: sizes[i])
@@ -198,7 +205,8 @@ def _columns(table: list[list[str]], workspaces: int) -> list[int]:
             or (name != "WORKSPACE" and any(line[i] != "-" for line in table[1:]))]
 
 
-def render(rows: list[SessionRow], total: int, now: float, stale: float | None, paint: Style) -> str:
+def render(rows: list[SessionRow], total: int, now: float, stale: float | None, paint: Style,
+           width: int = words.WIDTH) -> str:
     if not rows:
         return "no sessions\n"
     names = workspace_names(rows)
@@ -206,7 +214,7 @@ def render(rows: list[SessionRow], total: int, now: float, stale: float | None, 
     kept = _columns(table, len(names))
     headings = [HEADINGS[i] for i in kept]
     table = [[line[i] for i in kept] for line in table]
-    sizes = widths(table, headings)
+    sizes = widths(table, headings, width)
     state_at = headings.index("STATE")
     lines = []
     for index, line in enumerate(table):
@@ -293,6 +301,6 @@ def listed(found: list[Workspace], errors: list[str], active: bool, window: floa
             "errors": errors})
     else:
         shown = rows[:limit or DEFAULT_LIMIT]
-        sys.stdout.write(render(shown, len(rows), now, stale, words.style_for()))
+        sys.stdout.write(render(shown, len(rows), now, stale, words.style_for(), table_width()))
     sys.stdout.flush()
     return FAILURE if errors else OK

@@ -354,3 +354,15 @@ def test_sessions_skips_a_registered_folder_that_is_no_workspace_as_status_all_d
     assert "gemini" not in result.stdout.decode() and "codex" in result.stdout.decode()
     (config_home / "workspaces.json").write_text("[oops")
     assert sessions().returncode == exitcodes.USAGE
+
+
+def test_a_wide_terminal_shows_the_state_in_full_words(tmp_path, config_home):
+    """At 100 columns a crowded row cuts STATE; a terminal that has room shows it whole."""
+    for name in ("a-workspace-with-a-very-long-folder-name-indeed", "another-long-folder-name"):
+        ws = make_workspace(tmp_path, name)
+        ingest(ws, "x" * 60, "session-start", "turn-start", "session-end", host="claude-code",
+               reason="host-exited", at=NOW)
+    narrow, wide = (sessions(env={**os.environ, "COLUMNS": width}).stdout.decode()
+                    for width in ("100", "200"))
+    assert "ended: host exited mid-turn" not in narrow and "ended: host exit" in narrow
+    assert wide.count("ended: host exited mid-turn") == 2, wide
