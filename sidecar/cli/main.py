@@ -22,6 +22,7 @@ from sidecar.cli.reload import reload
 from sidecar.cli.run import run
 from sidecar.cli.sessions_command import sessions
 from sidecar.cli.setup import doctor, service_app
+from sidecar.cli.stop import stop
 from sidecar.cli.top import top
 from sidecar.cli.uninstall import uninstall
 from sidecar.followups import trust
@@ -31,8 +32,8 @@ from sidecar.hosts import registry
 from sidecar.install import foreign
 from sidecar.layout import Workspace, find_workspace
 from sidecar.sessions.lookup import AmbiguousSession
+from sidecar.views import session as session_view
 from sidecar.views import status as status_view
-from sidecar.views.session import session_report
 from sidecar.views.status_text import render_text
 
 app = typer.Typer(
@@ -164,17 +165,14 @@ def status(
 
 
 def _session_status(root: Path | None, session: str, as_json: bool) -> NoReturn:
-    found = find_workspace(root or Path.cwd())
-    if found is None:
-        fail(f"{root or Path.cwd()} is not a workspace (no .context/)", NOT_WORKSPACE)
     try:
-        report = session_report(found, session)
-    except AmbiguousSession as exc:
+        found, report = session_view.find_session(session, root)
+    except session_view.SessionNotFound as exc:
+        fail(str(exc), exc.code)
+    except (AmbiguousSession, config_mod.RegistryError) as exc:
         fail(str(exc))
     except (OSError, ValueError, SidecarError) as exc:
         fail(f"cannot read session {session}: {exc}")
-    if report is None:
-        fail(f"no session {session!r} in {found.root}")
     status_mod.write_session(report, found, as_json)
     raise typer.Exit(OK)
 
@@ -186,6 +184,7 @@ app.command()(doctor)
 app.command()(unregister)
 app.command()(reload)
 app.command()(top)
+app.command()(stop)
 app.command()(uninstall)
 app.command()(logs)
 app.command()(sessions)

@@ -84,20 +84,12 @@ def answer_session(given: dict[str, Any]) -> int | None:
     command has an error to say."""
     from pathlib import Path
 
-    from sidecar.base.errors import SidecarError
-    from sidecar.layout import find_workspace
-    from sidecar.sessions import lookup
-    from sidecar.views.session import session_report
+    from sidecar.views.session import find_session
 
     root = given.get("--root")
-    found = find_workspace(Path(root) if root is not None else Path.cwd())
-    if found is None:
-        return None
     try:
-        report = session_report(found, given["--session"])
-    except (lookup.AmbiguousSession, OSError, ValueError, SidecarError):
-        return None
-    if report is None:
+        found, report = find_session(given["--session"], Path(root) if root is not None else None)
+    except Exception:  # typer's command says what is wrong, in the same words
         return None
     write_session(report, found, bool(given.get("--json")))
     return OK

@@ -9,11 +9,7 @@ folders stay: they hold the user's records.
 
 from __future__ import annotations
 
-import os
 import shutil
-import signal
-import sys
-import time
 from contextlib import suppress
 from pathlib import Path
 
@@ -21,18 +17,15 @@ import typer
 
 from sidecar import config as config_mod
 from sidecar import layout
-from sidecar.base.errors import SidecarError
 from sidecar.cli.integrate import record_resume_executable
-from sidecar.coordination import instances
-from sidecar.daemon.running import is_sidecar_run, live_here
+from sidecar.cli.stop import served_roots, stop_daemons, workspace_here
+from sidecar.daemon.logfile import rotated
 from sidecar.hosts import registry
 from sidecar.hosts.base import Host, IntegrateError
 from sidecar.hosts.files import owned
 from sidecar.install import environment
 from sidecar.install import service as service_mod
-from sidecar.layout import Workspace, find_workspace
 
-STOP_WAIT = 10.0  # seconds a daemon gets to finish its step and let go of its workspaces
 REMOVE_COMMAND = ("sidecar itself is still installed: `pipx uninstall agent-sidecar` (or "
                   "`pip uninstall agent-sidecar`, as it was installed) removes the command")
 
@@ -46,11 +39,11 @@ def uninstall(purge: bool = typer.Option(False, "--purge", help="Also remove the
     """
     done, failures = _remove_service()
     try:
-        roots = _served_roots()  # read before a purge takes the registry away
+        roots = served_roots()  # read before a purge takes the registry away
     except config_mod.RegistryError as exc:  # which daemons to stop cannot be told: no purge
         typer.echo(f"{exc}; daemons serving its workspaces are not looked for, and nothing is "
                    "purged", err=True)
-        roots, failures = _here(), failures + 1
+        roots, failures = workspace_here(), failures + 1
     for host in registry.integrable():
         for place in owned.places(host.name):
             done += 1
@@ -66,6 +59,8 @@ def uninstall(purge: bool = typer.Option(False, "--purge", help="Also remove the
         done += 1
         shutil.rmtree(home, ignore_errors=True)
         typer.echo(f"removed {home} (registry, config.toml, integrations)")
+    if purge and not failures:
+        done += _purge_state()
     if not done:
         typer.echo("nothing left to remove: no service, no integration, no daemon serving"
                    + (f", and {home} is gone" if not home.exists() else ""))
@@ -73,6 +68,22 @@ def uninstall(purge: bool = typer.Option(False, "--purge", help="Also remove the
         typer.echo("workspaces keep their .context/ folders; remove them by hand if you wish")
     typer.echo(REMOVE_COMMAND)
     raise typer.Exit(1 if failures else 0)
+
+
+def _purge_state() -> int:
+    """Remove the daemon's log (and its rotations and lock) from the state folder, and the
+    folder once nothing else is in it; 1 if anything was there, else 0."""
+    log = layout.daemon_log()
+    written = [*rotated(log), log.with_name(log.name + ".lock")]
+    gone = [path for path in written if path.is_file() and not path.is_symlink()]
+    for path in gone:
+        path.unlink(missing_ok=True)
+    with suppress(OSError):  # not empty: something of the user's is in it
+        log.parent.rmdir()
+        gone.append(log.parent)
+    if gone:
+        typer.echo(f"removed {log.name} and its rotations from {log.parent}")
+    return 1 if gone else 0
 
 
 def _remove_service() -> tuple[int, int]:
@@ -101,81 +112,3 @@ def _take_out(host: Host, place: str) -> int:
     owned.change(host.name, place, lambda record: record.clear())
     typer.echo(f"{host.name}: removed sidecar's entries from {place}")
     return 0
-
-
-def _served_roots() -> list[Path]:
-    """The registered workspaces, and the one holding the current folder (a daemon started by
-    hand may serve one that is not registered)."""
-    roots = config_mod.load_registry()
-    return roots + [root for root in _here() if root not in roots]
-
-
-def _here() -> list[Path]:
-    """The workspace holding the current folder, if any."""
-    try:
-        here = find_workspace(Path.cwd())
-    except OSError:  # the current folder was removed
-        return []
-    return [] if here is None else [here.root]
-
-
-def _live_daemons(roots: list[Path]) -> dict[int, list[tuple[Workspace, str]]]:
-    """pid -> the (workspace, instance id) it serves, for every live instance on this host."""
-    found: dict[int, list[tuple[Workspace, str]]] = {}
-    for root in roots:
-        ws = Workspace(root)
-        if not ws.context.is_dir():
-            continue
-        try:
-            served = live_here(ws)
-        except (OSError, SidecarError) as exc:
-            typer.echo(f"cannot tell what serves {root}: {exc}", err=True)
-            continue
-        for pid, instance_id in served:
-            if not is_sidecar_run(pid):  # a planted file: its pid is never signalled
-                typer.echo(f"pid {pid}, named by {ws.instances}/{instance_id}.json, is not a "
-                           "`sidecar run`; not signalled", err=True)
-                continue
-            found.setdefault(pid, []).append((ws, instance_id))
-    return found
-
-
-def _mine(pid: int) -> bool:
-    """Whether this user runs `pid` (sidecar stops no one else's daemon)."""
-    if sys.platform.startswith("linux"):
-        try:
-            return os.stat(f"/proc/{pid}").st_uid == os.getuid()
-        except OSError:
-            return False
-    try:
-        os.kill(pid, 0)  # elsewhere: allowed to signal it means it is ours (or we are root)
-    except OSError:
-        return False
-    return True
-
-
-def stop_daemons(roots: list[Path]) -> tuple[int, int]:
-    """SIGTERM this user's daemons serving `roots`; (stopped, still serving) counts, each said."""
-    daemons = _live_daemons(roots)
-    asked = [pid for pid in daemons if _mine(pid)]
-    for pid in asked:
-        with suppress(OSError):  # gone meanwhile: the wait below sees its lock free
-            os.kill(pid, signal.SIGTERM)
-    deadline = time.monotonic() + STOP_WAIT
-
-    def serving(pid: int) -> bool:
-        return any(instances.is_alive(ws, iid) for ws, iid in daemons[pid])
-
-    while any(serving(pid) for pid in asked) and time.monotonic() < deadline:
-        time.sleep(0.05)
-    stopped = still = 0
-    for pid, served in daemons.items():
-        where = ", ".join(str(ws.root) for ws, _ in served)
-        if pid in asked and not serving(pid):
-            stopped += 1
-            typer.echo(f"stopped the daemon serving {where} (pid {pid})")
-        elif serving(pid):
-            still += 1
-            why = "did not stop in time" if pid in asked else "is another user's"
-            typer.echo(f"pid {pid} still serves {where} ({why}): stop it with `kill {pid}`", err=True)
-    return stopped, still

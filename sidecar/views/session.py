@@ -6,6 +6,7 @@ from __future__ import annotations
 
 TYPE_CHECKING = False  # typing costs `status` 2 ms (see base/words.py)
 if TYPE_CHECKING:
+    from pathlib import Path
     from typing import Any
 
     from sidecar.layout import Workspace
@@ -60,3 +61,53 @@ def session_report(ws: Workspace, session_id: str) -> dict[str, Any] | None:
             "tokens": meta.tokens, "limit": meta.limit.to_json() if meta.limit else None,
             "timeline": [{"at": line.get("createdAt"), "event": line.get("event"),
                           "message": line.get("message")} for line in lines]}
+
+
+class SessionNotFound(Exception):
+    """No session by that id where `status --session` looked (the message says where), or a
+    --root that is no workspace (`code`: the exit code to say it with)."""
+
+    def __init__(self, message: str, code: int) -> None:
+        super().__init__(message)
+        self.code = code
+
+
+def find_session(session_id: str, root: Path | None) -> tuple[Workspace, dict[str, Any]]:
+    """The session `session_id` names and its workspace: in `root`'s workspace only, when it
+    is given; else in the one holding the current folder, then in every registered workspace
+    (a session is found from any folder, as `sessions` lists them all). One that cannot be
+    read among the registered ones is passed over; the current one's errors are raised, as
+    are lookup.AmbiguousSession, config.RegistryError and SessionNotFound."""
+    from pathlib import Path
+
+    from sidecar import config
+    from sidecar.base.errors import SidecarError
+    from sidecar.base.exitcodes import FAILURE, NOT_WORKSPACE
+    from sidecar.layout import Workspace, find_workspace
+
+    here = find_workspace(root or Path.cwd())
+    if root is not None and here is None:
+        raise SessionNotFound(f"{root} is not a workspace (no .context/)", NOT_WORKSPACE)
+    report = None if here is None else session_report(here, session_id)
+    if here is not None and report is not None:
+        return here, report
+    if root is not None:
+        raise SessionNotFound(f"no session {session_id!r} in {root}", FAILURE)
+    found: list[tuple[Workspace, dict[str, Any]]] = []
+    for ws in (Workspace(other) for other in config.load_registry()):
+        if here is not None and ws.root == here.root:
+            continue
+        try:
+            other_report = session_report(ws, session_id)
+        except (OSError, ValueError, SidecarError):
+            continue  # unreadable, or the start of several ids there: not one to show
+        if other_report is not None:
+            found.append((ws, other_report))
+    if len(found) == 1:
+        return found[0]
+    if not found:
+        where = f"{here.root} or the registered workspaces" if here else "the registered workspaces"
+        raise SessionNotFound(f"no session {session_id!r} in {where}", FAILURE)
+    raise SessionNotFound(f"{session_id!r} names sessions in {len(found)} workspaces ("
+                          + ", ".join(str(ws.root) for ws, _ in found) + "); give --root DIR",
+                          FAILURE)

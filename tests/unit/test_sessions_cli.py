@@ -366,3 +366,30 @@ def test_a_wide_terminal_shows_the_state_in_full_words(tmp_path, config_home):
                     for width in ("100", "200"))
     assert "ended: host exited mid-turn" not in narrow and "ended: host exit" in narrow
     assert wide.count("ended: host exited mid-turn") == 2, wide
+
+
+def test_status_session_finds_a_session_in_any_registered_workspace(two, tmp_path, monkeypatch,
+                                                                   capsys):
+    """From a folder outside any workspace, or inside another one, `status --session` finds
+    the session where it is (the launcher's answer and typer's alike); --root keeps it to one
+    workspace."""
+    from sidecar.cli.status import answer_session
+
+    ws, api = two
+    for where in (tmp_path, ws.root):
+        found = invoke("status", "--session", "g-1", "--json", cwd=where)
+        assert found.returncode == exitcodes.OK, found.stderr
+        assert orjson.loads(found.stdout)["host"] == "gemini"
+        monkeypatch.chdir(where)
+        assert answer_session({"--session": "g-1", "--json": True}) == exitcodes.OK
+        assert orjson.loads(capsys.readouterr().out)["host"] == "gemini"
+    kept = invoke("status", "--session", "g-1", "--root", str(ws.root))
+    assert kept.returncode == exitcodes.FAILURE
+    assert f"no session 'g-1' in {ws.root}".encode() in kept.stderr
+    assert answer_session({"--session": "g-1", "--root": str(ws.root)}) is None  # typer says
+    nowhere = invoke("status", "--session", "nope", cwd=tmp_path)
+    assert b"no session 'nope' in the registered workspaces" in nowhere.stderr
+    ingest(ws, "g-1", "session-start", host="gemini", at=NOW)  # the same id in two workspaces
+    both = invoke("status", "--session", "g-1", cwd=tmp_path)
+    assert both.returncode == exitcodes.FAILURE
+    assert f"'g-1' names sessions in 2 workspaces ({ws.root}, {api.root})".encode() in both.stderr
