@@ -102,7 +102,7 @@ class Feed:
                                             f"{untrusted} (sidecar hooks trust {untrusted})")
         else:
             self.errors.pop(f"{root}/trust", None)
-        served.follow_ups = sessions.follow_ups_by_session(view)
+        served.follow_ups = sessions.follow_ups_by_session(view, served.ws)
         return True
 
     def _read_record(self, served: _Served, hid: str) -> None:

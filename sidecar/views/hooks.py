@@ -6,7 +6,7 @@ firing's last line.
 
 from __future__ import annotations
 
-from sidecar.base import hooksjson
+from sidecar.base import hooksjson, runs
 from sidecar.base.files import as_text, parse, read
 from sidecar.base.outcome import Outcome
 from sidecar.base.proc import is_alive
@@ -47,7 +47,7 @@ def hooks_section(root: str, base: int, runtime: int, now: float) -> HooksSectio
 
     trusted = Trusted(root, base, runtime, config_home())
     rows = [hook_row(root, raw, _is_trusted(root, raw, trusted)) for raw in hooks.values()]
-    queue = [queue_row(entry, now) for entry in pending]
+    queue = [queue_row(entry, now, runtime) for entry in pending]
     queue.sort(key=lambda q: q["dueInSeconds"])
     return {"hooks": rows, "queue": queue, "error": error}
 
@@ -125,8 +125,9 @@ def failure_line(root: str, raw: dict[str, Any], last: dict[str, Any] | None,
     return logtail.last_line(workspace_of(root), raw["id"], as_text(last.get("log")))
 
 
-def queue_row(entry: dict[str, Any], now: float) -> QueueRow:
-    """One valid queue entry as followups/model.QueueEntry reads it and status shows it."""
+def queue_row(entry: dict[str, Any], now: float, runtime: int) -> QueueRow:
+    """One valid queue entry as followups/model.QueueEntry reads it and status shows it; a
+    run whose action has ended says how (`ended`), recorded or not."""
     due_at = entry.get("dueAt")
     due = parse_ts(due_at if isinstance(due_at, (str, float, int)) and not isinstance(due_at, bool) else None)
     run = entry.get("run")
@@ -139,5 +140,6 @@ def queue_row(entry: dict[str, Any], now: float) -> QueueRow:
         "running": None if run is None else {
             "pid": run["pid"], "startedAt": as_text(run.get("startedAt")) or "", "log": run["log"],
             "alive": is_alive(run["pid"], run.get("start") if type(run.get("start")) is int
-                              else None)},
+                              else None),
+            "ended": runs.ended(runtime, entry["hookId"], run["log"])},
     }

@@ -83,20 +83,28 @@ def describe(now_doing: Activity, now: float) -> str:
     return f"{text} ({detail[:20]})" if detail else text
 
 
-def running(entry: dict) -> bool:  # type: ignore[type-arg]
-    """Whether a queued follow-up is firing (claimed by an instance, or its run begun)."""
-    return entry.get("run") is not None or bool(entry.get("claimedBy"))
+def firing(root: str, entry: dict) -> str | None:  # type: ignore[type-arg]
+    """How far a queued follow-up has gone: `running` (claimed by an instance, or its run
+    begun), its outcome once its action has ended (not yet recorded: base/runs.py), or None
+    while it waits."""
+    run = entry.get("run")
+    if isinstance(run, dict):
+        from sidecar.base import runs  # (only while a follow-up runs)
+
+        return runs.ended_in(root, entry.get("hookId"), run.get("log")) or "running"
+    return "running" if entry.get("claimedBy") else None
 
 
-def next_follow_up(hooks: object, host: str, session_id: str, now: float) -> str:
+def next_follow_up(root: str, hooks: object, host: str, session_id: str, now: float) -> str:
     """The session's soonest follow-up: `post-task in 8 s`, `post-task running`; '' if none."""
     best: tuple[float, str] | None = None
     for entry in obj(hooks).get("pending") or ():
         if not isinstance(entry, dict) or entry.get("sessionId") != session_id or entry.get("host") != host:
             continue
         name = str(entry.get("hookId") or "follow-up")[:24]
-        if running(entry):
-            return f"{name} running"
+        state = firing(root, entry)
+        if state is not None:
+            return f"{name} {'running' if state == 'running' else 'ended'}"
         due = parse_ts(entry.get("dueAt"))
         due = now if due is None else due
         if best is None or due < best[0]:
@@ -154,7 +162,7 @@ def session_line(payload: dict, host: str | None, roots: list[str], now: float) 
         return NOT_TRACKED
     parts = [describe(activity.of(record), now)]
     try:
-        follow_up = next_follow_up(read_json(root, "runtime", "hooks.json"), host, session_id, now)
+        follow_up = next_follow_up(root, read_json(root, "runtime", "hooks.json"), host, session_id, now)
     except Unreadable as exc:
         follow_up = str(exc)
     return " · ".join(parts + [follow_up] if follow_up else parts)
@@ -193,8 +201,9 @@ def count_workspace(root: str, counts: dict[str, int]) -> None:
         counts["unreadable"] += 1
         return
     for entry in pending:
-        if isinstance(entry, dict):
-            counts["running" if running(entry) else "queued"] += 1
+        state = firing(root, entry) if isinstance(entry, dict) else "ended"
+        if state in ("running", None):  # one whose action has ended runs no more, nor waits
+            counts["queued" if state is None else "running"] += 1
 
 
 SHOWN = (("working", "working"), ("waiting", "waiting"), ("limited", "limited"),

@@ -58,7 +58,7 @@ if TYPE_CHECKING:
         dueInSeconds: float
         retries: int
         claimedBy: str | None
-        running: dict[str, Any] | None  # its action: pid, startedAt, log, and whether it is alive
+        running: dict[str, Any] | None  # its action: pid, startedAt, log, alive, and how it ended
 
     class HooksSection(TypedDict):
         hooks: list[HookRow]

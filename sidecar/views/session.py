@@ -19,6 +19,7 @@ def session_report(ws: Workspace, session_id: str) -> dict[str, Any] | None:
     (lookup.AmbiguousSession if it starts several)."""
     import orjson
 
+    from sidecar.base import runs
     from sidecar.base.outcome import Outcome
     from sidecar.followups import store as hook_store
     from sidecar.followups.run import logtail
@@ -41,7 +42,8 @@ def session_report(ws: Workspace, session_id: str) -> dict[str, Any] | None:
     host, record, session_id = found.host, found.record, found.session_id
     trace = ws.session_dir(record.id) / "trace.jsonl"
     lines = [orjson.loads(line) for line in trace.read_bytes().splitlines()] if trace.exists() else []
-    follow_ups = [{"hookId": e.hook_id, "state": "running" if e.run else
+    follow_ups = [{"hookId": e.hook_id, "state": (runs.ended_in(str(ws.root), e.hook_id, e.run.log)
+                                                 or "running") if e.run else
                    "claimed" if e.claimed_by else "postponed" if e.retries else "pending",
                    "dueAt": e.due_at, "retries": e.retries,
                    "why": view.hooks[e.hook_id].last_status if e.retries and e.hook_id in view.hooks

@@ -11,6 +11,7 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
+from sidecar.base import runs
 from sidecar.base.errors import SidecarError
 from sidecar.base.timeutil import parse_ts
 from sidecar.followups import store as hook_store
@@ -50,11 +51,11 @@ class SessionRow:
     mid_turn: bool = False  # it ended with a turn still open (Ctrl-C, a kill)
 
 
-def follow_ups_by_session(view: HooksView) -> dict[Key, list[FollowUp]]:
+def follow_ups_by_session(view: HooksView, ws: Workspace) -> dict[Key, list[FollowUp]]:
     """The queue and the hooks' history, per (host, session id)."""
     found: dict[Key, list[FollowUp]] = {}
     for entry in view.pending:
-        found.setdefault((entry.host, entry.session_id), []).append(_queued(entry))
+        found.setdefault((entry.host, entry.session_id), []).append(_queued(entry, ws))
     fired: dict[Key, list[FollowUp]] = {}
     for hook in view.hooks.values():
         for firing in hook.history:
@@ -66,9 +67,11 @@ def follow_ups_by_session(view: HooksView) -> dict[Key, list[FollowUp]]:
     return found
 
 
-def _queued(entry: QueueEntry) -> FollowUp:
-    if entry.run is not None:
-        return FollowUp(entry.hook_id, "running", ts_or(entry.run.started_at, 0.0), entry.run.log)
+def _queued(entry: QueueEntry, ws: Workspace) -> FollowUp:
+    if entry.run is not None:  # an action that has ended says how, recorded yet or not
+        ended = runs.ended_in(str(ws.root), entry.hook_id, entry.run.log)
+        return FollowUp(entry.hook_id, ended or "running", ts_or(entry.run.started_at, 0.0),
+                        entry.run.log)
     due = entry.due
     return FollowUp(entry.hook_id, "postponed" if entry.retries else "queued",
                     None if due == float("-inf") else due, entry.log)
@@ -103,7 +106,7 @@ def read_rows(ws: Workspace) -> tuple[list[SessionRow], list[str]]:
         view = hook_store.read_view(ws)
     except (OSError, ValueError, SidecarError) as exc:
         return [], [f"{ws.root}: cannot read the runtime: {exc}"]
-    follow_ups = follow_ups_by_session(view)
+    follow_ups = follow_ups_by_session(view, ws)
     rows: list[SessionRow] = []
     try:
         for found in scan.records(ws):

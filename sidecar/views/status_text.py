@@ -130,6 +130,8 @@ def _queue_line(q: QueueRow, widths: tuple[int, int, int], now: float) -> str:
     due = "due now" if q["dueInSeconds"] <= 0 else words.due(now + q["dueInSeconds"], now)
     run = q["running"]
     state = ("" if not q["claimedBy"] else "  firing" if run is None else
+             f"  ended ({run['ended']}), to be recorded by the instance that leads"
+             if run["ended"] else
              f"  running pid {run['pid']} since {words.ago(parse_ts(run['startedAt']), now)} "
              f"(held by {q['claimedBy']})")
     return (f"  {q['hookId']:<{hook}}  {q['host']:<{host}}  {q['sessionId']:<{session}}  {due}"

@@ -404,3 +404,32 @@ def test_an_action_that_cannot_start_is_an_error_status_with_the_reason(h):
         h.fire_due()
     assert h.hook().last_status == "error: cannot start 'no-such-binary-5b1e': No such file or directory"
     assert h.pending() == []
+
+
+def test_an_action_that_ended_with_no_leader_to_record_it_is_never_shown_running(h):
+    """The daemon died while its follow-up ran; the follow-up has ended since. Every view says
+    how it ended (the runner's own record), none says it runs; the next leader records it."""
+    from collections import Counter
+
+    from sidecar.views import line, session, sessions, status, status_text
+
+    h.set_action(sleeper(0.2, 3))
+    h.apply(ev("SessionStart"), ev("SessionEnd", ts=T0 + 1))
+    h.followups.step(T0 + 20)  # started; its instance records nothing more (it died)
+    [entry] = h.pending()
+    root, ended = str(h.ws.root), "error: exit status 3"
+    deadline = time.monotonic() + 20
+    while not Path(entry.run.log + ".status").exists() and time.monotonic() < deadline:
+        time.sleep(0.02)
+    text = status_text.render_text(status.build([root], T0 + 21), now=T0 + 21)
+    assert f"ended ({ended}), to be recorded by the instance that leads" in text
+    assert "running pid" not in text
+    [row], _ = sessions.read_rows(h.ws)
+    assert row.follow_ups[0].state == ended
+    assert session.session_report(h.ws, "s1")["followUps"][0]["state"] == ended
+    counts: Counter[str] = Counter()
+    line.count_workspace(root, counts)
+    assert counts["running"] == 0 and counts["queued"] == 0
+    wait_out(h, T0 + 22)  # nothing to wait for: `running` is the died instance's own
+    h.followups.check_running(T0 + 22)
+    assert h.pending() == [] and h.hook().last_status == ended

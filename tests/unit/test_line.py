@@ -51,12 +51,12 @@ def test_the_next_follow_up_is_the_sessions_soonest():
         {"hookId": "other", "host": "h", "sessionId": "t", "dueAt": iso(T0)},
         {"hookId": "same-id-other-host", "host": "g", "sessionId": "s", "dueAt": iso(T0)},
         "not an entry"]}
-    assert line.next_follow_up(hooks, "h", "s", T0) == "post-task in 8 s"
-    assert line.next_follow_up(hooks, "h", "s", T0 + 9) == "post-task due now"
-    assert line.next_follow_up(hooks, "h", "s", T0 + 7.3) == "post-task due now"  # never "in 0 s"
+    assert line.next_follow_up("/nowhere", hooks, "h", "s", T0) == "post-task in 8 s"
+    assert line.next_follow_up("/nowhere", hooks, "h", "s", T0 + 9) == "post-task due now"
+    assert line.next_follow_up("/nowhere", hooks, "h", "s", T0 + 7.3) == "post-task due now"  # never "in 0 s"
     hooks["pending"].append({"hookId": "busy", "host": "h", "sessionId": "s", "claimedBy": "i"})
-    assert line.next_follow_up(hooks, "h", "s", T0) == "busy running"
-    assert line.next_follow_up({"pending": "?"}, "h", "s", T0) == ""
+    assert line.next_follow_up("/nowhere", hooks, "h", "s", T0) == "busy running"
+    assert line.next_follow_up("/nowhere", {"pending": "?"}, "h", "s", T0) == ""
 
 
 def test_no_symlink_is_followed_from_the_context_folder_down(tmp_path):

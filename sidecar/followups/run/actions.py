@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import IO
 
 from sidecar import jsonfile, safedir
+from sidecar.base import runs
 from sidecar.base.errors import SidecarError
 from sidecar.base.proc import start_time
 from sidecar.coordination.base import RunLease
@@ -288,12 +289,7 @@ def outcome(log_path: Path) -> str:
         raise  # `logs` was swapped for a link: read it again once the workspace is repaired
     except (OSError, ValueError, SidecarError):
         return "error: interrupted"  # the runner itself was killed before it could say
-    if not isinstance(status, dict):
-        return "error: interrupted"
-    if "error" in status:
-        return f"error: {status['error']}"
-    code = status.get("exit")
-    return "ok" if code == 0 else f"error: exit status {code}"
+    return runs.described(status)
 
 
 def signal_group(proc: Proc, sig: int) -> bool:
