@@ -106,6 +106,7 @@ class SidecarMeta:
     subagent: bool = False
     started_by_hook: str | None = None
     completion_reason: str | None = None
+    own_end_reason: str | None = None  # how it ended before a follow-up's run reopened it
     host_pid: int | None = None  # the host's process while the session is active
     host_start: int | None = None
     host_space: str | None = None  # where that pid means something (proc.process_space)
@@ -123,7 +124,7 @@ class SidecarMeta:
     activity: Json | None = None  # its state, as the rules left it (views/activity.py reads it)
     extra: Json = field(default_factory=dict)
 
-    KEYS = frozenset(("cwd", "transcriptPath", "cron", "subagent", "startedByHook", "completionReason",
+    KEYS = frozenset(("cwd", "transcriptPath", "cron", "subagent", "startedByHook", "completionReason", "ownEndReason",
             "recentEvents", "followUps", "hostPid", "hostStart", "limit", "turnFailed", "tokens",
             "turnOpen", "userTurnEndedAt", "needsInput", "turnStartedAt", "lastTool",
             "lastMessage", "hostSpace", "activity"))
@@ -141,6 +142,7 @@ class SidecarMeta:
             subagent=data.get("subagent") is True,
             started_by_hook=as_text(data.get("startedByHook")),
             completion_reason=as_text(data.get("completionReason")),
+            own_end_reason=as_text(data.get("ownEndReason")),
             host_pid=_number(data.get("hostPid")),
             host_start=_number(data.get("hostStart")),
             host_space=as_text(data.get("hostSpace")),
@@ -164,7 +166,7 @@ class SidecarMeta:
         out: Json = {"cron": self.cron, "subagent": self.subagent}
         optional = (("cwd", self.cwd), ("transcriptPath", self.transcript_path),
                     ("startedByHook", self.started_by_hook), ("completionReason", self.completion_reason),
-                    ("hostPid", self.host_pid), ("hostStart", self.host_start),
+                    ("ownEndReason", self.own_end_reason), ("hostPid", self.host_pid), ("hostStart", self.host_start),
                     ("hostSpace", self.host_space), ("userTurnEndedAt", self.user_turn_ended_at),
                     ("turnStartedAt", self.turn_started_at), ("lastTool", self.last_tool),
                     ("lastMessage", self.last_message))

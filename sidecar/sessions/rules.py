@@ -194,6 +194,10 @@ def _end(record: SessionRecord, event: Event, out: Applied, end: EndFacts | None
         _failed_turn_at_end(record, event, end.failure, out)  # the host told only its records
     reason = event.reason or DEFAULT_END_REASON
     complete(record, event.ts, reason, event, out)
+    if meta.started_by_hook and meta.own_end_reason and reason != HOST_EXITED:
+        # A follow-up's run ended as such runs do ("other"): its end is in the timeline, and
+        # the session still ended as the user ended it, unless the run itself was cut short.
+        meta.completion_reason = meta.own_end_reason
     out.changes.append(change(record, EventKind.SESSION_END, event.ts, reason, event))
 
 
@@ -317,9 +321,13 @@ def touch(record: SessionRecord, ts: float) -> None:
 
 
 def reopen(record: SessionRecord, event: Event | None, why: str, out: Applied) -> None:
+    """The session is active again; a follow-up's run keeps how it ended before (`_end`)."""
     record.status = "active"
     record.completed_at = None
-    record.sidecar.completion_reason = None
+    meta = record.sidecar
+    by_follow_up = event is not None and event.hook_id is not None
+    meta.own_end_reason = (meta.own_end_reason or meta.completion_reason) if by_follow_up else None
+    meta.completion_reason = None
     at = event.ts if event is not None else ts_or(record.updated_at, 0.0)
     out.trace.append(trace_line(record.id, event, "session.reopened", why, at))
     record.trace_count += 1

@@ -138,3 +138,21 @@ def test_an_end_the_host_recorded_before_the_latest_run_leaves_that_run_going():
     record, out = run(ev("SessionStart"), ev("Stop", T0 + 10),
                       ev("session-end", T0 + 12, reason="completed", recordedEndAt=T0 + 9.5))
     assert not record.active and record.sidecar.completion_reason == "completed"
+
+
+def test_a_follow_ups_run_keeps_the_end_reason_the_user_gave_and_is_its_own_reopen():
+    record, _ = run(ev("SessionStart"), ev("SessionEnd", T0 + 1, reason="prompt_input_exit"))
+    resumed = (ev("SessionStart", T0 + 20, source="resume", sidecarHookId="post-task"),
+               ev("SessionEnd", T0 + 30, reason="other", sidecarHookId="post-task"))
+    _, out = run(*resumed, record=record)
+    assert not record.active and record.sidecar.completion_reason == "prompt_input_exit"
+    assert [(t.event, t.data.get("reason")) for t in out.trace if t.event.startswith("session.")] \
+        == [("session.reopened", None), ("session.start", None), ("session.completed", "other")]
+    assert out.changes[-1].reason == "other"  # the run's own end, as the host gave it
+    _, out = run(ev("SessionStart", T0 + 40, sidecarHookId="post-task"),
+                 ev("SessionEnd", T0 + 50, reason="host-exited", sidecarHookId="post-task"),
+                 record=record)  # a run cut short says so
+    assert record.sidecar.completion_reason == "host-exited"
+    run(ev("SessionStart", T0 + 60, source="resume"), ev("SessionEnd", T0 + 70, reason="clear"),
+        record=record)  # the user's own next run: its end is theirs
+    assert record.sidecar.completion_reason == "clear" and record.sidecar.own_end_reason is None
