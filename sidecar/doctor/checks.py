@@ -47,15 +47,17 @@ def check(cwd: Path, home: Path, platform: str = sys.platform, proc: Path = Path
     unserved = [root for root in registered if not workspace_report(str(root), now())["served"]]
     fix = _serve_fix(platform)
     running = _running(ws, registered)
+    on = [host for host in registry.integrable() if host.integrated(ws.root if ws else None, home)]
     return [
         *unreadable,
         *_coordination(),
         _service(platform, home, registered, unserved, fix),
+        *_unserved_elsewhere(ws, registered, unserved),
         _on_path(),
-        *_launcher(),
+        *(_launcher() if on else []),  # it costs hooks, and none runs before one is integrated
         *_workspace(cwd, ws, roots, unserved, fix),
         *_storage(ws, mountinfo),
-        *_hosts(ws, home, platform, running),
+        *_hosts(ws, home, platform, running, on),
         *_env_file(running),
         *_inotify(proc),
         *_shared_filesystems([*([ws.root] if ws else []), *registered], mountinfo),
@@ -95,13 +97,30 @@ def _service(platform: str, home: Path, registered: list[Path], unserved: list[P
     installed, state = service.state(platform, home=home)
     if installed and state in ("active", "loaded"):
         return Finding(True, f"the service is installed and {state}")
-    if registered and not unserved:
-        # Whoever started it (a hand-started `sidecar run`, another supervisor), all is served.
-        return Finding(True, "every registered workspace is served by a running `sidecar run`"
-                             + ("" if installed else " (the service is not installed)"))
+    served = len(registered) - len(unserved)
+    if served:
+        # A daemon serves (a hand-started `sidecar run`, another supervisor): the service is
+        # how one would start at login, not what serves now.
+        how = f"installed but {state}" if installed else "not installed"
+        what = ("every registered workspace is served by a running `sidecar run`" if not unserved
+                else f"a running `sidecar run` serves {served} of {len(registered)} registered workspaces")
+        # Where no user manager runs, the hand-started daemon is the way: nothing to fix.
+        return note(f"{what}; the service is {how}, so nothing starts one at login",
+                    fix if fix == "sidecar service install" else "")
     if installed:
         return Finding(False, f"the service is installed but {state}", fix)
     return Finding(False, "the service is not installed", fix)
+
+
+def _unserved_elsewhere(ws: Workspace | None, registered: list[Path], unserved: list[Path]) -> list[Finding]:
+    """Registered workspaces no instance serves while a daemon serves others, but the current
+    one (its own line says it); where none is served, the service's line says so."""
+    if len(unserved) == len(registered):
+        return []
+    others = [root for root in unserved if ws is None or root != ws.root]
+    return [Finding(False, f"no live instance serves {root}", "sidecar reload (a running daemon "
+                    "reads the registry again), or remove it: sidecar unregister " + str(root))
+            for root in others]
 
 
 def _on_path() -> Finding:
@@ -173,12 +192,10 @@ def _integration(host: Host, integrated: bool) -> Finding:
 
 
 def _hosts(ws: Workspace | None, home: Path, platform: str,
-           running: followup_env.Reported | None) -> list[Finding]:
-    """Each host sidecar can integrate: whether it is, what it checks of itself, and whether
-    its resume can run where follow-ups run."""
-    root = ws.root if ws else None
+           running: followup_env.Reported | None, on: list[Host]) -> list[Finding]:
+    """Each host sidecar can integrate: whether it is (`on`), what it checks of itself, and
+    whether its resume can run where follow-ups run."""
     hosts = registry.integrable()
-    on = [host for host in hosts if host.integrated(root, home)]
     findings = [_integration(host, host in on) for host in hosts]
     if not on:
         first, *rest = hosts
@@ -186,7 +203,7 @@ def _hosts(ws: Workspace | None, home: Path, platform: str,
                                 f"sidecar integrate {first.name} (or "
                                 f"{', '.join(host.name for host in rest)})"))
     for host in on:
-        findings.extend(host.findings(root, home))
+        findings.extend(host.findings(ws.root if ws else None, home))
     findings.extend(_agent_environment(on, home, platform, running))
     return findings
 

@@ -124,9 +124,9 @@ class SidecarMeta:
     activity: Json | None = None  # its state, as the rules left it (views/activity.py reads it)
     extra: Json = field(default_factory=dict)
 
-    KEYS = frozenset(("cwd", "transcriptPath", "cron", "subagent", "startedByHook", "completionReason", "ownEndReason",
-            "recentEvents", "followUps", "hostPid", "hostStart", "limit", "turnFailed", "tokens",
-            "turnOpen", "userTurnEndedAt", "needsInput", "turnStartedAt", "lastTool",
+    KEYS = frozenset(("cwd", "transcriptPath", "cron", "subagent", "startedByHook", "completionReason",
+            "ownEndReason", "recentEvents", "followUps", "hostPid", "hostStart", "limit", "turnFailed",
+            "tokens", "turnOpen", "userTurnEndedAt", "needsInput", "turnStartedAt", "lastTool",
             "lastMessage", "hostSpace", "activity"))
 
     @classmethod
@@ -166,7 +166,8 @@ class SidecarMeta:
         out: Json = {"cron": self.cron, "subagent": self.subagent}
         optional = (("cwd", self.cwd), ("transcriptPath", self.transcript_path),
                     ("startedByHook", self.started_by_hook), ("completionReason", self.completion_reason),
-                    ("ownEndReason", self.own_end_reason), ("hostPid", self.host_pid), ("hostStart", self.host_start),
+                    ("ownEndReason", self.own_end_reason), ("hostPid", self.host_pid),
+                    ("hostStart", self.host_start),
                     ("hostSpace", self.host_space), ("userTurnEndedAt", self.user_turn_ended_at),
                     ("turnStartedAt", self.turn_started_at), ("lastTool", self.last_tool),
                     ("lastMessage", self.last_message))

@@ -163,3 +163,26 @@ def test_doctor_notes_a_launcher_that_starts_with_site_and_how_to_fix_it(tmp_pat
     assert finding.fix == f"{Path(sys.executable)} -m sidecar.install.launcher {path}"
     launcher.rewrite(path)
     assert checks._launcher() == []
+
+
+def test_doctor_says_the_launcher_costs_hooks_only_once_a_host_runs_them(
+        tmp_path, monkeypatch, workspace):
+    from helpers import invoke
+    from sidecar.doctor import checks
+    from sidecar.install import service
+
+    path = pip_installed(tmp_path)
+    monkeypatch.setattr(service, "sidecar_path", lambda: path)
+    monkeypatch.setattr(launcher, "prepare", lambda path: None)  # as if it could not be rewritten
+    monkeypatch.setattr(service, "state", lambda *_, **__: (False, "not installed"))
+    monkeypatch.setattr(service, "check_manager", lambda *_: None)  # (they ask systemctl)
+    home = tmp_path / "home"
+    monkeypatch.setenv("HOME", str(home))
+
+    def site_notes() -> list[str]:
+        found = checks.check(workspace.root, home, proc=tmp_path / "no-proc")
+        return [f.what for f in found if "starts Python with site" in f.what]
+
+    assert site_notes() == []  # no host is integrated: no hook pays for it
+    assert invoke("integrate", "claude-code", "--root", str(workspace.root)).returncode == 0
+    assert len(site_notes()) == 1
