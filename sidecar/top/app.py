@@ -80,11 +80,15 @@ class SessionList(ScrollView, can_focus=True):
         if index >= len(self.table.shown):
             return Strip.blank(width)
         text = self.table.line(index, width, self.clock())
-        if index == self.cursor:
-            return Strip([Segment(text, Style(reverse=True, bold=True))], width)
-        style = Style.parse(view.STATE_STYLE[self.table.shown[index].activity.state])
-        start, end = view.place("STATE", width)
-        return Strip([Segment(text[:start]), Segment(text[start:end], style), Segment(text[end:])], width)
+        # The selected row is reversed, its colours kept: the state's colour means the same there.
+        base = Style(reverse=True, bold=True) if index == self.cursor else Style()
+        segments, at = [], 0
+        for title, style in sorted(view.painted(self.table.shown[index]),
+                                   key=lambda span: view.place(span[0], width)):
+            start, end = view.place(title, width)
+            segments += [Segment(text[at:start], base), Segment(text[start:end], base + Style.parse(style))]
+            at = end
+        return Strip([*segments, Segment(text[at:], base)], width)
 
 
 class DetailScreen(Screen[None]):
@@ -181,10 +185,13 @@ class TopApp(App[int]):
             parts += ["  filter ", (escaped(self.table.filter), "bold")]
         used = sum(len(part if isinstance(part, str) else part[0]) for part in parts)
         parts += ["   ", (view.key_help(self.size.width - used - 3), "dim")]
-        problems = list(self.feed.errors.values()) + self.notes
-        if problems:
-            more = f" (and {len(problems) - 1} more)" if len(problems) > 1 else ""
-            parts += ["\n", ("note:", "bold"), f" {escaped(problems[0])}{more}"]
+        problems = list(self.feed.errors.values())  # what cannot be read, or will not run
+        said = [(text, "error:", view.ERROR_STYLE) for text in problems] + \
+            [(text, "note:", "bold") for text in self.notes]
+        if said:
+            text, label, style = said[0]
+            more = f" (and {len(said) - 1} more)" if len(said) > 1 else ""
+            parts += ["\n", (label, style), f" {escaped(text)}{more}"]
         self.query_one("#foot", Static).update(Content.assemble(*parts))
 
     def tick(self) -> None:

@@ -14,12 +14,14 @@ from dataclasses import dataclass
 
 from sidecar.base import words
 from sidecar.base.escapes import escaped
+from sidecar.base.outcome import Outcome
 from sidecar.followups.resets import parse_reset
 from sidecar.views.activity import WORDS, State
 from sidecar.views.sessions import FollowUp, SessionRow
 
 STATE_STYLE = {State.WORKING: "green", State.WAITING: "bold yellow", State.IDLE: "cyan",
                State.LIMITED: "bold magenta", State.ENDED: "dim"}
+ERROR_STYLE = "bold red"  # a failed follow-up, a file that cannot be read
 ORDER = {State.WAITING: 0, State.LIMITED: 1, State.WORKING: 2, State.IDLE: 3, State.ENDED: 4}
 ACTIVE = frozenset({State.WORKING, State.WAITING, State.IDLE, State.LIMITED})
 WAITING_FOLLOW_UP = frozenset({"queued", "postponed"})
@@ -79,6 +81,16 @@ def follow_ups(row: SessionRow, now: float) -> str:
         return "-"
     live = [f for f in row.follow_ups if f.state in WAITING_FOLLOW_UP or f.state == "running"]
     return ", ".join(follow_up(f, now) for f in (live or row.follow_ups[:1]))
+
+
+def painted(row: SessionRow) -> list[tuple[str, str]]:
+    """The columns shown in colour, (title, style): the state always, and the follow-ups in red
+    where the one shown failed. The selected row keeps them (it is drawn reversed)."""
+    spans = [("STATE", STATE_STYLE[row.activity.state])]
+    live = any(f.state in WAITING_FOLLOW_UP or f.state == "running" for f in row.follow_ups)
+    if row.follow_ups and not live and Outcome.parse(row.follow_ups[0].state).failed:
+        spans.append(("FOLLOW-UPS", ERROR_STYLE))
+    return spans
 
 
 def cells(row: SessionRow, now: float) -> list[str]:

@@ -13,6 +13,7 @@ from pathlib import Path
 
 import inotify_simple
 import orjson
+from rich.style import Style
 
 from helpers import read_json
 from sidecar.config import Config
@@ -227,7 +228,7 @@ def test_a_hook_not_trusted_as_it_stands_is_a_note(tmp_path):
     prompt.write_text(prompt.read_text() + "Also push to production.\n")  # a pull
 
     async def check(app, pilot):
-        assert "note:" in footer(app)
+        assert "error:" in footer(app)
         assert "not trusted on this machine as they stand, so not run: post-task" in footer(app)
         assert "sidecar hooks trust post-task" in footer(app)
 
@@ -249,8 +250,41 @@ def test_an_unreadable_record_or_workspace_is_a_note_and_the_rest_is_shown(tmp_p
 
     async def check(app, pilot):
         assert "6 sessions" in footer(app)
-        assert "note:" in footer(app) and "(and 2 more)" in footer(app)
+        assert "error:" in footer(app) and "(and 2 more)" in footer(app)
         errors = " ".join(app.feed.errors.values())
         assert "broken-record" in errors and "planted" in errors and "symlink" in errors
 
     run(check, ws, roots=[ws.root, gone])
+
+
+def test_colours_keep_their_meaning_on_the_selected_row_and_errors_are_red(tmp_path):
+    ws, now = demo(tmp_path)
+
+    def failed(doc) -> None:
+        doc.hooks["post-task"].record_firing("error: exit status 1", now + 120, top_demo.HOST,
+                                             "f6b2c7e9-exit", str(ws.logs / "x.log"))
+
+    HookStore(ws, durable=False).change(now, failed)
+
+    def styles(app, session: str) -> dict[str, Style]:
+        """Each painted column of the session's row: its text, and how it is drawn."""
+        y = next(i for i, line in enumerate(screen_lines(app)) if session[:8] in line)
+        return {seg.text.strip(): seg.style for seg in app.list.render_line(y) if seg.text.strip()}
+
+    async def check(app, pilot):
+        red = Style.parse("bold red")
+        failing = styles(app, "f6b2c7e9-exit")
+        [shown] = [text for text in failing if text.startswith("post-task error")]
+        assert failing[shown].color == red.color and not failing[shown].reverse
+        working = next(r for r in app.table.shown if r.activity.state == "working")
+        app.list.cursor = app.table.shown.index(working)
+        selected = styles(app, working.session_id)
+        assert selected["working"].reverse and selected["working"].color == Style.parse("green").color
+        app.feed.errors["x"] = "cannot read the record"
+        app.show_footer()
+        foot = app.query_one("#foot").render()
+        assert "error: cannot read the record" in str(foot)
+        assert any(str(span.style) == "bold red" and str(foot)[span.start:span.end] == "error:"
+                   for span in foot.spans)
+
+    run(check, ws)

@@ -115,7 +115,7 @@ def test_brackets_in_an_error_a_note_and_the_filter_show_as_text_in_the_footer(t
 
     async def check(app, pilot):
         escaped = str(ws.root).replace("\x1b", "\\x1b")
-        assert f"note: {escaped}: session broken-record" in footer(app)
+        assert f"error: {escaped}: session broken-record" in footer(app)
         rows = [line for line in shown(app) if line.strip()]
         assert rows and all(line.split()[1] == "\\x1b[2J[@clic…" for line in rows), rows
         app.notes.insert(0, "cannot read /srv/[/x]/.sidecar.toml")
