@@ -61,8 +61,7 @@ def readme_commands() -> set[tuple[str, ...]]:
         for snippet in re.findall(r"`([^`]+)`", row):
             words = snippet.split()
             if words[0] == "sidecar":
-                path = tuple(itertools.takewhile(
-                    lambda word: re.fullmatch(r"[a-z][a-z-]*", word), words[1:]))
+                path = tuple(itertools.takewhile(lambda word: re.fullmatch(r"[a-z][a-z-]*", word), words[1:]))
             else:  # `codex` after `sidecar integrate claude-code`: a sibling of the one before
                 path = previous[:-1] + (words[0],)
             if path:
