@@ -3,6 +3,7 @@ for the paths no other in-process test takes (the table in sidecar/cli/common.py
 
 from __future__ import annotations
 
+import logging
 import os
 import sys
 
@@ -24,8 +25,8 @@ T0 = 1_795_900_000.0
 COMMAND = ["notify-send", "done"]
 
 
-def command_hook(ws, hook_id="notify"):
-    hook = new_hook(hook_id, hook_id, T0, action=COMMAND, promptFile=None)
+def command_hook(ws, hook_id="notify", action=COMMAND):
+    hook = new_hook(hook_id, hook_id, T0, action=action, promptFile=None)
     HookStore(ws, durable=False).change(T0, lambda d: d.hooks.update({hook_id: hook}))
 
 
@@ -42,8 +43,6 @@ def serving(workspace):
 @pytest.fixture
 def logging_kept():
     """`run` sets up the daemon's logging: put it back after the test."""
-    import logging
-
     logger = logging.getLogger("sidecar")
     handlers, level = logger.handlers[:], logger.level
     yield
@@ -142,8 +141,7 @@ def test_an_untrusted_command_in_status_is_shown_whole_on_its_own_line(workspace
     (as `hooks list` shows it): a 64-character id, the longest there is, too."""
     hook_id = "h" * 64
     argv = ["sh", "-c", "echo " + "a-long-argument " * 8]
-    hook = new_hook(hook_id, hook_id, T0, action=argv, promptFile=None)
-    HookStore(workspace, durable=False).change(T0, lambda d: d.hooks.update({hook_id: hook}))
+    command_hook(workspace, hook_id, argv)
     text = invoke("status", "--root", str(workspace.root)).stdout.decode()
     lines = text.splitlines()
     at = lines.index("    NOT TRUSTED on this machine, so not run:")
@@ -333,24 +331,21 @@ def test_service_install_print_shows_the_unit_and_changes_nothing(tmp_path, monk
     assert removal.returncode == exitcodes.OK and b"# remove " in removal.stdout
 
 
-def test_service_install_without_a_service_manager_is_exit_5(monkeypatch):
-    def unreachable(**kwargs):
-        raise service_mod.NoServiceManager("no systemd user manager is reachable here", "sidecar run")
-
-    monkeypatch.setattr(service_mod, "install", unreachable)
-    result = invoke("service", "install")
-    assert result.returncode == exitcodes.NO_SERVICE_MANAGER
-    assert result.stderr == b"sidecar: no systemd user manager is reachable here\n"
-
-
-def test_a_failing_service_manager_is_one_line_and_exit_1(monkeypatch):
+@pytest.mark.parametrize("command, error, code, said", [
+    ("install", service_mod.NoServiceManager("no systemd user manager is reachable here",
+                                             "sidecar run"),
+     exitcodes.NO_SERVICE_MANAGER, b"sidecar: no systemd user manager is reachable here\n"),
+    ("uninstall", service_mod.ServiceError("systemctl --user enable failed"),  # it failed
+     exitcodes.FAILURE, b"sidecar: systemctl --user enable failed\n"),
+])
+def test_no_service_manager_is_exit_5_and_a_failing_one_exit_1_in_one_line(monkeypatch, command,
+                                                                             error, code, said):
     def failing(**kwargs):
-        raise service_mod.ServiceError("systemctl --user enable failed")
+        raise error
 
-    monkeypatch.setattr(service_mod, "uninstall", failing)
-    result = invoke("service", "uninstall")
-    assert result.returncode == exitcodes.FAILURE
-    assert result.stderr == b"sidecar: systemctl --user enable failed\n"
+    monkeypatch.setattr(service_mod, command, failing)
+    result = invoke("service", command)
+    assert (result.returncode, result.stderr) == (code, said)
 
 
 def test_service_install_and_uninstall_say_what_they_did(tmp_path, monkeypatch):
