@@ -29,22 +29,16 @@ ROOT = typer.main.get_command(app)
 ALL = [((), ROOT), *commands(ROOT)]  # `sidecar --help` too
 
 
-def help_of(path: tuple[str, ...]) -> str:
+@pytest.mark.parametrize("path,command", ALL, ids=[" ".join(p) or "sidecar" for p, _ in ALL])
+def test_help_names_values_has_an_example_and_breaks_no_sentence(path, command):
+    for param in command.params:  # every value option names its value
+        if param.param_type_name == "option" and not param.is_flag and not param.count:
+            assert param.metavar, f"sidecar {' '.join(path)} {param.opts[0]}: no metavar="
     result = CliRunner().invoke(app, [*path, "--help"], env={"COLUMNS": WIDE, "NO_COLOR": "1"})
     assert result.exit_code == 0, result.output
-    return result.output
-
-
-@pytest.mark.parametrize("path", [p for p, _ in ALL], ids=lambda p: " ".join(p) or "sidecar")
-def test_help_names_values_and_has_an_example(path):
-    text = help_of(path)
+    text = result.output
     assert not TYPE_METAVAR.search(text), f"sidecar {' '.join(path)}: a type as a metavar"
     assert re.search(r"Example: sidecar \S", text), f"sidecar {' '.join(path)}: no example"
-
-
-@pytest.mark.parametrize("path", [p for p, _ in ALL], ids=lambda p: " ".join(p) or "sidecar")
-def test_help_sentences_are_not_broken_mid_line(path):
-    text = help_of(path)
     prose = text.split("╭", 1)[0].splitlines()[2:]  # below the usage line, above the panels
     for this, after in zip(prose, prose[1:], strict=False):
         assert not (this.strip() and after.strip()), \
@@ -53,13 +47,6 @@ def test_help_sentences_are_not_broken_mid_line(path):
         cells = row.strip("│ ")        # empty continues the row before it: broken by hand
         if re.match(r"│ {2,}\S", row) and not re.match(r"│ +[A-Z][A-Z_]* {2,}", row):  # an argument
             pytest.fail(f"sidecar {' '.join(path)}: a help line broken: {cells!r}")
-
-
-@pytest.mark.parametrize("path,command", ALL, ids=[" ".join(p) or "sidecar" for p, _ in ALL])
-def test_every_value_option_names_its_value(path, command):
-    for param in command.params:
-        if param.param_type_name == "option" and not param.is_flag and not param.count:
-            assert param.metavar, f"sidecar {' '.join(path)} {param.opts[0]}: no metavar="
 
 
 def test_the_daemons_own_entry_shows_plain_help_too(capsys, monkeypatch):
