@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import logging
 import os
+import signal
 import sys
 
 import orjson
@@ -12,6 +13,7 @@ import pytest
 
 from helpers import invoke, read_json
 from sidecar.base import exitcodes
+from sidecar.base.errors import SidecarError
 from sidecar.base.outcome import Outcome
 from sidecar.coordination.instances import Identity, Membership
 from sidecar.followups import trust
@@ -19,6 +21,7 @@ from sidecar.followups.model import new_hook
 from sidecar.followups.store import HookStore
 from sidecar.hosts.base import Finding
 from sidecar.install import service as service_mod
+from sidecar.locks import LockTimeout
 from support.stores import ingest
 
 T0 = 1_795_900_000.0
@@ -59,8 +62,6 @@ def test_version_is_printed_by_the_option_too(monkeypatch):
 
 
 def test_an_error_for_people_no_command_caught_is_one_line_and_exit_1(workspace, monkeypatch):
-    from sidecar.base.errors import SidecarError
-
     def broken(*args, **kwargs):
         raise SidecarError("the registry is on fire")
 
@@ -194,8 +195,6 @@ def test_reload_signals_no_instance_that_is_not_a_sidecar_run(serving):
 
 def test_reload_signals_each_live_sidecar_run_once_and_says_whom_it_could_not(serving,
                                                                               monkeypatch):
-    import signal
-
     sent = []
 
     def kill(pid, sig):
@@ -308,8 +307,6 @@ def test_a_delay_of_a_fraction_of_a_second_is_refused(workspace):
 
 
 def test_a_hooks_edit_while_another_holds_the_lock_is_exit_75(workspace, monkeypatch):
-    from sidecar.locks import LockTimeout
-
     def held(*args, **kwargs):
         raise LockTimeout(f"{workspace.hooks_file} is locked")
 

@@ -20,6 +20,8 @@ from sidecar.hosts.cline import hooks as cline_hooks
 from sidecar.hosts.cline.host import EVENTS, manifest_path, messages_path
 from sidecar.inbox.events import parse
 from sidecar.layout import Workspace
+from sidecar.sessions import endfacts
+from sidecar.sessions.model import SessionRecord
 from sidecar.vocabulary import LIMIT_ERRORS, EventKind
 
 CLINE = registry.get("cline")
@@ -271,10 +273,6 @@ def test_the_project_scope_writes_into_the_workspace(tmp_path):
 def test_a_session_end_takes_the_facts_found_with_a_recorded_end_and_reads_nothing(tmp_path):
     # What the daemon read as the owner wins over the transcript the end names (which, read
     # again, would be read with the daemon's rights).
-    from sidecar.layout import Workspace
-    from sidecar.sessions import endfacts
-    from sidecar.sessions.model import SessionRecord
-
     place_manifest(tmp_path, "1_a", "session-manifest.completed.json")  # 40 in, 20 out
     facts = EndFacts(None, Tokens(input=1, output=2))
     event = parse(orjson.dumps({"event": "session-end", "session_id": "1_a", "host": "cline",

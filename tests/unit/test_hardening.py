@@ -15,16 +15,20 @@ import orjson
 import pytest
 
 from helpers import invoke, read_json, session_record, trust_hooks
-from sidecar import locks
+from sidecar import emit as emit_mod
+from sidecar import jsonfile, locks
 from sidecar.base.ids import harness_id
-from sidecar.config import Config
-from sidecar.followups.model import new_hook
+from sidecar.config import Config, register
+from sidecar.followups.fire import FollowUps
+from sidecar.followups.model import HooksError, new_hook
 from sidecar.followups.queue import FollowUpQueue
 from sidecar.followups.store import HookStore
 from sidecar.inbox import events
+from sidecar.inbox import folder as inbox
 from sidecar.layout import Workspace
 from sidecar.sessions import rules
 from sidecar.sessions.batch import open_batch
+from sidecar.sessions.model import Binding, Bindings
 from sidecar.sessions.store import SessionStore
 from support import stores
 from support.stores import ingestor
@@ -45,8 +49,6 @@ def event(kind: str, ts: object, session: str = "s") -> bytes:
 
 def fire_post_task(ws: Workspace, tmp_path) -> str:
     """Queue and fire the post-task hook (a command that prints its prompt); its status."""
-    from sidecar.followups.fire import FollowUps
-
     hooks = HookStore(ws, durable=False)
     hook = new_hook("post-task", "post-task", T0, action=[sys.executable, "-c", "pass", "{prompt}"])
     hooks.change(T0, lambda d: d.hooks.update({"post-task": hook}))
@@ -157,8 +159,6 @@ def test_a_hooks_file_with_queue_ids_of_mixed_types_is_shown_broken_not_fired(wo
 # -- a full disk ----------------------------------------------------------------------------------
 
 def test_emit_on_a_full_disk_leaves_no_temporary_file(ws, monkeypatch):
-    from sidecar import emit as emit_mod
-
     real_write = os.write
 
     def full(fd, data):
@@ -166,8 +166,6 @@ def test_emit_on_a_full_disk_leaves_no_temporary_file(ws, monkeypatch):
             real_write(fd, bytes(data[:10]))  # a short write, then the disk is full
             return 10
         raise OSError(errno.ENOSPC, "No space left on device")
-
-    from sidecar.config import register
 
     register(ws.root)
     monkeypatch.setattr(os, "write", full)
@@ -178,8 +176,6 @@ def test_emit_on_a_full_disk_leaves_no_temporary_file(ws, monkeypatch):
 
 
 def test_a_trace_append_that_fails_part_way_is_cut_back_and_a_retry_doubles_nothing(ws, monkeypatch):
-    from sidecar import jsonfile
-
     drop(ws, "a.json", event("session-start", T0 - 10))
     ing = ingestor(ws)
     ing.start(T0)  # the session exists; its trace has two lines
@@ -226,9 +222,6 @@ def test_abandoned_producer_temporaries_are_removed_after_an_hour(ws):
 
 
 def test_derived_paths_stay_inside_their_folders(ws):
-    from sidecar.followups.model import HooksError
-    from sidecar.sessions.model import Binding
-
     with pytest.raises(HooksError, match=r"hook /tmp/evil\.id: must be a plain name"):
         new_hook("/tmp/evil", "x", T0).to_json()
     doc = read_json(ws.hooks_file)
@@ -277,9 +270,6 @@ def test_a_symlinked_runtime_file_is_never_written_through(ws, tmp_path, part):
 @pytest.mark.parametrize("part", ["sessions", "locks", "hooks", "inbox/rejected"])
 def test_every_write_checks_its_folders_not_only_each_step(ws, tmp_path, part):
     """A folder swapped for a symlink after a step's check: the write itself refuses it."""
-    from sidecar.inbox import folder as inbox
-    from sidecar.sessions.model import Bindings
-
     target = tmp_path / "elsewhere"
     target.mkdir()
     linked = ws.runtime / part

@@ -10,6 +10,8 @@ import typer
 from typer.testing import CliRunner
 
 from sidecar.cli.main import app
+from sidecar.cli.run import main as run_main
+from sidecar.emit import main as emit_main
 
 TYPE_METAVAR = re.compile(r"<(bool|str|int|float|path|list|tuple|choice|datetime|uuid)\b",
                           re.IGNORECASE)
@@ -51,8 +53,6 @@ def test_help_names_values_has_an_example_and_breaks_no_sentence(path, command):
 
 def test_the_daemons_own_entry_shows_plain_help_too(capsys, monkeypatch):
     # `sidecar run` is dispatched before the command line (bin/sidecar), through its own app.
-    from sidecar.cli.run import main as run_main
-
     monkeypatch.setenv("COLUMNS", WIDE)
     monkeypatch.setenv("NO_COLOR", "1")
     assert run_main(["--help"]) == 0
@@ -63,8 +63,6 @@ def test_the_daemons_own_entry_shows_plain_help_too(capsys, monkeypatch):
 
 def test_the_launchers_own_emit_help_has_an_example_and_fits_the_terminal(capsys):
     """`sidecar emit --help` is answered by emit itself (the hook path never loads typer)."""
-    from sidecar.emit import main as emit_main
-
     assert emit_main(["--help"]) == 0
     out = capsys.readouterr().out
     assert re.search(r"^Example: sidecar emit \S", out, re.M), out

@@ -11,11 +11,12 @@ import pytest
 from helpers import TRANSCRIPTS, read_json
 from sidecar.base.ids import harness_id
 from sidecar.base.timeutil import iso, parse_ts
-from sidecar.config import Config
+from sidecar.config import Config, ConfigError, load_config
 from sidecar.followups.resets import BACKOFF_FIRST, MAX_TRIES, RESET_MARGIN
 from sidecar.followups.seeds import LIMIT_HOOK
 from sidecar.followups.store import HookStore
 from sidecar.layout import Workspace
+from sidecar.sessions import tokens
 from sidecar.vocabulary import Verdict
 from support.limits import LIMITED, T0, Harness, ev, failed
 
@@ -131,8 +132,6 @@ def test_a_hooks_file_from_before_gets_the_limit_hook_once(tmp_path):
 
 
 def test_the_back_off_scale_is_a_config_value(tmp_path):
-    from sidecar.config import ConfigError, load_config
-
     path = tmp_path / "config.toml"
     path.write_text("limitBackoffScale = 0.002\n")
     assert load_config(path).limit_backoff_scale == 0.002
@@ -194,8 +193,6 @@ def test_codex_says_only_in_its_rollout_that_the_usage_limit_refused_the_turn(tm
 
 
 def test_token_figures_are_kept_per_session_and_summed_per_workspace(h):
-    from sidecar.sessions import tokens
-
     claude = str(TRANSCRIPTS / "claude-code-2.1.328.jsonl")
     h.apply(ev("SessionStart", T0), ev("SessionEnd", T0 + 1, transcript_path=claude))
     assert h.record()["metadata"]["sidecar"]["tokens"] == {
