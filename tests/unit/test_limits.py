@@ -154,29 +154,22 @@ def test_a_running_try_that_fails_again_queues_the_next(tmp_path):
 # -- what only the transcript says ------------------------------------------------------------
 
 
-def test_a_claude_session_end_whose_stop_failure_never_came_is_read_from_the_transcript(h):
+@pytest.mark.parametrize("came", [False, True], ids=["stop-failure-never-came", "it-came"])
+def test_a_claude_session_end_reads_its_refusal_from_the_transcript_counted_once(h, came):
     """`claude -p` can exit before its StopFailure hook is delivered: the transcript's last
-    assistant entry is the API's refusal, so the end is a limited one all the same."""
+    assistant entry is the API's refusal, so the end is a limited one all the same; a
+    StopFailure that did come is not counted twice at the end."""
     path = str(TRANSCRIPTS / "claude-code-2.1.328.rate-limit.jsonl")
-    h.apply(ev("SessionStart", T0), ev("UserPromptSubmit", T0 + 1),
+    h.apply(ev("SessionStart", T0), ev("UserPromptSubmit", T0 + 1), *([failed(T0 + 2)] if came else []),
             ev("SessionEnd", T0 + 3, reason="other", transcript_path=path))
-    record = h.record()
-    assert record["metadata"]["sidecar"]["limit"]["failures"] == 1
+    assert h.record()["metadata"]["sidecar"]["limit"]["failures"] == 1
     [entry] = h.pending()
     assert entry.hook_id == LIMIT_HOOK  # and no post-task
     assert parse_ts(entry.due_at) > T0 + 3  # its text names a reset: its epoch, long past
     # here, so the back-off applies
 
 
-def test_a_stop_failure_that_did_come_is_not_counted_twice_at_the_end(h):
-    path = str(TRANSCRIPTS / "claude-code-2.1.328.rate-limit.jsonl")
-    h.apply(ev("SessionStart", T0), ev("UserPromptSubmit", T0 + 1), failed(T0 + 2),
-            ev("SessionEnd", T0 + 3, reason="other", transcript_path=path))
-    assert h.record()["metadata"]["sidecar"]["limit"]["failures"] == 1
-
-
-def test_codex_says_only_in_its_rollout_that_the_usage_limit_refused_the_turn(tmp_path):
-    h = Harness(Workspace(tmp_path / "ws"))
+def test_codex_says_only_in_its_rollout_that_the_usage_limit_refused_the_turn(h):
     path = str(TRANSCRIPTS / "codex-0.169.0.usage-limit.jsonl")
     start = ev("SessionStart", T0, session="c1")
     end = ev("SessionEnd", T0 + 3, session="c1", reason="other", transcript_path=path)
@@ -219,10 +212,9 @@ def test_a_turn_end_that_closes_a_refused_turn_closes_no_episode(h):
     assert parse_ts(h.pending()[0].due_at) == pytest.approx(T0 + 1 + 20 + RESET_MARGIN)
 
 
-def test_a_step_of_the_wall_clock_moves_a_delay_but_not_the_time_a_limit_resets(tmp_path):
+def test_a_step_of_the_wall_clock_moves_a_delay_but_not_the_time_a_limit_resets(h):
     """A post-task delay lasts what it says whichever way the clock is stepped; a limit's try
     is due when the limit resets, a time on the wall clock, and stays there."""
-    h = Harness(Workspace(tmp_path / "ws"))
     h.apply(ev("SessionStart", T0), failed(T0 + 1), ev("SessionEnd", T0 + 2))
     h.apply(ev("SessionStart", T0 + 3, session="s2"), ev("SessionEnd", T0 + 4, session="s2"))
     before = {e.id: e.due_at for e in h.pending()}
