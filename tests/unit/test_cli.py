@@ -178,9 +178,11 @@ def test_status_all_skips_a_deleted_workspace_and_says_how_to_forget_it(workspac
     assert str(workspace.root).encode() in result.stdout
 
 
-def test_status_all_with_a_registry_it_cannot_read_is_exit_2(config_home):
-    (config_home / "workspaces.json").write_text("[oops")
-    result = invoke("status", "--all")
+@pytest.mark.parametrize("args, registry", [(("status", "--all"), "[oops"), (("reload",), "{}")])
+def test_status_all_and_reload_with_a_registry_they_cannot_read_are_exit_2(config_home, args,
+                                                                           registry):
+    (config_home / "workspaces.json").write_text(registry)
+    result = invoke(*args)
     assert result.returncode == exitcodes.USAGE and result.stderr.startswith(b"sidecar: ")
 
 
@@ -222,11 +224,6 @@ def test_reload_without_a_daemon_is_exit_3_and_outside_a_workspace_exit_4(worksp
     assert invoke("reload").returncode == exitcodes.UNSERVED
     result = invoke("reload", "--root", str(tmp_path))
     assert result.returncode == exitcodes.NOT_WORKSPACE and b"is not a workspace" in result.stderr
-
-
-def test_reload_with_a_registry_it_cannot_read_is_exit_2(config_home):
-    (config_home / "workspaces.json").write_text("{}")
-    assert invoke("reload").returncode == exitcodes.USAGE
 
 
 # -- hooks --------------------------------------------------------------------------------
