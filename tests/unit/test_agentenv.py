@@ -11,6 +11,8 @@ from pathlib import Path
 from helpers import invoke
 from sidecar import envfile
 from sidecar.config import DEFAULT_RESUME, load_config
+from sidecar.doctor import checks
+from sidecar.hosts import registry
 from sidecar.install import environment as service_env
 from sidecar.install import service
 from support.fakes import fake_host
@@ -64,9 +66,6 @@ def test_the_unit_carries_the_installing_shells_path_and_the_environment_file(co
 
 def test_doctor_names_the_variable_codexs_provider_needs(workspace, config_home, tmp_path,
                                                          monkeypatch):
-    from sidecar.doctor import checks
-    from sidecar.hosts import registry
-
     codex = registry.get("codex")
     codex_home = tmp_path / "codex"
     codex_home.mkdir()

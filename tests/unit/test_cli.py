@@ -3,7 +3,9 @@ for the paths no other in-process test takes (the table in sidecar/cli/common.py
 
 from __future__ import annotations
 
+import logging
 import os
+import signal
 import sys
 
 import orjson
@@ -11,6 +13,7 @@ import pytest
 
 from helpers import invoke, read_json
 from sidecar.base import exitcodes
+from sidecar.base.errors import SidecarError
 from sidecar.base.outcome import Outcome
 from sidecar.coordination.instances import Identity, Membership
 from sidecar.followups import trust
@@ -18,14 +21,15 @@ from sidecar.followups.model import new_hook
 from sidecar.followups.store import HookStore
 from sidecar.hosts.base import Finding
 from sidecar.install import service as service_mod
+from sidecar.locks import LockTimeout
 from support.stores import ingest
 
 T0 = 1_795_900_000.0
 COMMAND = ["notify-send", "done"]
 
 
-def command_hook(ws, hook_id="notify"):
-    hook = new_hook(hook_id, hook_id, T0, action=COMMAND, promptFile=None)
+def command_hook(ws, hook_id="notify", action=COMMAND):
+    hook = new_hook(hook_id, hook_id, T0, action=action, promptFile=None)
     HookStore(ws, durable=False).change(T0, lambda d: d.hooks.update({hook_id: hook}))
 
 
@@ -42,8 +46,6 @@ def serving(workspace):
 @pytest.fixture
 def logging_kept():
     """`run` sets up the daemon's logging: put it back after the test."""
-    import logging
-
     logger = logging.getLogger("sidecar")
     handlers, level = logger.handlers[:], logger.level
     yield
@@ -60,8 +62,6 @@ def test_version_is_printed_by_the_option_too(monkeypatch):
 
 
 def test_an_error_for_people_no_command_caught_is_one_line_and_exit_1(workspace, monkeypatch):
-    from sidecar.base.errors import SidecarError
-
     def broken(*args, **kwargs):
         raise SidecarError("the registry is on fire")
 
@@ -142,8 +142,7 @@ def test_an_untrusted_command_in_status_is_shown_whole_on_its_own_line(workspace
     (as `hooks list` shows it): a 64-character id, the longest there is, too."""
     hook_id = "h" * 64
     argv = ["sh", "-c", "echo " + "a-long-argument " * 8]
-    hook = new_hook(hook_id, hook_id, T0, action=argv, promptFile=None)
-    HookStore(workspace, durable=False).change(T0, lambda d: d.hooks.update({hook_id: hook}))
+    command_hook(workspace, hook_id, argv)
     text = invoke("status", "--root", str(workspace.root)).stdout.decode()
     lines = text.splitlines()
     at = lines.index("    NOT TRUSTED on this machine, so not run:")
@@ -179,9 +178,11 @@ def test_status_all_skips_a_deleted_workspace_and_says_how_to_forget_it(workspac
     assert str(workspace.root).encode() in result.stdout
 
 
-def test_status_all_with_a_registry_it_cannot_read_is_exit_2(config_home):
-    (config_home / "workspaces.json").write_text("[oops")
-    result = invoke("status", "--all")
+@pytest.mark.parametrize("args, registry", [(("status", "--all"), "[oops"), (("reload",), "{}")])
+def test_status_all_and_reload_with_a_registry_they_cannot_read_are_exit_2(config_home, args,
+                                                                           registry):
+    (config_home / "workspaces.json").write_text(registry)
+    result = invoke(*args)
     assert result.returncode == exitcodes.USAGE and result.stderr.startswith(b"sidecar: ")
 
 
@@ -196,8 +197,6 @@ def test_reload_signals_no_instance_that_is_not_a_sidecar_run(serving):
 
 def test_reload_signals_each_live_sidecar_run_once_and_says_whom_it_could_not(serving,
                                                                               monkeypatch):
-    import signal
-
     sent = []
 
     def kill(pid, sig):
@@ -225,11 +224,6 @@ def test_reload_without_a_daemon_is_exit_3_and_outside_a_workspace_exit_4(worksp
     assert invoke("reload").returncode == exitcodes.UNSERVED
     result = invoke("reload", "--root", str(tmp_path))
     assert result.returncode == exitcodes.NOT_WORKSPACE and b"is not a workspace" in result.stderr
-
-
-def test_reload_with_a_registry_it_cannot_read_is_exit_2(config_home):
-    (config_home / "workspaces.json").write_text("{}")
-    assert invoke("reload").returncode == exitcodes.USAGE
 
 
 # -- hooks --------------------------------------------------------------------------------
@@ -310,8 +304,6 @@ def test_a_delay_of_a_fraction_of_a_second_is_refused(workspace):
 
 
 def test_a_hooks_edit_while_another_holds_the_lock_is_exit_75(workspace, monkeypatch):
-    from sidecar.locks import LockTimeout
-
     def held(*args, **kwargs):
         raise LockTimeout(f"{workspace.hooks_file} is locked")
 
@@ -333,24 +325,21 @@ def test_service_install_print_shows_the_unit_and_changes_nothing(tmp_path, monk
     assert removal.returncode == exitcodes.OK and b"# remove " in removal.stdout
 
 
-def test_service_install_without_a_service_manager_is_exit_5(monkeypatch):
-    def unreachable(**kwargs):
-        raise service_mod.NoServiceManager("no systemd user manager is reachable here", "sidecar run")
-
-    monkeypatch.setattr(service_mod, "install", unreachable)
-    result = invoke("service", "install")
-    assert result.returncode == exitcodes.NO_SERVICE_MANAGER
-    assert result.stderr == b"sidecar: no systemd user manager is reachable here\n"
-
-
-def test_a_failing_service_manager_is_one_line_and_exit_1(monkeypatch):
+@pytest.mark.parametrize("command, error, code, said", [
+    ("install", service_mod.NoServiceManager("no systemd user manager is reachable here",
+                                             "sidecar run"),
+     exitcodes.NO_SERVICE_MANAGER, b"sidecar: no systemd user manager is reachable here\n"),
+    ("uninstall", service_mod.ServiceError("systemctl --user enable failed"),  # it failed
+     exitcodes.FAILURE, b"sidecar: systemctl --user enable failed\n"),
+])
+def test_no_service_manager_is_exit_5_and_a_failing_one_exit_1_in_one_line(monkeypatch, command,
+                                                                             error, code, said):
     def failing(**kwargs):
-        raise service_mod.ServiceError("systemctl --user enable failed")
+        raise error
 
-    monkeypatch.setattr(service_mod, "uninstall", failing)
-    result = invoke("service", "uninstall")
-    assert result.returncode == exitcodes.FAILURE
-    assert result.stderr == b"sidecar: systemctl --user enable failed\n"
+    monkeypatch.setattr(service_mod, command, failing)
+    result = invoke("service", command)
+    assert (result.returncode, result.stderr) == (code, said)
 
 
 def test_service_install_and_uninstall_say_what_they_did(tmp_path, monkeypatch):

@@ -20,6 +20,8 @@ from sidecar.hosts.cline import hooks as cline_hooks
 from sidecar.hosts.cline.host import EVENTS, manifest_path, messages_path
 from sidecar.inbox.events import parse
 from sidecar.layout import Workspace
+from sidecar.sessions import endfacts
+from sidecar.sessions.model import SessionRecord
 from sidecar.vocabulary import LIMIT_ERRORS, EventKind
 
 CLINE = registry.get("cline")
@@ -93,12 +95,14 @@ def test_a_cline_payload_without_its_session_is_refused():
 # -- the manifest ------------------------------------------------------------------------------
 
 
-def place_manifest(home: Path, session: str, fixture: str, **changes) -> Path:
+def place_manifest(home: Path, session: str, fixture: str, messages: str = "", **changes) -> Path:
+    """The session's manifest as Cline writes it, and its conversation if `messages` names one."""
     path = manifest_path(home, session)
     path.parent.mkdir(parents=True, exist_ok=True)
-    manifest = {**json.loads((RECORDED / fixture).read_bytes()), "session_id": session,
-                **changes}
-    path.write_text(json.dumps(manifest))
+    path.write_text(json.dumps({**json.loads((RECORDED / fixture).read_bytes()),
+                                "session_id": session, **changes}))
+    if messages:
+        messages_path(home, session).write_bytes((RECORDED / messages).read_bytes())
     return path
 
 
@@ -155,9 +159,8 @@ def test_tokens_come_from_the_manifest_and_a_refusal_from_the_conversation(tmp_p
     place_manifest(tmp_path, "1_a", "session-manifest.completed.json")
     facts = CLINE.end_facts(str(messages_path(tmp_path, "1_a")), "1_a")
     assert facts.tokens == Tokens(input=40, output=20) and facts.failure is None
-    place_manifest(tmp_path, "1_c", "session-manifest.rate_limit.json")
-    messages_path(tmp_path, "1_c").write_bytes((RECORDED / "session-messages.rate_limit.json")
-                                               .read_bytes())
+    place_manifest(tmp_path, "1_c", "session-manifest.rate_limit.json",
+                   "session-messages.rate_limit.json")
     facts = CLINE.end_facts(str(messages_path(tmp_path, "1_c")), "1_c")
     assert facts.failure is not None and facts.failure.kind == "rate_limit"
     assert facts.failure.message.startswith("Rate limit reached for requests (stub)")
@@ -167,9 +170,8 @@ def test_a_recorded_end_carries_what_its_own_reads_found_read_only_through_its_r
         tmp_path):
     # A root daemon reads the owner's files through `read` (as the owner): the tokens and the
     # refusal travel with the end, so nothing is read again with the daemon's own rights.
-    place_manifest(tmp_path, "1_c", "session-manifest.rate_limit.json")
-    messages_path(tmp_path, "1_c").write_bytes((RECORDED / "session-messages.rate_limit.json")
-                                               .read_bytes())
+    place_manifest(tmp_path, "1_c", "session-manifest.rate_limit.json",
+                   "session-messages.rate_limit.json")
     asked = []
 
     def read(path):
@@ -196,8 +198,8 @@ def test_without_a_named_conversation_the_users_own_manifest_is_read(tmp_path, m
 # -- its resume --------------------------------------------------------------------------------
 
 
-def firing(tmp_path):
-    return Firing(hook_id="post-task", host="cline", session_id="1796115993153_pbgzz",
+def firing(tmp_path, host="cline", session_id=SESSION):
+    return Firing(hook_id="post-task", host=host, session_id=session_id,
                   harness_session_id="h", prompt="go on", prompt_file=None, cwd=tmp_path)
 
 
@@ -210,14 +212,12 @@ def test_a_resume_of_cline_cannot_run_and_says_why(tmp_path):
 def test_a_users_own_resume_command_for_cline_is_honoured(tmp_path):
     command = build_argv("resume", firing(tmp_path), {"cline": ("my-cline", "{session_id}")},
                          Workspace(tmp_path))
-    assert command.argv == ["my-cline", "1796115993153_pbgzz"]
+    assert command.argv == ["my-cline", SESSION]
 
 
 def test_a_host_that_says_nothing_of_its_resume_still_fails_without_one(tmp_path):
-    other = Firing(hook_id="post-task", host="hermes", session_id="s", harness_session_id="h",
-                   prompt="", prompt_file=None, cwd=tmp_path)
     with pytest.raises(ActionError, match="set \\[resume\\] in config.toml") as raised:
-        build_argv("resume", other, {}, Workspace(tmp_path))
+        build_argv("resume", firing(tmp_path, "hermes", "s"), {}, Workspace(tmp_path))
     assert not isinstance(raised.value, CannotResume)
 
 
@@ -273,10 +273,6 @@ def test_the_project_scope_writes_into_the_workspace(tmp_path):
 def test_a_session_end_takes_the_facts_found_with_a_recorded_end_and_reads_nothing(tmp_path):
     # What the daemon read as the owner wins over the transcript the end names (which, read
     # again, would be read with the daemon's rights).
-    from sidecar.layout import Workspace
-    from sidecar.sessions import endfacts
-    from sidecar.sessions.model import SessionRecord
-
     place_manifest(tmp_path, "1_a", "session-manifest.completed.json")  # 40 in, 20 out
     facts = EndFacts(None, Tokens(input=1, output=2))
     event = parse(orjson.dumps({"event": "session-end", "session_id": "1_a", "host": "cline",

@@ -14,15 +14,23 @@ import pytest
 
 from helpers import SIDECAR, invoke, read_json
 from sidecar import emit
+from sidecar.base.ids import harness_id
+from sidecar.config import Config, ConfigError, load_config
+from sidecar.followups.decide import decide
+from sidecar.followups.run.actions import Firing, build_argv
 from sidecar.hosts import registry
 from sidecar.hosts.base import Failure, IntegrateError, Tokens
 from sidecar.hosts.copilot import hooks as copilot_hooks
 from sidecar.hosts.copilot import host as copilot
 from sidecar.inbox import events
-from sidecar.vocabulary import EventKind
+from sidecar.layout import Workspace
+from sidecar.vocabulary import EventKind, Verdict
+from support.limits import T0, Harness, ev, failed
 
 FIXTURES = Path(__file__).parents[1] / "e2e" / "copilot" / "fixtures"
 SESSION = "6dfccab1-c455-438c-953a-2c06850f3310"
+RATE_LIMITED = ("Rate limit reached for requests (stub). Limit resets at 1796120061. Please try "
+                "again in 3600s.")
 
 
 def emitted(monkeypatch: pytest.MonkeyPatch, fixture: str, event: str) -> events.Event:
@@ -36,36 +44,25 @@ def emitted(monkeypatch: pytest.MonkeyPatch, fixture: str, event: str) -> events
     return events.parse(data, "f.json", 0.0)
 
 
-@pytest.mark.parametrize("fixture, event, kind", [
-    ("sessionStart.json", "sessionStart", EventKind.SESSION_START),
-    ("sessionStart.resume.json", "sessionStart", EventKind.SESSION_START),
-    ("userPromptSubmitted.json", "userPromptSubmitted", EventKind.TURN_START),
-    ("postToolUse.json", "postToolUse", EventKind.TOOL_USE),
-    ("agentStop.json", "agentStop", EventKind.TURN_END),
-    ("sessionEnd.complete.json", "sessionEnd", EventKind.SESSION_END),
-    ("sessionEnd.error.json", "sessionEnd", EventKind.SESSION_END),
-    ("errorOccurred.rate_limit.json", "errorOccurred", EventKind.TURN_FAILED),
-    ("permissionRequest.json", "permissionRequest", None),
+@pytest.mark.parametrize("fixture, event, kind, fields", [
+    ("sessionStart.json", "sessionStart", EventKind.SESSION_START, {}),
+    ("sessionStart.resume.json", "sessionStart", EventKind.SESSION_START, {}),
+    ("userPromptSubmitted.json", "userPromptSubmitted", EventKind.TURN_START, {}),
+    ("postToolUse.json", "postToolUse", EventKind.TOOL_USE, {"tool_name": "bash"}),
+    ("agentStop.json", "agentStop", EventKind.TURN_END,  # the turn end names the transcript
+     {"transcript_path": f"/home/user/.copilot/session-state/{SESSION}/events.jsonl"}),
+    ("sessionEnd.complete.json", "sessionEnd", EventKind.SESSION_END, {}),
+    ("sessionEnd.error.json", "sessionEnd", EventKind.SESSION_END, {"reason": "error"}),
+    ("errorOccurred.rate_limit.json", "errorOccurred", EventKind.TURN_FAILED,  # with the API's text
+     {"error_kind": "rate_limit", "error_message": RATE_LIMITED}),
+    ("permissionRequest.json", "permissionRequest", None, {}),
 ])
-def test_each_recorded_payload_means_its_event(monkeypatch, fixture, event, kind):
+def test_each_recorded_payload_means_its_event(monkeypatch, fixture, event, kind, fields):
     parsed = emitted(monkeypatch, fixture, event)
     assert (parsed.name, parsed.kind, parsed.host) == (event, kind, "copilot")
     assert parsed.session_id in (SESSION, "aff95142-fe14-48a5-b223-a62be11d4be2",
                                  "efa3d40e-d0e7-4043-9b02-c909c2370f91")
-
-
-def test_a_refused_model_call_is_a_turn_failed_for_a_rate_limit_with_the_apis_text(monkeypatch):
-    failed = emitted(monkeypatch, "errorOccurred.rate_limit.json", "errorOccurred")
-    assert failed.error_kind == "rate_limit"
-    assert failed.error_message == ("Rate limit reached for requests (stub). Limit resets at "
-                                    "1796120061. Please try again in 3600s.")
-
-
-def test_the_turn_end_names_the_transcript_and_the_end_its_reason(monkeypatch):
-    stop = emitted(monkeypatch, "agentStop.json", "agentStop")
-    assert stop.transcript_path == f"/home/user/.copilot/session-state/{SESSION}/events.jsonl"
-    assert emitted(monkeypatch, "sessionEnd.error.json", "sessionEnd").reason == "error"
-    assert emitted(monkeypatch, "postToolUse.json", "postToolUse").tool_name == "bash"
+    assert {name: getattr(parsed, name) for name in fields} == fields
 
 
 def test_the_hook_command_as_integrate_writes_it_names_its_event():
@@ -100,8 +97,7 @@ def test_tokens_are_the_sum_of_every_model_calls_usage_record():
 
 def test_a_turn_refused_for_a_rate_limit_is_a_failure_of_that_kind():
     facts = copilot.HOST.end_facts(str(FIXTURES / "events.rate_limit.jsonl"), SESSION)
-    assert facts.failure == Failure("rate_limit", "429 Rate limit reached for requests (stub). "
-                                    "Limit resets at 1796120061. Please try again in 3600s.")
+    assert facts.failure == Failure("rate_limit", f"429 {RATE_LIMITED}")
     assert facts.tokens is None  # no model call was answered
 
 
@@ -256,21 +252,17 @@ def test_repository_hooks_in_a_folder_copilot_does_not_trust_are_a_problem(works
 
 
 def test_the_resume_edits_files_by_default_and_keeps_a_prompt_that_begins_with_a_dash(tmp_path):
-    from sidecar.config import ConfigError, load_config
-    from sidecar.followups.run.actions import Firing, build_argv
-    from sidecar.layout import Workspace
-
     prompt = "- tidy up\n- say done"
-    config = load_config(tmp_path / "absent.toml")
-    firing = Firing("post-task", "copilot", SESSION, "h1", prompt, None, tmp_path,
-                    options=config.options)
-    assert build_argv("resume", firing, config.resume, Workspace(tmp_path)).argv == [
+
+    def resume(config: Config) -> list[str]:
+        firing = Firing("post-task", "copilot", SESSION, "h1", prompt, None, tmp_path,
+                        options=config.options)
+        return build_argv("resume", firing, config.resume, Workspace(tmp_path)).argv
+
+    assert resume(load_config(tmp_path / "absent.toml")) == [
         "copilot", f"--resume={SESSION}", "--allow-tool=write", f"--prompt={prompt}"]
     (tmp_path / "c.toml").write_text('copilotPermission = "--allow-all-tools"\n')
-    changed = load_config(tmp_path / "c.toml")
-    assert "--allow-all-tools" in build_argv(
-        "resume", Firing("post-task", "copilot", SESSION, "h1", prompt, None, tmp_path,
-                         options=changed.options), changed.resume, Workspace(tmp_path)).argv
+    assert "--allow-all-tools" in resume(load_config(tmp_path / "c.toml"))
     (tmp_path / "bad.toml").write_text('copilotPermission = "--yolo"\n')
     with pytest.raises(ConfigError, match="copilotPermission must be one of"):
         load_config(tmp_path / "bad.toml")
@@ -293,29 +285,21 @@ def refused(ts: float) -> events.Event:
         (FIXTURES / "errorOccurred.rate_limit.json").read_text()) | {"sessionId": SESSION})
 
 
-def limit_harness(tmp_path):
-    from sidecar.layout import Workspace
-    from support.limits import Harness
-
+@pytest.fixture
+def h(tmp_path) -> Harness:
     return Harness(Workspace(tmp_path / "ws"))
 
 
 def copilot_record(h) -> dict:
-    from sidecar.base.ids import harness_id
-
     return read_json(h.ws.session_dir(harness_id("copilot", SESSION)) / "session.json")
 
 
-T = 1_795_900_000.0
-
-
-def test_a_turn_refused_after_retries_fails_once_and_its_end_queues_no_post_task(tmp_path):
+def test_a_turn_refused_after_retries_fails_once_and_its_end_queues_no_post_task(h):
     """Copilot fires errorOccurred for each attempt: the turn failed once, not once a retry."""
-    h = limit_harness(tmp_path)
-    h.apply(copilot_event("sessionStart", T, source="new"),
-            copilot_event("userPromptSubmitted", T + 1, prompt="go"),
-            refused(T + 2), refused(T + 3), refused(T + 4),
-            copilot_event("sessionEnd", T + 5, reason="error"))
+    h.apply(copilot_event("sessionStart", T0, source="new"),
+            copilot_event("userPromptSubmitted", T0 + 1, prompt="go"),
+            refused(T0 + 2), refused(T0 + 3), refused(T0 + 4),
+            copilot_event("sessionEnd", T0 + 5, reason="error"))
     meta = copilot_record(h)["metadata"]["sidecar"]
     assert meta["completionReason"] == "error"
     assert meta["limit"]["failures"] == 1 and meta["limit"]["error"] == "rate_limit"
@@ -323,30 +307,22 @@ def test_a_turn_refused_after_retries_fails_once_and_its_end_queues_no_post_task
     assert entry.hook_id != "post-task" and entry.id.endswith("#1")
 
 
-def test_a_retry_that_got_through_closes_the_limit_and_the_task_ends_as_usual(tmp_path):
-    h = limit_harness(tmp_path)
-    h.apply(copilot_event("sessionStart", T, source="new"),
-            copilot_event("userPromptSubmitted", T + 1, prompt="go"), refused(T + 2),
-            copilot_event("agentStop", T + 3, stopReason="end_turn"),
-            copilot_event("sessionEnd", T + 4, reason="complete"))
+def test_a_retry_that_got_through_closes_the_limit_and_the_task_ends_as_usual(h):
+    h.apply(copilot_event("sessionStart", T0, source="new"),
+            copilot_event("userPromptSubmitted", T0 + 1, prompt="go"), refused(T0 + 2),
+            copilot_event("agentStop", T0 + 3, stopReason="end_turn"),
+            copilot_event("sessionEnd", T0 + 4, reason="complete"))
     assert "limit" not in copilot_record(h)["metadata"]["sidecar"]
     assert sorted(e.hook_id for e in h.pending()) == ["post-task", "resume-after-limit"]
     # The try the refusal queued is skipped when due: the limit has passed.
-    from sidecar.base.ids import harness_id
-    from sidecar.followups.decide import decide
-    from sidecar.vocabulary import Verdict
-
     facts = h.sessions.facts(harness_id("copilot", SESSION), ("copilot", SESSION))
-    hook = h.hooks.snapshot(T + 9).hooks["resume-after-limit"]
-    verdict = decide(hook, facts, T + 9)
+    hook = h.hooks.snapshot(T0 + 9).hooks["resume-after-limit"]
+    verdict = decide(hook, facts, T0 + 9)
     assert verdict.verdict == Verdict.SKIP and "limit has passed" in verdict.reason
 
 
-def test_another_hosts_turn_end_after_a_refusal_still_closes_nothing(tmp_path):
+def test_another_hosts_turn_end_after_a_refusal_still_closes_nothing(h):
     """opencode ends a refused turn with its idle status: that end is no sign of an answer."""
-    from support.limits import ev, failed
-
-    h = limit_harness(tmp_path)
-    h.apply(ev("SessionStart", T), ev("UserPromptSubmit", T + 1), failed(T + 2),
-            ev("Stop", T + 3), ev("SessionEnd", T + 4))
+    h.apply(ev("SessionStart", T0), ev("UserPromptSubmit", T0 + 1), failed(T0 + 2),
+            ev("Stop", T0 + 3), ev("SessionEnd", T0 + 4))
     assert "limit" in h.record()["metadata"]["sidecar"]

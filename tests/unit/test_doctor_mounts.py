@@ -74,15 +74,11 @@ def test_an_unreadable_mountinfo_names_no_mount(tmp_path):
     assert mounts.mount_of(tmp_path, tmp_path / "absent") is None
 
 
-def notes(roots: list[Path], info: Path) -> list:
-    return checks._shared_filesystems(roots, info)
-
-
 def test_a_file_backend_workspace_on_a_shared_filesystem_gets_a_note(tmp_path, base, monkeypatch):
     monkeypatch.delenv("SIDECAR_COORDINATION_URL", raising=False)
     info = mountinfo(tmp_path, base)
     on_nfs, on_sshfs = base / "srv" / "ws", base / "remote" / "ws"
-    [nfs, sshfs] = notes([on_nfs, on_sshfs, on_nfs], info)  # each workspace once
+    [nfs, sshfs] = checks._shared_filesystems([on_nfs, on_sshfs, on_nfs], info)  # each workspace once
     assert nfs.ok and nfs.note
     assert f"workspace {on_nfs} is on nfs4 (mounted at {base}/srv)" in nfs.what
     assert "may be held by two machines at once" in nfs.what
@@ -94,17 +90,18 @@ def test_a_file_backend_workspace_on_a_shared_filesystem_gets_a_note(tmp_path, b
 def test_a_local_workspace_gets_no_note(tmp_path, base, monkeypatch):
     monkeypatch.delenv("SIDECAR_COORDINATION_URL", raising=False)
     info = mountinfo(tmp_path, base)
-    assert notes([base / "srv" / "local" / "ws", base / "elsewhere", base / "ceph" / "ws"], info) == []
+    local = [base / "srv" / "local" / "ws", base / "elsewhere", base / "ceph" / "ws"]
+    assert checks._shared_filesystems(local, info) == []
 
 
 def test_a_redis_coordinated_workspace_gets_no_note(tmp_path, base, monkeypatch):
     info = mountinfo(tmp_path, base)
     monkeypatch.setenv("SIDECAR_COORDINATION_URL", "redis://127.0.0.1:6379/0")
-    assert notes([base / "srv" / "ws"], info) == []
+    assert checks._shared_filesystems([base / "srv" / "ws"], info) == []
     monkeypatch.delenv("SIDECAR_COORDINATION_URL")
     config = tmp_path / "config"
     config.mkdir()
     (config / "config.toml").write_text('[coordination]\nurl = "redis://filer:6379/0"\n')
-    assert notes([base / "srv" / "ws"], info) == []
+    assert checks._shared_filesystems([base / "srv" / "ws"], info) == []
     (config / "config.toml").write_text("[coordination]\nurl = 6379\n")  # said elsewhere
-    assert notes([base / "srv" / "ws"], info) == []
+    assert checks._shared_filesystems([base / "srv" / "ws"], info) == []

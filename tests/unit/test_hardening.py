@@ -5,6 +5,7 @@ In process; those that start real processes are in tests/daemon/test_hardening_d
 
 from __future__ import annotations
 
+import errno
 import logging
 import os
 import shutil
@@ -14,16 +15,20 @@ import orjson
 import pytest
 
 from helpers import invoke, read_json, session_record, trust_hooks
-from sidecar import locks
+from sidecar import emit as emit_mod
+from sidecar import jsonfile, locks
 from sidecar.base.ids import harness_id
-from sidecar.config import Config
-from sidecar.followups.model import new_hook
+from sidecar.config import Config, register
+from sidecar.followups.fire import FollowUps
+from sidecar.followups.model import HooksError, new_hook
 from sidecar.followups.queue import FollowUpQueue
 from sidecar.followups.store import HookStore
 from sidecar.inbox import events
+from sidecar.inbox import folder as inbox
 from sidecar.layout import Workspace
 from sidecar.sessions import rules
 from sidecar.sessions.batch import open_batch
+from sidecar.sessions.model import Binding, Bindings
 from sidecar.sessions.store import SessionStore
 from support import stores
 from support.stores import ingestor
@@ -35,12 +40,15 @@ def drop(ws: Workspace, name: str, data: bytes, mtime: float = T0 - 60) -> None:
     stores.drop(ws, name, data, mtime)
 
 
+def event(kind: str, ts: object, session: str = "s") -> bytes:
+    """An event of host "t", as its file holds it."""
+    return orjson.dumps({"event": kind, "session_id": session, "host": "t", "ts": ts})
+
+
 # -- prompt files ------------------------------------------------------------------------------
 
 def fire_post_task(ws: Workspace, tmp_path) -> str:
     """Queue and fire the post-task hook (a command that prints its prompt); its status."""
-    from sidecar.followups.fire import FollowUps
-
     hooks = HookStore(ws, durable=False)
     hook = new_hook("post-task", "post-task", T0, action=[sys.executable, "-c", "pass", "{prompt}"])
     hooks.change(T0, lambda d: d.hooks.update({"post-task": hook}))
@@ -48,8 +56,7 @@ def fire_post_task(ws: Workspace, tmp_path) -> str:
     queue = FollowUpQueue(hooks, "me")
     store = SessionStore(ws, durable=False)
     with open_batch(store) as batch:
-        payload = {"event": "session-end", "session_id": "s", "host": "t", "ts": T0}
-        changes = batch.plan([events.parse(orjson.dumps(payload), "e.json", T0)])
+        changes = batch.plan([events.parse(event("session-end", T0), "e.json", T0)])
         batch.commit(queue.add(changes, T0), T0)
     followups = FollowUps(ws, queue, store, lambda: Config(), lambda other: False)
     claimed = queue.claim(hooks.snapshot(T0).pending[0].id, T0 + 20)
@@ -79,10 +86,9 @@ def test_a_prompt_file_is_a_small_regular_file_or_the_firing_fails_clearly(ws, t
 
 @pytest.mark.parametrize("ts", ["9999-12-31T23:59:59-14:00", -62135596801, 1e300])
 def test_a_time_that_cannot_be_used_falls_back_to_the_files_mtime(ws, ts):
-    event = events.parse(orjson.dumps({"event": "x", "session_id": "s", "ts": ts}), "f", 42.0)
-    assert event.ts == 42.0
-    drop(ws, "a.json", orjson.dumps({"event": "session-start", "session_id": "s", "host": "t",
-                                     "ts": ts}))
+    parsed = events.parse(orjson.dumps({"event": "x", "session_id": "s", "ts": ts}), "f", 42.0)
+    assert parsed.ts == 42.0
+    drop(ws, "a.json", event("session-start", ts))
     ing = ingestor(ws)
     ing.start(T0)
     assert session_record(ws, "s", "t")["status"] == "active" and ing.health.errors == 0
@@ -98,8 +104,7 @@ def test_an_event_that_cannot_be_applied_is_rejected_alone(ws, monkeypatch):
 
     monkeypatch.setattr(rules, "apply", brittle)
     for i, sid in enumerate(["ok-1", "cursed", "ok-2"]):
-        drop(ws, f"{i}.json", orjson.dumps({"event": "session-start", "session_id": sid,
-                                            "host": "t", "ts": T0 + i}))
+        drop(ws, f"{i}.json", event("session-start", T0 + i, sid))
     ing = ingestor(ws)
     ing.start(T0)
     assert session_record(ws, "ok-1", "t") and session_record(ws, "ok-2", "t")
@@ -154,10 +159,6 @@ def test_a_hooks_file_with_queue_ids_of_mixed_types_is_shown_broken_not_fired(wo
 # -- a full disk ----------------------------------------------------------------------------------
 
 def test_emit_on_a_full_disk_leaves_no_temporary_file(ws, monkeypatch):
-    import errno
-
-    from sidecar import emit as emit_mod
-
     real_write = os.write
 
     def full(fd, data):
@@ -165,8 +166,6 @@ def test_emit_on_a_full_disk_leaves_no_temporary_file(ws, monkeypatch):
             real_write(fd, bytes(data[:10]))  # a short write, then the disk is full
             return 10
         raise OSError(errno.ENOSPC, "No space left on device")
-
-    from sidecar.config import register
 
     register(ws.root)
     monkeypatch.setattr(os, "write", full)
@@ -177,12 +176,7 @@ def test_emit_on_a_full_disk_leaves_no_temporary_file(ws, monkeypatch):
 
 
 def test_a_trace_append_that_fails_part_way_is_cut_back_and_a_retry_doubles_nothing(ws, monkeypatch):
-    import errno
-
-    from sidecar import jsonfile
-
-    drop(ws, "a.json", orjson.dumps({"event": "session-start", "session_id": "s", "host": "t",
-                                     "ts": T0 - 10}))
+    drop(ws, "a.json", event("session-start", T0 - 10))
     ing = ingestor(ws)
     ing.start(T0)  # the session exists; its trace has two lines
     trace = ws.session_dir(harness_id("t", "s")) / "trace.jsonl"
@@ -197,8 +191,7 @@ def test_a_trace_append_that_fails_part_way_is_cut_back_and_a_retry_doubles_noth
         return real_write(fd, data)
 
     monkeypatch.setattr(os, "write", half)
-    drop(ws, "b.json", orjson.dumps({"event": "Stop", "session_id": "s", "host": "t",
-                                     "ts": T0 - 5}))
+    drop(ws, "b.json", event("Stop", T0 - 5))
     ing.step(T0 + 1, woken=True)
     assert trace.read_bytes() == before  # no torn line
     monkeypatch.setattr(os, "write", real_write)
@@ -229,9 +222,6 @@ def test_abandoned_producer_temporaries_are_removed_after_an_hour(ws):
 
 
 def test_derived_paths_stay_inside_their_folders(ws):
-    from sidecar.followups.model import HooksError
-    from sidecar.sessions.model import Binding
-
     with pytest.raises(HooksError, match=r"hook /tmp/evil\.id: must be a plain name"):
         new_hook("/tmp/evil", "x", T0).to_json()
     doc = read_json(ws.hooks_file)
@@ -245,8 +235,7 @@ def test_derived_paths_stay_inside_their_folders(ws):
     bindings = store.load_bindings()
     bindings.put(("t", "s"), Binding("../../../escape", "s", "t"))
     store.save_bindings(bindings)
-    drop(ws, "a.json", orjson.dumps({"event": "Stop", "session_id": "s", "host": "t",
-                                     "ts": T0}))
+    drop(ws, "a.json", event("Stop", T0))
     ingestor(ws).start(T0)
     assert session_record(ws, "s", "t") is not None and not (ws.root.parent / "escape").exists()
 
@@ -256,8 +245,7 @@ def test_a_symlinked_runtime_file_is_never_written_through(ws, tmp_path, part):
     """A file inside the runtime replaced by a symlink (a lock, a session's trace or record):
     the write is refused where it stands and the link's target is left as it was."""
     ingest = ingestor(ws)
-    drop(ws, "a.json", orjson.dumps({"event": "session-start", "session_id": "s", "host": "t",
-                                     "ts": T0}))
+    drop(ws, "a.json", event("session-start", T0))
     ingest.start(T0)
     folder = ws.session_dir(harness_id("t", "s"))
     target = tmp_path / "theirs"
@@ -265,8 +253,7 @@ def test_a_symlinked_runtime_file_is_never_written_through(ws, tmp_path, part):
     linked = ws.runtime / part if part.startswith("locks/") else folder / part
     linked.unlink()
     linked.symlink_to(target)
-    drop(ws, "b.json", orjson.dumps({"event": "turn-end", "session_id": "s", "host": "t",
-                                     "ts": T0 + 1}))
+    drop(ws, "b.json", event("turn-end", T0 + 1))
     ingest.step(T0 + 2, woken=True)
     assert target.read_bytes() == b"their own text\n"
     assert "symbolic links" in ingest.health.last_error  # ELOOP, said as the error it is
@@ -283,9 +270,6 @@ def test_a_symlinked_runtime_file_is_never_written_through(ws, tmp_path, part):
 @pytest.mark.parametrize("part", ["sessions", "locks", "hooks", "inbox/rejected"])
 def test_every_write_checks_its_folders_not_only_each_step(ws, tmp_path, part):
     """A folder swapped for a symlink after a step's check: the write itself refuses it."""
-    from sidecar.inbox import folder as inbox
-    from sidecar.sessions.model import Bindings
-
     target = tmp_path / "elsewhere"
     target.mkdir()
     linked = ws.runtime / part

@@ -10,6 +10,8 @@ import typer
 from typer.testing import CliRunner
 
 from sidecar.cli.main import app
+from sidecar.cli.run import main as run_main
+from sidecar.emit import main as emit_main
 
 TYPE_METAVAR = re.compile(r"<(bool|str|int|float|path|list|tuple|choice|datetime|uuid)\b",
                           re.IGNORECASE)
@@ -29,22 +31,16 @@ ROOT = typer.main.get_command(app)
 ALL = [((), ROOT), *commands(ROOT)]  # `sidecar --help` too
 
 
-def help_of(path: tuple[str, ...]) -> str:
+@pytest.mark.parametrize("path,command", ALL, ids=[" ".join(p) or "sidecar" for p, _ in ALL])
+def test_help_names_values_has_an_example_and_breaks_no_sentence(path, command):
+    for param in command.params:  # every value option names its value
+        if param.param_type_name == "option" and not param.is_flag and not param.count:
+            assert param.metavar, f"sidecar {' '.join(path)} {param.opts[0]}: no metavar="
     result = CliRunner().invoke(app, [*path, "--help"], env={"COLUMNS": WIDE, "NO_COLOR": "1"})
     assert result.exit_code == 0, result.output
-    return result.output
-
-
-@pytest.mark.parametrize("path", [p for p, _ in ALL], ids=lambda p: " ".join(p) or "sidecar")
-def test_help_names_values_and_has_an_example(path):
-    text = help_of(path)
+    text = result.output
     assert not TYPE_METAVAR.search(text), f"sidecar {' '.join(path)}: a type as a metavar"
     assert re.search(r"Example: sidecar \S", text), f"sidecar {' '.join(path)}: no example"
-
-
-@pytest.mark.parametrize("path", [p for p, _ in ALL], ids=lambda p: " ".join(p) or "sidecar")
-def test_help_sentences_are_not_broken_mid_line(path):
-    text = help_of(path)
     prose = text.split("╭", 1)[0].splitlines()[2:]  # below the usage line, above the panels
     for this, after in zip(prose, prose[1:], strict=False):
         assert not (this.strip() and after.strip()), \
@@ -55,17 +51,8 @@ def test_help_sentences_are_not_broken_mid_line(path):
             pytest.fail(f"sidecar {' '.join(path)}: a help line broken: {cells!r}")
 
 
-@pytest.mark.parametrize("path,command", ALL, ids=[" ".join(p) or "sidecar" for p, _ in ALL])
-def test_every_value_option_names_its_value(path, command):
-    for param in command.params:
-        if param.param_type_name == "option" and not param.is_flag and not param.count:
-            assert param.metavar, f"sidecar {' '.join(path)} {param.opts[0]}: no metavar="
-
-
 def test_the_daemons_own_entry_shows_plain_help_too(capsys, monkeypatch):
     # `sidecar run` is dispatched before the command line (bin/sidecar), through its own app.
-    from sidecar.cli.run import main as run_main
-
     monkeypatch.setenv("COLUMNS", WIDE)
     monkeypatch.setenv("NO_COLOR", "1")
     assert run_main(["--help"]) == 0
@@ -76,8 +63,6 @@ def test_the_daemons_own_entry_shows_plain_help_too(capsys, monkeypatch):
 
 def test_the_launchers_own_emit_help_has_an_example_and_fits_the_terminal(capsys):
     """`sidecar emit --help` is answered by emit itself (the hook path never loads typer)."""
-    from sidecar.emit import main as emit_main
-
     assert emit_main(["--help"]) == 0
     out = capsys.readouterr().out
     assert re.search(r"^Example: sidecar emit \S", out, re.M), out

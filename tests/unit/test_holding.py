@@ -7,19 +7,10 @@ from __future__ import annotations
 import os
 import stat
 import threading
-from pathlib import Path
 
 import pytest
 
 from sidecar import jsonfile, safedir
-from sidecar.layout import Workspace
-
-
-@pytest.fixture
-def ws(tmp_path: Path) -> Workspace:
-    ws = Workspace(tmp_path / "ws")
-    ws.ensure_runtime()
-    return ws
 
 
 def counting_walks(monkeypatch) -> list[str]:

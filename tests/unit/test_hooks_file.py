@@ -74,21 +74,16 @@ def legacy_doc():
     return doc
 
 
-def test_delay_minutes_is_migrated_to_seconds():
-    doc = legacy_doc()
+@pytest.mark.parametrize("make, minutes, seconds", [
+    (legacy_doc, 2.5, 150),
+    (lambda: default_doc(T0).to_json(), 5, 300),  # a hand edit from older docs: the version too
+])
+def test_delay_minutes_only_is_migrated_to_seconds_not_defaulted(make, minutes, seconds):
+    doc = make()
     del doc["hooks"]["post-task"]["delaySeconds"]
-    doc["hooks"]["post-task"]["delayMinutes"] = 2.5
+    doc["hooks"]["post-task"]["delayMinutes"] = minutes
     hook = parse(orjson.dumps(doc)).hooks["post-task"]
-    assert hook.delay_seconds == 150 and "delayMinutes" not in hook.to_json()
-
-
-def test_a_versioned_file_with_delay_minutes_only_is_migrated_not_defaulted():
-    """A hand edit from older docs: the version is there, and the delay is in minutes."""
-    doc = default_doc(T0).to_json()
-    del doc["hooks"]["post-task"]["delaySeconds"]
-    doc["hooks"]["post-task"]["delayMinutes"] = 5
-    hook = parse(orjson.dumps(doc)).hooks["post-task"]
-    assert hook.delay_seconds == 300 and "delayMinutes" not in hook.to_json()
+    assert hook.delay_seconds == seconds and "delayMinutes" not in hook.to_json()
     doc["hooks"]["post-task"]["delayMinutes"] = "soon"
     with pytest.raises(HooksError, match=r"\$\.hooks\.post-task\.delayMinutes: must be a number"):
         parse(orjson.dumps(doc))

@@ -23,35 +23,24 @@ HOST_NAME = re.compile(r"claude|codex|gemini|opencode|hermes", re.IGNORECASE)
 
 def docstring_lines(source: str) -> set[int]:
     """The first line of every docstring (module, class, function)."""
-    found = set()
-    for node in ast.walk(ast.parse(source)):
-        if isinstance(node, (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)):
-            body = node.body
-            if body and isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant) \
-                    and isinstance(body[0].value.value, str):
-                found.add(body[0].lineno)
-    return found
+    return {node.body[0].lineno for node in ast.walk(ast.parse(source))
+            if isinstance(node, (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef))
+            and ast.get_docstring(node, clean=False) is not None}
 
 
 def host_names_in_code(source: str) -> list[tuple[int, str]]:
     """(line, token) for each identifier or non-docstring string that names a host."""
     docstrings = docstring_lines(source)
-    found = []
-    for token in tokenize.generate_tokens(io.StringIO(source).readline):
-        if token.type == tokenize.NAME or (token.type in TEXT
-                                           and token.start[0] not in docstrings):
-            if HOST_NAME.search(token.string):
-                found.append((token.start[0], token.string))
-    return found
+    return [(token.start[0], token.string)
+            for token in tokenize.generate_tokens(io.StringIO(source).readline)
+            if (token.type == tokenize.NAME or (token.type in TEXT and token.start[0] not in docstrings))
+            and HOST_NAME.search(token.string)]
 
 
 def test_no_code_outside_the_hosts_package_names_a_host():
-    offenders = []
-    for path in sorted(PACKAGE.rglob("*.py")):
-        if (PACKAGE / "hosts") in path.parents:
-            continue
-        for line, text in host_names_in_code(path.read_text()):
-            offenders.append(f"{path.relative_to(PACKAGE.parent)}:{line}: {text[:60]}")
+    offenders = [f"{path.relative_to(PACKAGE.parent)}:{line}: {text[:60]}"
+                 for path in sorted(PACKAGE.rglob("*.py")) if (PACKAGE / "hosts") not in path.parents
+                 for line, text in host_names_in_code(path.read_text())]
     assert not offenders, "a host is named outside sidecar/hosts/:\n" + "\n".join(offenders)
 
 

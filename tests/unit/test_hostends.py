@@ -9,6 +9,8 @@ import math
 import orjson
 import pytest
 
+from sidecar import owner
+from sidecar.daemon import hostends
 from sidecar.daemon.hostends import LOOKS_AFTER_TURN, RecordedEnds, end_event
 from sidecar.hosts.base import EndFacts, Failure, RecordedEnd, Tokens
 from sidecar.hosts.cline import host as cline
@@ -106,9 +108,6 @@ def test_a_host_that_fails_to_answer_stops_nothing(tmp_path, asked):
 
 
 def test_a_root_daemon_reads_the_owners_records_as_the_owner(tmp_path, asked, monkeypatch):
-    from sidecar import owner
-    from sidecar.daemon import hostends
-
     account = owner.Account(1234, 1234, (), "ann", str(tmp_path / "ann"), "/bin/sh")
     monkeypatch.setattr(owner, "foreign_owner", lambda ws: account)
     read_as = []
@@ -120,8 +119,6 @@ def test_a_root_daemon_reads_the_owners_records_as_the_owner(tmp_path, asked, mo
 
 
 def test_a_workspace_no_one_can_act_for_asks_nothing(tmp_path, asked, monkeypatch):
-    from sidecar import owner
-
     def refuse(ws):
         raise owner.CannotActAsOwner("a symlink on the way")
 

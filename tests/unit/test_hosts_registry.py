@@ -10,7 +10,8 @@ import orjson
 import pytest
 
 from helpers import fixture_payload
-from sidecar.config import ConfigError, parse_config
+from sidecar.cli.integrate import integrate_app
+from sidecar.config import DEFAULT_RESUME, ConfigError, parse_config
 from sidecar.envfile import EnvFile
 from sidecar.followups.run.actions import Firing
 from sidecar.hosts import registry
@@ -126,8 +127,6 @@ def test_session_id_shapes_are_each_hosts_own():
 
 
 def test_sidecar_integrate_has_one_subcommand_per_integrable_host():
-    from sidecar.cli.integrate import integrate_app
-
     made = sorted(command.name for command in integrate_app.registered_commands)
     assert made == sorted(host.name for host in INTEGRABLE)
     assert "hermes" not in made  # hermes-agent loads sidecar's plugin itself
@@ -146,7 +145,5 @@ def test_config_reads_every_hosts_option_by_its_key(option, tmp_path):
 
 
 def test_the_default_resume_commands_are_the_hosts_own():
-    from sidecar.config import DEFAULT_RESUME
-
     assert dict(DEFAULT_RESUME) == {host.name: host.resume for host in HOSTS if host.resume}
     assert "hermes" not in DEFAULT_RESUME

@@ -10,10 +10,7 @@ import os
 import pytest
 
 from sidecar.base.ids import harness_id
-from sidecar.coordination.instances import Identity
 from sidecar.daemon.ingest import RETRY_SECONDS
-from sidecar.daemon.workspace import WorkspaceServer
-from sidecar.layout import Workspace
 from sidecar.vocabulary import EventKind
 from support.ingest import CONFIG, T0, Fixture
 
@@ -117,9 +114,4 @@ def test_a_stop_between_batches_leaves_the_rest_in_the_inbox(f, monkeypatch):
     f.stop = True
     f.ingest.step(T0 + 10, woken=True)
     assert len(list(f.ws.inbox.glob("*.json"))) == 4  # the batch in hand was finished
-
-
-def server(ws: Workspace) -> WorkspaceServer:
-    return WorkspaceServer(ws, lambda: CONFIG, Identity())
-
 

@@ -8,10 +8,13 @@ from __future__ import annotations
 import pytest
 
 from helpers import invoke, read_json
-from sidecar.config import ConfigError, load_config
+from sidecar.config import Config, ConfigError, load_config
+from sidecar.followups.run.actions import Firing, build_argv
+from sidecar.layout import Workspace
 
 
-def test_init_creates_a_private_layout_and_registers(tmp_path, config_home):
+def test_init_creates_a_private_layout_and_registers_and_again_changes_nothing(tmp_path,
+                                                                               config_home):
     root = tmp_path / "repo"
     root.mkdir()
     result = invoke("init", str(root))
@@ -21,12 +24,6 @@ def test_init_creates_a_private_layout_and_registers(tmp_path, config_home):
         assert oct((runtime / sub).stat().st_mode & 0o777) == "0o700"
     assert (runtime / ".gitignore").read_text() == "*\n"
     assert read_json(config_home / "workspaces.json") == {"workspaces": [str(root)]}
-
-
-def test_init_is_idempotent(tmp_path, config_home):
-    root = tmp_path / "repo"
-    root.mkdir()
-    invoke("init", str(root))
     (root / ".context/runtime/.gitignore").write_text("*\n# mine\n")
     again = invoke("init", str(root))
     assert again.returncode == 0 and b"already" in again.stdout
@@ -72,23 +69,19 @@ def test_bad_config_names_the_problem(tmp_path, text, message):
 
 
 def test_resumes_run_with_the_permissions_their_prompt_needs_and_config_can_change_them(tmp_path):
-    from sidecar.followups.run.actions import Firing, build_argv
-    from sidecar.layout import Workspace
+    def resume(host: str, config: Config, **given: object) -> list[str]:
+        firing = Firing("post-task", host, "s1", "h1", "tidy up", None, tmp_path, **given)
+        return build_argv("resume", firing, config.resume, Workspace(tmp_path)).argv
 
-    firing = Firing("post-task", "claude-code", "s1", "h1", "tidy up", None, tmp_path)
     config = load_config(tmp_path / "absent.toml")
-    assert build_argv("resume", firing, config.resume, Workspace(tmp_path)).argv[:5] == [
+    assert resume("claude-code", config)[:5] == [
         "claude", "--permission-mode", "acceptEdits", "--resume", "s1"]
-    codex = Firing("post-task", "codex", "s1", "h1", "tidy up", None, tmp_path,
-                   options={"codex_sandbox": "read-only"})
-    assert 'sandbox_mode="read-only"' in build_argv("resume", codex, config.resume,
-                                                    Workspace(tmp_path)).argv
+    assert 'sandbox_mode="read-only"' in resume("codex", config,
+                                                options={"codex_sandbox": "read-only"})
     (tmp_path / "c.toml").write_text('permissionMode = "plan"\ncodexSandbox = "read-only"\n')
     changed = load_config(tmp_path / "c.toml")
     assert (changed.option("permissionMode"), changed.option("codexSandbox")) == ("plan", "read-only")
-    assert build_argv("resume", Firing("post-task", "claude-code", "s1", "h1", "tidy up", None,
-                                       tmp_path, options=changed.options),
-                      changed.resume, Workspace(tmp_path)).argv[:3] == [
+    assert resume("claude-code", changed, options=changed.options)[:3] == [
         "claude", "--permission-mode", "plan"]
     (tmp_path / "bad.toml").write_text('permissionMode = "yolo"\n')
     with pytest.raises(ConfigError, match="permissionMode must be one of"):

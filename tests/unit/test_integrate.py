@@ -9,6 +9,7 @@ import copy
 import hashlib
 import json
 import tomllib
+from pathlib import Path
 
 import pytest
 
@@ -68,15 +69,6 @@ def test_claude_code_user_settings(tmp_path, config_home):
     assert len(ours(read_json(home / ".claude/settings.json"))) == len(claude_code.EVENTS) == 7  # StopFailure and Notification too
 
 
-def test_a_broken_settings_file_is_left_alone(workspace):
-    path = workspace.root / ".claude" / "settings.local.json"
-    path.parent.mkdir()
-    path.write_text("{oops")
-    result = invoke("integrate", "claude-code", cwd=workspace.root)
-    assert result.returncode == 1 and b"not valid JSON" in result.stderr
-    assert path.read_text() == "{oops"
-
-
 def expected_hash(event: str, handler: dict) -> str:
     """The trust hash as Codex 0.169.0's `hooks/list` reports it, computed independently:
     SessionEnd's timeout is clamped to 1 s before hashing (tests/e2e/codex/test_codex_e2e.py asks the
@@ -105,10 +97,16 @@ trusted_hash = "sha256:abc"
 '''
 
 
-def test_codex_hooks_are_written_and_trusted(tmp_path, config_home):
+def codex_home_with(tmp_path, config: str) -> Path:
+    """A CODEX_HOME holding this config.toml."""
     codex_home = tmp_path / "codex"
     codex_home.mkdir()
-    (codex_home / "config.toml").write_text(CODEX_CONFIG)
+    (codex_home / "config.toml").write_text(config)
+    return codex_home
+
+
+def test_codex_hooks_are_written_and_trusted(tmp_path, config_home):
+    codex_home = codex_home_with(tmp_path, CODEX_CONFIG)
     (codex_home / "hooks.json").write_text(json.dumps(
         {"hooks": {"Stop": [{"hooks": [{"type": "command", "command": "say done"}]}]}}))
     result = invoke("integrate", "codex", env={"CODEX_HOME": str(codex_home)})
@@ -138,20 +136,23 @@ def test_codex_hooks_are_written_and_trusted(tmp_path, config_home):
     assert read_json(codex_home / "hooks.json") == {"hooks": {"Stop": [{"hooks": [{"type": "command", "command": "say done"}]}]}}
 
 
-def test_codex_with_a_broken_config_changes_nothing(tmp_path, config_home):
-    codex_home = tmp_path / "codex"
-    codex_home.mkdir()
-    (codex_home / "config.toml").write_text("model = \n")
+@pytest.mark.parametrize("config,message", [
+    ("model = \n", b"not valid TOML"),
+    ("[features]\nhooks = false\n", b"hooks is off"),  # switched off: not overruled
+])
+def test_codex_with_a_config_it_cannot_use_changes_nothing(tmp_path, config_home, config, message):
+    codex_home = codex_home_with(tmp_path, config)
     result = invoke("integrate", "codex", env={"CODEX_HOME": str(codex_home)})
-    assert result.returncode == 1 and b"not valid TOML" in result.stderr
-    assert (codex_home / "config.toml").read_text() == "model = \n"
+    assert result.returncode == 1 and message in result.stderr
+    assert (codex_home / "config.toml").read_text() == config
 
 
 @pytest.mark.parametrize("content,message", [
+    (b"{oops", b"not valid JSON"),
     (b"[]", b"does not hold a JSON object"),
     (b'{"hooks": []}', b"`hooks` is not an object"),
 ])
-def test_claude_settings_of_the_wrong_shape_are_left_alone(workspace, content, message):
+def test_claude_settings_it_cannot_read_or_use_are_left_alone(workspace, content, message):
     path = workspace.root / ".claude" / "settings.local.json"
     path.parent.mkdir()
     path.write_bytes(content)
@@ -160,28 +161,16 @@ def test_claude_settings_of_the_wrong_shape_are_left_alone(workspace, content, m
     assert path.read_bytes() == content
 
 
-def test_codex_with_hooks_switched_off_is_not_overruled(tmp_path, config_home):
-    codex_home = tmp_path / "codex"
-    codex_home.mkdir()
-    (codex_home / "config.toml").write_text("[features]\nhooks = false\n")
-    result = invoke("integrate", "codex", env={"CODEX_HOME": str(codex_home)})
-    assert result.returncode == 1 and b"hooks is off" in result.stderr
-    assert (codex_home / "config.toml").read_text() == "[features]\nhooks = false\n"
-
-
 def test_an_upgrade_from_the_old_marked_block_keeps_what_codex_put_inside_it(tmp_path, config_home):
-    codex_home = tmp_path / "codex"
-    codex_home.mkdir()
-    hooks_path = codex_home / "hooks.json"
-    hooks_path.write_text(json.dumps({"hooks": {"SessionStart": [
-        {"hooks": [{"type": "command", "command": "/old/venv/bin/sidecar emit --source codex"}]}]}}))
-    old_key = f"{hooks_path.resolve()}:session_start:0:0"
-    (codex_home / "config.toml").write_text(
+    old_key = f"{(tmp_path / 'codex' / 'hooks.json').resolve()}:session_start:0:0"
+    codex_home = codex_home_with(tmp_path, (
         'model = "gpt-5.5"\n\n[features]\nhooks = true\n\n'
         "# >>> sidecar integrate codex: trust for sidecar's hooks (managed; do not edit)\n"
         f'[hooks.state."{old_key}"]\ntrusted_hash = "sha256:old"\n\n'
         '[mcp_servers.demo]  # added by `codex mcp add` inside the old block\ncommand = "echo"\n'
-        "# <<< sidecar integrate codex\n")
+        "# <<< sidecar integrate codex\n"))
+    (codex_home / "hooks.json").write_text(json.dumps({"hooks": {"SessionStart": [
+        {"hooks": [{"type": "command", "command": "/old/venv/bin/sidecar emit --source codex"}]}]}}))
     env = {"CODEX_HOME": str(codex_home)}
     assert invoke("integrate", "codex", env=env).returncode == 0
     text = (codex_home / "config.toml").read_text()

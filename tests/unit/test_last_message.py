@@ -12,6 +12,7 @@ from sidecar.followups.notify import send
 from sidecar.followups.queue import FollowUpQueue
 from sidecar.followups.store import HookStore
 from sidecar.inbox.events import parse
+from sidecar.layout import Workspace
 from sidecar.sessions.batch import open_batch
 from sidecar.sessions.model import SessionRecord, SidecarMeta
 from sidecar.sessions.rules import LAST_MESSAGE_CHARS, LAST_MESSAGE_LINES
@@ -115,8 +116,6 @@ def test_the_record_keeps_the_first_lines_at_each_turn_end(workspace):
 
 
 def test_a_notice_keeps_the_last_message_of_its_transition(tmp_path):
-    from sidecar.layout import Workspace
-
     ws = Workspace(tmp_path)
     ws.ensure_runtime()
     ws.hooks_file.write_bytes(orjson.dumps({"version": 1, "pending": [], "hooks": {"told": {

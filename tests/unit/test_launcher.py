@@ -11,8 +11,9 @@ from pathlib import Path
 
 import pytest
 
-from helpers import REPO
-from sidecar.install import launcher
+from helpers import REPO, invoke
+from sidecar.doctor import checks
+from sidecar.install import launcher, service
 
 PYTHON = "/opt/venv/bin/python"
 
@@ -127,9 +128,6 @@ def test_a_folder_it_cannot_write_leaves_the_launcher_as_it_was(tmp_path, monkey
 
 
 def test_integrate_rewrites_the_launcher_its_hooks_run(tmp_path, monkeypatch, workspace):
-    from helpers import invoke
-    from sidecar.install import service
-
     path = pip_installed(tmp_path)
     monkeypatch.setattr(service, "sidecar_path", lambda: path)
     monkeypatch.setenv("HOME", str(tmp_path / "home"))
@@ -140,9 +138,6 @@ def test_integrate_rewrites_the_launcher_its_hooks_run(tmp_path, monkeypatch, wo
 
 
 def test_integrate_goes_on_where_the_launcher_cannot_be_rewritten(tmp_path, monkeypatch, workspace):
-    from helpers import invoke
-    from sidecar.install import service
-
     path = tmp_path / "sidecar"
     path.write_text("#!/opt/my venv/bin/python\nFOLDERS: tuple[str, ...] = ()\n")
     monkeypatch.setattr(service, "sidecar_path", lambda: path)
@@ -153,9 +148,6 @@ def test_integrate_goes_on_where_the_launcher_cannot_be_rewritten(tmp_path, monk
 
 
 def test_doctor_notes_a_launcher_that_starts_with_site_and_how_to_fix_it(tmp_path, monkeypatch):
-    from sidecar.doctor import checks
-    from sidecar.install import service
-
     path = pip_installed(tmp_path)
     monkeypatch.setattr(service, "sidecar_path", lambda: path)
     [finding] = checks._launcher()

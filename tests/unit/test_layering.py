@@ -14,15 +14,31 @@ import sidecar
 PACKAGE = Path(sidecar.__file__).parent
 
 
-def imported(module: str) -> set[str]:
-    path = PACKAGE.joinpath(*module.split(".")[1:]).with_suffix(".py")
+def source(module: str) -> Path:
+    """The file of a module of the package (a folder's __init__.py)."""
+    path = PACKAGE.joinpath(*module.split(".")[1:])
+    return path / "__init__.py" if path.is_dir() else path.with_suffix(".py")
+
+
+def imported(module: str, runtime: bool = False) -> set[str]:
+    """What `module` imports (`from m import n`: m and m.n). With `runtime`, the sidecar modules
+    it imports when it runs, at its top or in a function (those under `if TYPE_CHECKING:` are
+    only read by the type checker)."""
+    tree = ast.parse(source(module).read_text())
+    skipped = {id(n) for node in ast.walk(tree) if runtime and isinstance(node, ast.If)
+               and isinstance(node.test, ast.Name) and node.test.id == "TYPE_CHECKING"
+               for stmt in node.body for n in ast.walk(stmt)}
     found: set[str] = set()
-    for node in ast.walk(ast.parse(path.read_text())):
+    for node in ast.walk(tree):
+        if id(node) in skipped:
+            continue
         if isinstance(node, ast.Import):
             found.update(alias.name for alias in node.names)
         elif isinstance(node, ast.ImportFrom) and node.module:
             found.add(node.module)
             found.update(f"{node.module}.{alias.name}" for alias in node.names)
+    if runtime:  # (a relative import names no "sidecar." module: none is left out unseen)
+        return {name for name in found if name.startswith("sidecar.") and source(name).is_file()}
     return found
 
 
@@ -43,32 +59,6 @@ def test_config_and_the_environment_file_read_only_the_ground_floor():
                                                       "sidecar.cli"))]
 
 
-def runtime_imports(module: str) -> set[str]:
-    """The sidecar modules `module` imports when it runs, at its top or in a function (those
-    under `if TYPE_CHECKING:` are only read by the type checker)."""
-    path = PACKAGE.joinpath(*module.split(".")[1:])
-    path = path / "__init__.py" if path.is_dir() else path.with_suffix(".py")
-    tree = ast.parse(path.read_text())
-    skipped = {id(n) for node in ast.walk(tree) if isinstance(node, ast.If)
-               and isinstance(node.test, ast.Name) and node.test.id == "TYPE_CHECKING"
-               for stmt in node.body for n in ast.walk(stmt)}
-    found: set[str] = set()
-    for node in ast.walk(tree):
-        if id(node) in skipped:
-            continue
-        if isinstance(node, ast.Import):
-            found.update(alias.name for alias in node.names)
-        elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
-            found.add(node.module)
-            found.update(f"{node.module}.{alias.name}" for alias in node.names)
-    return {name for name in found if name.startswith("sidecar.") and _is_module(name)}
-
-
-def _is_module(name: str) -> bool:
-    path = PACKAGE.joinpath(*name.split(".")[1:])
-    return path.with_suffix(".py").is_file() or (path / "__init__.py").is_file()
-
-
 def circles(package: str) -> list[list[str]]:
     """The modules of `package` that import one another in a circle, each group sorted (the
     strongly connected components of the import graph with more than one module)."""
@@ -76,7 +66,7 @@ def circles(package: str) -> list[list[str]]:
     modules = sorted(
         ".".join(("sidecar", *p.relative_to(PACKAGE).with_suffix("").parts)).removesuffix(
             ".__init__") for p in folder.rglob("*.py"))
-    edges = {m: runtime_imports(m) & set(modules) for m in modules}
+    edges = {m: imported(m, runtime=True) & set(modules) for m in modules}
 
     def reaches(start: str) -> set[str]:
         seen, todo = {start}, [start]
@@ -123,12 +113,7 @@ def test_the_ground_floor_stands_on_the_standard_library_alone():
     installed package."""
     for path in (PACKAGE / "base").glob("*.py"):
         module = f"sidecar.base.{path.stem}"
-        tree = ast.parse(path.read_text())
-        names = {alias.name for node in ast.walk(tree) if isinstance(node, ast.Import)
-                 for alias in node.names}
-        names |= {node.module for node in ast.walk(tree)
-                  if isinstance(node, ast.ImportFrom) and node.module}
-        outside = {name for name in names if not name.startswith("sidecar.base")
+        outside = {name for name in imported(module) if not name.startswith("sidecar.base")
                    and name.split(".")[0] not in sys.stdlib_module_names
                    and not name.startswith("_")}  # (the interpreter's own C parts: _sha2)
         assert not outside, (module, outside)

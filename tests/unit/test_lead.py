@@ -21,6 +21,7 @@ from sidecar.daemon.lead import LOST_LEAD_PAUSE, Lead, LeadState
 from sidecar.daemon.workspace import WorkspaceServer
 from sidecar.layout import Workspace
 from support.ingest import CONFIG, T0, Fixture
+from support.loops import HandClock
 
 
 class Service:
@@ -80,17 +81,8 @@ class MemoryCoordination(FileCoordination):
         self.look_every = look_every
 
     def leadership(self, ws, instance_id, on_lost):  # type: ignore[override]
-        lead = self.service.leads[instance_id] = MemoryLeadership(self.service, instance_id,
-                                                                   on_lost)
-        return lead
-
-
-class Clock:
-    def __init__(self) -> None:
-        self.now = 100.0
-
-    def __call__(self) -> float:
-        return self.now
+        self.service.leads[instance_id] = MemoryLeadership(self.service, instance_id, on_lost)
+        return self.service.leads[instance_id]
 
 
 class Writer:
@@ -112,7 +104,7 @@ class Writer:
 class Instance:
     """One instance's lead of the workspace, wired as the workspace server wires it."""
 
-    def __init__(self, ws: Workspace, backend: MemoryCoordination, clock: Clock,
+    def __init__(self, ws: Workspace, backend: MemoryCoordination, clock: HandClock,
                  taken: Callable[[float], None] | None = None) -> None:
         self.writer = Writer()
         self.woken = 0
@@ -147,8 +139,10 @@ def backend() -> Iterator[MemoryCoordination]:
 
 
 @pytest.fixture
-def clock() -> Clock:
-    return Clock()
+def clock() -> HandClock:
+    clock = HandClock()
+    clock.now = 100.0
+    return clock
 
 
 @pytest.fixture
@@ -193,15 +187,18 @@ def test_a_standby_says_who_leads_without_its_file_after_a_few_looks(instance, b
     assert f"another instance leads; this one stands by (instance {b.identity.id})" in caplog.text
 
 
-def test_a_standby_takes_over_at_its_next_step_once_the_leader_closes(instance):
+def test_closing_a_leader_hands_the_lead_over_at_once_to_a_standbys_next_step(instance, backend):
     a, b = instance(), instance()
     a.lead.step(T0)
     b.lead.step(T0)
     a.lead.close()
     assert a.lead.state is LeadState.CLOSED and not a.lead.membership.file.exists()
+    assert backend.service.holder is None
     assert b.lead.step(T0 + 0.2) is True
     b.writer.write("applied")
     assert read_json(b.lead.membership.file)["role"] == "leader"
+    with pytest.raises(AssertionError):
+        a.lead.close()  # closed once: a second close is a bug
 
 
 def test_a_lapsed_lease_deposes_the_leader_which_writes_nothing_more_and_rests(instance, backend,
@@ -273,16 +270,6 @@ def test_a_standby_tries_for_the_lead_at_most_every_look_every(instance, backend
         b.lead.step(T0)
         clock.now += 0.001
     assert backend.service.tries == 3  # at 0, 5 and 10 ms
-
-
-def test_closing_a_leader_hands_the_lead_over_at_once(instance, backend):
-    a, b = instance(), instance()
-    a.lead.step(T0)
-    a.lead.close()
-    assert backend.service.holder is None
-    assert b.lead.step(T0) is True
-    with pytest.raises(AssertionError):
-        a.lead.close()  # closed once: a second close is a bug
 
 
 def test_only_a_leader_can_step_down(instance):

@@ -11,11 +11,12 @@ import pytest
 from helpers import TRANSCRIPTS, read_json
 from sidecar.base.ids import harness_id
 from sidecar.base.timeutil import iso, parse_ts
-from sidecar.config import Config
+from sidecar.config import Config, ConfigError, load_config
 from sidecar.followups.resets import BACKOFF_FIRST, MAX_TRIES, RESET_MARGIN
 from sidecar.followups.seeds import LIMIT_HOOK
 from sidecar.followups.store import HookStore
 from sidecar.layout import Workspace
+from sidecar.sessions import tokens
 from sidecar.vocabulary import Verdict
 from support.limits import LIMITED, T0, Harness, ev, failed
 
@@ -131,8 +132,6 @@ def test_a_hooks_file_from_before_gets_the_limit_hook_once(tmp_path):
 
 
 def test_the_back_off_scale_is_a_config_value(tmp_path):
-    from sidecar.config import ConfigError, load_config
-
     path = tmp_path / "config.toml"
     path.write_text("limitBackoffScale = 0.002\n")
     assert load_config(path).limit_backoff_scale == 0.002
@@ -155,29 +154,22 @@ def test_a_running_try_that_fails_again_queues_the_next(tmp_path):
 # -- what only the transcript says ------------------------------------------------------------
 
 
-def test_a_claude_session_end_whose_stop_failure_never_came_is_read_from_the_transcript(h):
+@pytest.mark.parametrize("came", [False, True], ids=["stop-failure-never-came", "it-came"])
+def test_a_claude_session_end_reads_its_refusal_from_the_transcript_counted_once(h, came):
     """`claude -p` can exit before its StopFailure hook is delivered: the transcript's last
-    assistant entry is the API's refusal, so the end is a limited one all the same."""
+    assistant entry is the API's refusal, so the end is a limited one all the same; a
+    StopFailure that did come is not counted twice at the end."""
     path = str(TRANSCRIPTS / "claude-code-2.1.328.rate-limit.jsonl")
-    h.apply(ev("SessionStart", T0), ev("UserPromptSubmit", T0 + 1),
+    h.apply(ev("SessionStart", T0), ev("UserPromptSubmit", T0 + 1), *([failed(T0 + 2)] if came else []),
             ev("SessionEnd", T0 + 3, reason="other", transcript_path=path))
-    record = h.record()
-    assert record["metadata"]["sidecar"]["limit"]["failures"] == 1
+    assert h.record()["metadata"]["sidecar"]["limit"]["failures"] == 1
     [entry] = h.pending()
     assert entry.hook_id == LIMIT_HOOK  # and no post-task
     assert parse_ts(entry.due_at) > T0 + 3  # its text names a reset: its epoch, long past
     # here, so the back-off applies
 
 
-def test_a_stop_failure_that_did_come_is_not_counted_twice_at_the_end(h):
-    path = str(TRANSCRIPTS / "claude-code-2.1.328.rate-limit.jsonl")
-    h.apply(ev("SessionStart", T0), ev("UserPromptSubmit", T0 + 1), failed(T0 + 2),
-            ev("SessionEnd", T0 + 3, reason="other", transcript_path=path))
-    assert h.record()["metadata"]["sidecar"]["limit"]["failures"] == 1
-
-
-def test_codex_says_only_in_its_rollout_that_the_usage_limit_refused_the_turn(tmp_path):
-    h = Harness(Workspace(tmp_path / "ws"))
+def test_codex_says_only_in_its_rollout_that_the_usage_limit_refused_the_turn(h):
     path = str(TRANSCRIPTS / "codex-0.169.0.usage-limit.jsonl")
     start = ev("SessionStart", T0, session="c1")
     end = ev("SessionEnd", T0 + 3, session="c1", reason="other", transcript_path=path)
@@ -194,8 +186,6 @@ def test_codex_says_only_in_its_rollout_that_the_usage_limit_refused_the_turn(tm
 
 
 def test_token_figures_are_kept_per_session_and_summed_per_workspace(h):
-    from sidecar.sessions import tokens
-
     claude = str(TRANSCRIPTS / "claude-code-2.1.328.jsonl")
     h.apply(ev("SessionStart", T0), ev("SessionEnd", T0 + 1, transcript_path=claude))
     assert h.record()["metadata"]["sidecar"]["tokens"] == {
@@ -222,10 +212,9 @@ def test_a_turn_end_that_closes_a_refused_turn_closes_no_episode(h):
     assert parse_ts(h.pending()[0].due_at) == pytest.approx(T0 + 1 + 20 + RESET_MARGIN)
 
 
-def test_a_step_of_the_wall_clock_moves_a_delay_but_not_the_time_a_limit_resets(tmp_path):
+def test_a_step_of_the_wall_clock_moves_a_delay_but_not_the_time_a_limit_resets(h):
     """A post-task delay lasts what it says whichever way the clock is stepped; a limit's try
     is due when the limit resets, a time on the wall clock, and stays there."""
-    h = Harness(Workspace(tmp_path / "ws"))
     h.apply(ev("SessionStart", T0), failed(T0 + 1), ev("SessionEnd", T0 + 2))
     h.apply(ev("SessionStart", T0 + 3, session="s2"), ev("SessionEnd", T0 + 4, session="s2"))
     before = {e.id: e.due_at for e in h.pending()}

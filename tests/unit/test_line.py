@@ -7,15 +7,10 @@ import os
 
 import pytest
 
+from sidecar.base.timeutil import iso
 from sidecar.views import activity, line
 
 T0 = 1_796_115_000.0
-
-
-def iso(ts: float) -> str:
-    from sidecar.base.timeutil import iso as full
-
-    return full(ts)
 
 
 RECORDS = {
