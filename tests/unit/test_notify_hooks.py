@@ -141,28 +141,23 @@ def test_desktop_without_a_notifier_is_a_clear_error(monkeypatch):
     assert len(said) == 2  # not retried: trying again changes nothing
 
 
-def test_apprise_missing_says_to_install_the_extra(tmp_path, config_home, monkeypatch):
-    ws = tmp_path / "ws"
-    ws.mkdir()
-    assert invoke("init", str(ws)).returncode == 0
+def test_apprise_missing_says_to_install_the_extra(workspace, monkeypatch):
     real = importlib.util.find_spec
     monkeypatch.setattr(importlib.util, "find_spec",
                         lambda name, *a: None if name == "apprise" else real(name, *a))
-    refused = invoke("hooks", "add", "chat", "--notify", "slack://a/b/c", "--root", str(ws))
+    refused = invoke("hooks", "add", "chat", "--notify", "slack://a/b/c", "--root", str(workspace.root))
     assert refused.returncode == 1
     assert "pip install 'agent-sidecar[notify]'" in refused.stderr.decode()
 
 
 @pytest.mark.skipif(not HAS_APPRISE, reason="apprise (agent-sidecar[notify]) is not installed")
 @pytest.mark.filterwarnings("ignore::DeprecationWarning")  # apprise's own (its imghdr shim)
-def test_an_apprise_target_is_sent_by_apprise(tmp_path, config_home):
+def test_an_apprise_target_is_sent_by_apprise(workspace):
     from support import receiver as receiver_mod
 
+    ws = workspace.root
     got = receiver_mod.start()
     try:
-        ws = tmp_path / "ws"
-        ws.mkdir()
-        assert invoke("init", str(ws)).returncode == 0
         target = f"json://{got.hostport}/apprise"
         added = invoke("hooks", "add", "via-apprise", "--event", "needs-input", "--notify",
                        target, "--root", str(ws))
