@@ -21,6 +21,7 @@ from sidecar.inbox.events import parse
 from sidecar.sessions.batch import open_batch
 from sidecar.sessions.store import SessionStore
 from sidecar.vocabulary import LIMIT_ERRORS, EventKind
+from support.stores import seeded_workspace
 
 T0 = 1_796_115_000.0
 RECORDED = FIXTURES / "qwen-0.24.4"
@@ -131,12 +132,8 @@ def test_the_last_failure_is_read_from_the_chat_files_telemetry(entries, failure
 def applied(tmp_path, names: list[str]) -> tuple[dict, list[str]]:
     """The session record and the follow-ups queued after `names` (recorded payloads, in
     order) and the process watch's report that the one-shot run's CLI exited."""
-    from sidecar.layout import Workspace
-
-    ws = Workspace(tmp_path / "ws")
-    ws.ensure_runtime()
+    ws = seeded_workspace(tmp_path / "ws", T0)
     hooks = HookStore(ws, durable=False)
-    hooks.seed(T0)
     sessions = SessionStore(ws, durable=False)
     session = payload("SessionStart")["session_id"]
     events = [event({**payload(name), "session_id": session}, T0 + i, f"{i:04d}.json")
