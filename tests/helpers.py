@@ -292,3 +292,10 @@ def record_service_tools(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Cal
     monkeypatch.setenv("PATH", f"{bin_dir}:{os.environ['PATH']}")
     monkeypatch.delenv("XDG_CONFIG_HOME", raising=False)
     return lambda: calls.read_text().splitlines() if calls.exists() else []
+
+
+def write_file(path: Path, data: str | bytes) -> Path:
+    """`data` written to `path` (text as UTF-8), its missing folders made first; the path."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_bytes(data if isinstance(data, bytes) else data.encode())
+    return path

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import subprocess
+from pathlib import Path
 
 import pytest
 
@@ -27,3 +28,17 @@ def env(tmp_path):
     from support.user_files import user_env
 
     return user_env(tmp_path)
+
+
+@pytest.fixture
+def local(workspace) -> Path:
+    """Claude Code's settings of this machine in the workspace (not written yet)."""
+    return workspace.root / ".claude" / "settings.local.json"
+
+
+@pytest.fixture
+def integrate(workspace, env):
+    """`sidecar integrate ARGS` as that user, in the workspace (support.user_files.run)."""
+    from support.user_files import run
+
+    return lambda *args: run("integrate", *args, cwd=workspace.root, env=env)

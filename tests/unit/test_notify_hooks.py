@@ -141,41 +141,30 @@ def test_desktop_without_a_notifier_is_a_clear_error(monkeypatch):
     assert len(said) == 2  # not retried: trying again changes nothing
 
 
-def test_apprise_missing_says_to_install_the_extra(tmp_path, config_home, monkeypatch):
-    ws = tmp_path / "ws"
-    ws.mkdir()
-    assert invoke("init", str(ws)).returncode == 0
+def test_apprise_missing_says_to_install_the_extra(workspace, monkeypatch):
     real = importlib.util.find_spec
     monkeypatch.setattr(importlib.util, "find_spec",
                         lambda name, *a: None if name == "apprise" else real(name, *a))
-    refused = invoke("hooks", "add", "chat", "--notify", "slack://a/b/c", "--root", str(ws))
+    refused = invoke("hooks", "add", "chat", "--notify", "slack://a/b/c", "--root", str(workspace.root))
     assert refused.returncode == 1
     assert "pip install 'agent-sidecar[notify]'" in refused.stderr.decode()
 
 
 @pytest.mark.skipif(not HAS_APPRISE, reason="apprise (agent-sidecar[notify]) is not installed")
 @pytest.mark.filterwarnings("ignore::DeprecationWarning")  # apprise's own (its imghdr shim)
-def test_an_apprise_target_is_sent_by_apprise(tmp_path, config_home):
-    from support import receiver as receiver_mod
-
-    got = receiver_mod.start()
-    try:
-        ws = tmp_path / "ws"
-        ws.mkdir()
-        assert invoke("init", str(ws)).returncode == 0
-        target = f"json://{got.hostport}/apprise"
-        added = invoke("hooks", "add", "via-apprise", "--event", "needs-input", "--notify",
-                       target, "--root", str(ws))
-        assert added.returncode == 0, added.stderr
-        tested = invoke("hooks", "test", "via-apprise", "--root", str(ws))
-        assert tested.returncode == 0, tested.stdout
-        [sent] = got.at("/apprise")
-        assert sent.json()["title"] == "sample-host is waiting for you"
-        assert "sample notice" in sent.json()["message"]
-        bad = invoke("hooks", "add", "nope", "--notify", "nosuchscheme://x", "--root", str(ws))
-        assert bad.returncode == 1 and b"apprise does not know this URL" in bad.stderr
-    finally:
-        got.stop()
+def test_an_apprise_target_is_sent_by_apprise(workspace, receiver):
+    ws = workspace.root
+    target = f"json://{receiver.hostport}/apprise"
+    added = invoke("hooks", "add", "via-apprise", "--event", "needs-input", "--notify",
+                   target, "--root", str(ws))
+    assert added.returncode == 0, added.stderr
+    tested = invoke("hooks", "test", "via-apprise", "--root", str(ws))
+    assert tested.returncode == 0, tested.stdout
+    [sent] = receiver.at("/apprise")
+    assert sent.json()["title"] == "sample-host is waiting for you"
+    assert "sample notice" in sent.json()["message"]
+    bad = invoke("hooks", "add", "nope", "--notify", "nosuchscheme://x", "--root", str(ws))
+    assert bad.returncode == 1 and b"apprise does not know this URL" in bad.stderr
 
 
 def test_a_changed_event_file_is_a_new_transition(queue):
@@ -195,12 +184,10 @@ def test_a_failed_turn_that_is_no_limit_is_not_called_one():
     assert "reset" not in text.body
 
 
-def test_a_notice_that_cannot_be_built_is_said_in_its_log_and_tried_again(monkeypatch):
+def test_a_notice_that_cannot_be_built_is_said_in_its_log_and_tried_again(monkeypatch, receiver):
     """Whatever stops one try from building or sending its request (a value no header can
     carry, a job that is not what it should be) is a try that failed, said and tried again:
     never a traceback that loses the notice."""
-    from support import receiver as receiver_mod
-
     built = []
 
     def once_unbuildable(job: dict[str, object], now: float) -> send.Text:
@@ -211,16 +198,12 @@ def test_a_notice_that_cannot_be_built_is_said_in_its_log_and_tried_again(monkey
 
     real = send.words
     monkeypatch.setattr(send, "words", once_unbuildable)
-    got = receiver_mod.start()
-    try:
-        job = {"target": f"ntfy://{got.hostport}/agents", "host": "claude-code",
-               "sessionId": "s1", "workspace": "/w/proj",
-               "notice": {"event": "needs-input", "reason": "\r\n", "message": "may I?\r\nX: 1"}}
-        said: list[str] = []
-        assert send.deliver(job, say=said.append, sleep=lambda s: None)
-        [sent] = got.at("/agents")
-    finally:
-        got.stop()
+    job = {"target": f"ntfy://{receiver.hostport}/agents", "host": "claude-code",
+           "sessionId": "s1", "workspace": "/w/proj",
+           "notice": {"event": "needs-input", "reason": "\r\n", "message": "may I?\r\nX: 1"}}
+    said: list[str] = []
+    assert send.deliver(job, say=said.append, sleep=lambda s: None)
+    [sent] = receiver.at("/agents")
     assert said[0].startswith("try 1/3 to ntfy://") and said[0].endswith(
         "not sent (cannot build the notice: ValueError: a value it cannot take) after 0.00s")
     assert said[1].startswith("try 2/3 to ntfy://") and "HTTP 200" in said[1]

@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from helpers import invoke
 from sidecar import emit
 from sidecar.base.outcome import OK
 from sidecar.daemon.ingest import RETRY_SECONDS
@@ -19,7 +20,7 @@ from sidecar.layout import Workspace
 from sidecar.sessions.batch import Batch
 from sidecar.vocabulary import EventKind
 from support.ingest import T0, Fixture
-from support.limits import Harness
+from support.limits import LIMITED, Harness, ev, failed
 from support.stores import seeded_workspace
 
 FIXTURES = Path(__file__).parents[1] / "e2e" / "copilot" / "fixtures"
@@ -115,8 +116,6 @@ def test_a_notice_sent_before_its_batch_was_saved_is_not_queued_again(f, monkeyp
 def test_another_failure_within_a_limit_episode_is_a_notice_of_its_own(tmp_path):
     """The episode's key is for its limit failures only: a server error while a limit
     holds is another transition, told of; a resume that hits the limit again is not."""
-    from support.limits import LIMITED, ev, failed
-
     h = Harness(Workspace(tmp_path / "ws"))
     hook = notify_hook("fail", EventKind.TURN_FAILED)
     hook.reasons = ["rate_limit", "server_error"]
@@ -136,9 +135,6 @@ def test_another_failure_within_a_limit_episode_is_a_notice_of_its_own(tmp_path)
 def test_replacing_a_notify_hook_keeps_the_notices_it_sent(tmp_path, config_home):
     """`hooks add --replace` of the same name: the transitions it was queued for stay known,
     so a resume that hits the same limit again is not told of again."""
-    from helpers import invoke
-    from support.limits import LIMITED, ev, failed
-
     ws = Workspace(tmp_path / "ws")
     h = Harness(ws)
     h.hooks.change(T0, lambda d: d.hooks.__setitem__("limit", notify_hook(
@@ -158,8 +154,6 @@ def test_replacing_a_notify_hook_keeps_the_notices_it_sent(tmp_path, config_home
 def test_a_notice_of_a_failure_its_reasons_name_needs_no_usage_limit(tmp_path):
     """A resume-after-limit acts on a limit, so it waits for one; a notice of `server_error`
     tells of that failure whenever it comes, with no limit episode open."""
-    from support.limits import ev, failed
-
     h = Harness(Workspace(tmp_path / "ws"))
     hook = notify_hook("broke", EventKind.TURN_FAILED)
     hook.reasons = ["server_error"]

@@ -17,7 +17,6 @@ from sidecar.doctor import hooks as doctor_hooks
 from sidecar.followups import trust
 from sidecar.followups.notify import send, targets
 from sidecar.followups.notify.targets import Notify
-from sidecar.layout import Workspace
 from support import receiver as receiver_mod
 
 T0 = 1_700_000_000.0
@@ -69,18 +68,12 @@ def test_a_webhook_with_a_user_and_password_is_sent_with_basic_auth(receiver):
 
 
 def test_an_ntfy_access_token_is_sent_as_a_bearer_token(receiver):
-    assert send.deliver(job(f"ntfy://tk_s3cr3t@{receiver.hostport}/alerts"), tries=1,
-                        say=lambda line: None)
-    assert send.deliver(job(f"ntfy://:tk_s3cr3t@{receiver.hostport}/empty-user"), tries=1,
-                        say=lambda line: None)
-    assert send.deliver(job(f"ntfy://me:hunter2@{receiver.hostport}/pw"), tries=1,
-                        say=lambda line: None)
-    [token] = receiver.at("/alerts")
-    assert token.headers["Authorization"] == "Bearer tk_s3cr3t"
-    [empty_user] = receiver.at("/empty-user")
-    assert empty_user.headers["Authorization"] == "Bearer tk_s3cr3t"
-    [password] = receiver.at("/pw")
-    assert password.headers["Authorization"] == "Basic " + base64.b64encode(b"me:hunter2").decode()
+    for user, path in (("tk_s3cr3t", "alerts"), (":tk_s3cr3t", "empty-user"), ("me:hunter2", "pw")):
+        assert send.deliver(job(f"ntfy://{user}@{receiver.hostport}/{path}"), tries=1,
+                            say=lambda line: None)
+    assert [r.headers["Authorization"] for path in ("/alerts", "/empty-user", "/pw")
+            for r in receiver.at(path)] == ["Bearer tk_s3cr3t", "Bearer tk_s3cr3t",
+                                            "Basic " + base64.b64encode(b"me:hunter2").decode()]
 
 
 def test_a_target_that_cannot_be_reached_names_its_host_only():
@@ -91,10 +84,8 @@ def test_a_target_that_cannot_be_reached_names_its_host_only():
     assert not any(secret in line for line in said for secret in SECRETS), said
 
 
-def test_no_command_shows_a_targets_secret(tmp_path, config_home):
-    ws = tmp_path / "ws"
-    ws.mkdir()
-    assert invoke("init", str(ws)).returncode == 0
+def test_no_command_shows_a_targets_secret(workspace):
+    ws = workspace.root
     secret_targets = {"pw": "https://bob:hunter2@127.0.0.1:1/hook",
                       "slack": "https://hooks.slack.com/services/T000/B000/XXXX?token=zz-token",
                       "token": "ntfy://tk_s3cr3t@127.0.0.1:1/alerts"}
@@ -109,14 +100,13 @@ def test_no_command_shows_a_targets_secret(tmp_path, config_home):
         done = invoke(*args, "--root", str(ws))
         said += done.stdout + done.stderr
     # `doctor`'s findings of the workspace's hooks (the whole command looks at services too).
-    said += "".join(f.what + f.fix for f in doctor_hooks.check(Workspace(ws))).encode()
+    said += "".join(f.what + f.fix for f in doctor_hooks.check(workspace)).encode()
     for secret in SECRETS:
         assert secret.encode() not in said, secret
     assert b"https://***@127.0.0.1:1/***" in said and b"https://hooks.slack.com/services/***" in said
     listed = json.loads(invoke("hooks", "list", "--json", "--root", str(ws)).stdout)
     assert listed["hooks"]["pw"]["action"] == {"notify": "https://***@127.0.0.1:1/***"}
     # hooks.json itself holds the real target, private to its owner; trust is over the real one.
-    workspace = Workspace(ws)
     assert stat.S_IMODE(workspace.hooks_file.stat().st_mode) == 0o600
     assert json.loads(workspace.hooks_file.read_bytes())["hooks"]["pw"]["action"] == {
         "notify": secret_targets["pw"]}
@@ -128,13 +118,11 @@ def test_no_command_shows_a_targets_secret(tmp_path, config_home):
     assert not trust.is_trusted(workspace, trust.content(workspace, shown))
 
 
-def test_the_trust_prompt_shows_the_whole_target_it_asks_about(tmp_path, config_home):
+def test_the_trust_prompt_shows_the_whole_target_it_asks_about(workspace):
     """`hooks trust` is the one place a target is shown whole: asked to allow a notice that
     came with a clone, the user must tell their own topic from someone else's on the same
     server (`ntfys://ntfy.sh/***` would not)."""
-    ws = tmp_path / "ws"
-    ws.mkdir()
-    assert invoke("init", str(ws)).returncode == 0
+    ws = workspace.root
     target = "ntfys://ntfy.sh/someone-elses-topic"
     assert invoke("hooks", "add", "n", "--event", "needs-input", "--notify", target,
                   "--root", str(ws)).returncode == 0
@@ -146,18 +134,15 @@ def test_the_trust_prompt_shows_the_whole_target_it_asks_about(tmp_path, config_
 BAD = "https://alice:s3cr/etpw@hooks.example.com/x"  # a password with an unencoded /
 
 
-def test_a_bad_target_set_by_hand_is_named_without_its_secret(tmp_path, config_home):
+def test_a_bad_target_set_by_hand_is_named_without_its_secret(workspace, tmp_path):
     """A hand edit (or a pull) that leaves a target urllib cannot read: every command that
     says hooks.json is broken says why without the target's password."""
-    ws = tmp_path / "ws"
-    ws.mkdir()
-    assert invoke("init", str(ws)).returncode == 0
+    ws = workspace.root
     typed = invoke("hooks", "add", "typed", "--notify", BAD, "--root", str(ws))
     assert typed.returncode != 0 and b"https://***" in typed.stderr
     said = typed.stdout + typed.stderr
     assert invoke("hooks", "add", "phone", "--notify", "https://hooks.example.com/x",
                   "--root", str(ws)).returncode == 0
-    workspace = Workspace(ws)
     doc = json.loads(workspace.hooks_file.read_bytes())
     doc["hooks"]["phone"]["action"] = {"notify": BAD}
     workspace.hooks_file.write_text(json.dumps(doc))

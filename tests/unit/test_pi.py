@@ -10,7 +10,7 @@ from pathlib import Path
 import orjson
 import pytest
 
-from helpers import FIXTURES, TRANSCRIPTS, fixture_payload, invoke
+from helpers import FIXTURES, TRANSCRIPTS, fixture_payload, invoke, write_file
 from sidecar.hosts import registry
 from sidecar.hosts.base import Failure, IntegrateError, Tokens
 from sidecar.hosts.files import plugin_file
@@ -30,17 +30,15 @@ def as_the_extension_sends(name: str, fixture: str, **extra: object):
     return parse(orjson.dumps(body), "f.json", 1.0)
 
 
-@pytest.mark.parametrize("name, fixture, kind", [
-    ("session_start", "session_start", EventKind.SESSION_START),
-    ("agent_start", "agent_start", EventKind.TURN_START),
-    ("tool_execution_end", "tool_execution_end", EventKind.TOOL_USE),
-    ("agent_end", "agent_end", EventKind.TURN_END),
-    ("session_shutdown", "session_shutdown", EventKind.SESSION_END),
+@pytest.mark.parametrize("name, kind", [  # each recorded as the handler of its name got it
+    ("session_start", EventKind.SESSION_START), ("agent_start", EventKind.TURN_START),
+    ("tool_execution_end", EventKind.TOOL_USE), ("agent_end", EventKind.TURN_END),
+    ("session_shutdown", EventKind.SESSION_END),
 ])
-def test_each_event_the_extension_sends_means_its_kind(name, fixture, kind):
-    event = as_the_extension_sends(name, fixture)
+def test_each_event_the_extension_sends_means_its_kind(name, kind):
+    event = as_the_extension_sends(name, name)
     assert event.kind is kind and event.host == "pi"
-    assert event.session_id == "01a230c6-43b6-7042-84ae-136bf573a080" or fixture.startswith("tool")
+    assert event.session_id == "01a230c6-43b6-7042-84ae-136bf573a080" or name.startswith("tool")
     assert event.transcript_path and event.transcript_path.endswith(f"{event.session_id}.jsonl")
 
 
@@ -120,39 +118,37 @@ def test_the_extension_holds_the_shared_writer_and_nothing_of_this_machine(tmp_p
     assert str(Path.home()).encode() not in source and b"/tmp" not in source
 
 
+def integrate_pi(workspace, *args: str):
+    return invoke("integrate", "pi", *args, "--root", str(workspace.root))
+
+
 def test_a_project_integration_round_trip(workspace):
     root = workspace.root
-    extension = root / ".pi" / "extensions" / "sidecar.ts"
-    result = invoke("integrate", "pi", "--root", str(root))
+    result = integrate_pi(workspace)
     assert result.returncode == 0, result.stderr
-    assert extension.read_bytes() == pi.extension_source()
+    assert (root / ".pi" / "extensions" / "sidecar.ts").read_bytes() == pi.extension_source()
     assert HOST.integrated(root, root / "nohome")
-    again = invoke("integrate", "pi", "--root", str(root))
-    assert b"nothing changed" in again.stdout
-    assert invoke("integrate", "pi", "--uninstall", "--root", str(root)).returncode == 0
+    assert b"nothing changed" in integrate_pi(workspace).stdout
+    assert integrate_pi(workspace, "--uninstall").returncode == 0
     assert not (root / ".pi").exists()  # sidecar made the folders: it takes them away again
     assert not HOST.integrated(root, root / "nohome")
 
 
 def test_uninstall_leaves_the_users_own_extensions(workspace):
-    root = workspace.root
-    theirs = root / ".pi" / "extensions" / "mine.ts"
-    theirs.parent.mkdir(parents=True)
-    theirs.write_text("export default function (pi) {}\n")
-    assert invoke("integrate", "pi", "--root", str(root)).returncode == 0
-    assert invoke("integrate", "pi", "--uninstall", "--root", str(root)).returncode == 0
+    theirs = write_file(workspace.root / ".pi" / "extensions" / "mine.ts",
+                        "export default function (pi) {}\n")
+    assert integrate_pi(workspace).returncode == 0
+    assert integrate_pi(workspace, "--uninstall").returncode == 0
     assert sorted(p.name for p in theirs.parent.iterdir()) == ["mine.ts"]
     assert theirs.read_text() == "export default function (pi) {}\n"
 
 
 def test_a_foreign_file_of_the_same_name_is_never_replaced_or_removed(workspace):
-    root = workspace.root
-    theirs = root / ".pi" / "extensions" / "sidecar.ts"
-    theirs.parent.mkdir(parents=True)
-    theirs.write_text("export default function (pi) { /* the user's own */ }\n")
-    result = invoke("integrate", "pi", "--root", str(root))
+    theirs = write_file(workspace.root / ".pi" / "extensions" / "sidecar.ts",
+                        "export default function (pi) { /* the user's own */ }\n")
+    result = integrate_pi(workspace)
     assert result.returncode == 1 and b"not sidecar's plugin" in result.stderr
-    assert invoke("integrate", "pi", "--uninstall", "--root", str(root)).returncode == 1
+    assert integrate_pi(workspace, "--uninstall").returncode == 1
     assert theirs.read_text() == "export default function (pi) { /* the user's own */ }\n"
     with pytest.raises(IntegrateError):
         HOST.integrate(theirs, "sidecar", uninstall=False)
@@ -180,15 +176,12 @@ def test_doctor_notes_the_retry_after_hang_until_pis_settings_bound_it(tmp_path,
     [finding] = HOST.findings(root, home)
     assert finding.ok and finding.note and "retry-after" in finding.what
     assert '"maxRetries": 0' in finding.fix
-    settings = home / ".pi" / "agent" / "settings.json"
-    settings.parent.mkdir(parents=True)
-    settings.write_text("not json")
+    settings = write_file(home / ".pi" / "agent" / "settings.json", "not json")
     assert len(HOST.findings(root, home)) == 1  # a broken file bounds nothing
     settings.write_bytes(fixture_payload("pi-0.73.1/settings.json"))
     assert HOST.findings(root, home) == []
     settings.unlink()
-    (root / ".pi").mkdir(parents=True)
-    (root / ".pi" / "settings.json").write_text('{"retry": {"provider": {"maxRetries": 1}}}')
+    write_file(root / ".pi" / "settings.json", '{"retry": {"provider": {"maxRetries": 1}}}')
     assert HOST.findings(root, home) == []
 
 

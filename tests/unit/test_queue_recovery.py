@@ -8,18 +8,15 @@ from sidecar.base.timeutil import iso
 from sidecar.followups.model import QueueEntry, new_hook
 from sidecar.followups.queue import FollowUpQueue, Settled
 from sidecar.followups.store import HookStore
-from sidecar.layout import Workspace
 from sidecar.procwatch import Proc
+from support.stores import seeded_workspace
 
 T0 = 1_795_900_000.0
 LOG = "20261201T000000Z-s1.log"
 
 
 def queue_with_dead_claim(tmp_path, log: str | None = LOG) -> FollowUpQueue:
-    ws = Workspace(tmp_path)
-    ws.ensure_runtime()
-    store = HookStore(ws, durable=False)
-    store.seed(T0)
+    store = HookStore(seeded_workspace(tmp_path, T0), durable=False)
 
     def edit(doc):
         doc.hooks = {"rec": new_hook("rec", "rec", T0, action="resume", promptFile=None)}

@@ -21,6 +21,7 @@ from sidecar.inbox.events import parse
 from sidecar.sessions.batch import open_batch
 from sidecar.sessions.store import SessionStore
 from sidecar.vocabulary import LIMIT_ERRORS, EventKind
+from support.stores import seeded_workspace
 
 T0 = 1_796_115_000.0
 RECORDED = FIXTURES / "qwen-0.24.4"
@@ -92,49 +93,37 @@ def test_a_session_whose_turns_were_answered_did_not_fail():
     assert qwen.HOST.end_facts(str(TRANSCRIPTS / "qwen-0.24.4.jsonl"), "").failure is None
 
 
-def lines(*entries: dict) -> list[dict]:
-    return list(entries)
-
-
 def telemetry(name: str, **fields) -> dict:
     return {"type": "system", "subtype": "ui_telemetry",
             "systemPayload": {"uiEvent": {"event.name": name, **fields}}}
 
 
+USER, ANSWER = {"type": "user"}, {"type": "assistant"}
 REFUSED = telemetry(qwen.API_ERROR, status_code=429, error_type="RateLimitError",
                     error_message="429 Rate limit reached")
 
 
-def test_a_refusal_that_a_retry_answered_is_no_failure():
-    answered = telemetry(qwen.API_RESPONSE, status_code=200)
-    assert qwen.last_failure(lines({"type": "user"}, REFUSED, answered)) is None
-    assert qwen.last_failure(lines({"type": "user"}, REFUSED, {"type": "assistant"})) is None
-
-
-def test_a_subagents_refusal_after_the_turn_says_nothing_of_the_users_turn():
-    extraction = telemetry(qwen.API_ERROR, status_code=429, subagent_name="managed-auto-memory-extractor")
-    assert qwen.last_failure(lines({"type": "user"}, {"type": "assistant"}, extraction)) is None
-
-
-def test_a_refusal_of_another_kind_is_named_as_qwen_code_names_it():
-    server = telemetry(qwen.API_ERROR, status_code=500, error_type="InternalServerError",
-                       error_message="500 boom")
-    assert qwen.last_failure(lines({"type": "user"}, server)) == Failure("InternalServerError",
-                                                                         "500 boom")
-    assert qwen.last_failure(lines({"type": "user"}, telemetry(qwen.API_ERROR))) == \
-        Failure("unknown", "")
-
-
-def test_a_refusal_whose_text_names_a_rate_limit_is_one_as_qwen_code_says():
-    # The chat file's line for the refusal recorded in StopFailure.rate_limit.json.
-    refused = telemetry(qwen.API_ERROR, status_code=400, error_type="BadRequestError",
-                        error_message="400 Rate limit reached for requests (stub)")
-    assert qwen.last_failure(lines({"type": "user"}, refused)) == Failure(
-        "rate_limit", "400 Rate limit reached for requests (stub)")
-
-
-def test_a_new_turn_after_a_refusal_has_not_failed_yet():
-    assert qwen.last_failure(lines(REFUSED, {"type": "user"})) is None
+@pytest.mark.parametrize(("entries", "failure"), [
+    # a refusal that a retry answered is no failure
+    ([USER, REFUSED, telemetry(qwen.API_RESPONSE, status_code=200)], None),
+    ([USER, REFUSED, ANSWER], None),
+    # a subagent's refusal after the turn says nothing of the user's turn
+    ([USER, ANSWER, telemetry(qwen.API_ERROR, status_code=429,
+                              subagent_name="managed-auto-memory-extractor")], None),
+    # a refusal of another kind is named as Qwen Code names it
+    ([USER, telemetry(qwen.API_ERROR, status_code=500, error_type="InternalServerError",
+                      error_message="500 boom")], Failure("InternalServerError", "500 boom")),
+    ([USER, telemetry(qwen.API_ERROR)], Failure("unknown", "")),
+    # one whose text names a rate limit is one, as Qwen Code says (the chat file's line for the
+    # refusal recorded in StopFailure.rate_limit.json)
+    ([USER, telemetry(qwen.API_ERROR, status_code=400, error_type="BadRequestError",
+                      error_message="400 Rate limit reached for requests (stub)")],
+     Failure("rate_limit", "400 Rate limit reached for requests (stub)")),
+    # a new turn after a refusal has not failed yet
+    ([REFUSED, USER], None),
+])
+def test_the_last_failure_is_read_from_the_chat_files_telemetry(entries, failure):
+    assert qwen.last_failure(entries) == failure
 
 
 # -- the empty UserPromptSubmit after tool results -----------------------------------------
@@ -143,12 +132,8 @@ def test_a_new_turn_after_a_refusal_has_not_failed_yet():
 def applied(tmp_path, names: list[str]) -> tuple[dict, list[str]]:
     """The session record and the follow-ups queued after `names` (recorded payloads, in
     order) and the process watch's report that the one-shot run's CLI exited."""
-    from sidecar.layout import Workspace
-
-    ws = Workspace(tmp_path / "ws")
-    ws.ensure_runtime()
+    ws = seeded_workspace(tmp_path / "ws", T0)
     hooks = HookStore(ws, durable=False)
-    hooks.seed(T0)
     sessions = SessionStore(ws, durable=False)
     session = payload("SessionStart")["session_id"]
     events = [event({**payload(name), "session_id": session}, T0 + i, f"{i:04d}.json")

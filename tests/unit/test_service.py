@@ -8,8 +8,6 @@ from __future__ import annotations
 import plistlib
 from pathlib import Path
 
-import pytest
-
 from helpers import invoke, record_service_tools
 from sidecar.daemon.sdnotify import Notifier
 from sidecar.install import service
@@ -29,11 +27,6 @@ def test_the_plist_round_trips_with_absolute_paths_and_a_matching_label(tmp_path
     assert Path(data["ProgramArguments"][0]).is_absolute()
 
 
-@pytest.fixture
-def fake_tools(tmp_path, monkeypatch):
-    return record_service_tools(tmp_path, monkeypatch)
-
-
 def test_print_changes_nothing(tmp_path, config_home):
     result = invoke("service", "install", "--print", env={"HOME": str(tmp_path), "XDG_CONFIG_HOME": ""})
     assert result.returncode == 0
@@ -48,7 +41,8 @@ def test_notifier_is_silent_outside_systemd():
     assert Notifier({"WATCHDOG_USEC": "4000000", "WATCHDOG_PID": "1"}).watchdog_interval is None
 
 
-def test_uninstall_when_not_installed_says_so_and_runs_nothing(tmp_path, fake_tools):
+def test_uninstall_when_not_installed_says_so_and_runs_nothing(tmp_path, monkeypatch):
+    fake_tools = record_service_tools(tmp_path, monkeypatch)
     plan = service.uninstall("linux", home=tmp_path)
     assert plan.notes and "not installed" in plan.notes[0]
     assert fake_tools() == []
@@ -57,5 +51,3 @@ def test_uninstall_when_not_installed_says_so_and_runs_nothing(tmp_path, fake_to
 def test_an_unreachable_notify_socket_is_not_fatal(tmp_path):
     notifier = Notifier({"NOTIFY_SOCKET": str(tmp_path / "absent.sock")})
     assert notifier.enabled and notifier.ready("x") is False
-
-

@@ -88,10 +88,14 @@ def test_a_whole_session(ws, store):
     assert bindings(ws) == {}
 
 
-def test_events_apply_in_the_order_they_happened_not_the_order_they_arrived(ws, store):
-    end = ev("SessionEnd", ts=T0 + 5)
-    start = ev("SessionStart", ts=T0)  # picked up in the same batch, listed later
-    apply(store, [end, start])
+@pytest.mark.parametrize("events", [
+    # events apply in the order they happened, not the order they arrived: the start is picked
+    # up in the same batch, listed later
+    [ev("SessionEnd", ts=T0 + 5), ev("SessionStart", ts=T0)],
+    [ev("SessionEnd")],  # an end for an unknown session
+], ids=["in-the-order-they-happened", "unknown-session"])
+def test_an_end_leaves_the_session_completed_and_unbound(ws, store, events):
+    apply(store, events)
     assert record(ws)["status"] == "completed"
     assert bindings(ws) == {}
 
@@ -116,12 +120,6 @@ def test_a_late_start_is_normal(ws, store):
     apply(store, [ev("PostToolUse", tool_name="Read")])
     assert record(ws)["status"] == "active"
     assert "s1" in bindings(ws)["claude-code"]
-
-
-def test_an_end_for_an_unknown_session_leaves_it_completed(ws, store):
-    apply(store, [ev("SessionEnd")])
-    assert record(ws)["status"] == "completed"
-    assert bindings(ws) == {}
 
 
 def test_a_resumed_conversation_reopens_the_same_harness_session(ws, store):
@@ -149,14 +147,10 @@ def test_sessions_are_kept_apart_by_host(ws, store):
     assert harness_id("codex", "s1") != harness_id("claude-code", "s1")
 
 
-def install_dotcontext_fixture(ws: Workspace) -> None:
-    source = FIXTURES / "dotcontext-1.1.1/runtime"
+def test_a_session_dotcontext_left_active_is_completed_by_our_session_end(ws, store):
+    source = FIXTURES / "dotcontext-1.1.1/runtime"  # its bindings and session records
     shutil.copytree(source / "hooks", ws.bindings_file.parent, dirs_exist_ok=True)
     shutil.copytree(source / "sessions", ws.sessions, dirs_exist_ok=True)
-
-
-def test_a_session_dotcontext_left_active_is_completed_by_our_session_end(ws, store):
-    install_dotcontext_fixture(ws)
     dotcontext_id = "b14f2c53-5d3c-4c5e-99ad-7e360b7f7cc7"
     apply(store, [ev("SessionEnd", session="s1", ts=1795937200.0, reason="exit")])
     rec = read_json(ws.session_dir(dotcontext_id) / "session.json")

@@ -122,10 +122,12 @@ def test_sessions_json_is_versioned_with_every_row_and_stable_keys(two):
     assert orjson.loads(sessions("--json", "--active").stdout)["total"] == 3
 
 
-def test_sessions_of_one_root_and_a_root_that_is_no_workspace(two, tmp_path):
+def test_sessions_of_one_root_leave_out_workspaces_and_a_root_no_workspace_fails(two, tmp_path):
     ws, api = two
-    only = data_lines(sessions("--root", str(api.root)).stdout.decode())
-    assert [row.split()[0] for row in only] == ["gemini"]
+    header, row = sessions("--root", str(api.root)).stdout.decode().splitlines()
+    # One workspace: the table leaves out the WORKSPACE column.
+    assert header.split()[:3] == ["HOST", "SESSION", "STATE"] and row.split()[:2] == [
+        "gemini", "g-1"]
     plain = tmp_path / "plain"
     plain.mkdir()
     both = sessions("--root", str(plain), "--root", str(api.root))
@@ -168,13 +170,6 @@ def test_rows_fit_100_columns_with_long_names(tmp_path, config_home):
     assert "…-folder-name-indeed" in text and "ended: you quit" in text
 
 
-def test_one_workspace_leaves_out_the_workspace_column(two):
-    _, api = two
-    header, row = sessions("--root", str(api.root)).stdout.decode().splitlines()
-    assert header.split()[:3] == ["HOST", "SESSION", "STATE"] and row.split()[:2] == [
-        "gemini", "g-1"]
-
-
 def test_two_workspaces_of_one_name_are_told_apart(tmp_path, config_home):
     for parent in ("one", "two"):
         (tmp_path / parent).mkdir()
@@ -187,7 +182,7 @@ def test_two_workspaces_of_one_name_are_told_apart(tmp_path, config_home):
 # -- prefixes -------------------------------------------------------------------------------
 
 
-def test_status_session_takes_a_unique_prefix_and_the_harness_id(two):
+def test_status_session_takes_a_unique_prefix_or_the_harness_id_and_says_whom_others_fit(two):
     ws, _ = two
     root = ("--root", str(ws.root))
     by_prefix = invoke("status", "--session", "019a", "--json", *root)
@@ -201,16 +196,12 @@ def test_status_session_takes_a_unique_prefix_and_the_harness_id(two):
     assert orjson.loads(harness_prefix.stdout)["sessionId"] == CODEX
     whole = orjson.loads(invoke("status", "--session", CLAUDE_A, "--json", *root).stdout)
     assert whole["sessionId"] == CLAUDE_A  # a whole id, though CLAUDE_B starts alike
-
-
-def test_status_session_says_an_ambiguous_prefix_names_whom(two):
-    ws, _ = two
-    result = invoke("status", "--session", "3f2a", "--root", str(ws.root))
-    assert result.returncode == exitcodes.FAILURE
-    said = result.stderr.decode()
+    ambiguous = invoke("status", "--session", "3f2a", *root)  # says whom it could be
+    assert ambiguous.returncode == exitcodes.FAILURE
+    said = ambiguous.stderr.decode()
     assert "'3f2a' is the start of 2 sessions' ids" in said
     assert f"claude-code {CLAUDE_A}" in said and f"claude-code {CLAUDE_B}" in said
-    unknown = invoke("status", "--session", "zz", "--root", str(ws.root))
+    unknown = invoke("status", "--session", "zz", *root)
     assert unknown.returncode == exitcodes.FAILURE and b"no session 'zz'" in unknown.stderr
 
 

@@ -32,5 +32,3 @@ def test_uninstall_says_what_it_cannot_undo_and_purges_nothing_then(tmp_path, co
     result = invoke("uninstall", "--purge", cwd=workspace.root, env=env)
     assert result.returncode == 1 and b"not valid JSON" in result.stderr
     assert local.read_text() == "{oops" and config_home.exists()  # nothing lost, nothing purged
-
-

@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 
+from helpers import write_file
 from sidecar.hosts.claude_code import host as claude_code
 from sidecar.hosts.claude_code import statusline as claude_statusline
 from support.user_files import dotfile, run, sidecar_hooks
@@ -31,62 +32,65 @@ def status_line(path: Path) -> dict:
     return json.loads(path.read_text())["statusLine"]
 
 
+def argv(path: Path) -> list[str]:
+    """The status line's command, as a shell splits it."""
+    return shlex.split(status_line(path)["command"])
+
+
+def line_of(command: str) -> str:
+    """A settings file whose status line runs `command`."""
+    return json.dumps({"statusLine": {"type": "command", "command": command}}) + "\n"
+
+
 @pytest.mark.parametrize("layout", LAYOUTS)
-def test_the_status_line_goes_in_and_comes_out_byte_for_byte(workspace, env, layout):
-    local = workspace.root / ".claude" / "settings.local.json"
-    local.parent.mkdir()
-    original = LAYOUTS[layout].encode()
-    local.write_bytes(original)
+def test_the_status_line_goes_in_and_comes_out_byte_for_byte(local, integrate, layout):
+    original = write_file(local, LAYOUTS[layout]).read_bytes()
     before = json.loads(original).get("statusLine")
-    done = run("integrate", "claude-code", "--statusline", cwd=workspace.root, env=env)
+    done = integrate("claude-code", "--statusline")
     assert done.returncode == 0, done.stderr
     assert b"the status line runs `sidecar status --line`" in done.stdout
     line = status_line(local)
-    argv = shlex.split(line["command"])
-    assert argv[1:5] == ["status", "--line", "--source", "claude-code"]
-    assert Path(argv[0]).name == "sidecar" and Path(argv[0]).is_absolute()
+    words = argv(local)
+    assert words[1:5] == ["status", "--line", "--source", "claude-code"]
+    assert Path(words[0]).name == "sidecar" and Path(words[0]).is_absolute()
     if before is None:
-        assert line == {"type": "command", "command": line["command"]} and "--then" not in argv
+        assert line == {"type": "command", "command": line["command"]} and "--then" not in words
     else:  # theirs kept: run first, by the very command they wrote; their other keys as they were
-        assert argv[5:] == ["--then", before["command"]]
+        assert words[5:] == ["--then", before["command"]]
         assert {k: v for k, v in line.items() if k != "command"} == \
             {k: v for k, v in before.items() if k != "command"}
     assert sorted(sidecar_hooks(local)) == sorted(claude_code.EVENTS)
-    again = run("integrate", "claude-code", "--statusline", cwd=workspace.root, env=env)
+    again = integrate("claude-code", "--statusline")
     assert b"already so; nothing changed" in again.stdout
     assert status_line(local) == line  # not chained to itself
-    assert run("integrate", "claude-code", "--uninstall", cwd=workspace.root, env=env).returncode == 0
+    assert integrate("claude-code", "--uninstall").returncode == 0
     assert local.read_bytes() == original
 
 
-def test_a_symlinked_settings_file_keeps_its_link_and_mode(workspace, env, tmp_path):
+def test_a_symlinked_settings_file_keeps_its_link_and_mode(local, integrate, tmp_path):
     original = '{\n    "statusLine": {"type": "command", "command": "mine"}\n}\n'
     target = dotfile(tmp_path, "settings.local.json", original, 0o640)
-    local = workspace.root / ".claude" / "settings.local.json"
     local.parent.mkdir()
     local.symlink_to(target)
-    assert run("integrate", "claude-code", "--statusline", cwd=workspace.root, env=env).returncode == 0
+    assert integrate("claude-code", "--statusline").returncode == 0
     assert local.is_symlink() and local.resolve() == target
     assert stat.S_IMODE(target.stat().st_mode) == 0o640
-    assert shlex.split(status_line(target)["command"])[-2:] == ["--then", "mine"]
-    assert run("integrate", "claude-code", "--uninstall", cwd=workspace.root, env=env).returncode == 0
+    assert argv(target)[-2:] == ["--then", "mine"]
+    assert integrate("claude-code", "--uninstall").returncode == 0
     assert local.is_symlink() and target.read_text() == original
     assert stat.S_IMODE(target.stat().st_mode) == 0o640
 
 
-def test_a_file_sidecar_created_is_removed_again(workspace, env):
-    local = workspace.root / ".claude" / "settings.local.json"
-    assert run("integrate", "claude-code", "--statusline", cwd=workspace.root, env=env).returncode == 0
+def test_a_file_sidecar_created_is_removed_again(local, integrate):
+    assert integrate("claude-code", "--statusline").returncode == 0
     assert "statusLine" in json.loads(local.read_text())
-    assert run("integrate", "claude-code", "--uninstall", cwd=workspace.root, env=env).returncode == 0
+    assert integrate("claude-code", "--uninstall").returncode == 0
     assert not local.exists()
 
 
-def test_the_user_settings_take_it_with_user(workspace, env):
-    user = Path(env["HOME"]) / ".claude" / "settings.json"
-    assert run("integrate", "claude-code", "--user", "--statusline", cwd=workspace.root,
-               env=env).returncode == 0
-    assert "status --line" in status_line(user)["command"]
+def test_the_user_settings_take_it_with_user(workspace, env, integrate):
+    assert integrate("claude-code", "--user", "--statusline").returncode == 0
+    assert "status --line" in status_line(settings_file("user", workspace.root, env))["command"]
     assert not (workspace.root / ".claude").exists()
 
 
@@ -96,11 +100,9 @@ def test_the_user_settings_take_it_with_user(workspace, env):
     # escapes JSON does not need: putting the command back could not give these bytes back
     ('{"statusLine": {"type": "command", "command": "\\u0065cho hi"}}\n', b"set its command to"),
 ])
-def test_a_status_line_that_cannot_be_kept_whole_is_left_alone(workspace, env, original, said):
-    local = workspace.root / ".claude" / "settings.local.json"
-    local.parent.mkdir()
-    local.write_text(original)
-    done = run("integrate", "claude-code", "--statusline", cwd=workspace.root, env=env)
+def test_a_status_line_that_cannot_be_kept_whole_is_left_alone(local, integrate, original, said):
+    write_file(local, original)
+    done = integrate("claude-code", "--statusline")
     assert done.returncode != 0 and said in done.stderr, done.stderr
     assert local.read_text() == original  # not even the hooks: nothing was written
 
@@ -113,11 +115,9 @@ def test_only_sidecars_own_command_is_taken_for_its_own():
         assert claude_statusline.parse(theirs)[0] is False
 
 
-def test_a_file_it_cannot_give_back_whole_is_left_alone_with_a_clear_error(workspace, env):
-    local = workspace.root / ".claude" / "settings.local.json"
-    local.parent.mkdir()
-    local.write_text("{\n}\n")  # adding a key and taking it out again gives `{}`
-    done = run("integrate", "claude-code", "--statusline", cwd=workspace.root, env=env)
+def test_a_file_it_cannot_give_back_whole_is_left_alone_with_a_clear_error(local, integrate):
+    write_file(local, "{\n}\n")  # adding a key and taking it out again gives `{}`
+    done = integrate("claude-code", "--statusline")
     assert done.returncode != 0 and b"byte for byte" in done.stderr, done.stderr
     assert b"statusLine" in done.stderr and b"status --line --source claude-code" in done.stderr
     assert local.read_text() == "{\n}\n"
@@ -133,106 +133,83 @@ BELOW = '{\n  "statusLine": {"type": "command", "command": "~/bin/line.sh", "pad
 
 @pytest.mark.parametrize("where", ["user", "shared"])
 @pytest.mark.parametrize("local_before", [None, '{\n  "model": "opus"\n}\n'])
-def test_a_status_line_of_a_lower_ranked_file_is_run_first_not_overridden(workspace, env, where,
+def test_a_status_line_of_a_lower_ranked_file_is_run_first_not_overridden(workspace, env, local,
+                                                                         integrate, where,
                                                                          local_before):
     """Claude Code ranks the project's local settings above its shared ones and the user's: a
     status line sidecar adds there would hide the user's own, so theirs runs first."""
-    lower = settings_file(where, workspace.root, env)
-    lower.parent.mkdir(parents=True, exist_ok=True)
-    lower.write_text(BELOW)
-    local = workspace.root / ".claude" / "settings.local.json"
+    lower = write_file(settings_file(where, workspace.root, env), BELOW)
     if local_before is not None:
-        local.parent.mkdir(exist_ok=True)
-        local.write_text(local_before)
-    done = run("integrate", "claude-code", "--statusline", cwd=workspace.root, env=env)
+        write_file(local, local_before)
+    done = integrate("claude-code", "--statusline")
     assert done.returncode == 0, done.stderr
     assert f"~/bin/line.sh of {lower}".encode() in done.stdout, done.stdout
     line = status_line(local)
     assert shlex.split(line["command"])[4:] == ["claude-code", "--then", "~/bin/line.sh"]
     assert line["padding"] == 1  # as Claude Code showed theirs
-    again = run("integrate", "claude-code", "--statusline", cwd=workspace.root, env=env)
+    again = integrate("claude-code", "--statusline")
     assert b"already so; nothing changed" in again.stdout and status_line(local) == line
     assert lower.read_text() == BELOW  # never written
-    assert run("integrate", "claude-code", "--uninstall", cwd=workspace.root, env=env).returncode == 0
+    assert integrate("claude-code", "--uninstall").returncode == 0
     assert lower.read_text() == BELOW
     assert (local.read_text() if local.exists() else None) == local_before
 
 
-def test_the_nearest_lower_status_line_is_the_one_claude_code_shows(workspace, env):
-    user = settings_file("user", workspace.root, env)
-    shared = settings_file("shared", workspace.root, env)
-    user.parent.mkdir(parents=True)
-    user.write_text('{"statusLine": {"type": "command", "command": "users"}}\n')
-    shared.parent.mkdir(parents=True)
-    shared.write_text('{"statusLine": {"type": "command", "command": "projects"}}\n')
-    local = workspace.root / ".claude" / "settings.local.json"
-    assert run("integrate", "claude-code", "--statusline", cwd=workspace.root, env=env).returncode == 0
-    assert shlex.split(status_line(local)["command"])[-2:] == ["--then", "projects"]
-    assert run("integrate", "claude-code", "--uninstall", cwd=workspace.root, env=env).returncode == 0
+def test_the_nearest_lower_status_line_is_the_one_claude_code_shows(workspace, env, local,
+                                                                   integrate):
+    write_file(settings_file("user", workspace.root, env), line_of("users"))
+    shared = write_file(settings_file("shared", workspace.root, env), line_of("projects"))
+    assert integrate("claude-code", "--statusline").returncode == 0
+    assert argv(local)[-2:] == ["--then", "projects"]
+    assert integrate("claude-code", "--uninstall").returncode == 0
     shared.write_text('{"model": "opus"}\n')
     # the local file is this machine's: it takes the user's line too, when it is the nearest
-    assert run("integrate", "claude-code", "--statusline", cwd=workspace.root, env=env).returncode == 0
-    assert shlex.split(status_line(local)["command"])[-2:] == ["--then", "users"]
-    assert run("integrate", "claude-code", "--uninstall", cwd=workspace.root, env=env).returncode == 0
+    assert integrate("claude-code", "--statusline").returncode == 0
+    assert argv(local)[-2:] == ["--then", "users"]
+    assert integrate("claude-code", "--uninstall").returncode == 0
 
 
 PRIVATE = '{"statusLine": {"type": "command", "command": "~/bin/my-line --token=abc123"}}\n'
 
 
-def test_the_committed_settings_never_take_the_users_own_line(workspace, env):
+def test_the_committed_settings_never_take_the_users_own_line(workspace, env, local, integrate):
     """The committed settings go to every collaborator: the user's own status line (a
     command of their machine, maybe a secret in it) is never copied into them."""
-    user = settings_file("user", workspace.root, env)
-    shared = settings_file("shared", workspace.root, env)
-    user.parent.mkdir(parents=True)
-    user.write_text(PRIVATE)
-    shared.parent.mkdir(parents=True)
-    shared.write_text('{"model": "opus"}\n')
-    done = run("integrate", "claude-code", "--shared", "--statusline", cwd=workspace.root, env=env)
+    user = write_file(settings_file("user", workspace.root, env), PRIVATE)
+    shared = write_file(settings_file("shared", workspace.root, env), '{"model": "opus"}\n')
+    done = integrate("claude-code", "--shared", "--statusline")
     assert done.returncode == 0, done.stderr
     assert b"abc123" not in shared.read_bytes() and b"my-line" not in shared.read_bytes()
-    assert shlex.split(status_line(shared)["command"]) == \
-        ["sidecar", "status", "--line", "--source", "claude-code"]
+    assert argv(shared) == ["sidecar", "status", "--line", "--source", "claude-code"]
     assert f"hides in this project the status line of {user}".encode() in done.stdout, done.stdout
     assert b"abc123" not in done.stdout
     assert user.read_text() == PRIVATE
     # as it says: this machine's own file shows both (sidecar's committed line adds nothing)
-    local = workspace.root / ".claude" / "settings.local.json"
-    assert run("integrate", "claude-code", "--statusline", cwd=workspace.root, env=env).returncode == 0
-    assert shlex.split(status_line(local)["command"])[-2:] == ["--then", "~/bin/my-line --token=abc123"]
-    assert run("integrate", "claude-code", "--uninstall", cwd=workspace.root, env=env).returncode == 0
-    assert run("integrate", "claude-code", "--shared", "--uninstall", cwd=workspace.root,
-               env=env).returncode == 0
+    assert integrate("claude-code", "--statusline").returncode == 0
+    assert argv(local)[-2:] == ["--then", "~/bin/my-line --token=abc123"]
+    assert integrate("claude-code", "--uninstall").returncode == 0
+    assert integrate("claude-code", "--shared", "--uninstall").returncode == 0
     assert shared.read_text() == '{"model": "opus"}\n'
 
 
-def test_the_users_settings_take_no_projects_line(workspace, env):
-    shared = settings_file("shared", workspace.root, env)
-    shared.parent.mkdir(parents=True)
-    shared.write_text('{"statusLine": {"type": "command", "command": "projects"}}\n')
-    assert run("integrate", "claude-code", "--user", "--statusline", cwd=workspace.root,
-               env=env).returncode == 0
-    user = settings_file("user", workspace.root, env)
-    assert "--then" not in shlex.split(status_line(user)["command"])
+def test_the_users_settings_take_no_projects_line(workspace, env, integrate):
+    write_file(settings_file("shared", workspace.root, env), line_of("projects"))
+    assert integrate("claude-code", "--user", "--statusline").returncode == 0
+    assert "--then" not in argv(settings_file("user", workspace.root, env))
 
 
-def test_sidecars_own_line_below_is_not_run_inside_itself(workspace, env):
-    user = settings_file("user", workspace.root, env)
-    user.parent.mkdir(parents=True)
-    user.write_text('{"statusLine": {"type": "command", "command": "mine"}}\n')
-    assert run("integrate", "claude-code", "--user", "--statusline", cwd=workspace.root,
-               env=env).returncode == 0
-    local = workspace.root / ".claude" / "settings.local.json"
-    assert run("integrate", "claude-code", "--statusline", cwd=workspace.root, env=env).returncode == 0
-    argv = shlex.split(status_line(local)["command"])
-    assert argv[5:] == ["--then", "mine"] and argv.count("status") == 1
+def test_sidecars_own_line_below_is_not_run_inside_itself(workspace, env, local, integrate):
+    write_file(settings_file("user", workspace.root, env), line_of("mine"))
+    assert integrate("claude-code", "--user", "--statusline").returncode == 0
+    assert integrate("claude-code", "--statusline").returncode == 0
+    words = argv(local)
+    assert words[5:] == ["--then", "mine"] and words.count("status") == 1
 
 
-def test_a_lower_status_line_that_is_no_command_stops_it_with_nothing_written(workspace, env):
-    user = settings_file("user", workspace.root, env)
-    user.parent.mkdir(parents=True)
-    user.write_text('{"statusLine": "echo hi"}\n')
-    done = run("integrate", "claude-code", "--statusline", cwd=workspace.root, env=env)
+def test_a_lower_status_line_that_is_no_command_stops_it_with_nothing_written(workspace, env,
+                                                                             integrate):
+    user = write_file(settings_file("user", workspace.root, env), '{"statusLine": "echo hi"}\n')
+    done = integrate("claude-code", "--statusline")
     assert done.returncode != 0 and str(user).encode() in done.stderr, done.stderr
     assert b"not a command sidecar can run first" in done.stderr
     assert not (workspace.root / ".claude").exists()
@@ -242,25 +219,21 @@ HAND_WRITTEN = '{\n  "statusLine": {"type": "command", "command": "sidecar statu
 
 
 @pytest.mark.parametrize("statusline", [False, True])
-def test_a_status_line_the_user_wrote_by_hand_stays_on_uninstall(workspace, env, statusline):
-    local = workspace.root / ".claude" / "settings.local.json"
-    local.parent.mkdir()
-    local.write_text(HAND_WRITTEN)
-    flags = ["--statusline"] if statusline else []
-    done = run("integrate", "claude-code", *flags, cwd=workspace.root, env=env)
+def test_a_status_line_the_user_wrote_by_hand_stays_on_uninstall(local, integrate, statusline):
+    write_file(local, HAND_WRITTEN)
+    done = integrate("claude-code", *(["--statusline"] if statusline else []))
     assert done.returncode == 0, done.stderr
     if statusline:
         assert b"yours, left as it is" in done.stdout, done.stdout
     assert status_line(local) == json.loads(HAND_WRITTEN)["statusLine"]
-    assert run("integrate", "claude-code", "--uninstall", cwd=workspace.root, env=env).returncode == 0
+    assert integrate("claude-code", "--uninstall").returncode == 0
     assert local.read_text() == HAND_WRITTEN
 
 
-def test_the_status_line_sidecar_wrote_goes_with_sidecar_uninstall(workspace, env):
-    local = workspace.root / ".claude" / "settings.local.json"
-    local.parent.mkdir()
+def test_the_status_line_sidecar_wrote_goes_with_sidecar_uninstall(workspace, env, local,
+                                                                   integrate):
     original = '{\n  "statusLine": {"type": "command", "command": "mine"}\n}\n'
-    local.write_text(original)
-    assert run("integrate", "claude-code", "--statusline", cwd=workspace.root, env=env).returncode == 0
+    write_file(local, original)
+    assert integrate("claude-code", "--statusline").returncode == 0
     assert run("uninstall", cwd=workspace.root, env=env).returncode == 0
     assert local.read_text() == original

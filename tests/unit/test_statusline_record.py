@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
+from helpers import write_file
 from sidecar import layout
-from support.user_files import run
 
 MINE = '{\n  "statusLine": {"type": "command", "command": "mine"}\n}\n'
 
@@ -22,58 +22,47 @@ def remembered() -> dict:
         return {}
 
 
-def test_a_status_line_sidecar_cannot_remember_is_not_written(workspace, env):
+def test_a_status_line_sidecar_cannot_remember_is_not_written(local, integrate):
     """Unremembered, uninstall would leave it, and a reinstall would call it the user's."""
-    local = workspace.root / ".claude" / "settings.local.json"
-    local.parent.mkdir()
-    local.write_text(MINE)
-    layout.config_home().mkdir(parents=True, exist_ok=True)
-    (layout.config_home() / "integrations.lock").mkdir()  # the record's lock cannot be taken
-    done = run("integrate", "claude-code", "--statusline", cwd=workspace.root, env=env)
+    write_file(local, MINE)
+    (layout.config_home() / "integrations.lock").mkdir(parents=True)  # the record's lock cannot be taken
+    done = integrate("claude-code", "--statusline")
     assert done.returncode != 0 and b"integrations" in done.stderr, done.stderr
     assert b"nothing was written" in done.stderr
     assert local.read_text() == MINE
 
 
-def test_a_status_line_that_cannot_be_written_is_not_remembered(workspace, env):
-    local = workspace.root / ".claude" / "settings.local.json"
-    local.parent.mkdir()
-    local.write_text(MINE)
-    local.chmod(0o444)
-    done = run("integrate", "claude-code", "--statusline", cwd=workspace.root, env=env)
+def test_a_status_line_that_cannot_be_written_is_not_remembered(local, integrate):
+    write_file(local, MINE).chmod(0o444)
+    done = integrate("claude-code", "--statusline")
     assert done.returncode != 0 and b"read-only" in done.stderr, done.stderr
     assert local.read_text() == MINE
     assert str(local) not in json.dumps(remembered())  # nothing of it is sidecar's
 
 
 @pytest.mark.parametrize("before", [None, '{\n  "model": "opus"\n}\n'])
-def test_what_the_user_adds_to_sidecars_status_line_stays_on_uninstall(workspace, env, before):
-    local = workspace.root / ".claude" / "settings.local.json"
+def test_what_the_user_adds_to_sidecars_status_line_stays_on_uninstall(local, integrate, before):
     if before is not None:
-        local.parent.mkdir()
-        local.write_text(before)
-    assert run("integrate", "claude-code", "--statusline", cwd=workspace.root, env=env).returncode == 0
+        write_file(local, before)
+    assert integrate("claude-code", "--statusline").returncode == 0
     data = json.loads(local.read_text())
     data["statusLine"]["padding"] = 2  # by hand, afterwards
     local.write_text(json.dumps(data, indent=2) + "\n")
-    again = run("integrate", "claude-code", "--statusline", cwd=workspace.root, env=env)
+    again = integrate("claude-code", "--statusline")
     assert again.returncode == 0 and json.loads(local.read_text())["statusLine"]["padding"] == 2
-    assert run("integrate", "claude-code", "--uninstall", cwd=workspace.root, env=env).returncode == 0
+    assert integrate("claude-code", "--uninstall").returncode == 0
     left = json.loads(local.read_text())
     assert left["statusLine"] == {"padding": 2}  # sidecar's command and type gone, theirs kept
     assert "hooks" not in left
 
 
-def test_keys_sidecar_took_from_a_lower_file_go_with_it(workspace, env):
-    user = Path(env["HOME"]) / ".claude" / "settings.json"
-    user.parent.mkdir(parents=True)
-    user.write_text('{"statusLine": {"type": "command", "command": "users", "padding": 1}}\n')
-    local = workspace.root / ".claude" / "settings.local.json"
-    local.parent.mkdir()
-    local.write_text('{\n  "model": "opus"\n}\n')
-    assert run("integrate", "claude-code", "--statusline", cwd=workspace.root, env=env).returncode == 0
+def test_keys_sidecar_took_from_a_lower_file_go_with_it(env, local, integrate):
+    write_file(Path(env["HOME"]) / ".claude" / "settings.json",
+               '{"statusLine": {"type": "command", "command": "users", "padding": 1}}\n')
+    write_file(local, '{\n  "model": "opus"\n}\n')
+    assert integrate("claude-code", "--statusline").returncode == 0
     data = json.loads(local.read_text())
     data["statusLine"]["refreshInterval"] = 7  # by hand
     local.write_text(json.dumps(data, indent=2) + "\n")
-    assert run("integrate", "claude-code", "--uninstall", cwd=workspace.root, env=env).returncode == 0
+    assert integrate("claude-code", "--uninstall").returncode == 0
     assert json.loads(local.read_text()) == {"model": "opus", "statusLine": {"refreshInterval": 7}}

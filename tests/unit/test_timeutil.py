@@ -3,7 +3,6 @@ datetime module gives; present words local times without it, as it did with it."
 
 from __future__ import annotations
 
-import os
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -75,17 +74,13 @@ ZONES = ["UTC", "Europe/Paris", "America/St_Johns", "Pacific/Kiritimati"]
 
 @contextmanager
 def zone(name: str) -> Iterator[None]:
-    before = os.environ.get("TZ")
-    os.environ["TZ"] = name
-    time.tzset()
     try:
-        yield
+        with pytest.MonkeyPatch.context() as patch:
+            patch.setenv("TZ", name)
+            time.tzset()
+            yield
     finally:
-        if before is None:
-            del os.environ["TZ"]
-        else:
-            os.environ["TZ"] = before
-        time.tzset()
+        time.tzset()  # the zone it was, TZ given back
 
 
 @given(st.floats(min_value=0, max_value=4e9), st.floats(min_value=-4e7, max_value=4e7))

@@ -2,6 +2,12 @@
 
 The workspace is real files made by sidecar's own ingestion (support/top_demo.py); the app
 follows them through its real folder watch (inotify), so a change shows by its own event.
+
+`top` also shows what hosts and logs say as text, never as markup; reads no hard-linked file;
+and its footer and columns fit a 120- and a 100-column terminal. Hosts' messages, traces,
+firing logs, paths and error texts are arbitrary text: a bracket in any of them must show as
+itself, not end the app or become a clickable action, and a control character shows escaped,
+never reaching the terminal.
 """
 
 from __future__ import annotations
@@ -13,21 +19,24 @@ from pathlib import Path
 
 import inotify_simple
 import orjson
+import pytest
 from rich.style import Style
 
 from helpers import read_json
-from sidecar.config import Config
-from sidecar.daemon.ingest import Ingestor
+from sidecar.base import words
+from sidecar.base.ids import harness_id
 from sidecar.followups import manual
-from sidecar.followups.queue import FollowUpQueue
 from sidecar.followups.store import HookStore
 from sidecar.layout import Workspace
-from sidecar.sessions.store import SessionStore
+from sidecar.top import view
 from sidecar.top.app import DetailScreen, TopApp
 from sidecar.top.feed import Feed
 from support import top_demo
+from support.stores import drop, ingestor
 
 SIZE = (150, 30)
+ASKS = "b21d44f0-asks"
+DONE = "e5a8f3d1-done"
 # inotify_simple finds libc through ldconfig (a process) on its first instance: made here, at
 # collection, so the real watch the tests follow files with starts none.
 inotify_simple.INotify().close()
@@ -46,10 +55,15 @@ def footer(app: TopApp) -> str:
     return str(app.query_one("#foot").render())
 
 
-def run(coro_fn, ws: Workspace, follow: bool = False, roots: list[Path] | None = None) -> None:
+def detail_text(app: TopApp) -> str:
+    return str(app.screen.query_one("#detail").render())
+
+
+def run(coro_fn, ws: Workspace, follow: bool = False, roots: list[Path] | None = None,
+        size: tuple[int, int] = SIZE) -> None:
     async def main() -> None:
         app = TopApp(Feed(roots or [ws.root]), follow=follow)
-        async with app.run_test(size=SIZE) as pilot:
+        async with app.run_test(size=size) as pilot:
             await pilot.pause()
             await coro_fn(app, pilot)
 
@@ -62,6 +76,29 @@ async def until(pilot, predicate, timeout: float = 1.0) -> None:
     while not predicate():
         assert time.monotonic() < deadline, "not shown in time"
         await pilot.pause(0.02)
+
+
+async def opened(app: TopApp, pilot) -> None:
+    """Until the session's detail screen has mounted its text (a loaded machine may take
+    more than one pause to compose a pushed screen)."""
+    for _ in range(100):
+        await pilot.pause()
+        if app.screen.query("#detail"):
+            return
+        await pilot.pause(0.05)
+    raise AssertionError("the detail screen never showed its text")
+
+
+def ingest(ws: Workspace, name: str, **event: object) -> None:
+    """One event, its file a minute old, ingested in process now."""
+    now = time.time()
+    drop(ws, name, orjson.dumps({"ts": now, **event}), now - 60)
+    ingestor(ws).drain(now)
+
+
+def firing_log(ws: Workspace) -> Path:
+    [log] = (ws.logs / "hooks" / "post-task").iterdir()
+    return log
 
 
 def test_every_state_shows_with_its_reason(tmp_path):
@@ -186,37 +223,21 @@ def test_a_claimed_follow_up_is_neither_cancelled_nor_moved(tmp_path):
     ws.hooks_file.write_bytes(orjson.dumps(doc))
     entry_id = doc["pending"][0]["id"]
     for change in (manual.cancel, manual.fire_now):
-        try:
+        with pytest.raises(manual.NotChangeable, match="started already"):
             change(ws, entry_id, now)
-        except manual.NotChangeable as exc:
-            assert "started already" in str(exc)
-        else:
-            raise AssertionError("changed a claimed entry")
     assert read_json(ws.hooks_file)["pending"] == doc["pending"]
-    try:
+    with pytest.raises(manual.NotChangeable, match="no longer queued"):
         manual.cancel(ws, "post-task:claude-code:gone", now)
-    except manual.NotChangeable as exc:
-        assert "no longer queued" in str(exc)
 
 
 def test_a_new_session_shows_within_a_second_of_its_record(tmp_path):
-    ws, now = demo(tmp_path)
-    ingest = Ingestor(SessionStore(ws, durable=False), FollowUpQueue(HookStore(ws), "t"),
-                      lambda: Config(), lambda changes: None)
+    ws, _ = demo(tmp_path)
 
     async def check(app, pilot):
-        payload = {"event": "session-start", "session_id": "a0000000-new", "host": "gemini",
-                   "ts": time.time()}
-        (ws.inbox / "new.json").write_bytes(orjson.dumps(payload))
-        os.utime(ws.inbox / "new.json", (now - 60, now - 60))
-        ingest.drain(time.time())
+        ingest(ws, "new.json", event="session-start", session_id="a0000000-new", host="gemini")
         await until(pilot, lambda: any("a0000000-new" in line for line in screen_lines(app)))
         assert "7 sessions" in footer(app)
-        payload = {"event": "turn-start", "session_id": "a0000000-new", "host": "gemini",
-                   "ts": time.time()}
-        (ws.inbox / "next.json").write_bytes(orjson.dumps(payload))
-        os.utime(ws.inbox / "next.json", (now - 60, now - 60))
-        ingest.drain(time.time())
+        ingest(ws, "next.json", event="turn-start", session_id="a0000000-new", host="gemini")
         await until(pilot, lambda: "2 working" in footer(app))
 
     run(check, ws, follow=True)
@@ -255,6 +276,113 @@ def test_an_unreadable_record_or_workspace_is_a_note_and_the_rest_is_shown(tmp_p
         assert "broken-record" in errors and "planted" in errors and "symlink" in errors
 
     run(check, ws, roots=[ws.root, gone])
+
+
+# -- what hosts and logs say, shown as text; the footer and columns at 120 and 100 ----------
+
+
+def test_brackets_and_controls_in_a_message_and_a_log_show_as_text_in_row_and_detail(tmp_path):
+    ws, now = demo(tmp_path)
+    ingest(ws, "ask.json", event="needs-input", session_id=ASKS, host=top_demo.HOST,
+           notification_type="permission_prompt", message="Bash: ls [/tmp] \x1b]0;owned\x07")
+    with firing_log(ws).open("a") as log:
+        log.write("[@click=app.quit]\n")
+
+    async def check(app, pilot):
+        [row] = [line for line in screen_lines(app) if ASKS[:12] in line]
+        assert "asked for permission: Bash: ls [/" in row  # clipped at 150 columns
+        await pilot.press("slash", *"b21d", "enter", "enter")
+        await opened(app, pilot)
+        assert isinstance(app.screen, DetailScreen)
+        assert "permission_prompt: Bash: ls [/tmp] \\x1b]0;owned\\x07" in detail_text(app)
+        await pilot.press("escape", "slash", *["backspace"] * 4, *"e5a8", "enter", "enter")
+        await opened(app, pilot)
+        assert "| [@click=app.quit]" in detail_text(app)
+        assert app.is_running and app.return_value is None
+
+    run(check, ws)
+
+
+def test_brackets_in_an_error_a_note_and_the_filter_show_as_text_in_the_footer(tmp_path):
+    ws = top_demo.build(tmp_path / "\x1b[2J[@click=app.quit]", time.time())  # a folder's name
+    broken = ws.sessions / "broken-record"
+    broken.mkdir()
+    (broken / "session.json").write_text("{not json")
+
+    async def check(app, pilot):
+        escaped = str(ws.root).replace("\x1b", "\\x1b")
+        assert f"error: {escaped}: session broken-record" in footer(app)
+        rows = [line for line in screen_lines(app) if line.strip()]
+        assert rows and all(line.split()[1] == "\\x1b[2J[@clic…" for line in rows), rows
+        app.notes.insert(0, "cannot read /srv/[/x]/.sidecar.toml")
+        app.feed.errors.clear()
+        app.show_footer()
+        assert "note: cannot read /srv/[/x]/.sidecar.toml" in footer(app)
+        await pilot.press("slash", *"[/b]", "enter")
+        assert "filter [/b]" in footer(app)
+        assert app.is_running
+
+    run(check, ws)
+
+
+def test_a_hard_linked_trace_or_log_is_not_shown_in_the_detail(tmp_path):
+    ws, now = demo(tmp_path)
+    secret = tmp_path / "secret.jsonl"
+    secret.write_bytes(orjson.dumps({"event": "leaked.event", "message": "a secret line",
+                                     "createdAt": "2026-01-01T00:00:00Z"}) + b"\n")
+    trace = ws.session_dir(harness_id(top_demo.HOST, DONE)) / "trace.jsonl"
+    trace.unlink()
+    os.link(secret, trace)
+    log = firing_log(ws)
+    log.unlink()
+    os.link(secret, log)
+
+    async def check(app, pilot):
+        await pilot.press("slash", *"e5a8", "enter", "enter")
+        await opened(app, pilot)
+        text = detail_text(app)
+        assert "post-task ok" in text  # the follow-up itself shows, its log does not
+        assert "leaked.event" not in text and "a secret line" not in text
+        assert "(no events recorded)" in text
+
+    run(check, ws)
+
+
+def test_the_footer_counts_in_words_and_fits_one_line_at_120_and_100_columns(tmp_path):
+    ws, _ = demo(tmp_path)
+    for width in (120, 100):
+        async def check(app, pilot, width=width):
+            text = footer(app)
+            assert "\n" not in text and len(text) <= width, text
+            assert "1 follow-up queued" in text and "q quit" in text
+            assert app.query_one("#foot").size.height == 1
+
+        run(check, ws, size=(width, 20))
+    assert view.Counts(0, 0, 2, 3, 3).footer() == ("0 working · 0 waiting · 2 follow-ups queued"
+                                                    " · 3 sessions")
+    assert view.Counts(1, 0, 0, 1, 1).footer().endswith("0 follow-ups queued · 1 session")
+    assert view.Counts(1, 0, 0, 1, 2).footer().endswith(" · 1 of 2 sessions")
+
+
+def test_the_follow_up_outcome_reads_whole_at_120_and_100_columns(tmp_path):
+    ws, now = demo(tmp_path)
+    doc = orjson.loads(ws.hooks_file.read_bytes())
+    doc["pending"] = []  # the session's last outcome shows, not its queued follow-up
+    ws.hooks_file.write_bytes(orjson.dumps(doc))
+    fired_at = now - 5300  # as top_demo records it
+    for width in (120, 100):
+        async def check(app, pilot, width=width):
+            [row] = [line for line in screen_lines(app) if DONE[:8] in line]
+            outcome = f"post-task ok {words.ago(fired_at, time.time())}"  # `1 h 28 min ago`
+            assert row.rstrip().endswith(outcome), row
+            assert len(row) == width
+            [asks] = [line for line in screen_lines(app) if ASKS[:8] in line]
+            assert "waiting for you asked for" in asks  # the why gives way, still there
+            assert view.header(width).split() == [
+                "HOST", "WORKSPACE", "SESSION", "STATE", "WHY", "LAST",
+                *(["TOKENS"] if width == 120 else []), "FOLLOW-UPS"]
+
+        run(check, ws, size=(width, 20))
 
 
 def test_colours_keep_their_meaning_on_the_selected_row_and_errors_are_red(tmp_path):

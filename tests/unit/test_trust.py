@@ -83,19 +83,16 @@ def test_a_broken_trust_file_is_set_aside_and_trust_begins_anew(workspace, confi
     assert trusted(workspace, store.read_view(workspace).hooks["post-task"])
 
 
-def test_a_trust_file_anyone_else_may_write_counts_for_nothing(tmp_path, config_home):
-    ws = Workspace(tmp_path / "ws")
-    initialise(ws, 0.0)
+def test_a_trust_file_anyone_else_may_write_counts_for_nothing(workspace, config_home):
     hook = command(["true"])
-    approve(ws, hook)
+    approve(workspace, hook)
     os.chmod(config_home / "trust.json", 0o666)
-    assert not trusted(ws, hook)
+    assert not trusted(workspace, hook)
 
 
-def test_trust_from_before_content_counts_for_nothing(tmp_path, config_home):
+def test_trust_from_before_content_counts_for_nothing(workspace, config_home):
     """trust.json of version 1 trusted an argv by the workspace's path alone."""
-    ws = Workspace(tmp_path / "ws")
-    initialise(ws, 0.0)
+    ws = workspace
     (config_home / "trust.json").write_bytes(orjson.dumps({"version": 1, "workspaces": {
         os.path.realpath(ws.root): {trust.Content(command(["true"]), None).definition_sha(): {
             "argv": ["true"]}}}}))
@@ -273,7 +270,6 @@ def test_a_claim_owner_that_is_a_path_names_no_instance(tmp_path, config_home):
 def test_a_workspace_reached_through_a_link_trusts_nothing(tmp_path, config_home):
     """status and doctor ask for trust too: a link on the path means no owner to trust for,
     so every command reads untrusted (never an error, never the link's target's trust)."""
-
     real = Workspace(tmp_path / "real")
     initialise(real, 0.0)
     hook = command(["true"])
@@ -283,11 +279,10 @@ def test_a_workspace_reached_through_a_link_trusts_nothing(tmp_path, config_home
     assert trust.untrusted(Workspace(tmp_path / "link"), [hook]) == [hook]
 
 
-def test_trust_json_keeps_a_targets_digest_and_its_shown_form_only(tmp_path, config_home):
+def test_trust_json_keeps_a_targets_digest_and_its_shown_form_only(workspace, config_home):
     """trust.json outlives the hook: it must not keep the secret a target holds, while the
     target (compared by its digest) is still trusted, and one byte changed is not."""
-    ws = Workspace(tmp_path / "ws")
-    initialise(ws, 0.0)
+    ws = workspace
     target = "https://bob:hunter2@hooks.example.com/services/T000/XXXX"
     notice = new_hook("n", "n", 0.0, action={"notify": target})
     approve(ws, notice)
@@ -301,12 +296,11 @@ def test_trust_json_keeps_a_targets_digest_and_its_shown_form_only(tmp_path, con
 
 
 def test_a_trust_file_past_what_is_read_back_forgets_gone_workspaces_or_refuses(
-        tmp_path, config_home):
+        workspace, tmp_path, config_home):
     """Its readers read at most 1 MiB: one written past that would trust nothing, silently."""
     from sidecar.owner import MAX_OWNED_BYTES
 
-    ws = Workspace(tmp_path / "ws")
-    initialise(ws, 0.0)
+    ws = workspace
     filler = {"id": "f" * 32, "hooks": {"h": [{"digest": "d" * 64 * 40}]}}
     doc = read_json(config_home / "trust.json")
     gone = {str(tmp_path / f"gone-{i}"): filler for i in range(MAX_OWNED_BYTES // 2500)}
@@ -315,10 +309,9 @@ def test_a_trust_file_past_what_is_read_back_forgets_gone_workspaces_or_refuses(
     approve(ws, command(["true"]))  # the gone ones are forgotten to make room
     kept = read_json(config_home / "trust.json")["workspaces"]
     assert set(kept) == {os.path.realpath(ws.root)} and trusted(ws, command(["true"]))
-    here = {}
-    for i in range(MAX_OWNED_BYTES // 2500):
-        (tmp_path / f"here-{i}").mkdir()
-        here[str(tmp_path / f"here-{i}")] = filler
+    here = {str(tmp_path / f"here-{i}"): filler for i in range(MAX_OWNED_BYTES // 2500)}
+    for path in here:
+        os.mkdir(path)  # workspaces still there: not forgotten
     doc = read_json(config_home / "trust.json")
     doc["workspaces"].update(here)
     (config_home / "trust.json").write_bytes(orjson.dumps(doc))

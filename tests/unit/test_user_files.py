@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from helpers import read_json
+from helpers import read_json, write_file
 from sidecar.hosts.claude_code import host as claude_code
 from support.user_files import dotfile, run, sidecar_hooks
 
@@ -37,13 +37,10 @@ LAYOUTS = {
 
 
 @pytest.mark.parametrize("layout", LAYOUTS)
-def test_integrate_then_uninstall_gives_the_users_settings_back_byte_for_byte(workspace, env,
+def test_integrate_then_uninstall_gives_the_users_settings_back_byte_for_byte(local, integrate,
                                                                                layout):
-    local = workspace.root / ".claude" / "settings.local.json"
-    local.parent.mkdir()
-    original = LAYOUTS[layout].encode()
-    local.write_bytes(original)
-    assert run("integrate", "claude-code", cwd=workspace.root, env=env).returncode == 0
+    original = write_file(local, LAYOUTS[layout]).read_bytes()
+    assert integrate("claude-code").returncode == 0
     written = local.read_bytes()
     assert sorted(sidecar_hooks(local)) == sorted(claude_code.EVENTS)
     if layout.startswith("four spaces"):  # the user's lines are still there, as they were
@@ -53,43 +50,38 @@ def test_integrate_then_uninstall_gives_the_users_settings_back_byte_for_byte(wo
         assert b"\n" not in written.replace(b"\r\n", b"")
     if layout == "tabs":
         assert b'\n\t"hooks": {\n\t\t"SessionStart"' in written
-    assert run("integrate", "claude-code", "--uninstall", cwd=workspace.root,
-               env=env).returncode == 0
+    assert integrate("claude-code", "--uninstall").returncode == 0
     assert local.read_bytes() == original
 
 
-def test_gemini_settings_with_comments_keep_them_and_come_back_whole(workspace, env):
-    settings = Path(env["HOME"]) / ".gemini" / "settings.json"
-    settings.parent.mkdir()
+def test_gemini_settings_with_comments_keep_them_and_come_back_whole(env, integrate):
     original = ('{\n  // my theme\n  "ui": {"theme": "dark"}, /* the model */\n'
                 '  "model": {"name": "gemini-2.5-pro"}\n}\n')
-    settings.write_text(original)
-    assert run("integrate", "gemini", cwd=workspace.root, env=env).returncode == 0
+    settings = write_file(Path(env["HOME"]) / ".gemini" / "settings.json", original)
+    assert integrate("gemini").returncode == 0
     text = settings.read_text()
     assert "// my theme" in text and "/* the model */" in text
     assert len(sidecar_hooks(settings, comments=True)) == 6  # Notification too
-    assert run("integrate", "gemini", "--uninstall", cwd=workspace.root, env=env).returncode == 0
+    assert integrate("gemini", "--uninstall").returncode == 0
     assert settings.read_text() == original
 
 
 def test_a_symlinked_settings_file_is_edited_at_its_target_keeping_link_and_mode(
-        workspace, env, tmp_path):
+        local, integrate, tmp_path):
     original = '{\n    "model": "opus"\n}\n'
     target = dotfile(tmp_path, "settings.local.json", original, 0o664)
-    local = workspace.root / ".claude" / "settings.local.json"
     local.parent.mkdir()
     local.symlink_to(target)
-    assert run("integrate", "claude-code", cwd=workspace.root, env=env).returncode == 0
+    assert integrate("claude-code").returncode == 0
     assert local.is_symlink() and local.resolve() == target
     assert stat.S_IMODE(target.stat().st_mode) == 0o664
     assert sidecar_hooks(target) == claude_code.EVENTS
-    assert run("integrate", "claude-code", "--uninstall", cwd=workspace.root,
-               env=env).returncode == 0
+    assert integrate("claude-code", "--uninstall").returncode == 0
     assert local.is_symlink() and target.read_text() == original
     assert stat.S_IMODE(target.stat().st_mode) == 0o664
 
 
-def test_codex_files_behind_links_stay_links_with_their_modes(workspace, env, tmp_path):
+def test_codex_files_behind_links_stay_links_with_their_modes(env, integrate, tmp_path):
     codex_home = Path(env["CODEX_HOME"])
     codex_home.mkdir()
     config = dotfile(tmp_path, "config.toml", '# mine\nmodel = "gpt-5.5"\n', 0o640)
@@ -99,13 +91,13 @@ def test_codex_files_behind_links_stay_links_with_their_modes(workspace, env, tm
     (codex_home / "config.toml").symlink_to(config)
     (codex_home / "hooks.json").symlink_to(hooks)
     before = {p: p.read_bytes() for p in (config, hooks)}
-    assert run("integrate", "codex", cwd=workspace.root, env=env).returncode == 0
+    assert integrate("codex").returncode == 0
     for link, target, mode in ((codex_home / "config.toml", config, 0o640),
                                (codex_home / "hooks.json", hooks, 0o644)):
         assert link.is_symlink() and link.resolve() == target
         assert stat.S_IMODE(target.stat().st_mode) == mode
     assert "trusted_hash" in config.read_text() and len(sidecar_hooks(hooks)) == 6
-    assert run("integrate", "codex", "--uninstall", cwd=workspace.root, env=env).returncode == 0
+    assert integrate("codex", "--uninstall").returncode == 0
     assert {p: p.read_bytes() for p in (config, hooks)} == before
 
 
@@ -126,21 +118,18 @@ def test_sidecars_own_config_toml_behind_a_link_stays_one(workspace, env, tmp_pa
 
 
 @pytest.mark.parametrize("host", ["claude-code", "gemini"])
-def test_a_read_only_settings_file_is_refused_in_one_line_and_left_alone(workspace, env, host):
-    path = (workspace.root / ".claude" / "settings.local.json" if host == "claude-code"
-            else Path(env["HOME"]) / ".gemini" / "settings.json")
-    path.parent.mkdir()
-    path.write_text('{"model": "opus"}\n')
-    path.chmod(0o444)
-    result = run("integrate", host, cwd=workspace.root, env=env)
+def test_a_read_only_settings_file_is_refused_in_one_line_and_left_alone(env, local, integrate,
+                                                                         host):
+    path = local if host == "claude-code" else Path(env["HOME"]) / ".gemini" / "settings.json"
+    write_file(path, '{"model": "opus"}\n').chmod(0o444)
+    result = integrate(host)
     assert result.returncode == 1
     assert result.stderr.decode().count("\n") == 1 and b"read-only (mode 0444)" in result.stderr
     assert path.read_text() == '{"model": "opus"}\n' and stat.S_IMODE(path.stat().st_mode) == 0o444
 
 
 @pytest.mark.parametrize("thing", ["link loop", "FIFO", "key twice"])
-def test_a_settings_file_sidecar_cannot_edit_is_one_line(workspace, env, thing):
-    local = workspace.root / ".claude" / "settings.local.json"
+def test_a_settings_file_sidecar_cannot_edit_is_one_line(local, integrate, thing):
     local.parent.mkdir()
     if thing == "link loop":
         local.symlink_to(local)
@@ -148,7 +137,7 @@ def test_a_settings_file_sidecar_cannot_edit_is_one_line(workspace, env, thing):
         os.mkfifo(local)  # never opened for a read that would wait
     else:
         local.write_text('{"hooks": {}, "model": "a", "hooks": {}}\n')
-    result = run("integrate", "claude-code", cwd=workspace.root, env=env)
+    result = integrate("claude-code")
     assert result.returncode == 1 and result.stderr.decode().count("\n") == 1
     said = {"link loop": b"cannot be read", "FIFO": b"is not a regular file",
             "key twice": b"has a key twice; fix it first"}[thing]
@@ -156,30 +145,25 @@ def test_a_settings_file_sidecar_cannot_edit_is_one_line(workspace, env, thing):
 
 
 @pytest.mark.parametrize("hooks", [{"SessionEnd": "x"}, {"Stop": {"hooks": []}}])
-def test_an_event_that_is_not_a_list_is_refused_in_one_line(workspace, env, hooks):
-    local = workspace.root / ".claude" / "settings.local.json"
-    local.parent.mkdir()
-    local.write_text(json.dumps({"hooks": hooks}))
-    result = run("integrate", "claude-code", cwd=workspace.root, env=env)
+def test_an_event_that_is_not_a_list_is_refused_in_one_line(local, integrate, hooks):
+    write_file(local, json.dumps({"hooks": hooks}))
+    result = integrate("claude-code")
     assert result.returncode == 1 and result.stderr.decode().count("\n") == 1
     assert b"is not a list; fix it first" in result.stderr
     assert read_json(local) == {"hooks": hooks}
 
 
-def test_folders_sidecar_made_go_once_empty_and_the_users_stay(workspace, env):
-    assert run("integrate", "opencode", cwd=workspace.root, env=env).returncode == 0
+def test_folders_sidecar_made_go_once_empty_and_the_users_stay(workspace, integrate):
+    assert integrate("opencode").returncode == 0
     assert (workspace.root / ".opencode" / "plugins" / "sidecar.js").is_file()
-    result = run("integrate", "opencode", "--uninstall", cwd=workspace.root, env=env)
+    result = integrate("opencode", "--uninstall")
     assert result.returncode == 0 and not (workspace.root / ".opencode").exists()
     assert b"sidecar created it" in result.stdout
 
-    mine = workspace.root / ".opencode" / "opencode.json"  # the user's folder, from before
-    mine.parent.mkdir()
-    mine.write_text("{}\n")
-    assert run("integrate", "opencode", cwd=workspace.root, env=env).returncode == 0
+    mine = write_file(workspace.root / ".opencode" / "opencode.json", "{}\n")  # their folder, from before
+    assert integrate("opencode").returncode == 0
     (workspace.root / ".opencode" / "plugins" / "notes.txt").write_text("mine\n")
-    assert run("integrate", "opencode", "--uninstall", cwd=workspace.root,
-               env=env).returncode == 0
+    assert integrate("opencode", "--uninstall").returncode == 0
     assert mine.read_text() == "{}\n"  # not sidecar's: stays, though it holds `{}`
     assert (workspace.root / ".opencode" / "plugins" / "notes.txt").read_text() == "mine\n"
     assert not (workspace.root / ".opencode" / "plugins" / "sidecar.js").exists()

@@ -3,11 +3,9 @@
 from __future__ import annotations
 
 import io
-import os
-from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -88,24 +86,11 @@ PATHS = st.tuples(st.sampled_from(["", "/", "//", "///", "/home/u/", "."]), PATH
 @given(PATHS, st.none() | PATHS, st.sampled_from(["/home/u", "/home/u/", "/", "", "//home/u",
                                                    "home/u", "/home/./u", None]))
 def test_a_path_is_shown_as_pathlib_showed_it(value, root, home):
-    with home_set(home):
-        assert words.path(value, root) == as_pathlib_said_it(
-            value, None if root is None else Path(root))
-        assert words.path(Path(value) if value else value, root) == as_pathlib_said_it(
-            value, None if root is None else Path(root))
-
-
-@contextmanager
-def home_set(home: str | None) -> Iterator[None]:
-    before = os.environ.get("HOME")
-    if home is None:
-        os.environ.pop("HOME", None)
-    else:
-        os.environ["HOME"] = home
-    try:
-        yield
-    finally:
-        if before is None:
-            os.environ.pop("HOME", None)
+    with pytest.MonkeyPatch.context() as patch:  # (hypothesis runs many examples per test)
+        if home is None:
+            patch.delenv("HOME", raising=False)
         else:
-            os.environ["HOME"] = before
+            patch.setenv("HOME", home)
+        said = as_pathlib_said_it(value, None if root is None else Path(root))
+        assert words.path(value, root) == said
+        assert words.path(Path(value) if value else value, root) == said
