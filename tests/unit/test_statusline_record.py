@@ -1,6 +1,7 @@
 """What sidecar remembers of the status line it writes (`integrations.json`) and the file
 itself stay in step: remembered before it is written, forgotten again if the write fails; and
-what the user added to sidecar's status line by hand stays when it is taken out."""
+what the user added to sidecar's status line by hand stays as long as it does, and goes with
+it (a `statusLine` without its command makes Claude Code skip the whole file)."""
 
 from __future__ import annotations
 
@@ -47,7 +48,7 @@ def test_a_status_line_that_cannot_be_written_is_not_remembered(workspace, env):
 
 
 @pytest.mark.parametrize("before", [None, '{\n  "model": "opus"\n}\n'])
-def test_what_the_user_adds_to_sidecars_status_line_stays_on_uninstall(workspace, env, before):
+def test_what_the_user_adds_to_sidecars_status_line_goes_with_it(workspace, env, before):
     local = workspace.root / ".claude" / "settings.local.json"
     if before is not None:
         local.parent.mkdir()
@@ -59,9 +60,9 @@ def test_what_the_user_adds_to_sidecars_status_line_stays_on_uninstall(workspace
     again = run("integrate", "claude-code", "--statusline", cwd=workspace.root, env=env)
     assert again.returncode == 0 and json.loads(local.read_text())["statusLine"]["padding"] == 2
     assert run("integrate", "claude-code", "--uninstall", cwd=workspace.root, env=env).returncode == 0
-    left = json.loads(local.read_text())
-    assert left["statusLine"] == {"padding": 2}  # sidecar's command and type gone, theirs kept
-    assert "hooks" not in left
+    # the whole line sidecar added goes: never a statusLine without its command
+    assert (json.loads(local.read_text()) if local.exists() else None) == \
+        (None if before is None else {"model": "opus"})
 
 
 def test_keys_sidecar_took_from_a_lower_file_go_with_it(workspace, env):
@@ -76,4 +77,4 @@ def test_keys_sidecar_took_from_a_lower_file_go_with_it(workspace, env):
     data["statusLine"]["refreshInterval"] = 7  # by hand
     local.write_text(json.dumps(data, indent=2) + "\n")
     assert run("integrate", "claude-code", "--uninstall", cwd=workspace.root, env=env).returncode == 0
-    assert json.loads(local.read_text()) == {"model": "opus", "statusLine": {"refreshInterval": 7}}
+    assert json.loads(local.read_text()) == {"model": "opus"}  # the user's file: theirs still
