@@ -25,7 +25,7 @@ from sidecar.base.timeutil import now
 from sidecar.cli.common import fail
 from sidecar.followups.store import initialise
 from sidecar.hosts import registry
-from sidecar.hosts.base import Host
+from sidecar.hosts.base import Extra, Host
 from sidecar.hosts.files import owned
 from sidecar.install import environment, launcher
 from sidecar.install import service as service_mod
@@ -99,9 +99,17 @@ def record_resume_executable(host: Host, uninstall: bool) -> None:
         typer.echo(said)
 
 
-def integrate(host: Host, flags: dict[str, bool], uninstall: bool, root: Path | None, init: bool) -> None:
+def integrate(host: Host, flags: dict[str, bool], uninstall: bool, root: Path | None, init: bool,
+              values: dict[str, int | None] | None = None) -> None:
     """`sidecar integrate <host>`: its hooks where the flags given choose (the first one the
-    host declares), calling `sidecar` by absolute path unless that file is one teams commit."""
+    host declares), calling `sidecar` by absolute path unless that file is one teams commit;
+    `values`: the numbers given to its extras' settings, by option name."""
+    values = values or {}
+    for extra in host.extras:
+        setting = extra.setting
+        if setting is not None and values.get(_option_name(setting.flag)) is not None \
+                and (uninstall or not flags.get(_option_name(extra.flag))):
+            fail(f"{setting.flag} goes with {extra.flag}")
     given = [scope for scope in host.scopes if scope.flag and flags.get(_option_name(scope.flag))]
     scope = given[0] if given else host.scopes[0]
     on_path = any(s.on_path for s in given) or scope.on_path
@@ -120,7 +128,8 @@ def integrate(host: Host, flags: dict[str, bool], uninstall: bool, root: Path | 
     def write() -> bool:
         # The extras first: one that cannot be set stops the integration before any hook is
         # written (and so before any is left unremembered).
-        said = [host.integrate_extra(extra.flag, place, command) for extra in extras]
+        said = [host.integrate_extra(extra.flag, place, command, _value(extra, values))
+                for extra in extras]
         changed = host.integrate(place, command, uninstall=uninstall)
         for sentence in said:
             typer.echo(sentence)
@@ -133,6 +142,14 @@ def _option_name(flag: str) -> str:
     return flag.lstrip("-").replace("-", "_")
 
 
+def _value(extra: Extra, values: dict[str, int | None]) -> int | None:
+    """The number `extra`'s setting was given, else its default (None: it has no setting)."""
+    if extra.setting is None:
+        return None
+    given = values.get(_option_name(extra.setting.flag))
+    return extra.setting.default if given is None else given
+
+
 def _command(host: Host) -> Callable[..., None]:
     """The typer command of one host: its scopes' flags, --uninstall, and --root and --init
     where it writes into a project."""
@@ -142,6 +159,12 @@ def _command(host: Host) -> Callable[..., None]:
     params = [inspect.Parameter(_option_name(flag), inspect.Parameter.KEYWORD_ONLY,
                                 default=typer.Option(False, flag, help=text), annotation=bool)
               for flag, text in flagged]
+    settings = [extra.setting for extra in host.extras if extra.setting is not None]
+    params += [inspect.Parameter(_option_name(setting.flag), inspect.Parameter.KEYWORD_ONLY,
+                                 default=typer.Option(None, setting.flag, metavar=setting.metavar,
+                                                      min=setting.least, help=setting.help),
+                                 annotation=int | None)
+               for setting in settings]
     params.append(inspect.Parameter("uninstall", inspect.Parameter.KEYWORD_ONLY,
                                     default=UninstallOpt, annotation=bool))
     in_project = any(scope.in_project for scope in host.scopes)
@@ -153,7 +176,8 @@ def _command(host: Host) -> Callable[..., None]:
 
     def command(**given: Any) -> None:
         integrate(host, {_option_name(f): bool(given[_option_name(f)]) for f in flags},
-                  bool(given["uninstall"]), given.get("root"), bool(given.get("init")))
+                  bool(given["uninstall"]), given.get("root"), bool(given.get("init")),
+                  {_option_name(s.flag): given[_option_name(s.flag)] for s in settings})
 
     command.__signature__ = inspect.Signature(params)  # type: ignore[attr-defined]
     command.__doc__ = f"{host.integrate_help}\n\nExample: sidecar integrate {host.name}"

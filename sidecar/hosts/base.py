@@ -72,12 +72,24 @@ class Scope:
 
 
 @dataclass(frozen=True)
+class Setting:
+    """A whole number an extra takes, by an option of its own (`--refresh-interval SECONDS`)."""
+
+    flag: str
+    metavar: str
+    help: str
+    default: int
+    least: int = 0  # the least value accepted
+
+
+@dataclass(frozen=True)
 class Extra:
     """Something `sidecar integrate <host>` also sets when its flag is given (Host.extras);
     taking the hooks out takes it out too."""
 
     flag: str
     help: str
+    setting: Setting | None = None  # a number it takes, if any
 
 
 @dataclass(frozen=True)
@@ -190,8 +202,9 @@ class Host:
         """Whether sidecar's hooks are in any of the host's settings seen from `root`."""
         return False
 
-    def integrate_extra(self, flag: str, place: Path, sidecar: str) -> str:
-        """Set the extra of `flag` at `place` (where the hooks went), calling `sidecar`; what
+    def integrate_extra(self, flag: str, place: Path, sidecar: str, value: int | None) -> str:
+        """Set the extra of `flag` at `place` (where the hooks went), calling `sidecar`, with
+        the number its setting was given (its default if none; None: it has no setting); what
         it did, in a sentence. IntegrateError (and nothing written) where it cannot."""
         raise NotImplementedError(f"{self.name} has no {flag}")
 

@@ -54,11 +54,12 @@ def test_the_status_line_goes_in_and_comes_out_byte_for_byte(local, integrate, l
     assert words[1:5] == ["status", "--line", "--source", "claude-code"]
     assert Path(words[0]).name == "sidecar" and Path(words[0]).is_absolute()
     if before is None:
-        assert line == {"type": "command", "command": line["command"]} and "--then" not in words
+        assert line == {"type": "command", "command": line["command"], "refreshInterval": 2}
+        assert "--then" not in words
     else:  # theirs kept: run first, by the very command they wrote; their other keys as they were
         assert words[5:] == ["--then", before["command"]]
         assert {k: v for k, v in line.items() if k != "command"} == \
-            {k: v for k, v in before.items() if k != "command"}
+            {**{k: v for k, v in before.items() if k != "command"}, "refreshInterval": 2}
     assert sorted(sidecar_hooks(local)) == sorted(claude_code.EVENTS)
     again = integrate("claude-code", "--statusline")
     assert b"already so; nothing changed" in again.stdout

@@ -1,6 +1,7 @@
 """What sidecar remembers of the status line it writes (`integrations.json`) and the file
 itself stay in step: remembered before it is written, forgotten again if the write fails; and
-what the user added to sidecar's status line by hand stays when it is taken out."""
+what the user added to sidecar's status line by hand stays as long as it does, and goes with
+it (a `statusLine` without its command makes Claude Code skip the whole file)."""
 
 from __future__ import annotations
 
@@ -41,7 +42,7 @@ def test_a_status_line_that_cannot_be_written_is_not_remembered(local, integrate
 
 
 @pytest.mark.parametrize("before", [None, '{\n  "model": "opus"\n}\n'])
-def test_what_the_user_adds_to_sidecars_status_line_stays_on_uninstall(local, integrate, before):
+def test_what_the_user_adds_to_sidecars_status_line_goes_with_it(local, integrate, before):
     if before is not None:
         write_file(local, before)
     assert integrate("claude-code", "--statusline").returncode == 0
@@ -51,9 +52,9 @@ def test_what_the_user_adds_to_sidecars_status_line_stays_on_uninstall(local, in
     again = integrate("claude-code", "--statusline")
     assert again.returncode == 0 and json.loads(local.read_text())["statusLine"]["padding"] == 2
     assert integrate("claude-code", "--uninstall").returncode == 0
-    left = json.loads(local.read_text())
-    assert left["statusLine"] == {"padding": 2}  # sidecar's command and type gone, theirs kept
-    assert "hooks" not in left
+    # the whole line sidecar added goes: never a statusLine without its command
+    assert (json.loads(local.read_text()) if local.exists() else None) == \
+        (None if before is None else {"model": "opus"})
 
 
 def test_keys_sidecar_took_from_a_lower_file_go_with_it(env, local, integrate):
@@ -65,4 +66,4 @@ def test_keys_sidecar_took_from_a_lower_file_go_with_it(env, local, integrate):
     data["statusLine"]["refreshInterval"] = 7  # by hand
     local.write_text(json.dumps(data, indent=2) + "\n")
     assert integrate("claude-code", "--uninstall").returncode == 0
-    assert json.loads(local.read_text()) == {"model": "opus", "statusLine": {"refreshInterval": 7}}
+    assert json.loads(local.read_text()) == {"model": "opus"}  # the user's file: theirs still

@@ -20,7 +20,7 @@ from types import MappingProxyType
 from typing import Any
 
 from sidecar.hosts import transcripts
-from sidecar.hosts.base import UUID, EndFacts, Extra, Failure, Host, Option, Scope, Tokens
+from sidecar.hosts.base import UUID, EndFacts, Extra, Failure, Host, Option, Scope, Setting, Tokens
 from sidecar.vocabulary import EventKind
 
 EVENTS = ["SessionStart", "UserPromptSubmit", "PostToolUse", "Stop", "StopFailure", "SessionEnd",
@@ -29,6 +29,10 @@ EVENTS = ["SessionStart", "UserPromptSubmit", "PostToolUse", "Stop", "StopFailur
 # rest are notices: auth_success, elicitation_complete, agent_completed...).
 ASKS = frozenset(("permission_prompt", "idle_prompt", "elicitation_dialog",
                   "elicitation_url_dialog", "worker_permission_prompt", "agent_needs_input"))
+
+# Seconds between two runs of the status line when nothing else makes Claude Code run it: so
+# that `working 2 min` counts through a turn. 2.1.328 takes a number of seconds, 1 or more.
+REFRESH_INTERVAL = 2
 
 PERMISSION_MODE = Option("permissionMode", "permission_mode",
                          ("acceptEdits", "auto", "bypassPermissions", "manual", "dontAsk", "plan"),
@@ -126,7 +130,13 @@ class ClaudeCode(Host):
     integrate_hint = " (or --user for every project)"
     extras = (Extra("--statusline", "Also make Claude Code's status line `sidecar status "
                     "--line` (this session's state and next follow-up), in the same file; a "
-                    "status line you already have is kept and shown first."),)
+                    "status line you already have is kept and shown first.",
+                    Setting("--refresh-interval", "SECONDS", "With --statusline: how often "
+                            "Claude Code runs the status line again, so that it counts during "
+                            "a turn (its statusLine.refreshInterval; 0: only when Claude Code's "
+                            f"own state changes; default {REFRESH_INTERVAL}). One you set "
+                            "yourself is kept.",
+                            REFRESH_INTERVAL)),)
     id_shape = (UUID, "a UUID")
 
     def place(self, scope: Scope, root: Path | None, home: Path) -> Path:
@@ -145,13 +155,14 @@ class ClaudeCode(Host):
             changed = statusline.remove(place, self.name) or changed
         return changed
 
-    def integrate_extra(self, flag: str, place: Path, sidecar: str) -> str:
+    def integrate_extra(self, flag: str, place: Path, sidecar: str, value: int | None) -> str:
         from sidecar.hosts.claude_code import statusline
 
         below = ranked_below(place, Path.home())
         taken = read_wherever(place, Path.home())
         return statusline.install(place, sidecar, self.name, taken,
-                                         [file for file in below if file not in taken])
+                                  [file for file in below if file not in taken],
+                                  REFRESH_INTERVAL if value is None else value)
 
     def integrated(self, root: Path | None, home: Path) -> bool:
         from sidecar.hosts.files import settings

@@ -12,8 +12,14 @@ user's own line). Taking sidecar out puts their command back, or removes the `st
 sidecar added, so the file is given back byte for byte; a file whose status line could not be
 given back so (a command written with escapes JSON does not need) is left alone, and the error
 says how to combine the two by hand. What sidecar wrote is remembered (files/owned.py), before
-it is written: a `sidecar status --line` the user wrote by hand is never taken out, and a key
-the user adds by hand to the status line sidecar added stays when it is.
+it is written: a `sidecar status --line` the user wrote by hand is never taken out.
+
+A status line sidecar added goes whole, with any key the user set in it since: Claude Code
+refuses a `statusLine` without its `command` (and skips the whole file, permission rules
+and all), and none of those keys means anything without one. Its `refreshInterval` (seconds;
+Claude Code runs the line only when its own state changes otherwise, so `working` would not
+count during a turn) is set where the line has none of the user's, and taken out again with
+sidecar's command if it is still the value sidecar wrote.
 """
 
 from __future__ import annotations
@@ -30,6 +36,7 @@ from sidecar.hosts.base import IntegrateError
 from sidecar.hosts.files import jsonedit, owned, settings
 
 KEY = "statusLine"
+REFRESH = "refreshInterval"
 THEN = "--then"
 
 
@@ -88,31 +95,45 @@ def hand_added(line: Any, wrote: Any) -> dict[str, Any]:
             if key != "command" and (key not in wrote or wrote[key] != value)}
 
 
-def without_ours(data: dict[str, Any], added: bool, wrote: Any = None) -> dict[str, Any]:
-    """The settings as they were before sidecar's status line: the user's command back, or
-    (`added`: the file had none) no status line, but for the keys set by hand since."""
+def without_ours(data: dict[str, Any], record: Any) -> dict[str, Any]:
+    """The settings as they were before sidecar's status line (`record`: what sidecar
+    remembers writing): the user's command back, without the `refreshInterval` sidecar set;
+    or (its `added`: the file had none) no status line at all, whatever is in it now."""
     out = copy.deepcopy(data)
     line = out.get(KEY)
     mine, theirs = parse(line.get("command") if isinstance(line, dict) else None)
-    if not mine or not isinstance(line, dict):
+    if not mine or not isinstance(line, dict) or not isinstance(record, dict):
         return out
-    kept = hand_added(line, wrote) if added else {}
-    if kept:
-        out[KEY] = kept
-    elif added or theirs is None:
-        del out[KEY]
-    else:
-        line["command"] = theirs
+    if record.get("added") or theirs is None:
+        del out[KEY]  # whole: a statusLine without its command makes the file unloadable
+        return out
+    line["command"] = theirs
+    if REFRESH in record and line.get(REFRESH) == record[REFRESH]:
+        del line[REFRESH]
     return out
 
 
-def install(path: Path, sidecar: str, source: str, below: list[Path], hidden: list[Path]) -> str:
+def _with_interval(line: dict[str, Any], record: Any, interval: int) -> tuple[dict[str, Any], int | None]:
+    """The user's `line` (sidecar's command in it) with sidecar's `refreshInterval` set to
+    `interval` (0: none) where the user has none of their own; and the one sidecar set (None:
+    none). One sidecar set before (`record`) is not the user's."""
+    out = dict(line)
+    if isinstance(record, dict) and REFRESH in record and out.get(REFRESH) == record[REFRESH]:
+        del out[REFRESH]
+    if REFRESH in out or not interval:
+        return out, None
+    return {**out, REFRESH: interval}, interval
+
+
+def install(path: Path, sidecar: str, source: str, below: list[Path], hidden: list[Path],
+            interval: int) -> str:
     """Set sidecar's status line in `path`, running first the user's: the file's own, or, if
     it has none, the one of the files `below` it that Claude Code would show otherwise (never
     written); of the files `hidden` below it, none is copied in (said, if one has a line).
-    Says what it did. IntegrateError, and nothing written, where taking it out again
-    could not give the file back as it is. A `sidecar status --line` the user wrote by hand
-    stays as it is (and stays on uninstall: only what sidecar wrote is remembered as its)."""
+    Its `refreshInterval` is `interval` seconds (0: none), unless the user set one. Says what
+    it did. IntegrateError, and nothing written, where taking it out again could not give the
+    file back as it is. A `sidecar status --line` the user wrote by hand stays as it is (and
+    stays on uninstall: only what sidecar wrote is remembered as its)."""
     old = settings.read_text(path)
     data = settings.load_json(path)
     line = data.get(KEY)
@@ -123,21 +144,24 @@ def install(path: Path, sidecar: str, source: str, below: list[Path], hidden: li
                "as it is)"
     added = line is None or (mine and bool(record and record.get("added")))
     base, base_path = shown_below(below) if added else (line, path)
-    ours = composed(base, sidecar, source, base_path or path)
+    ours, set_interval = _with_interval(composed(base, sidecar, source, base_path or path),
+                                        None if added else record, interval)
     wrote = {key: value for key, value in ours.items() if key != "command"}
-    if added:  # what the user set by hand in sidecar's line since it wrote it stays
+    if added:  # what the user set by hand in sidecar's line since it wrote it stays while it does
         ours = {**ours, **hand_added(line, record.get("wrote") if record else None)}
+    remembered = {"added": True, "wrote": wrote} if added else \
+        {"added": False, **({REFRESH: set_interval} if set_interval else {})}
     new_data = {**data, KEY: ours}
     try:
         new = jsonedit.dumps_new(new_data) if old is None else jsonedit.rewrite(old, new_data)
-        back = jsonedit.rewrite(new, without_ours(new_data, added)) if old is not None else None
+        back = jsonedit.rewrite(new, without_ours(new_data, remembered)) if old is not None else None
     except jsonedit.JsonEditError as exc:
         raise IntegrateError(f"{path}: {exc}") from None
-    if old is not None and back != old and without_ours(data, added) == data:
+    if old is not None and back != old and without_ours(data, remembered) == data:
         raise IntegrateError(f"{path}: {_not_kept(line, ours)}")
     # Remembered first: a line of sidecar's that is not remembered would stay on uninstall,
     # and be taken for the user's own. Forgotten again if it cannot be written.
-    _remember(path, source, {"added": added, "wrote": wrote} if added else {"added": False})
+    _remember(path, source, remembered)
     if new != old:
         try:
             settings.write_text(path, new)
@@ -148,7 +172,16 @@ def install(path: Path, sidecar: str, source: str, below: list[Path], hidden: li
     return f"the status line runs `sidecar status --line` in {path}" + (
         f", and first {theirs} of {base_path}, the status line Claude Code showed (that file "
         f"is not changed)" if base_path not in (None, path) and theirs else "") + (
+        _refreshed(ours.get(REFRESH), interval)) + (
         "" if new != old else " (already so; nothing changed)") + _hides(added, base, hidden)
+
+
+def _refreshed(shown: Any, interval: int) -> str:
+    """How often Claude Code runs the line again: `shown`, which is the user's own where it
+    is not the `interval` asked for."""
+    if shown is None:
+        return ""
+    return f", every {shown} s" + ("" if shown == interval else f" (your own {REFRESH}, kept)")
 
 
 def _hides(added: bool, base: Any, hidden: list[Path]) -> str:
@@ -174,8 +207,7 @@ def remove(path: Path, source: str) -> bool:
     record = owned.read(source, str(path)).get(KEY)
     if not isinstance(record, dict) or settings.read_text(path) is None:
         return False
-    changed = settings.save_json(path, without_ours(settings.load_json(path),
-                                                    bool(record.get("added")), record.get("wrote")))
+    changed = settings.save_json(path, without_ours(settings.load_json(path), record))
     owned.change(source, str(path), lambda ours_here: ours_here.pop(KEY, None))
     return changed
 
