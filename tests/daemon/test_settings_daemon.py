@@ -1,6 +1,6 @@
 """A running daemon takes up config.toml and the environment file as they change, a follow-up
-fired right after a change runs with it, and `doctor` checks what the daemon resolved (its
-report), not the files."""
+fired right after a change runs with it, `reload` returns once the daemon has read them, and
+`doctor` checks what the daemon resolved (its report), not the files."""
 
 from __future__ import annotations
 
@@ -78,3 +78,41 @@ def test_doctor_fails_while_the_running_daemon_lacks_the_resume_executable(
     assert f"ok      claude-code: the resume command resolves in {where} ({claude})" in out, out
     assert "ANTHROPIC_API_KEY" not in out and "PROBLEM" not in out and result.returncode == 0
 
+
+def test_doctor_right_after_reload_no_longer_reports_what_the_reload_fixed(
+        workspace, config_home, start_daemon, tmp_path, monkeypatch):
+    (config_home / "config.toml").write_text("")  # the default heartbeat: once a minute
+    home = tmp_path / "home"
+    claude = fake_host(tmp_path / "nvm" / "bin", "claude")
+    shell = {"HOME": str(home), "ANTHROPIC_API_KEY": "sk-mine",
+             "PATH": f"{claude.parent}:{fake_systemctl(tmp_path, answers=False)}"}
+    monkeypatch.delenv("ANTHROPIC_API_KEY", raising=False)
+    assert run_cli("integrate", "claude-code", cwd=workspace.root, env=shell).returncode == 0
+    daemon = start_daemon(workspace.root, env={"HOME": str(home), "PATH": DAEMON_PATH})
+    missing = "claude-code: ANTHROPIC_API_KEY is set in your shell but missing from the running " \
+              f"sidecar's environment (pid {daemon.pid})"
+    assert missing in run_cli("doctor", cwd=workspace.root, env=shell).stdout.decode()
+    (config_home / "environment").write_text("ANTHROPIC_API_KEY=sk-mine\n")
+    reloaded = run_cli("reload", env=shell)
+    [instance] = [read_json(p) for p in workspace.instances.glob("*.json")]
+    assert instance["environment"]["variables"] == ["ANTHROPIC_API_KEY"]  # as reload returns
+    result = run_cli("doctor", cwd=workspace.root, env=shell)
+    assert "ANTHROPIC_API_KEY" not in result.stdout.decode() and result.returncode == 0, result.stdout
+    assert reloaded.returncode == 0, reloaded.stderr
+    assert f"the daemon with pid {daemon.pid} read config.toml and the environment file again" \
+        in reloaded.stdout.decode()
+
+
+def test_reload_of_a_bad_config_toml_says_the_daemon_kept_its_settings_and_doctor_too(
+        workspace, config_home, start_daemon):
+    daemon = start_daemon(workspace.root)
+    (config_home / "config.toml").write_text("staleAfter = 'soon'\n")
+    reloaded = run_cli("reload")
+    said = reloaded.stderr.decode()
+    assert reloaded.returncode == 2, said
+    assert f"the daemon with pid {daemon.pid} could not read its settings again, and runs with " \
+           "those it had: " in said and "staleAfter" in said
+    out = run_cli("doctor", cwd=workspace.root).stdout.decode()
+    assert f"PROBLEM the running sidecar (pid {daemon.pid}) could not read its settings again" in out
+    (config_home / "config.toml").write_text("staleAfter = '2h'\n")  # read by itself, at once
+    assert "could not read" not in run_cli("doctor", cwd=workspace.root).stdout.decode()
