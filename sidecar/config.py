@@ -38,6 +38,34 @@ class ConfigError(SidecarError):
 
 
 @dataclass(frozen=True)
+class SettingsRead:
+    """A running daemon's last read of config.toml and the environment file: when (wall
+    clock), the files as it found them (`settings_files_now`), and why the read failed, if
+    it did (the daemon then runs with the settings it had)."""
+
+    at: float
+    files: tuple[jsonfile.Signature | None, ...]
+    error: str | None = None
+
+    def report(self) -> dict[str, Any]:
+        """As its instance file says it, for `doctor` and `reload`; `folder` says whose files."""
+        return {"folder": str(layout.config_home()), "readAt": self.at, "error": self.error,
+                "files": [None if s is None else list(s) for s in self.files]}
+
+
+def settings_files_now() -> tuple[jsonfile.Signature | None, ...]:
+    """config.toml's and the environment file's (inode, size, mtime) now, None where missing:
+    a change to either, an edit in place or a file written anew, changes them."""
+    found: list[jsonfile.Signature | None] = []
+    for path in (layout.config_file(), layout.config_home() / "environment"):
+        try:
+            found.append(jsonfile.signature(path))
+        except OSError:  # a folder that cannot be looked into: as good as missing
+            found.append(None)
+    return tuple(found)
+
+
+@dataclass(frozen=True)
 class Config:
     """The user's settings. Immutable: a reload makes a new one and swaps it in whole."""
 

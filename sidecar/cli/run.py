@@ -8,6 +8,7 @@ the rest of the command line (the integration code, tomlkit, doctor, the service
 from __future__ import annotations
 
 import logging
+import time
 from pathlib import Path
 
 import typer
@@ -38,6 +39,8 @@ def run(
     from sidecar.daemon.process import serve
 
     configure_logging(logging.DEBUG if verbose else logging.INFO)
+    # The files as they are before they are read: one changed meanwhile is read again.
+    read = config_mod.SettingsRead(time.time(), config_mod.settings_files_now())
     config = load_config()
     roots = None
     if root:
@@ -48,7 +51,7 @@ def run(
                 fail(f"{folder} is not in a workspace (no .context/); run `sidecar init "
                      f"{folder}`", NOT_WORKSPACE)
             roots.append(ws.root)
-    raise typer.Exit(serve(roots, config))
+    raise typer.Exit(serve(roots, config, read))
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -24,7 +24,7 @@ from pathlib import Path
 from sidecar import config as config_mod
 from sidecar import jsonfile, layout
 from sidecar.base.timeutil import now
-from sidecar.config import Config
+from sidecar.config import Config, SettingsRead
 from sidecar.coordination import current as coordination
 from sidecar.coordination.base import Listening, workspace_key
 from sidecar.coordination.instances import Identity
@@ -35,6 +35,7 @@ from sidecar.daemon.loop import StepLoop
 from sidecar.daemon.plugins import PluginRunner
 from sidecar.daemon.sdnotify import Notifier
 from sidecar.daemon.setaside import SET_ASIDE_RETRY
+from sidecar.daemon.settings import Settings, say_env_problems
 from sidecar.daemon.signalflags import SignalFlags
 from sidecar.daemon.watch import FolderWatch, InotifyWatch, folder_watch
 from sidecar.daemon.workspace import WorkspaceServer
@@ -49,14 +50,13 @@ SKIPPED_NAMED = 5  # registered folders that are not workspaces named one by one
 class Daemon:
     """The process: workspace servers, their watches and loop, signals, the registry."""
 
-    def __init__(self, roots: list[Path] | None, config: Config) -> None:
+    def __init__(self, roots: list[Path] | None, config: Config, read: SettingsRead | None = None) -> None:
         self.fixed_roots = roots
-        self.config = config  # replaced whole on reload, never changed in place
         # Chosen once: instances of one workspace on different backends would not see each
         # other's locks, so a changed URL takes a restart (a reload says so).
-        self.coordination_url = config.coordination_url
         self.coordination = coordination.for_url(config.coordination_url)
         coordination.use(self.coordination)
+        self.settings = Settings(config, read, self._settings_changed, self.coordination.shown)
         self.by_key: dict[str, WorkspaceServer] = {}  # (coordination's workspace keys)
         self.identity = Identity()
         self.stop = threading.Event()
@@ -78,8 +78,9 @@ class Daemon:
         self.notifier = Notifier()
         self.signals = SignalFlags()  # set by the handlers, acted on by the main thread
 
-    def current_config(self) -> Config:
-        return self.config
+    @property
+    def config(self) -> Config:
+        return self.settings.current()
 
     def wanted_roots(self) -> list[Path] | None:
         """The workspaces to serve; None while the registry cannot be read (said once for
@@ -171,10 +172,11 @@ class Daemon:
 
     def _start_serving(self, root: Path, ws: Workspace) -> None:
         ws.ensure_runtime()
-        server = WorkspaceServer(ws, self.current_config, self.identity, self.plugins,
+        server = WorkspaceServer(ws, self.settings.current, self.identity, self.plugins,
                                  self.stop.is_set, self.watch_process,
                                  watch_reliable=isinstance(self.folders, InotifyWatch)
-                                 and self.coordination.implements.every_arrival_by_watch)
+                                 and self.coordination.implements.every_arrival_by_watch,
+                                 fresh=self.settings.fresh, read=self.settings.last_read)
         self.by_key[workspace_key(ws)] = server
         server.wake = lambda: self.loop.wake(server)
         self._watch_folders(server)
@@ -326,7 +328,7 @@ class Daemon:
 
     def _watch_registry(self) -> None:
         """Until told to stop: reload on SIGHUP (once for any number waiting), and look at the
-        registry every REGISTRY_INTERVAL."""
+        registry and the settings files every REGISTRY_INTERVAL."""
         registry_sig = jsonfile.signature(layout.registry_file())
         next_look = time.monotonic() + REGISTRY_INTERVAL
         while not self.signals.wait(max(0.0, next_look - time.monotonic()), self.stop):
@@ -338,6 +340,7 @@ class Daemon:
             if time.monotonic() < next_look:
                 continue
             next_look = time.monotonic() + REGISTRY_INTERVAL
+            self.settings.fresh()  # config.toml or the environment file changed: read again
             sig = jsonfile.signature(layout.registry_file())
             if sig != registry_sig or self.failing or self.resync:
                 self.resync = False
@@ -361,27 +364,18 @@ class Daemon:
     def _reload_config(self) -> None:
         monotonic_usec = time.clock_gettime_ns(time.CLOCK_MONOTONIC) // 1000
         self.notifier.send("RELOADING=1", f"MONOTONIC_USEC={monotonic_usec}")
-        try:
-            self.config = config_mod.load_config()
-            log.info("configuration reloaded")
-            if self.config.coordination_url != self.coordination_url:
-                log.warning("the coordination URL changed; it is used from the next start "
-                            "(sidecar service restart): until then, %s", self.coordination.shown)
-            say_env_problems(self.config)
-        except config_mod.ConfigError as exc:
-            log.error("configuration not reloaded: %s", exc)
+        self.settings.reload()
         self.notifier.send("READY=1", f"STATUS={self.status_line()}")
 
+    def _settings_changed(self) -> None:
+        """After each read of the settings (on any thread): every workspace rewrites its
+        instance file at once, so `doctor` and `reload` see the read now, not a beat later."""
+        for server in list(self.servers.values()):
+            server.notice_settings_change()
 
-def say_env_problems(config: Config) -> None:
-    """Each line of the environment file that follow-ups do not get, logged: a key dropped
-    without a word is a follow-up failing for no visible reason."""
-    for problem in config.env_problems:
-        log.warning("%s", problem)
 
-
-def serve(roots: list[Path] | None, config: Config) -> int:
+def serve(roots: list[Path] | None, config: Config, read: SettingsRead | None = None) -> int:
     say_env_problems(config)
-    daemon = Daemon(roots, config)
+    daemon = Daemon(roots, config, read)
     daemon.signals.install()
     return daemon.run()

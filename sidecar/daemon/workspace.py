@@ -22,7 +22,7 @@ from sidecar.base.endreasons import HOST_EXITED
 from sidecar.base.errors import SidecarError
 from sidecar.base.proc import process_space
 from sidecar.base.wslog import WorkspaceLog
-from sidecar.config import Config
+from sidecar.config import Config, SettingsRead
 from sidecar.coordination import current as coordination
 from sidecar.coordination.base import Conflict, LeaseLost, Unreachable
 from sidecar.coordination.instances import Identity, Reportable
@@ -52,10 +52,14 @@ class WorkspaceServer:
     def __init__(self, ws: Workspace, config: Callable[[], Config], identity: Identity,
                  plugins: PluginRunner | None = None, stopping: Callable[[], bool] = lambda: False,
                  watch: Callable[[Proc, WorkspaceServer], None] | None = None,
-                 watch_reliable: bool = False) -> None:
+                 watch_reliable: bool = False, fresh: Callable[[], Config] | None = None,
+                 read: Callable[[], SettingsRead | None] = lambda: None) -> None:
         self.ws = ws
         self.log = WorkspaceLog(ws.root)  # its lines begin with the root
         self.config = config
+        # The settings read again first where their files changed (daemon/settings.py): what
+        # a follow-up about to fire runs with.
+        self.fresh_config = fresh or config
         self.identity = identity
         self.plugins = plugins
         self.coordination = coordination.get()
@@ -66,7 +70,7 @@ class WorkspaceServer:
         self.queue = FollowUpQueue(self.hook_store, identity.id)
         self.ingest = Ingestor(self.sessions, self.queue, config, self._report, stopping, watch_reliable)
         self.followups: FollowUps | None = None
-        self.environment = followup_env.Reporter(ws, config)
+        self.environment = followup_env.Reporter(ws, config, read)
         self.watch = watch  # the process watch: tells `notice_host_exit` when a host is gone
         # The live sessions' host processes, those whose pids mean something here
         self.hosts = HostWatch(self._watch_process, process_space(),
@@ -77,6 +81,7 @@ class WorkspaceServer:
         self.inbox_arrival = threading.Event()  # an event file arrived (the folder watch)
         self.next_beat = 0.0
         self.beaten = 0.0  # when the instance file was last written
+        self.beat_now = False  # the settings were read again: say so at the next step
         self.reported: Reportable | None = None  # what it said then
         self.set_aside_for: str | None = None  # why the workspace is set aside, while it is
         self.clock = StepDetector()  # fed by the loop's step with both clocks' times
@@ -89,6 +94,10 @@ class WorkspaceServer:
         self.wake()
 
     def notice_hooks_change(self) -> None:
+        self.wake()
+
+    def notice_settings_change(self) -> None:
+        self.beat_now = True
         self.wake()
 
     def notice_host_exit(self, proc: Proc) -> None:
@@ -161,7 +170,7 @@ class WorkspaceServer:
         self.hook_store.seed(now)
         self.followups = FollowUps(
             self.ws, self.queue, self.sessions, self.config, leadership.claim_lives,
-            self._watch_process, self._fired, self.coordination)
+            self._watch_process, self._fired, self.coordination, self.fresh_config)
         live = self.sessions.live_hosts()
         for key, pid, start, space in live:  # a host may have died meanwhile
             if self.hosts.watchable(space):
@@ -235,7 +244,8 @@ class WorkspaceServer:
         `heartbeatInterval` passed; returns when to look again. Liveness is the life lock's,
         so an idle workspace costs one write a heartbeatInterval."""
         changed = self._reportable() != self.reported
-        if now >= self.next_beat or (changed and now >= self.beaten + BEAT_MIN):
+        if now >= self.next_beat or self.beat_now or (changed and now >= self.beaten + BEAT_MIN):
+            self.beat_now = False  # before the beat: a read during it is said at the next
             self.heartbeat(now)
             changed = False
         return self.beaten + BEAT_MIN if changed else self.next_beat

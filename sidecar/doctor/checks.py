@@ -19,6 +19,7 @@ from sidecar.coordination import current as coordination
 from sidecar.coordination.base import Unreachable
 from sidecar.doctor import hooks as hook_checks
 from sidecar.doctor import mounts
+from sidecar.doctor import running as daemon_report
 from sidecar.followups.run import environment as followup_env
 from sidecar.hosts import registry
 from sidecar.hosts.base import Finding, Host, note
@@ -46,7 +47,7 @@ def check(cwd: Path, home: Path, platform: str = sys.platform, proc: Path = Path
     registered = [root for root in roots or [] if Workspace(root).context.is_dir()]
     unserved = [root for root in registered if not workspace_report(str(root), now())["served"]]
     fix = _serve_fix(platform)
-    running = _running(ws, registered)
+    running = daemon_report.running(ws, registered)
     on = [host for host in registry.integrable() if host.integrated(ws.root if ws else None, home)]
     return [
         *unreadable,
@@ -57,6 +58,7 @@ def check(cwd: Path, home: Path, platform: str = sys.platform, proc: Path = Path
         *(_launcher() if on else []),  # it costs hooks, and none runs before one is integrated
         *_workspace(cwd, ws, roots, unserved, fix),
         *_storage(ws, mountinfo),
+        *daemon_report.findings(running),
         *_hosts(ws, home, platform, running, on),
         *_env_file(running),
         *_inotify(proc),
@@ -64,23 +66,11 @@ def check(cwd: Path, home: Path, platform: str = sys.platform, proc: Path = Path
     ]
 
 
-def _running(ws: Workspace | None, registered: list[Path]) -> followup_env.Reported | None:
-    """What the running daemon reports of the environment follow-ups get: the one serving
-    this workspace, else the first that serves a registered one."""
-    roots = ([ws.root] if ws is not None and ws.root in registered else []) + registered
-    for root in roots:
-        found = followup_env.reported(Workspace(root))
-        if found is not None:
-            return found
-    return None
-
-
 def _env_file(running: followup_env.Reported | None) -> list[Finding]:
     """Lines of the environment file that follow-ups do not get (as read here, and as the
     running daemon read it)."""
     problems = dict.fromkeys([*envfile.read_env_file().problems, *(running.problems if running else ())])
-    reread = "" if running is None else \
-        f"; then make the running sidecar read it again: kill -HUP {running.pid}"
+    reread = "" if running is None else "; the running sidecar reads it again once it changes"
     return [Finding(False, problem, f"correct it in {envfile.env_file()}{reread}") for problem in problems]
 
 
@@ -229,7 +219,8 @@ def _agent_environment(hosts: list[Host], home: Path, platform: str,
                        running: followup_env.Reported | None = None) -> list[Finding]:
     """For each integrated host: does its resume command resolve in the environment
     follow-ups get, with the variables it needs? That is what the running daemon reports,
-    whoever started it; with none running, the service's (or this shell's) as it would be."""
+    whoever started it (the command it has and the executable it found, not the file's);
+    with none running, the service's (or this shell's) as it would be."""
     try:
         resume = config_mod.load_config().resume
     except config_mod.ConfigError as exc:
@@ -240,17 +231,24 @@ def _agent_environment(hosts: list[Host], home: Path, platform: str,
     env = service_environment(home, platform) if running is None else running.env
     where = service_env.SERVICE if running is None else \
         f"the running sidecar's environment (pid {running.pid})"
-    reload = "" if running is None else f"make it read the file again: kill -HUP {running.pid}"
+    reload = "" if running is None else \
+        f"make it read the file again: sidecar reload (or kill -HUP {running.pid})"
+    resolved = {host: (argv[0], service_env.resolve(argv[0], env.get("PATH", "")))
+                for host, argv in resume.items()}
+    if running is not None and running.resume is not None:
+        resolved = running.resume  # what the daemon itself runs, and found
     findings: list[Finding] = []
     for host in hosts:
-        argv = resume.get(host.name)
-        if argv is None or not os.path.isabs(argv[0]) and shutil.which(argv[0]) is None:
+        if host.name not in resolved:
+            continue
+        command, path = resolved[host.name]
+        if path is None and not os.path.isabs(command) and shutil.which(command) is None:
             continue  # not installed here: the integration finding says so
         needed = service_env.needed(host, os.environ, home)
-        problems = service_env.problems(host.name, argv, env, os.environ, needed, where, reload)
+        problems = service_env.problems(host.name, command, path, env, os.environ, needed, where, reload)
         findings.extend(Finding(False, p) for p in problems)
         if not problems:
-            findings.append(Finding(True, f"{host.name}: the resume command resolves in {where} ({argv[0]})"))
+            findings.append(Finding(True, f"{host.name}: the resume command resolves in {where} ({path})"))
     return findings
 
 

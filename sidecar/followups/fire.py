@@ -74,13 +74,14 @@ class FollowUps:
                  config: Callable[[], Config], is_alive_instance: Callable[[str], bool],
                  watch: Callable[[Proc], None] = lambda proc: None,
                  on_fired: Callable[[Fired], None] | None = None,
-                 coord: Coordination | None = None) -> None:
+                 coord: Coordination | None = None, fresh: Callable[[], Config] | None = None) -> None:
         self.ws = ws
         self.log = WorkspaceLog(ws.root)  # its lines begin with the root
         self.coordination = coord or coordination.get()
         self.queue = queue
         self.sessions = sessions
         self.config = config
+        self.fresh = fresh or config  # a firing's: read again if the files changed (settings.py)
         self.is_alive_instance = is_alive_instance
         self.watch = watch  # makes the loop step when an action's process exits
         self.on_fired = on_fired
@@ -208,7 +209,7 @@ class FollowUps:
         owner's, for a root daemon); None where that config cannot be read: launching says so."""
         try:
             account = owner.foreign_owner(self.ws)
-            config = self.config() if account is None else owner.owner_config(account)
+            config = self.fresh() if account is None else owner.owner_config(account)
         except (owner.CannotActAsOwner, ConfigError):
             return None
         return actions.resume_refusal(host, config.resume)
@@ -223,7 +224,7 @@ class FollowUps:
         not this process's user, it runs as the owner (owner.py)."""
         try:
             account = owner.foreign_owner(self.ws)
-            config = self.config() if account is None else owner.owner_config(account)
+            config = self.fresh() if account is None else owner.owner_config(account)
         except (owner.CannotActAsOwner, ConfigError) as exc:
             self.finish(entry, outcome.error(exc), None, now)
             return

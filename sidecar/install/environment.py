@@ -121,20 +121,21 @@ def resolve(argv0: str, path_value: str) -> str | None:
 SERVICE = "the service's environment"
 
 
-def problems(host: str, argv: tuple[str, ...], service_env: Mapping[str, str],
+def problems(host: str, command: str, resolved: str | None, service_env: Mapping[str, str],
              shell_env: Mapping[str, str], needed: tuple[str, ...] = (), where: str = SERVICE,
              reload: str = "") -> list[str]:
     """What stops `host`'s resume in the environment follow-ups get (`service_env`, named
-    `where`): the executable it cannot find, each variable the host needs (`needed`) or the
-    user's shell has that it lacks. `reload` says how to make a running daemon read the
-    environment file again, for a variable the file has and the daemon does not."""
+    `where`): its executable `command` if it resolves to none there (`resolved`), each
+    variable the host needs (`needed`) or the user's shell has that it lacks. `reload` says
+    how to make a running daemon read the environment file again, for a variable the file
+    has and the daemon does not."""
     found: list[str] = []
     path_value = service_env.get("PATH", "")
-    if resolve(argv[0], path_value) is None:
+    if resolved is None:
         on = "the service's PATH" if where == SERVICE else f"the PATH of {where}"
-        why = "does not exist or is not executable" if os.path.isabs(argv[0]) else \
+        why = "does not exist or is not executable" if os.path.isabs(command) else \
             f"is not on {on} ({path_value or 'empty'})"
-        found.append(f"{host}: the resume command's {argv[0]!r} {why}; run `sidecar integrate "
+        found.append(f"{host}: the resume command's {command!r} {why}; run `sidecar integrate "
                      f"{host}` to record it by absolute path, or set [resume] in config.toml")
     in_file = read_env_file().variables if reload else {}
     lacking = [(name, "is missing from") for name in needed if name not in service_env]

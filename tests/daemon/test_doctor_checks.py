@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import os
 import re
-import signal
 import stat
 import sys
 from pathlib import Path
@@ -136,14 +135,11 @@ def test_doctor_checks_the_environment_of_the_running_sidecar_not_its_own_shell(
     assert f"claude-code: ANTHROPIC_API_KEY is set in your shell but missing from {where}" \
         in out, out
     assert f"claude-code: the resume command's 'claude' is not on the PATH of {where}" in out
-    # The key added to the environment file: the running daemon has not read it yet.
+    # The key added to the environment file: the running daemon reads it again by itself, and
+    # doctor, run at once, checks what the daemon has then.
     (config_home / "environment").write_text("ANTHROPIC_API_KEY=sk-mine\n")
     out = run_cli("doctor", cwd=workspace.root, env=shell).stdout.decode()
-    assert f"ANTHROPIC_API_KEY is in {config_home / 'environment'} but not in {where}" in out
-    assert f"kill -HUP {daemon.pid}" in out
-    os.kill(daemon.pid, signal.SIGHUP)
-    wait_until(lambda: "ANTHROPIC_API_KEY" not in run_cli(
-        "doctor", cwd=workspace.root, env=shell).stdout.decode(), 20)
+    assert "ANTHROPIC_API_KEY" not in out, out
     record = [read_json(p) for p in workspace.instances.glob("*.json")]
     assert [r["environment"]["variables"] for r in record] == [["ANTHROPIC_API_KEY"]]
     assert "sk-mine" not in str(record)  # names only, never a value

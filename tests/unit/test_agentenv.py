@@ -75,7 +75,7 @@ def test_doctor_names_the_variable_codexs_provider_needs(workspace, config_home,
     assert service_env.needed(codex, os.environ, tmp_path / "home") == ("STUB_KEY",)
     assert service_env.needed(codex, {"HOME": str(tmp_path)}, tmp_path) == ()  # ~/.codex: none
     assert service_env.needed(registry.get("gemini"), os.environ, tmp_path / "home") == ()
-    found = service_env.problems("codex", ("/bin/sh",), {"PATH": "/usr/bin"}, {},
+    found = service_env.problems("codex", "/bin/sh", "/bin/sh", {"PATH": "/usr/bin"}, {},
                               service_env.needed(codex, os.environ, tmp_path / "home"))
     said = "codex: STUB_KEY is missing from the service's environment"
     assert any(said in f for f in found)

@@ -4,14 +4,19 @@ A follow-up gets the daemon's own environment with the environment file over it,
 root daemon acts for another user, that user's clean one (owner.py). `doctor`, run from a
 shell, can see neither, and a `sidecar run` started by hand has whatever environment its
 starter had: so each instance reports in its instance file the PATH its follow-ups get, the
-user they run as, which of the variables hosts read are set (names only, never a value), and
-the environment file's lines it could not use. `doctor` checks that, not its own shell.
+user they run as, which of the variables hosts read are set (names only, never a value), the
+environment file's lines it could not use, the executable each host's resume command resolves
+to there (or that it resolves to none), and its last read of its settings files. `doctor`
+checks that, not its own shell nor the files; the report is made again as soon as the settings
+are read again (daemon/settings.py).
 """
 
 from __future__ import annotations
 
 import os
 import pwd
+import shutil
+import socket
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -20,7 +25,7 @@ from typing import Any
 
 from sidecar import envfile, owner
 from sidecar.base.errors import SidecarError
-from sidecar.config import Config, ConfigError
+from sidecar.config import Config, ConfigError, SettingsRead
 from sidecar.coordination import instances
 from sidecar.hosts import registry
 from sidecar.layout import Workspace
@@ -37,18 +42,27 @@ def follow_up_base(account: owner.Account | None, config: Config) -> dict[str, s
     return owner.owner_environment(account, dict(config.agent_env))
 
 
-def report(ws: Workspace, config: Config) -> Json:
-    """What `doctor` needs to know of the environment `ws`'s follow-ups get from here."""
+def report(ws: Workspace, config: Config, read: SettingsRead | None = None) -> Json:
+    """What `doctor` needs to know of the environment `ws`'s follow-ups get from here, and
+    (`read`) of this daemon's last read of its settings files."""
+    said: Json = {} if read is None else {"settings": read.report()}
     try:
         account = owner.foreign_owner(ws)
         settings = config if account is None else owner.owner_config(account)
     except (owner.CannotActAsOwner, ConfigError, OSError) as exc:  # OSError: a folder gone
-        return {"error": str(exc)}
+        return {**said, "error": str(exc)}
     env = follow_up_base(account, settings)
     wanted = registry.key_variables() | set(_needed(account, env))
     return {"user": account.name if account is not None else _own_name(), "path": env.get("PATH", ""),
             "variables": sorted(name for name in wanted if name in env),
-            "envFileProblems": list(settings.env_problems)}
+            "envFileProblems": list(settings.env_problems),
+            "resume": _resolved(settings, env.get("PATH", os.defpath)), **said}
+
+
+def _resolved(settings: Config, path: str) -> Json:
+    """Each host's resume executable, as its follow-up would find it (None: it would not)."""
+    return {host: {"command": argv[0], "path": shutil.which(argv[0], path=path)}
+            for host, argv in settings.resume.items()}
 
 
 def _needed(account: owner.Account | None, env: dict[str, str]) -> list[str]:
@@ -70,21 +84,25 @@ def _own_name() -> str:
 
 
 class Reporter:
-    """`report`, made again when the settings are reloaded or REFRESH seconds have passed."""
+    """`report`, made again when the settings are read again (well or not) or REFRESH
+    seconds have passed."""
 
-    def __init__(self, ws: Workspace, config: Callable[[], Config]) -> None:
+    def __init__(self, ws: Workspace, config: Callable[[], Config],
+                 read: Callable[[], SettingsRead | None] = lambda: None) -> None:
         self.ws = ws
         self.config = config
-        self.made_for: Config | None = None
+        self.read = read
+        self.made_for: tuple[Config, SettingsRead | None] | None = None
         self.made_at = 0.0
         self.last: Json = {}
 
     def current(self) -> Json:
-        config = self.config()
+        config, read = self.config(), self.read()
         at = time.monotonic()
-        if config is not self.made_for or at >= self.made_at + REFRESH:
-            self.last = report(self.ws, config)
-            self.made_for, self.made_at = config, at
+        if self.made_for is None or config is not self.made_for[0] or read is not self.made_for[1] \
+                or at >= self.made_at + REFRESH:
+            self.last = report(self.ws, config, read)
+            self.made_for, self.made_at = (config, read), at
         return self.last
 
 
@@ -96,6 +114,11 @@ class Reported:
     env: dict[str, str]  # PATH, and each host variable set (blank: only names are reported)
     problems: tuple[str, ...]  # the environment file's lines it could not use
     error: str | None  # why it cannot run follow-ups for the workspace at all
+    # Each host's resume command and the executable it resolves to there (None: none); None
+    # from a daemon of an earlier version, which did not report it.
+    resume: dict[str, tuple[str, str | None]] | None = None
+    settings: Json | None = None  # its last read of its settings (SettingsRead.report)
+    here: bool = True  # it runs on this machine
 
 
 def reported(ws: Workspace) -> Reported | None:
@@ -112,9 +135,23 @@ def reported(ws: Workspace) -> Reported | None:
     variables = dict.fromkeys(_texts(data.get("variables")), "")
     path = data.get("path")
     error = data.get("error")
+    settings = data.get("settings")
     return Reported(info.pid, {"PATH": path if isinstance(path, str) else "", **variables},
                     tuple(_texts(data.get("envFileProblems"))),
-                    error if isinstance(error, str) else None)
+                    error if isinstance(error, str) else None, _resume_of(data.get("resume")),
+                    settings if isinstance(settings, dict) else None,
+                    info.hostname == socket.gethostname())
+
+
+def _resume_of(value: Any) -> dict[str, tuple[str, str | None]] | None:
+    if not isinstance(value, dict):
+        return None
+    found: dict[str, tuple[str, str | None]] = {}
+    for host, said in value.items():
+        if isinstance(said, dict) and isinstance(said.get("command"), str):
+            path = said.get("path")
+            found[host] = (said["command"], path if isinstance(path, str) else None)
+    return found
 
 
 def _texts(value: Any) -> list[str]:
