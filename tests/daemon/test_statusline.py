@@ -30,8 +30,9 @@ def hook(root: Path, name: str, session: str = SESSION, **changes) -> bytes:
     return json.dumps(payload | {"session_id": session, "cwd": str(root), **changes}).encode()
 
 
-def line(root: Path, payload: bytes | None, *args: str, cwd: Path | None = None) -> str:
-    done = run_cli("status", "--line", *args, input=payload, cwd=cwd or root)
+def line(root: Path, payload: bytes | None, *args: str, cwd: Path | None = None,
+         timeout: float = 30) -> str:
+    done = run_cli("status", "--line", *args, input=payload, cwd=cwd or root, timeout=timeout)
     assert done.returncode == 0 and done.stderr == b"", done.stderr
     out = done.stdout.decode()
     assert out.endswith("\n")
@@ -69,6 +70,9 @@ def test_claude_codes_status_line_shows_its_own_session_in_each_state(workspace,
     shown(r"idle \d+ s")
     send(root, "SessionEnd")
     shown(r"ended \d+ s ago · post-task (in \d+ s|due now|running)")  # its follow-up, queued
+    # An ended session's line needs no binding, but without --source only a live session's
+    # binding names its host.
+    assert line(root, given) == "sidecar: not tracked"
     limited = "c0000000-0000-4000-8000-000000000004"
     given = statusline_payload(root, limited)
     send(root, "UserPromptSubmit", session=limited)
@@ -83,33 +87,8 @@ def test_a_live_sessions_host_is_found_from_its_binding(workspace, start_daemon)
     wait_until(lambda: line(root, statusline_payload(root)).startswith("working"), 20, 0.05)
 
 
-def test_an_ended_sessions_line_needs_no_binding(workspace, start_daemon):
-    root = workspace.root
-    start_daemon(root)
-    send(root, "SessionStart")
-    send(root, "SessionEnd")
-    record = workspace.session_dir(harness_id("claude-code", SESSION)) / "session.json"
-    wait_until(lambda: record.exists() and read_json(record)["status"] == "completed", 20)
-    assert line(root, statusline_payload(root), "--source", "claude-code").startswith("ended")
-    # without --source, only a live session's binding names its host
-    assert line(root, statusline_payload(root)) == "sidecar: not tracked"
-
-
 def test_a_session_outside_any_workspace_prints_an_empty_line(tmp_path):
     assert line(tmp_path, statusline_payload(tmp_path), "--source", "claude-code") == ""
-
-
-def test_a_broken_hooks_file_still_shows_the_sessions_state(workspace, start_daemon):
-    root = workspace.root
-    start_daemon(root)
-    send(root, "SessionStart")
-    send(root, "UserPromptSubmit")
-    record = workspace.session_dir(harness_id("claude-code", SESSION)) / "session.json"
-    wait_until(lambda: record.exists() and read_json(record)["metadata"]["sidecar"].get("turnOpen"), 20)
-    workspace.hooks_file.write_text("{ not json")
-    text = line(root, statusline_payload(root), "--source", "claude-code")
-    assert re.fullmatch(r"working \d+ s · hooks.json unreadable", text), text
-    assert line(root, None) == "1 working · 1 unreadable"
 
 
 def test_the_users_own_status_line_runs_first_with_the_same_input(workspace, tmp_path):
@@ -172,15 +151,22 @@ def test_the_workspace_is_the_payloads_not_the_callers(workspace, tmp_path):
         == "sidecar: not tracked"
 
 
-def test_a_fifo_or_a_hard_link_is_not_read_and_the_line_says_what_it_can(workspace, start_daemon,
-                                                                           tmp_path):
-    """A FIFO would block a reader that opens it for ever (and so every refresh of the bar);
-    a hard link is some other file. Neither is read: the line says what it can without it."""
+def test_a_broken_hooks_file_a_fifo_or_a_hard_link_is_not_read_and_the_line_says_what_it_can(
+        workspace, start_daemon, tmp_path):
+    """A hooks.json that does not parse still shows the session's state. A FIFO would block a
+    reader that opens it for ever (and so every refresh of the bar); a hard link is some other
+    file. Neither is read: the line says what it can without it."""
     root = workspace.root
     daemon = start_daemon(root)
+    send(root, "SessionStart")
     send(root, "UserPromptSubmit")
     record = workspace.session_dir(harness_id("claude-code", SESSION)) / "session.json"
     wait_until(lambda: record.exists() and read_json(record)["metadata"]["sidecar"].get("turnOpen"), 20)
+    workspace.hooks_file.write_text("{ not json")
+    text = line(root, statusline_payload(root), "--source", "claude-code")
+    assert re.fullmatch(r"working \d+ s · hooks.json unreadable", text), text
+    assert line(root, None) == "1 working · 1 unreadable"
+
     daemon.stop()  # nothing rewrites the files below while they are looked at
     bindings = root / ".context" / "runtime" / "hooks" / "host-sessions.json"
     bindings.unlink()
@@ -189,18 +175,12 @@ def test_a_fifo_or_a_hard_link_is_not_read_and_the_line_says_what_it_can(workspa
     elsewhere.write_text(json.dumps({"pending": []}))
     workspace.hooks_file.unlink()
     os.link(elsewhere, workspace.hooks_file)
-
-    def status_line(payload: bytes | None, *args: str) -> str:
-        done = run_cli("status", "--line", *args, input=payload, cwd=root, timeout=20)
-        assert done.returncode == 0 and done.stderr == b"", done.stderr
-        return done.stdout.decode()
-
-    text = status_line(statusline_payload(root), "--source", "claude-code")
-    assert re.fullmatch(r"working \d+ s · hooks.json unreadable\n", text), text
-    assert status_line(None, "--root", str(root)) == "1 unreadable\n"
+    text = line(root, statusline_payload(root), "--source", "claude-code", timeout=20)
+    assert re.fullmatch(r"working \d+ s · hooks.json unreadable", text), text
+    assert line(root, None, "--root", str(root), timeout=20) == "1 unreadable"
     bindings.unlink()
     os.link(elsewhere, bindings)  # the bindings hard-linked too: the workspace is unreadable
-    assert status_line(None, "--root", str(root)) == "1 unreadable\n"
+    assert line(root, None, "--root", str(root), timeout=20) == "1 unreadable"
 
 
 def alive(pid: int) -> bool:
