@@ -69,25 +69,26 @@ def status_line(ws: Workspace, payload: bytes | None):
                    input=payload or b"", cwd=ws.root)
 
 
+def painted(run, *args: str):
+    """`args` about the workspace, run by `run` with sidecar's colours on."""
+    return lambda ws: run(*args, "--root", str(ws.root), env=FORCE)
+
+
 # Each surface: how it is run (fast: the real launcher, as a shell runs it; full: the command
 # line in process), and whether the sequences reach it (the status line's counts say none).
 SURFACES = {
-    "status": (lambda ws: run_cli("status", "--root", str(ws.root), env=FORCE), True),
-    "status (full)": (lambda ws: invoke("status", "--root", str(ws.root), env=FORCE), True),
-    "status --session": (lambda ws: run_cli("status", "--session", "s-end", "--root",
-                                            str(ws.root), env=FORCE), True),
-    "status --session (full)": (lambda ws: invoke("status", "--session", "s-end", "--root",
-                                                  str(ws.root), env=FORCE), True),
-    "sessions": (lambda ws: run_cli("sessions", "--root", str(ws.root), env=FORCE), True),
-    "sessions (full)": (lambda ws: invoke("sessions", "--root", str(ws.root), "--limit", "9",
-                                          env=FORCE), True),
+    "status": (painted(run_cli, "status"), True),
+    "status (full)": (painted(invoke, "status"), True),
+    "status --session": (painted(run_cli, "status", "--session", "s-end"), True),
+    "status --session (full)": (painted(invoke, "status", "--session", "s-end"), True),
+    "sessions": (painted(run_cli, "sessions"), True),
+    "sessions (full)": (painted(invoke, "sessions", "--limit", "9"), True),
     "status --line, a host's JSON": (lambda ws: status_line(ws, orjson.dumps(
         {"session_id": "s-tool", "cwd": str(ws.root)})), True),
     "status --line, counts": (lambda ws: status_line(ws, None), False),
     "doctor": (lambda ws: invoke("doctor", cwd=ws.root, env=FORCE), True),
-    "hooks list": (lambda ws: invoke("hooks", "list", "--root", str(ws.root), env=FORCE), True),
-    "hooks history": (lambda ws: invoke("hooks", "history", "--root", str(ws.root),
-                                        env=FORCE), True),
+    "hooks list": (painted(invoke, "hooks", "list"), True),
+    "hooks history": (painted(invoke, "hooks", "history"), True),
 }
 
 
