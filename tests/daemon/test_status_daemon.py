@@ -49,6 +49,11 @@ def test_status_with_a_live_daemon(workspace, start_daemon):
     assert f"pid {daemon.pid}" in out and "leader" in out
     assert "1 active, 1 completed" in out and "open-1" in out and "rejected   1" in out
 
+    daemon.kill()  # a dead daemon is shown dead
+    result = status(workspace)
+    assert result.returncode == 3
+    assert b"dead" in result.stdout
+
 
 def test_backlog_counts_files_in_their_grace_period(workspace):
     (workspace.inbox / "partial.json").write_bytes(b"{")
@@ -56,14 +61,6 @@ def test_backlog_counts_files_in_their_grace_period(workspace):
     report = orjson.loads(status(workspace, "--json").stdout)["workspaces"][0]
     assert report["inbox"]["backlog"] == 2
     assert report["inbox"]["oldestAgeSeconds"] >= 0
-
-
-def test_a_dead_daemon_is_shown_dead(workspace, start_daemon):
-    daemon = start_daemon(workspace.root)
-    daemon.kill()
-    result = status(workspace)
-    assert result.returncode == 3
-    assert b"dead" in result.stdout
 
 
 def test_all_shows_every_registered_workspace(tmp_path, config_home, start_daemon):
@@ -79,5 +76,3 @@ def test_all_shows_every_registered_workspace(tmp_path, config_home, start_daemo
     assert [w["root"] for w in report["workspaces"]] == [str(r) for r in roots]
     assert [w["served"] for w in report["workspaces"]] == [True, False]
     assert result.returncode == 3
-
-
