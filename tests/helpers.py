@@ -293,6 +293,11 @@ def no_manager_path(tmp_path: Path) -> str:
     return fake_systemctl(tmp_path, answers=False)
 
 
+def no_manager_env(tmp_path: Path) -> dict[str, str]:
+    """A user of their own (HOME `tmp_path/home`, no XDG_CONFIG_HOME) with no_manager_path."""
+    return {"HOME": str(tmp_path / "home"), "XDG_CONFIG_HOME": "", "PATH": no_manager_path(tmp_path)}
+
+
 def record_service_tools(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Callable[[], list[str]]:
     """systemctl, loginctl and launchctl that only record how they were called."""
     bin_dir = tmp_path / "fakebin"
