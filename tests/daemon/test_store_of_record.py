@@ -19,6 +19,7 @@ from sidecar.coordination.redis.backend import RedisCoordination
 from sidecar.coordination.redis.client import INSTANCE_TTL
 from sidecar.layout import Workspace
 from support.cluster import coordinate_through
+from support.record import refusals
 from support.redis_server import RedisServer
 
 pytestmark = pytest.mark.slow
@@ -40,10 +41,6 @@ def coords(redis_server: RedisServer):
 
 def doc_key(ws: Workspace, name: str) -> str:
     return f"sidecar:{workspace_key(ws)}:doc:{name}"
-
-
-def refusals(server: RedisServer, ws: Workspace) -> int:
-    return int(server.client().get(f"sidecar:{workspace_key(ws)}:refused") or 0)
 
 
 def test_a_deposed_leaders_change_is_refused_by_redis_whenever_it_arrives(
