@@ -200,14 +200,18 @@ def test_a_turn_end_command_fires_at_once_while_the_session_goes_on(tmp_path):
 # -- ids a host could never have --------------------------------------------------------------
 
 
-def test_a_resume_of_an_id_the_host_never_issues_is_skipped_not_run(tmp_path):
+@pytest.mark.parametrize("action,fired,status", [
+    ("resume", [], "skipped: session id 'bench-1' cannot be claude-code's (its ids are a UUID); "
+                   "not resumed"),
+    ("command", ["bench-1"], "ok"),
+], ids=["a-resume-is-skipped-not-run", "a-command-runs-whatever-the-id"])
+def test_an_id_the_host_never_issues_stops_a_resume_not_a_command(tmp_path, action, fired, status):
     h = Harness(tmp_path)
-    h.use_resume_hook()
+    h.use_resume_hook() if action == "resume" else h.use_command_hook()
     h.apply(ev("SessionStart", session="bench-1"), ev("SessionEnd", session="bench-1", ts=T0 + 1))
     fire_at(h, T0 + 20)
-    assert h.firings() == []
-    assert h.hook().last_status == ("skipped: session id 'bench-1' cannot be claude-code's (its "
-                                    "ids are a UUID); not resumed")
+    assert h.firings() == fired
+    assert h.hook().last_status == status
 
 
 @pytest.mark.parametrize("host,good,bad", [
@@ -222,12 +226,6 @@ def test_each_host_knows_its_id_shape(host, good, bad):
     assert misfit(host, good) is None
     assert misfit(host, bad) is not None and host in misfit(host, bad)
     assert misfit("some-other-host", bad) is None  # an id shape nobody knows holds nothing back
-
-
-def test_a_command_hook_runs_whatever_the_id(h):
-    h.apply(ev("SessionStart", session="bench-1"), ev("SessionEnd", session="bench-1", ts=T0 + 1))
-    fire_at(h, T0 + 20)
-    assert h.firings() == ["bench-1"]
 
 
 # -- placeholders, once ---------------------------------------------------------------------
