@@ -10,7 +10,7 @@ import time
 
 import orjson
 
-from helpers import emit, run_cli, wait_until
+from helpers import emit, end_session, run_cli, wait_until
 from sidecar.layout import Workspace
 
 
@@ -21,8 +21,7 @@ def status(ws: Workspace, *args: str):
 def test_status_with_a_live_daemon(workspace, start_daemon):
     daemon = start_daemon(workspace.root)
     emit(workspace.root, None, "session-start", "--session-id", "open-1", "--source", "claude-code")
-    emit(workspace.root, None, "session-start", "--session-id", "done-1", "--source", "claude-code")
-    emit(workspace.root, None, "session-end", "--session-id", "done-1", "--source", "claude-code")
+    end_session(workspace.root, "done-1")
     (workspace.inbox / "bad.json").write_bytes(b"[]")
     stamp = time.time() - 10
     os.utime(workspace.inbox / "bad.json", (stamp, stamp))
@@ -64,12 +63,10 @@ def test_backlog_counts_files_in_their_grace_period(workspace):
 
 
 def test_all_shows_every_registered_workspace(tmp_path, config_home, start_daemon):
-    roots = []
-    for name in ("a", "b"):
-        root = tmp_path / name
+    roots = [tmp_path / "a", tmp_path / "b"]
+    for root in roots:
         root.mkdir()
         run_cli("init", str(root))
-        roots.append(root)
     start_daemon(roots[0])
     result = run_cli("status", "--all", "--json")
     report = orjson.loads(result.stdout)
