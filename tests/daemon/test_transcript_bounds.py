@@ -13,16 +13,17 @@ from sidecar.hosts.transcripts import MAX_TRANSCRIPT
 from sidecar.layout import Workspace
 
 
-def _serve_one_session(ws: Workspace, start_daemon, transcript: str) -> tuple[dict, int]:
-    """Run a real daemon for one session ending with `transcript`; its record and the
-    daemon's peak resident memory in bytes."""
+def _serve_one_session(ws: Workspace, start_daemon, transcript: str) -> dict:
+    """Run a real daemon for one session ending with `transcript`: the session completes and
+    the daemon's peak resident memory stays under three times the cap; its record."""
     daemon = start_daemon(ws.root)
     for event in ("session-start", "session-end"):
         doc = {"event": event, "session_id": "big", "host": "claude-code",
                "transcript_path": transcript}
         assert emit(ws.root, orjson.dumps(doc)).returncode == 0
     wait_until(lambda: (session_record(ws, "big") or {}).get("status") == "completed", 60)
-    return session_record(ws, "big"), _peak_rss(daemon.pid)
+    assert _peak_rss(daemon.pid) < 3 * MAX_TRANSCRIPT
+    return session_record(ws, "big")
 
 
 def _peak_rss(pid: int) -> int:
@@ -37,10 +38,8 @@ def _peak_rss(pid: int) -> int:
 
 @pytest.mark.slow
 def test_a_transcript_that_never_ends_does_not_stop_the_completion(workspace, start_daemon):
-    record, peak = _serve_one_session(workspace, start_daemon, "/proc/self/pagemap")
-    assert record["status"] == "completed"
+    record = _serve_one_session(workspace, start_daemon, "/proc/self/pagemap")
     assert "tokens" not in record["metadata"]["sidecar"]
-    assert peak < 3 * MAX_TRANSCRIPT
 
 
 @pytest.mark.slow
@@ -50,6 +49,4 @@ def test_a_large_transcript_of_empty_lines_holds_little_memory(workspace, tmp_pa
         for _ in range(21):
             out.write(b"{}\n" * 1_000_000)  # 63 MB, just under the cap
     assert transcript.stat().st_size < MAX_TRANSCRIPT
-    record, peak = _serve_one_session(workspace, start_daemon, str(transcript))
-    assert record["status"] == "completed"
-    assert peak < 3 * MAX_TRANSCRIPT
+    _serve_one_session(workspace, start_daemon, str(transcript))
