@@ -8,6 +8,7 @@ import json
 import os
 import re
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -126,8 +127,6 @@ def test_a_broken_registry_says_so_and_exits_0(config_home, tmp_path):
 
 @pytest.mark.parametrize("launcher", ["bin", "module"])
 def test_an_unknown_option_is_said_on_stderr_and_the_line_still_prints(workspace, launcher):
-    import sys
-
     argv = [SIDECAR] if launcher == "bin" else [sys.executable, "-m", "sidecar"]
     done = subprocess.run([*argv, "status", "--line", "--colour"], input=b"",
                           capture_output=True, cwd=workspace.root, timeout=10)

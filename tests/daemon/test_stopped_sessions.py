@@ -8,6 +8,7 @@ host could never have issued is not spent on a real resume.
 from __future__ import annotations
 
 import sys
+import tempfile
 
 import orjson
 import pytest
@@ -18,6 +19,9 @@ from helpers import read_json, run_cli, trust_hooks
 from sidecar.base.timeutil import iso
 from sidecar.followups.model import new_hook
 from sidecar.followups.queue import TURN_INTERRUPTED
+from sidecar.hosts.base import EndFacts, Failure
+from sidecar.hosts.claude_code import host as claude_code
+from sidecar.hosts.registry import id_misfit as misfit
 from sidecar.sessions.batch import open_batch
 
 
@@ -73,9 +77,6 @@ def test_a_session_not_stopped_mid_turn_or_a_hook_that_opts_in_is_followed_up(
 
 def test_a_last_turn_failed_by_the_transcript_alone_is_not_an_interrupted_one(h, monkeypatch):
     """Codex tells a refused turn only in its rollout file: the end learns it from there."""
-    from sidecar.hosts.base import EndFacts, Failure
-    from sidecar.hosts.claude_code import host as claude_code
-
     told = EndFacts(Failure("server_error", "the API failed"))  # as the transcript tells it
     monkeypatch.setattr(claude_code.ClaudeCode, "end_facts", lambda self, path, sid: told)
     h.apply(ev("SessionStart"), ev("UserPromptSubmit", ts=T0 + 1), ev("SessionEnd", ts=T0 + 3))
@@ -221,8 +222,6 @@ def test_an_id_the_host_never_issues_stops_a_resume_not_a_command(tmp_path, acti
     ("opencode", "ses_dd4eb69eeffeJGgJGOX3UnY9cm", "ses_short"),
 ])
 def test_each_host_knows_its_id_shape(host, good, bad):
-    from sidecar.hosts.registry import id_misfit as misfit
-
     assert misfit(host, good) is None
     assert misfit(host, bad) is not None and host in misfit(host, bad)
     assert misfit("some-other-host", bad) is None  # an id shape nobody knows holds nothing back
@@ -263,8 +262,6 @@ def test_a_prompt_given_on_standard_input_arrives_exactly(tmp_path):
 
 
 def test_a_prompt_that_cannot_be_put_on_standard_input_is_an_error_status(tmp_path, monkeypatch):
-    import tempfile
-
     h = Harness(tmp_path)
     (h.ws.prompts / "p.md").write_text("hello\n")
     h.use_resume_hook(promptFile="hooks/p.md")

@@ -14,9 +14,10 @@ import pytest
 from helpers import emit, read_json, wait_until
 from sidecar.base.ids import harness_id
 from sidecar.coordination import current
-from sidecar.coordination.base import LeaseLost, workspace_key
+from sidecar.coordination.base import Conflict, LeaseLost, workspace_key
 from sidecar.coordination.redis.backend import RedisCoordination
 from sidecar.coordination.redis.client import INSTANCE_TTL
+from sidecar.followups.store import HookStore
 from sidecar.layout import Workspace
 from support.cluster import coordinate_through
 from support.record import refusals
@@ -194,8 +195,6 @@ def test_a_redis_that_lost_its_data_takes_the_files_up_and_shortens_nothing(work
 def test_a_change_made_on_a_record_that_moved_on_is_refused_by_redis(tmp_path, coords):
     """A command whose store lock ran out while it stalled (its lock is not renewed) must not
     write back what it read before another wrote: Redis compares the revisions itself."""
-    from sidecar.coordination.base import Conflict
-
     ws = Workspace(tmp_path)
     command, other = coords().records(ws), coords().records(ws)
     read_at = command.revision("hooks.json")
@@ -226,8 +225,6 @@ def test_a_person_who_puts_an_earlier_content_back_is_heard(workspace, record_st
 def test_a_run_taken_up_from_the_files_needs_this_users_signature(workspace, in_redis_mode):
     """Where Redis has no hooks record yet, the file's is taken up: a run record in it that
     this user's sidecar did not sign names a process no leader started, and is dropped."""
-    from sidecar.followups.store import HookStore
-
     doc = read_json(workspace.hooks_file)
     doc["pending"] = [{"id": "planted", "hookId": "post-task", "host": "chaos",
                        "sessionId": "s9", "claimedBy": "gone.1.abc",
@@ -249,8 +246,6 @@ def in_redis_mode(redis_server):
 
 
 def test_a_broken_hooks_json_locks_no_change_out(workspace, redis_server, in_redis_mode):
-    from sidecar.followups.store import HookStore
-
     HookStore(workspace).snapshot(time.time())  # taken up into Redis
     broken = b'{"hooks": {'
     workspace.hooks_file.write_bytes(broken)  # a person's save that does not parse
@@ -267,8 +262,6 @@ def test_a_broken_hooks_json_locks_no_change_out(workspace, redis_server, in_red
 
 def test_an_edit_saved_from_an_older_copy_is_taken_up_not_thrown_away(
         workspace, redis_server, in_redis_mode):
-    from sidecar.followups.store import HookStore
-
     store = HookStore(workspace)
     store.snapshot(time.time())
     opened = read_json(workspace.hooks_file)  # a person opens the copy

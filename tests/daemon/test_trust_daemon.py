@@ -14,8 +14,12 @@ from pathlib import Path
 
 import orjson
 import pytest
+from freezegun import freeze_time
+from test_followups import SID, Harness, ev
 
 from helpers import clone_of, end_session, needs_git, read_json, run_cli, wait_for_written, wait_until
+from sidecar.base.proc import start_time
+from sidecar.base.timeutil import iso
 from sidecar.followups import trust
 from sidecar.layout import Workspace
 
@@ -126,8 +130,6 @@ def test_kill_running_signals_only_what_this_users_sidecar_started(workspace, tm
     victim = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"],
                               start_new_session=True)
     try:
-        from sidecar.base.proc import start_time
-
         doc = read_json(workspace.hooks_file)
         doc["pending"] = [{"hookId": "post-task", "host": "claude-code", "sessionId": "x",
                            "dueAt": "2020-01-01T00:00:00Z", "claimedBy": "someone",
@@ -145,16 +147,10 @@ def test_kill_running_signals_only_what_this_users_sidecar_started(workspace, tm
 
 def test_a_daemon_that_cannot_become_the_owner_runs_nothing(tmp_path, config_home, monkeypatch):
     """Not root, and the workspace is someone else's: the firing says so and nothing runs."""
-    from test_followups import SID, Harness, ev
-
-    from sidecar.base.timeutil import iso
-
     h = Harness(tmp_path)  # the seeded post-task hook, trusted as `sidecar init` trusts it
     h.apply(ev("SessionStart", session=SID), ev("SessionEnd", session=SID, ts=1_795_900_001.0))
     owner_uid = os.stat(h.ws.root).st_uid
     monkeypatch.setattr(os, "geteuid", lambda: owner_uid + 4242)
-    from freezegun import freeze_time
-
     with freeze_time(iso(1_795_900_030.0)):
         h.fire_due()
     status = h.hook("post-task").last_status
