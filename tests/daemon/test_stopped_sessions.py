@@ -15,9 +15,8 @@ import pytest
 from freezegun import freeze_time
 from test_followups import SID, T0, Harness, ev
 
-from helpers import read_json, run_cli, trust_hooks
+from helpers import read_json, run_cli
 from sidecar.base.timeutil import iso
-from sidecar.followups.model import new_hook
 from sidecar.followups.queue import TURN_INTERRUPTED
 from sidecar.hosts.base import EndFacts, Failure
 from sidecar.hosts.claude_code import host as claude_code
@@ -231,14 +230,11 @@ def test_each_host_knows_its_id_shape(host, good, bad):
 
 
 def test_placeholders_are_filled_once_over_the_template_never_inside_the_values(tmp_path):
-    h = Harness(tmp_path)
+    h = hooked(tmp_path, promptFile="hooks/p.md")
     out = tmp_path / "argv.json"
     (h.ws.prompts / "p.md").write_text("Keep {workspace}, {host} and {session_id} as written.\n")
-    argv = [sys.executable, "-c", "import json,sys; open(sys.argv[1],'w').write("
-            "json.dumps(sys.argv[2:]))", str(out), "{prompt}", "{host}:{session_id}"]
-    hook = new_hook("rec", "rec", T0, action=argv, promptFile="hooks/p.md", delaySeconds=10)
-    h.hooks.change(T0, lambda d: setattr(d, "hooks", {"rec": hook}))
-    trust_hooks(h.ws)
+    h.set_action([sys.executable, "-c", "import json,sys; open(sys.argv[1],'w').write("
+                  "json.dumps(sys.argv[2:]))", str(out), "{prompt}", "{host}:{session_id}"])
     h.apply(ev("SessionStart"), ev("SessionEnd", ts=T0 + 1))
     fire_at(h, T0 + 20)
     assert orjson.loads(out.read_bytes()) == [
