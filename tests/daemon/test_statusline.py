@@ -25,12 +25,6 @@ def statusline_payload(root: Path, session: str = SESSION) -> bytes:
     return json.dumps(json.loads(text) | {"session_id": session}).encode()
 
 
-def hook(root: Path, name: str, session: str = SESSION, **changes) -> bytes:
-    """A recorded Claude Code hook payload, for this workspace and session."""
-    payload = json.loads(fixture_payload(f"claude-code-2.1.328/{name}.json"))
-    return json.dumps(payload | {"session_id": session, "cwd": str(root), **changes}).encode()
-
-
 def line(root: Path, payload: bytes | None, *args: str, cwd: Path | None = None,
          timeout: float = 30) -> str:
     done = run_cli("status", "--line", *args, input=payload, cwd=cwd or root, timeout=timeout)
@@ -40,8 +34,11 @@ def line(root: Path, payload: bytes | None, *args: str, cwd: Path | None = None,
     return out[:-1]
 
 
-def send(root: Path, name: str, session: str = SESSION, **changes) -> None:
-    assert emit(root, hook(root, name, session, **changes), "--source", "claude-code").returncode == 0
+def send(root: Path, name: str, session: str = SESSION) -> None:
+    """A recorded Claude Code hook payload, for this workspace and session, through emit."""
+    payload = json.loads(fixture_payload(f"claude-code-2.1.328/{name}.json"))
+    given = json.dumps(payload | {"session_id": session, "cwd": str(root)}).encode()
+    assert emit(root, given, "--source", "claude-code").returncode == 0
 
 
 def test_claude_codes_status_line_shows_its_own_session_in_each_state(workspace, start_daemon):
