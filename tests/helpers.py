@@ -134,6 +134,21 @@ def git(*args: str, cwd: Path) -> None:
                    check=True, capture_output=True)
 
 
+def clone_of(tmp_path: Path, name: str, files: dict[str, bytes], *, force: bool = False) -> Path:
+    """A repository holding `files` (added with `-f` if `force`), cloned to `tmp_path/name`:
+    what a user gets from `git clone`."""
+    upstream = tmp_path / f"{name}-upstream"
+    for rel, data in files.items():
+        (upstream / rel).parent.mkdir(parents=True, exist_ok=True)
+        (upstream / rel).write_bytes(data)
+    git("init", "-q", cwd=upstream)
+    git("add", *(["-f"] if force else []), ".", cwd=upstream)
+    git("commit", "-qm", "x", cwd=upstream)
+    clone = tmp_path / name
+    git("clone", "-q", str(upstream), str(clone), cwd=tmp_path)
+    return clone
+
+
 def run_cli(*args: str, input: bytes | None = None, cwd: Path | None = None,
             env: dict[str, str] | None = None, timeout: float = 30) -> subprocess.CompletedProcess:
     return subprocess.run(
@@ -172,7 +187,7 @@ def invoke(*args: str, input: bytes | None = None, cwd: Path | None = None,
 def fake_systemctl(tmp_path, answers: bool) -> str:
     """A PATH whose systemctl has a user manager behind it (or, like a container's, none)."""
     bin_dir = tmp_path / ("withbus" if answers else "nobus")
-    bin_dir.mkdir()
+    bin_dir.mkdir(exist_ok=True)
     body = ("exit 0\n" if answers else
             'echo "Failed to connect to bus: No medium found" >&2\nexit 1\n')
     (bin_dir / "systemctl").write_text("#!/bin/sh\n" + body)
@@ -236,6 +251,11 @@ def instance_docs(ws) -> list[dict]:
     return docs
 
 
+def has_leader(ws) -> bool:
+    """Whether some instance file of the workspace names a leader."""
+    return any(doc.get("role") == "leader" for doc in instance_docs(ws))
+
+
 def is_serving(ws, daemon: DaemonProcess) -> bool:
     if daemon.proc.poll() is not None:
         raise AssertionError(f"daemon exited early:\n{daemon.output()}")
@@ -270,12 +290,12 @@ def inbox_files(ws) -> list[Path]:
 
 def no_manager_path(tmp_path: Path) -> str:
     """A PATH whose systemctl finds no user service manager, as in a container."""
-    bin_dir = tmp_path / "nobus"
-    bin_dir.mkdir(exist_ok=True)
-    (bin_dir / "systemctl").write_text(
-        '#!/bin/sh\necho "Failed to connect to bus: No medium found" >&2\nexit 1\n')
-    (bin_dir / "systemctl").chmod(0o755)
-    return f"{bin_dir}:{Path(SIDECAR).parent}:{os.environ['PATH']}"
+    return fake_systemctl(tmp_path, answers=False)
+
+
+def no_manager_env(tmp_path: Path) -> dict[str, str]:
+    """A user of their own (HOME `tmp_path/home`, no XDG_CONFIG_HOME) with no_manager_path."""
+    return {"HOME": str(tmp_path / "home"), "XDG_CONFIG_HOME": "", "PATH": no_manager_path(tmp_path)}
 
 
 def record_service_tools(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Callable[[], list[str]]:

@@ -129,14 +129,9 @@ def test_sd_notify_ready_watchdog_while_busy_and_stopping(workspace, start_daemo
 
 
 @pytest.mark.slow
-def test_sighup_reloads_the_registry_and_configuration(tmp_path, config_home, start_daemon):
-    first = tmp_path / "one"
-    first.mkdir()
-    run_cli("init", str(first))
-    daemon = start_daemon()
-    from sidecar.layout import Workspace
-
-    wait_until(lambda: list(Workspace(first).instances.glob("*.json")))
+def test_sighup_reloads_the_registry_and_configuration(workspace, config_home, start_daemon):
+    daemon = start_daemon()  # serves the registry, which names the workspace
+    wait_until(lambda: list(workspace.instances.glob("*.json")))
     (config_home / "config.toml").write_text("staleAfter = 'soon'\n")  # a bad edit is refused
     daemon.proc.send_signal(signal.SIGHUP)
     wait_until(lambda: "configuration not reloaded" in daemon.output() and "staleAfter" in daemon.output())

@@ -11,7 +11,7 @@ import subprocess
 
 import orjson
 
-from helpers import SIDECAR, emit, run_cli, wait_until
+from helpers import SIDECAR, emit, end_session, run_cli, wait_until
 
 ANSI = re.compile(rb"\x1b\[[0-9;]*m")
 
@@ -25,10 +25,7 @@ def on_a_terminal(*args: str, env: dict[str, str] | None = None) -> bytes:
     os.close(child)
     said = b""
     try:
-        while True:
-            ready, _, _ = select.select([main], [], [], 20)
-            if not ready:
-                break
+        while select.select([main], [], [], 20)[0]:
             try:
                 chunk = os.read(main, 65536)
             except OSError:  # the child closed the terminal
@@ -45,8 +42,7 @@ def on_a_terminal(*args: str, env: dict[str, str] | None = None) -> bytes:
 def test_sessions_lists_what_a_daemon_recorded_and_paints_it_on_a_terminal(
         workspace, start_daemon):
     start_daemon(workspace.root)
-    emit(workspace.root, None, "session-start", "--session-id", "s-old", "--source", "codex")
-    emit(workspace.root, None, "session-end", "--session-id", "s-old", "--source", "codex")
+    end_session(workspace.root, "s-old", "codex")
     emit(workspace.root, None, "session-start", "--session-id", "s-new", "--source",
          "claude-code")
     emit(workspace.root, None, "turn-start", "--session-id", "s-new", "--source", "claude-code")

@@ -13,7 +13,7 @@ import sys
 
 import pytest
 
-from helpers import SIDECAR, no_manager_path, read_json, run_cli, wait_until
+from helpers import SIDECAR, no_manager_env, read_json, run_cli, wait_until
 
 
 def test_version():
@@ -64,8 +64,7 @@ def test_uninstall_takes_out_everything_sidecar_wrote_and_purge_its_own_folder(
     local.parent.mkdir()
     mine = b'{\n    "permissions": {"allow": ["Bash(ls:*)"]},\n    "model": "opus"\n}\n'
     local.write_bytes(mine)  # four spaces, a one-line object: the user's own layout
-    env = {"HOME": str(home), "CODEX_HOME": str(codex_home), "XDG_CONFIG_HOME": "",
-           "PATH": no_manager_path(tmp_path)}
+    env = {**no_manager_env(tmp_path), "CODEX_HOME": str(codex_home)}
     for host in (["claude-code"], ["claude-code", "--user"], ["gemini"], ["codex"], ["opencode"]):
         result = run_cli("integrate", *host, cwd=workspace.root, env=env)
         assert result.returncode == 0, (host, result.stderr)
@@ -91,11 +90,15 @@ def test_uninstall_takes_out_everything_sidecar_wrote_and_purge_its_own_folder(
     assert b"nothing left to remove" in again.stdout and not config_home.exists()
 
 
+def uninstall(tmp_path, *args: str):
+    """`sidecar uninstall` run from `tmp_path` by a user of its own, with no service manager."""
+    return run_cli("uninstall", *args, cwd=tmp_path, env=no_manager_env(tmp_path))
+
+
 def test_uninstall_stops_a_daemon_started_by_hand(tmp_path, config_home, workspace,
                                                   start_daemon):
     daemon = start_daemon(workspace.root)
-    env = {"HOME": str(tmp_path / "home"), "XDG_CONFIG_HOME": "", "PATH": no_manager_path(tmp_path)}
-    result = run_cli("uninstall", "--purge", cwd=tmp_path, env=env)
+    result = uninstall(tmp_path, "--purge")
     assert result.returncode == 0, result.stdout + result.stderr
     assert f"stopped the daemon serving {workspace.root} (pid {daemon.pid})".encode() \
         in result.stdout
@@ -137,9 +140,7 @@ def test_a_daemon_that_cannot_be_stopped_is_named_with_its_pid_and_nothing_is_pu
                               stdout=subprocess.PIPE)
     try:
         assert holder.stdout is not None and holder.stdout.readline() == b"ready\n"
-        env = {"HOME": str(tmp_path / "home"), "XDG_CONFIG_HOME": "",
-               "PATH": no_manager_path(tmp_path)}
-        result = run_cli("uninstall", "--purge", cwd=tmp_path, env=env)
+        result = uninstall(tmp_path, "--purge")
         assert result.returncode == 1
         why = "did not stop in time" if whose == "mine" else "is another user's"
         assert (f"pid {holder.pid} still serves {workspace.root} ({why}): stop it with "
@@ -158,9 +159,7 @@ def test_a_planted_instance_file_never_makes_uninstall_signal_another_process(
                                str(os.getuid()), "mortal"], stdout=subprocess.PIPE)
     try:
         assert victim.stdout is not None and victim.stdout.readline() == b"ready\n"
-        env = {"HOME": str(tmp_path / "home"), "XDG_CONFIG_HOME": "",
-               "PATH": no_manager_path(tmp_path)}
-        result = run_cli("uninstall", cwd=tmp_path, env=env)
+        result = uninstall(tmp_path)
         assert f"pid {victim.pid}, named by".encode() in result.stderr
         assert b"is not a `sidecar run`; not signalled" in result.stderr
         assert victim.poll() is None  # a SIGTERM would have ended it
@@ -178,10 +177,9 @@ def test_uninstall_looks_through_no_link_for_daemons_and_runs_from_a_removed_fol
     workspace.instances.symlink_to(elsewhere)  # a tampered runtime: never read through
     gone = tmp_path / "gone"
     gone.mkdir()
-    env = {"HOME": str(tmp_path / "home"), "XDG_CONFIG_HOME": "", "PATH": no_manager_path(tmp_path)}
     result = subprocess.run(  # from a folder removed under it
         ["sh", "-c", f'cd "{gone}" && rmdir "{gone}" && exec "{SIDECAR}" uninstall'],
-        capture_output=True, env={**os.environ, **env}, timeout=30)
+        capture_output=True, env={**os.environ, **no_manager_env(tmp_path)}, timeout=30)
     assert result.returncode == 0, result.stderr
     assert b"Traceback" not in result.stderr
     assert f"cannot tell what serves {workspace.root}".encode() in result.stderr

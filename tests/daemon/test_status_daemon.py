@@ -10,7 +10,7 @@ import time
 
 import orjson
 
-from helpers import emit, run_cli, wait_until
+from helpers import emit, end_session, run_cli, wait_until
 from sidecar.layout import Workspace
 
 
@@ -21,8 +21,7 @@ def status(ws: Workspace, *args: str):
 def test_status_with_a_live_daemon(workspace, start_daemon):
     daemon = start_daemon(workspace.root)
     emit(workspace.root, None, "session-start", "--session-id", "open-1", "--source", "claude-code")
-    emit(workspace.root, None, "session-start", "--session-id", "done-1", "--source", "claude-code")
-    emit(workspace.root, None, "session-end", "--session-id", "done-1", "--source", "claude-code")
+    end_session(workspace.root, "done-1")
     (workspace.inbox / "bad.json").write_bytes(b"[]")
     stamp = time.time() - 10
     os.utime(workspace.inbox / "bad.json", (stamp, stamp))
@@ -49,6 +48,11 @@ def test_status_with_a_live_daemon(workspace, start_daemon):
     assert f"pid {daemon.pid}" in out and "leader" in out
     assert "1 active, 1 completed" in out and "open-1" in out and "rejected   1" in out
 
+    daemon.kill()  # a dead daemon is shown dead
+    result = status(workspace)
+    assert result.returncode == 3
+    assert b"dead" in result.stdout
+
 
 def test_backlog_counts_files_in_their_grace_period(workspace):
     (workspace.inbox / "partial.json").write_bytes(b"{")
@@ -58,26 +62,14 @@ def test_backlog_counts_files_in_their_grace_period(workspace):
     assert report["inbox"]["oldestAgeSeconds"] >= 0
 
 
-def test_a_dead_daemon_is_shown_dead(workspace, start_daemon):
-    daemon = start_daemon(workspace.root)
-    daemon.kill()
-    result = status(workspace)
-    assert result.returncode == 3
-    assert b"dead" in result.stdout
-
-
 def test_all_shows_every_registered_workspace(tmp_path, config_home, start_daemon):
-    roots = []
-    for name in ("a", "b"):
-        root = tmp_path / name
+    roots = [tmp_path / "a", tmp_path / "b"]
+    for root in roots:
         root.mkdir()
         run_cli("init", str(root))
-        roots.append(root)
     start_daemon(roots[0])
     result = run_cli("status", "--all", "--json")
     report = orjson.loads(result.stdout)
     assert [w["root"] for w in report["workspaces"]] == [str(r) for r in roots]
     assert [w["served"] for w in report["workspaces"]] == [True, False]
     assert result.returncode == 3
-
-

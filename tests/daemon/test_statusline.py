@@ -8,6 +8,7 @@ import json
 import os
 import re
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -24,22 +25,20 @@ def statusline_payload(root: Path, session: str = SESSION) -> bytes:
     return json.dumps(json.loads(text) | {"session_id": session}).encode()
 
 
-def hook(root: Path, name: str, session: str = SESSION, **changes) -> bytes:
-    """A recorded Claude Code hook payload, for this workspace and session."""
-    payload = json.loads(fixture_payload(f"claude-code-2.1.328/{name}.json"))
-    return json.dumps(payload | {"session_id": session, "cwd": str(root), **changes}).encode()
-
-
-def line(root: Path, payload: bytes | None, *args: str, cwd: Path | None = None) -> str:
-    done = run_cli("status", "--line", *args, input=payload, cwd=cwd or root)
+def line(root: Path, payload: bytes | None, *args: str, cwd: Path | None = None,
+         timeout: float = 30) -> str:
+    done = run_cli("status", "--line", *args, input=payload, cwd=cwd or root, timeout=timeout)
     assert done.returncode == 0 and done.stderr == b"", done.stderr
     out = done.stdout.decode()
     assert out.endswith("\n")
     return out[:-1]
 
 
-def send(root: Path, name: str, session: str = SESSION, **changes) -> None:
-    assert emit(root, hook(root, name, session, **changes), "--source", "claude-code").returncode == 0
+def send(root: Path, name: str, session: str = SESSION) -> None:
+    """A recorded Claude Code hook payload, for this workspace and session, through emit."""
+    payload = json.loads(fixture_payload(f"claude-code-2.1.328/{name}.json"))
+    given = json.dumps(payload | {"session_id": session, "cwd": str(root)}).encode()
+    assert emit(root, given, "--source", "claude-code").returncode == 0
 
 
 def test_claude_codes_status_line_shows_its_own_session_in_each_state(workspace, start_daemon):
@@ -69,6 +68,9 @@ def test_claude_codes_status_line_shows_its_own_session_in_each_state(workspace,
     shown(r"idle \d+ s")
     send(root, "SessionEnd")
     shown(r"ended \d+ s ago · post-task (in \d+ s|due now|running)")  # its follow-up, queued
+    # An ended session's line needs no binding, but without --source only a live session's
+    # binding names its host.
+    assert line(root, given) == "sidecar: not tracked"
     limited = "c0000000-0000-4000-8000-000000000004"
     given = statusline_payload(root, limited)
     send(root, "UserPromptSubmit", session=limited)
@@ -76,40 +78,8 @@ def test_claude_codes_status_line_shows_its_own_session_in_each_state(workspace,
     shown(r"usage limit \d+ s")
 
 
-def test_a_live_sessions_host_is_found_from_its_binding(workspace, start_daemon):
-    root = workspace.root
-    start_daemon(root)
-    send(root, "UserPromptSubmit")
-    wait_until(lambda: line(root, statusline_payload(root)).startswith("working"), 20, 0.05)
-
-
-def test_an_ended_sessions_line_needs_no_binding(workspace, start_daemon):
-    root = workspace.root
-    start_daemon(root)
-    send(root, "SessionStart")
-    send(root, "SessionEnd")
-    record = workspace.session_dir(harness_id("claude-code", SESSION)) / "session.json"
-    wait_until(lambda: record.exists() and read_json(record)["status"] == "completed", 20)
-    assert line(root, statusline_payload(root), "--source", "claude-code").startswith("ended")
-    # without --source, only a live session's binding names its host
-    assert line(root, statusline_payload(root)) == "sidecar: not tracked"
-
-
 def test_a_session_outside_any_workspace_prints_an_empty_line(tmp_path):
     assert line(tmp_path, statusline_payload(tmp_path), "--source", "claude-code") == ""
-
-
-def test_a_broken_hooks_file_still_shows_the_sessions_state(workspace, start_daemon):
-    root = workspace.root
-    start_daemon(root)
-    send(root, "SessionStart")
-    send(root, "UserPromptSubmit")
-    record = workspace.session_dir(harness_id("claude-code", SESSION)) / "session.json"
-    wait_until(lambda: record.exists() and read_json(record)["metadata"]["sidecar"].get("turnOpen"), 20)
-    workspace.hooks_file.write_text("{ not json")
-    text = line(root, statusline_payload(root), "--source", "claude-code")
-    assert re.fullmatch(r"working \d+ s · hooks.json unreadable", text), text
-    assert line(root, None) == "1 working · 1 unreadable"
 
 
 def test_the_users_own_status_line_runs_first_with_the_same_input(workspace, tmp_path):
@@ -127,7 +97,7 @@ def test_tmux_counts_the_sessions_of_every_registered_workspace(workspace, start
     second.mkdir()
     assert run_cli("init", str(second)).returncode == 0
     start_daemon(workspace.root, second)
-    send(workspace.root, "UserPromptSubmit", session="a0000000-0000-4000-8000-000000000001")
+    send(workspace.root, "UserPromptSubmit")
     send(second, "UserPromptSubmit", session="b0000000-0000-4000-8000-000000000002")
     send(second, "Notification.permission_prompt", session="b0000000-0000-4000-8000-000000000002")
     send(second, "SessionEnd", session="b0000000-0000-4000-8000-000000000003")
@@ -141,6 +111,8 @@ def test_tmux_counts_the_sessions_of_every_registered_workspace(workspace, start
         silent.kill()
     assert done.stdout.decode() == expected + "\n"
     assert line(tmp_path, None, "--root", str(second)) == "1 waiting · 1 queued"
+    # a live session's host is found from its binding: its line needs no --source
+    assert line(workspace.root, statusline_payload(workspace.root)).startswith("working")
 
 
 def test_a_broken_registry_says_so_and_exits_0(config_home, tmp_path):
@@ -152,8 +124,6 @@ def test_a_broken_registry_says_so_and_exits_0(config_home, tmp_path):
 
 @pytest.mark.parametrize("launcher", ["bin", "module"])
 def test_an_unknown_option_is_said_on_stderr_and_the_line_still_prints(workspace, launcher):
-    import sys
-
     argv = [SIDECAR] if launcher == "bin" else [sys.executable, "-m", "sidecar"]
     done = subprocess.run([*argv, "status", "--line", "--colour"], input=b"",
                           capture_output=True, cwd=workspace.root, timeout=10)
@@ -172,15 +142,22 @@ def test_the_workspace_is_the_payloads_not_the_callers(workspace, tmp_path):
         == "sidecar: not tracked"
 
 
-def test_a_fifo_or_a_hard_link_is_not_read_and_the_line_says_what_it_can(workspace, start_daemon,
-                                                                           tmp_path):
-    """A FIFO would block a reader that opens it for ever (and so every refresh of the bar);
-    a hard link is some other file. Neither is read: the line says what it can without it."""
+def test_a_broken_hooks_file_a_fifo_or_a_hard_link_is_not_read_and_the_line_says_what_it_can(
+        workspace, start_daemon, tmp_path):
+    """A hooks.json that does not parse still shows the session's state. A FIFO would block a
+    reader that opens it for ever (and so every refresh of the bar); a hard link is some other
+    file. Neither is read: the line says what it can without it."""
     root = workspace.root
     daemon = start_daemon(root)
+    send(root, "SessionStart")
     send(root, "UserPromptSubmit")
     record = workspace.session_dir(harness_id("claude-code", SESSION)) / "session.json"
     wait_until(lambda: record.exists() and read_json(record)["metadata"]["sidecar"].get("turnOpen"), 20)
+    workspace.hooks_file.write_text("{ not json")
+    text = line(root, statusline_payload(root), "--source", "claude-code")
+    assert re.fullmatch(r"working \d+ s · hooks.json unreadable", text), text
+    assert line(root, None) == "1 working · 1 unreadable"
+
     daemon.stop()  # nothing rewrites the files below while they are looked at
     bindings = root / ".context" / "runtime" / "hooks" / "host-sessions.json"
     bindings.unlink()
@@ -189,18 +166,12 @@ def test_a_fifo_or_a_hard_link_is_not_read_and_the_line_says_what_it_can(workspa
     elsewhere.write_text(json.dumps({"pending": []}))
     workspace.hooks_file.unlink()
     os.link(elsewhere, workspace.hooks_file)
-
-    def status_line(payload: bytes | None, *args: str) -> str:
-        done = run_cli("status", "--line", *args, input=payload, cwd=root, timeout=20)
-        assert done.returncode == 0 and done.stderr == b"", done.stderr
-        return done.stdout.decode()
-
-    text = status_line(statusline_payload(root), "--source", "claude-code")
-    assert re.fullmatch(r"working \d+ s · hooks.json unreadable\n", text), text
-    assert status_line(None, "--root", str(root)) == "1 unreadable\n"
+    text = line(root, statusline_payload(root), "--source", "claude-code", timeout=20)
+    assert re.fullmatch(r"working \d+ s · hooks.json unreadable", text), text
+    assert line(root, None, "--root", str(root), timeout=20) == "1 unreadable"
     bindings.unlink()
     os.link(elsewhere, bindings)  # the bindings hard-linked too: the workspace is unreadable
-    assert status_line(None, "--root", str(root)) == "1 unreadable\n"
+    assert line(root, None, "--root", str(root), timeout=20) == "1 unreadable"
 
 
 def alive(pid: int) -> bool:

@@ -8,24 +8,38 @@ host could never have issued is not spent on a real resume.
 from __future__ import annotations
 
 import sys
+import tempfile
 
 import orjson
 import pytest
 from freezegun import freeze_time
 from test_followups import SID, T0, Harness, ev
 
-from helpers import read_json, run_cli, trust_hooks
+from helpers import read_json, run_cli
 from sidecar.base.timeutil import iso
-from sidecar.followups.model import new_hook
 from sidecar.followups.queue import TURN_INTERRUPTED
+from sidecar.hosts.base import EndFacts, Failure
+from sidecar.hosts.claude_code import host as claude_code
+from sidecar.hosts.registry import id_misfit as misfit
 from sidecar.sessions.batch import open_batch
+
+
+def hooked(tmp_path, **fields) -> Harness:
+    """A harness whose one hook, `rec`, is a command with these fields."""
+    harness = Harness(tmp_path)
+    harness.use_command_hook(**fields)
+    return harness
 
 
 @pytest.fixture
 def h(tmp_path) -> Harness:
-    harness = Harness(tmp_path)
-    harness.use_command_hook()
-    return harness
+    return hooked(tmp_path)
+
+
+def fire_at(h: Harness, at: float) -> None:
+    """Fire the first entry due, the clock held at `at`."""
+    with freeze_time(iso(at)):
+        h.fire_due()
 
 
 def history(h, hook_id="rec"):
@@ -45,33 +59,26 @@ def test_a_session_stopped_mid_turn_queues_nothing_and_says_why(h):
     assert h.hook().last_fired_at is None  # a note, not a firing
 
 
-def test_a_session_ended_between_turns_is_followed_up_as_before(h):
-    h.apply(ev("SessionStart"), ev("UserPromptSubmit", ts=T0 + 1), ev("Stop", ts=T0 + 2),
-            ev("SessionEnd", ts=T0 + 3, reason="other"))
-    assert [e.session_id for e in h.pending()] == ["s1"]
-
-
-def test_a_failed_last_turn_is_not_an_interrupted_one(h):
-    h.apply(ev("SessionStart"), ev("UserPromptSubmit", ts=T0 + 1),
-            ev("StopFailure", ts=T0 + 2, error="server_error"), ev("SessionEnd", ts=T0 + 3))
+@pytest.mark.parametrize("fields,events", [
+    ({}, [ev("SessionStart"), ev("UserPromptSubmit", ts=T0 + 1), ev("Stop", ts=T0 + 2),
+          ev("SessionEnd", ts=T0 + 3, reason="other")]),
+    ({}, [ev("SessionStart"), ev("UserPromptSubmit", ts=T0 + 1),
+          ev("StopFailure", ts=T0 + 2, error="server_error"), ev("SessionEnd", ts=T0 + 3)]),
+    ({"alsoInterrupted": True},
+     [ev("SessionStart"), ev("UserPromptSubmit", ts=T0 + 1), ev("SessionEnd", ts=T0 + 2)]),
+], ids=["ended-between-turns", "last-turn-failed-is-not-interrupted", "hook-opts-in-to-interrupted"])
+def test_a_session_not_stopped_mid_turn_or_a_hook_that_opts_in_is_followed_up(
+        tmp_path, fields, events):
+    h = hooked(tmp_path, **fields)
+    h.apply(*events)
     assert [e.session_id for e in h.pending()] == ["s1"]
 
 
 def test_a_last_turn_failed_by_the_transcript_alone_is_not_an_interrupted_one(h, monkeypatch):
     """Codex tells a refused turn only in its rollout file: the end learns it from there."""
-    from sidecar.hosts.base import EndFacts, Failure
-    from sidecar.hosts.claude_code import host as claude_code
-
     told = EndFacts(Failure("server_error", "the API failed"))  # as the transcript tells it
     monkeypatch.setattr(claude_code.ClaudeCode, "end_facts", lambda self, path, sid: told)
     h.apply(ev("SessionStart"), ev("UserPromptSubmit", ts=T0 + 1), ev("SessionEnd", ts=T0 + 3))
-    assert [e.session_id for e in h.pending()] == ["s1"]
-
-
-def test_a_hook_may_opt_in_to_interrupted_sessions(tmp_path):
-    h = Harness(tmp_path)
-    h.use_command_hook(alsoInterrupted=True)
-    h.apply(ev("SessionStart"), ev("UserPromptSubmit", ts=T0 + 1), ev("SessionEnd", ts=T0 + 2))
     assert [e.session_id for e in h.pending()] == ["s1"]
 
 
@@ -114,8 +121,7 @@ def test_hooks_add_and_update_set_reasons_and_the_interrupted_choice(workspace):
 
 def test_a_conversation_the_user_resumes_after_the_hook_ran_is_told_once_per_session(h):
     h.apply(ev("SessionStart"), ev("SessionEnd", ts=T0 + 1))
-    with freeze_time(iso(T0 + 20)):
-        h.fire_due()
+    fire_at(h, T0 + 20)
     ran_at = h.hook().history[-1].at
     # The user resumes the conversation themselves: a turn of theirs, then the end.
     h.apply(ev("SessionStart", ts=T0 + 60, source="resume"), ev("UserPromptSubmit", ts=T0 + 61),
@@ -128,11 +134,9 @@ def test_a_conversation_the_user_resumes_after_the_hook_ran_is_told_once_per_ses
 
 
 def test_a_hook_may_run_again_after_the_users_own_next_turn(tmp_path):
-    h = Harness(tmp_path)
-    h.use_command_hook(againAfterUserTurn=True)
+    h = hooked(tmp_path, againAfterUserTurn=True)
     h.apply(ev("SessionStart"), ev("SessionEnd", ts=T0 + 1))
-    with freeze_time(iso(T0 + 20)):
-        h.fire_due()
+    fire_at(h, T0 + 20)
     # The follow-up's own run (its events carry the hook's id) never counts as the user's.
     h.apply(ev("SessionStart", ts=T0 + 30, source="resume", sidecarHookId="rec"),
             ev("UserPromptSubmit", ts=T0 + 31, sidecarHookId="rec"),
@@ -144,23 +148,19 @@ def test_a_hook_may_run_again_after_the_users_own_next_turn(tmp_path):
     # The user's own turn ends: the hook runs again for the conversation.
     h.apply(ev("SessionStart", ts=T0 + 60, source="resume"), ev("UserPromptSubmit", ts=T0 + 61),
             ev("Stop", ts=T0 + 62), ev("SessionEnd", ts=T0 + 63))
-    with freeze_time(iso(T0 + 90)):
-        h.fire_due()
+    fire_at(h, T0 + 90)
     assert h.firings() == ["s1", "s1"]
 
 
 def test_a_hook_that_ran_again_needs_another_turn_of_the_users_to_run_once_more(tmp_path):
     """Each batch is applied when it comes, as a daemon does: the second queuing is the one a
     later turn of the user's must follow."""
-    h = Harness(tmp_path)
-    h.use_command_hook(againAfterUserTurn=True)
+    h = hooked(tmp_path, againAfterUserTurn=True)
     h.apply(ev("SessionStart"), ev("SessionEnd", ts=T0 + 1), at=T0 + 2)
-    with freeze_time(iso(T0 + 20)):
-        h.fire_due()
+    fire_at(h, T0 + 20)
     h.apply(ev("SessionStart", ts=T0 + 60, source="resume"), ev("UserPromptSubmit", ts=T0 + 61),
             ev("Stop", ts=T0 + 62), ev("SessionEnd", ts=T0 + 63), at=T0 + 64)
-    with freeze_time(iso(T0 + 90)):
-        h.fire_due()
+    fire_at(h, T0 + 90)
     assert h.firings() == ["s1", "s1"]
     # The user opens the conversation and leaves it without a turn: not a third time.
     h.apply(ev("SessionStart", ts=T0 + 120, source="resume"), ev("SessionEnd", ts=T0 + 121),
@@ -169,13 +169,11 @@ def test_a_hook_that_ran_again_needs_another_turn_of_the_users_to_run_once_more(
 
 
 def test_a_turn_end_hook_that_runs_again_fires_after_each_of_the_users_turns(tmp_path):
-    h = Harness(tmp_path)
-    h.use_command_hook(event="turn-end", delaySeconds=0, againAfterUserTurn=True)
+    h = hooked(tmp_path, event="turn-end", delaySeconds=0, againAfterUserTurn=True)
     for turn in range(3):
         at = T0 + 10 * turn
         h.apply(ev("UserPromptSubmit", ts=at + 1), ev("Stop", ts=at + 2))
-        with freeze_time(iso(at + 3)):
-            h.fire_due()
+        fire_at(h, at + 3)
     assert h.firings() == ["s1", "s1", "s1"]
 
 
@@ -192,8 +190,7 @@ def test_a_command_runs_when_due_though_the_session_is_live_and_its_transcript_f
 
 
 def test_a_turn_end_command_fires_at_once_while_the_session_goes_on(tmp_path):
-    h = Harness(tmp_path)
-    h.use_command_hook(event="turn-end", delaySeconds=0)
+    h = hooked(tmp_path, event="turn-end", delaySeconds=0)
     h.apply(ev("SessionStart"), ev("UserPromptSubmit", ts=T0 + 1), ev("Stop", ts=T0 + 2),
             ev("UserPromptSubmit", ts=T0 + 3))  # the next turn has begun already
     h.fire_due()
@@ -203,15 +200,18 @@ def test_a_turn_end_command_fires_at_once_while_the_session_goes_on(tmp_path):
 # -- ids a host could never have --------------------------------------------------------------
 
 
-def test_a_resume_of_an_id_the_host_never_issues_is_skipped_not_run(tmp_path):
+@pytest.mark.parametrize("action,fired,status", [
+    ("resume", [], "skipped: session id 'bench-1' cannot be claude-code's (its ids are a UUID); "
+                   "not resumed"),
+    ("command", ["bench-1"], "ok"),
+], ids=["a-resume-is-skipped-not-run", "a-command-runs-whatever-the-id"])
+def test_an_id_the_host_never_issues_stops_a_resume_not_a_command(tmp_path, action, fired, status):
     h = Harness(tmp_path)
-    h.use_resume_hook()
+    h.use_resume_hook() if action == "resume" else h.use_command_hook()
     h.apply(ev("SessionStart", session="bench-1"), ev("SessionEnd", session="bench-1", ts=T0 + 1))
-    with freeze_time(iso(T0 + 20)):
-        h.fire_due()
-    assert h.firings() == []
-    assert h.hook().last_status == ("skipped: session id 'bench-1' cannot be claude-code's (its "
-                                    "ids are a UUID); not resumed")
+    fire_at(h, T0 + 20)
+    assert h.firings() == fired
+    assert h.hook().last_status == status
 
 
 @pytest.mark.parametrize("host,good,bad", [
@@ -221,35 +221,22 @@ def test_a_resume_of_an_id_the_host_never_issues_is_skipped_not_run(tmp_path):
     ("opencode", "ses_dd4eb69eeffeJGgJGOX3UnY9cm", "ses_short"),
 ])
 def test_each_host_knows_its_id_shape(host, good, bad):
-    from sidecar.hosts.registry import id_misfit as misfit
-
     assert misfit(host, good) is None
     assert misfit(host, bad) is not None and host in misfit(host, bad)
     assert misfit("some-other-host", bad) is None  # an id shape nobody knows holds nothing back
-
-
-def test_a_command_hook_runs_whatever_the_id(h):
-    h.apply(ev("SessionStart", session="bench-1"), ev("SessionEnd", session="bench-1", ts=T0 + 1))
-    with freeze_time(iso(T0 + 20)):
-        h.fire_due()
-    assert h.firings() == ["bench-1"]
 
 
 # -- placeholders, once ---------------------------------------------------------------------
 
 
 def test_placeholders_are_filled_once_over_the_template_never_inside_the_values(tmp_path):
-    h = Harness(tmp_path)
+    h = hooked(tmp_path, promptFile="hooks/p.md")
     out = tmp_path / "argv.json"
     (h.ws.prompts / "p.md").write_text("Keep {workspace}, {host} and {session_id} as written.\n")
-    argv = [sys.executable, "-c", "import json,sys; open(sys.argv[1],'w').write("
-            "json.dumps(sys.argv[2:]))", str(out), "{prompt}", "{host}:{session_id}"]
-    hook = new_hook("rec", "rec", T0, action=argv, promptFile="hooks/p.md", delaySeconds=10)
-    h.hooks.change(T0, lambda d: setattr(d, "hooks", {"rec": hook}))
-    trust_hooks(h.ws)
+    h.set_action([sys.executable, "-c", "import json,sys; open(sys.argv[1],'w').write("
+                  "json.dumps(sys.argv[2:]))", str(out), "{prompt}", "{host}:{session_id}"])
     h.apply(ev("SessionStart"), ev("SessionEnd", ts=T0 + 1))
-    with freeze_time(iso(T0 + 20)):
-        h.fire_due()
+    fire_at(h, T0 + 20)
     assert orjson.loads(out.read_bytes()) == [
         "Keep {workspace}, {host} and {session_id} as written.", "claude-code:s1"]
 
@@ -265,23 +252,19 @@ def test_a_prompt_given_on_standard_input_arrives_exactly(tmp_path):
     h.use_resume_hook(promptFile="hooks/p.md")
     h.config = type(h.config)(resume={"claude-code": reader})
     h.apply(ev("SessionStart", session=SID), ev("SessionEnd", session=SID, ts=T0 + 1))
-    with freeze_time(iso(T0 + 20)):
-        h.fire_due()
+    fire_at(h, T0 + 20)
     assert h.hook().last_status == "ok"
     assert out.read_text() == prompt
 
 
 def test_a_prompt_that_cannot_be_put_on_standard_input_is_an_error_status(tmp_path, monkeypatch):
-    import tempfile
-
     h = Harness(tmp_path)
     (h.ws.prompts / "p.md").write_text("hello\n")
     h.use_resume_hook(promptFile="hooks/p.md")
     h.config = type(h.config)(resume={"claude-code": (sys.executable, "-c", "pass", "<{prompt}")})
     monkeypatch.setattr(tempfile, "tempdir", str(tmp_path / "no-such-folder"))  # no room for it
     h.apply(ev("SessionStart", session=SID), ev("SessionEnd", session=SID, ts=T0 + 1))
-    with freeze_time(iso(T0 + 20)):
-        h.fire_due()
+    fire_at(h, T0 + 20)
     assert h.hook().last_status.startswith(f"error: cannot give {sys.executable!r} its standard "
                                            "input: No such file or directory")
     assert h.pending() == []

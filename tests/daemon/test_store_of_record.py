@@ -14,11 +14,13 @@ import pytest
 from helpers import emit, read_json, wait_until
 from sidecar.base.ids import harness_id
 from sidecar.coordination import current
-from sidecar.coordination.base import LeaseLost, workspace_key
+from sidecar.coordination.base import Conflict, LeaseLost, workspace_key
 from sidecar.coordination.redis.backend import RedisCoordination
 from sidecar.coordination.redis.client import INSTANCE_TTL
+from sidecar.followups.store import HookStore
 from sidecar.layout import Workspace
 from support.cluster import coordinate_through
+from support.record import refusals
 from support.redis_server import RedisServer
 
 pytestmark = pytest.mark.slow
@@ -40,10 +42,6 @@ def coords(redis_server: RedisServer):
 
 def doc_key(ws: Workspace, name: str) -> str:
     return f"sidecar:{workspace_key(ws)}:doc:{name}"
-
-
-def refusals(server: RedisServer, ws: Workspace) -> int:
-    return int(server.client().get(f"sidecar:{workspace_key(ws)}:refused") or 0)
 
 
 def test_a_deposed_leaders_change_is_refused_by_redis_whenever_it_arrives(
@@ -88,10 +86,14 @@ def test_a_lease_counts_from_when_its_renewal_was_sent_not_when_the_answer_came(
     assert refusals(redis_server, ws) == 0  # refused here: nothing was sent
 
 
-def run_redis_daemon(workspace, config_home, redis_server, start_daemon):
+@pytest.fixture
+def record_store(workspace, config_home, redis_server, start_daemon):
+    """A daemon serves the workspace in Redis mode: the Redis that is its store of record (a
+    client of it, in bytes)."""
     coordinate_through(config_home, redis_server)
     current.reset()  # this process's commands read the new configuration
-    return start_daemon(workspace.root)
+    start_daemon(workspace.root)
+    return redis_server.client(decode_responses=False)
 
 
 def session(ws, sid: str, *events: str) -> None:
@@ -111,26 +113,21 @@ def completed(ws, sid: str) -> bool:
     return bool(events) and events[-1] == "session.completed"
 
 
-def test_records_live_in_redis_and_the_files_are_their_copy(
-        workspace, config_home, redis_server, start_daemon):
-    run_redis_daemon(workspace, config_home, redis_server, start_daemon)
+def test_records_live_in_redis_and_the_files_are_their_copy(workspace, record_store):
     session(workspace, "s1", "session-start", "Stop", "session-end")
     assert wait_until(lambda: completed(workspace, "s1"), 10)
-    client = redis_server.client(decode_responses=False)
     hid = harness_id("chaos", "s1")
     folder = workspace.session_dir(hid)
-    assert wait_until(lambda: client.get(doc_key(workspace, f"sessions/{hid}/session.json"))
+    assert wait_until(lambda: record_store.get(doc_key(workspace, f"sessions/{hid}/session.json"))
                       == (folder / "session.json").read_bytes(), 5)
-    assert client.get(doc_key(workspace, f"sessions/{hid}/trace.jsonl")) \
+    assert record_store.get(doc_key(workspace, f"sessions/{hid}/trace.jsonl")) \
         == (folder / "trace.jsonl").read_bytes()
-    assert client.get(doc_key(workspace, "hooks.json")) == workspace.hooks_file.read_bytes()
-    applied = client.keys(f"sidecar:{workspace_key(workspace)}:applied:*")
+    assert record_store.get(doc_key(workspace, "hooks.json")) == workspace.hooks_file.read_bytes()
+    applied = record_store.keys(f"sidecar:{workspace_key(workspace)}:applied:*")
     assert len(applied) == 3  # one per inbox file
 
 
-def test_an_applied_event_dropped_again_is_removed_not_applied_twice(
-        workspace, config_home, redis_server, start_daemon, tmp_path):
-    run_redis_daemon(workspace, config_home, redis_server, start_daemon)
+def test_an_applied_event_dropped_again_is_removed_not_applied_twice(workspace, record_store, tmp_path):
     keep = tmp_path / "kept"
     keep.mkdir()
     payload = orjson.dumps({"event": "session-start", "session_id": "s2", "host": "chaos"})
@@ -149,9 +146,7 @@ def test_an_applied_event_dropped_again_is_removed_not_applied_twice(
     assert after[:len(before)] == before and after.count("session.start") == 1
 
 
-def test_a_copy_set_back_by_a_late_rename_is_written_again(
-        workspace, config_home, redis_server, start_daemon):
-    run_redis_daemon(workspace, config_home, redis_server, start_daemon)
+def test_a_copy_set_back_by_a_late_rename_is_written_again(workspace, record_store):
     session(workspace, "s3", "session-start")
     assert wait_until(lambda: "session.start" in trace_events(workspace, "s3"), 10)
     stale = workspace.bindings_file.read_bytes()  # s3 bound: what a deposed leader holds
@@ -162,11 +157,8 @@ def test_a_copy_set_back_by_a_late_rename_is_written_again(
     assert wait_until(lambda: "s3" not in workspace.bindings_file.read_text(), 15)
 
 
-def test_hooks_json_a_late_copy_is_undone_and_a_persons_edit_is_taken_up(
-        workspace, config_home, redis_server, start_daemon):
-    run_redis_daemon(workspace, config_home, redis_server, start_daemon)
-    client = redis_server.client(decode_responses=False)
-    assert wait_until(lambda: client.get(doc_key(workspace, "hooks.json"))
+def test_hooks_json_a_late_copy_is_undone_and_a_persons_edit_is_taken_up(workspace, record_store):
+    assert wait_until(lambda: record_store.get(doc_key(workspace, "hooks.json"))
                       == workspace.hooks_file.read_bytes(), 10)
     first = workspace.hooks_file.read_bytes()
     doc = read_json(workspace.hooks_file)
@@ -174,7 +166,7 @@ def test_hooks_json_a_late_copy_is_undone_and_a_persons_edit_is_taken_up(
     workspace.hooks_file.write_bytes(orjson.dumps(doc, option=orjson.OPT_INDENT_2))
 
     def taken_up() -> bool:
-        record = client.get(doc_key(workspace, "hooks.json"))
+        record = record_store.get(doc_key(workspace, "hooks.json"))
         return record is not None and orjson.loads(record)["hooks"]["post-task"]["delaySeconds"] == 77
     assert wait_until(taken_up, 10)
     workspace.hooks_file.write_bytes(first)  # a copy some leader wrote before: set back
@@ -183,22 +175,19 @@ def test_hooks_json_a_late_copy_is_undone_and_a_persons_edit_is_taken_up(
                       == 77, 10)
 
 
-def test_a_redis_that_lost_its_data_takes_the_files_up_and_shortens_nothing(
-        workspace, config_home, redis_server, start_daemon):
-    run_redis_daemon(workspace, config_home, redis_server, start_daemon)
+def test_a_redis_that_lost_its_data_takes_the_files_up_and_shortens_nothing(workspace, record_store):
     session(workspace, "s5", "session-start", "Stop")
     assert wait_until(lambda: "turn.completed" in trace_events(workspace, "s5")
                       or len(trace_events(workspace, "s5")) >= 3, 10)
     before = trace_events(workspace, "s5")
-    client = redis_server.client(decode_responses=False)
-    client.execute_command("FLUSHALL")  # a restart without persistence, as far as data goes
+    record_store.execute_command("FLUSHALL")  # a restart without persistence, as far as data goes
     session(workspace, "s5", "session-end")
     assert wait_until(lambda: completed(workspace, "s5"), 15)
     after = trace_events(workspace, "s5")
     assert after[:len(before)] == before  # the file's lines were kept, not written over
     hid = harness_id("chaos", "s5")
     trace = (workspace.session_dir(hid) / "trace.jsonl").read_bytes()
-    assert wait_until(lambda: client.get(doc_key(workspace, f"sessions/{hid}/trace.jsonl"))
+    assert wait_until(lambda: record_store.get(doc_key(workspace, f"sessions/{hid}/trace.jsonl"))
                       == trace, 5)
     assert "s5" not in workspace.bindings_file.read_text()
 
@@ -206,8 +195,6 @@ def test_a_redis_that_lost_its_data_takes_the_files_up_and_shortens_nothing(
 def test_a_change_made_on_a_record_that_moved_on_is_refused_by_redis(tmp_path, coords):
     """A command whose store lock ran out while it stalled (its lock is not renewed) must not
     write back what it read before another wrote: Redis compares the revisions itself."""
-    from sidecar.coordination.base import Conflict
-
     ws = Workspace(tmp_path)
     command, other = coords().records(ws), coords().records(ws)
     read_at = command.revision("hooks.json")
@@ -221,13 +208,9 @@ def test_a_change_made_on_a_record_that_moved_on_is_refused_by_redis(tmp_path, c
     assert command.read("hooks.json") == b'{"theirs": 1}\n'
 
 
-def test_a_person_who_puts_an_earlier_content_back_is_heard(
-        workspace, config_home, redis_server, start_daemon):
-    run_redis_daemon(workspace, config_home, redis_server, start_daemon)
-    client = redis_server.client(decode_responses=False)
-
+def test_a_person_who_puts_an_earlier_content_back_is_heard(workspace, record_store):
     def enabled_in_redis() -> bool | None:
-        record = client.get(doc_key(workspace, "hooks.json"))
+        record = record_store.get(doc_key(workspace, "hooks.json"))
         return None if record is None else orjson.loads(record)["hooks"]["post-task"]["enabled"]
 
     assert wait_until(lambda: enabled_in_redis() is True, 10)
@@ -239,11 +222,9 @@ def test_a_person_who_puts_an_earlier_content_back_is_heard(
     assert read_json(workspace.hooks_file)["hooks"]["post-task"]["enabled"] is True
 
 
-def test_a_run_taken_up_from_the_files_needs_this_users_signature(workspace, redis_server):
+def test_a_run_taken_up_from_the_files_needs_this_users_signature(workspace, in_redis_mode):
     """Where Redis has no hooks record yet, the file's is taken up: a run record in it that
     this user's sidecar did not sign names a process no leader started, and is dropped."""
-    from sidecar.followups.store import HookStore
-
     doc = read_json(workspace.hooks_file)
     doc["pending"] = [{"id": "planted", "hookId": "post-task", "host": "chaos",
                        "sessionId": "s9", "claimedBy": "gone.1.abc",
@@ -251,11 +232,7 @@ def test_a_run_taken_up_from_the_files_needs_this_users_signature(workspace, red
                        "run": {"pid": 1, "start": 1, "log": "x.log",
                                "startedAt": "2026-12-01T00:00:00.000Z", "mac": "00" * 32}}]
     workspace.hooks_file.write_bytes(orjson.dumps(doc))
-    current.use(RedisCoordination(redis_server.url))
-    try:
-        entry = HookStore(workspace).snapshot(time.time()).pending[0]
-    finally:
-        current.reset()
+    entry = HookStore(workspace).snapshot(time.time()).pending[0]
     assert entry.id == "planted" and entry.run is None
     assert entry.claimed_by == "gone.1.abc"  # settled by its start token and lease, not a pid
 
@@ -269,8 +246,6 @@ def in_redis_mode(redis_server):
 
 
 def test_a_broken_hooks_json_locks_no_change_out(workspace, redis_server, in_redis_mode):
-    from sidecar.followups.store import HookStore
-
     HookStore(workspace).snapshot(time.time())  # taken up into Redis
     broken = b'{"hooks": {'
     workspace.hooks_file.write_bytes(broken)  # a person's save that does not parse
@@ -287,8 +262,6 @@ def test_a_broken_hooks_json_locks_no_change_out(workspace, redis_server, in_red
 
 def test_an_edit_saved_from_an_older_copy_is_taken_up_not_thrown_away(
         workspace, redis_server, in_redis_mode):
-    from sidecar.followups.store import HookStore
-
     store = HookStore(workspace)
     store.snapshot(time.time())
     opened = read_json(workspace.hooks_file)  # a person opens the copy

@@ -13,12 +13,8 @@ import orjson
 import pytest
 
 from helpers import invoke, read_json, run_cli
-from sidecar.followups.queue import FollowUpQueue
-from sidecar.followups.store import HookStore
-from sidecar.inbox.events import parse
 from sidecar.layout import Workspace
-from sidecar.sessions.batch import open_batch
-from sidecar.sessions.store import SessionStore
+from support.stores import ingest
 
 # A clipboard write (OSC 52, ended by BEL), a C1 CSI (U+009B) and a bare clear-screen: each
 # is something a terminal acts on.
@@ -30,30 +26,18 @@ RAW = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f]")  # C0 but tab and newline, DEL
 FORCE = {"FORCE_COLOR": "1"}  # sidecar paints its own colours: they must stay theirs
 
 
-def ingest(ws: Workspace, session: str, *events: dict[str, object]) -> None:
-    """Events from Claude Code's hooks, applied as ingestion applies them, a second apart."""
-    at = time.time() - 60
-    parsed = [parse(orjson.dumps({"host": "claude-code", "session_id": session, "ts": at + i,
-                                  **event}), f"{at + i:020.3f}.json", at + i)
-              for i, event in enumerate(events)]
-    store = SessionStore(ws, durable=False)
-    queue = FollowUpQueue(HookStore(ws, durable=False), "me")
-    with open_batch(store) as batch:
-        batch.commit(queue.add(batch.plan(parsed), at), at)
-
-
 @pytest.fixture
 def world(workspace: Workspace) -> Workspace:
     """A session the host ended for a reason carrying the sequences; one still working whose
     last tool is named with them; and a hooks.json (a file a repository may carry) whose
     post-task hook, its prompt file named with them, failed twice, saying them."""
-    ws = workspace
-    ingest(ws, "s-end", {"event": "session-start"},
-           {"event": "needs-input", "notification_type": "permission_prompt",
-            "message": f"may I run {EVIL}?"},
-           {"event": "session-end", "reason": EVIL})
-    ingest(ws, "s-tool", {"event": "session-start"}, {"event": "turn-start"},
-           {"event": "tool-use", "tool_name": EVIL})
+    ws, at = workspace, time.time() - 60  # Claude Code's hooks, applied a second apart
+    ingest(ws, "s-end", "session-start", at=at)
+    ingest(ws, "s-end", "needs-input", at=at + 1, notification_type="permission_prompt",
+           message=f"may I run {EVIL}?")
+    ingest(ws, "s-end", "session-end", at=at + 2, reason=EVIL)
+    ingest(ws, "s-tool", "session-start", "turn-start", at=at + 3)
+    ingest(ws, "s-tool", "tool-use", at=at + 5, tool_name=EVIL)
     doc = read_json(ws.hooks_file)
     failed = {"at": "2026-01-02T03:04:05.000Z", "status": f"error: {EVIL}",
               "host": "claude-code", "sessionId": "s-end", "log": None}
@@ -69,25 +53,26 @@ def status_line(ws: Workspace, payload: bytes | None):
                    input=payload or b"", cwd=ws.root)
 
 
+def painted(run, *args: str):
+    """`args` about the workspace, run by `run` with sidecar's colours on."""
+    return lambda ws: run(*args, "--root", str(ws.root), env=FORCE)
+
+
 # Each surface: how it is run (fast: the real launcher, as a shell runs it; full: the command
 # line in process), and whether the sequences reach it (the status line's counts say none).
 SURFACES = {
-    "status": (lambda ws: run_cli("status", "--root", str(ws.root), env=FORCE), True),
-    "status (full)": (lambda ws: invoke("status", "--root", str(ws.root), env=FORCE), True),
-    "status --session": (lambda ws: run_cli("status", "--session", "s-end", "--root",
-                                            str(ws.root), env=FORCE), True),
-    "status --session (full)": (lambda ws: invoke("status", "--session", "s-end", "--root",
-                                                  str(ws.root), env=FORCE), True),
-    "sessions": (lambda ws: run_cli("sessions", "--root", str(ws.root), env=FORCE), True),
-    "sessions (full)": (lambda ws: invoke("sessions", "--root", str(ws.root), "--limit", "9",
-                                          env=FORCE), True),
+    "status": (painted(run_cli, "status"), True),
+    "status (full)": (painted(invoke, "status"), True),
+    "status --session": (painted(run_cli, "status", "--session", "s-end"), True),
+    "status --session (full)": (painted(invoke, "status", "--session", "s-end"), True),
+    "sessions": (painted(run_cli, "sessions"), True),
+    "sessions (full)": (painted(invoke, "sessions", "--limit", "9"), True),
     "status --line, a host's JSON": (lambda ws: status_line(ws, orjson.dumps(
         {"session_id": "s-tool", "cwd": str(ws.root)})), True),
     "status --line, counts": (lambda ws: status_line(ws, None), False),
     "doctor": (lambda ws: invoke("doctor", cwd=ws.root, env=FORCE), True),
-    "hooks list": (lambda ws: invoke("hooks", "list", "--root", str(ws.root), env=FORCE), True),
-    "hooks history": (lambda ws: invoke("hooks", "history", "--root", str(ws.root),
-                                        env=FORCE), True),
+    "hooks list": (painted(invoke, "hooks", "list"), True),
+    "hooks history": (painted(invoke, "hooks", "history"), True),
 }
 
 

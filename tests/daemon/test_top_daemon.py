@@ -9,11 +9,12 @@ import os
 import re
 import shutil
 import time
+from collections.abc import Callable
 
 import orjson
 import pytest
 
-from helpers import SIDECAR, emit, read_json, run_cli, trust_hooks, wait_until
+from helpers import SIDECAR, emit, end_session, read_json, run_cli, trust_hooks, wait_until
 from sidecar.followups import trust
 from sidecar.top.app import TopApp
 from sidecar.top.feed import Feed
@@ -51,10 +52,14 @@ def add_hook(ws, out, delay: str = "1h") -> None:
     assert added.returncode == 0, added.stderr
 
 
-def end(ws, session: str) -> None:
-    for event in ("session-start", "session-end"):
-        assert emit(ws.root, None, event, "--session-id", session, "--source",
-                    "claude-code").returncode == 0
+def press_on(ws, session: str, key: str, shown: Callable[[str], bool], timeout: float) -> None:
+    """Find `session`'s row in top, press `key` on it, and wait until a line is `shown`."""
+    async def check(app, pilot):
+        await until(pilot, lambda: any(session in line for line in lines(app)), 5)
+        await pilot.press("slash", *session, "enter", key)
+        await until(pilot, lambda: any(shown(line) for line in lines(app)), timeout)
+
+    drive(ws, check)
 
 
 def test_an_emitted_event_shows_and_fire_now_fires_the_command(workspace, start_daemon, tmp_path):
@@ -69,7 +74,7 @@ def test_an_emitted_event_shows_and_fire_now_fires_the_command(workspace, start_
         await until(pilot, lambda: any("fresh-one" in line for line in lines(app)), 5)
         shown_after = time.monotonic() - sent
         assert shown_after < 3  # emit's own start is most of it; the view follows at once
-        end(workspace, "fresh-one")
+        end_session(workspace.root, "fresh-one")
         await until(pilot, lambda: any("note due in 59 min" in line for line in lines(app)), 5)
         await pilot.press("slash", *"fresh", "enter", "f")
         await until(pilot, out.exists, 5)  # an hour early: fired on the daemon's wake-up
@@ -87,16 +92,10 @@ def test_fire_now_of_an_untrusted_command_runs_nothing(workspace, start_daemon, 
     doc["hooks"]["note"]["action"] = ["sh", "-c", f"echo edited >> {out}"]
     workspace.hooks_file.write_bytes(orjson.dumps(doc))
     start_daemon(workspace.root)
-    end(workspace, "edited-one")
+    end_session(workspace.root, "edited-one")
     wait_until(lambda: read_json(workspace.hooks_file)["pending"], 10)
-
-    async def check(app, pilot):
-        await until(pilot, lambda: any("edited-one" in line for line in lines(app)), 5)
-        await pilot.press("slash", *"edited", "enter", "f")
-        await until(pilot, lambda: any("not trusted" in line.lower() or "trust" in line
-                                       for line in lines(app)), 10)
-
-    drive(workspace, check)
+    press_on(workspace, "edited-one", "f",
+             lambda line: "not trusted" in line.lower() or "trust" in line, 10)
     assert read_json(workspace.hooks_file)["hooks"]["note"]["lastStatus"] == str(trust.NOT_TRUSTED)
     assert not out.exists()
 
@@ -106,15 +105,9 @@ def test_cancel_keeps_the_daemon_from_firing_it(workspace, start_daemon, tmp_pat
     add_hook(workspace, out, delay="3s")
     trust_hooks(workspace)
     start_daemon(workspace.root)
-    end(workspace, "cancel-me")
+    end_session(workspace.root, "cancel-me")
     wait_until(lambda: read_json(workspace.hooks_file)["pending"], 10)
-
-    async def check(app, pilot):
-        await until(pilot, lambda: any("cancel-me" in line for line in lines(app)), 5)
-        await pilot.press("slash", *"cancel-me", "enter", "c")
-        await until(pilot, lambda: any("cancelled by the user" in line for line in lines(app)), 5)
-
-    drive(workspace, check)
+    press_on(workspace, "cancel-me", "c", lambda line: "cancelled by the user" in line, 5)
     time.sleep(4)  # past the delay: the daemon would have fired it by now
     assert not out.exists()
     assert read_json(workspace.hooks_file)["pending"] == []

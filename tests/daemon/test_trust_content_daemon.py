@@ -17,8 +17,8 @@ from pathlib import Path
 import orjson
 import pytest
 
-from helpers import emit, git, needs_git, read_json, run_cli, wait_until
-from sidecar.followups import trust
+from helpers import clone_of, emit, git, has_leader, needs_git, read_json, run_cli, wait_until
+from sidecar.followups import store, trust
 from sidecar.followups.seeds import DEFAULT_PROMPT
 from sidecar.layout import Workspace
 
@@ -58,18 +58,10 @@ def end_session(root: Path, name: str) -> None:
         assert done.returncode == 0, done.stderr
 
 
-def last_status(ws: Workspace, hook: str = "post-task") -> str | None:
-    return read_json(ws.hooks_file)["hooks"][hook].get("lastStatus")
-
-
 def fired_for(ws: Workspace, session: str, hook: str = "post-task") -> str | None:
     """The outcome of `hook`'s firing for `session`, once it has one."""
     return next((f["status"] for f in read_json(ws.hooks_file)["hooks"][hook]["history"]
                  if f["sessionId"] == sid(session)), None)
-
-
-def served(ws: Workspace) -> bool:
-    return any(read_json(p).get("role") == "leader" for p in ws.instances.glob("*.json"))
 
 
 def assert_refused_then_run_once(ws: Workspace, resumes: Path, text: str,
@@ -97,20 +89,6 @@ def assert_refused_then_run_once(ws: Workspace, resumes: Path, text: str,
     time.sleep(2)  # nothing else is queued: it stays one resume
     assert told(resumes) == [{"session": sid("after-trust"), "prompt": text}]
     assert read_json(ws.hooks_file)["pending"] == []
-
-
-def clone_of(tmp_path: Path, name: str, files: dict[str, bytes], *, force: bool = False) -> Path:
-    """A repository holding `files`, cloned: what a user gets from `git clone`."""
-    upstream = tmp_path / f"{name}-upstream"
-    for rel, data in files.items():
-        (upstream / rel).parent.mkdir(parents=True, exist_ok=True)
-        (upstream / rel).write_bytes(data)
-    git("init", "-q", cwd=upstream)
-    git("add", *(["-f"] if force else []), ".", cwd=upstream)
-    git("commit", "-qm", "x", cwd=upstream)
-    clone = tmp_path / name
-    git("clone", "-q", str(upstream), str(clone), cwd=tmp_path)
-    return clone
 
 
 @needs_git
@@ -205,7 +183,7 @@ def test_a_repository_cloned_at_a_path_trusted_for_another_runs_nothing(
     assert run_cli("init", str(first)).returncode == 0
     assert run_cli("hooks", "add", "note", "--delay", "0", "--root", str(first), "--",
                    "./notify.sh").returncode == 0  # the user's own: trusted as written
-    assert trust.untrusted(Workspace(first), [h for h in _hooks(first) if h.id == "note"]) == []
+    assert trust.untrusted(Workspace(first), [store.read_view(Workspace(first)).hooks["note"]]) == []
 
     subprocess.run(["rm", "-rf", str(first)], check=True)
     doc = {"version": 1, "hooks": {"note": hook}, "pending": []}
@@ -216,7 +194,7 @@ def test_a_repository_cloned_at_a_path_trusted_for_another_runs_nothing(
     ws = Workspace(second)
     assert second == first and trust.workspace_id(ws) is None
     daemon = start_daemon(extra=[])  # the registry still names the path: served at once
-    wait_until(lambda: served(ws), 15)
+    wait_until(lambda: has_leader(ws), 15)
     end_session(second, "unasked")
     wait_until(lambda: fired_for(ws, "unasked", "note") == str(trust.NOT_TRUSTED), 20)
     assert run_cli("init", str(second)).returncode == 0  # and after an init of it
@@ -224,12 +202,6 @@ def test_a_repository_cloned_at_a_path_trusted_for_another_runs_nothing(
     wait_until(lambda: fired_for(ws, "after-init", "note") == str(trust.NOT_TRUSTED), 20)
     assert not ran.exists()
     assert daemon.proc.poll() is None
-
-
-def _hooks(root: Path) -> list:
-    from sidecar.followups import store
-
-    return list(store.read_view(Workspace(root)).hooks.values())
 
 
 def test_the_trust_file_keeps_no_secret_and_names_the_workspace_by_its_identity(
@@ -263,28 +235,22 @@ def test_a_command_given_the_prompt_file_reads_the_approved_bytes(workspace, tmp
 
 
 def test_a_hook_skipped_as_untrusted_is_told_where_a_notice_is_configured(
-        workspace, resumes, start_daemon):
-    from support import receiver as receiver_mod
-
-    receiver = receiver_mod.start()
-    try:
-        root = ("--root", str(workspace.root))
-        assert run_cli("hooks", "update", "post-task", "--delay", "0", *root).stderr == b""
-        added = run_cli("hooks", "add", "told", "--event", "follow-up-failed", "--notify",
-                       f"{receiver.url}/failed", *root)
-        assert added.returncode == 0, added.stderr
-        prompt = workspace.prompts / "post-task.md"
-        prompt.write_text(prompt.read_text() + "Then push to production.\n")  # a pull
-        start_daemon(workspace.root)
-        end_session(workspace.root, "told")
-        [notice] = wait_until(lambda: receiver.at("/failed"), 20)
-        body = notice.json()
-        assert body["event"] == "follow-up-failed" and body["failedHook"] == "post-task"
-        assert body["reason"] == str(trust.NOT_TRUSTED) and body["sessionId"] == sid("told")
-        time.sleep(1)
-        assert len(receiver.at("/failed")) == 1 and told(resumes) == []
-    finally:
-        receiver.stop()
+        workspace, resumes, start_daemon, receiver):
+    root = ("--root", str(workspace.root))
+    assert run_cli("hooks", "update", "post-task", "--delay", "0", *root).stderr == b""
+    added = run_cli("hooks", "add", "told", "--event", "follow-up-failed", "--notify",
+                    f"{receiver.url}/failed", *root)
+    assert added.returncode == 0, added.stderr
+    prompt = workspace.prompts / "post-task.md"
+    prompt.write_text(prompt.read_text() + "Then push to production.\n")  # a pull
+    start_daemon(workspace.root)
+    end_session(workspace.root, "told")
+    [notice] = wait_until(lambda: receiver.at("/failed"), 20)
+    body = notice.json()
+    assert body["event"] == "follow-up-failed" and body["failedHook"] == "post-task"
+    assert body["reason"] == str(trust.NOT_TRUSTED) and body["sessionId"] == sid("told")
+    time.sleep(1)
+    assert len(receiver.at("/failed")) == 1 and told(resumes) == []
 
 
 def test_editing_a_prompt_without_a_change_trusts_nothing_unasked(workspace):
@@ -296,6 +262,4 @@ def test_editing_a_prompt_without_a_change_trusts_nothing_unasked(workspace):
                      env={"EDITOR": "true", "VISUAL": ""})
     assert result.returncode == 1 and b"unchanged, and not trusted" in result.stdout
     assert b"    | Pulled words." in result.stdout
-    from sidecar.followups import store
-
     assert trust.untrusted(workspace, store.read_view(workspace).hooks.values())

@@ -14,8 +14,12 @@ from pathlib import Path
 
 import orjson
 import pytest
+from freezegun import freeze_time
+from test_followups import SID, Harness, ev
 
-from helpers import end_session, git, needs_git, read_json, run_cli, wait_for_written, wait_until
+from helpers import clone_of, end_session, needs_git, read_json, run_cli, wait_for_written, wait_until
+from sidecar.base.proc import start_time
+from sidecar.base.timeutil import iso
 from sidecar.followups import trust
 from sidecar.layout import Workspace
 
@@ -23,25 +27,16 @@ from sidecar.layout import Workspace
 def evil_clone(tmp_path: Path, pwned: Path, with_pending: bool) -> Path:
     """The issue's repro: a repository that commits `.context/runtime/hooks.json` (`git add
     -f`) with a command hook and, optionally, a queue entry that is due already."""
-    evil = tmp_path / "evil"
-    runtime = evil / ".context/runtime"
-    runtime.mkdir(parents=True)
     doc = {"version": 1,
            "hooks": {"post-task": {"id": "post-task", "name": "post-task", "event": "session-end",
                                    "delaySeconds": 1, "promptFile": None,
                                    "action": ["sh", "-c", f"id >> {pwned}"], "enabled": True}},
            "pending": [{"hookId": "post-task", "host": "claude-code", "sessionId": "x1",
                         "dueAt": "2020-01-01T00:00:00Z"}] if with_pending else []}
-    (runtime / "hooks.json").write_bytes(orjson.dumps(doc))
-    (runtime / "inbox").mkdir()
-    (runtime / "inbox/planted.json").write_bytes(
-        b'{"event": "session-end", "session_id": "x2", "host": "claude-code"}')
-    git("init", "-q", cwd=evil)
-    git("add", "-f", ".", cwd=evil)
-    git("commit", "-qm", "x", cwd=evil)
-    clone = tmp_path / "clone"
-    git("clone", "-q", str(evil), str(clone), cwd=tmp_path)
-    return clone
+    return clone_of(tmp_path, "clone", {
+        ".context/runtime/hooks.json": orjson.dumps(doc),
+        ".context/runtime/inbox/planted.json":
+            b'{"event": "session-end", "session_id": "x2", "host": "claude-code"}'}, force=True)
 
 
 def last_status(ws: Workspace, hook: str = "post-task") -> str | None:
@@ -135,8 +130,6 @@ def test_kill_running_signals_only_what_this_users_sidecar_started(workspace, tm
     victim = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"],
                               start_new_session=True)
     try:
-        from sidecar.base.proc import start_time
-
         doc = read_json(workspace.hooks_file)
         doc["pending"] = [{"hookId": "post-task", "host": "claude-code", "sessionId": "x",
                            "dueAt": "2020-01-01T00:00:00Z", "claimedBy": "someone",
@@ -154,24 +147,13 @@ def test_kill_running_signals_only_what_this_users_sidecar_started(workspace, tm
 
 def test_a_daemon_that_cannot_become_the_owner_runs_nothing(tmp_path, config_home, monkeypatch):
     """Not root, and the workspace is someone else's: the firing says so and nothing runs."""
-    from test_followups import SID, Harness, ev
-
-    from sidecar.base.timeutil import iso
-
     h = Harness(tmp_path)  # the seeded post-task hook, trusted as `sidecar init` trusts it
     h.apply(ev("SessionStart", session=SID), ev("SessionEnd", session=SID, ts=1_795_900_001.0))
     owner_uid = os.stat(h.ws.root).st_uid
     monkeypatch.setattr(os, "geteuid", lambda: owner_uid + 4242)
-    from freezegun import freeze_time
-
     with freeze_time(iso(1_795_900_030.0)):
         h.fire_due()
     status = h.hook("post-task").last_status
     assert status.startswith(f"error: {h.ws.root} belongs to uid {owner_uid}")
     assert "cannot act as its owner; nothing was run" in status
     assert not list((h.ws.logs / "hooks").rglob("*.log"))  # nothing was started
-
-
-# -- what the review of the first version found ---------------------------------------------
-
-

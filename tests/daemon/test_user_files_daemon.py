@@ -11,8 +11,6 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import pytest
-
 from helpers import run_cli
 from support.user_files import dotfile, sidecar_hooks, user_env
 
@@ -23,13 +21,8 @@ def run(*args: str, cwd: Path, env: dict[str, str]):
     return result
 
 
-@pytest.fixture
-def env(tmp_path: Path) -> dict[str, str]:
-    return user_env(tmp_path)
-
-
-def test_a_symlinked_gemini_settings_file_neither_crashes_integrate_nor_doctor(workspace, env,
-                                                                              tmp_path):
+def test_a_symlinked_gemini_settings_file_neither_crashes_integrate_nor_doctor(workspace, tmp_path):
+    env = user_env(tmp_path)
     target = dotfile(tmp_path, "gemini.json", '{"ui": {"theme": "dark"}}\n', 0o600)
     settings = Path(env["HOME"]) / ".gemini" / "settings.json"
     settings.parent.mkdir()
@@ -38,5 +31,3 @@ def test_a_symlinked_gemini_settings_file_neither_crashes_integrate_nor_doctor(w
     assert settings.is_symlink() and len(sidecar_hooks(target)) == 6  # Notification too
     doctor = run("doctor", cwd=workspace.root, env=env)
     assert doctor.returncode in (0, 1) and b"gemini" in doctor.stdout.lower()
-
-
