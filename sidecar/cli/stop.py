@@ -20,6 +20,7 @@ import typer
 
 from sidecar import config as config_mod
 from sidecar.base.errors import SidecarError
+from sidecar.base.proc import is_alive
 from sidecar.coordination import instances
 from sidecar.daemon.running import is_sidecar_run, live_here
 from sidecar.layout import Workspace, find_workspace
@@ -108,7 +109,9 @@ def stop_daemons(roots: list[Path]) -> tuple[int, int]:
     def serving(pid: int) -> bool:
         return any(instances.is_alive(ws, iid) for ws, iid in daemons[pid])
 
-    while any(serving(pid) for pid in asked) and time.monotonic() < deadline:
+    # Until each has exited, not only let go of its workspaces: it logs its last line after,
+    # which a purge of its log must come later than.
+    while any(serving(pid) or is_alive(pid, None) for pid in asked) and time.monotonic() < deadline:
         time.sleep(0.05)
     stopped = still = 0
     for pid, served in daemons.items():

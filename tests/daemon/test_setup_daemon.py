@@ -95,9 +95,12 @@ def uninstall(tmp_path, *args: str):
     return run_cli("uninstall", *args, cwd=tmp_path, env=no_manager_env(tmp_path))
 
 
-def test_uninstall_stops_a_daemon_started_by_hand(tmp_path, config_home, workspace,
-                                                  start_daemon):
+def test_uninstall_stops_a_daemon_started_by_hand_and_purges_its_log(tmp_path, config_home,
+                                                                     workspace, start_daemon):
     daemon = start_daemon(workspace.root)
+    state = tmp_path / "state" / "sidecar"  # $XDG_STATE_HOME/sidecar: the daemon logs there
+    wait_until(lambda: (state / "daemon.log").exists(), 15)
+    (state / "daemon.log.1").write_text("INFO rotated\n")
     result = uninstall(tmp_path, "--purge")
     assert result.returncode == 0, result.stdout + result.stderr
     assert f"stopped the daemon serving {workspace.root} (pid {daemon.pid})".encode() \
@@ -105,6 +108,7 @@ def test_uninstall_stops_a_daemon_started_by_hand(tmp_path, config_home, workspa
     assert daemon.proc.wait(15) == 0
     status = run_cli("status", "--root", str(workspace.root))
     assert b"served     NO" in status.stdout
+    assert not state.exists() and state.parent.is_dir()  # what sidecar wrote there, and no more
 
 
 HOLDER = """
@@ -184,3 +188,36 @@ def test_uninstall_looks_through_no_link_for_daemons_and_runs_from_a_removed_fol
     assert b"Traceback" not in result.stderr
     assert f"cannot tell what serves {workspace.root}".encode() in result.stderr
     assert b"is a symlink" in result.stderr
+
+
+def test_stop_stops_a_hand_started_daemon_and_nothing_else(tmp_path, config_home, workspace,
+                                                           start_daemon):
+    """`sidecar stop` without a service manager: the daemon started by hand stops; a process
+    a planted instance file names and another user's daemon are named and left running, and
+    nothing of the set-up is removed."""
+    if os.geteuid() != 0:
+        pytest.skip("running a process as another user needs root")
+    daemon = start_daemon(workspace.root)
+    others = [subprocess.Popen([sys.executable, "-c", HOLDER, "x", str(workspace.root),
+                                str(os.getuid()), "mortal"], stdout=subprocess.PIPE)]
+    stuck = tmp_path / "stuck" / "sidecar"
+    stuck.parent.mkdir()
+    stuck.write_text(HOLDER.replace("holder000001", "holder000002"))
+    others.append(subprocess.Popen([sys.executable, str(stuck), "run", str(workspace.root),
+                                    "65534", "mortal"], stdout=subprocess.PIPE))
+    try:
+        assert all(p.stdout is not None and p.stdout.readline() == b"ready\n" for p in others)
+        victim, theirs = others
+        result = run_cli("stop", cwd=tmp_path, env=no_manager_env(tmp_path))
+        assert f"stopped the daemon serving {workspace.root} (pid {daemon.pid})".encode() \
+            in result.stdout, result.stdout + result.stderr
+        assert daemon.proc.wait(15) == 0
+        assert f"pid {victim.pid}, named by".encode() in result.stderr
+        assert f"pid {theirs.pid} still serves {workspace.root} (is another user's)".encode() \
+            in result.stderr
+        assert result.returncode == 1 and victim.poll() is None and theirs.poll() is None
+        assert (config_home / "workspaces.json").exists() and workspace.instances.is_dir()
+    finally:
+        for process in others:
+            process.kill()
+            process.communicate()
