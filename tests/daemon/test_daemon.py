@@ -76,9 +76,7 @@ def test_a_resumed_claude_session_is_tracked_again(workspace, start_daemon):
     for name in ("SessionStart.json", "SessionEnd.json"):
         emit(workspace.root, claude_payload(name, "r1"), "--source", "claude-code")
     wait_until(lambda: (session_record(workspace, "r1") or {}).get("status") == "completed")
-    resume = orjson.loads((FIXTURES / "claude-code-2.1.328/SessionStart-resume.json").read_bytes())
-    resume["session_id"] = "r1"
-    emit(workspace.root, orjson.dumps(resume), "--source", "claude-code")
+    emit(workspace.root, claude_payload("SessionStart-resume.json", "r1"), "--source", "claude-code")
     wait_until(lambda: (session_record(workspace, "r1") or {}).get("status") == "active")
     # The binding is written just after the record, in the same batch.
     wait_until(lambda: "r1" in bindings(workspace).get("claude-code", {}))
