@@ -96,8 +96,10 @@ def test_a_workspace_registered_while_running_is_picked_up(tmp_path, config_home
     wait_until(lambda: session_record(Workspace(second), "late", "x"), 15)
 
 
-def test_sigterm_exits_cleanly_and_unregisters(workspace, start_daemon):
+def test_runtime_folders_are_private_and_sigterm_exits_cleanly_and_unregisters(workspace, start_daemon):
     daemon = start_daemon(workspace.root)
+    for folder in workspace.private_dirs():
+        assert oct(folder.stat().st_mode & 0o777) == "0o700", folder
     daemon.proc.send_signal(signal.SIGTERM)
     assert daemon.proc.wait(10) == 0
     assert list(workspace.instances.glob("*.json")) == []
@@ -113,12 +115,6 @@ def test_a_standby_instance_takes_over_when_the_leader_dies(workspace, start_dae
     wait_until(lambda: session_record(workspace, "after", "x"), 10)
     assert time.monotonic() - started < 5
     assert second.proc.poll() is None
-
-
-def test_runtime_folders_are_private(workspace, start_daemon):
-    start_daemon(workspace.root)
-    for folder in workspace.private_dirs():
-        assert oct(folder.stat().st_mode & 0o777) == "0o700", folder
 
 
 def test_the_daemon_survives_an_inbox_that_is_briefly_not_a_folder(workspace, start_daemon):
