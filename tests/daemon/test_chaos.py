@@ -36,11 +36,9 @@ def test_three_instances_under_sigkill_lose_and_double_nothing(workspace, start_
     use_hooks(workspace, {"rec": recording_hook(fired)})
     daemons = [start_daemon(workspace.root, wait_leader=(i == 0)) for i in range(3)]
     sessions = [f"chaos-{i:03d}" for i in range(200)]
-    emitters = []
-    for e in range(8):
-        share = sessions[e::8]
-        emitters.append(subprocess.Popen(
-            [sys.executable, EMITTER, str(workspace.root), str(tmp_path / f"names-{e}.txt"), str(e), *share]))
+    emitters = [subprocess.Popen([sys.executable, EMITTER, str(workspace.root),
+                                  str(tmp_path / f"names-{e}.txt"), str(e), *sessions[e::8]])
+                for e in range(8)]
     rng = random.Random(7)
     kills = 0
     deadline = time.monotonic() + 240

@@ -21,6 +21,7 @@ from test_daemon import bindings, inbox_empty
 from test_hooks_daemon import command_hook, hook_status, lines, recorder
 
 from helpers import emit, end_session, read_json, session_record, use_hooks, wait_until
+from sidecar.base.timeutil import parse_ts
 from sidecar.daemon.clocksteps import StepDetector
 
 LIBFAKETIME = ("/usr/lib/*/faketime/libfaketimeMT.so.1", "/usr/lib/faketime/libfaketimeMT.so.1",
@@ -140,8 +141,6 @@ def test_the_fake_clock_is_the_daemons_alone(workspace, start_daemon, fake_clock
     fake_clock.step(-3600)
 
     def heartbeat_back() -> bool:
-        from sidecar.base.timeutil import parse_ts
-
         for path in workspace.instances.glob("*.json"):
             doc = read_json(path)
             at = parse_ts(doc.get("heartbeatAt"))
