@@ -38,5 +38,3 @@ def test_doctor_names_the_executable_and_the_variable_the_service_lacks(
     said = run_cli("doctor", cwd=workspace.root, env=shell).stdout.decode()
     assert "claude-code: the resume command's 'claude' is not on the service's PATH " \
            "(/usr/bin:/bin)" in said
-
-

@@ -13,6 +13,7 @@ from pathlib import Path
 
 import orjson
 import pytest
+from test_hooks_daemon import command_hook
 
 from helpers import read_json, use_hooks, wait_until
 from sidecar.base.ids import harness_id
@@ -25,8 +26,7 @@ EMITTER = str(Path(__file__).with_name("chaos_emitter.py"))
 
 def recording_hook(out: Path, delay: int = 1) -> dict:
     script = f'echo "start $SIDECAR_SESSION_ID" >> {out}; sleep 0.05; echo "end $SIDECAR_SESSION_ID" >> {out}'
-    return {"id": "rec", "name": "rec", "event": "session-end", "delaySeconds": delay,
-            "promptFile": None, "action": ["sh", "-c", script], "enabled": True}
+    return command_hook("rec", ["sh", "-c", script], delay)
 
 
 def test_three_instances_under_sigkill_lose_and_double_nothing(workspace, start_daemon, config_home, tmp_path):
@@ -36,11 +36,9 @@ def test_three_instances_under_sigkill_lose_and_double_nothing(workspace, start_
     use_hooks(workspace, {"rec": recording_hook(fired)})
     daemons = [start_daemon(workspace.root, wait_leader=(i == 0)) for i in range(3)]
     sessions = [f"chaos-{i:03d}" for i in range(200)]
-    emitters = []
-    for e in range(8):
-        share = sessions[e::8]
-        emitters.append(subprocess.Popen(
-            [sys.executable, EMITTER, str(workspace.root), str(tmp_path / f"names-{e}.txt"), str(e), *share]))
+    emitters = [subprocess.Popen([sys.executable, EMITTER, str(workspace.root),
+                                  str(tmp_path / f"names-{e}.txt"), str(e), *sessions[e::8]])
+                for e in range(8)]
     rng = random.Random(7)
     kills = 0
     deadline = time.monotonic() + 240
@@ -69,10 +67,7 @@ def test_three_instances_under_sigkill_lose_and_double_nothing(workspace, start_
         for p in emitters:
             p.kill() if p.poll() is None else None
 
-    dropped = {}
-    for e in range(8):
-        for name in (tmp_path / f"names-{e}.txt").read_text().split():
-            dropped[name] = True
+    dropped = {name for e in range(8) for name in (tmp_path / f"names-{e}.txt").read_text().split()}
     assert len(dropped) == 4000
 
     # Every event leaves trace lines naming its inbox file, with ids derived from it: a lost

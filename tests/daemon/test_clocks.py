@@ -20,7 +20,8 @@ import pytest
 from test_daemon import bindings, inbox_empty
 from test_hooks_daemon import command_hook, hook_status, lines, recorder
 
-from helpers import emit, read_json, session_record, use_hooks, wait_until
+from helpers import emit, end_session, read_json, session_record, use_hooks, wait_until
+from sidecar.base.timeutil import parse_ts
 from sidecar.daemon.clocksteps import StepDetector
 
 LIBFAKETIME = ("/usr/lib/*/faketime/libfaketimeMT.so.1", "/usr/lib/faketime/libfaketimeMT.so.1",
@@ -93,8 +94,7 @@ def test_a_forward_step_times_out_no_running_action(workspace, start_daemon, con
     use_hooks(workspace, {"slow": command_hook(
         "slow", ["sh", "-c", f"touch {started}; sleep 6"], delay=0)})
     start_daemon(workspace.root, env=fake_clock.env)
-    start_session(workspace, "ends")
-    emit(workspace.root, None, "session-end", "--session-id", "ends", "--source", "claude-code")
+    end_session(workspace.root, "ends")
     wait_until(started.exists, 30)
     fake_clock.step(25 * 3600)  # far past actionTimeout by the wall clock, 3s by the real one
     wait_until(lambda: hook_status(workspace, "slow") is not None, 30)
@@ -120,8 +120,7 @@ def test_a_follow_up_queued_before_a_backward_step_fires_after_its_delay(
     fired = tmp_path / "fired.txt"
     use_hooks(workspace, {"rec": command_hook("rec", recorder(fired), delay=8)})
     start_daemon(workspace.root, env=fake_clock.env)
-    emit(workspace.root, None, "session-start", "--session-id", "s1", "--source", "claude-code")
-    emit(workspace.root, None, "session-end", "--session-id", "s1", "--source", "claude-code")
+    end_session(workspace.root, "s1")
     wait_until(lambda: read_json(workspace.hooks_file)["pending"])
     fake_clock.step(-3600)
     # Eight seconds of delay, not an hour and eight (the timeout only bounds the wait).
@@ -142,8 +141,6 @@ def test_the_fake_clock_is_the_daemons_alone(workspace, start_daemon, fake_clock
     fake_clock.step(-3600)
 
     def heartbeat_back() -> bool:
-        from sidecar.base.timeutil import parse_ts
-
         for path in workspace.instances.glob("*.json"):
             doc = read_json(path)
             at = parse_ts(doc.get("heartbeatAt"))

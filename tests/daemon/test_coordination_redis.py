@@ -8,12 +8,13 @@ import time
 
 import pytest
 
-from helpers import wait_until
-from sidecar.coordination.base import LeaseLost, Unreachable
+from helpers import run_cli, wait_until
+from sidecar.coordination.base import LeaseLost, Unreachable, workspace_key
 from sidecar.coordination.redis.backend import BREAK_AFTER, RedisCoordination
 from sidecar.coordination.redis.client import INSTANCE_TTL
 from sidecar.layout import Workspace
 from sidecar.locks import LockTimeout
+from support.cluster import coordinate_through, daemon_log
 from support.redis_server import RedisServer
 
 
@@ -72,10 +73,8 @@ def test_a_leader_whose_connections_are_killed_is_fenced_and_told(pair, redis_se
         lead_a.check()  # and stays fenced once another leads
 
 
-def test_an_instance_lives_while_its_process_renews_its_lease(tmp_path, coords):
-    ws = Workspace(tmp_path)
-    a, b = coords(), coords()
-    a.join(ws, "aaaa")
+def test_an_instance_lives_while_its_process_renews_its_lease(pair):
+    ws, a, b = pair
     assert wait_until(lambda: b.is_alive(ws, "aaaa"), 2)
     assert not b.is_alive(ws, "zzzz")
     time.sleep(INSTANCE_TTL + 0.5)  # renewed meanwhile
@@ -149,8 +148,6 @@ def test_a_change_announced_on_one_machine_wakes_the_other(tmp_path, coords):
     there.listen(heard.append)
     wait_until(lambda: "" in heard, 3)  # subscribed (it says so with "")
     here.changed(ws)
-    from sidecar.coordination.base import workspace_key
-
     assert wait_until(lambda: workspace_key(ws) in heard, 3)
 
 
@@ -189,9 +186,6 @@ def _answers(coord: RedisCoordination) -> bool:
 
 def test_a_redis_password_never_shows_in_the_log_status_or_doctor(
         workspace, config_home, redis_servers, start_daemon):
-    from helpers import run_cli
-    from support.cluster import coordinate_through, daemon_log
-
     secret = "pa55-w0rd-xyz"
     server = redis_servers(password=secret)
     coordinate_through(config_home, server)

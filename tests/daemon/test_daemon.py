@@ -76,9 +76,7 @@ def test_a_resumed_claude_session_is_tracked_again(workspace, start_daemon):
     for name in ("SessionStart.json", "SessionEnd.json"):
         emit(workspace.root, claude_payload(name, "r1"), "--source", "claude-code")
     wait_until(lambda: (session_record(workspace, "r1") or {}).get("status") == "completed")
-    resume = orjson.loads((FIXTURES / "claude-code-2.1.328/SessionStart-resume.json").read_bytes())
-    resume["session_id"] = "r1"
-    emit(workspace.root, orjson.dumps(resume), "--source", "claude-code")
+    emit(workspace.root, claude_payload("SessionStart-resume.json", "r1"), "--source", "claude-code")
     wait_until(lambda: (session_record(workspace, "r1") or {}).get("status") == "active")
     # The binding is written just after the record, in the same batch.
     wait_until(lambda: "r1" in bindings(workspace).get("claude-code", {}))
@@ -98,8 +96,10 @@ def test_a_workspace_registered_while_running_is_picked_up(tmp_path, config_home
     wait_until(lambda: session_record(Workspace(second), "late", "x"), 15)
 
 
-def test_sigterm_exits_cleanly_and_unregisters(workspace, start_daemon):
+def test_runtime_folders_are_private_and_sigterm_exits_cleanly_and_unregisters(workspace, start_daemon):
     daemon = start_daemon(workspace.root)
+    for folder in workspace.private_dirs():
+        assert oct(folder.stat().st_mode & 0o777) == "0o700", folder
     daemon.proc.send_signal(signal.SIGTERM)
     assert daemon.proc.wait(10) == 0
     assert list(workspace.instances.glob("*.json")) == []
@@ -115,12 +115,6 @@ def test_a_standby_instance_takes_over_when_the_leader_dies(workspace, start_dae
     wait_until(lambda: session_record(workspace, "after", "x"), 10)
     assert time.monotonic() - started < 5
     assert second.proc.poll() is None
-
-
-def test_runtime_folders_are_private(workspace, start_daemon):
-    start_daemon(workspace.root)
-    for folder in workspace.private_dirs():
-        assert oct(folder.stat().st_mode & 0o777) == "0o700", folder
 
 
 def test_the_daemon_survives_an_inbox_that_is_briefly_not_a_folder(workspace, start_daemon):

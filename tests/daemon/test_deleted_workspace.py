@@ -7,17 +7,9 @@ import shutil
 import time
 from pathlib import Path
 
-import orjson
-
-from helpers import emit, run_cli, wait_until
-from sidecar.base.ids import harness_id
-from sidecar.layout import Workspace
+from helpers import emit, run_cli, session_record, wait_until
 
 WATCHED = 6.0  # seconds: three looks at a workspace set aside, and a step a second before
-
-
-def _recorded(ws: Workspace, session: str) -> bool:
-    return (ws.session_dir(harness_id("x", session)) / "session.json").is_file()
 
 
 def _leading(daemon, root: Path) -> int:
@@ -28,7 +20,7 @@ def test_a_deleted_workspace_is_said_once_and_served_again_once_back(workspace, 
     root = workspace.root
     daemon = start_daemon()  # serving what the registry names, as the service does
     emit(root, None, "session-start", "--session-id", "before", "--source", "x")
-    wait_until(lambda: _recorded(workspace, "before"), 15)
+    wait_until(lambda: session_record(workspace, "before", "x"), 15)
     before = daemon.output()
 
     shutil.rmtree(root)
@@ -45,9 +37,7 @@ def test_a_deleted_workspace_is_said_once_and_served_again_once_back(workspace, 
     assert run_cli("init", str(root)).returncode == 0
     wait_until(lambda: _leading(daemon, root) == 2, 15)
     emit(root, None, "session-start", "--session-id", "after", "--source", "x")
-    wait_until(lambda: _recorded(workspace, "after"), 15)
-    record = orjson.loads((workspace.session_dir(harness_id("x", "after"))
-                           / "session.json").read_bytes())
+    record = wait_until(lambda: session_record(workspace, "after", "x"), 15)
     assert record["status"] == "active"
     assert "Traceback" not in daemon.output()
     assert daemon.proc.poll() is None

@@ -43,19 +43,13 @@ def small_disk(tmp_path: Path) -> Iterator[Path]:
 def fill(disk: Path) -> Path:
     """Write a filler file until the disk refuses more (ENOSPC)."""
     filler = disk / "filler"
-    chunk = b"\0" * (64 * 1024)
     with open(filler, "wb", buffering=0) as out:
-        try:
-            while True:
-                out.write(chunk)
-        except OSError as exc:
-            assert exc.errno == errno.ENOSPC
-    with open(filler, "ab", buffering=0) as out:  # the last few bytes too, a block at a time
-        try:
-            while True:
-                out.write(b"\0" * 512)
-        except OSError as exc:
-            assert exc.errno == errno.ENOSPC
+        for size in (64 * 1024, 512):  # then the last few bytes too, a block at a time
+            try:
+                while True:
+                    out.write(b"\0" * size)
+            except OSError as exc:
+                assert exc.errno == errno.ENOSPC
     return filler
 
 

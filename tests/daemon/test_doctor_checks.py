@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import os
 import re
-import stat
 import sys
 from pathlib import Path
 
@@ -14,6 +13,7 @@ from test_hooks_daemon import command_hook, hook_status
 
 from helpers import SIDECAR, end_session, fake_systemctl, read_json, run_cli, use_hooks, wait_until
 from sidecar.followups.run import logtail
+from support.fakes import fake_host
 
 LOGIN = "Not logged in · Please run /login"
 
@@ -28,7 +28,8 @@ def firings(ws, hook_id: str) -> list:
     return read_json(ws.hooks_file)["hooks"][hook_id].get("history", [])
 
 
-def test_a_failed_follow_up_shows_the_last_line_its_log_said(workspace, start_daemon):
+def test_a_failed_follow_up_shows_its_logs_last_line_and_doctor_reports_one_that_keeps_failing(
+        workspace, start_daemon):
     use_hooks(workspace, {"post": command_hook("post", failing(LOGIN), delay=0)})
     start_daemon(workspace.root)
     end_session(workspace.root, "s-fail")
@@ -45,9 +46,17 @@ def test_a_failed_follow_up_shows_the_last_line_its_log_said(workspace, start_da
         history  # its log, on a line of its own, relative to the workspace
     session = run_cli("status", "--root", str(workspace.root), "--session", "s-fail").stdout
     assert f"error: exit status 1: {LOGIN}" in session.decode(), session
-    # The line was kept in the history as the firing finished: the log is no longer needed.
-    [fired] = firings(workspace, "post")
-    assert fired["lastLine"] == LOGIN
+    out = run_cli("doctor", cwd=workspace.root).stdout.decode()
+    assert f"note    hook post's last follow-up failed: error: exit status 1: {LOGIN}" in out, out
+    end_session(workspace.root, "s-2")
+    wait_until(lambda: len(firings(workspace, "post")) == 2, 20)
+    result = run_cli("doctor", cwd=workspace.root)
+    out = result.stdout.decode()
+    assert f"PROBLEM hook post's last 2 follow-ups failed: error: exit status 1: {LOGIN}" in out
+    log = firings(workspace, "post")[-1]["log"]
+    assert f"fix: read {log}" in out and result.returncode == 1
+    # The line was kept in the history as each firing finished: the log is no longer needed.
+    assert [fired["lastLine"] for fired in firings(workspace, "post")] == [LOGIN, LOGIN]
     for log in (workspace.runtime / "logs" / "hooks" / "post").iterdir():
         log.unlink()
     report = orjson.loads(run_cli("status", "--json", "--root", str(workspace.root)).stdout)
@@ -81,23 +90,6 @@ def test_the_last_line_is_read_from_the_tail_safely_and_shown_escaped(workspace,
     assert logtail.last_line(workspace, "post", "../../../x.log") is None
 
 
-def test_doctor_reports_follow_ups_that_keep_failing_with_what_they_said(
-        workspace, start_daemon):
-    use_hooks(workspace, {"post": command_hook("post", failing(LOGIN), delay=0)})
-    start_daemon(workspace.root)
-    end_session(workspace.root, "s-1")
-    wait_until(lambda: len(firings(workspace, "post")) == 1, 20)
-    out = run_cli("doctor", cwd=workspace.root).stdout.decode()
-    assert f"note    hook post's last follow-up failed: error: exit status 1: {LOGIN}" in out, out
-    end_session(workspace.root, "s-2")
-    wait_until(lambda: len(firings(workspace, "post")) == 2, 20)
-    result = run_cli("doctor", cwd=workspace.root)
-    out = result.stdout.decode()
-    assert f"PROBLEM hook post's last 2 follow-ups failed: error: exit status 1: {LOGIN}" in out
-    log = firings(workspace, "post")[-1]["log"]
-    assert f"fix: read {log}" in out and result.returncode == 1
-
-
 def test_doctor_reports_a_broken_hooks_json_with_the_fix(workspace):
     workspace.hooks_file.write_text('{"hooks": ')
     result = run_cli("doctor", cwd=workspace.root)
@@ -107,18 +99,10 @@ def test_doctor_reports_a_broken_hooks_json_with_the_fix(workspace):
     assert result.returncode == 1 and b"Traceback" not in result.stderr
 
 
-def fake_claude(folder: Path) -> Path:
-    folder.mkdir(parents=True, exist_ok=True)
-    path = folder / "claude"
-    path.write_text("#!/bin/sh\nexit 0\n")
-    path.chmod(path.stat().st_mode | stat.S_IXUSR)
-    return path
-
-
 def test_doctor_checks_the_environment_of_the_running_sidecar_not_its_own_shell(
         workspace, config_home, start_daemon, tmp_path):
     home = tmp_path / "home"
-    claude = fake_claude(tmp_path / "nvm" / "bin")
+    claude = fake_host(tmp_path / "nvm" / "bin", "claude")
     shell = {"HOME": str(home), "ANTHROPIC_API_KEY": "sk-mine",
              "PATH": f"{claude.parent}:{fake_systemctl(tmp_path, answers=False)}"}
     assert run_cli("integrate", "claude-code", cwd=workspace.root, env=shell).returncode == 0
@@ -149,9 +133,8 @@ def test_a_host_installed_but_not_used_is_a_note_and_doctor_is_green(
         workspace, start_daemon, tmp_path):
     home = tmp_path / "home"
     bin_dir = tmp_path / "hostbin"
-    fake_claude(bin_dir)
-    (bin_dir / "codex").write_text("#!/bin/sh\nexit 0\n")
-    (bin_dir / "codex").chmod(0o755)
+    fake_host(bin_dir, "claude")
+    fake_host(bin_dir, "codex")
     env = {"HOME": str(home), "CODEX_HOME": str(tmp_path / "codex"),
            "PATH": f"{bin_dir}:{fake_systemctl(tmp_path, answers=False)}"}
     assert run_cli("integrate", "claude-code", cwd=workspace.root, env=env).returncode == 0

@@ -8,17 +8,10 @@ import sys
 
 import orjson
 import pytest
+from test_daemon import CLAUDE_SEQUENCE
 
 from helpers import SIDECAR, emit, fixture_payload, inbox_files, read_json, run_cli
 from sidecar.inbox import events
-
-CLAUDE = [
-    "SessionStart.json",
-    "UserPromptSubmit.json",
-    "PostToolUse.json",
-    "Stop.json",
-    "SessionEnd.json",
-]
 
 
 def unpacked(path):
@@ -30,7 +23,7 @@ def parsed(path):
     return events.parse(path.read_bytes(), path.name, 0.0)
 
 
-@pytest.mark.parametrize("name", CLAUDE)
+@pytest.mark.parametrize("name", CLAUDE_SEQUENCE)
 def test_claude_payload_is_dropped_as_it_came_beside_host_and_time(workspace, name):
     raw = fixture_payload(f"claude-code-2.1.328/{name}")
     result = emit(workspace.root, raw, "--source", "claude-code")
@@ -135,16 +128,6 @@ def test_nested_look_alike_keys_never_route_or_rename_an_event(workspace, tmp_pa
     event = parsed(dropped)
     assert (event.name, event.host, event.session_id, event.hook_id) == (
         "PostToolUse", "claude-code", "real", None)
-
-
-def test_codex_notify_json_argument_is_accepted(workspace):
-    notify = fixture_payload("codex-0.169.0/notify.json").decode()
-    result = emit(workspace.root, None, "--source", "codex", notify)
-    assert result.returncode == 0
-    [dropped] = inbox_files(workspace)
-    event = parsed(dropped)
-    assert event.session_id == "01a22640-ba24-7903-a282-1f18f8e5c50d"
-    assert event.host == "codex"
 
 
 def test_runs_started_by_a_hook_are_tagged(workspace):

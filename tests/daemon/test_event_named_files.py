@@ -167,20 +167,15 @@ def place_transcript(where: str, searchable: Path, ws: Workspace,
     `searchable` (a folder `user` may search) or in a folder of root's only inside it."""
     if where == "the owner's own file":
         path = ws.root / "mine.jsonl"
-        path.write_bytes(refused_turn(SECRET))
-        user.chown(path)
-        os.chmod(path, 0o600)
-        return path
-    if where == "root's 0600 file":
+    elif where == "root's 0600 file":
         path = searchable / "secret.jsonl"
-        path.write_bytes(refused_turn(SECRET))
-        os.chmod(path, 0o600)
-        return path
-    folder = searchable / "root-only"
-    folder.mkdir(mode=0o700)
-    path = folder / "secret.jsonl"
+    else:  # readable, in a folder of root's only
+        (searchable / "root-only").mkdir(mode=0o700)
+        path = searchable / "root-only" / "secret.jsonl"
     path.write_bytes(refused_turn(SECRET))
-    os.chmod(path, 0o644)
+    os.chmod(path, 0o644 if path.parent.name == "root-only" else 0o600)
+    if where == "the owner's own file":
+        user.chown(path)
     if where == "the owner's link to root's file":
         link = ws.root / "link.jsonl"
         link.symlink_to(path)

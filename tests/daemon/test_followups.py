@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import itertools
 import os
 import sys
@@ -12,8 +13,9 @@ from pathlib import Path
 import orjson
 import pytest
 from freezegun import freeze_time
+from test_hooks_daemon import recorder
 
-from helpers import read_json, trust_hooks
+from helpers import read_json, trust_hooks, wait_until
 from sidecar.base.timeutil import iso, now
 from sidecar.config import Config
 from sidecar.followups.fire import FollowUps
@@ -49,23 +51,20 @@ class Harness:
         self.config = Config(**config)
         self.followups = FollowUps(self.ws, self.queue, self.sessions, lambda: self.config, alive)
 
-    def use_command_hook(self, **fields):
+    def use_command_hook(self, **fields) -> Harness:
         """Replace the default hook with one that records each firing in fired.txt."""
-        argv = [sys.executable, "-c",
-                "import os,sys; open(sys.argv[1],'a').write(os.environ['SIDECAR_SESSION_ID']+'\\n')",
-                str(self.fired)]
-        hook = new_hook("rec", "rec", T0, action=argv, **{"promptFile": None, "delaySeconds": 10,
-                                                          **fields})
-        self.hooks.change(T0, lambda d: setattr(d, "hooks", {"rec": hook}))
-        trust_hooks(self.ws)
+        self._use_rec(recorder(self.fired), fields)
+        return self
 
     def use_resume_hook(self, **fields):
         """Make `rec` a resume, whose resume command records each firing in fired.txt."""
-        argv = (sys.executable, "-c", "import os,sys; open(sys.argv[1],'a').write("
-                "os.environ['SIDECAR_SESSION_ID']+'\\n')", str(self.fired))
-        self.config = Config(**{**self.config.__dict__, "resume": {"claude-code": argv}})
-        hook = new_hook("rec", "rec", T0, action="resume", **{"promptFile": None,
-                                                              "delaySeconds": 10, **fields})
+        resume = {"claude-code": tuple(recorder(self.fired))}
+        self.config = Config(**{**self.config.__dict__, "resume": resume})
+        self._use_rec("resume", fields)
+
+    def _use_rec(self, action, fields):
+        hook = new_hook("rec", "rec", T0, action=action, **{"promptFile": None, "delaySeconds": 10,
+                                                            **fields})
         self.hooks.change(T0, lambda d: setattr(d, "hooks", {"rec": hook}))
         trust_hooks(self.ws)  # as `sidecar hooks add` trusts what the user writes
 
@@ -99,19 +98,17 @@ class Harness:
         return self.fired.read_text().split() if self.fired.exists() else []
 
 
-def wait_out(h, now):
+def wait_out(followups, now):
     """Until every running action ended and its outcome is recorded (the clock held at now)."""
     deadline = time.monotonic() + 20
-    while h.followups.running and time.monotonic() < deadline:
+    while followups.running and time.monotonic() < deadline:
         time.sleep(0.02)
-        h.followups.check_running(now)
+        followups.check_running(now)
 
 
 @pytest.fixture
 def h(tmp_path) -> Harness:
-    harness = Harness(tmp_path)
-    harness.use_command_hook()
-    return harness
+    return Harness(tmp_path).use_command_hook()
 
 
 def test_a_session_end_queues_each_enabled_hook_once(h):
@@ -139,18 +136,12 @@ def test_a_run_started_by_a_hook_never_queues_even_under_a_new_id(h):
     assert h.pending() == []
 
 
-def test_a_replayed_batch_does_not_queue_twice(h):
+@pytest.mark.parametrize("crash", [False, True])
+def test_a_replayed_batch_does_not_queue_twice_even_after_a_crash_before_its_session_write(h, crash):
     batch = [ev("SessionStart"), ev("SessionEnd", ts=T0 + 1)]
-    h.apply(*batch)
-    h.apply(*batch)
-    assert len(h.pending()) == 1
-
-
-def test_a_crash_between_queue_and_session_write_is_absorbed(h):
-    batch = [ev("SessionStart"), ev("SessionEnd", ts=T0 + 1)]
-    with pytest.raises(OSError):
-        h.apply(*batch, crash_after_queue=True)
-    h.apply(*batch)  # the replay after restart
+    with pytest.raises(OSError) if crash else contextlib.nullcontext():
+        h.apply(*batch, crash_after_queue=crash)  # crashed between queue and session write
+    h.apply(*batch)  # the replay (after a restart)
     assert len(h.pending()) == 1
 
 
@@ -202,31 +193,22 @@ def test_a_transcript_still_changing_postpones_a_resume_and_a_missing_one_does_n
     assert h.firings() == [SID] and h.hook().last_status == "ok"
 
 
-@pytest.mark.parametrize("extra,hook_fields,reason", [
-    ({"cron": True}, {}, "skipped: cron session"),
-    ({"subagent": True}, {}, "skipped: subagent session"),
+@pytest.mark.parametrize("extra,hook_fields,fired,status", [
+    ({"cron": True}, {}, [], "skipped: cron session"),
+    ({"subagent": True}, {}, [], "skipped: subagent session"),
+    ({"cron": True}, {"skipCron": False}, ["s1"], "ok"),  # a hook that does not skip cron fires
 ])
-def test_cron_and_subagent_sessions_are_skipped(tmp_path, extra, hook_fields, reason):
-    h = Harness(tmp_path)
-    h.use_command_hook(**hook_fields)
+def test_cron_and_subagent_sessions_are_skipped_unless_the_hook_says(tmp_path, extra, hook_fields,
+                                                                     fired, status):
+    h = Harness(tmp_path).use_command_hook(**hook_fields)
     h.apply(ev("SessionStart", **extra), ev("SessionEnd", ts=T0 + 1))
     with freeze_time(iso(T0 + 20)):
         h.fire_due()
-    assert h.firings() == [] and h.hook().last_status == reason
-
-
-def test_a_cron_session_fires_when_the_hook_does_not_skip_cron(tmp_path):
-    h = Harness(tmp_path)
-    h.use_command_hook(skipCron=False)
-    h.apply(ev("SessionStart", cron=True), ev("SessionEnd", ts=T0 + 1))
-    with freeze_time(iso(T0 + 20)):
-        h.fire_due()
-    assert h.firings() == ["s1"]
+    assert h.firings() == fired and h.hook().last_status == status
 
 
 def test_a_transcript_over_max_context_is_skipped(tmp_path):
-    h = Harness(tmp_path)
-    h.use_command_hook(maxContextK=1)
+    h = Harness(tmp_path).use_command_hook(maxContextK=1)
     transcript = tmp_path / "big.jsonl"
     transcript.write_bytes(b"x" * 8000)  # 2,000 tokens at 4 bytes each
     old = time.time() - 60
@@ -245,8 +227,7 @@ def test_a_claim_of_a_dead_instance_is_recorded_interrupted_never_retried(h):
 
 
 def test_a_claim_of_a_live_instance_is_left_alone(tmp_path):
-    h = Harness(tmp_path, alive=lambda other: True)
-    h.use_command_hook()
+    h = Harness(tmp_path, alive=lambda other: True).use_command_hook()
     h.apply(ev("SessionStart"), ev("SessionEnd", ts=T0 + 1))
     h.hooks.change(T0, lambda d: setattr(d.pending[0], "claimed_by", "frozen-one"))
     assert h.queue.recover(h.alive, T0) == [] and len(h.pending()) == 1
@@ -291,23 +272,22 @@ def test_a_step_fires_what_is_due_and_sleeps_until_the_next_entry(h):
     assert h.followups.step(T0 + 5) == due  # not due yet: wake exactly when it is
     assert h.firings() == []
     h.followups.step(due)
-    wait_out(h, due)
+    wait_out(h.followups, due)
     assert h.firings() == ["s1"] and h.pending() == []
     assert h.followups.step(due + 1) is None  # nothing left to wait for: no timer at all
 
 
 def test_a_step_never_runs_more_actions_than_the_concurrency_allows(tmp_path):
-    h = Harness(tmp_path, concurrency=1)
-    h.use_command_hook()
+    h = Harness(tmp_path, concurrency=1).use_command_hook()
     h.set_action([sys.executable, "-c", "import time; time.sleep(0.5)"])
     h.apply(*(ev(kind, session=s, ts=T0) for s in ("a", "b") for kind in ("SessionStart", "SessionEnd")))
     h.followups.step(T0 + 20)
     assert len(h.followups.running) == 1
     assert sum(1 for e in h.pending() if e.claimed_by) == 1
-    wait_out(h, T0 + 20)
+    wait_out(h.followups, T0 + 20)
     h.followups.step(T0 + 21)
     assert len(h.followups.running) == 1
-    wait_out(h, T0 + 21)
+    wait_out(h.followups, T0 + 21)
     assert h.pending() == []
 
 
@@ -323,17 +303,14 @@ def test_an_action_runs_detached_and_its_start_is_recorded_before_anything_waits
     assert entry.claimed_by == "me" and entry.run is not None
     assert os.getsid(entry.run.pid) == entry.run.pid  # a session of its own: it outlives us
     assert h.followups.step(T0 + 21) is not None and len(h.followups.running) == 1
-    while h.followups.running:
-        time.sleep(0.02)
-        h.followups.check_running(T0 + 22)
+    wait_out(h.followups, T0 + 22)
     assert h.pending() == [] and h.hook().last_status == "ok"
 
 
 @pytest.mark.parametrize("code,status", [(0, "ok"), (3, "error: exit status 3")])
 def test_a_new_leader_adopts_a_running_action_and_records_its_real_outcome_once(
         tmp_path, code, status):
-    old = Harness(tmp_path, instance="old")
-    old.use_command_hook()
+    old = Harness(tmp_path, instance="old").use_command_hook()
     old.set_action(sleeper(0.5, code))
     old.apply(ev("SessionStart"), ev("SessionEnd", ts=T0 + 1))
     old.followups.step(T0 + 20)  # started; then the old instance stops, waiting for nothing
@@ -343,9 +320,7 @@ def test_a_new_leader_adopts_a_running_action_and_records_its_real_outcome_once(
     new.step(T0 + 21)
     [entry] = old.pending()
     assert entry.claimed_by == "new" and list(new.running) == [entry.id]
-    while new.running:
-        time.sleep(0.02)
-        new.check_running(T0 + 22)
+    wait_out(new, T0 + 22)
     old.followups.check_running(T0 + 22)  # the old instance no longer holds the claim
     hook = old.hook()
     assert [h.status for h in hook.history] == [status]
@@ -353,17 +328,13 @@ def test_a_new_leader_adopts_a_running_action_and_records_its_real_outcome_once(
 
 
 def test_the_leader_that_holds_a_firing_enforces_its_timeout(tmp_path):
-    h = Harness(tmp_path, action_timeout=0.2)
-    h.use_command_hook()
+    h = Harness(tmp_path, action_timeout=0.2).use_command_hook()
     h.set_action(sleeper(30))
     h.apply(ev("SessionStart"), ev("SessionEnd", ts=T0 + 1))
     h.followups.step(T0 + 20)
     [entry] = h.pending()
     h.followups.check_running(T0 + 20.5)  # past its limit: SIGTERM to the whole group
-    deadline = time.monotonic() + 10
-    while h.followups.running and time.monotonic() < deadline:
-        time.sleep(0.02)
-        h.followups.check_running(T0 + 21)
+    wait_out(h.followups, T0 + 21)
     assert h.hook().last_status == "error: timed out after 0.2s"
     with pytest.raises(ProcessLookupError):
         os.kill(entry.run.pid, 0)
@@ -383,10 +354,7 @@ def test_a_claim_whose_instance_died_before_recording_the_start_is_settled_exact
     # "began": its runner started (a real one, as the dead instance would have started it).
     proc = actions.start([sys.executable, "-c", "import time; time.sleep(3)"], tmp_path,
                          dict(os.environ), logs["began"])
-    started = logs["began"].with_name(logs["began"].name + ".started")
-    deadline = time.monotonic() + 10
-    while not started.exists() and time.monotonic() < deadline:
-        time.sleep(0.01)
+    wait_until(logs["began"].with_name(logs["began"].name + ".started").exists, 10)
     adopted = h.followups.recover(T0 + 5)
     assert [e.session_id for e in adopted] == ["began"] and adopted[0].run.pid == proc.pid
     assert adopted[0].run.mac  # the adopting instance vouches for it from now on
@@ -430,6 +398,5 @@ def test_an_action_that_ended_with_no_leader_to_record_it_is_never_shown_running
     counts: Counter[str] = Counter()
     line.count_workspace(root, counts)
     assert counts["running"] == 0 and counts["queued"] == 0
-    wait_out(h, T0 + 22)  # nothing to wait for: `running` is the died instance's own
-    h.followups.check_running(T0 + 22)
+    wait_out(h.followups, T0 + 22)  # an instance that leads looks: it records the outcome
     assert h.pending() == [] and h.hook().last_status == ended

@@ -15,8 +15,9 @@ import orjson
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from test_hooks_daemon import command_hook
 
-from helpers import emit, read_json, trust_hooks, wait_for_json, wait_until
+from helpers import emit, read_json, use_hooks, wait_for_json, wait_until
 from sidecar.base.ids import harness_id
 from sidecar.inbox import events
 
@@ -39,10 +40,7 @@ def test_a_crash_at_any_step_of_a_save_leaves_the_old_or_the_new_file(tmp_path, 
 
 @pytest.mark.slow
 def test_blue_green_cutover_loses_and_doubles_nothing(workspace, start_daemon, tmp_path):
-    doc = read_json(workspace.hooks_file)
-    doc["hooks"] = {}
-    workspace.hooks_file.write_bytes(orjson.dumps(doc))
-    trust_hooks(workspace)
+    use_hooks(workspace, {})
     blue = start_daemon(workspace.root)
     names = tmp_path / "names.txt"
     sessions = [f"bg-{i}" for i in range(40)]
@@ -74,14 +72,9 @@ def test_blue_green_cutover_loses_and_doubles_nothing(workspace, start_daemon, t
 def test_a_cutover_with_a_follow_up_in_flight_neither_waits_for_nor_repeats_it(
         workspace, start_daemon, tmp_path, stop):
     runs = tmp_path / "runs"
-    doc = read_json(workspace.hooks_file)
     script = f"import time; open({str(runs)!r}, 'a').write('start\\n'); time.sleep(8); " \
              f"open({str(runs)!r}, 'a').write('end\\n')"
-    doc["hooks"] = {"long": {"id": "long", "name": "long", "event": "session-end", "delaySeconds": 0,
-                             "promptFile": None, "enabled": True,
-                             "action": [sys.executable, "-c", script]}}
-    workspace.hooks_file.write_bytes(orjson.dumps(doc))
-    trust_hooks(workspace)
+    use_hooks(workspace, {"long": command_hook("long", [sys.executable, "-c", script], delay=0)})
     old = start_daemon(workspace.root)
     emit(workspace.root, None, "session-end", "--session-id", "s-cut", "--source", "x")
     wait_until(lambda: runs.exists(), 15)
@@ -193,14 +186,10 @@ def test_a_huge_sparse_file_is_rejected_without_being_read(workspace, start_daem
 
 
 def test_no_event_field_chooses_what_runs_or_where_it_writes(workspace, start_daemon, tmp_path):
-    doc = read_json(workspace.hooks_file)
     out = tmp_path / "argv.json"
     dump = "import json,os,sys; json.dump([os.getcwd()] + sys.argv[1:], open(sys.argv[1],'w'))"
-    doc["hooks"] = {"only": {"id": "only", "name": "only", "event": "session-end", "delaySeconds": 0,
-                             "promptFile": None, "enabled": True,
-                             "action": [sys.executable, "-c", dump, str(out), "{session_id}"]}}
-    workspace.hooks_file.write_bytes(orjson.dumps(doc))
-    trust_hooks(workspace)
+    use_hooks(workspace, {"only": command_hook(
+        "only", [sys.executable, "-c", dump, str(out), "{session_id}"], delay=0)})
     start_daemon(workspace.root)
     outside = tmp_path / "outside"
     outside.mkdir()

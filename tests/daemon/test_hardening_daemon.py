@@ -16,22 +16,14 @@ from pathlib import Path
 import orjson
 import pytest
 
-from helpers import run_cli
+from helpers import run_cli, wait_until
 from sidecar import locks
 from sidecar.base.ids import harness_id
 from sidecar.inbox import events
 from sidecar.layout import Workspace
-from support import stores
-from support.stores import ingestor
+from support.stores import drop, ingestor
 
 T0 = 1_795_900_000.0
-
-
-def drop(ws: Workspace, name: str, data: bytes, mtime: float = T0 - 60) -> None:
-    stores.drop(ws, name, data, mtime)
-
-
-# -- prompt files ------------------------------------------------------------------------------
 
 
 # -- ids and times -------------------------------------------------------------------------------
@@ -48,7 +40,7 @@ def test_a_session_id_can_never_become_an_option(workspace):
 
 def test_a_fifo_where_the_bindings_belong_blocks_nothing(workspace):
     os.mkfifo(workspace.bindings_file)
-    drop(workspace, "a.json", b'{"event": "session-start", "session_id": "s", "host": "t"}')
+    drop(workspace, "a.json", b'{"event": "session-start", "session_id": "s", "host": "t"}', T0 - 60)
     ing = ingestor(workspace)
     worker = threading.Thread(target=ing.start, args=(T0,), daemon=True)
     worker.start()
@@ -77,13 +69,9 @@ def test_one_workspace_that_cannot_be_served_stops_no_other(tmp_path, workspace,
     broken.mkdir()
     assert run_cli("init", str(broken)).returncode == 0
     inbox = broken / ".context" / "runtime" / "inbox"
-    import shutil
-
     shutil.rmtree(inbox)
     inbox.write_text("a file where the inbox belongs")
     daemon = start_daemon(wait_leader=False)  # every registered workspace
-    from helpers import wait_until
-
     wait_until(lambda: run_cli("status", "--root", str(workspace.root)).returncode == 0, 20)
     wait_until(lambda: "cannot be served" in daemon.output(), 20)
     assert daemon.proc.poll() is None
@@ -95,8 +83,6 @@ def test_one_workspace_that_cannot_be_served_stops_no_other(tmp_path, workspace,
 @pytest.mark.parametrize("part", ["hooks.json", "hooks/host-sessions.json", "instances", "inbox",
                                   "sessions", "inbox/rejected", "locks"])
 def test_status_and_doctor_say_what_is_wrong_instead_of_a_traceback(workspace, part):
-    import shutil
-
     path = workspace.runtime / part
     if path.is_dir():
         shutil.rmtree(path)
@@ -114,16 +100,11 @@ def test_status_and_doctor_say_what_is_wrong_instead_of_a_traceback(workspace, p
         assert str(path) in status and ("cannot read" in status or "BROKEN" in status), status
 
 
-# -- a full disk ----------------------------------------------------------------------------------
-
-
 # -- never through a symlink ----------------------------------------------------------------------
 
 @pytest.mark.parametrize("part", ["inbox/rejected", "inbox", "sessions", "hooks", "logs"])
 def test_a_symlinked_runtime_folder_is_never_written_through_nor_chmodded(
         tmp_path, config_home, start_daemon, part):
-    from helpers import wait_until
-
     good, bad = tmp_path / "good", tmp_path / "bad"
     for root in (good, bad):
         root.mkdir()
@@ -133,11 +114,9 @@ def test_a_symlinked_runtime_folder_is_never_written_through_nor_chmodded(
     os.chmod(target, 0o755)
     (target / "theirs.json").write_bytes(b'{"event": "x", "session_id": "s", "host": "t"}')
     linked = bad / ".context" / "runtime" / part
-    import shutil
-
     shutil.rmtree(linked)
     linked.symlink_to(target)
-    drop(Workspace(bad), "x.json", b"not json") if part != "inbox" else None
+    drop(Workspace(bad), "x.json", b"not json", T0 - 60) if part != "inbox" else None
     daemon = start_daemon(good, bad, wait_leader=False)
     wait_until(lambda: "is a symlink; sidecar never writes through one" in daemon.output(), 15)
     assert run_cli("emit", "session-start", "--session-id", "g", "--source", "t",
@@ -155,8 +134,6 @@ def test_an_unprivileged_user_cannot_steer_a_root_daemon_into_root_only_files(tm
     """A root daemon serves a workspace that belongs to an unprivileged user (uid 65534). The
     user replaces inbox/rejected with a link to a root-only folder and drops a bad event: the
     daemon writes nothing there, changes no mode, and says why; the user's status says so too."""
-    from helpers import wait_until
-
     top = Path(tempfile.mkdtemp(prefix="sidecar-unpriv-"))  # traversable by the user
     try:
         os.chmod(top, 0o755)
@@ -184,5 +161,3 @@ def test_an_unprivileged_user_cannot_steer_a_root_daemon_into_root_only_files(tm
         assert daemon.proc.poll() is None
     finally:
         shutil.rmtree(top, ignore_errors=True)
-
-

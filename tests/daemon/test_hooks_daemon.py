@@ -261,7 +261,6 @@ def test_plugins_are_called_in_order_and_bad_ones_stop_nothing(workspace, start_
     session_calls = [n for n in names if n[0] != "fired"]
     assert session_calls == [("start", "old"), ("turn", "old"), ("end", "old"), ("reset", "new")]
     assert names.count(("fired", "old")) == 1
-    report = orjson.loads(run_cli("status", "--root", str(workspace.root), "--json").stdout)["workspaces"][0]
     wait_until(lambda: orjson.loads(run_cli("status", "--root", str(workspace.root), "--json").stdout)
                ["workspaces"][0]["plugins"].get("stuck", {}).get("hangs"), 10)
     report = orjson.loads(run_cli("status", "--root", str(workspace.root), "--json").stdout)["workspaces"][0]
@@ -300,26 +299,24 @@ def test_hooks_history_and_status_session_tell_each_firings_story(workspace, sta
     daemon = start_daemon(workspace.root)
     end_session(workspace.root, "s-story")
     wait_until(lambda: hook_status(workspace, "rec") and hook_status(workspace, "bad"), 20)
+    root = str(workspace.root)
 
-    listed = orjson.loads(run_cli("hooks", "history", "--json", "--root",
-                                  str(workspace.root)).stdout)["firings"]
+    listed = orjson.loads(run_cli("hooks", "history", "--json", "--root", root).stdout)["firings"]
     assert {(f["hookId"], f["status"]) for f in listed} == {("rec", "ok"),
                                                             ("bad", "error: exit status 3")}
     assert all(f["sessionId"] == "s-story" and f["log"] for f in listed)
-    only = run_cli("hooks", "history", "bad", "--session", "s-story", "--root",
-                   str(workspace.root)).stdout.decode()
+    only = run_cli("hooks", "history", "bad", "--session", "s-story", "--root", root).stdout.decode()
     assert "error: exit status 3" in only and "rec" not in only
-    assert run_cli("hooks", "history", "nope", "--root", str(workspace.root)).returncode == 1
+    assert run_cli("hooks", "history", "nope", "--root", root).returncode == 1
 
-    story = orjson.loads(run_cli("status", "--session", "s-story", "--json", "--root",
-                                 str(workspace.root)).stdout)
+    story = orjson.loads(run_cli("status", "--session", "s-story", "--json", "--root", root).stdout)
     assert story["status"] == "completed" and story["completionReason"] == "session-end"
     assert [t["event"] for t in story["timeline"]][-1] == "session.completed"
     assert {f["hookId"]: f["state"] for f in story["followUps"]} == {
         "rec": "ok", "bad": "error: exit status 3"}
-    text = run_cli("status", "--session", "s-story", "--root", str(workspace.root)).stdout.decode()
+    text = run_cli("status", "--session", "s-story", "--root", root).stdout.decode()
     assert "follow-up  bad" in text and "error: exit status 3" in text and "log " in text
-    missing = run_cli("status", "--session", "nobody", "--root", str(workspace.root))
+    missing = run_cli("status", "--session", "nobody", "--root", root)
     assert missing.returncode == 1 and b"no session 'nobody'" in missing.stderr
     # A failed firing is logged at WARNING with the hook, session, status and log.
     assert "WARNING" in daemon.output() and "follow-up bad for x session s-story: error: exit " \

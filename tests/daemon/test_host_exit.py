@@ -6,6 +6,7 @@ import os
 import signal
 import subprocess
 import sys
+import threading
 import time
 
 import orjson
@@ -15,6 +16,8 @@ from helpers import SIDECAR, read_json, session_record, wait_until
 from sidecar import emit as emit_mod
 from sidecar import procwatch
 from sidecar.base.proc import start_time
+from sidecar.inbox.events import parse
+from sidecar.sessions.rules import Applied, apply, new_record
 
 # A stand-in host: it runs its hooks the way Claude Code and Codex do (`sh -c`, payload on
 # stdin), then lives on until it is killed: between turns, or mid-turn for a session whose
@@ -110,9 +113,6 @@ def test_a_host_that_died_while_no_daemon_ran_is_ended_at_start(workspace, start
 
 
 def test_an_exit_report_for_an_earlier_process_does_not_end_a_resumed_session(workspace):
-    from sidecar.inbox.events import parse
-    from sidecar.sessions.rules import Applied, apply, new_record
-
     def event(name, pid, **extra):
         body = {"event": name, "session_id": "s", "host": "h", "ts": time.time(),
                 "hostPid": pid, "hostStart": 7, **extra}
@@ -139,8 +139,6 @@ def test_only_hook_payloads_report_a_host(workspace, form):
 
 def test_without_pidfds_the_watch_still_sees_an_exit(monkeypatch):
     """Where os.pidfd_open is missing (macOS, old kernels), a check every second stands in."""
-    import threading
-
     monkeypatch.delattr(os, "pidfd_open", raising=False)
     exited = threading.Event()
     seen = []

@@ -26,19 +26,23 @@ def test_the_daemon_does_not_load_the_integration_code():
     assert [m for m in loaded if m.startswith("sidecar.hosts.files.")] == ["sidecar.hosts.files.plugin_file"]
 
 
-LAUNCHED = ("import atexit, json, sys\n"
-            "atexit.register(lambda: print(json.dumps(sorted(sys.modules)), file=sys.stderr))\n"
-            "sys.argv = ['sidecar', 'run', '--help']\n"
-            "exec(compile(open(sys.argv_launcher).read(), 'sidecar', 'exec'))\n")
+def launched(*argv: str, site: bool = True, **run) -> tuple[subprocess.CompletedProcess, list[str]]:
+    """`sidecar ARGV` run through the real launcher in a fresh interpreter (`-S` unless `site`):
+    its result, and the modules it loaded beyond those loaded before the launcher ran."""
+    code = ("import atexit, json, sys\nbefore = set(sys.modules)\n"
+            "atexit.register(lambda: print(json.dumps(sorted(set(sys.modules) - before)), "
+            f"file=sys.stderr))\nsys.argv = {['sidecar', *argv]!r}\n"
+            f"exec(compile(open({SIDECAR!r}).read(), 'sidecar', 'exec'))\n")
+    result = subprocess.run([sys.executable, *([] if site else ["-S"]), "-c", code],
+                            capture_output=True, text=True, **run)
+    return result, orjson.loads(result.stderr.strip().splitlines()[-1])
 
 
 def test_the_launcher_starts_the_daemon_without_the_rest_of_the_command_line():
     """`sidecar run` is dispatched as `emit` is: the daemon's process imports neither the
     integration code nor doctor nor the other commands."""
-    code = LAUNCHED.replace("sys.argv_launcher", repr(SIDECAR))
-    result = subprocess.run([sys.executable, "-c", code], capture_output=True, check=True, text=True)
+    result, loaded = launched("run", "--help", check=True)
     assert "Usage: sidecar run" in result.stdout
-    loaded = orjson.loads(result.stderr.strip().splitlines()[-1])
     assert [m for m in loaded if m.startswith("sidecar.cli.")] == ["sidecar.cli.common",
                                                                    "sidecar.cli.run"]
     assert not [m for m in loaded if m.startswith(("tomlkit", "sidecar.install", "sidecar.doctor",
@@ -48,24 +52,12 @@ def test_the_launcher_starts_the_daemon_without_the_rest_of_the_command_line():
 def test_textual_is_loaded_by_top_alone():
     """The live view's toolkit is imported when `sidecar top` runs, never by the daemon, emit
     or any other command (their help included)."""
-    for argv in (["sidecar", "status", "--help"], ["sidecar", "top", "--help"],
-                 ["sidecar", "run", "--help"], ["sidecar", "emit", "--help"]):
-        code = LAUNCHED.replace("sys.argv_launcher", repr(SIDECAR)).replace(
-            "['sidecar', 'run', '--help']", repr(argv))
-        result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
-        loaded = orjson.loads(result.stderr.strip().splitlines()[-1])
+    for argv in (["status", "--help"], ["top", "--help"], ["run", "--help"], ["emit", "--help"]):
+        _, loaded = launched(*argv)
         assert not [m for m in loaded if m == "textual" or m.startswith("textual.")], argv
         assert "sidecar.top.app" not in loaded, argv
     out = subprocess.run([sys.executable, "-c", LOADED], capture_output=True, check=True).stdout
     assert "textual" not in orjson.loads(out)
-
-
-STATUS_LINE = ("import atexit, json, sys\n"
-               "before = set(sys.modules)\n"
-               "atexit.register(lambda: print(json.dumps(sorted(set(sys.modules) - before)), "
-               "file=sys.stderr))\n"
-               "sys.argv = ['sidecar', 'status', '--line']\n"
-               "exec(compile(open(LAUNCHER).read(), 'sidecar', 'exec'))\n")
 
 
 def test_the_status_line_loads_only_the_standard_library():
@@ -73,25 +65,14 @@ def test_the_status_line_loads_only_the_standard_library():
     with nothing but the standard library (not even orjson) and the base/ and views/ modules
     it reads through (`paths`, emit's own, reads the registry for both; `escapes` escapes what
     it shows; the record's state is views/activity's, as `sessions` and `top` show it)."""
-    code = STATUS_LINE.replace("LAUNCHER", repr(SIDECAR))
-    result = subprocess.run([sys.executable, "-c", code], capture_output=True, check=True,
-                            text=True, input="")
+    result, loaded = launched("status", "--line", check=True, input="")  # beyond the interpreter's own
     assert result.stdout.endswith("\n")
-    loaded = orjson.loads(result.stderr.strip().splitlines()[-1])  # beyond the interpreter's own
     assert sorted(m for m in loaded if m.split(".")[0] == "sidecar") == [
         "sidecar", "sidecar.base", "sidecar.base.endreasons", "sidecar.base.escapes",
         "sidecar.base.files", "sidecar.base.paths", "sidecar.base.posixos",
         "sidecar.base.timeutil", "sidecar.base.words", "sidecar.views", "sidecar.views.activity",
         "sidecar.views.line"]
     assert [m for m in loaded if m.split(".")[0] not in (*sys.stdlib_module_names, "sidecar")] == []
-
-
-STATUS = ("import atexit, json, sys\n"
-          "before = set(sys.modules)\n"
-          "atexit.register(lambda: print(json.dumps(sorted(set(sys.modules) - before)), "
-          "file=sys.stderr))\n"
-          "sys.argv = ['sidecar', 'status', '--root', ROOT] + EXTRA\n"
-          "exec(compile(open(LAUNCHER).read(), 'sidecar', 'exec'))\n")
 
 
 @pytest.mark.parametrize("extra", [[], ["--json"]])
@@ -104,11 +85,8 @@ def test_status_loads_only_the_standard_library_base_and_views(tmp_path, extra):
     from sidecar.cli.main import app
 
     assert CliRunner().invoke(app, ["init", str(tmp_path)]).exit_code == 0
-    code = STATUS.replace("LAUNCHER", repr(SIDECAR)).replace("ROOT", repr(str(tmp_path))) \
-        .replace("EXTRA", repr(extra))
-    result = subprocess.run([sys.executable, "-S", "-c", code], capture_output=True, text=True)
+    result, loaded = launched("status", "--root", str(tmp_path), *extra, site=False)
     assert result.returncode == 3, result.stderr  # served by no daemon
-    loaded = orjson.loads(result.stderr.strip().splitlines()[-1])
     ours = {m for m in loaded if m.split(".")[0] == "sidecar"}
     assert {m for m in ours if not m.startswith(("sidecar.base.", "sidecar.views."))} == {
         "sidecar", "sidecar.base", "sidecar.views", "sidecar.cli", "sidecar.cli.status",

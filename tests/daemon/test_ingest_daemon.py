@@ -20,11 +20,6 @@ from sidecar.layout import Workspace
 from support.ingest import CONFIG, T0, Fixture
 
 
-@pytest.fixture
-def f(ws) -> Fixture:
-    return Fixture(ws)
-
-
 def server(ws: Workspace) -> WorkspaceServer:
     return WorkspaceServer(ws, lambda: CONFIG, Identity())
 

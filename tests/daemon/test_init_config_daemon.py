@@ -12,5 +12,3 @@ def test_run_refuses_a_bad_config_with_a_clear_error(workspace, config_home):
     (config_home / "config.toml").write_text("concurrency = 'many'\n")
     result = run_cli("run", "--root", str(workspace.root), timeout=10)
     assert result.returncode == 2 and b"concurrency" in result.stderr
-
-

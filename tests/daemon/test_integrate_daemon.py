@@ -9,6 +9,7 @@ import json
 
 from helpers import SIDECAR, fake_systemctl, read_json, run_cli
 from sidecar.hosts import gemini
+from support.fakes import fake_host
 
 
 def test_doctor_names_problems_and_fixes(workspace, tmp_path):
@@ -105,10 +106,7 @@ def test_without_a_user_manager_doctor_recommends_what_works_and_accepts_a_hand_
 
 
 def test_doctor_notes_an_installed_host_that_is_not_integrated(workspace, tmp_path):
-    bin_dir = tmp_path / "hostbin"
-    bin_dir.mkdir()
-    (bin_dir / "gemini").write_text("#!/bin/sh\nexit 0\n")
-    (bin_dir / "gemini").chmod(0o755)
+    bin_dir = fake_host(tmp_path / "hostbin", "gemini").parent
     env = {"HOME": str(tmp_path / "home"), "PATH": f"{bin_dir}:{fake_systemctl(tmp_path, True)}"}
     out = run_cli("doctor", cwd=workspace.root, env=env).stdout.decode()
     assert "note    Gemini CLI is installed but not integrated (to use it: sidecar integrate " \

@@ -10,6 +10,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from test_dispatch_daemon import loaded
 
 from helpers import REPO, SIDECAR, fixture_payload, inbox_files
 
@@ -32,12 +33,6 @@ def rewritten(folder: Path) -> Path:
     return path
 
 
-def loaded(stderr: bytes) -> set[str]:
-    """The modules PYTHONVERBOSE=1 says were imported."""
-    return {line.split("'")[1] for line in stderr.decode(errors="replace").splitlines()
-            if line.startswith("import '")}
-
-
 def run(launcher: Path, *args: str, cwd: Path, payload: bytes = b"",
         env: dict[str, str] | None = None) -> subprocess.CompletedProcess:
     return subprocess.run([str(launcher), *args], input=payload, capture_output=True, cwd=cwd,
@@ -54,7 +49,7 @@ def test_emit_loads_neither_site_nor_os_and_drops_the_event(workspace, tmp_path)
     payload = fixture_payload("claude-code-2.1.328/PostToolUse.json")
     result = run(launcher, "emit", "--source", "claude-code", cwd=workspace.root, payload=payload)
     assert result.returncode == 0 and result.stdout == b'{"continue": true}\n'
-    modules = loaded(result.stderr)
+    modules = loaded(result)
     assert "sidecar.emit" in modules and not modules & {"site", "os", "posixpath"}
     [event] = inbox_files(workspace)  # the registry was found through SIDECAR_CONFIG_HOME
     assert payload.strip() in event.read_bytes()
@@ -65,7 +60,7 @@ def test_emit_through_a_linked_folder_finds_the_registered_workspace(workspace, 
     launcher = rewritten(tmp_path / "bin")
     (tmp_path / "elsewhere").symlink_to(workspace.root)
     result = run(launcher, "emit", "x", "--session-id", "s", cwd=tmp_path / "elsewhere")
-    assert result.returncode == 0 and "os" not in loaded(result.stderr)
+    assert result.returncode == 0 and "os" not in loaded(result)
     assert len(inbox_files(workspace)) == 1
 
 
@@ -73,7 +68,7 @@ def test_the_status_line_runs_without_site(workspace, tmp_path):
     launcher = rewritten(tmp_path / "bin")
     result = run(launcher, "status", "--line", "--root", str(workspace.root), cwd=tmp_path)
     assert result.returncode == 0 and result.stdout == b"no active sessions\n"
-    assert "site" not in loaded(result.stderr)
+    assert "site" not in loaded(result)
 
 
 @pytest.mark.parametrize("args", [("version",), ("hooks", "list"), ("status", "--help")])
@@ -82,7 +77,7 @@ def test_every_other_command_starts_as_with_site(workspace, tmp_path, args):
     fast, slow = (run(path, *args, cwd=workspace.root)
                   for path in (launcher, installed(tmp_path / "pip")))
     assert (fast.returncode, fast.stdout) == (slow.returncode, slow.stdout)
-    assert "site" in loaded(fast.stderr) and "typer" in loaded(fast.stderr)
+    assert "site" in loaded(fast) and "typer" in loaded(fast)
 
 
 def test_started_with_s_by_hand_without_folders_it_still_works(workspace, tmp_path):

@@ -9,8 +9,9 @@ import sys
 
 import orjson
 import pytest
+from test_followups import wait_out
 
-from helpers import TRANSCRIPTS
+from helpers import TRANSCRIPTS, run_cli
 from sidecar.base.timeutil import parse_ts
 from sidecar.config import Config
 from sidecar.followups.fire import FollowUps
@@ -36,26 +37,14 @@ def test_the_try_fires_with_the_limit_prompt_in_the_same_session(tmp_path):
     h.apply(ev("SessionStart", T0), failed(T0 + 1), ev("SessionEnd", T0 + 2))
     due = parse_ts(h.pending()[0].due_at)
     followups.step(due + 1)
-    import time
-    deadline = time.monotonic() + 20
-    while (followups.running or not argv_file.exists()) and time.monotonic() < deadline:
-        time.sleep(0.02)
-        followups.check_running(due + 1)
+    wait_out(followups, due + 1)
     argv = argv_file.read_text()
     assert repr(S1) in argv and "Continue where you left off" in argv
     hook = h.hooks.snapshot(due + 2).hooks[LIMIT_HOOK]
     assert [f.status for f in hook.history] == ["ok"]
 
 
-# -- what only the transcript says ------------------------------------------------------------
-
-
-    # here, so the back-off applies
-
-
 def test_status_shows_the_token_totals_and_a_sessions_figures_and_limit(h):
-    from helpers import run_cli
-
     claude = str(TRANSCRIPTS / "claude-code-2.1.328.jsonl")
     h.apply(ev("SessionStart", T0), ev("SessionEnd", T0 + 1, transcript_path=claude))
     h.apply(ev("SessionStart", T0 + 2, session="s2"), failed(T0 + 3, session="s2"))
@@ -70,5 +59,3 @@ def test_status_shows_the_token_totals_and_a_sessions_figures_and_limit(h):
     limited = run_cli("status", "--root", root, "--session", "s2").stdout.decode()
     assert "limit      rate_limit since" in limited and "1 failed turn(s)" in limited
     assert "resume-after-limit" in limited  # its try, queued, with its due time
-
-

@@ -56,5 +56,3 @@ def test_the_watchdog_is_not_fed_while_the_loop_leaves_due_work_waiting(tmp_path
         watchdog.join(5)
         daemon.loop.stop(5)
         sock.close()
-
-
