@@ -11,16 +11,17 @@ import typer
 
 from sidecar.base import words
 from sidecar.base.errors import SidecarError
-from sidecar.base.exitcodes import BUSY, FAILURE, NOT_WORKSPACE
+from sidecar.base.exitcodes import BUSY, FAILURE, NOT_WORKSPACE, USAGE
+from sidecar.base.ids import harness_id
 from sidecar.base.outcome import Outcome
 from sidecar.base.timeutil import now
 from sidecar.cli import hook_options as opts
 from sidecar.cli import hooks_text, hooks_trust, notify
 from sidecar.cli.common import fail
 from sidecar.cli.jsonout import print_json
-from sidecar.cli.sessions import named_session
+from sidecar.cli.sessions import named, named_session
 from sidecar.coordination.base import Conflict
-from sidecar.followups import trust
+from sidecar.followups import manual, trust
 from sidecar.followups.model import Hook, HooksDoc, HooksError, new_hook, slug
 from sidecar.followups.notify import notices, targets
 from sidecar.followups.run import logtail
@@ -292,7 +293,7 @@ def history(
         except (OSError, ValueError, SidecarError) as exc:
             _fail(str(exc))
     rows = sorted(
-        ({"hookId": h.id, **f.to_json(), "lastLine": f.line if f.kept
+        ({"hookId": h.id, **f.to_json(), "retry": f.retry, "lastLine": f.line if f.kept
           else logtail.last_line(store.ws, h.id, f.log) if Outcome.parse(f.status).failed
           else None}
          for h in view.hooks.values() if hook_id in (None, h.id) for f in h.history
@@ -302,6 +303,41 @@ def history(
         print_json({"firings": rows})
         return
     typer.echo(hooks_text.render_history(store.ws, rows, now(), words.style_for()), nl=False, color=True)
+
+
+@hooks_app.command("retry", epilog="Example: sidecar hooks retry post-task --session 3f2a")
+def retry(
+    hook_id: str = typer.Argument(..., metavar="HOOK", help="The hook whose failed firing to run again."),
+    session: str | None = typer.Option(None, "--session", metavar="ID",
+                                       help="The host session it failed for (needed): its id, the "
+                                       "start of one, or its harness id."),
+    root: Path | None = RootOption,
+) -> None:
+    """Run a hook's failed firing for a session again: queued now, and fired by the daemon as
+    any follow-up (trust and every precondition); its history says retry.
+
+    Only where the hook's last firing for that session failed. The retry counts as that
+    firing: the session never queues the hook again (once per session)."""
+    if session is None:  # (an option typer required would break its help's columns)
+        _fail("name the session it failed for: --session ID", USAGE)
+    store = _store(root)
+    view = store.snapshot(now())
+    _existing_in(view.hooks, hook_id)
+    try:
+        found = named(store.ws, view, session)
+    except (OSError, ValueError, SidecarError) as exc:
+        _fail(str(exc))
+    harness = found.record.id if found.record is not None else harness_id(found.host, found.session_id)
+    _writable(store)
+    try:
+        entry = manual.retry(store.ws, hook_id, found.host, found.session_id, harness, now())
+    except manual.NotChangeable as exc:
+        _fail(str(exc))
+    except (LockTimeout, Conflict) as exc:
+        _fail(f"{exc}: another sidecar command or a daemon holds it; try again", BUSY)
+    typer.echo(f"queued {hook_id} again for {entry.host} session {entry.session_id}, due now: the "
+               f"daemon fires it (sidecar hooks history {hook_id} --session "
+               f"{words.short_id(entry.session_id)})")
 
 
 notify.register(hooks_app, _store)  # `hooks test`

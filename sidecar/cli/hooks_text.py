@@ -17,7 +17,7 @@ from sidecar.base.words import Style
 from sidecar.followups import prompts, trust
 from sidecar.followups.model import Hook, QueueEntry
 from sidecar.layout import Workspace
-from sidecar.views.status_text import outcome_style
+from sidecar.views.status_text import outcome_style, retried
 
 GAP = "  "
 
@@ -83,7 +83,8 @@ def render_history(ws: Workspace, firings: list[dict[str, Any]], now: float, pai
         at = parse_ts(f["at"])
         rows.append(["-" if at is None else words.local_time(at, now), f["hookId"],
                      f["host"] or "-", words.short_id(f["sessionId"] or "-", 8),
-                     (f["status"] or "-") + (f": {f['lastLine']}" if f["lastLine"] else "")])
+                     (f["status"] or "-") + retried(f)
+                     + (f": {f['lastLine']}" if f["lastLine"] else "")])
     padded = table(rows, last_room=False)  # an outcome is shown whole: it says what went wrong
     lines = [paint(GAP.join(padded[0]).rstrip(), "bold")]
     for f, cells in zip(firings, padded[1:], strict=True):

@@ -87,10 +87,15 @@ def gather(found: list[Workspace], errors: list[str]) -> list[SessionRow]:
 def named_session(ws: Workspace, view: HooksView, text: str) -> str:
     """The host session id `text` names (whole, the start of one, or a harness id), among the
     records and the sessions the hooks' history and queue name; lookup's errors otherwise."""
+    return named(ws, view, text).session_id
+
+
+def named(ws: Workspace, view: HooksView, text: str) -> lookup.Named:
+    """The session `text` names, as `named_session` finds it: its host, id and record."""
     known = [(f.host, f.session_id) for h in view.hooks.values() for f in h.history
              if f.host and f.session_id] + [(e.host, e.session_id) for e in view.pending]
     hosts = {host for host, _ in known} | set(registry.names())
-    return lookup.resolve(SessionStore(ws), text, hosts, known).session_id
+    return lookup.resolve(SessionStore(ws), text, hosts, known)
 
 
 # -- words for one row ----------------------------------------------------------------------

@@ -75,18 +75,21 @@ class FiringRecord:
     log: str | None
     line: str | None = None  # a failed firing's last log line, kept as it finished
     kept: bool = False  # whether a line was kept (else, as in older entries: read the log)
+    retry: bool = False  # a failed firing run again by hand (`sidecar hooks retry`)
 
     @classmethod
     def from_json(cls, data: Any) -> FiringRecord:
         get = data.get if isinstance(data, dict) else {}.get
         at, status, host, session_id, log, line = (
             as_text(get(k)) for k in ("at", "status", "host", "sessionId", "log", "lastLine"))
-        return cls(at, status, host, session_id, log, line, isinstance(data, dict) and "lastLine" in data)
+        return cls(at, status, host, session_id, log, line, isinstance(data, dict) and "lastLine" in data,
+                   get("retry") is True)
 
     def to_json(self) -> Json:
         kept = {"lastLine": self.line} if self.kept else {}
         return {"at": self.at, "status": self.status, "host": self.host,
-                "sessionId": self.session_id, "log": self.log, **kept}
+                "sessionId": self.session_id, "log": self.log, **kept,
+                **({"retry": True} if self.retry else {})}
 
 
 Action = str | list[str] | Notify  # "resume", a command's argv, or a notice to send
@@ -177,15 +180,16 @@ class Hook:
         }
 
     def record_firing(self, ended: Outcome, at: float, host: str | None, session_id: str | None,
-                      log: str | None, fired: bool = True, line: str | None = None) -> None:
+                      log: str | None, fired: bool = True, line: str | None = None,
+                      retry: bool = False) -> None:
         """One more entry of the history; `fired=False` for a note made when the hook was not
         even queued (it leaves `lastFiredAt` alone); `line`: a failed firing's last log line,
-        kept so no reader has to read the log."""
+        kept so no reader has to read the log; `retry`: the entry was a retry (manual.py)."""
         self.last_status = str(ended)  # the text hooks.json keeps (outcome.py)
         if fired:
             self.last_fired_at = iso(at)
         self.history.append(FiringRecord(iso(at), self.last_status, host, session_id, log, line,
-                                         line is not None))
+                                         line is not None, retry))
         del self.history[:-HISTORY_LIMIT]
 
 
@@ -266,10 +270,11 @@ class QueueEntry:
     claimed_at: str | None = None
     log: str | None = None  # set with the claim: where its action will log (and say it started)
     run: Run | None = None  # once its action has started: which process, where it logs
+    retry: bool = False  # queued by hand to run a failed firing again (manual.py)
     extra: Json = field(default_factory=dict)
 
     KEYS = frozenset(("id", "hookId", "host", "sessionId", "harnessSessionId", "enqueuedAt", "dueAt",
-            "retries", "claimedBy", "claimedAt", "log", "run"))
+            "retries", "claimedBy", "claimedAt", "log", "run", "retry"))
 
     @property
     def due(self) -> float:
@@ -302,6 +307,7 @@ class QueueEntry:
             retries if type(retries) is int else 0, claimed or None, as_text(get("claimedAt")),
             as_text(get("log")),
             Run.from_json(get("run"), f"{path}.run") if get("run") is not None else None,
+            get("retry") is True,
             {} if data.keys() <= cls.KEYS else {k: v for k, v in data.items() if k not in cls.KEYS},
         )
 
@@ -311,7 +317,8 @@ class QueueEntry:
                      "enqueuedAt": self.enqueued_at, "dueAt": self.due_at,
                      "retries": self.retries, "claimedBy": self.claimed_by}
         for key, value in (("claimedAt", self.claimed_at), ("log", self.log),
-                           ("run", self.run.to_json() if self.run is not None else None)):
+                           ("run", self.run.to_json() if self.run is not None else None),
+                           ("retry", True if self.retry else None)):
             if value is not None:
                 out[key] = value
         return {**out, **self.extra}

@@ -160,7 +160,7 @@ class FollowUpQueue:
                 doc.pending.remove(entry)
                 if hook is not None:
                     hook.record_firing(skipped(f"{why} after {MAX_POSTPONES} postponements"),
-                                       now, entry.host, entry.session_id, None)
+                                       now, entry.host, entry.session_id, None, retry=entry.retry)
                 return
             entry.claimed_by = None
             entry.claimed_at = None
@@ -200,7 +200,8 @@ class FollowUpQueue:
             doc.pending.remove(current)
             hook = doc.hooks.get(entry.hook_id)
             if hook is not None:
-                hook.record_firing(ended, now, entry.host, entry.session_id, log_path, line=line)
+                hook.record_firing(ended, now, entry.host, entry.session_id, log_path, line=line,
+                                   retry=entry.retry)
             self.store.note_fired_while_broken(entry.id)
             return True
 
@@ -329,7 +330,7 @@ def _drop(doc: HooksDoc, entry: QueueEntry, ended: Outcome, now: float) -> None:
     doc.pending.remove(entry)
     hook = doc.hooks.get(entry.hook_id)
     if hook is not None:
-        hook.record_firing(ended, now, entry.host, entry.session_id, None)
+        hook.record_firing(ended, now, entry.host, entry.session_id, None, retry=entry.retry)
 
 
 def _already_ran(hook: Hook, change: SessionChange) -> Outcome:

@@ -1,7 +1,10 @@
-"""What `c` and `f` do to the selected session: cancel its waiting follow-up, or fire it now.
+"""What `c` and `f` do to the selected session: cancel its waiting follow-up, fire it now, or
+run a failed one again.
 
 The row names the follow-up by hook; the queue entry (its id carries a limit try's number) is
-looked up in hooks.json as it is now, then changed through followups/manual.py.
+looked up in hooks.json as it is now, then changed through followups/manual.py. With nothing
+waiting, `f` retries the hook of the row's newest outcome (manual.retry says why not, unless it
+failed); the daemon fires the retry as any follow-up.
 """
 
 from __future__ import annotations
@@ -23,9 +26,14 @@ def waiting_entry(ws: Workspace, row: SessionRow) -> QueueEntry | None:
 
 
 def act_on(ws: Workspace, row: SessionRow, what: str, now: float) -> str:
-    """`cancel` or `fire` the session's waiting follow-up; what was done, in words."""
+    """`cancel` or `fire` the session's waiting follow-up (`fire`: else retry its failed one);
+    what was done, in words."""
     entry = waiting_entry(ws, row)
     name = f"{row.host} session {words.short_id(row.session_id)}"
+    if entry is None and what == "fire" and row.follow_ups:
+        hook_id = row.follow_ups[0].hook_id
+        manual.retry(ws, hook_id, row.host, row.session_id, row.harness_id, now)
+        return f"{hook_id} for {name} is queued again, due now; the daemon fires it"
     if entry is None:
         return f"{name} has no follow-up waiting to fire"
     if what == "cancel":

@@ -96,7 +96,8 @@ class DetailScreen(Screen[None]):
 
     BINDINGS = [Binding("escape", "app.pop_screen", "back"), Binding("enter", "app.pop_screen",
                 show=False), Binding("c", "app.cancel", "cancel follow-up"),
-                Binding("f", "app.fire_now", "fire now"), Binding("q", "app.quit_top", "quit")]
+                Binding("f", "app.fire_now", "fire now or retry"),
+                Binding("q", "app.quit_top", "quit")]
 
     def __init__(self, key: RowKey) -> None:
         super().__init__()
@@ -122,7 +123,7 @@ class TopApp(App[int]):
     """
     BINDINGS = [Binding("q", "quit_top", "quit"), Binding("slash", "filter", "filter"),
                 Binding("a", "active", "active only"), Binding("enter", "open", "open"),
-                Binding("c", "cancel", "cancel follow-up"), Binding("f", "fire_now", "fire now")]
+                Binding("c", "cancel", "cancel follow-up"), Binding("f", "fire_now", "fire now or retry")]
 
     def __init__(self, feed: Feed, *, clock: Clock = time.time, follow: bool = True,
                  notes: list[str] | None = None) -> None:
@@ -240,7 +241,7 @@ class TopApp(App[int]):
         text = "\n".join(detail.render(row, screen.gathered, self.clock()))
         screen.query_one("#detail", Static).update(text)
         screen.query_one("#detail-keys", Static).update(
-            "[dim]esc back · c cancel follow-up · f fire now · q quit[/dim]")
+            "[dim]esc back · c cancel follow-up · f fire now or retry · q quit[/dim]")
 
     def _chosen(self) -> RowKey | None:
         screen = self.screen

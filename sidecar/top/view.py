@@ -212,7 +212,7 @@ def header(width: int) -> str:
 
 
 KEYS = (("/", "filter"), ("a", "active only"), ("enter", "open"), ("c", "cancel"),
-        ("f", "fire now"), ("q", "quit"))
+        ("f", "fire/retry"), ("q", "quit"))
 DROPPED_FIRST = ("a", "f", "c", "/", "enter")  # when the footer is narrow; `q quit` stays
 
 

@@ -47,11 +47,11 @@ def session_report(ws: Workspace, session_id: str) -> dict[str, Any] | None:
                    "claimed" if e.claimed_by else "postponed" if e.retries else "pending",
                    "dueAt": e.due_at, "retries": e.retries,
                    "why": view.hooks[e.hook_id].last_status if e.retries and e.hook_id in view.hooks
-                   else None, "log": e.run.log if e.run else None}
+                   else None, "log": e.run.log if e.run else None, "retry": e.retry}
                   for e in view.pending if e.session_id == session_id and e.host == host]
     follow_ups += [{"hookId": h.id, "state": f.status, "at": f.at, "log": f.log,
                     "lastLine": f.line if f.kept else logtail.last_line(ws, h.id, f.log)
-                    if Outcome.parse(f.status).failed else None}
+                    if Outcome.parse(f.status).failed else None, "retry": f.retry}
                    for h in view.hooks.values() for f in h.history
                    if f.session_id == session_id and f.host == host]
     meta, now_doing = record.sidecar, activity.of(record.to_json())

@@ -39,6 +39,11 @@ def outcome_style(status: str | None) -> tuple[str, ...]:
     return ("red",) if ended.failed else ("dim",) if ended.skipped else ("green",) if ended.ok else ()
 
 
+def retried(firing: dict[str, Any]) -> str:
+    """What says a firing (or a queued entry) is a failed one run again by hand."""
+    return " (retry)" if firing.get("retry") else ""
+
+
 def _width(values: list[str], floor: int = 0) -> int:
     return max([floor, *map(len, values)])
 
@@ -81,7 +86,8 @@ def render_session(report: dict[str, Any], root: str | Path | None = None, now: 
         at = parse_ts(f.get("at") or f.get("dueAt"))
         moment = words.due(at, now) if "dueAt" in f else words.ago(at, now)
         lines.append(f"follow-up  {f['hookId']:<{hook_width}}  "
-                     + paint(f"{f['state']}{extra}", *outcome_style(f["state"])) + f"  {moment}")
+                     + paint(f"{f['state']}{retried(f)}{extra}", *outcome_style(f["state"]))
+                     + f"  {moment}")
         if f.get("log"):
             lines.append(f"{'':<{LABEL}}log {words.path(f['log'], root)}")
     if not report["followUps"]:

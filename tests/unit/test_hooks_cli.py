@@ -2,10 +2,15 @@
 
 from __future__ import annotations
 
+import time
+
 import orjson
 import pytest
 
 from helpers import invoke, read_json
+from sidecar.base.outcome import OK, error
+from sidecar.followups.store import HookStore
+from support.stores import ingest
 
 
 def cli(ws, *args):
@@ -106,3 +111,42 @@ def test_a_prompt_file_that_does_not_exist_is_refused_now_not_at_firing(workspac
     assert cli(workspace, "add", "review", "--prompt-file", "hooks/review.md").returncode == 0
     hook = read_json(workspace.hooks_file)["hooks"]["review"]
     assert hook["promptFile"] == "hooks/review.md" and hook["action"] == "resume"
+
+
+def test_retry_runs_again_only_a_hook_whose_last_firing_for_the_session_failed(workspace):
+    ingest(workspace, "s-retry", "session-start", "session-end", at=time.time())  # queues post-task
+
+    def refused(hook: str, session: str = "s-re") -> str:
+        before = workspace.hooks_file.read_bytes()
+        result = cli(workspace, "retry", hook, "--session", session)
+        assert result.returncode == 1 and workspace.hooks_file.read_bytes() == before
+        return result.stderr.decode()
+
+    def fired(doc, status=None) -> None:  # the queued entry, claimed (None) or ended as `status`
+        doc.pending[0].claimed_by = "another-instance"
+        if status is not None:
+            doc.pending.clear()
+            doc.hooks["post-task"].record_firing(status, time.time(), "claude-code", "s-retry", None)
+
+    assert "post-task for claude-code session s-retry is queued already" in refused("post-task")
+    HookStore(workspace).change(time.time(), fired)
+    assert "is running" in refused("post-task")
+    HookStore(workspace).change(time.time(), lambda doc: fired(doc, OK))
+    assert "ended ok just now; only a failed firing is run again" in refused("post-task")
+    assert "resume-after-limit is switched off" in refused("resume-after-limit")
+    assert cli(workspace, "enable", "resume-after-limit").returncode == 0
+    assert "never fired for claude-code session s-retry" in refused("resume-after-limit")
+    assert "no hook 'nope'" in refused("nope")
+    assert "no session 'zz'" in refused("post-task", "zz")
+    assert b"--session ID" in cli(workspace, "retry", "post-task").stderr
+
+    HookStore(workspace).change(time.time(), lambda doc: doc.hooks["post-task"].record_firing(
+        error("exit status 1"), time.time(), "claude-code", "s-retry", None))
+    (workspace.prompts / "post-task.md").write_text("Changed behind the user's back.\n")
+    assert "not trusted" in refused("post-task") and "sidecar hooks trust post-task" in refused("post-task")
+    assert invoke("hooks", "trust", "post-task", "--yes", cwd=workspace.root).returncode == 0
+    assert cli(workspace, "retry", "post-task", "--session", "s-re").returncode == 0
+    [entry] = read_json(workspace.hooks_file)["pending"]  # due now, for the daemon to fire
+    assert (entry["hookId"], entry["sessionId"], entry["retry"], entry["claimedBy"]) == (
+        "post-task", "s-retry", True, None)
+    assert "is queued already" in refused("post-task")

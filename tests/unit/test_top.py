@@ -25,6 +25,7 @@ from rich.style import Style
 from helpers import read_json
 from sidecar.base import words
 from sidecar.base.ids import harness_id
+from sidecar.base.outcome import error
 from sidecar.followups import manual
 from sidecar.followups.store import HookStore
 from sidecar.layout import Workspace
@@ -214,6 +215,26 @@ def test_fire_now_makes_the_follow_up_due_at_once(tmp_path):
         assert entry["claimedBy"] is None  # the daemon claims and fires it, as any due entry
 
     run(check, ws)
+
+
+def test_f_on_a_failed_row_queues_a_retry_for_the_daemon_once(tmp_path):
+    ws, now = demo(tmp_path)
+    HookStore(ws, durable=False).change(now, lambda doc: doc.hooks["post-task"].record_firing(
+        error("cannot start 'claude': No such file or directory"), now - 60, top_demo.HOST,
+        "f6b2c7e9-exit", None))
+
+    def retries() -> list[dict]:
+        return [e for e in read_json(ws.hooks_file)["pending"] if e["sessionId"] == "f6b2c7e9-exit"]
+
+    async def check(app, pilot):
+        await pilot.press("slash", *"f6b2", "enter", "f")
+        [entry] = retries()
+        assert (entry["hookId"], entry["retry"], entry["claimedBy"]) == ("post-task", True, None)
+        await until(pilot, lambda: "post-task due now" in " ".join(screen_lines(app)))
+        await pilot.press("f")  # it waits now: `f` makes it due, and never queues a second
+        assert [e["retry"] for e in retries()] == [True]
+
+    run(check, ws, follow=True)
 
 
 def test_a_claimed_follow_up_is_neither_cancelled_nor_moved(tmp_path):
