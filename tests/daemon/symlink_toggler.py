@@ -23,6 +23,7 @@ import errno
 import json
 import os
 import random
+import shutil
 import sys
 import tempfile
 import time
@@ -52,13 +53,7 @@ def exchange_works() -> bool:
     except OSError:
         return False
     finally:
-        for name in ("a", "b"):
-            path = os.path.join(probe, name)
-            if os.path.islink(path):
-                os.unlink(path)
-            elif os.path.isdir(path):
-                os.rmdir(path)
-        os.rmdir(probe)
+        shutil.rmtree(probe)  # the link removed, never followed
 
 
 class Toggle:

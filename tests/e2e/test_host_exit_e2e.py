@@ -9,9 +9,8 @@ from __future__ import annotations
 
 import os
 import signal
-import subprocess
 
-import pytest
+from test_claude_code_e2e import claude_binary, claude_env
 from test_gemini_e2e import GEMINI_VERSION, MODEL, gemini_env
 from test_opencode_e2e import OPENCODE_VERSION, opencode_setup
 from test_pi_e2e import PI_VERSION, pi_env
@@ -21,30 +20,20 @@ from helpers import npm_host, run_cli
 from stubs.anthropic_stub import AnthropicStub
 from stubs.chat_stub import ChatStub
 from stubs.gemini_stub import GeminiStub
-from stubs.host_exit import assert_ends_as_host_exit
-
-pytestmark = pytest.mark.e2e
+from stubs.host_exit import assert_ends_as_host_exit, running_host
 
 
 def test_claude_code_killed_with_sigkill(workspace, start_daemon, tmp_path):
-    claude = npm_host("claude-code", "2.1.328", "claude")
+    claude = claude_binary()
     assert run_cli("integrate", "claude-code", cwd=workspace.root).returncode == 0
     (tmp_path / "home").mkdir()
     with AnthropicStub() as stub:
         stub.hold()
-        env = {**os.environ, "HOME": str(tmp_path / "home"), "ANTHROPIC_BASE_URL": stub.url,
-               "ANTHROPIC_API_KEY": "sk-test", "DISABLE_TELEMETRY": "1",
-               "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1"}
+        env = claude_env(tmp_path / "home", stub.url)
         daemon = start_daemon(workspace.root)
-        run = subprocess.Popen([str(claude), "-p", "a long task"], cwd=workspace.root, env=env,
-                               stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
-                               stderr=subprocess.DEVNULL, start_new_session=True)
-        try:
+        with running_host([claude, "-p", "a long task"], workspace.root, env) as run:
             assert_ends_as_host_exit(workspace, start_daemon, daemon, "claude-code",
                                      lambda pid: os.killpg(run.pid, signal.SIGKILL))
-        finally:
-            run.kill()
-            run.wait()
 
 
 def test_gemini_cli_child_killed_with_sigkill(workspace, start_daemon, tmp_path):
@@ -54,17 +43,10 @@ def test_gemini_cli_child_killed_with_sigkill(workspace, start_daemon, tmp_path)
         env = gemini_env(tmp_path, workspace.root, stub.url)
         assert run_cli("integrate", "gemini", env=env).returncode == 0
         daemon = start_daemon(workspace.root)
-        run = subprocess.Popen([str(gemini), "-p", "a long task", "-m", MODEL],
-                               cwd=workspace.root, env={**os.environ, **env},
-                               stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
-                               stderr=subprocess.DEVNULL, start_new_session=True)
-        try:
+        with running_host([gemini, "-p", "a long task", "-m", MODEL], workspace.root, env):
             # The hooks' host is the CLI child the launcher re-spawned: kill only that one.
             assert_ends_as_host_exit(workspace, start_daemon, daemon, "gemini",
                                      lambda pid: os.kill(pid, signal.SIGKILL))
-        finally:
-            os.killpg(run.pid, signal.SIGKILL)
-            run.wait()
 
 
 def test_opencode_killed_with_sigterm(workspace, start_daemon, tmp_path):
@@ -74,17 +56,11 @@ def test_opencode_killed_with_sigterm(workspace, start_daemon, tmp_path):
         stub.hold()
         env = opencode_setup(tmp_path, workspace.root, stub.url)
         daemon = start_daemon(workspace.root)
-        run = subprocess.Popen([str(opencode), "run", "a", "long", "task"], cwd=workspace.root,
-                               env={**os.environ, **env, "PWD": str(workspace.root)},
-                               stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
-                               stderr=subprocess.DEVNULL, start_new_session=True)
-        try:
+        with running_host([opencode, "run", "a", "long", "task"], workspace.root,
+                          {**env, "PWD": str(workspace.root)}) as run:
             assert_ends_as_host_exit(workspace, start_daemon, daemon, "opencode",
                                      lambda pid: os.kill(pid, signal.SIGTERM))
             assert run.wait(10) == -signal.SIGTERM  # it died of the signal, sending no end
-        finally:
-            run.kill()
-            run.wait()
 
 
 def test_qwen_code_killed_with_sigkill(workspace, start_daemon, tmp_path):
@@ -94,21 +70,14 @@ def test_qwen_code_killed_with_sigkill(workspace, start_daemon, tmp_path):
         env = qwen_env(tmp_path, stub.url)
         assert run_cli("integrate", "qwen", env=env).returncode == 0
         daemon = start_daemon(workspace.root)
-        run = subprocess.Popen([str(qwen), "a long task"], cwd=workspace.root,
-                               env={**os.environ, **env}, stdin=subprocess.DEVNULL,
-                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-                               start_new_session=True)
 
         def kill(pid):
             # The hooks' host is the innermost CLI, below the launcher and a middle node.
             assert_is_the_real_cli(pid)
             os.kill(pid, signal.SIGKILL)
 
-        try:
+        with running_host([qwen, "a long task"], workspace.root, env):
             assert_ends_as_host_exit(workspace, start_daemon, daemon, "qwen", kill)
-        finally:
-            os.killpg(run.pid, signal.SIGKILL)
-            run.wait()
 
 
 def test_pi_killed_with_sigkill(workspace, start_daemon, tmp_path):
@@ -118,15 +87,9 @@ def test_pi_killed_with_sigkill(workspace, start_daemon, tmp_path):
         stub.hold()  # the answer never comes: the turn is still running when pi is killed
         env = pi_env(tmp_path, stub.url)
         daemon = start_daemon(workspace.root, env=env)
-        run = subprocess.Popen([str(pi), "--provider", "stub", "--model", "stub-model", "-p",
-                                "a long task"], cwd=workspace.root, env={**os.environ, **env},
-                               stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
-                               stderr=subprocess.DEVNULL, start_new_session=True)
-        try:
+        with running_host([pi, "--provider", "stub", "--model", "stub-model", "-p", "a long task"],
+                          workspace.root, env) as run:
             # pi is one node process, the one its extension names: kill exactly that one.
             assert_ends_as_host_exit(workspace, start_daemon, daemon, "pi",
                                      lambda pid: os.kill(pid, signal.SIGKILL))
             assert run.wait(10) == -signal.SIGKILL
-        finally:
-            run.kill()
-            run.wait()

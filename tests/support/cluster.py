@@ -16,7 +16,7 @@ import orjson
 from helpers import SIDECAR, instance_docs, wait_until
 from sidecar.base.ids import harness_id
 from sidecar.base.timeutil import parse_ts
-from sidecar.layout import Workspace
+from sidecar.layout import Workspace, daemon_log
 from support.machines import Machine
 from support.redis_server import RedisServer
 
@@ -49,11 +49,6 @@ def leader_of(ws: Workspace, server: RedisServer, machines: list[Machine]) -> Ma
 def wait_for_leader(ws: Workspace, server: RedisServer, machines: list[Machine],
                     timeout: float = 15) -> Machine:
     return wait_until(lambda: leader_of(ws, server, machines), timeout)
-
-
-def daemon_log() -> Path:
-    state = os.environ.get("XDG_STATE_HOME") or str(Path.home() / ".local" / "state")
-    return Path(state) / "sidecar" / "daemon.log"
 
 
 def lead_changes(ws: Workspace) -> list[tuple[float, str, str]]:

@@ -3,7 +3,6 @@ clock; shared by tests/unit/test_ingest.py and tests/daemon/test_ingest_daemon.p
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
 import orjson
@@ -16,6 +15,7 @@ from sidecar.followups.queue import FollowUpQueue
 from sidecar.followups.store import HookStore
 from sidecar.layout import Workspace
 from sidecar.sessions.store import SessionStore
+from support.stores import drop
 
 T0 = 1_795_900_000.0
 CONFIG = Config(reconcile_interval=2.0, sweep_interval=60.0, stale_after=3600.0)
@@ -33,11 +33,9 @@ class Fixture:
 
     def drop(self, name: str, event: str, session: str, ts: float, mtime: float = T0 - 60,
              **extra) -> Path:
-        path = self.ws.inbox / f"{name}.json"
         payload = {"event": event, "session_id": session, "host": "t", "ts": ts, **extra}
-        path.write_bytes(orjson.dumps(payload))
-        os.utime(path, (mtime, mtime))
-        return path
+        drop(self.ws, f"{name}.json", orjson.dumps(payload), mtime)
+        return self.ws.inbox / f"{name}.json"
 
     def record(self, session: str):
         return read_json(self.ws.session_dir(harness_id("t", session)) / "session.json")

@@ -46,10 +46,6 @@ class LatencyProxy:
         self._server: asyncio.AbstractServer | None = None
         self._tasks: set[asyncio.Task[None]] = set()
 
-    @property
-    def address(self) -> tuple[str, int]:
-        return self.listen_host, self.port
-
     def start(self) -> LatencyProxy:
         self._thread.start()
         asyncio.run_coroutine_threadsafe(self._listen(), self._loop).result(START_TIMEOUT)

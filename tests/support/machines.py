@@ -15,6 +15,7 @@ Root only (a PID namespace needs CAP_SYS_ADMIN); elsewhere a test skips, saying 
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import os
 import shutil
@@ -24,6 +25,7 @@ import sys
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import TypeVar
 
 import pytest
 
@@ -32,6 +34,7 @@ from support.redis_server import _die_with_parent
 INIT = Path(__file__).with_name("machine_init.py")
 UNSHARE = ["unshare", "--pid", "--fork", "--mount-proc", "--uts", "--kill-child"]
 FOUND_TIMEOUT = 10.0
+M = TypeVar("M", bound="Machine")
 # What runs a `run()` command inside the machine: its parent there, as a host is a hook's (a
 # process of the machine, where nsenter, its parent outside, is not).
 WRAPPER = "import subprocess, sys; sys.exit(subprocess.call(sys.argv[1:]))"
@@ -271,19 +274,21 @@ class Machine:
         return {**os.environ, **(env or {})}
 
 
+def made_by_name(kind: Callable[..., M], folder: Path,
+                 teardown: Callable[[M], None]) -> Iterator[Callable[..., M]]:
+    """A fixture's maker of machines by name (`make("a", ...)`: `kind("a", folder, ...)`); each
+    torn down at the end, the test failed or not, the others too if one's teardown fails."""
+    with contextlib.ExitStack() as made:
+        def make(name: str, *args: object, **options: object) -> M:
+            machine = kind(name, folder, *args, **options)
+            made.callback(teardown, machine)
+            return machine
+
+        yield make
+
+
 @pytest.fixture
 def machines(tmp_path: Path) -> Iterator[Callable[[str], Machine]]:
     """Make machines by name (`machines("a")`); each is killed, whole, at teardown."""
     require_machines()
-    made: list[Machine] = []
-
-    def make(name: str) -> Machine:
-        machine = Machine(name, tmp_path / "machines")
-        made.append(machine)
-        return machine
-
-    try:
-        yield make
-    finally:
-        for machine in made:
-            machine.kill()
+    yield from made_by_name(Machine, tmp_path / "machines", Machine.kill)

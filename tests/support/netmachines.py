@@ -184,7 +184,6 @@ class NetMachine(Machine):
         self.redis_url = f"redis://{self.link.outside_ip}:{self.proxy.port}/0"
         (self.config_home / "config.toml").write_text(
             f'{settings}\n[coordination]\nurl = "{self.redis_url}"\n')
-        self.partitioned = False
 
     # -- what makes it a machine of its own ----------------------------------------------
 
@@ -222,11 +221,9 @@ class NetMachine(Machine):
         """Cut the machine off: its veth goes down, so nothing it sends reaches Redis and
         nothing reaches it (its connections stay open at both ends, as in a real partition)."""
         self.link.down()
-        self.partitioned = True
 
     def heal(self) -> None:
         self.link.up()
-        self.partitioned = False
 
     # -- its user's sidecar --------------------------------------------------------------
 
@@ -286,18 +283,4 @@ def net_machines(tmp_path: Path) -> Iterator[Callable[..., NetMachine]]:
     """Make network machines by name: `net_machines("a", server, clock="+25h", settings=...)`;
     each is killed and its network deleted at teardown, the test failed or not."""
     require_net_machines()
-    made: list[NetMachine] = []
-
-    def make(name: str, server: RedisServer, **options: object) -> NetMachine:
-        machine = NetMachine(name, tmp_path / "netmachines", server, **options)
-        made.append(machine)
-        return machine
-
-    try:
-        yield make
-    finally:
-        for machine in made:
-            try:
-                machine.close()
-            except Exception as exc:  # noqa: BLE001 - the others are still torn down
-                print(f"teardown of machine {machine.name}: {exc}", file=sys.stderr)
+    yield from machines.made_by_name(NetMachine, tmp_path / "netmachines", NetMachine.close)

@@ -44,8 +44,7 @@ class Receiver:
 
     @property
     def url(self) -> str:
-        host, port = self.server.server_address[:2]
-        return f"http://{host}:{port}"
+        return f"http://{self.hostport}"
 
     @property
     def hostport(self) -> str:

@@ -9,7 +9,9 @@ saying why, where `redis-server` is not installed (tests/install-hosts.sh instal
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
+import itertools
 import os
 import shutil
 import signal
@@ -204,23 +206,17 @@ def redis_servers(tmp_path: Path) -> Iterator[Callable[..., RedisServer]]:
     not stop."""
     pytest.importorskip("redis", reason="redis-py is not installed (make install installs "
                         "the redis extra)")
-    started: list[RedisServer] = []
+    count = itertools.count()
+    with contextlib.ExitStack() as started:
+        def start(*, unix_socket: bool = False, password: str | None = None,
+                  appendonly: bool = False) -> RedisServer:
+            server = RedisServer(tmp_path / f"redis-{next(count)}", unix_socket=unix_socket,
+                                 password=password, appendonly=appendonly)
+            started.callback(server.close)
+            started.callback(server.stop)  # first: stopped, then closed, even if stop fails
+            return server.start()
 
-    def start(*, unix_socket: bool = False, password: str | None = None,
-              appendonly: bool = False) -> RedisServer:
-        server = RedisServer(tmp_path / f"redis-{len(started)}", unix_socket=unix_socket,
-                             password=password, appendonly=appendonly)
-        started.append(server)
-        return server.start()
-
-    try:
         yield start
-    finally:
-        for server in started:
-            try:
-                server.stop()
-            finally:
-                server.close()
 
 
 @pytest.fixture

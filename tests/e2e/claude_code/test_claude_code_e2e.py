@@ -7,6 +7,7 @@ session-end does not queue the hook again; the API saw exactly one resumed reque
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 import shlex
@@ -24,22 +25,31 @@ from sidecar.base.timeutil import parse_ts
 from sidecar.config import DEFAULT_RESUME
 from stubs.anthropic_stub import AnthropicStub, LimitedAnthropicStub
 from stubs.lifecycle import (
-    assert_prompt_arrived_exactly,
+    assert_whole_lifecycle,
+    carries_marker,
+    enable_limit_resume,
+    limit_hook,
+    post_task,
     prepare_post_task,
     set_resume,
     settled,
-    trust_all,
+    trace_events,
+    trace_lines,
 )
 
-pytestmark = pytest.mark.e2e
-
 CLAUDE_VERSION = "2.1.328"
-MARKER = "POST-TASK-MARKER-5b1e"
 CLAUDE_EVENTS = ["SessionStart", "UserPromptSubmit", "PostToolUse", "Stop", "SessionEnd"]
 
 
 def claude_binary() -> Path:
     return npm_host("claude-code", CLAUDE_VERSION, "claude")
+
+
+@pytest.fixture
+def home(tmp_path: Path) -> Path:
+    """A throwaway home for Claude Code."""
+    (tmp_path / "home").mkdir()
+    return tmp_path / "home"
 
 
 def claude_env(home: Path, stub_url: str) -> dict[str, str]:
@@ -53,6 +63,21 @@ def run_claude(claude: Path, cwd: Path, env: dict[str, str], *args: str):
                           capture_output=True, stdin=subprocess.DEVNULL, timeout=180)
 
 
+@contextlib.contextmanager
+def served_by(workspace, argv: list[str], log: Path, env: dict[str, str] | None = None):
+    """A daemon started as `argv`, as a service manager starts it, once it serves the workspace
+    (its instance file is written); at the end of the block SIGTERM ends it, exiting 0."""
+    with open(log, "wb") as out:
+        daemon = subprocess.Popen(argv, env=env, stdout=out, stderr=subprocess.STDOUT,
+                                  stdin=subprocess.DEVNULL)
+        try:
+            wait_until(lambda: list(workspace.instances.glob("*.json")), 15)
+            yield
+        finally:
+            daemon.terminate()
+            assert daemon.wait(20) == 0
+
+
 def write_claude_hooks(root: Path, events: list[str] = CLAUDE_EVENTS) -> None:
     command = f"{shlex.quote(SIDECAR)} emit --source claude-code"
     entry = [{"matcher": "*", "hooks": [{"type": "command", "command": command}]}]
@@ -61,10 +86,8 @@ def write_claude_hooks(root: Path, events: list[str] = CLAUDE_EVENTS) -> None:
         orjson.dumps({"hooks": {event: entry for event in events}}).decode())
 
 
-def test_post_task_resumes_the_real_session_exactly_once(workspace, start_daemon, config_home, tmp_path):
+def test_post_task_resumes_the_real_session_exactly_once(workspace, start_daemon, config_home, home):
     claude = claude_binary()
-    home = tmp_path / "home"
-    home.mkdir()
     write_claude_hooks(workspace.root)
     prepare_post_task(workspace)
     # The default resume command, with the permissions its prompt needs, by absolute path.
@@ -75,31 +98,12 @@ def test_post_task_resumes_the_real_session_exactly_once(workspace, start_daemon
         start_daemon(workspace.root, env=env)
         first = run_claude(claude, workspace.root, env, "-p", "do the task")
         assert first.returncode == 0, first.stderr.decode()[-2000:]
-
-        def post_task():
-            return read_json(workspace.hooks_file)["hooks"]["post-task"]
-
-        wait_until(lambda: post_task()["lastStatus"] == "ok", 120, 0.2)
-        session_id = post_task()["history"][-1]["sessionId"]
-        # The resumed run's own end is applied once the inbox is empty: a wrong re-queue
-        # would now sit in the queue for post-task's 10 s delay (asserted empty below).
-        wait_until(lambda: not list(workspace.inbox.glob("*.json")), 30)
-        resumed = [r for r in stub.requests if MARKER in orjson.dumps(r["body"]).decode()]
-
-    assert len(resumed) == 1
-    assert "do the task" in orjson.dumps(resumed[0]["body"]).decode()  # the same conversation
-    assert_prompt_arrived_exactly(resumed[0])
-    hook = post_task()
-    assert len(hook["history"]) == 1 and hook["history"][0]["status"] == "ok"
-    assert read_json(workspace.hooks_file)["pending"] == []
-    record = read_json(workspace.session_dir(harness_id("claude-code", session_id)) / "session.json")
-    assert record["status"] == "completed"
-    assert "post-task" in record["metadata"]["sidecar"]["followUps"]
-    trace = [orjson.loads(line)["event"] for line in
-             (workspace.session_dir(record["id"]) / "trace.jsonl").read_bytes().splitlines()]
-    assert trace.count("session.completed") == 2  # the first run, then the resumed one
-    assert "session.reopened" in trace
-    log = Path(hook["history"][0]["log"]).read_text()
+        wait_until(lambda: settled(workspace), 120, 0.2)
+        requests = list(stub.requests)
+    session_id = post_task(workspace)["history"][-1]["sessionId"]
+    record = workspace.session_dir(harness_id("claude-code", session_id)) / "session.json"
+    assert_whole_lifecycle(workspace, record, requests, "do the task")
+    log = Path(post_task(workspace)["history"][0]["log"]).read_text()
     assert "--resume" in log and session_id in log
     assert "'--permission-mode', 'acceptEdits'" in log  # the permissions it ran with, shown
     status = run_cli("status", "--root", str(workspace.root))
@@ -107,12 +111,10 @@ def test_post_task_resumes_the_real_session_exactly_once(workspace, start_daemon
 
 
 def test_hooks_written_by_integrate_drive_a_daemon_started_as_the_unit_starts_it(
-        workspace, config_home, tmp_path):
+        workspace, config_home, tmp_path, home):
     from sidecar.install import service
 
     claude = claude_binary()
-    home = tmp_path / "home"
-    home.mkdir()
     assert run_cli("integrate", "claude-code", cwd=workspace.root).returncode == 0
     doc = read_json(workspace.hooks_file)
     doc["hooks"]["post-task"]["enabled"] = False
@@ -121,26 +123,18 @@ def test_hooks_written_by_integrate_drive_a_daemon_started_as_the_unit_starts_it
     exec_start = next(line.split("=", 1)[1] for line in unit.splitlines() if line.startswith("ExecStart="))
     with AnthropicStub() as stub:
         env = {**os.environ, **claude_env(home, stub.url)}
-        log = open(tmp_path / "unit.log", "wb")
-        daemon = subprocess.Popen(shlex.split(exec_start), env=env, stdout=log, stderr=subprocess.STDOUT,
-                                  stdin=subprocess.DEVNULL)
-        try:
-            wait_until(lambda: list(workspace.instances.glob("*.json")), 15)
+        with served_by(workspace, shlex.split(exec_start), tmp_path / "unit.log", env):
             run = run_claude(claude, workspace.root, env, "-p", "hello")
             assert run.returncode == 0, run.stderr.decode()[-2000:]
             def report():
                 return orjson.loads(run_cli("status", "--root", str(workspace.root), "--json").stdout)["workspaces"][0]
             wait_until(lambda: report()["sessions"]["completed"] == 1 and report()["inbox"]["backlog"] == 0, 30)
             [session_dir] = [p for p in workspace.sessions.iterdir() if p.is_dir()]
-            events = [orjson.loads(line)["event"] for line in (session_dir / "trace.jsonl").read_bytes().splitlines()]
+            events = trace_events(session_dir / "session.json")
             assert events[0] == "session.created" and events[-1] == "session.completed"
             assert "session.start" in events and "turn.start" in events and "turn.end" in events
             record = read_json(session_dir / "session.json")
             assert record["metadata"]["host"] == "claude-code"
-        finally:
-            daemon.terminate()
-            assert daemon.wait(20) == 0
-            log.close()
 
 
 STILL_LIMITED = "This request would exceed your account's rate limit. Please try again later."
@@ -151,26 +145,18 @@ STILL_LIMITED = "This request would exceed your account's rate limit. Please try
     (2, ["error: exit status 1", "ok"]),  # the first try is refused too: the episode's next
 ])
 def test_a_turn_refused_by_a_usage_limit_is_resumed_once_the_limit_resets(
-        workspace, start_daemon, config_home, tmp_path, refusals, statuses):
+        workspace, start_daemon, config_home, home, refusals, statuses):
     """The API refuses the first turn with a reset stated a few seconds ahead (and, in the
     second case, the first resume too, with no reset: the back-off, scaled down). The end
     queues no post-task; once the limit has passed, the session is resumed, the same
     conversation, once; a refused try is followed by the same episode's next, never a new
     chain; nothing is queued after."""
     claude = claude_binary()
-    home = tmp_path / "home"
-    home.mkdir()
     write_claude_hooks(workspace.root, [*CLAUDE_EVENTS, "StopFailure"])
     limit_prompt = workspace.prompts / "resume-after-limit.md"
     limit_prompt.write_text(limit_prompt.read_text() + "\nLIMIT-MARKER-77c1\n")
-    assert run_cli("hooks", "enable", "resume-after-limit", cwd=workspace.root).returncode == 0
-    doc = read_json(workspace.hooks_file)
-    doc["hooks"]["post-task"]["delaySeconds"] = 1
-    workspace.hooks_file.write_bytes(orjson.dumps(doc))
-    trust_all(workspace)  # both edited by hand: trusted as the user would, having seen them
-    with open(config_home / "config.toml", "a") as config:
-        config.write("limitBackoffScale = 0.002\n")  # 15 minutes become 1.8 s
-    set_resume(config_home, "claude-code", [str(claude), *DEFAULT_RESUME["claude-code"][1:]])
+    enable_limit_resume(workspace, config_home, "claude-code",  # trusted, as the user would
+                        [str(claude), *DEFAULT_RESUME["claude-code"][1:]], scale=0.002)  # 15 min: 1.8 s
     reset = int(time.time()) + 4
     messages = [f"Claude AI usage limit reached|{reset}", STILL_LIMITED][:refusals]
 
@@ -180,17 +166,11 @@ def test_a_turn_refused_by_a_usage_limit_is_resumed_once_the_limit_resets(
         first = run_claude(claude, workspace.root, env, "-p", "do the task")
         assert first.returncode == 1 and b"429" in first.stdout + first.stderr
 
-        def hooks():
-            return read_json(workspace.hooks_file)["hooks"]
-
-        def settled():
-            history = hooks()["resume-after-limit"]["history"]
-            return len(history) == len(statuses) and not read_json(workspace.hooks_file)["pending"] \
-                and not list(workspace.inbox.glob("*.json"))
-
-        wait_until(settled, 120, 0.2)
+        wait_until(lambda: len(limit_hook(workspace)["history"]) == len(statuses)
+                   and not read_json(workspace.hooks_file)["pending"]
+                   and not list(workspace.inbox.glob("*.json")), 120, 0.2)
         time.sleep(2)  # long enough for a wrong post-task (1 s delay) or try to come and fire
-        history = hooks()["resume-after-limit"]["history"]
+        history = limit_hook(workspace)["history"]
         answered = [r for r in stub.requests if r["body"].get("stream")
                     and r["body"] not in stub.refused]
 
@@ -200,27 +180,24 @@ def test_a_turn_refused_by_a_usage_limit_is_resumed_once_the_limit_resets(
     [resumed] = answered  # the successful try reached the model, once
     text = orjson.dumps(resumed["body"]).decode()
     assert "do the task" in text and "LIMIT-MARKER-77c1" in text  # the same conversation
-    assert hooks()["post-task"]["history"] == []  # the task was not finished by the first end
+    assert post_task(workspace)["history"] == []  # the task was not finished by the first end
     assert read_json(workspace.hooks_file)["pending"] == []
     session_id = history[-1]["sessionId"]
     record = read_json(workspace.session_dir(harness_id("claude-code", session_id)) / "session.json")
     assert record["status"] == "completed" and "limit" not in record["metadata"]["sidecar"]
-    trace = [orjson.loads(line) for line in
-             (workspace.session_dir(record["id"]) / "trace.jsonl").read_bytes().splitlines()]
+    trace = trace_lines(workspace.session_dir(record["id"]) / "session.json")
     assert [t["event"] for t in trace].count("turn.failed") == refusals
     assert "the usage limit has passed" in trace[[t["event"] for t in trace].index("turn.end")]["message"]
 
 
 def test_a_daemon_with_a_bare_environment_resumes_with_what_integrate_and_the_environment_file_give(
-        workspace, config_home, tmp_path):
+        workspace, config_home, tmp_path, home):
     """The service's environment is not the user's: `env -i` with PATH=/usr/bin:/bin. The
     executable comes from `integrate` (recorded by absolute path), the API's address and key
     from the environment file; doctor names the key while the file lacks it."""
     from sidecar.install import service
 
     claude = claude_binary()
-    home = tmp_path / "home"
-    home.mkdir()
     prepare_post_task(workspace)
     with AnthropicStub() as stub:
         keys = {k: v for k, v in claude_env(home, stub.url).items() if k != "HOME"}
@@ -241,38 +218,28 @@ def test_a_daemon_with_a_bare_environment_resumes_with_what_integrate_and_the_en
             f"claude-code: the resume command resolves in the service's environment ({claude})" \
             in said, said
 
-        log = open(tmp_path / "bare-daemon.log", "wb")
-        daemon = subprocess.Popen(
-            ["env", "-i", f"HOME={home}", "PATH=/usr/bin:/bin",
-             f"SIDECAR_CONFIG_HOME={config_home}", SIDECAR, "run", "--root", str(workspace.root)],
-            stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
-        try:
-            wait_until(lambda: list(workspace.instances.glob("*.json")), 15)
+        with served_by(workspace, ["env", "-i", f"HOME={home}", "PATH=/usr/bin:/bin",
+                                   f"SIDECAR_CONFIG_HOME={config_home}", SIDECAR, "run", "--root",
+                                   str(workspace.root)], tmp_path / "bare-daemon.log"):
             first = run_claude(claude, workspace.root, shell, "-p", "do the task")
             assert first.returncode == 0, first.stderr.decode()[-2000:]
             wait_until(lambda: settled(workspace), 120, 0.2)
             requests = list(stub.requests)
-        finally:
-            daemon.terminate()
-            assert daemon.wait(20) == 0
-            log.close()
-    hook = read_json(workspace.hooks_file)["hooks"]["post-task"]
+    hook = post_task(workspace)
     assert [h["status"] for h in hook["history"]] == ["ok"], (tmp_path / "bare-daemon.log").read_text()
-    resumed = [r for r in requests if MARKER in orjson.dumps(r["body"]).decode()]
+    resumed = [r for r in requests if carries_marker(r, False)]
     assert len(resumed) == 1 and "do the task" in orjson.dumps(resumed[0]["body"]).decode()
     assert f"'{claude}'" in Path(hook["history"][0]["log"]).read_text()  # by absolute path
 
 
 @pytest.mark.parametrize("stop", [signal.SIGINT, signal.SIGKILL], ids=["ctrl-c", "kill"])
 def test_a_session_the_user_stops_mid_turn_is_never_resumed(workspace, start_daemon, config_home,
-                                                            tmp_path, stop):
+                                                            home, stop):
     """`claude -p "a long task"`, then Ctrl-C (SIGINT to its process group, as a terminal sends
     it) or a kill while the model is still answering: the session ends, by its own SessionEnd
     (reason `other`, as for a normal end) or by the process watch, and post-task says why it
     did not run instead of resuming the conversation with edit rights."""
     claude = claude_binary()
-    home = tmp_path / "home"
-    home.mkdir()
     write_claude_hooks(workspace.root)
     prepare_post_task(workspace, delay=1)
     set_resume(config_home, "claude-code", [str(claude), *DEFAULT_RESUME["claude-code"][1:]])
@@ -294,17 +261,13 @@ def test_a_session_the_user_stops_mid_turn_is_never_resumed(workspace, start_dae
                 os.killpg(host.pid, signal.SIGKILL)
                 host.wait()
         stub.release()
-
-        def post_task():
-            return read_json(workspace.hooks_file)["hooks"]["post-task"]
-
-        wait_until(lambda: post_task()["history"], 30, 0.1)
+        wait_until(lambda: post_task(workspace)["history"], 30, 0.1)
         time.sleep(3)  # past the hook's delay: a wrong firing would have started by now
         requests = list(stub.requests)
-    [said] = post_task()["history"]
+    [said] = post_task(workspace)["history"]
     assert said["status"] == "skipped: the last turn was interrupted"
     assert read_json(workspace.hooks_file)["pending"] == []
-    assert not [r for r in requests if MARKER in orjson.dumps(r["body"]).decode()]
+    assert not [r for r in requests if carries_marker(r, False)]
     record = read_json(workspace.session_dir(harness_id("claude-code", said["sessionId"]))
                        / "session.json")
     assert record["status"] == "completed"
@@ -315,13 +278,11 @@ def test_a_session_the_user_stops_mid_turn_is_never_resumed(workspace, start_dae
 
 
 def test_a_resume_that_is_not_logged_in_shows_what_claude_said(
-        workspace, start_daemon, config_home, tmp_path, monkeypatch):
+        workspace, start_daemon, config_home, home, monkeypatch):
     """A session run with a key; its follow-up, from a daemon started without one, meets the
     real `claude` saying `Not logged in · Please run /login` (exit 1): `status` shows that
     line beside the outcome, and `doctor` notes the failure."""
     claude = claude_binary()
-    home = tmp_path / "home"
-    home.mkdir()
     for name in ("ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN", "ANTHROPIC_BASE_URL"):
         monkeypatch.delenv(name, raising=False)
     write_claude_hooks(workspace.root)

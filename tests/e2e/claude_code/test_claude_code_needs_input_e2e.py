@@ -15,14 +15,12 @@ import re
 import shutil
 from pathlib import Path
 
-import orjson
 import pytest
 
 from helpers import fixture_payload, npm_host, read_json, run_cli, wait_until
 from stubs.anthropic_stub import ToolAnthropicStub
+from stubs.lifecycle import trace_events
 from support.tmux import Tmux
-
-pytestmark = pytest.mark.e2e
 
 CLAUDE_VERSION = "2.1.328"
 API_KEY = "sk-test-0123456789abcdefghij"
@@ -53,8 +51,7 @@ def the_record(workspace) -> dict | None:
 
 
 def trace(workspace, record: dict) -> list[str]:
-    path = workspace.session_dir(record["id"]) / "trace.jsonl"
-    return [orjson.loads(line)["event"] for line in path.read_bytes().splitlines()]
+    return trace_events(workspace.session_dir(record["id"]) / "session.json")
 
 
 def test_a_permission_prompt_is_waiting_until_the_user_answers(workspace, start_daemon, tmp_path):

@@ -17,7 +17,6 @@ from __future__ import annotations
 import json
 import os
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -28,20 +27,13 @@ import pytest
 from helpers import npm_host, read_json, run_cli, wait_until
 from sidecar.base.ids import harness_id
 from stubs.chat_stub import ChatStub
-from stubs.host_exit import active_session
-from stubs.lifecycle import prepare_post_task
-
-pytestmark = pytest.mark.e2e
+from stubs.host_exit import active_session, running_host
+from stubs.lifecycle import post_task, prepare_post_task, trace_events
+from support.redis_server import free_port
 
 CLINE_VERSION = "3.0.65"
 NO_RESUME = ("skipped: Cline 3.0.65 cannot resume a session without a terminal "
              "(`cline --id` needs one); not resumed")
-
-
-def free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return int(probe.getsockname()[1])
 
 
 def hubs(port: int) -> list[int]:
@@ -80,10 +72,9 @@ def cline_env(tmp_path):
                 os.kill(pid, signal.SIGKILL)
 
 
-def run_cline(cline, cwd, env, prompt, **popen) -> subprocess.CompletedProcess:
+def run_cline(cline, cwd, env, prompt) -> subprocess.CompletedProcess:
     return subprocess.run([str(cline), prompt], cwd=cwd, env={**os.environ, **env},
-                          stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=180,
-                          **popen)
+                          stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=180)
 
 
 def start_hub(cline, tmp_path, env, port) -> int:
@@ -131,12 +122,8 @@ def test_a_cline_session_ends_by_its_manifest_notifies_once_and_is_not_resumed(
     session_id = manifest["session_id"]
     assert manifest["pid"] == hub  # the run was the hub's, which lives on
     path = workspace.session_dir(harness_id("cline", session_id)) / "session.json"
-
-    def post_task() -> dict:
-        return read_json(workspace.hooks_file)["hooks"]["post-task"]
-
     wait_until(lambda: path.exists() and read_json(path)["status"] == "completed"
-               and notified.exists() and post_task()["history"], 60, 0.2)
+               and notified.exists() and post_task(workspace)["history"], 60, 0.2)
     record = read_json(path)
     meta = record["metadata"]["sidecar"]
     assert record["metadata"]["hostSessionId"] == session_id
@@ -149,11 +136,10 @@ def test_a_cline_session_ends_by_its_manifest_notifies_once_and_is_not_resumed(
     assert "remember banana" in json.dumps([r["body"] for r in stub.requests])
     time.sleep(3)  # a follow-up queued again would be due, and fired, by now
     assert notified.read_text() == f"{session_id} cline\n"
-    assert [(h["sessionId"], h["status"]) for h in post_task()["history"]] == \
+    assert [(h["sessionId"], h["status"]) for h in post_task(workspace)["history"]] == \
         [(session_id, NO_RESUME)]
     assert read_json(workspace.hooks_file)["pending"] == []
-    trace = [json.loads(line)["event"] for line in
-             path.with_name("trace.jsonl").read_bytes().splitlines()]
+    trace = trace_events(path)
     assert trace.count("session.completed") == 1 and "turn.end" in trace
 
 
@@ -164,11 +150,7 @@ def test_a_cline_hub_killed_mid_turn_ends_its_session_by_the_process_watch(
     hub = start_hub(cline, tmp_path, env, port)
     daemon = start_daemon(workspace.root, env=env)
     stub.hold()  # the turn goes on until the hub is killed
-    run = subprocess.Popen([str(cline), "a long task"], cwd=workspace.root,
-                           env={**os.environ, **env}, stdin=subprocess.DEVNULL,
-                           stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-                           start_new_session=True)
-    try:
+    with running_host([cline, "a long task"], workspace.root, env):
         path = wait_until(lambda: active_session(workspace, "cline"), 60, 0.1)
         wait_until(lambda: read_json(path)["metadata"]["sidecar"].get("hostPid"), 10)
         # The record holds the hub's pid: the run executes inside it, not in `cline`.
@@ -179,9 +161,6 @@ def test_a_cline_hub_killed_mid_turn_ends_its_session_by_the_process_watch(
         assert read_json(path)["status"] == "active"
         os.kill(hub, signal.SIGKILL)
         wait_until(lambda: read_json(path)["status"] == "completed", 10, 0.05)
-    finally:
-        run.kill()
-        run.wait()
     # The process watch's end, not the manifest's: Cline wrote no end of a killed hub's run.
     assert read_json(path)["metadata"]["sidecar"]["completionReason"] == "host-exited"
     wait_until(lambda: read_json(workspace.bindings_file)["bindings"].get("cline", {}) == {}, 5)

@@ -16,24 +16,21 @@ import sys
 import tomllib
 from pathlib import Path
 
-import orjson
-import pytest
 import tomlkit
 
-from helpers import SIDECAR, npm_host, read_json, run_cli, wait_until
-from sidecar.base.ids import harness_id
+from helpers import SIDECAR, npm_host, read_json, run_cli
 from sidecar.config import DEFAULT_RESUME
 from stubs.lifecycle import (
+    assert_resumed_after_limit,
     assert_whole_lifecycle,
-    limit_hook,
+    enable_limit_resume,
     prepare_post_task,
     set_resume,
-    settled,
+    settled_record,
+    trace_lines,
     wait_for_the_limit_resume,
 )
 from stubs.responses_stub import LimitedResponsesStub, ResponsesStub
-
-pytestmark = pytest.mark.e2e
 
 CODEX_VERSION = "0.169.0"
 USER_CONFIG = """# my Codex settings: every line of this must survive sidecar
@@ -54,14 +51,29 @@ notifications = true
 """
 
 
-def codex_env(tmp_path: Path, codex: Path, stub_url: str) -> dict[str, str]:
+def codex_env(tmp_path: Path, codex: Path, stub_url: str, monkeypatch) -> dict[str, str]:
+    """Codex's home and config.toml, set in this process's environment too (codex_hooks asks
+    the real Codex, in this environment)."""
     home = tmp_path / "home"
     codex_home = home / ".codex"
     codex_home.mkdir(parents=True)
     (codex_home / "config.toml").write_text(USER_CONFIG.format(url=stub_url))
     # Codex on PATH, as users have it: integrate and doctor ask it for its hooks' trust.
-    return {"HOME": str(home), "CODEX_HOME": str(codex_home), "STUB_KEY": "x",
-            "PATH": f"{codex.parent}{os.pathsep}{os.environ['PATH']}"}
+    env = {"HOME": str(home), "CODEX_HOME": str(codex_home), "STUB_KEY": "x",
+           "PATH": f"{codex.parent}{os.pathsep}{os.environ['PATH']}"}
+    for key, value in env.items():
+        monkeypatch.setenv(key, value)
+    return env
+
+
+def codex_exec(codex: Path, root: Path, env: dict[str, str]) -> tuple[subprocess.CompletedProcess, str]:
+    """`codex exec "remember banana"` in `root`; its run and the session id it printed."""
+    run = subprocess.run([str(codex), "exec", "--skip-git-repo-check", "remember banana"],
+                         cwd=root, env={**os.environ, **env}, capture_output=True, text=True,
+                         stdin=subprocess.DEVNULL, timeout=180)
+    ids = [line.split("session id:")[1].strip() for line in run.stderr.splitlines()
+           if "session id:" in line]
+    return run, ids[0] if ids else ""
 
 
 def relocated_install(prefix: Path) -> Path:
@@ -93,9 +105,7 @@ def test_an_integrated_codex_session_is_completed_by_its_end_and_resumed_once(
     prepare_post_task(workspace)
     set_resume(config_home, "codex", [str(codex), *DEFAULT_RESUME["codex"][1:]])  # as shipped
     with ResponsesStub() as stub:
-        env = codex_env(tmp_path, codex, stub.url)
-        for key, value in env.items():
-            monkeypatch.setenv(key, value)
+        env = codex_env(tmp_path, codex, stub.url, monkeypatch)
         assert run_cli("integrate", "codex", env=env).returncode == 0
         hooks = codex_hooks(codex, workspace.root)
         assert {h["eventName"] for h in hooks} == {"sessionStart", "userPromptSubmit",
@@ -106,29 +116,21 @@ def test_an_integrated_codex_session_is_completed_by_its_end_and_resumed_once(
         assert "Codex trusts every sidecar hook" in doctor, doctor
 
         start_daemon(workspace.root, env=env)
-        first = subprocess.run([str(codex), "exec", "--skip-git-repo-check", "remember banana"],
-                               cwd=workspace.root, env={**os.environ, **env}, capture_output=True,
-                               text=True, stdin=subprocess.DEVNULL, timeout=180)
-        assert first.returncode == 0, first.stderr[-3000:]
-        session_id = next(line.split("session id:")[1].strip()
-                          for line in first.stderr.splitlines() if "session id:" in line)
-        record = workspace.session_dir(harness_id("codex", session_id)) / "session.json"
-        wait_until(lambda: record.exists() and settled(workspace), 120, 0.2)
+        first, session_id = codex_exec(codex, workspace.root, env)
+        assert first.returncode == 0 and session_id, first.stderr[-3000:]
+        record = settled_record(workspace, "codex", session_id)
         requests = list(stub.requests)
     done = assert_whole_lifecycle(workspace, record, requests, "remember banana")
     log = Path(read_json(workspace.hooks_file)["hooks"]["post-task"]["history"][0]["log"]).read_text()
     assert """'sandbox_mode="workspace-write"'""" in log  # the sandbox it ran with, shown
     assert done["metadata"]["sidecar"]["transcriptPath"].startswith(env["CODEX_HOME"])
-    trace = [line for line in record.with_name("trace.jsonl").read_text().splitlines()]
-    assert '"hostEvent":"SessionEnd"' in "".join(trace)  # completed by Codex's own SessionEnd
+    assert '"hostEvent":"SessionEnd"' in record.with_name("trace.jsonl").read_text()  # Codex's own end
 
 
 def test_codex_settings_survive_its_own_edits_a_reintegration_and_an_uninstall(
         tmp_path, config_home, monkeypatch):
     codex = npm_host("codex", CODEX_VERSION, "codex")
-    env = codex_env(tmp_path, codex, "http://127.0.0.1:9/v1")
-    for key, value in env.items():
-        monkeypatch.setenv(key, value)  # codex_hooks asks the real Codex, in this environment
+    env = codex_env(tmp_path, codex, "http://127.0.0.1:9/v1", monkeypatch)
     config = Path(env["CODEX_HOME"]) / "config.toml"
     original = config.read_text()
     assert run_cli("integrate", "codex", env=env).returncode == 0
@@ -179,41 +181,20 @@ def test_a_codex_turn_refused_by_the_usage_limit_is_resumed_once_it_resets(
     prints ("try again at 6:16 AM", a few seconds ahead): the end queues no post-task, and
     resume-after-limit resumes the same conversation once."""
     codex = npm_host("codex", CODEX_VERSION, "codex")
-    prepare_post_task(workspace, delay=1)
-    assert run_cli("hooks", "enable", "resume-after-limit", cwd=workspace.root).returncode == 0
-    with open(config_home / "config.toml", "a") as config:
-        config.write("limitBackoffScale = 0.01\n")
-    set_resume(config_home, "codex", [str(codex), *DEFAULT_RESUME["codex"][1:]])
+    enable_limit_resume(workspace, config_home, "codex", [str(codex), *DEFAULT_RESUME["codex"][1:]])
     with LimitedResponsesStub(refusals=1, resets_in=2) as stub:
-        env = codex_env(tmp_path, codex, stub.url)
-        for key, value in env.items():
-            monkeypatch.setenv(key, value)
+        env = codex_env(tmp_path, codex, stub.url, monkeypatch)
         assert run_cli("integrate", "codex", env=env).returncode == 0
         start_daemon(workspace.root, env=env)
-        first = subprocess.run([str(codex), "exec", "--skip-git-repo-check", "remember banana"],
-                               cwd=workspace.root, env={**os.environ, **env}, capture_output=True,
-                               text=True, stdin=subprocess.DEVNULL, timeout=180)
-        assert "try again at" in first.stderr, first.stderr[-2000:]
-        session_id = next(line.split("session id:")[1].strip()
-                          for line in first.stderr.splitlines() if "session id:" in line)
+        first, session_id = codex_exec(codex, workspace.root, env)
+        assert "try again at" in first.stderr and session_id, first.stderr[-2000:]
 
         wait_for_the_limit_resume(workspace, 150)
         turns = [r for r in stub.requests if r["body"]]
 
-    history = limit_hook(workspace)["history"]
-    assert [(h["status"], h["sessionId"]) for h in history] == [("ok", session_id)]
-    assert len(turns) == 2  # the refused turn, then the resumed one
-    assert "remember banana" in orjson.dumps(turns[1]["body"]).decode()  # the same conversation
-    assert "Continue where you left off" in orjson.dumps(turns[1]["body"]).decode()
-    assert read_json(workspace.hooks_file)["hooks"]["post-task"]["history"] == []
-    record = read_json(workspace.session_dir(harness_id("codex", session_id)) / "session.json")
-    assert record["status"] == "completed" and "limit" not in record["metadata"]["sidecar"]
+    assert len(turns) == 2  # the refused turn, then the resumed one, the same conversation
+    record = assert_resumed_after_limit(workspace, "codex", session_id, turns[1:])
     assert record["metadata"]["sidecar"]["tokens"]["input"] > 0  # the resumed turn's figures
-    trace = record_trace(workspace, record["id"])
+    trace = trace_lines(workspace.session_dir(record["id"]) / "session.json")
     assert any(t["event"] == "turn.failed" and "(from the transcript)" in t["message"]
                for t in trace)
-
-
-def record_trace(ws, harness_session_id: str) -> list[dict]:
-    return [orjson.loads(line) for line in
-            (ws.session_dir(harness_session_id) / "trace.jsonl").read_bytes().splitlines()]

@@ -11,7 +11,6 @@ that failure and queues no post-task.
 
 from __future__ import annotations
 
-import contextlib
 import json
 import os
 import re
@@ -26,11 +25,9 @@ from helpers import HOSTS_CACHE, npm_host, read_json, run_cli, wait_until
 from sidecar.base.ids import harness_id
 from sidecar.hosts.copilot import host as copilot_host
 from stubs.chat_stub import ChatStub, LimitedChatStub
-from stubs.host_exit import assert_ends_as_host_exit
-from stubs.lifecycle import assert_whole_lifecycle, prepare_post_task, set_resume, settled
+from stubs.host_exit import assert_ends_as_host_exit, running_host
+from stubs.lifecycle import assert_whole_lifecycle, prepare_post_task, set_resume, settled, trace_events
 from stubs.loopback import Refusal
-
-pytestmark = pytest.mark.e2e
 
 COPILOT_VERSION = "1.0.102"
 LIMIT_TEXT = "Rate limit reached for requests. Try again in an hour."
@@ -75,11 +72,6 @@ def as_prompted(requests: list[dict]) -> list[dict]:
     return out
 
 
-def trace_events(record: Path) -> list[str]:
-    return [json.loads(line)["event"] for line in
-            record.with_name("trace.jsonl").read_bytes().splitlines()]
-
-
 def test_a_copilot_session_is_completed_and_resumed_once(workspace, start_daemon, config_home,
                                                         tmp_path):
     copilot = copilot_binary()
@@ -121,10 +113,6 @@ def test_a_copilot_whose_native_binary_is_killed_is_completed_by_the_process_wat
         assert run_cli("integrate", "copilot", env=env).returncode == 0
         daemon = start_daemon(workspace.root, env=env)
         clean = {k: v for k, v in os.environ.items() if not k.startswith("COPILOT_")}
-        run = subprocess.Popen([str(copilot), "-p", "a long task"], cwd=workspace.root,
-                               env={**clean, **env}, stdin=subprocess.DEVNULL,
-                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-                               start_new_session=True)
         watched = []
 
         def kill(pid: int) -> None:
@@ -133,13 +121,9 @@ def test_a_copilot_whose_native_binary_is_killed_is_completed_by_the_process_wat
             watched.append((pid, cmdline[0]))
             os.kill(pid, signal.SIGKILL)
 
-        try:
+        with running_host([copilot, "-p", "a long task"], workspace.root, env, clean) as run:
             assert_ends_as_host_exit(workspace, start_daemon, daemon, "copilot", kill)
             assert run.wait(10) != 0  # the loader saw its child die
-        finally:
-            with contextlib.suppress(ProcessLookupError):  # the whole group, whatever is left
-                os.killpg(run.pid, signal.SIGKILL)
-            run.wait()
     [(pid, program)] = watched
     assert pid != run.pid and program.endswith(b"copilot-linux-x64/copilot"), program
 

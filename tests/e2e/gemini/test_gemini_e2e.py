@@ -11,14 +11,15 @@ import json
 import os
 import subprocess
 
-import pytest
-
-from helpers import npm_host, read_json, run_cli, wait_until
-from sidecar.base.ids import harness_id
+from helpers import npm_host, read_json, run_cli
 from stubs.gemini_stub import GeminiStub
-from stubs.lifecycle import assert_whole_lifecycle, prepare_post_task, set_resume, settled
-
-pytestmark = pytest.mark.e2e
+from stubs.lifecycle import (
+    assert_whole_lifecycle,
+    prepare_post_task,
+    set_resume,
+    settled_record,
+    trace_events,
+)
 
 GEMINI_VERSION = "0.61.0"
 MODEL = "gemini-2.5-flash"  # named, so no routing request is made
@@ -56,10 +57,7 @@ def test_a_gemini_session_is_completed_and_resumed_once(workspace, start_daemon,
                                text=True, stdin=subprocess.DEVNULL, timeout=180)
         assert first.returncode == 0, first.stderr[-3000:]
         session_id = json.loads(first.stdout)["session_id"]
-        record = workspace.session_dir(harness_id("gemini", session_id)) / "session.json"
-        wait_until(lambda: record.exists() and settled(workspace), 120, 0.2)
+        record = settled_record(workspace, "gemini", session_id)
         requests = list(stub.requests)
     assert_whole_lifecycle(workspace, record, requests, "remember banana", end_reason="exit")
-    trace = [json.loads(line)["event"] for line in
-             record.with_name("trace.jsonl").read_bytes().splitlines()]
-    assert trace[:4] == ["session.created", "session.start", "turn.start", "turn.end"]
+    assert trace_events(record)[:4] == ["session.created", "session.start", "turn.start", "turn.end"]

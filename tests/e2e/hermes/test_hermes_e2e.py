@@ -11,11 +11,9 @@ import pytest
 
 from helpers import FIXTURES, HOSTS_CACHE, REPO, read_json, wait_until
 from sidecar.base.ids import harness_id
-
-pytestmark = pytest.mark.e2e
+from stubs.lifecycle import trace_events
 
 HERMES_VERSION = "0.19.0"
-PROJECT = REPO
 
 DRIVER = '''
 import json, sys
@@ -45,7 +43,7 @@ def plugin_site(tmp_path: Path) -> Path:
     info = site / "agent_sidecar-0.1.0.dist-info"
     info.mkdir(parents=True)
     (info / "METADATA").write_text("Metadata-Version: 2.1\nName: agent-sidecar\nVersion: 0.1.0\n")
-    pyproject = (PROJECT / "pyproject.toml").read_text()
+    pyproject = (REPO / "pyproject.toml").read_text()
     assert 'sidecar = "sidecar.hosts.hermes"' in pyproject  # the entry point users get
     (info / "entry_points.txt").write_text("[hermes_agent.plugins]\nsidecar = sidecar.hosts.hermes\n")
     return site
@@ -60,7 +58,7 @@ def test_hermes_callbacks_reach_the_daemon_finalize_before_reset(workspace, star
     driver.write_text(DRIVER)
     sequence = FIXTURES / "hermes-agent-0.19.0" / "sequences" / "interactive_A.json"
     env = {**os.environ, "HERMES_HOME": str(hermes_home),
-           "PYTHONPATH": f"{plugin_site(tmp_path)}:{PROJECT}"}
+           "PYTHONPATH": f"{plugin_site(tmp_path)}:{REPO}"}
     result = subprocess.run([str(python), str(driver), str(sequence)], cwd=workspace.root, env=env,
                             capture_output=True, text=True, timeout=120)
     assert result.returncode == 0, result.stderr[-3000:]
@@ -79,6 +77,5 @@ def test_hermes_callbacks_reach_the_daemon_finalize_before_reset(workspace, star
                for s in (old, new)}
     assert records[old]["status"] == "completed" and records[new]["status"] == "completed"
     assert records[old]["completedAt"] <= records[new]["createdAt"]
-    trace = [orjson.loads(line)["event"] for line in
-             (workspace.session_dir(records[new]["id"]) / "trace.jsonl").read_bytes().splitlines()]
+    trace = trace_events(workspace.session_dir(records[new]["id"]) / "session.json")
     assert trace[:2] == ["session.created", "session.reset"]

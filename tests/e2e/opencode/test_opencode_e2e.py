@@ -11,21 +11,17 @@ import json
 import os
 import subprocess
 
-import pytest
-
-from helpers import npm_host, read_json, run_cli, wait_until
-from sidecar.base.ids import harness_id
+from helpers import npm_host, run_cli
 from stubs.chat_stub import ChatStub, LimitedChatStub
 from stubs.lifecycle import (
+    assert_resumed_after_limit,
     assert_whole_lifecycle,
-    limit_hook,
+    enable_limit_resume,
     prepare_post_task,
     set_resume,
-    settled,
+    settled_record,
     wait_for_the_limit_resume,
 )
-
-pytestmark = pytest.mark.e2e
 
 OPENCODE_VERSION = "1.18.33"
 # Without these, opencode's first start tries to npm-install its plugin SDK (a 70 s stall).
@@ -72,8 +68,7 @@ def test_an_opencode_session_is_completed_at_exit_and_resumed_once(workspace, st
                              "banana")
         assert first.returncode == 0, first.stderr[-3000:]
         session_id = json.loads(first.stdout.splitlines()[0])["sessionID"]
-        record = workspace.session_dir(harness_id("opencode", session_id)) / "session.json"
-        wait_until(lambda: record.exists() and settled(workspace), 120, 0.2)
+        record = settled_record(workspace, "opencode", session_id)
         requests = list(stub.requests)
     done = assert_whole_lifecycle(workspace, record, requests, "remember banana", end_reason="exit")
     assert done["metadata"]["sidecar"]["cwd"] == str(workspace.root)
@@ -88,9 +83,7 @@ def test_a_user_wide_plugin_does_nothing_outside_a_workspace(tmp_path, config_ho
         result = run_cli("integrate", "opencode", "--user", env=env)
         assert result.returncode == 0, result.stderr
         assert (tmp_path / "home" / ".config" / "opencode" / "plugins" / "sidecar.js").exists()
-        run = subprocess.run([str(opencode), "run", "say", "hi"], cwd=lonely,
-                             env={**os.environ, **env, "PWD": str(lonely)}, capture_output=True,
-                             text=True, stdin=subprocess.DEVNULL, timeout=180)
+        run = run_opencode(opencode, lonely, env, "say", "hi")
         assert run.returncode == 0, run.stderr[-3000:]
         assert stub.requests  # it really ran, with the plugin loaded
     assert not (lonely / ".context").exists()
@@ -118,12 +111,8 @@ def test_an_opencode_turn_refused_by_a_rate_limit_is_resumed_once_it_resets(
     status: the plugin makes it a turn-failed, the end queues no post-task, and
     resume-after-limit resumes the same session once the stated reset has come."""
     opencode = npm_host("opencode", OPENCODE_VERSION, "opencode")
-    prepare_post_task(workspace, delay=1)
-    assert run_cli("hooks", "enable", "resume-after-limit", cwd=workspace.root).returncode == 0
-    with open(config_home / "config.toml", "a") as config:
-        config.write("limitBackoffScale = 0.01\n")  # the minute after a stated reset: 0.6 s
-    set_resume(config_home, "opencode", [str(opencode), "run", "--session", "{session_id}",
-                                         "<{prompt}"])
+    enable_limit_resume(workspace, config_home, "opencode",
+                        [str(opencode), "run", "--session", "{session_id}", "<{prompt}"])
     assert run_cli("integrate", "opencode", cwd=workspace.root).returncode == 0
     with LimitedChatStub("Rate limit reached for requests. Please try again in 3s.") as stub:
         env = opencode_setup(tmp_path, workspace.root, stub.url)
@@ -136,9 +125,4 @@ def test_an_opencode_turn_refused_by_a_rate_limit_is_resumed_once_it_resets(
 
         wait_for_the_limit_resume(workspace)
         answered = [r for r in stub.requests[stub.refused:] if r["body"]]
-    assert [(h["status"], h["sessionId"]) for h in limit_hook(workspace)["history"]] == [("ok", session_id)]
-    resumed = [r for r in answered if "Continue where you left off" in json.dumps(r["body"])]
-    assert len(resumed) == 1 and "remember banana" in json.dumps(resumed[0]["body"])
-    assert read_json(workspace.hooks_file)["hooks"]["post-task"]["history"] == []
-    record = read_json(workspace.session_dir(harness_id("opencode", session_id)) / "session.json")
-    assert record["status"] == "completed" and "limit" not in record["metadata"]["sidecar"]
+    assert_resumed_after_limit(workspace, "opencode", session_id, answered)

@@ -14,21 +14,19 @@ import json
 import os
 import subprocess
 
-import pytest
-
 from helpers import FIXTURES, npm_host, read_json, run_cli, wait_until
 from sidecar.base.ids import harness_id
 from stubs.chat_stub import ChatStub, LimitedChatStub
 from stubs.lifecycle import (
+    assert_resumed_after_limit,
     assert_whole_lifecycle,
-    limit_hook,
+    enable_limit_resume,
     prepare_post_task,
     set_resume,
-    settled,
+    settled_record,
+    trace_events,
     wait_for_the_limit_resume,
 )
-
-pytestmark = pytest.mark.e2e
 
 PI_VERSION = "0.73.1"
 # Pi's own retries of a refused prompt, kept short (2, 4 and 8 s by default); the provider SDK's
@@ -50,11 +48,10 @@ def pi_env(tmp_path, stub_url, settings=None):
             "PI_OFFLINE": "1"}
 
 
-def run_pi(pi, root, env, prompt, timeout=120) -> subprocess.CompletedProcess:
+def run_pi(pi, root, env, prompt) -> subprocess.CompletedProcess:
     return subprocess.run([str(pi), "--provider", "stub", "--model", "stub-model", "--mode",
                            "json", prompt], cwd=root, env={**os.environ, **env},
-                          capture_output=True, text=True, stdin=subprocess.DEVNULL,
-                          timeout=timeout)
+                          capture_output=True, text=True, stdin=subprocess.DEVNULL, timeout=120)
 
 
 def session_id_of(run: subprocess.CompletedProcess) -> str:
@@ -83,8 +80,7 @@ def test_a_pi_session_is_completed_by_its_own_end_and_resumed_once(workspace, st
         first = run_pi(pi, workspace.root, env, "remember banana")
         assert first.returncode == 0, first.stderr[-3000:]
         session_id = session_id_of(first)
-        record = workspace.session_dir(harness_id("pi", session_id)) / "session.json"
-        wait_until(lambda: record.exists() and settled(workspace), 120, 0.2)
+        record = settled_record(workspace, "pi", session_id)
         requests = list(stub.requests)
     done = assert_whole_lifecycle(workspace, record, requests, "remember banana",
                                   end_reason="quit")
@@ -100,11 +96,7 @@ def test_a_pi_prompt_refused_by_a_rate_limit_is_resumed_once_it_resets(
     each, and shuts down: its session file says rate_limit, so the end queues no post-task and
     resume-after-limit resumes the same session once the stated reset has come."""
     pi = npm_host("pi", PI_VERSION, "pi")
-    prepare_post_task(workspace, delay=1)
-    assert run_cli("hooks", "enable", "resume-after-limit", cwd=workspace.root).returncode == 0
-    with open(config_home / "config.toml", "a") as config:
-        config.write("limitBackoffScale = 0.01\n")  # the minute after a stated reset: 0.6 s
-    set_resume(config_home, "pi", resume_argv(pi))
+    enable_limit_resume(workspace, config_home, "pi", resume_argv(pi))
     assert run_cli("integrate", "pi", cwd=workspace.root).returncode == 0
     with LimitedChatStub("Rate limit reached for requests. Please try again in 3s.") as stub:
         env = pi_env(tmp_path, stub.url, QUICK_RETRIES)
@@ -124,12 +116,5 @@ def test_a_pi_prompt_refused_by_a_rate_limit_is_resumed_once_it_resets(
     limit = limited["metadata"]["sidecar"]["limit"]
     assert limit["error"] == "rate_limit" and limit["failures"] == 1  # one prompt, one failure
     assert "try again in 3s" in limit["message"]
-    trace = [json.loads(line)["event"] for line in
-             record_path.with_name("trace.jsonl").read_bytes().splitlines()]
-    assert trace.count("turn.failed") == 1  # from the session file, once, at the end
-    assert [(h["status"], h["sessionId"]) for h in limit_hook(workspace)["history"]] == [("ok", session_id)]
-    resumed = [r for r in answered if "Continue where you left off" in json.dumps(r["body"])]
-    assert len(resumed) == 1 and "remember banana" in json.dumps(resumed[0]["body"])
-    assert read_json(workspace.hooks_file)["hooks"]["post-task"]["history"] == []
-    record = read_json(record_path)
-    assert record["status"] == "completed" and "limit" not in record["metadata"]["sidecar"]
+    assert trace_events(record_path).count("turn.failed") == 1  # from the session file, once, at the end
+    assert_resumed_after_limit(workspace, "pi", session_id, answered)

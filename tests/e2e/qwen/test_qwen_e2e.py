@@ -10,12 +10,10 @@ mid-turn.
 
 from __future__ import annotations
 
-import contextlib
 import json
 import os
 import shutil
 import signal
-import subprocess
 from pathlib import Path
 
 import pytest
@@ -23,21 +21,21 @@ import pytest
 from helpers import npm_host, read_json, run_cli, wait_until
 from sidecar.hosts import registry
 from stubs.chat_stub import ChatStub, LimitedChatStub
-from stubs.host_exit import active_session
+from stubs.host_exit import active_session, running_host
 from stubs.lifecycle import (
     MARKER,
+    assert_resumed_after_limit,
     assert_whole_lifecycle,
     carries_marker,
-    limit_hook,
+    enable_limit_resume,
     prepare_post_task,
     set_resume,
     settled,
-    user_texts,
+    trace_events,
+    trace_lines,
     wait_for_the_limit_resume,
 )
 from support.tmux import Tmux
-
-pytestmark = pytest.mark.e2e
 
 QWEN_VERSION = "0.24.4"
 SETTINGS = {  # as recorded offline: no auth dialog, no telemetry, no update check
@@ -55,14 +53,6 @@ def qwen_env(tmp_path: Path, stub_url: str) -> dict[str, str]:
     (home / ".qwen" / "settings.json").write_text(json.dumps(SETTINGS, indent=2) + "\n")
     return {"HOME": str(home), "TMPDIR": str(tmp_path / "tmp"), "OPENAI_BASE_URL": stub_url,
             "OPENAI_API_KEY": "x", "OPENAI_MODEL": "stub-model"}
-
-
-def trace(record: Path) -> list[dict]:
-    return [json.loads(line) for line in record.with_name("trace.jsonl").read_bytes().splitlines()]
-
-
-def events(record: Path) -> list[str]:
-    return [line["event"] for line in trace(record)]
 
 
 def cmdline(pid: int) -> list[str]:
@@ -102,16 +92,16 @@ def test_a_qwen_session_ends_on_quit_and_is_resumed_once(workspace, start_daemon
             assert_is_the_real_cli(read_json(record)["metadata"]["sidecar"]["hostPid"])
             wait_until(lambda: "Type your message" in tmux.screen(), 60, 0.2)
             tmux.type("remember banana")
-            wait_until(lambda: "turn.end" in events(record), 60, 0.2)
+            wait_until(lambda: "turn.end" in trace_events(record), 60, 0.2)
             tmux.type("/quit")
-            wait_until(lambda: "session.completed" in events(record), 30, 0.1)
+            wait_until(lambda: "session.completed" in trace_events(record), 30, 0.1)
         finally:
             tmux.stop()
         wait_until(lambda: settled(workspace), 120, 0.2)
         requests = list(stub.requests)
     # The interactive run ended by its own SessionEnd; the resumed one-shot run, which fires
     # none, by its process's exit.
-    assert [line["data"]["reason"] for line in trace(record)
+    assert [line["data"]["reason"] for line in trace_lines(record)
             if line["event"] == "session.completed"] == ["prompt_input_exit", "host-exited"]
     # Qwen Code's memory extraction after each turn sends the whole conversation again (the
     # follow-up's prompt too), under an instruction of its own as the latest user message.
@@ -134,20 +124,12 @@ def test_a_qwen_turn_refused_by_a_rate_limit_is_resumed_once_it_resets(
     the end (the process watch) queues no post-task, and resume-after-limit resumes the same
     session once the stated reset has come."""
     qwen = npm_host("qwen", QWEN_VERSION, "qwen")
-    prepare_post_task(workspace, delay=1)
-    assert run_cli("hooks", "enable", "resume-after-limit", cwd=workspace.root).returncode == 0
-    with open(config_home / "config.toml", "a") as config:
-        config.write("limitBackoffScale = 0.01\n")  # the minute after a stated reset: 0.6 s
-    set_resume(config_home, "qwen", [str(qwen), *registry.get("qwen").resume[1:]])
+    enable_limit_resume(workspace, config_home, "qwen", [str(qwen), *registry.get("qwen").resume[1:]])
     with LimitedChatStub("Rate limit reached for requests. Please try again in 3s.") as stub:
         env = qwen_env(tmp_path, stub.url)
         assert run_cli("integrate", "qwen", env=env).returncode == 0
         start_daemon(workspace.root, env=env)
-        run = subprocess.Popen([str(qwen), "remember banana"], cwd=workspace.root,
-                               env={**os.environ, **env}, stdin=subprocess.DEVNULL,
-                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-                               start_new_session=True)
-        try:
+        with running_host([qwen, "remember banana"], workspace.root, env) as run:
             record = wait_until(lambda: active_session(workspace, "qwen"), 60, 0.2)
             meta = read_json(record)["metadata"]
             chat = Path(meta["sidecar"]["transcriptPath"])
@@ -155,22 +137,11 @@ def test_a_qwen_turn_refused_by_a_rate_limit_is_resumed_once_it_resets(
                        60, 0.2)
             os.kill(meta["sidecar"]["hostPid"], signal.SIGTERM)  # the user gives up waiting
             assert run.wait(30) != 0
-        finally:
-            with contextlib.suppress(ProcessLookupError):  # the launcher exits with the CLI
-                os.killpg(run.pid, signal.SIGKILL)
-            run.wait()
         stub.refusing = False  # the limit resets
 
         wait_for_the_limit_resume(workspace)
         answered = [r for r in stub.requests[stub.refused:] if r["body"]]
-    session_id = meta["hostSessionId"]
-    assert [(h["status"], h["sessionId"]) for h in limit_hook(workspace)["history"]] == [("ok", session_id)]
-    resumed = [r for r in answered if any("Continue where you left off" in text
-                                          for text in user_texts(r["body"]))]
-    assert len(resumed) == 1 and "remember banana" in json.dumps(resumed[0]["body"])
-    assert read_json(workspace.hooks_file)["hooks"]["post-task"]["history"] == []
-    reasons = [(line["event"], line.get("data", {}).get("reason")) for line in trace(record)
+    assert_resumed_after_limit(workspace, "qwen", meta["hostSessionId"], answered, latest_user_only=True)
+    reasons = [(line["event"], line.get("data", {}).get("reason")) for line in trace_lines(record)
                if line["event"] in ("turn.failed", "session.completed")]
     assert reasons[:2] == [("turn.failed", None), ("session.completed", "host-exited")]
-    final = read_json(record)
-    assert final["status"] == "completed" and "limit" not in final["metadata"]["sidecar"]

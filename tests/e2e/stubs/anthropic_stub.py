@@ -11,20 +11,27 @@ from typing import Any
 from .loopback import LoopbackStub, Refusal, Reply, json_reply, sse_event
 
 
-def text_stream(text: str, model: str) -> bytes:
+def message_stream(model: str, message_id: str, block: dict[str, Any], delta: dict[str, Any],
+                   stop_reason: str) -> bytes:
+    """A streamed answer of one content block: `block` opened, `delta` into it, then stopped."""
     events = [
         {"type": "message_start", "message": {
-            "id": "msg_stub", "type": "message", "role": "assistant", "model": model,
+            "id": message_id, "type": "message", "role": "assistant", "model": model,
             "content": [], "stop_reason": None, "stop_sequence": None,
             "usage": {"input_tokens": 10, "output_tokens": 1}}},
-        {"type": "content_block_start", "index": 0, "content_block": {"type": "text", "text": ""}},
-        {"type": "content_block_delta", "index": 0, "delta": {"type": "text_delta", "text": text}},
+        {"type": "content_block_start", "index": 0, "content_block": block},
+        {"type": "content_block_delta", "index": 0, "delta": delta},
         {"type": "content_block_stop", "index": 0},
-        {"type": "message_delta", "delta": {"stop_reason": "end_turn", "stop_sequence": None},
+        {"type": "message_delta", "delta": {"stop_reason": stop_reason, "stop_sequence": None},
          "usage": {"output_tokens": 5}},
         {"type": "message_stop"},
     ]
     return b"".join(sse_event(event["type"], event) for event in events)
+
+
+def text_stream(text: str, model: str) -> bytes:
+    return message_stream(model, "msg_stub", {"type": "text", "text": ""},
+                          {"type": "text_delta", "text": text}, "end_turn")
 
 
 class AnthropicStub(LoopbackStub):
@@ -68,21 +75,9 @@ class LimitedAnthropicStub(AnthropicStub):
 def tool_stream(model: str, command: str) -> bytes:
     """An answer that calls the Bash tool with `command` (stop_reason tool_use)."""
     arguments = json.dumps({"command": command, "description": "Run a command"})
-    events = [
-        {"type": "message_start", "message": {
-            "id": "msg_tool", "type": "message", "role": "assistant", "model": model,
-            "content": [], "stop_reason": None, "stop_sequence": None,
-            "usage": {"input_tokens": 10, "output_tokens": 1}}},
-        {"type": "content_block_start", "index": 0,
-         "content_block": {"type": "tool_use", "id": "toolu_stub1", "name": "Bash", "input": {}}},
-        {"type": "content_block_delta", "index": 0,
-         "delta": {"type": "input_json_delta", "partial_json": arguments}},
-        {"type": "content_block_stop", "index": 0},
-        {"type": "message_delta", "delta": {"stop_reason": "tool_use", "stop_sequence": None},
-         "usage": {"output_tokens": 5}},
-        {"type": "message_stop"},
-    ]
-    return b"".join(sse_event(event["type"], event) for event in events)
+    return message_stream(model, "msg_tool",
+                          {"type": "tool_use", "id": "toolu_stub1", "name": "Bash", "input": {}},
+                          {"type": "input_json_delta", "partial_json": arguments}, "tool_use")
 
 
 class ToolAnthropicStub(AnthropicStub):

@@ -4,9 +4,30 @@ completed as a host exit within 2 s of its death."""
 
 from __future__ import annotations
 
+import contextlib
+import os
+import signal
+import subprocess
 import time
+from collections.abc import Iterator, Mapping
 
 from helpers import read_json, wait_until
+
+
+@contextlib.contextmanager
+def running_host(argv: list, cwd, env: dict[str, str],
+                 base: Mapping[str, str] = os.environ) -> Iterator[subprocess.Popen]:
+    """A host started in a session of its own (`env` over `base`, its output dropped); its
+    whole process group killed at the end of the block, whatever is left of it."""
+    run = subprocess.Popen([str(word) for word in argv], cwd=cwd, env={**base, **env},
+                           stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                           stderr=subprocess.DEVNULL, start_new_session=True)
+    try:
+        yield run
+    finally:
+        with contextlib.suppress(ProcessLookupError):  # the group may be gone already
+            os.killpg(run.pid, signal.SIGKILL)
+        run.wait()
 
 
 def active_session(workspace, host):

@@ -11,7 +11,8 @@ import time
 from pathlib import Path
 from typing import Any
 
-from helpers import run_cli, wait_until
+from helpers import read_json, run_cli, wait_until
+from sidecar.base.ids import harness_id
 
 MARKER = "POST-TASK-MARKER-5b1e"
 # The prompt a host must receive, to the byte: quotes, two spaces and a line break included,
@@ -19,24 +20,15 @@ MARKER = "POST-TASK-MARKER-5b1e"
 PROMPT = f'{MARKER}: save memories and tidy up. Say "done"  when finished.\nThank you.'
 
 
-def read(path: Path) -> Any:
-    return json.loads(path.read_bytes())
-
-
 def prepare_post_task(ws: Any, delay: int = 3) -> None:
     """A recognisable prompt, and a short delay so the test does not wait ten seconds (but
     over the 2 s a transcript must be quiet, so no postponement of a minute). Edited by hand,
     so trusted afterwards as the user would: `sidecar hooks trust --yes` after seeing it."""
     (ws.prompts / "post-task.md").write_text(f"---\ndescription: test prompt\n---\n{PROMPT}\n")
-    doc = read(ws.hooks_file)
+    doc = read_json(ws.hooks_file)
     doc["hooks"]["post-task"]["delaySeconds"] = delay
     ws.hooks_file.write_text(json.dumps(doc))
-    trust_all(ws)
-
-
-def trust_all(ws: Any) -> None:
-    """`sidecar hooks trust --yes`: every enabled hook as it stands, after a hand edit."""
-    trusted = run_cli("hooks", "trust", "--yes", "--root", str(ws.root))
+    trusted = run_cli("hooks", "trust", "--yes", "--root", str(ws.root))  # every enabled hook
     assert trusted.returncode == 0, trusted.stderr
 
 
@@ -45,20 +37,36 @@ def set_resume(config_home: Path, host: str, argv: list[str]) -> None:
         config.write(f"[resume]\n{json.dumps(host)} = {json.dumps(argv)}\n")
 
 
+def enable_limit_resume(ws: Any, config_home: Path, host: str, argv: list[str],
+                        scale: float = 0.01) -> None:
+    """resume-after-limit enabled, post-task 1 s after an end, both trusted as they stand, the
+    back-off scaled by `scale` (0.01: a minute becomes 0.6 s), and `host` resumed by `argv`."""
+    assert run_cli("hooks", "enable", "resume-after-limit", cwd=ws.root).returncode == 0
+    prepare_post_task(ws, delay=1)
+    with open(config_home / "config.toml", "a") as config:
+        config.write(f"limitBackoffScale = {scale}\n")
+    set_resume(config_home, host, argv)
+
+
 def post_task(ws: Any) -> dict[str, Any]:
-    hook: dict[str, Any] = read(ws.hooks_file)["hooks"]["post-task"]
-    return hook
+    return read_json(ws.hooks_file)["hooks"]["post-task"]
 
 
 def limit_hook(ws: Any) -> dict[str, Any]:
-    hook: dict[str, Any] = read(ws.hooks_file)["hooks"]["resume-after-limit"]
-    return hook
+    return read_json(ws.hooks_file)["hooks"]["resume-after-limit"]
+
+
+def settled_record(ws: Any, host: str, session_id: str) -> Path:
+    """The session's record, once it is written and its follow-up settled (`settled`)."""
+    record: Path = ws.session_dir(harness_id(host, session_id)) / "session.json"
+    wait_until(lambda: record.exists() and settled(ws), 120, 0.2)
+    return record
 
 
 def wait_for_the_limit_resume(ws: Any, timeout: float = 120) -> None:
     """`resume-after-limit` has an outcome and nothing is queued or unread; then 2 s more, in
     which a wrong post-task (1 s delay) would be queued and fire."""
-    wait_until(lambda: limit_hook(ws)["lastStatus"] is not None and not read(ws.hooks_file)[
+    wait_until(lambda: limit_hook(ws)["lastStatus"] is not None and not read_json(ws.hooks_file)[
         "pending"] and not list(ws.inbox.glob("*.json")), timeout, 0.2)
     time.sleep(2)
 
@@ -66,7 +74,16 @@ def wait_for_the_limit_resume(ws: Any, timeout: float = 120) -> None:
 def settled(ws: Any) -> bool:
     """The follow-up has an outcome and every event (the resumed run's too) is applied."""
     return post_task(ws).get("lastStatus") not in (None,) and not list(ws.inbox.glob("*.json")) \
-        and not read(ws.hooks_file)["pending"]
+        and not read_json(ws.hooks_file)["pending"]
+
+
+def trace_lines(record_path: Path) -> list[dict[str, Any]]:
+    """The session's trace, beside its record."""
+    return [json.loads(line) for line in record_path.with_name("trace.jsonl").read_bytes().splitlines()]
+
+
+def trace_events(record_path: Path) -> list[str]:
+    return [line["event"] for line in trace_lines(record_path)]
 
 
 def user_texts(body: dict[str, Any]) -> list[str]:
@@ -104,7 +121,7 @@ def assert_whole_lifecycle(ws: Any, record_path: Path, requests: list[dict[str, 
                            latest_user_only: bool = False) -> dict[str, Any]:
     """Everything a user is promised about one session and its follow-up; returns the record.
     `latest_user_only`: the resumed turn is told by its latest user message (carries_marker)."""
-    record = read(record_path)
+    record = read_json(record_path)
     meta = record["metadata"]["sidecar"]
     assert record["status"] == "completed", record
     if end_reason is not None:
@@ -117,11 +134,27 @@ def assert_whole_lifecycle(ws: Any, record_path: Path, requests: list[dict[str, 
     assert len(resumed) == 1, f"{len(resumed)} resumed requests reached the model"
     assert first_prompt in json.dumps(resumed[0]["body"]), "the resumed run lost the earlier turn"
     assert_prompt_arrived_exactly(resumed[0])
-    assert read(ws.hooks_file)["pending"] == []  # the resumed run's own end queued nothing
-    trace = [json.loads(line)["event"] for line in
-             record_path.with_name("trace.jsonl").read_bytes().splitlines()]
+    assert read_json(ws.hooks_file)["pending"] == []  # the resumed run's own end queued nothing
+    trace = trace_events(record_path)
     assert trace.count("session.completed") == 2  # the first run, then the resumed one
     assert "session.reopened" in trace
     log = Path(hook["history"][0]["log"]).read_text()
     assert record["metadata"]["hostSessionId"] in log
+    return record
+
+
+def assert_resumed_after_limit(ws: Any, host: str, session_id: str, answered: list[dict[str, Any]],
+                               latest_user_only: bool = False) -> dict[str, Any]:
+    """resume-after-limit fired once, ok, for the session; of the `answered` model requests
+    exactly one is its resumed turn (told by its latest user message with `latest_user_only`),
+    which carries the first prompt, the same conversation; no post-task ran; the record is
+    completed and its limit gone. Returns the record."""
+    assert [(h["status"], h["sessionId"]) for h in limit_hook(ws)["history"]] == [("ok", session_id)]
+    resumed = [r for r in answered if any(
+        "Continue where you left off" in text for text in
+        (user_texts(r["body"]) if latest_user_only else [json.dumps(r["body"])]))]
+    assert len(resumed) == 1 and "remember banana" in json.dumps(resumed[0]["body"])
+    assert post_task(ws)["history"] == []
+    record = read_json(ws.session_dir(harness_id(host, session_id)) / "session.json")
+    assert record["status"] == "completed" and "limit" not in record["metadata"]["sidecar"]
     return record
