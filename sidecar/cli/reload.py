@@ -26,23 +26,9 @@ from sidecar import config as config_mod
 from sidecar.base.errors import SidecarError
 from sidecar.base.exitcodes import NOT_WORKSPACE, UNSERVED, USAGE
 from sidecar.cli.common import fail
+from sidecar.cli.stop import live_daemons
 from sidecar.coordination import instances
-from sidecar.daemon.running import is_sidecar_run, live_here
 from sidecar.layout import Workspace, find_workspace
-
-
-def live_daemons(workspaces: list[Workspace]) -> dict[int, list[Path]]:
-    """Each live daemon of this machine that serves some of the workspaces: pid -> roots."""
-    found: dict[int, list[Path]] = {}
-    for ws in workspaces:
-        try:
-            served = live_here(ws)
-        except (OSError, SidecarError) as exc:
-            typer.echo(f"sidecar: cannot tell what serves {ws.root}: {exc}", err=True)
-            continue
-        for pid, _ in served:
-            found.setdefault(pid, []).append(ws.root)
-    return found
 
 
 def _workspaces(root: Path | None) -> list[Workspace]:
@@ -65,14 +51,11 @@ def reload(root: Path | None = typer.Option(None, "--root", metavar="DIR", help=
 
     Example: sidecar reload
     """
-    daemons = live_daemons(_workspaces(root))
+    daemons = {pid: [ws.root for ws, _ in served]
+               for pid, served in live_daemons(_workspaces(root)).items()}
     signalled: dict[int, list[Path]] = {}
     since = time.time()
     for pid, roots in sorted(daemons.items()):
-        if not is_sidecar_run(pid):
-            typer.echo(f"sidecar: pid {pid} (named by {roots[0]}/.context/runtime/instances) is "
-                       f"not a `sidecar run`; not signalled", err=True)
-            continue
         try:
             os.kill(pid, signal.SIGHUP)
         except ProcessLookupError:

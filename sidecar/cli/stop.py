@@ -62,22 +62,21 @@ def workspace_here() -> list[Path]:
     return [] if here is None else [here.root]
 
 
-def _live_daemons(roots: list[Path]) -> dict[int, list[tuple[Workspace, str]]]:
-    """pid -> the (workspace, instance id) it serves, for every live instance on this host."""
+def live_daemons(workspaces: list[Workspace]) -> dict[int, list[tuple[Workspace, str]]]:
+    """pid -> the (workspace, instance id) it serves, for every live `sidecar run` of this
+    machine that serves some of `workspaces`; a pid an instance file names that is no `sidecar
+    run` (a planted file) is said and left out: it is never signalled."""
     found: dict[int, list[tuple[Workspace, str]]] = {}
-    for root in roots:
-        ws = Workspace(root)
-        if not ws.context.is_dir():
-            continue
+    for ws in workspaces:
         try:
             served = live_here(ws)
         except (OSError, SidecarError) as exc:
-            typer.echo(f"cannot tell what serves {root}: {exc}", err=True)
+            typer.echo(f"sidecar: cannot tell what serves {ws.root}: {exc}", err=True)
             continue
         for pid, instance_id in served:
-            if not is_sidecar_run(pid):  # a planted file: its pid is never signalled
-                typer.echo(f"pid {pid}, named by {ws.instances}/{instance_id}.json, is not a "
-                           "`sidecar run`; not signalled", err=True)
+            if not is_sidecar_run(pid):
+                typer.echo(f"sidecar: pid {pid}, named by {ws.instances}/{instance_id}.json, is "
+                           "not a `sidecar run`; not signalled", err=True)
                 continue
             found.setdefault(pid, []).append((ws, instance_id))
     return found
@@ -99,7 +98,7 @@ def _mine(pid: int) -> bool:
 
 def stop_daemons(roots: list[Path]) -> tuple[int, int]:
     """SIGTERM this user's daemons serving `roots`; (stopped, still serving) counts, each said."""
-    daemons = _live_daemons(roots)
+    daemons = live_daemons([ws for ws in map(Workspace, roots) if ws.context.is_dir()])
     asked = [pid for pid in daemons if _mine(pid)]
     for pid in asked:
         with suppress(OSError):  # gone meanwhile: the wait below sees its lock free

@@ -204,7 +204,7 @@ def test_reload_signals_each_live_sidecar_run_once_and_says_whom_it_could_not(se
         if outcome:
             raise outcome.pop(0)
 
-    monkeypatch.setattr("sidecar.cli.reload.is_sidecar_run", lambda pid: True)
+    monkeypatch.setattr("sidecar.cli.stop.is_sidecar_run", lambda pid: True)
     monkeypatch.setattr("sidecar.cli.reload.os.kill", kill)
     outcome: list[BaseException] = []
     result = invoke("reload", "--root", str(serving.root))
