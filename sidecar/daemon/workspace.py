@@ -33,6 +33,7 @@ from sidecar.daemon.ingest import Ingestor
 from sidecar.daemon.lead import STANDBY_RETRY, Lead
 from sidecar.daemon.plugins import PluginRunner
 from sidecar.followups.fire import FollowUps
+from sidecar.followups.globalhooks import Copies
 from sidecar.followups.queue import FollowUpQueue
 from sidecar.followups.run import environment as followup_env
 from sidecar.followups.store import HookStore
@@ -64,6 +65,7 @@ class WorkspaceServer:
         self.sessions = SessionStore(ws)
         self.hook_store = HookStore(ws)
         self.queue = FollowUpQueue(self.hook_store, identity.id)
+        self.global_hooks = Copies(self.hook_store, self.log)  # the owner's, as copies
         self.ingest = Ingestor(self.sessions, self.queue, config, self._report, stopping, watch_reliable)
         self.followups: FollowUps | None = None
         self.environment = followup_env.Reporter(ws, config)
@@ -121,6 +123,7 @@ class WorkspaceServer:
         arrived = self.inbox_arrival.is_set()
         if arrived:
             self.inbox_arrival.clear()  # before listing: an arrival from now on is not lost
+        self._take_up_global_hooks(now)  # before the batch: a hook just added hears it
         self._end_exited_hosts(now)
         self._end_recorded(now)
         deadline = min(self.ingest.step(now, arrived), self.recorded.due())
@@ -129,6 +132,14 @@ class WorkspaceServer:
             if due is not None:
                 deadline = min(deadline, due)
         return min(deadline, self._beat_if_due(now))
+
+    def _take_up_global_hooks(self, now: float) -> None:
+        try:
+            self.global_hooks.step(now)
+        except (LeaseLost, Unreachable, Conflict):
+            raise  # not the copies' failure: this instance must stop leading
+        except (SidecarError, OSError) as exc:  # looked at again at the next step
+            self.log.warning("the global hooks cannot be taken up now: %s", exc)
 
     def clock_stepped(self, jump: float, now: float) -> None:
         """Every timer keeps the time it had left, and a waiting follow-up the delay it had
