@@ -109,10 +109,8 @@ def test_the_end_of_a_turn_is_told_at_once_and_its_idle_prompt_is_not_told_again
     assert (body["event"], body["hookId"]) == ("turn-end", "global.finished")
     assert body["title"] == "claude-code finished its turn"
     assert body["lastMessage"] == "All done.\nDONE"
-    # What Claude Code sends a minute later, while it waits for the next prompt:
-    drop(workspace, {"hook_event_name": "Notification", "session_id": session,
-                     "notification_type": "idle_prompt",
-                     "message": "Claude is waiting for your input"})
+    # What Claude Code sends a minute later, while it waits for the next prompt (recorded):
+    drop(workspace, orjson.loads(fixture_payload("claude-code-2.1.328/Notification.idle_prompt.json")))
     wait_until(lambda: (r := session_record(workspace, session))
                and r["metadata"]["sidecar"].get("needsInput"), 10)
     time.sleep(1.5)  # a notice would have come by now (they take about 0.2 s)
