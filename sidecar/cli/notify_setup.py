@@ -42,8 +42,7 @@ class Notice:
 # Ctrl-C) is not told: they know.
 THE_SET = (
     Notice("finished", "turn-end", says="an agent finished its turn"),
-    Notice("waiting", "needs-input", says="it waits for you (a permission, a question; an idle "
-                                          "prompt only where its turn's end was not told)"),
+    Notice("waiting", "needs-input", says="it waits for you: a permission, a question"),
     Notice("exited", "session-end", ("host-exited",), "its host exited: killed or crashed, mid-turn too"),
     Notice("limit", "turn-failed", says="it hit a usage limit"),
     Notice("follow-up-failed", "follow-up-failed", says="a follow-up failed"),
