@@ -12,6 +12,7 @@ as much.
 
 from __future__ import annotations
 
+import os
 import threading
 from collections.abc import Callable
 
@@ -134,12 +135,23 @@ class WorkspaceServer:
         return min(deadline, self._beat_if_due(now))
 
     def _take_up_global_hooks(self, now: float) -> None:
+        """The owner's global hooks, as this workspace's copies. What stops it (a full disk,
+        a lock held too long) is said once and tried again at the next step; the step goes on
+        (the batch is the workspace's own business), but for a runtime deleted or linked,
+        which sets the workspace aside (setaside.py)."""
         try:
             self.global_hooks.step(now)
         except (LeaseLost, Unreachable, Conflict):
             raise  # not the copies' failure: this instance must stop leading
-        except (SidecarError, OSError) as exc:  # looked at again at the next step
-            self.log.warning("the global hooks cannot be taken up now: %s", exc)
+        except (SidecarError, OSError) as exc:
+            self.ws.check_runtime()
+            if not all(os.path.lexists(folder) for folder in self.ws.private_dirs()):
+                raise
+            if str(exc) != self.global_hooks.failed:
+                self.log.warning("the global hooks cannot be taken up now: %s", exc)
+            self.global_hooks.failed = str(exc)
+        else:
+            self.global_hooks.failed = None
 
     def clock_stepped(self, jump: float, now: float) -> None:
         """Every timer keeps the time it had left, and a waiting follow-up the delay it had

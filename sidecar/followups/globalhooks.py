@@ -164,7 +164,8 @@ class Copies:
         self.log = log
         self.uid: int | None = None
         self.seen: object = None  # the files' state when the copies were last found right
-        self.said: str | None = None
+        self.said: str | None = None  # why the global file is not used, once said
+        self.failed: str | None = None  # why the last step failed, once said (the caller's)
 
     def step(self, now: float) -> None:
         uid = self._owner()
