@@ -1,15 +1,13 @@
 """The notices of a turn, stepped in process through the real rules and queue: a turn's end is
 one "finished" notice however many end events it has (a subagent's end is none); the idle
 prompt after it tells nothing more where that end was told, and is told where it was not; a
-host that exits mid-turn is told by a session-end notify hook as it comes, a quit mid-turn
-only with --also-interrupted; and what such notices say."""
+host that exits mid-turn is told by a session-end notify hook as it comes."""
 
 from __future__ import annotations
 
 import pytest
 
 from sidecar.followups.model import Hook
-from sidecar.followups.notify import send
 from sidecar.followups.notify.targets import Notify
 from sidecar.layout import Workspace
 from sidecar.vocabulary import EventKind
@@ -85,23 +83,9 @@ def test_an_idle_prompt_after_a_told_usage_limit_is_not_told_again(h):
     assert told(h, "waiting") == []
 
 
-def test_a_host_that_exits_mid_turn_is_told_and_a_quit_mid_turn_only_if_asked(h):
+def test_a_host_that_exits_mid_turn_is_told_without_being_asked(h):
     h.apply(ev("SessionStart", T0), ev("UserPromptSubmit", T0 + 1))
-    h.apply(ev("SessionEnd", T0 + 2, reason="host-exited"))
+    h.apply(ev("SessionEnd", T0 + 2, reason="host-exited"))  # (a quit mid-turn: test_notify_hooks)
     [notice] = told(h, "ended")
     assert (notice["reason"], notice["midTurn"]) == ("host-exited", True)
-    h.apply(ev("SessionStart", T0 + 3, session="s2"), ev("UserPromptSubmit", T0 + 4, session="s2"),
-            ev("SessionEnd", T0 + 5, session="s2", reason="prompt_input_exit"))  # Ctrl-C: theirs
-    assert len(told(h, "ended")) == 1
-    assert history(h, "ended") == ["skipped: the last turn was interrupted"]
 
-
-def test_what_a_turn_end_and_an_end_mid_turn_say():
-    job = {"host": "claude-code", "workspace": "/home/me/project", "sessionId": "4c1e9a52-3f0",
-           "lastMessage": "All done."}
-    finished = send.words({**job, "notice": {"event": "turn-end", "reason": ""}}, T0)
-    assert finished.title == "claude-code finished its turn" and "All done." in finished.body
-    died = {**job, "notice": {"event": "session-end", "reason": "host-exited", "midTurn": True}}
-    assert send.words(died, T0).title == "claude-code stopped: the host process exited, mid-turn"
-    body = send.webhook_body(died, send.words(died, T0))
-    assert body["midTurn"] is True and body["reasonInWords"] == "the host process exited, mid-turn"
