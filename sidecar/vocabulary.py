@@ -92,6 +92,11 @@ class SessionChange:
     event_file: str = ""
     input_message: str = ""
     last_message: str = ""  # the first lines of the assistant's last message, where known
+    # Which turn it was (when the open or last turn began: "" where no turn start was seen),
+    # so that a turn's end is told once however many end events it has; and whether that
+    # turn failed (a turn-failed, not yet followed by another turn).
+    turn_started_at: str = ""
+    turn_failed: bool = False
 
 
 @dataclass(frozen=True)

@@ -35,6 +35,11 @@ DEFINITION = ("id", "event", "delaySeconds", "promptFile", "action", "enabled", 
               "skipSubagents", "maxContextK", "reasons", "alsoInterrupted",
               "againAfterUserTurn", "alsoFollowUps")
 ID_FILE = "workspace-id"
+# A workspace's copy of one of the user's global hooks (followups/globalhooks.py) is named
+# for it; it is trusted as the global hook is, by its definition alone, in the trust file's
+# `global` section, never by anything the workspace holds.
+GLOBAL_PREFIX = "global."
+GLOBAL_PLACE = "(global hooks)"  # no workspace's place: a real path begins with /
 
 
 def _refuse(value: Any) -> Any:
@@ -85,3 +90,43 @@ def section(doc: Any, place: str, identity: str | None) -> dict[str, list[dict[s
 
 def approved(given: dict[str, list[dict[str, Any]]], hook_id: str, want: str) -> bool:
     return any(e.get("digest") == want for e in given.get(hook_id, ()))
+
+
+def global_id(hook_id: str) -> str | None:
+    """The global hook a workspace's hook is a copy of (None: it is the workspace's own)."""
+    return hook_id[len(GLOBAL_PREFIX):] if hook_id.startswith(GLOBAL_PREFIX) else None
+
+
+def global_digest(definition: dict[str, Any], global_hook_id: str) -> str:
+    """The digest a global hook is trusted by: its definition under its own id (a copy's
+    definition, its id taken back), in no workspace, with no prompt."""
+    return digest(GLOBAL_PLACE, GLOBAL_PLACE, {**definition, "id": global_hook_id}, None)
+
+
+def global_section(doc: Any) -> dict[str, list[dict[str, Any]]]:
+    """The approvals of the user's global hooks in a parsed trust file, by global hook id."""
+    if not isinstance(doc, dict) or doc.get("version") != TRUST_VERSION:
+        return {}
+    found = doc.get("global")
+    hooks = found.get("hooks") if isinstance(found, dict) else None
+    if not isinstance(hooks, dict):
+        return {}
+    return {k: [e for e in v if isinstance(e, dict)] for k, v in hooks.items() if isinstance(v, list)}
+
+
+def with_global(given: dict[str, list[dict[str, Any]]], doc: Any) -> dict[str, list[dict[str, Any]]]:
+    """A workspace's approvals, where its copies of global hooks count only as the global hooks
+    were trusted (an approval a workspace's section holds for such a name counts for nothing)."""
+    own = {k: v for k, v in given.items() if global_id(k) is None}
+    return own | {GLOBAL_PREFIX + k: v for k, v in global_section(doc).items()}
+
+
+def wanted_digest(hook_id: str, place: str, identity: str, definition: dict[str, Any],
+                  prompt: bytes | None) -> str | None:
+    """The digest that would prove a hook trusted: a copy of a global hook by the global
+    digest (None for a copy with a prompt: no global hook has one), any other by its
+    workspace's."""
+    original = global_id(hook_id)
+    if original is None:
+        return digest(place, identity, definition, prompt)
+    return None if prompt is not None else global_digest(definition, original)

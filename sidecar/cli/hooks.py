@@ -16,12 +16,13 @@ from sidecar.base.ids import harness_id
 from sidecar.base.outcome import Outcome
 from sidecar.base.timeutil import now
 from sidecar.cli import hook_options as opts
-from sidecar.cli import hooks_text, hooks_trust, notify
+from sidecar.cli import hooks_global, hooks_text, hooks_trust, notify
 from sidecar.cli.common import fail
 from sidecar.cli.jsonout import print_json
 from sidecar.cli.sessions import named, named_session
 from sidecar.coordination.base import Conflict
 from sidecar.followups import manual, trust
+from sidecar.followups.globalhooks import GlobalStore
 from sidecar.followups.model import Hook, HooksDoc, HooksError, new_hook, slug
 from sidecar.followups.notify import notices, targets
 from sidecar.followups.run import logtail
@@ -36,13 +37,21 @@ hooks_app = typer.Typer(no_args_is_help=True, help="List and edit follow-up hook
 
 RootOption = typer.Option(None, "--root", metavar="DIR",
                           help="The workspace (default: the one holding the current folder).")
+GlobalOpt = hooks_global.GlobalOpt
+Store = HookStore | GlobalStore
 
 
 def _fail(message: str, code: int = FAILURE) -> NoReturn:
     fail(message, code, "sidecar hooks")
 
 
-def _store(root: Path | None) -> HookStore:
+def store_for(root: Path | None, global_: bool = False) -> Store:
+    if global_:
+        return hooks_global.store(root)
+    return _workspace_store(root)
+
+
+def _workspace_store(root: Path | None) -> HookStore:
     ws = find_workspace(root or Path.cwd())
     if ws is None:
         _fail(f"{root or Path.cwd()} is not a workspace (no .context/); run `sidecar init`", NOT_WORKSPACE)
@@ -53,17 +62,18 @@ def _store(root: Path | None) -> HookStore:
     return HookStore(ws)
 
 
-def _writable(store: HookStore) -> None:
+def _writable(store: Store) -> None:
     """Refuse to edit on top of a broken hand edit: the user's text must not be lost."""
     try:
         store.read_file()
     except FileNotFoundError:
         pass
     except HooksError as exc:
-        _fail(f"{store.ws.hooks_file} is broken ({exc}); fix it by hand first")
+        where = store.ws.hooks_file if isinstance(store, HookStore) else store.path
+        _fail(f"{where} is broken ({exc}); fix it by hand first")
 
 
-def _apply(store: HookStore, edit: Callable[[HooksDoc], T]) -> T:
+def apply_edit(store: Store, edit: Callable[[HooksDoc], T]) -> T:
     _writable(store)
     try:
         return store.change(now(), edit)
@@ -77,9 +87,10 @@ def _apply(store: HookStore, edit: Callable[[HooksDoc], T]) -> T:
 
 @hooks_app.command("list", epilog="Example: sidecar hooks list --json")
 def list_hooks(root: Path | None = RootOption,
-               as_json: bool = typer.Option(False, "--json", help="One JSON document.")) -> None:
-    """Every hook and the queue."""
-    store = _store(root)
+               as_json: bool = typer.Option(False, "--json", help="One JSON document."),
+               global_: bool = GlobalOpt) -> None:
+    """Every hook and the queue (--global: your global hooks)."""
+    store = store_for(root, global_)
     view = store.snapshot(now())
     if as_json:
         print_json({
@@ -89,9 +100,9 @@ def list_hooks(root: Path | None = RootOption,
         return
     if view.error:
         typer.echo(f"hooks.json is broken: {view.error} (showing the last good hooks)")
-    untrusted = {h.id for h in trust.untrusted(store.ws, view.hooks.values())}
-    typer.echo(hooks_text.render_list(store.ws, view.hooks.values(), untrusted, view.pending,
-                                      now(), words.style_for()), nl=False, color=True)
+    untrusted = {h.id for h in hooks_trust.untrusted(store, view.hooks.values())}
+    typer.echo(hooks_text.render_list(view.hooks.values(), untrusted, view.pending, now(),
+                                      words.style_for(), global_), nl=False, color=True)
 
 
 @hooks_app.command("add", context_settings={"allow_extra_args": True},
@@ -112,14 +123,15 @@ def add(
     notify_target: str | None = notify.NotifyOpt, also_follow_ups: bool | None = notify.AlsoFollowUpsOpt,
     disabled: bool = typer.Option(False, "--disabled", help="Add it switched off."),
     replace: bool = typer.Option(False, "--replace", help="Overwrite a hook of the same name."),
-    root: Path | None = RootOption,
+    root: Path | None = RootOption, global_: bool = GlobalOpt,
 ) -> None:
     """Add a hook. The action is `resume` unless a command follows `--`: hooks add NAME -- ARGV...
 
     A resume hook prompts with hooks/post-task.md unless --prompt-file says otherwise; a command
-    hook has no prompt unless --prompt-file gives one.
+    hook has no prompt unless --prompt-file gives one. With --global, a notify hook of yours
+    that every workspace has.
     """
-    store = _store(root)
+    store = store_for(root, global_)
     fields = opts.options(event, delay, prompt_file, no_prompt, skip_cron, skip_subagents,
                       max_context_k, ctx.args) | opts.turn_options(reasons, also_interrupted, again)
     fields |= notify.fields(notify_target, also_follow_ups, ctx.args, fields)
@@ -139,14 +151,16 @@ def add(
             doc.drop_orphans()
         return hook
 
-    added = _apply(store, edit)
-    typer.echo(f"added {added.id}")
+    added = apply_edit(store, edit)
+    typer.echo(hooks_global.added(added) if global_ else f"added {added.id}")
     hooks_trust.trust_written(store, added, None)  # the user wrote it here: it is theirs
 
 
-def _prompt_exists(store: HookStore, prompt_file: str | None) -> None:
-    """A prompt file that does not exist would fail only when the hook fires: refuse now."""
-    if prompt_file is not None and not (store.ws.context / prompt_file).is_file():
+def _prompt_exists(store: Store, prompt_file: str | None) -> None:
+    """A prompt file that does not exist would fail only when the hook fires: refuse now (a
+    global hook has none: it is a notice)."""
+    if prompt_file is not None and isinstance(store, HookStore) \
+            and not (store.ws.context / prompt_file).is_file():
         _fail(f"prompt file {store.ws.context / prompt_file} does not exist; write it first")
 
 
@@ -168,10 +182,10 @@ def update(
     again: bool | None = opts.AgainOpt,
     notify_target: str | None = notify.NotifyOpt, also_follow_ups: bool | None = notify.AlsoFollowUpsOpt,
     resume: bool = opts.ResumeOpt,
-    root: Path | None = RootOption,
+    root: Path | None = RootOption, global_: bool = GlobalOpt,
 ) -> None:
     """Change a hook's settings; a command after `--` replaces its action."""
-    store = _store(root)
+    store = store_for(root, global_)
     fields = opts.options(event, delay, prompt_file, no_prompt, skip_cron, skip_subagents,
                       max_context_k, ctx.args) | opts.turn_options(reasons, also_interrupted, again)
     fields |= notify.fields(notify_target, also_follow_ups, ctx.args, fields)
@@ -183,19 +197,21 @@ def update(
         _fail("nothing to change")
 
     def edit(doc: HooksDoc) -> tuple[Hook, Hook]:
-        hook = _existing(doc, hook_id)
+        hook = _existing(store, doc, hook_id, "update")
         changed = Hook.from_json({**hook.to_json(), **fields}, f"hook {hook_id}")
         if "promptFile" in fields:
             _prompt_exists(store, changed.prompt_file)
         doc.hooks[hook_id] = changed
         return hook, changed
 
-    before, after = _apply(store, edit)
+    before, after = apply_edit(store, edit)
     typer.echo(f"updated {hook_id}")
     hooks_trust.trust_written(store, after, before)
 
 
-def _existing(doc: HooksDoc, hook_id: str) -> Hook:
+def _existing(store: Store, doc: HooksDoc, hook_id: str, what: str) -> Hook:
+    if isinstance(store, HookStore):
+        hooks_global.refuse_copy(hook_id, what)
     return _existing_in(doc.hooks, hook_id)
 
 
@@ -206,16 +222,16 @@ def _existing_in(hooks: dict[str, Hook], hook_id: str) -> Hook:
     return hook
 
 
-def _switch(hook_id: str, enabled: bool, root: Path | None) -> None:
-    store = _store(root)
+def _switch(hook_id: str, enabled: bool, root: Path | None, global_: bool) -> None:
+    store = store_for(root, global_)
 
     def edit(doc: HooksDoc) -> tuple[Hook, Hook, int]:
-        hook = _existing(doc, hook_id)
+        hook = _existing(store, doc, hook_id, "enable" if enabled else "disable")
         before = replace(hook)  # as it was: its settings decide whether the change is trusted
         hook.enabled = enabled
         return before, hook, len(doc.drop_orphans())
 
-    before, after, dropped = _apply(store, edit)
+    before, after, dropped = apply_edit(store, edit)
     typer.echo(f"{'enabled' if enabled else 'disabled'} {hook_id}"
                + (f"; dropped {dropped} queued firing(s)" if dropped else ""))
     # Off and on again: still the user's. Switching off says nothing of trust: it runs nothing.
@@ -223,28 +239,30 @@ def _switch(hook_id: str, enabled: bool, root: Path | None) -> None:
 
 
 @hooks_app.command(epilog="Example: sidecar hooks enable post-task")
-def enable(hook_id: str, root: Path | None = RootOption) -> None:
+def enable(hook_id: str, root: Path | None = RootOption, global_: bool = GlobalOpt) -> None:
     """Switch a hook on."""
-    _switch(hook_id, True, root)
+    _switch(hook_id, True, root, global_)
 
 
 @hooks_app.command(epilog="Example: sidecar hooks disable post-task")
-def disable(hook_id: str, root: Path | None = RootOption) -> None:
+def disable(hook_id: str, root: Path | None = RootOption, global_: bool = GlobalOpt) -> None:
     """Switch a hook off; its queued firings are dropped."""
-    _switch(hook_id, False, root)
+    _switch(hook_id, False, root, global_)
 
 
 @hooks_app.command(epilog="Example: sidecar hooks remove post-task")
-def remove(hook_id: str, root: Path | None = RootOption) -> None:
-    """Delete a hook and its queued firings."""
-    store = _store(root)
+def remove(hook_id: str, root: Path | None = RootOption, global_: bool = GlobalOpt) -> None:
+    """Delete a hook and its queued firings (--global: from every workspace)."""
+    store = store_for(root, global_)
 
     def edit(doc: HooksDoc) -> int:
-        _existing(doc, hook_id)
+        _existing(store, doc, hook_id, "remove")
         del doc.hooks[hook_id]
         return len(doc.drop_orphans())
 
-    dropped = _apply(store, edit)
+    dropped = apply_edit(store, edit)
+    if global_:  # a copy a workspace keeps or brings back is trusted no more
+        trust.forget_global(hook_id)
     typer.echo(f"removed {hook_id}" + (f"; dropped {dropped} queued firing(s)" if dropped else ""))
 
 
@@ -257,7 +275,7 @@ def kill_running(root: Path | None = RootOption) -> None:
     from sidecar.followups.run.actions import signal_group
     from sidecar.procwatch import Proc
 
-    store = _store(root)
+    store = _workspace_store(root)
     # Only processes this user's sidecar started (a run record with a valid MAC): a pid
     # planted in hooks.json is never signalled.
     ended = [e for e in store.snapshot(now()).pending if e.run is not None
@@ -277,13 +295,18 @@ def history(
                                        help="Only firings for this host session id (or the start "
                                        "of one, or its harness id)."),
     as_json: bool = typer.Option(False, "--json", help="One JSON document."),
-    root: Path | None = RootOption,
+    root: Path | None = RootOption, global_: bool = GlobalOpt,
 ) -> None:
-    """Past firings, oldest first: when, which hook, for which session, how it ended, its log.
+    """Past firings, oldest first: when, which hook, for which session, how it ended, its log
+    (--global: a global hook's, in every registered workspace).
 
     Example: sidecar hooks history post-task --session 3f2a
     """
-    store = _store(root)
+    if global_:
+        hooks_global.store(root)  # (refuses --root)
+        hooks_global.history(hook_id, session, as_json)
+        return
+    store = _workspace_store(root)
     view = store.snapshot(now())
     if hook_id is not None and hook_id not in view.hooks:
         _fail(f"no hook {hook_id!r} (have: {', '.join(view.hooks) or 'none'})")
@@ -320,7 +343,7 @@ def retry(
     firing: the session never queues the hook again (once per session)."""
     if session is None:  # (an option typer required would break its help's columns)
         _fail("name the session it failed for: --session ID", USAGE)
-    store = _store(root)
+    store = _workspace_store(root)  # (a global hook's copies are retried in their workspace)
     view = store.snapshot(now())
     _existing_in(view.hooks, hook_id)
     try:
@@ -340,5 +363,5 @@ def retry(
                f"{words.short_id(entry.session_id)})")
 
 
-notify.register(hooks_app, _store)  # `hooks test`
-hooks_trust.register(hooks_app, _store)  # `hooks trust`, `hooks edit`
+notify.register(hooks_app, store_for)  # `hooks test`
+hooks_trust.register(hooks_app, store_for)  # `hooks trust`, `hooks edit`

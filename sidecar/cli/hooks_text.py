@@ -13,6 +13,7 @@ import orjson
 from sidecar.base import words
 from sidecar.base.escapes import escaped, escaped_values
 from sidecar.base.timeutil import parse_ts
+from sidecar.base.trustcheck import global_id
 from sidecar.base.words import Style
 from sidecar.followups import prompts, trust
 from sidecar.followups.model import Hook, QueueEntry
@@ -47,8 +48,16 @@ def _kind(hook: Hook) -> str:
         if isinstance(hook.action, list) else "notify"
 
 
-def render_list(ws: Workspace, hooks: Iterable[Hook], untrusted: set[str],
-                pending: list[QueueEntry], now: float, paint: Style) -> str:
+def trust_command(hook_id: str, global_: bool = False) -> str:
+    """How to see and trust a hook: a workspace's copy of a global hook is trusted as it is."""
+    original = global_id(hook_id)
+    if global_ or original is not None:
+        return f"sidecar hooks trust --global {original or hook_id}"
+    return f"sidecar hooks trust {hook_id}"
+
+
+def render_list(hooks: Iterable[Hook], untrusted: set[str], pending: list[QueueEntry],
+                now: float, paint: Style, global_: bool = False) -> str:
     listed = list(hooks)
     rows = [["HOOK", "ON", "EVENT", "DELAY", "ACTION", "LAST"]] + [
         [h.id, "on" if h.enabled else "off", h.event.value, words.duration(h.delay_seconds),
@@ -62,9 +71,12 @@ def render_list(ws: Workspace, hooks: Iterable[Hook], untrusted: set[str],
             lines.append(f"    {trust.described(hook)}")
         if hook.id in untrusted:
             lines.append("    " + paint("NOT TRUSTED", "yellow", "bold") + " on this machine as it stands, "
-                         f"so not run (see it and trust it: sidecar hooks trust {hook.id})")
+                         f"so not run (see it and trust it: {trust_command(hook.id, global_)})")
+        elif global_id(hook.id) is not None:
+            lines.append(f"    your global hook {global_id(hook.id)}'s copy (sidecar hooks list --global)")
     if not listed:
-        lines = ["no hooks (add one: sidecar hooks add NAME)"]
+        how = "sidecar hooks add NAME --global --notify TARGET" if global_ else "sidecar hooks add NAME"
+        lines = [f"no hooks (add one: {how})"]
     if pending:
         lines.append(paint("queue", "bold"))
         queued = table([[e.hook_id, e.host, e.session_id, words.due(e.due, now),
@@ -99,7 +111,7 @@ SETTINGS = ("event", "delaySeconds", "enabled", "reasons", "alsoInterrupted",
             "againAfterUserTurn", "alsoFollowUps", "skipCron", "skipSubagents", "maxContextK")
 
 
-def approval(ws: Workspace, found: trust.Content) -> str:
+def approval(ws: Workspace | None, found: trust.Content) -> str:
     """All that trusting a hook approves, as `hooks trust` shows it before asking: its
     settings as hooks.json has them, what it runs (a notice's target whole), and the exact
     text the agent is told, every control character escaped."""
@@ -114,8 +126,9 @@ def approval(ws: Workspace, found: trust.Content) -> str:
                 "written: a script it names can change without a new question)")
     else:
         does = f"sends a notice: {trust.shown(hook.action, whole=True)}"
-    lines = [f"{hook.id}, in {ws.root}:", f"  settings  {settings}", f"  does      {does}"]
-    if found.prompt is not None:
+    where = f"in {ws.root}" if ws is not None else "a global hook: in every workspace"
+    lines = [f"{hook.id}, {where}:", f"  settings  {settings}", f"  does      {does}"]
+    if found.prompt is not None and ws is not None:
         text = prompts.text_of(found.prompt)
         lines.append(f"  prompt    {ws.context / str(hook.prompt_file)}, the agent is told:")
         lines += [f"    | {escaped(line)}" for line in text.splitlines() or [""]]

@@ -13,6 +13,7 @@ import shlex
 import subprocess
 import sys
 import tempfile
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Any, NoReturn
 
@@ -21,9 +22,11 @@ import typer
 from sidecar.base.errors import SidecarError
 from sidecar.base.exitcodes import FAILURE
 from sidecar.base.timeutil import now
+from sidecar.base.trustcheck import global_id
 from sidecar.cli import hooks_text
 from sidecar.cli.common import fail
 from sidecar.followups import prompts, trust
+from sidecar.followups.globalhooks import GlobalStore
 from sidecar.followups.model import Hook
 from sidecar.followups.store import HookStore
 from sidecar.owner import owner_uid
@@ -52,10 +55,20 @@ def _content(store: HookStore, hook: Hook) -> trust.Content:
         _fail(f"{hook.id}'s prompt {hook.prompt_file} cannot be read: {exc}")
 
 
-def trust_written(store: HookStore, hook: Hook, before: Hook | None, quiet: bool = False) -> None:
+def trust_written(store: HookStore | GlobalStore, hook: Hook, before: Hook | None,
+                  quiet: bool = False) -> None:
     """Trust a hook the user just wrote through sidecar, where every part of it they did not
     write was approved before; else say what still needs `hooks trust` (trust.trust_written),
-    unless `quiet`."""
+    unless `quiet`. A global hook has no prompt: what they did not write is the rest of one
+    they changed."""
+    if isinstance(store, GlobalStore):
+        if before is None or trust.is_trusted_global(before):
+            trust.trust_global(hook, now())
+        elif not quiet:
+            typer.echo(f"note: {hook.id} is not trusted on this machine, so it does not run: its "
+                       "settings were not approved before; see what it does, and trust it, with "
+                       f"`sidecar hooks trust --global {hook.id}`", err=True)
+        return
     try:
         found = trust.content(store.ws, hook)
     except (OSError, SidecarError) as exc:
@@ -87,13 +100,15 @@ def register(hooks_app: typer.Typer, store_of: Any) -> None:
                                                   "trusted as it stands if none is named."),
         yes: bool = typer.Option(False, "--yes", "-y", help="Do not ask; trust what is shown."),
         root: Path | None = RootOption,
+        global_: bool = typer.Option(False, "--global", help="Your global hooks instead of a "
+                                     "workspace's (a workspace's copy global.NAME is trusted so)."),
     ) -> None:
         """Show exactly what a hook does (its settings, its command or target, its prompt's
         text), then trust that, on this machine, for this workspace.
 
         A hook that arrived with a clone, a pull or a hand edit, or whose prompt changed
         since, runs only once trusted; any later change needs trusting again."""
-        approve(store_of(root), hook_ids or [], yes)
+        approve(store_of(root, global_), hook_ids or [], yes)
 
     @hooks_app.command("edit", epilog="Example: sidecar hooks edit post-task")
     def edit_prompt(
@@ -104,32 +119,59 @@ def register(hooks_app: typer.Typer, store_of: Any) -> None:
 
         The text is edited in a private copy and put in place whole once the editor exits
         with success; the hook's settings are trusted with it only where they were before."""
-        edit(store_of(root), hook_id)
+        edit(store_of(root, False), hook_id)
 
 
-def approve(store: HookStore, hook_ids: list[str], yes: bool) -> None:
-    """Show each hook, then trust it where the user says yes (or gave --yes)."""
+def untrusted(store: HookStore | GlobalStore, hooks: Iterable[Hook]) -> list[Hook]:
+    """The enabled hooks not trusted as they stand, a workspace's or the global ones."""
+    if isinstance(store, HookStore):
+        return trust.untrusted(store.ws, hooks)
+    return [h for h in hooks if h.enabled and not trust.is_trusted_global(h)]
+
+
+def approve(store: HookStore | GlobalStore, hook_ids: list[str], yes: bool) -> None:
+    """Show each hook, then trust it where the user says yes (or gave --yes). A workspace's
+    copy of a global hook is trusted as that global hook, as the global file has it."""
     hooks = store.snapshot(now()).hooks
+    if isinstance(store, HookStore):
+        named = [str(global_id(h)) for h in hook_ids if global_id(h) is not None]
+        waiting = not hook_ids and any(global_id(h.id) is not None
+                                       for h in untrusted(store, hooks.values()))
+        if named or waiting:
+            approve(GlobalStore(), named, yes)
+            own = [h for h in hook_ids if global_id(h) is None]
+            if hook_ids and not own:
+                return
+            hook_ids = own
     for hook_id in hook_ids:
         if hook_id not in hooks:
             _fail(f"no hook {hook_id!r} (have: {', '.join(hooks) or 'none'})")
-    chosen = [hooks[h] for h in hook_ids] if hook_ids else trust.untrusted(store.ws, hooks.values())
+    chosen = [hooks[h] for h in hook_ids] if hook_ids else [
+        h for h in untrusted(store, hooks.values()) if global_id(h.id) is None]
     if not chosen:
         typer.echo("every enabled hook is trusted on this machine as it stands")
     for hook in chosen:
-        found = _content(store, hook)
-        typer.echo(hooks_text.approval(store.ws, found), nl=False)
-        if trust.is_trusted(store.ws, found):
-            typer.echo("already trusted on this machine")
-            continue
-        if not yes:
-            if not sys.stdin.isatty():
-                _fail("not trusted: add --yes to trust it without a question", 1)
-            if not typer.confirm(f"Trust {hook.id} as shown on this machine?", default=False):
-                _fail("not trusted", 1)
+        _approve_one(store, hook, yes)
+
+
+def _approve_one(store: HookStore | GlobalStore, hook: Hook, yes: bool) -> None:
+    found = _content(store, hook) if isinstance(store, HookStore) else trust.Content(hook, None)
+    ws = store.ws if isinstance(store, HookStore) else None
+    typer.echo(hooks_text.approval(ws, found), nl=False)
+    if trust.is_trusted(store.ws, found) if isinstance(store, HookStore) else trust.is_trusted_global(hook):
+        typer.echo("already trusted on this machine")
+        return
+    if not yes:
+        if not sys.stdin.isatty():
+            _fail("not trusted: add --yes to trust it without a question", 1)
+        if not typer.confirm(f"Trust {hook.id} as shown on this machine?", default=False):
+            _fail("not trusted", 1)
+    if isinstance(store, HookStore):
         trust.trust(store.ws, found, now())
         owner_note(store)
-        typer.echo(f"trusted {hook.id} (in {trust.trust_file()})")
+    else:
+        trust.trust_global(hook, now())
+    typer.echo(f"trusted {hook.id} (in {trust.trust_file()})")
 
 
 def edit(store: HookStore, hook_id: str) -> None:

@@ -18,6 +18,7 @@ from sidecar.cli.hooks import hooks_app
 from sidecar.cli.integrate import integrate_app, unregister
 from sidecar.cli.jsonout import print_json
 from sidecar.cli.logs import logs
+from sidecar.cli.notify_setup import notify_app
 from sidecar.cli.reload import reload
 from sidecar.cli.run import run
 from sidecar.cli.sessions_command import sessions
@@ -180,6 +181,7 @@ def _session_status(root: Path | None, session: str, as_json: bool) -> NoReturn:
 app.add_typer(hooks_app, name="hooks")
 app.add_typer(service_app, name="service")
 app.add_typer(integrate_app, name="integrate")
+app.add_typer(notify_app, name="notify")
 app.command()(doctor)
 app.command()(unregister)
 app.command()(reload)

@@ -17,6 +17,7 @@ from sidecar.base.exitcodes import FAILURE
 from sidecar.base.timeutil import iso
 from sidecar.cli.common import fail
 from sidecar.followups import trust
+from sidecar.followups.globalhooks import GlobalStore
 from sidecar.followups.model import Hook
 from sidecar.followups.notify import send, targets
 from sidecar.followups.notify.targets import Notify, TargetError
@@ -73,15 +74,15 @@ def fields(notify: str | None, also_follow_ups: bool | None, command: list[str],
     return out
 
 
-def sample(store: HookStore, hook: Hook) -> dict[str, Any]:
+def sample(workspace: str, hook: Hook) -> dict[str, Any]:
     """A notice like the hook's own, with made-up facts, for `hooks test`."""
     assert isinstance(hook.action, Notify)
     event = hook.event.value
-    reason = {"session-end": "exit", "needs-input": "permission_prompt",
+    reason = {"session-end": "exit", "turn-end": "", "needs-input": "permission_prompt",
               "turn-failed": "usage_limit", "follow-up-failed": "error: exit status 1",
               "resume-started": "started"}.get(event, "")
     return {"target": hook.action.target, "host": "sample-host", "sessionId": "sample-session",
-            "harnessSessionId": None, "hookId": hook.id, "workspace": str(store.ws.root),
+            "harnessSessionId": None, "hookId": hook.id, "workspace": workspace,
             "notice": {"event": event, "reason": reason, "at": iso(time.time()),
                        "message": "a sample notice from `sidecar hooks test`",
                        "hook": "sample-hook"}}
@@ -95,6 +96,7 @@ def register(hooks_app: typer.Typer, store_of: Any) -> None:
         hook_id: str = typer.Argument(..., metavar="NAME", help="The notify hook to test."),
         root: Path | None = typer.Option(None, "--root", metavar="DIR",
                                          help="The workspace (default: the one holding the current folder)."),
+        global_: bool = typer.Option(False, "--global", help="One of your global hooks."),
     ) -> None:
         """Send a sample notice through a notify hook's target now and say what happened.
 
@@ -103,14 +105,17 @@ def register(hooks_app: typer.Typer, store_of: Any) -> None:
 
         Example: sidecar hooks test phone
         """
-        store: HookStore = store_of(root)
+        store: HookStore | GlobalStore = store_of(root, global_)
         hook = store.snapshot(time.time()).hooks.get(hook_id)
         if hook is None:
             _fail(f"no hook {hook_id!r}")
         if not isinstance(hook.action, Notify):
             _fail(f"{hook_id} is not a notify hook (it has no --notify target)")
-        if trust.untrusted(store.ws, [hook]):
+        if trust.untrusted(store.ws, [hook]) if isinstance(store, HookStore) \
+                else not trust.is_trusted_global(hook):
             _fail(f"{hook_id} sends to {targets.shown(hook.action.target)}, which is not trusted "
-                  f"on this machine; see it and trust it with `sidecar hooks trust {hook_id}`")
-        delivered = send.deliver(sample(store, hook), tries=1, say=typer.echo)
+                  f"on this machine; see it and trust it with `sidecar hooks trust "
+                  f"{'--global ' if global_ else ''}{hook_id}`")
+        workspace = str(store.ws.root) if isinstance(store, HookStore) else "(every workspace)"
+        delivered = send.deliver(sample(workspace, hook), tries=1, say=typer.echo)
         raise typer.Exit(0 if delivered else 1)

@@ -39,6 +39,7 @@ from sidecar.daemon.settings import Settings, say_env_problems
 from sidecar.daemon.signalflags import SignalFlags
 from sidecar.daemon.watch import FolderWatch, InotifyWatch, folder_watch
 from sidecar.daemon.workspace import WorkspaceServer
+from sidecar.followups import globalhooks
 from sidecar.inbox import folder as inbox
 from sidecar.layout import Workspace
 from sidecar.procwatch import Proc, ProcessWatch
@@ -328,8 +329,9 @@ class Daemon:
 
     def _watch_registry(self) -> None:
         """Until told to stop: reload on SIGHUP (once for any number waiting), and look at the
-        registry and the settings files every REGISTRY_INTERVAL."""
+        registry, the settings files and the user's global hooks every REGISTRY_INTERVAL."""
         registry_sig = jsonfile.signature(layout.registry_file())
+        global_sig = jsonfile.signature(globalhooks.path())
         next_look = time.monotonic() + REGISTRY_INTERVAL
         while not self.signals.wait(max(0.0, next_look - time.monotonic()), self.stop):
             if self.signals.reload:
@@ -341,6 +343,11 @@ class Daemon:
                 continue
             next_look = time.monotonic() + REGISTRY_INTERVAL
             self.settings.fresh()  # config.toml or the environment file changed: read again
+            changed = jsonfile.signature(globalhooks.path())
+            if changed != global_sig:
+                global_sig = changed
+                for server in list(self.servers.values()):
+                    server.wake()  # each leader takes up the user's changed global hooks
             sig = jsonfile.signature(layout.registry_file())
             if sig != registry_sig or self.failing or self.resync:
                 self.resync = False

@@ -12,6 +12,7 @@ as much.
 
 from __future__ import annotations
 
+import os
 import threading
 from collections.abc import Callable
 
@@ -33,6 +34,7 @@ from sidecar.daemon.ingest import Ingestor
 from sidecar.daemon.lead import STANDBY_RETRY, Lead
 from sidecar.daemon.plugins import PluginRunner
 from sidecar.followups.fire import FollowUps
+from sidecar.followups.globalhooks import Copies
 from sidecar.followups.queue import FollowUpQueue
 from sidecar.followups.run import environment as followup_env
 from sidecar.followups.store import HookStore
@@ -68,6 +70,7 @@ class WorkspaceServer:
         self.sessions = SessionStore(ws)
         self.hook_store = HookStore(ws)
         self.queue = FollowUpQueue(self.hook_store, identity.id)
+        self.global_hooks = Copies(self.hook_store, self.log)  # the owner's, as copies
         self.ingest = Ingestor(self.sessions, self.queue, config, self._report, stopping, watch_reliable)
         self.followups: FollowUps | None = None
         self.environment = followup_env.Reporter(ws, config, read)
@@ -130,6 +133,7 @@ class WorkspaceServer:
         arrived = self.inbox_arrival.is_set()
         if arrived:
             self.inbox_arrival.clear()  # before listing: an arrival from now on is not lost
+        self._take_up_global_hooks(now)  # before the batch: a hook just added hears it
         self._end_exited_hosts(now)
         self._end_recorded(now)
         deadline = min(self.ingest.step(now, arrived), self.recorded.due())
@@ -138,6 +142,25 @@ class WorkspaceServer:
             if due is not None:
                 deadline = min(deadline, due)
         return min(deadline, self._beat_if_due(now))
+
+    def _take_up_global_hooks(self, now: float) -> None:
+        """The owner's global hooks, as this workspace's copies. What stops it (a full disk,
+        a lock held too long) is said once and tried again at the next step; the step goes on
+        (the batch is the workspace's own business), but for a runtime deleted or linked,
+        which sets the workspace aside (setaside.py)."""
+        try:
+            self.global_hooks.step(now)
+        except (LeaseLost, Unreachable, Conflict):
+            raise  # not the copies' failure: this instance must stop leading
+        except (SidecarError, OSError) as exc:
+            self.ws.check_runtime()
+            if not all(os.path.lexists(folder) for folder in self.ws.private_dirs()):
+                raise
+            if str(exc) != self.global_hooks.failed:
+                self.log.warning("the global hooks cannot be taken up now: %s", exc)
+            self.global_hooks.failed = str(exc)
+        else:
+            self.global_hooks.failed = None
 
     def clock_stepped(self, jump: float, now: float) -> None:
         """Every timer keeps the time it had left, and a waiting follow-up the delay it had

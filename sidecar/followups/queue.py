@@ -34,7 +34,7 @@ log = logging.getLogger("sidecar")
 
 MAX_POSTPONES = 10
 FOREIGN_RUN = error("its run record was not written by this user's sidecar; nothing was adopted or signalled")
-TURN_INTERRUPTED = skipped("the last turn was interrupted")  # a session-end hook's default for it
+TURN_INTERRUPTED = notices.TURN_INTERRUPTED  # a session-end hook's default for it
 POSTPONE_SECONDS = 60.0
 
 
@@ -90,10 +90,7 @@ class FollowUpQueue:
                     if not hook.enabled or hook.event != change.kind or not _wants(hook, change):
                         continue
                     if notices.is_notify(hook):  # once per transition, not per session
-                        if notices.wants_change(hook, change):
-                            notices.add_for_change(doc, hook, change, now, queued)
-                        elif not change.from_hook:
-                            _note_skip(hook, change, TURN_INTERRUPTED, now)
+                        _add_notice(doc, hook, change, now, queued)
                     elif change.kind == EventKind.TURN_FAILED:
                         _add_limit_try(doc, hook, change, now, backoff_scale, queued)
                     elif not change.from_hook:  # (wanted only for a notice's alsoFollowUps)
@@ -291,6 +288,17 @@ class FollowUpQueue:
         if adopted:
             log.info("%s: adopted %d running follow-up action(s)", self.store.ws.root, len(adopted))
         return adopted
+
+
+def _add_notice(doc: HooksDoc, hook: Hook, change: SessionChange, now: float, queued: set[str]) -> None:
+    """Queue a notify hook's notice of the change, or say in its history why not."""
+    if not notices.wants_change(hook, change):
+        return
+    why = notices.refusal(doc, hook, change)
+    if why is None:
+        notices.add_for_change(doc, hook, change, now, queued)
+    elif not change.from_hook:
+        _note_skip(hook, change, why, now)
 
 
 def _queue_once(doc: HooksDoc, hook: Hook, change: SessionChange, now: float,

@@ -15,7 +15,9 @@ until `sidecar hooks trust` shows it and the user says yes, the way direnv's `al
 Trust lives in the owner's own config folder (`trust.json`), never in the workspace. What
 the user writes through sidecar (`init`'s seeded hooks and prompts, `hooks add/update/edit`)
 is trusted as written, where every part of it the user did not write then was approved
-before (see `trust_written`).
+before (see `trust_written`). The user's global hooks (globalhooks.py) are trusted in the
+same file, by their definition alone (`trust_global`), and each workspace's copy of one only
+by that: nothing a workspace holds adds to it.
 
 Run records (`pending[].run`) carry a MAC keyed by a per-user secret (`run-key`, 0600, in the
 daemon user's config folder), so a pid planted in `hooks.json` is never adopted nor signalled.
@@ -28,7 +30,7 @@ import hmac
 import os
 import shlex
 import stat
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from contextlib import suppress
 from dataclasses import dataclass
 from pathlib import Path
@@ -158,12 +160,13 @@ Approvals = dict[str, list[dict[str, Any]]]  # hook id -> what was approved for 
 
 
 def _section(data: bytes | None, where: str, identity: str | None) -> Approvals:
-    """One workspace's approvals in a trust file: none unless made for this identity."""
+    """One workspace's approvals in a trust file: none unless made for this identity; its
+    copies of global hooks as the global hooks were approved (trustcheck.with_global)."""
     try:
         doc = orjson.loads(data) if data and identity else None
     except orjson.JSONDecodeError:
         return {}
-    return trustcheck.section(doc, where, identity)
+    return trustcheck.with_global(trustcheck.section(doc, where, identity), doc)
 
 
 def approvals(ws: Workspace) -> Approvals:
@@ -179,8 +182,10 @@ def approvals(ws: Workspace) -> Approvals:
 
 def _is_approved(ws: Workspace, found: Content, given: Approvals) -> bool:
     identity = workspace_id(ws)
-    return identity is not None and trustcheck.approved(given, found.hook.id,
-                                                        found.digest(place(ws), identity))
+    if identity is None:
+        return False
+    want = trustcheck.wanted_digest(found.hook.id, place(ws), identity, found.definition(), found.prompt)
+    return want is not None and trustcheck.approved(given, found.hook.id, want)
 
 
 def is_trusted(ws: Workspace, found: Content) -> bool:
@@ -206,6 +211,72 @@ def untrusted(ws: Workspace, hooks: Iterable[Hook]) -> list[Hook]:
 def trust(ws: Workspace, found: Content, now: float) -> None:
     """Record, in this user's own folder, that they trust `found` in this workspace."""
     identity = ensure_workspace_id(ws)
+
+    def record(doc: dict[str, Any]) -> None:
+        section = doc["workspaces"].get(place(ws))
+        if not isinstance(section, dict) or section.get("id") != identity or \
+                not isinstance(section.get("hooks"), dict):
+            section = doc["workspaces"][place(ws)] = {"id": identity, "hooks": {}}
+        _approve(section["hooks"], found, found.digest(place(ws), identity), now)
+
+    _change_trust_file(record)
+
+
+def trust_global(hook: Hook, now: float) -> None:
+    """Record that this user trusts their global hook `hook` as it stands (globalhooks.py):
+    every workspace's copy of it is trusted by that."""
+    found = Content(hook, None)
+
+    def record(doc: dict[str, Any]) -> None:
+        section = doc.get("global")
+        if not isinstance(section, dict) or not isinstance(section.get("hooks"), dict):
+            section = doc["global"] = {"hooks": {}}
+        _approve(section["hooks"], found, trustcheck.global_digest(found.definition(), hook.id), now)
+
+    _change_trust_file(record)
+
+
+def forget_global(hook_id: str) -> None:
+    """Forget what was trusted for a global hook the user removed: a copy of it that a
+    workspace keeps (or brings back) is trusted no more."""
+    def drop(doc: dict[str, Any]) -> None:
+        hooks = doc["global"].get("hooks") if isinstance(doc.get("global"), dict) else None
+        if isinstance(hooks, dict):
+            hooks.pop(hook_id, None)
+
+    if hook_id in global_approvals():
+        _change_trust_file(drop)
+
+
+def global_approvals() -> Approvals:
+    """What this user approved of their global hooks, by global hook id."""
+    try:
+        return trustcheck.global_section(orjson.loads(jsonfile.read_bytes(trust_file())))
+    except (OSError, jsonfile.NotARegularFile, orjson.JSONDecodeError):
+        return {}
+
+
+def is_trusted_global(hook: Hook) -> bool:
+    """Whether this user trusted their global hook as it stands."""
+    want = trustcheck.global_digest(Content(hook, None).definition(), hook.id)
+    return trustcheck.approved(global_approvals(), hook.id, want)
+
+
+def _approve(hooks: dict[str, Any], found: Content, digest: str, now: float) -> None:
+    """One more approval of a hook in its section, the last KEPT kept."""
+    earlier = hooks.get(found.hook.id)
+    kept = [e for e in earlier if isinstance(e, dict) and e.get("digest") != digest] \
+        if isinstance(earlier, list) else []
+    # What it does as shown only: this file outlives the hook, and must keep no secret.
+    kept.append({"digest": digest, "definition": found.definition_sha(),
+                 "prompt": found.prompt_sha(), "does": described(found.hook),
+                 "trustedAt": iso(now)})
+    hooks[found.hook.id] = kept[-KEPT:]
+
+
+def _change_trust_file(change: Callable[[dict[str, Any]], object]) -> None:
+    """Change this user's trust file under its lock (a file that is not one is kept aside
+    and begun anew)."""
     path = trust_file()
     path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
     with locks.locked(path.with_name("trust.lock")):
@@ -219,19 +290,7 @@ def trust(ws: Workspace, found: Content, now: float) -> None:
         if not isinstance(doc, dict) or doc.get("version") != trustcheck.TRUST_VERSION or \
                 not isinstance(doc.get("workspaces"), dict):
             doc = {"version": trustcheck.TRUST_VERSION, "workspaces": {}}
-        section = doc["workspaces"].get(place(ws))
-        if not isinstance(section, dict) or section.get("id") != identity or \
-                not isinstance(section.get("hooks"), dict):
-            section = doc["workspaces"][place(ws)] = {"id": identity, "hooks": {}}
-        digest = found.digest(place(ws), identity)
-        earlier = section["hooks"].get(found.hook.id)
-        kept = [e for e in earlier if isinstance(e, dict) and e.get("digest") != digest] \
-            if isinstance(earlier, list) else []
-        # What it does as shown only: this file outlives the hook, and must keep no secret.
-        kept.append({"digest": digest, "definition": found.definition_sha(),
-                     "prompt": found.prompt_sha(), "does": described(found.hook),
-                     "trustedAt": iso(now)})
-        section["hooks"][found.hook.id] = kept[-KEPT:]
+        change(doc)
         data = jsonfile.dumps(doc)
         if len(data) > MAX_OWNED_BYTES:  # past what is read back: workspaces gone are forgotten
             doc["workspaces"] = {k: v for k, v in doc["workspaces"].items() if os.path.isdir(k)}

@@ -106,6 +106,7 @@ def change(record: SessionRecord, kind: EventKind | None, ts: float, reason: str
         event_file=event.file if event is not None else "",
         input_message=meta.needs_input.message if meta.needs_input is not None else "",
         last_message=meta.last_message or "",
+        turn_started_at=meta.turn_started_at or "", turn_failed=meta.turn_failed,
     )
 
 

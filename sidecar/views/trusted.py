@@ -77,15 +77,17 @@ class Trusted:
                 raise Unsure("whose trust counts is the full command's to say")
             self.identity = trustcheck.identity_of(read(self.runtime, trustcheck.ID_FILE))
             data = own_trust_file(self.config_folder)
-            self.given = trustcheck.section(parse(data) if data else None, self.root, self.identity)
+            doc = parse(data) if data else None
+            self.given = trustcheck.with_global(trustcheck.section(doc, self.root, self.identity), doc)
         definition = trustcheck.definition_of(raw)
         action = raw.get("action", "resume")
         prompt = raw.get("promptFile") if not isinstance(action, dict) else None
         data = None if prompt is None else self.prompt(str(prompt))
         if self.identity is None:
             raise Unsure("no workspace id to trust it by")
-        return trustcheck.approved(self.given, str(raw.get("id")),
-                                   trustcheck.digest(self.root, self.identity, definition, data))
+        hook_id = str(raw.get("id"))
+        want = trustcheck.wanted_digest(hook_id, self.root, self.identity, definition, data)
+        return want is not None and trustcheck.approved(self.given, hook_id, want)
 
     def prompt(self, name: str) -> bytes:
         """The prompt file's bytes as prompts.read_bytes reads them: `hooks/NAME.md` below

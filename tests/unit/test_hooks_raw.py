@@ -8,7 +8,7 @@ from hypothesis import strategies as st
 
 from sidecar.base import hooksjson
 from sidecar.followups import model
-from sidecar.followups.notify.targets import NOTIFY_EVENTS, event_misfit
+from sidecar.followups.notify.targets import ONLY_NOTIFY, event_misfit
 
 values = st.none() | st.booleans() | st.integers(-2, 90000) | st.text(max_size=4) \
     | st.sampled_from(["resume", "session-end", "turn-failed", "follow-up-failed", "hooks/a.md",
@@ -39,4 +39,4 @@ def test_what_it_calls_plainly_valid_the_model_reads(hooks, pending, version):
 def test_its_events_are_the_models_for_a_hook_that_is_no_notify_hook():
     for event in hooksjson.PLAIN_EVENTS:
         assert event in model.HOOK_EVENTS and event_misfit(event, notify=False) is None
-    assert set(model.HOOK_EVENTS) - hooksjson.PLAIN_EVENTS <= set(NOTIFY_EVENTS[3:])
+    assert set(model.HOOK_EVENTS) - hooksjson.PLAIN_EVENTS <= set(ONLY_NOTIFY)

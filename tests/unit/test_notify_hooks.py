@@ -99,7 +99,7 @@ def test_the_action_and_its_errors_in_hooks_json():
         with pytest.raises(HooksError, match=repr(said)[1:-1].replace("$", r"\$").replace(".", r"\.")):
             parse(doc(hook("n", "session-end", bad)))
     with pytest.raises(HooksError, match=r"\$\.hooks\.n\.event: a notify hook listens"):
-        parse(doc(hook("n", "turn-end", {"notify": "desktop"})))
+        parse(doc(hook("n", "tool-use", {"notify": "desktop"})))
 
 
 def test_a_target_is_trusted_apart_from_any_command(tmp_path, config_home):

@@ -12,12 +12,20 @@ notice still waits or was sent already, as when a batch whose record could not b
 disk) is applied again a second later. A hook replaced by one of the same id keeps them
 (`keep_recent`). What the notice tells is kept in the entry (`notice`), as it was when the
 transition happened: by the time it is sent the session may have moved on.
+
+A turn's end is keyed by its turn (when it began), so a host that ends one turn twice (Codex's
+Stop hook and its `notify` program) tells it once. An idle prompt (the host has waited a while
+for the next prompt: Claude Code sends it about 60 s after a turn ends) tells nothing new where
+that turn's end was told already: a turn-end notify hook told it finished, or a turn-failed one
+told its usage limit (`told_already`).
 """
 
 from __future__ import annotations
 
 import hashlib
 
+from sidecar.base.endreasons import HOST_EXITED
+from sidecar.base.outcome import Outcome, skipped
 from sidecar.base.timeutil import iso
 from sidecar.followups.model import Hook, HooksDoc, Json, QueueEntry, entry_id
 from sidecar.followups.notify.targets import Notify
@@ -26,6 +34,11 @@ from sidecar.vocabulary import LIMIT_ERRORS, EventKind, FollowUpEvent, SessionCh
 NOTICE = "notice"  # the queue entry's key for what the notice tells
 RECENT = "recentNotices"  # the hook's key for the transitions it was queued for lately
 RECENT_LIMIT = 100
+# The asks that mean only "the host is waiting for your next prompt" (Claude Code's and Qwen
+# Code's `notification_type`): the turn before them has ended, and may have been told of.
+IDLE_ASKS = frozenset({"idle_prompt"})
+TURN_INTERRUPTED = skipped("the last turn was interrupted")
+TOLD_ALREADY = skipped("an idle prompt after a turn whose end was told already")
 
 
 def is_notify(hook: Hook | None) -> bool:
@@ -42,11 +55,44 @@ def _transition(*parts: object) -> str:
 
 
 def wants_change(hook: Hook, change: SessionChange) -> bool:
-    """Whether a session change queues this notify hook (its event and reasons matched): a
-    follow-up's own run only if the hook asks, an interrupted end only if it asks."""
+    """Whether a session change may queue this notify hook (its event and reasons matched),
+    where no note is worth making if not: a follow-up's own run only if the hook asks; a
+    subagent's turn end never (it names the subagent's own transcript: the session's turn
+    goes on)."""
     if change.from_hook and not hook.also_follow_ups:
         return False
-    return not (change.kind == EventKind.SESSION_END and change.interrupted and not hook.also_interrupted)
+    return not (change.kind == EventKind.TURN_END and change.payload is not None
+                and change.payload.get("agent_transcript_path"))
+
+
+def refusal(doc: HooksDoc, hook: Hook, change: SessionChange) -> Outcome | None:
+    """Why a notify hook that wants the change tells nothing of it, for its history (None:
+    it tells it). An end mid-turn is told where the host exited (killed, crashed: the user
+    did not stop it) or where the hook asks (`alsoInterrupted`); an idle prompt is not told
+    where its turn's end was (`told_already`)."""
+    if change.kind == EventKind.SESSION_END and change.interrupted and not hook.also_interrupted \
+            and change.reason != HOST_EXITED:
+        return TURN_INTERRUPTED
+    if change.kind == EventKind.NEEDS_INPUT and told_already(doc, change):
+        return TOLD_ALREADY
+    return None
+
+
+def told_already(doc: HooksDoc, change: SessionChange) -> bool:
+    """Whether an idle prompt follows a turn whose end some enabled notify hook told: one that
+    ended well (a turn-end hook), or one that failed on a usage limit (a turn-failed hook of
+    the limit)."""
+    if change.reason not in IDLE_ASKS or change.interrupted:
+        return False
+    for hook in doc.hooks.values():
+        if not hook.enabled or not is_notify(hook) or (change.from_hook and not hook.also_follow_ups):
+            continue
+        if hook.event == EventKind.TURN_END and not change.turn_failed:
+            return True
+        if hook.event == EventKind.TURN_FAILED and change.limited and (
+                hook.reasons is None or LIMIT_ERRORS.intersection(hook.reasons)):
+            return True
+    return False
 
 
 def add_for_change(doc: HooksDoc, hook: Hook, change: SessionChange, now: float, queued: set[str]) -> None:
@@ -54,9 +100,12 @@ def add_for_change(doc: HooksDoc, hook: Hook, change: SessionChange, now: float,
     assert change.kind is not None
     # A limit failure is keyed by its episode (each resume or retry that hits the limit again
     # is the same transition); any other failure while a limit holds is one of its own.
+    # A turn's end is keyed by its turn: a second end event of the same turn is the same.
     transition = _transition(change.kind, "limit", change.limit_since) \
         if change.kind == EventKind.TURN_FAILED and change.limit_since \
         and change.reason in LIMIT_ERRORS else \
+        _transition(change.kind, "turn", change.turn_started_at) \
+        if change.kind == EventKind.TURN_END and change.turn_started_at else \
         _transition(change.kind, change.event_file, repr(change.ts))
     key = f"{entry_id(hook.id, change.host, change.session_id)}@{transition}"
     if key in queued or key in recent(hook):
@@ -68,6 +117,8 @@ def add_for_change(doc: HooksDoc, hook: Hook, change: SessionChange, now: float,
         notice["message"] = message
     if change.last_message:
         notice["lastMessage"] = change.last_message
+    if change.kind == EventKind.SESSION_END and change.interrupted:
+        notice["midTurn"] = True  # its turn never ended: the notice says so
     _append(doc, hook, key, change.host, change.session_id, change.harness_session_id, change.ts, now, notice)
     queued.add(key)
 

@@ -70,8 +70,12 @@ def words(job: dict[str, Any], now: float) -> Text:
     message = str(notice.get("message", "")).strip()
     summary = f"{where} · {host} session {session}"
     lines = [summary]
-    if event == "session-end":
+    if event == "session-end" and notice.get("midTurn"):  # killed or crashed: it did not finish
+        title, priority, tag = f"{host} stopped: {_end(job, reason)}", 4, "warning"
+    elif event == "session-end":
         title, priority, tag = f"{host} finished: {_end(job, reason)}", 3, "white_check_mark"
+    elif event == "turn-end":
+        title, priority, tag = f"{host} finished its turn", 3, "white_check_mark"
     elif event == "needs-input":
         title, priority, tag = f"{host} is waiting for you", 4, "raising_hand"
         lines.insert(0, message or reason.replace("_", " ") or "it asks for input")
@@ -111,6 +115,7 @@ def webhook_body(job: dict[str, Any], text: Text) -> dict[str, Any]:
         "sessionId": job.get("sessionId"), "harnessSessionId": job.get("harnessSessionId"),
         "hookId": job.get("hookId"), "at": notice.get("at"), "reason": reason,
         "reasonInWords": _end(job, reason) if notice.get("event") == "session-end" else reason,
+        "midTurn": bool(notice.get("midTurn")),
         "title": text.title, "message": text.body, "tokens": job.get("tokens"),
     }
     if notice.get("message"):
@@ -125,11 +130,13 @@ def webhook_body(job: dict[str, Any], text: Text) -> dict[str, Any]:
 
 
 def _end(job: dict[str, Any], reason: str) -> str:
-    """A session's end in words; a stale end names the staleAfter the job carries."""
+    """A session's end in words (`, mid-turn` where its turn never ended); a stale end names
+    the staleAfter the job carries."""
+    mid_turn = bool((job.get("notice") or {}).get("midTurn"))
     stale_after = job.get("staleAfter")
     if isinstance(stale_after, bool) or not isinstance(stale_after, (int, float)) or stale_after <= 0:
-        return end_reason(reason)  # a job from elsewhere may not carry it
-    return end_reason(reason, stale_after=float(stale_after))
+        return end_reason(reason, mid_turn=mid_turn)  # a job from elsewhere may not carry it
+    return end_reason(reason, stale_after=float(stale_after), mid_turn=mid_turn)
 
 
 def last_message(job: dict[str, Any]) -> str:

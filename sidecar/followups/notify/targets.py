@@ -31,8 +31,9 @@ MAX_TARGET = 2048
 HOST_PORT = re.compile(r"(\[[0-9A-Fa-f:.]*\]|[^\[\]@:/?#]*)(:[0-9]*)?")
 
 # The events a notify hook may listen for: session events worth a notice, and what the
-# follow-up runner itself produces (vocabulary.FollowUpEvent).
-NOTIFY_EVENTS = ("session-end", "needs-input", "turn-failed", "follow-up-failed", "resume-started")
+# follow-up runner itself produces (vocabulary.FollowUpEvent), which only a notice listens for.
+ONLY_NOTIFY = ("follow-up-failed", "resume-started")
+NOTIFY_EVENTS = ("session-end", "turn-end", "needs-input", "turn-failed", *ONLY_NOTIFY)
 
 
 @dataclass(frozen=True, slots=True)
@@ -111,7 +112,7 @@ def event_misfit(event: str, notify: bool) -> str | None:
     follow-up could fail and start itself again)."""
     if notify and event not in NOTIFY_EVENTS:
         return f"a notify hook listens for one of {', '.join(NOTIFY_EVENTS)}, not {event!r}"
-    if not notify and event in NOTIFY_EVENTS[3:]:
+    if not notify and event in ONLY_NOTIFY:
         return f"only a notify hook (--notify) listens for {event}"
     return None
 
