@@ -1,7 +1,7 @@
 """`make bench`: every benchmark, each figure beside a floor measured in the same run.
 
 Benchmarks measure; they assert nothing. Pass names (emit, latency, throughput, status, hooks,
-handoff, lifecycle, idle, many, top, statusline, redis) to run only some.
+handoff, lifecycle, notify, idle, many, top, statusline, redis) to run only some.
 """
 
 from __future__ import annotations
@@ -17,6 +17,7 @@ import bench_handoff  # noqa: E402
 import bench_hooks  # noqa: E402
 import bench_lifecycle  # noqa: E402
 import bench_many  # noqa: E402
+import bench_notify  # noqa: E402
 import bench_redis  # noqa: E402
 import bench_statusline  # noqa: E402
 import bench_top  # noqa: E402
@@ -30,6 +31,7 @@ BENCHMARKS = {
     "hooks": [bench_hooks.due_to_start, bench_hooks.save_and_reload],
     "handoff": [bench_handoff.handoff],
     "lifecycle": [bench_lifecycle.host_exit, bench_lifecycle.sigterm_handoff],
+    "notify": [bench_notify.turn_end_notice],
     "idle": [lambda: bench_daemon.idle(60.0)],
     "many": [lambda: bench_many.many(1000)],
     "top": [lambda: bench_top.top(1000)],
