@@ -15,7 +15,7 @@ from pathlib import Path
 import orjson
 import pytest
 
-from helpers import SIDECAR, read_json, run_cli, use_hooks, wait_until
+from helpers import read_json, run_cli, use_hooks, wait_until
 from sidecar.base.ids import harness_id
 from support.cluster import (
     coordinate_through,
@@ -27,7 +27,7 @@ from support.cluster import (
     wait_for_leader,
 )
 from support.lock_holder import holding_locks
-from support.record import standing_by
+from support.record import emit_from, standing_by
 
 pytestmark = pytest.mark.slow
 
@@ -39,12 +39,6 @@ MARGIN = 4.0  # what a loaded 2-core CI machine may add to a promise's time (pri
 def started(ws, session: str) -> int:
     """How many times the session's start was applied."""
     return [line["event"] for line in trace_of(ws, session)].count("session.start")
-
-
-def emit_from(machine, ws, session: str, event: str) -> None:
-    payload = orjson.dumps({"event": event, "session_id": session, "host": "chaos"})
-    result = machine.run([SIDECAR, "emit"], input=payload, cwd=ws.root)
-    assert result.returncode == 0, result.stderr
 
 
 def applied_lines(output: str) -> list[str]:
