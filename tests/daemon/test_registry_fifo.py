@@ -4,9 +4,7 @@ a status bar or a host's hook would wait with it."""
 
 from __future__ import annotations
 
-import json
 import os
-import shutil
 import socket
 import subprocess
 from collections.abc import Iterator
@@ -15,9 +13,16 @@ from pathlib import Path
 import pytest
 
 from helpers import SIDECAR, wait_until
-from sidecar.hosts.opencode import host as opencode
+from support.node_plugin import run_opencode_plugin
 
 TIMEOUT = 10  # seconds: far more than a refusal takes; a read of the FIFO never ends
+# The plugin, loaded in the workspace as opencode loads it, told of a new session.
+SESSION_CREATED = """
+const { SidecarPlugin } = await import(process.argv[2])
+const hooks = await SidecarPlugin({ directory: process.cwd() })
+await hooks.event({ event: { type: "session.created",
+                             properties: { info: { id: "ses_1", directory: process.cwd() } } } })
+"""
 
 
 def _fifo(registry: Path) -> Iterator[None]:
@@ -98,20 +103,7 @@ def test_emit_from_a_user_level_hook_refuses_it(bad_registry, workspace):
 
 
 def test_the_opencode_plugin_refuses_it(bad_registry, workspace, tmp_path):
-    node = shutil.which("node")
-    if node is None:
-        pytest.skip("node is not installed, so the opencode plugin cannot run here")
-    plugin = tmp_path / "sidecar.mjs"
-    plugin.write_bytes(opencode.plugin_source())
-    driver = tmp_path / "driver.mjs"
-    driver.write_text(
-        f"import {{ SidecarPlugin }} from {json.dumps(plugin.as_uri())}\n"
-        f"const hooks = await SidecarPlugin({{ directory: {json.dumps(str(workspace.root))} }})\n"
-        "await hooks.event({ event: { type: 'session.created',\n"
-        f"  properties: {{ info: {{ id: 'ses_1', directory: {json.dumps(str(workspace.root))} }} }} }} }})\n")
-    result = subprocess.run([node, str(driver)], capture_output=True, text=True,
-                            timeout=TIMEOUT, cwd=workspace.root)
-    assert result.returncode == 0, result.stderr
+    run_opencode_plugin(workspace.root, tmp_path, SESSION_CREATED)  # ends, exit status 0
     assert list(workspace.inbox.glob("*.json")) == []
 
 
