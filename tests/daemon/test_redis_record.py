@@ -281,16 +281,14 @@ def hook_outcome(ws, hook_id: str = "rec") -> list[tuple[str, str]]:
                   for h in hooks_doc(ws)["hooks"][hook_id].get("history", []))
 
 
-def end_session(ws, session: str, tmp_path: Path) -> None:
-    """A host on no machine of the test's ends the session (its start, then its end)."""
+def end_session(ws, session: str, tmp_path: Path, out: Path) -> None:
+    """A host on no machine of the test's ends the session (its start, then its end); its
+    follow-up's action starts, and is recorded running."""
     emitter = start_emitter(ws, plan([session], ["session-start", "session-end"]),
                             tmp_path / f"{session}.jsonl", 0.2, 0)
     emitter.wait(30)
-
-
-def running(ws) -> bool:
-    pending = hooks_doc(ws)["pending"]
-    return bool(pending and pending[0].get("run"))
+    wait_until(lambda: [f for f in firings(out) if f.what == "start"], 30)
+    wait_until(lambda: hooks_doc(ws)["pending"] and hooks_doc(ws)["pending"][0].get("run"), 10)
 
 
 def test_a_follow_up_running_across_a_sigterm_cutover_is_recorded_ok_by_the_other_user(
@@ -299,9 +297,7 @@ def test_a_follow_up_running_across_a_sigterm_cutover_is_recorded_ok_by_the_othe
     with holding_locks(workspace.root):
         a, b = cluster(workspace, redis_server, net_machines, ["a", "b"],
                        [recording_hook("rec", out, delay=1, sleep=3)])
-        end_session(workspace, "cutover", tmp_path)
-        wait_until(lambda: [f for f in firings(out) if f.what == "start"], 30)
-        wait_until(lambda: running(workspace), 10)
+        end_session(workspace, "cutover", tmp_path, out)
         assert [f.machine for f in firings(out)] == ["a"]  # the leader's machine runs it
         termed = time.monotonic()
         assert a.terminate(timeout=10) == 0  # blue-green: a's sidecar leaves, its action runs on
@@ -319,9 +315,7 @@ def test_a_follow_up_whose_machine_dies_is_recorded_interrupted_once_by_the_othe
     with holding_locks(workspace.root):
         a, b = cluster(workspace, redis_server, net_machines, ["a", "b"],
                        [recording_hook("rec", out, delay=1, sleep=60)])
-        end_session(workspace, "doomed", tmp_path)
-        wait_until(lambda: [f for f in firings(out) if f.what == "start"], 30)
-        wait_until(lambda: running(workspace), 10)
+        end_session(workspace, "doomed", tmp_path, out)
         killed = time.monotonic()
         a.kill()  # the power cut: the action dies with its machine
         assert wait_for_leader(workspace, redis_server, [a, b], 15) is b
