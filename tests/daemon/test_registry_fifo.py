@@ -6,13 +6,12 @@ from __future__ import annotations
 
 import os
 import socket
-import subprocess
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
-from helpers import SIDECAR, wait_until
+from helpers import run_cli, wait_until
 from support.node_plugin import run_opencode_plugin
 
 TIMEOUT = 10  # seconds: far more than a refusal takes; a read of the FIFO never ends
@@ -63,13 +62,8 @@ def bad_registry(request, workspace, config_home) -> Iterator[Path]:
     yield from request.param(registry)
 
 
-def _run(*args: str, cwd: Path | None = None, payload: bytes = b"") -> subprocess.CompletedProcess:
-    return subprocess.run([SIDECAR, *args], input=payload, capture_output=True, cwd=cwd,
-                          timeout=TIMEOUT)
-
-
 def test_the_status_line_refuses_it(bad_registry):
-    result = _run("status", "--line")
+    result = run_cli("status", "--line", timeout=TIMEOUT)
     assert result.returncode == 0  # a status bar is never failed
     assert result.stdout.decode().strip() == "sidecar: registry unreadable"
 
@@ -77,7 +71,7 @@ def test_the_status_line_refuses_it(bad_registry):
 @pytest.mark.parametrize("args", [("status", "--all"), ("status", "--all", "--json"),
                                   ("sessions",), ("doctor",), ("reload",)])
 def test_the_commands_refuse_it(bad_registry, workspace, args):
-    result = _run(*args, cwd=workspace.root)
+    result = run_cli(*args, cwd=workspace.root, timeout=TIMEOUT)
     assert result.returncode != 0
     output = (result.stdout + result.stderr).decode()
     assert "cannot be read" in output and "Traceback" not in output, output
@@ -87,7 +81,7 @@ def test_init_and_unregister_refuse_it(bad_registry, workspace, tmp_path):
     new = tmp_path / "new"
     new.mkdir()
     for args in (("init", str(new)), ("unregister", str(workspace.root))):
-        result = _run(*args)
+        result = run_cli(*args, timeout=TIMEOUT)
         assert result.returncode != 0, args
         assert "cannot be read" in result.stderr.decode()
 
@@ -95,8 +89,8 @@ def test_init_and_unregister_refuse_it(bad_registry, workspace, tmp_path):
 def test_emit_from_a_user_level_hook_refuses_it(bad_registry, workspace):
     """A user-level hook runs emit in every folder: the workspace is then not known to be
     initialised here, so nothing is written and the host goes on."""
-    result = _run("emit", "--source", "claude-code", cwd=workspace.root,
-                  payload=b'{"hook_event_name":"SessionStart","session_id":"s1"}')
+    result = run_cli("emit", "--source", "claude-code", cwd=workspace.root, timeout=TIMEOUT,
+                     input=b'{"hook_event_name":"SessionStart","session_id":"s1"}')
     assert result.returncode == 0
     assert "Traceback" not in result.stderr.decode()
     assert list(workspace.inbox.glob("*.json")) == []
