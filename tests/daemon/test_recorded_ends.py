@@ -86,11 +86,8 @@ def test_a_session_ends_when_its_manifest_says_so_and_not_before(workspace, star
     assert done["transcriptPath"] == str(messages_path(home, "1796115993153_done"))
     assert all(session_record(workspace, s, "cline")["status"] == "active" for s in spoilt)
 
-    def post_task():
-        return read_json(workspace.hooks_file)["hooks"]["post-task"]
-
-    wait_until(lambda: post_task()["history"], 10)
-    [firing] = post_task()["history"]
+    wait_until(lambda: read_json(workspace.hooks_file)["hooks"]["post-task"]["history"], 10)
+    [firing] = read_json(workspace.hooks_file)["hooks"]["post-task"]["history"]
     assert firing["sessionId"] == "1796115993153_done"
     assert firing["status"] == ("skipped: Cline 3.0.65 cannot resume a session without a "
                                 "terminal (`cline --id` needs one); not resumed")
