@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import errno
 import os
-import resource
 import threading
 import time
 from pathlib import Path
@@ -13,7 +12,7 @@ from pathlib import Path
 import orjson
 import pytest
 
-from helpers import SIDECAR, emit, instance_docs, session_record, wait_until
+from helpers import emit, instance_docs, run_with_open_files, session_record, wait_until
 from sidecar.config import Config
 from sidecar.coordination.instances import Identity
 from sidecar.daemon.loop import StepLoop
@@ -104,17 +103,8 @@ def test_a_low_open_file_limit_is_named_and_the_workspaces_within_it_are_served(
         tmp_path, config_home, start_daemon):
     roots = make_workspaces(tmp_path, 150)
     register(config_home, roots)
-    limit = 200  # 68 workspaces fit, with files to spare for their work
-
-    def low_limit() -> None:
-        resource.setrlimit(resource.RLIMIT_NOFILE, (limit, limit))
-
-    import subprocess
-
     log = tmp_path / "daemon.log"
-    with open(log, "wb") as out:
-        proc = subprocess.Popen([SIDECAR, "run"], stdout=out, stderr=subprocess.STDOUT,
-                                preexec_fn=low_limit)
+    proc = run_with_open_files(200, log)  # 68 workspaces fit, with files to spare for their work
     try:
         wait_until(lambda: sum(led(r, proc.pid) for r in roots) == 68, 20)
         wait_until(lambda: "too many open files: the limit is 200" in log.read_text(), 10)

@@ -4,14 +4,12 @@ everywhere it is used and is never overwritten; a change to it is taken up live,
 from __future__ import annotations
 
 import os
-import resource
-import subprocess
 from pathlib import Path
 
 import orjson
 import pytest
 
-from helpers import SIDECAR, emit, run_cli, session_record, wait_until
+from helpers import emit, run_cli, run_with_open_files, session_record, wait_until
 from sidecar.layout import Workspace
 
 
@@ -100,14 +98,8 @@ def test_thousands_of_dead_entries_are_one_warning_and_need_no_open_files(tmp_pa
     dead = [str(tmp_path / "gone" / f"w{i}") for i in range(20_000)]
     registry = config_home / "workspaces.json"
     registry.write_bytes(orjson.dumps({"workspaces": [*dead, str(live)]}))
-
-    def low_file_limit() -> None:
-        resource.setrlimit(resource.RLIMIT_NOFILE, (1024, 1024))
-
     log = tmp_path / "daemon.log"
-    with open(log, "wb") as out:
-        proc = subprocess.Popen([SIDECAR, "run"], stdout=out, stderr=subprocess.STDOUT,
-                                stdin=subprocess.DEVNULL, preexec_fn=low_file_limit)
+    proc = run_with_open_files(1024, log)
     try:
         wait_until(lambda: _served(live), 30)
     finally:
