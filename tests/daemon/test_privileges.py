@@ -256,12 +256,11 @@ def plant_claimed(ws: Workspace, owner: Owner, session: str, **more: object) -> 
 
 
 def stays_alive(proc: subprocess.Popen, seconds: float) -> bool:
-    deadline = time.monotonic() + seconds
-    while time.monotonic() < deadline:
-        if proc.poll() is not None:
-            return False
-        time.sleep(0.05)
-    return proc.poll() is None
+    try:
+        proc.wait(seconds)
+    except subprocess.TimeoutExpired:
+        return True
+    return False
 
 
 def snapshot(folder: Path) -> dict[str, tuple]:
