@@ -77,11 +77,9 @@ def test_one_leader_at_a_time_and_every_event_once_under_power_cuts(
     with holding_locks(workspace.root):
         servers = [start_sidecar(machines(name), workspace) for name in ("a", "b", "c")]
         wait_for_leader(workspace, redis_server, servers)
-        emitters = []
-        for e, name in enumerate(("e1", "e2")):  # machines that run no sidecar
-            emitters.append(machines(name).start(
-                [sys.executable, EMITTER, str(workspace.root), str(tmp_path / f"names-{e}.txt"),
-                 str(e), *sessions[e::2]], cwd=workspace.root))
+        emitters = [machines(name).start(  # machines that run no sidecar
+            [sys.executable, EMITTER, str(workspace.root), str(tmp_path / f"names-{e}.txt"), str(e),
+             *sessions[e::2]], cwd=workspace.root) for e, name in enumerate(("e1", "e2"))]
         rng = random.Random(22)
         cuts: list[tuple[float, str]] = []  # (when, the instance that led)
 
@@ -109,9 +107,7 @@ def test_one_leader_at_a_time_and_every_event_once_under_power_cuts(
     assert sorted(p.name for p in (workspace.runtime / "locks").iterdir()) == [
         "bindings.lock", "hooks.lock", "leader.lock"]
 
-    dropped = set()
-    for e in range(2):
-        dropped |= set((tmp_path / f"names-{e}.txt").read_text().split())
+    dropped = {name for e in range(2) for name in (tmp_path / f"names-{e}.txt").read_text().split()}
     assert len(dropped) == 2000
     doubled, applied = 0, set()
     for session in sessions:
