@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from helpers import emit
+from helpers import emit, write_file
 from sidecar import jsonfile, locks, safedir
 from sidecar.hosts.opencode import host as opencode
 from sidecar.inbox import folder as inbox
@@ -246,8 +246,7 @@ def test_an_outcome_is_read_again_once_a_swapped_logs_folder_is_repaired(ws, tmp
     from sidecar.followups.run import actions
 
     log = ws.logs / "hooks" / "h" / "x.log"
-    log.parent.mkdir(parents=True)
-    actions.status_file(log).write_text('{"exit": 0}')
+    write_file(actions.status_file(log), '{"exit": 0}')
     real = ws.logs.with_name("logs.real")
     ws.logs.rename(real)
     plant_link(ws.logs, outside(tmp_path, "hooks", "h"))

@@ -14,7 +14,7 @@ import time
 
 import pytest
 
-from helpers import FIXTURES, read_json, run_cli, session_record, wait_until
+from helpers import FIXTURES, read_json, run_cli, session_record, wait_until, write_file
 from sidecar.base.ids import harness_id
 from sidecar.base.timeutil import iso
 from sidecar.hosts.cline.host import manifest_path, messages_path
@@ -36,9 +36,7 @@ def write_manifest(home, session: str, status: str) -> None:
     manifest = json.loads((RECORDED / "session-manifest.completed.json").read_bytes())
     # Ended now: an end from before the run's start would be an earlier run's.
     manifest.update(session_id=session, status=status, ended_at=iso(time.time()))
-    path = manifest_path(home, session)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps(manifest))
+    write_file(manifest_path(home, session), json.dumps(manifest))
 
 
 def trace_messages(workspace, session) -> str:
