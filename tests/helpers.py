@@ -319,3 +319,13 @@ def write_file(path: Path, data: str | bytes) -> Path:
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_bytes(data if isinstance(data, bytes) else data.encode())
     return path
+
+
+def run_with_open_files(limit: int, log: Path) -> subprocess.Popen:
+    """A real `sidecar run` (serving what the registry names) allowed `limit` open files, its
+    output in `log`; the test terminates it."""
+    import resource
+
+    with open(log, "wb") as out:
+        return subprocess.Popen([SIDECAR, "run"], stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+                                preexec_fn=lambda: resource.setrlimit(resource.RLIMIT_NOFILE, (limit, limit)))

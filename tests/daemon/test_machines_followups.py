@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from helpers import read_json, use_hooks, wait_until
+from helpers import use_hooks, wait_until
 from sidecar.emit import drop
 from sidecar.followups.run.lease import TTL_MS
 from support.cluster import (
@@ -29,6 +29,7 @@ from support.cluster import (
     wait_for_leader,
 )
 from support.lock_holder import holding_locks
+from support.record import hooks_doc
 
 pytestmark = pytest.mark.slow
 
@@ -66,12 +67,19 @@ def where(out: Path, session: str) -> list[str]:
     return [line.split()[2] for line in lines if line.split()[:2] == ["start", session]]
 
 
-def hooks_doc(ws) -> dict:
-    return read_json(ws.hooks_file)
-
-
 def history(ws) -> list[dict]:
     return hooks_doc(ws)["hooks"][HOOK].get("history", [])  # none until it first fires
+
+
+def running_on_the_leader(ws, server, out: Path, machines: list, session: str) -> tuple:
+    """End `session`, wait until its follow-up's action runs, on the leader's machine; the
+    leader, and the other machine."""
+    leader = wait_for_leader(ws, server, machines)
+    end_sessions(ws, [session])
+    wait_until(lambda: where(out, session), 30)
+    assert where(out, session) == [leader.name]  # the leader's machine runs it
+    wait_until(lambda: hooks_doc(ws)["pending"] and hooks_doc(ws)["pending"][0].get("run"), 10)
+    return leader, next(m for m in machines if m is not leader)
 
 
 def outcome(ws) -> tuple[list[tuple[str, str]], list]:
@@ -120,12 +128,7 @@ def test_a_due_follow_up_fires_once_across_the_machines(cluster):
 def test_a_follow_up_whose_machine_dies_is_recorded_interrupted_once(cluster):
     ws, server, out, boot = cluster
     a, b = boot(recording_hook(out, sleep=60))
-    leader = wait_for_leader(ws, server, [a, b])
-    other = b if leader is a else a
-    end_sessions(ws, ["doomed"])
-    wait_until(lambda: where(out, "doomed"), 30)
-    assert where(out, "doomed") == [leader.name]  # the leader's machine runs it
-    wait_until(lambda: hooks_doc(ws)["pending"] and hooks_doc(ws)["pending"][0].get("run"), 10)
+    leader, other = running_on_the_leader(ws, server, out, [a, b], "doomed")
     leader.kill()  # every process of it, the action too
     killed_at = time.monotonic()
     assert wait_for_leader(ws, server, [a, b], timeout=15) is other
@@ -149,12 +152,7 @@ def test_a_follow_up_whose_machine_dies_is_recorded_interrupted_once(cluster):
 def test_a_follow_up_running_across_a_sigterm_cutover_is_recorded_by_the_new_leader(cluster):
     ws, server, out, boot = cluster
     a, b = boot(recording_hook(out, sleep=3))
-    old = wait_for_leader(ws, server, [a, b])
-    new = b if old is a else a
-    end_sessions(ws, ["cutover"])
-    wait_until(lambda: where(out, "cutover"), 30)
-    assert where(out, "cutover") == [old.name]
-    wait_until(lambda: hooks_doc(ws)["pending"] and hooks_doc(ws)["pending"][0].get("run"), 10)
+    old, new = running_on_the_leader(ws, server, out, [a, b], "cutover")
     log_before = daemon_log().read_text(errors="replace")
     termed_at = time.monotonic()
     assert old.terminate(timeout=10) == 0

@@ -15,7 +15,7 @@ from pathlib import Path
 import orjson
 import pytest
 
-from helpers import SIDECAR, read_json, run_cli, use_hooks, wait_until
+from helpers import read_json, run_cli, use_hooks, wait_until
 from sidecar.base.ids import harness_id
 from support.cluster import (
     coordinate_through,
@@ -27,7 +27,7 @@ from support.cluster import (
     wait_for_leader,
 )
 from support.lock_holder import holding_locks
-from support.record import standing_by
+from support.record import emit_from, standing_by
 
 pytestmark = pytest.mark.slow
 
@@ -39,12 +39,6 @@ MARGIN = 4.0  # what a loaded 2-core CI machine may add to a promise's time (pri
 def started(ws, session: str) -> int:
     """How many times the session's start was applied."""
     return [line["event"] for line in trace_of(ws, session)].count("session.start")
-
-
-def emit_from(machine, ws, session: str, event: str) -> None:
-    payload = orjson.dumps({"event": event, "session_id": session, "host": "chaos"})
-    result = machine.run([SIDECAR, "emit"], input=payload, cwd=ws.root)
-    assert result.returncode == 0, result.stderr
 
 
 def applied_lines(output: str) -> list[str]:
@@ -83,11 +77,9 @@ def test_one_leader_at_a_time_and_every_event_once_under_power_cuts(
     with holding_locks(workspace.root):
         servers = [start_sidecar(machines(name), workspace) for name in ("a", "b", "c")]
         wait_for_leader(workspace, redis_server, servers)
-        emitters = []
-        for e, name in enumerate(("e1", "e2")):  # machines that run no sidecar
-            emitters.append(machines(name).start(
-                [sys.executable, EMITTER, str(workspace.root), str(tmp_path / f"names-{e}.txt"),
-                 str(e), *sessions[e::2]], cwd=workspace.root))
+        emitters = [machines(name).start(  # machines that run no sidecar
+            [sys.executable, EMITTER, str(workspace.root), str(tmp_path / f"names-{e}.txt"), str(e),
+             *sessions[e::2]], cwd=workspace.root) for e, name in enumerate(("e1", "e2"))]
         rng = random.Random(22)
         cuts: list[tuple[float, str]] = []  # (when, the instance that led)
 
@@ -115,9 +107,7 @@ def test_one_leader_at_a_time_and_every_event_once_under_power_cuts(
     assert sorted(p.name for p in (workspace.runtime / "locks").iterdir()) == [
         "bindings.lock", "hooks.lock", "leader.lock"]
 
-    dropped = set()
-    for e in range(2):
-        dropped |= set((tmp_path / f"names-{e}.txt").read_text().split())
+    dropped = {name for e in range(2) for name in (tmp_path / f"names-{e}.txt").read_text().split()}
     assert len(dropped) == 2000
     doubled, applied = 0, set()
     for session in sessions:

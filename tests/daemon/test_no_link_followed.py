@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from helpers import emit
+from helpers import emit, write_file
 from sidecar import jsonfile, locks, safedir
 from sidecar.hosts.opencode import host as opencode
 from sidecar.inbox import folder as inbox
@@ -46,11 +46,12 @@ def everything_under(folder: Path) -> list[str]:
 
 @pytest.fixture
 def ws(tmp_path: Path) -> Workspace:
-    """A bare runtime tree (no `sidecar init`: safedir works on any `.context/`)."""
-    root = tmp_path / "ws"
-    for sub in ("runtime/inbox/rejected", "runtime/sessions", "runtime/locks", "hooks"):
-        (root / ".context" / sub).mkdir(parents=True)
-    return Workspace(root)
+    """The runtime folders and `hooks`, no more (no `sidecar init`: safedir works on any
+    `.context/`)."""
+    ws = Workspace(tmp_path / "ws")
+    ws.ensure_runtime()
+    (ws.context / "hooks").mkdir()
+    return ws
 
 
 # -- sidecar emit ---------------------------------------------------------------------------------
@@ -223,11 +224,9 @@ def test_a_prompt_is_never_read_through_a_symlinked_hooks_folder(ws, tmp_path):
 
 # -- a folder swapped in the middle of a step loses nothing --------------------------------------
 
-def test_an_inbox_swapped_while_an_event_is_read_rejects_nothing(tmp_path):
+def test_an_inbox_swapped_while_an_event_is_read_rejects_nothing(ws, tmp_path):
     """The event is good; its folder was swapped for a link for a moment. It must wait for
     the workspace to be repaired, never be set aside as a bad file."""
-    ws = Workspace(tmp_path / "ws")
-    ws.ensure_runtime()
     (ws.inbox / "a.json").write_bytes(b'{"event": "session-start", "session_id": "s"}')
     [arrival] = inbox.scan(ws)
     real = ws.inbox.with_name("inbox.real")
@@ -241,16 +240,13 @@ def test_an_inbox_swapped_while_an_event_is_read_rejects_nothing(tmp_path):
     assert inbox.read(ws, arrival, 1e10).session_id == "s"
 
 
-def test_an_outcome_is_read_again_once_a_swapped_logs_folder_is_repaired(tmp_path):
+def test_an_outcome_is_read_again_once_a_swapped_logs_folder_is_repaired(ws, tmp_path):
     """An action that ended while `logs` was a link: its real outcome is recorded later,
     not `error: interrupted` for good."""
     from sidecar.followups.run import actions
 
-    ws = Workspace(tmp_path / "ws")
-    ws.ensure_runtime()
     log = ws.logs / "hooks" / "h" / "x.log"
-    log.parent.mkdir(parents=True)
-    actions.status_file(log).write_text('{"exit": 0}')
+    write_file(actions.status_file(log), '{"exit": 0}')
     real = ws.logs.with_name("logs.real")
     ws.logs.rename(real)
     plant_link(ws.logs, outside(tmp_path, "hooks", "h"))

@@ -39,6 +39,7 @@ from sidecar.followups.run import actions
 from sidecar.layout import Workspace
 from sidecar.owner import SAFE_PATH
 from sidecar.procwatch import Proc, is_alive
+from support.record import use_hooks
 
 TOOLS = ("setpriv", "useradd", "userdel")
 TOGGLER = Path(__file__).with_name("symlink_toggler.py")
@@ -198,18 +199,16 @@ def top(owner: Owner) -> Iterator[Path]:
 
 # -- helpers ----------------------------------------------------------------------------------
 
-def owned_workspace(top: Path, owner: Owner, hooks: dict | None = None) -> Workspace:
-    """`sidecar init` as root (registered in root's registry), `hooks` (if given) as the
-    whole of its hooks, then everything given to the owner."""
+def owned_workspace(top: Path, owner: Owner, *hooks: dict) -> Workspace:
+    """`sidecar init` as root (registered in root's registry), `hooks` (if any) as the whole
+    of its hooks (trusted by no one), then everything given to the owner."""
     root = top / "ws"
     root.mkdir()
     result = run_cli("init", str(root))
     assert result.returncode == 0, result.stderr
     ws = Workspace(root)
-    if hooks is not None:
-        doc = read_json(ws.hooks_file)
-        doc["hooks"] = hooks
-        ws.hooks_file.write_bytes(orjson.dumps(doc))
+    if hooks:
+        use_hooks(ws, list(hooks))
     owner.chown(root)
     return ws
 
@@ -240,8 +239,11 @@ def hook(ws: Workspace, hook_id: str) -> dict:
     return read_json(ws.hooks_file)["hooks"][hook_id]
 
 
-def plant_pending(ws: Workspace, owner: Owner, entry: dict) -> None:
-    """As the owner, add `entry` to hooks.json's queue by hand, keeping the rest."""
+def plant_claimed(ws: Workspace, owner: Owner, session: str, **more: object) -> None:
+    """As the owner, add to hooks.json's queue by hand, keeping the rest, a post-task entry for
+    `session` (and `more`) claimed long ago by an instance now dead."""
+    entry = {"hookId": "post-task", "host": "claude-code", "sessionId": session, "dueAt": OLD,
+             "claimedBy": "dead-instance", "claimedAt": OLD, **more}
     script = ("import json, sys\n"
               "path = sys.argv[1]\n"
               "doc = json.load(open(path))\n"
@@ -254,12 +256,11 @@ def plant_pending(ws: Workspace, owner: Owner, entry: dict) -> None:
 
 
 def stays_alive(proc: subprocess.Popen, seconds: float) -> bool:
-    deadline = time.monotonic() + seconds
-    while time.monotonic() < deadline:
-        if proc.poll() is not None:
-            return False
-        time.sleep(0.05)
-    return proc.poll() is None
+    try:
+        proc.wait(seconds)
+    except subprocess.TimeoutExpired:
+        return True
+    return False
 
 
 def snapshot(folder: Path) -> dict[str, tuple]:
@@ -287,7 +288,7 @@ def test_a_root_daemon_runs_an_owners_trusted_hook_as_the_owner(top, owner, conf
               'echo "${OWNER_MARK-unset}" >> "$0"; echo "${ROOT_MARK-unset}" >> "$0"; '
               'echo "${DAEMON_MARK-unset}" >> "$0"; echo "$PATH" >> "$0"')
     argv = ["sh", "-c", script, str(out)]
-    ws = owned_workspace(top, owner, {"who": command_hook("who", argv)})
+    ws = owned_workspace(top, owner, command_hook("who", argv))
     trust_as_owner(ws, "who", owner)
     (owner.config / "environment").write_text("OWNER_MARK=from-the-owner\n")
     owner.chown(owner.config)
@@ -320,7 +321,7 @@ def test_only_the_owners_own_trust_counts(top, owner, config_home, root_daemon, 
     a root daemon run it; now none of these counts, and the firing says why."""
     out = top / "ws" / "ran.txt"
     argv = ["sh", "-c", 'id -u > "$0"', str(out)]
-    ws = owned_workspace(top, owner, {"cmd": command_hook("cmd", argv)})
+    ws = owned_workspace(top, owner, command_hook("cmd", argv))
     if where == "root's own trust file":
         trust.trust(ws, trusted_hook(ws, "cmd"), time.time())  # the daemon's: config_home
         assert "cmd" in str(read_json(config_home / trust.TRUST_FILE))
@@ -366,9 +367,7 @@ def test_a_planted_run_record_is_never_signalled(top, owner, config_home, root_d
                "log": str(ws.logs / "hooks" / "post-task" / "planted.log")}
         if mac:
             run["mac"] = secrets.token_hex(32)
-        plant_pending(ws, owner, {"hookId": "post-task", "host": "claude-code", "sessionId": "x1",
-                                  "dueAt": OLD, "claimedBy": "dead-instance", "claimedAt": OLD,
-                                  "run": run})
+        plant_claimed(ws, owner, "x1", run=run)
 
         daemon = root_daemon(ws.root)
         wait_until(lambda: not read_json(ws.hooks_file)["pending"], 30)
@@ -393,9 +392,7 @@ def test_a_planted_log_path_is_never_created(top, owner, root_daemon, name):
     secret.mkdir(mode=0o700)
     planted = secret / "planted-dir" / name
     ws = owned_workspace(top, owner)
-    plant_pending(ws, owner, {"hookId": "post-task", "host": "claude-code", "sessionId": "x2",
-                              "dueAt": OLD, "claimedBy": "dead-instance", "claimedAt": OLD,
-                              "log": str(planted)})
+    plant_claimed(ws, owner, "x2", log=str(planted))
 
     daemon = root_daemon(ws.root)
     wait_until(lambda: not read_json(ws.hooks_file)["pending"], 30)
@@ -425,7 +422,7 @@ def test_blind_symlink_toggling_plants_nothing_outside_the_workspace(top, owner,
     exactly what it held, the daemon never stops, sets the workspace aside and serves it
     again once the links are gone."""
     argv = ["true"]
-    ws = owned_workspace(top, owner, {"fire": command_hook("fire", argv)})
+    ws = owned_workspace(top, owner, command_hook("fire", argv))
     trust_as_owner(ws, "fire", owner)
     secret = top / "root-only"
     secret.mkdir(mode=0o700)
@@ -474,7 +471,7 @@ def test_an_owners_unreadable_settings_fail_the_firing_clearly(top, owner, confi
     with its path and the parser's words, and nothing runs (never root's settings instead)."""
     out = top / "ws" / "ran.txt"
     argv = ["sh", "-c", 'id -u > "$0"', str(out)]
-    ws = owned_workspace(top, owner, {"cmd": command_hook("cmd", argv)})
+    ws = owned_workspace(top, owner, command_hook("cmd", argv))
     trust_as_owner(ws, "cmd", owner)
     (owner.config / "config.toml").write_text("permissionMode = \n")
     owner.chown(owner.config)

@@ -14,7 +14,7 @@ import time
 
 import pytest
 
-from helpers import FIXTURES, read_json, run_cli, session_record, wait_until
+from helpers import FIXTURES, read_json, run_cli, session_record, wait_until, write_file
 from sidecar.base.ids import harness_id
 from sidecar.base.timeutil import iso
 from sidecar.hosts.cline.host import manifest_path, messages_path
@@ -36,9 +36,7 @@ def write_manifest(home, session: str, status: str) -> None:
     manifest = json.loads((RECORDED / "session-manifest.completed.json").read_bytes())
     # Ended now: an end from before the run's start would be an earlier run's.
     manifest.update(session_id=session, status=status, ended_at=iso(time.time()))
-    path = manifest_path(home, session)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps(manifest))
+    write_file(manifest_path(home, session), json.dumps(manifest))
 
 
 def trace_messages(workspace, session) -> str:
@@ -86,11 +84,8 @@ def test_a_session_ends_when_its_manifest_says_so_and_not_before(workspace, star
     assert done["transcriptPath"] == str(messages_path(home, "1796115993153_done"))
     assert all(session_record(workspace, s, "cline")["status"] == "active" for s in spoilt)
 
-    def post_task():
-        return read_json(workspace.hooks_file)["hooks"]["post-task"]
-
-    wait_until(lambda: post_task()["history"], 10)
-    [firing] = post_task()["history"]
+    wait_until(lambda: read_json(workspace.hooks_file)["hooks"]["post-task"]["history"], 10)
+    [firing] = read_json(workspace.hooks_file)["hooks"]["post-task"]["history"]
     assert firing["sessionId"] == "1796115993153_done"
     assert firing["status"] == ("skipped: Cline 3.0.65 cannot resume a session without a "
                                 "terminal (`cline --id` needs one); not resumed")

@@ -31,13 +31,11 @@ def clock_env(clock: FakeClock, offset: int) -> dict[str, str]:
 
 
 def doctor(ws, env: dict[str, str] | None = None) -> str:
-    result = run_cli("doctor", cwd=ws.root, env=env)
-    return result.stdout.decode()
+    return run_cli("doctor", cwd=ws.root, env=env).stdout.decode()
 
 
 def coordination_row(ws, env: dict[str, str] | None = None) -> dict:
-    result = run_cli("status", "--json", cwd=ws.root, env=env)
-    return orjson.loads(result.stdout)["coordination"]
+    return orjson.loads(run_cli("status", "--json", cwd=ws.root, env=env).stdout)["coordination"]
 
 
 def session_status(ws, session: str) -> str | None:

@@ -69,11 +69,6 @@ def shard(session: str) -> str:
     return f"shard-{int(session.rsplit('-', 1)[1]) % SHARDS}"
 
 
-def sharded_hooks(out: Path, delay: int = 1) -> list[dict]:
-    return [recording_hook(f"shard-{i}", out, reason=f"shard-{i}", delay=delay)
-            for i in range(SHARDS)]
-
-
 def cluster(ws, server, net_machines, names, hooks, clocks=None, settings=FAST):
     """The machines, each having registered the workspace and trusted its hooks as its own
     user; the first one's sidecar leads, the others stand by."""
@@ -128,7 +123,7 @@ def assert_counts(ws, dropped_file: Path, hook_ids: list[str], sessions: list[st
 def test_stops_and_power_cuts_of_the_leader_lose_and_double_nothing(
         run, workspace, redis_server, net_machines, tmp_path):
     out, dropped = tmp_path / "fired.txt", tmp_path / "dropped.jsonl"
-    hooks = sharded_hooks(out)
+    hooks = [recording_hook(f"shard-{i}", out, reason=f"shard-{i}") for i in range(SHARDS)]
     hook_ids = [h["id"] for h in hooks]
     sessions = [f"c{run}-{i:03d}" for i in range(300)]  # x 6 events: 1,800
     rng = random.Random(32_000 + run)
@@ -236,11 +231,6 @@ def test_a_leader_on_a_slow_link_is_deposed_and_redis_refuses_its_late_writes(
 DUE_DELAY = 4  # the follow-up's delay: firing it at once is 4 s early, not "on time"
 
 
-def drops_when_done(emitter, listed: Path):
-    emitter.wait(30)
-    return drops(listed)
-
-
 @pytest.mark.parametrize("offset", ["+25h", "-2m"])
 def test_a_leader_with_a_wrong_wall_clock_sweeps_no_live_session_and_fires_on_time(
         offset, workspace, redis_server, net_machines, tmp_path):
@@ -258,8 +248,8 @@ def test_a_leader_with_a_wrong_wall_clock_sweeps_no_live_session_and_fires_on_ti
         assert wait_for_leader(workspace, redis_server, [right, wrong], 15) is wrong
         time.sleep(4)  # four sweeps (sweepInterval = 1)
         emitter = start_emitter(workspace, plan(ended), tmp_path / "ended.jsonl", 2, 2, window=5)
-        ends = {d.session: d.ts for d in drops_when_done(emitter, tmp_path / "ended.jsonl")
-                if d.event == "session-end"}
+        emitter.wait(30)
+        ends = {d.session: d.ts for d in drops(tmp_path / "ended.jsonl") if d.event == "session-end"}
         due = {s: at + DUE_DELAY for s, at in ends.items()}
         settle(lambda: {f.session for f in firings(out) if f.what == "start"} >= set(ended),
                max(due.values()) - time.time() + 10, 0.1)
@@ -281,16 +271,14 @@ def hook_outcome(ws, hook_id: str = "rec") -> list[tuple[str, str]]:
                   for h in hooks_doc(ws)["hooks"][hook_id].get("history", []))
 
 
-def end_session(ws, session: str, tmp_path: Path) -> None:
-    """A host on no machine of the test's ends the session (its start, then its end)."""
+def end_session(ws, session: str, tmp_path: Path, out: Path) -> None:
+    """A host on no machine of the test's ends the session (its start, then its end); its
+    follow-up's action starts, and is recorded running."""
     emitter = start_emitter(ws, plan([session], ["session-start", "session-end"]),
                             tmp_path / f"{session}.jsonl", 0.2, 0)
     emitter.wait(30)
-
-
-def running(ws) -> bool:
-    pending = hooks_doc(ws)["pending"]
-    return bool(pending and pending[0].get("run"))
+    wait_until(lambda: [f for f in firings(out) if f.what == "start"], 30)
+    wait_until(lambda: hooks_doc(ws)["pending"] and hooks_doc(ws)["pending"][0].get("run"), 10)
 
 
 def test_a_follow_up_running_across_a_sigterm_cutover_is_recorded_ok_by_the_other_user(
@@ -299,9 +287,7 @@ def test_a_follow_up_running_across_a_sigterm_cutover_is_recorded_ok_by_the_othe
     with holding_locks(workspace.root):
         a, b = cluster(workspace, redis_server, net_machines, ["a", "b"],
                        [recording_hook("rec", out, delay=1, sleep=3)])
-        end_session(workspace, "cutover", tmp_path)
-        wait_until(lambda: [f for f in firings(out) if f.what == "start"], 30)
-        wait_until(lambda: running(workspace), 10)
+        end_session(workspace, "cutover", tmp_path, out)
         assert [f.machine for f in firings(out)] == ["a"]  # the leader's machine runs it
         termed = time.monotonic()
         assert a.terminate(timeout=10) == 0  # blue-green: a's sidecar leaves, its action runs on
@@ -319,9 +305,7 @@ def test_a_follow_up_whose_machine_dies_is_recorded_interrupted_once_by_the_othe
     with holding_locks(workspace.root):
         a, b = cluster(workspace, redis_server, net_machines, ["a", "b"],
                        [recording_hook("rec", out, delay=1, sleep=60)])
-        end_session(workspace, "doomed", tmp_path)
-        wait_until(lambda: [f for f in firings(out) if f.what == "start"], 30)
-        wait_until(lambda: running(workspace), 10)
+        end_session(workspace, "doomed", tmp_path, out)
         killed = time.monotonic()
         a.kill()  # the power cut: the action dies with its machine
         assert wait_for_leader(workspace, redis_server, [a, b], 15) is b

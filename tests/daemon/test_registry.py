@@ -4,26 +4,18 @@ everywhere it is used and is never overwritten; a change to it is taken up live,
 from __future__ import annotations
 
 import os
-import resource
-import subprocess
 from pathlib import Path
 
 import orjson
 import pytest
 
-from helpers import SIDECAR, emit, run_cli, wait_until
-from sidecar.base.ids import harness_id
+from helpers import emit, run_cli, run_with_open_files, session_record, wait_until
 from sidecar.layout import Workspace
 
 
 def _served(root: Path) -> bool:
     result = run_cli("status", "--root", str(root), "--json")
     return orjson.loads(result.stdout)["workspaces"][0]["served"]
-
-
-def _record(ws: Workspace, session: str, host: str = "x"):
-    path = ws.session_dir(harness_id(host, session)) / "session.json"
-    return orjson.loads(path.read_bytes()) if path.exists() else None
 
 
 def _trailing_comma(registry: Path, roots: list[Path]) -> None:
@@ -33,7 +25,7 @@ def _trailing_comma(registry: Path, roots: list[Path]) -> None:
 
 
 BROKEN = {
-    "trailing comma": lambda registry, roots: _trailing_comma(registry, roots),
+    "trailing comma": _trailing_comma,
     "FIFO": lambda registry, roots: os.mkfifo(registry),
     "not a list": lambda registry, roots: registry.write_bytes(b'{"workspaces": "notalist"}'),
 }
@@ -77,18 +69,16 @@ def test_a_registry_that_cannot_be_read_is_an_error_everywhere_and_is_kept(
     assert last_good == {"workspaces": [str(r) for r in fifty]}
 
 
-def test_a_daemon_says_the_registry_cannot_be_read_and_serves_on(tmp_path, config_home,
+def test_a_daemon_says_the_registry_cannot_be_read_and_serves_on(workspace, config_home,
                                                                    start_daemon):
-    first = tmp_path / "first"
-    first.mkdir()
-    run_cli("init", str(first))
+    first = workspace.root
     daemon = start_daemon()
     wait_until(lambda: _served(first))
     registry = config_home / "workspaces.json"
     _trailing_comma(registry, [first])
     wait_until(lambda: f"the registry {registry} cannot be read" in daemon.output(), 15)
     emit(first, None, "session-start", "--session-id", "still", "--source", "x")
-    wait_until(lambda: _record(Workspace(first), "still"), 15)
+    wait_until(lambda: session_record(workspace, "still", "x"), 15)
     registry.write_bytes(orjson.dumps({"workspaces": [str(first)]}))
     wait_until(lambda: "the registry can be read again" in daemon.output(), 15)
 
@@ -102,21 +92,14 @@ def test_a_daemon_started_on_a_registry_that_cannot_be_read_says_so(tmp_path, co
     assert daemon.proc.poll() is None
 
 
-def test_thousands_of_dead_entries_are_one_warning_and_need_no_open_files(tmp_path, config_home):
-    live = tmp_path / "live"
-    live.mkdir()
-    run_cli("init", str(live))
+def test_thousands_of_dead_entries_are_one_warning_and_need_no_open_files(tmp_path, config_home,
+                                                                          workspace):
+    live = workspace.root
     dead = [str(tmp_path / "gone" / f"w{i}") for i in range(20_000)]
     registry = config_home / "workspaces.json"
     registry.write_bytes(orjson.dumps({"workspaces": [*dead, str(live)]}))
-
-    def low_file_limit() -> None:
-        resource.setrlimit(resource.RLIMIT_NOFILE, (1024, 1024))
-
     log = tmp_path / "daemon.log"
-    with open(log, "wb") as out:
-        proc = subprocess.Popen([SIDECAR, "run"], stdout=out, stderr=subprocess.STDOUT,
-                                stdin=subprocess.DEVNULL, preexec_fn=low_file_limit)
+    proc = run_with_open_files(1024, log)
     try:
         wait_until(lambda: _served(live), 30)
     finally:
@@ -147,4 +130,4 @@ def test_a_workspace_taken_off_the_registry_is_no_longer_served_live(tmp_path, c
     assert run_cli("init", str(dropped)).returncode == 0
     wait_until(lambda: _served(dropped), 15)
     emit(dropped, None, "session-start", "--session-id", "back", "--source", "x")
-    wait_until(lambda: _record(Workspace(dropped), "back"), 15)
+    wait_until(lambda: session_record(Workspace(dropped), "back", "x"), 15)

@@ -4,20 +4,24 @@ a status bar or a host's hook would wait with it."""
 
 from __future__ import annotations
 
-import json
 import os
-import shutil
 import socket
-import subprocess
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
-from helpers import SIDECAR, wait_until
-from sidecar.hosts.opencode import host as opencode
+from helpers import run_cli, wait_until
+from support.node_plugin import run_opencode_plugin
 
 TIMEOUT = 10  # seconds: far more than a refusal takes; a read of the FIFO never ends
+# The plugin, loaded in the workspace as opencode loads it, told of a new session.
+SESSION_CREATED = """
+const { SidecarPlugin } = await import(process.argv[2])
+const hooks = await SidecarPlugin({ directory: process.cwd() })
+await hooks.event({ event: { type: "session.created",
+                             properties: { info: { id: "ses_1", directory: process.cwd() } } } })
+"""
 
 
 def _fifo(registry: Path) -> Iterator[None]:
@@ -58,13 +62,8 @@ def bad_registry(request, workspace, config_home) -> Iterator[Path]:
     yield from request.param(registry)
 
 
-def _run(*args: str, cwd: Path | None = None, payload: bytes = b"") -> subprocess.CompletedProcess:
-    return subprocess.run([SIDECAR, *args], input=payload, capture_output=True, cwd=cwd,
-                          timeout=TIMEOUT)
-
-
 def test_the_status_line_refuses_it(bad_registry):
-    result = _run("status", "--line")
+    result = run_cli("status", "--line", timeout=TIMEOUT)
     assert result.returncode == 0  # a status bar is never failed
     assert result.stdout.decode().strip() == "sidecar: registry unreadable"
 
@@ -72,7 +71,7 @@ def test_the_status_line_refuses_it(bad_registry):
 @pytest.mark.parametrize("args", [("status", "--all"), ("status", "--all", "--json"),
                                   ("sessions",), ("doctor",), ("reload",)])
 def test_the_commands_refuse_it(bad_registry, workspace, args):
-    result = _run(*args, cwd=workspace.root)
+    result = run_cli(*args, cwd=workspace.root, timeout=TIMEOUT)
     assert result.returncode != 0
     output = (result.stdout + result.stderr).decode()
     assert "cannot be read" in output and "Traceback" not in output, output
@@ -82,7 +81,7 @@ def test_init_and_unregister_refuse_it(bad_registry, workspace, tmp_path):
     new = tmp_path / "new"
     new.mkdir()
     for args in (("init", str(new)), ("unregister", str(workspace.root))):
-        result = _run(*args)
+        result = run_cli(*args, timeout=TIMEOUT)
         assert result.returncode != 0, args
         assert "cannot be read" in result.stderr.decode()
 
@@ -90,28 +89,15 @@ def test_init_and_unregister_refuse_it(bad_registry, workspace, tmp_path):
 def test_emit_from_a_user_level_hook_refuses_it(bad_registry, workspace):
     """A user-level hook runs emit in every folder: the workspace is then not known to be
     initialised here, so nothing is written and the host goes on."""
-    result = _run("emit", "--source", "claude-code", cwd=workspace.root,
-                  payload=b'{"hook_event_name":"SessionStart","session_id":"s1"}')
+    result = run_cli("emit", "--source", "claude-code", cwd=workspace.root, timeout=TIMEOUT,
+                     input=b'{"hook_event_name":"SessionStart","session_id":"s1"}')
     assert result.returncode == 0
     assert "Traceback" not in result.stderr.decode()
     assert list(workspace.inbox.glob("*.json")) == []
 
 
 def test_the_opencode_plugin_refuses_it(bad_registry, workspace, tmp_path):
-    node = shutil.which("node")
-    if node is None:
-        pytest.skip("node is not installed, so the opencode plugin cannot run here")
-    plugin = tmp_path / "sidecar.mjs"
-    plugin.write_bytes(opencode.plugin_source())
-    driver = tmp_path / "driver.mjs"
-    driver.write_text(
-        f"import {{ SidecarPlugin }} from {json.dumps(plugin.as_uri())}\n"
-        f"const hooks = await SidecarPlugin({{ directory: {json.dumps(str(workspace.root))} }})\n"
-        "await hooks.event({ event: { type: 'session.created',\n"
-        f"  properties: {{ info: {{ id: 'ses_1', directory: {json.dumps(str(workspace.root))} }} }} }} }})\n")
-    result = subprocess.run([node, str(driver)], capture_output=True, text=True,
-                            timeout=TIMEOUT, cwd=workspace.root)
-    assert result.returncode == 0, result.stderr
+    run_opencode_plugin(workspace.root, tmp_path, SESSION_CREATED)  # ends, exit status 0
     assert list(workspace.inbox.glob("*.json")) == []
 
 

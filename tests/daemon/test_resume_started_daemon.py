@@ -14,6 +14,7 @@ import time
 from pathlib import Path
 
 import orjson
+from test_notify_daemon import history
 
 from helpers import SIDECAR, emit, fixture_payload, read_json, run_cli, wait_until
 from sidecar.followups.seeds import LIMIT_HOOK
@@ -60,10 +61,6 @@ def claude(ws: Workspace, name: str, **changes: object) -> None:
     body |= {"session_id": SESSION, "cwd": str(ws.root), **changes}
     done = emit(ws.root, orjson.dumps(body), "--source", "claude-code")
     assert done.returncode == 0, done.stderr
-
-
-def history(ws: Workspace, hook: str) -> list[dict[str, object]]:
-    return read_json(ws.hooks_file)["hooks"][hook]["history"]
 
 
 def test_each_resume_of_a_limit_episode_is_one_notice(tmp_path, workspace, config_home,

@@ -9,7 +9,6 @@ import json
 import os
 import shutil
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -18,73 +17,23 @@ from pathlib import Path
 
 import pytest
 
+from helpers import wait_until
 from sidecar.coordination.redis.client import library
 from sidecar.followups.run import actions
 from sidecar.followups.run.lease import TTL_MS
+from support.redis_server import RedisServer, free_port
 
 redis = pytest.importorskip("redis", reason="the redis extra is not installed")
-REDIS_SERVER = shutil.which("redis-server")
-pytestmark = pytest.mark.skipif(REDIS_SERVER is None, reason="redis-server is not installed")
 
 KEY = "sidecar:run:hook-1"
 WAKE = "sidecar:wake"
-
-
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
-class RedisServer:
-    """A redis-server of the test's own: no persistence, on a free port (and a socket)."""
-
-    def __init__(self, folder: Path, *extra: str, port: int | None = None) -> None:
-        self.folder, self.extra = folder, extra
-        self.port = port or _free_port()
-        self.socket = folder / "redis.sock"
-        self.password = extra[extra.index("--requirepass") + 1] if "--requirepass" in extra else None
-        self.proc: subprocess.Popen[bytes] | None = None
-        self.start()
-
-    def start(self) -> None:
-        self.folder.mkdir(parents=True, exist_ok=True)
-        self.proc = subprocess.Popen(
-            [str(REDIS_SERVER), "--save", "", "--appendonly", "no", "--port", str(self.port),
-             "--bind", "127.0.0.1", "--dir", str(self.folder), "--unixsocket", str(self.socket),
-             "--unixsocketperm", "700", *self.extra],
-            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-        deadline = time.monotonic() + 10
-        while True:
-            try:
-                self.client().ping()
-                return
-            except redis.ConnectionError:
-                if time.monotonic() > deadline or self.proc.poll() is not None:
-                    raise
-                time.sleep(0.02)
-
-    def stop(self) -> None:
-        if self.proc is not None and self.proc.poll() is None:
-            self.proc.kill()
-            self.proc.wait()
-
-    def url(self) -> str:
-        auth = f":{self.password}@" if self.password else ""
-        return f"redis://{auth}127.0.0.1:{self.port}/0"
-
-    def client(self, db: int = 0) -> redis.Redis:
-        return redis.Redis(host="127.0.0.1", port=self.port, db=db, password=self.password,
-                           socket_timeout=2, **self.client_options)
-
-    client_options: dict[str, object] = {}
 
 
 class TlsRedisServer(RedisServer):
     """Serving TLS only, on its port, with a certificate for localhost from a CA of its own."""
 
     def __init__(self, folder: Path) -> None:
-        folder.mkdir(parents=True)
+        super().__init__(folder)
         self.ca = folder / "ca.pem"
         key = ["-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes"]
         run = functools.partial(subprocess.run, check=True, capture_output=True, cwd=folder)
@@ -95,24 +44,15 @@ class TlsRedisServer(RedisServer):
         (folder / "names.ext").write_text("subjectAltName=DNS:localhost,IP:127.0.0.1\n")
         run(["openssl", "x509", "-req", "-in", "server.csr", "-CA", "ca.pem", "-CAkey", "ca.key",
              "-CAcreateserial", "-out", "server.pem", "-days", "2", "-extfile", "names.ext"])
-        self.client_options = {"ssl": True, "ssl_ca_certs": str(self.ca)}
-        port = _free_port()
-        super().__init__(folder, "--port", "0", "--tls-port", str(port), "--tls-cert-file",
-                         str(folder / "server.pem"), "--tls-key-file", str(folder / "server.key"),
-                         "--tls-ca-cert-file", str(self.ca), "--tls-auth-clients", "no", port=port)
 
+    @property
+    def url(self) -> str:
+        return f"rediss://localhost:{self.port}/0?ssl_ca_certs={self.ca}"
 
-@pytest.fixture
-def redis_server(tmp_path: Path) -> Iterator[Callable[..., RedisServer]]:
-    servers: list[RedisServer] = []
-
-    def start(*extra: str) -> RedisServer:
-        servers.append(RedisServer(tmp_path / f"redis{len(servers)}", *extra))
-        return servers[-1]
-
-    yield start
-    for server in servers:
-        server.stop()
+    def _argv(self) -> list[str]:  # its port is TLS's; the plain one (0) is off
+        return [*super()._argv(), "--port", "0", "--tls-port", str(self.port), "--tls-cert-file",
+                str(self.folder / "server.pem"), "--tls-key-file", str(self.folder / "server.key"),
+                "--tls-ca-cert-file", str(self.ca), "--tls-auth-clients", "no"]
 
 
 class Runner:
@@ -168,22 +108,14 @@ def lease_env(url: str, wake: str | None = WAKE) -> dict[str, str]:
     return {**env, "SIDECAR_RUN_WAKE": wake} if wake else env
 
 
-def wait_for(condition: Callable[[], object], timeout: float = 10) -> None:
-    deadline = time.monotonic() + timeout
-    while not condition():
-        assert time.monotonic() < deadline, "timed out"
-        time.sleep(0.02)
-
-
 def test_the_lease_lives_while_the_action_runs_and_ends_after_its_status(redis_server, runners,
                                                                           tmp_path):
-    server = redis_server()
-    client = server.client()
+    client = redis_server.client()
     wake = client.pubsub()
     wake.subscribe(WAKE)
     assert wake.get_message(timeout=2)["type"] == "subscribe"
-    runner = runners(tmp_path / "logs", ["sleep", "5"], **lease_env(server.url()))
-    wait_for(runner.started.exists)
+    runner = runners(tmp_path / "logs", ["sleep", "5"], **lease_env(redis_server.url))
+    wait_until(runner.started.exists)
     began = time.monotonic()
     held = json.loads(client.get(KEY))
     assert held["pid"] == runner.proc.pid == json.loads(runner.started.read_text())["pid"]
@@ -193,7 +125,7 @@ def test_the_lease_lives_while_the_action_runs_and_ends_after_its_status(redis_s
     message = wake.get_message(timeout=10)  # the wake-up, once the action ends
     while message is not None and message["type"] != "message":
         message = wake.get_message(timeout=10)
-    assert message is not None and message["data"] == KEY.encode()
+    assert message is not None and message["data"] == KEY
     assert json.loads(runner.status.read_text()) == {"exit": 0}  # written before the wake-up
     assert not client.exists(KEY)
     assert runner.wait() == 0
@@ -201,22 +133,20 @@ def test_the_lease_lives_while_the_action_runs_and_ends_after_its_status(redis_s
 
 
 def test_a_killed_runner_s_lease_expires_within_its_lifetime(redis_server, runners, tmp_path):
-    server = redis_server()
-    client = server.client()
-    runner = runners(tmp_path / "logs", ["sleep", "30"], **lease_env(server.url()))
-    wait_for(runner.started.exists)
+    client = redis_server.client()
+    runner = runners(tmp_path / "logs", ["sleep", "30"], **lease_env(redis_server.url))
+    wait_until(runner.started.exists)
     assert client.exists(KEY)
     os.kill(runner.proc.pid, signal.SIGKILL)  # the machine dies, as far as Redis can tell
     runner.proc.wait()
     killed = time.monotonic()
-    wait_for(lambda: not client.exists(KEY), timeout=TTL_MS / 1000 + 1)
+    wait_until(lambda: not client.exists(KEY), timeout=TTL_MS / 1000 + 1)
     assert time.monotonic() - killed <= TTL_MS / 1000 + 0.5
     assert not runner.status.exists()
 
 
 def test_a_given_up_firing_deletes_its_lease_and_runs_nothing(redis_server, runners, tmp_path):
-    server = redis_server()
-    client = server.client()
+    client = redis_server.client()
     client.config_set("notify-keyspace-events", "Kg$")
     events = client.pubsub()
     events.subscribe(f"__keyspace@0__:{KEY}", WAKE)
@@ -226,22 +156,22 @@ def test_a_given_up_firing_deletes_its_lease_and_runs_nothing(redis_server, runn
     folder.mkdir()
     (folder / "action.log.started").write_text('{"pid": 1}')  # a leader gave the firing up
     ran = tmp_path / "ran"
-    runner = runners(folder, ["touch", str(ran)], **lease_env(server.url()))
+    runner = runners(folder, ["touch", str(ran)], **lease_env(redis_server.url))
     assert runner.wait() == 0
     assert "the firing was given up before it started" in runner.text()
     assert not ran.exists() and not runner.status.exists()
     seen = []
     while (message := events.get_message(timeout=1)) is not None:
-        seen.append((message["channel"].decode(), message["data"].decode()))
+        seen.append((message["channel"], message["data"]))
     # Taken (SET ... PX: a set and its expiry), then deleted; and no wake-up published.
     assert seen == [(f"__keyspace@0__:{KEY}", "set"), (f"__keyspace@0__:{KEY}", "expire"),
                     (f"__keyspace@0__:{KEY}", "del")]
     events.close()
 
 
-def test_a_wrong_password_runs_the_action_and_the_log_names_no_password(redis_server, runners,
+def test_a_wrong_password_runs_the_action_and_the_log_names_no_password(redis_servers, runners,
                                                                         tmp_path):
-    server = redis_server("--requirepass", "right-horse")
+    server = redis_servers(password="right-horse")
     ran = tmp_path / "ran"
     url = f"redis://default:wr%40ng-battery@127.0.0.1:{server.port}/0"
     runner = runners(tmp_path / "logs", ["touch", str(ran)], **lease_env(url))
@@ -255,31 +185,31 @@ def test_a_wrong_password_runs_the_action_and_the_log_names_no_password(redis_se
     assert not server.client().exists(KEY)
 
 
-def test_the_right_password_and_user_take_the_lease(redis_server, runners, tmp_path):
-    server = redis_server("--requirepass", "right-horse")
-    for url in (server.url(), f"redis://default:right-horse@127.0.0.1:{server.port}/4"):
-        db = 4 if url.endswith("/4") else 0
+def test_the_right_password_and_user_take_the_lease(redis_servers, runners, tmp_path):
+    server = redis_servers(password="right-horse")
+    for db, url in ((0, server.url), (4, f"redis://default:right-horse@127.0.0.1:{server.port}/4")):
+        in_db = redis.Redis.from_url(url)  # a client of the database the URL names
         runner = runners(tmp_path / f"logs{db}", ["sleep", "1"], **lease_env(url))
-        wait_for(runner.started.exists)
-        assert server.client(db).exists(KEY), url
+        wait_until(runner.started.exists)
+        assert in_db.exists(KEY), url
         assert runner.wait() == 0
-        assert not server.client(db).exists(KEY)
+        assert not in_db.exists(KEY)
         assert "liveness" not in runner.text()
 
 
-def test_a_unix_socket_url_with_a_password_and_a_database(redis_server, runners, tmp_path):
-    server = redis_server("--requirepass", "right-horse")
-    url = f"unix://:right-horse@{server.socket}?db=3"
+def test_a_unix_socket_url_with_a_password_and_a_database(redis_servers, runners, tmp_path):
+    server = redis_servers(unix_socket=True, password="right-horse")
+    url = f"unix://:right-horse@{server.socket_path}?db=3"
     runner = runners(tmp_path / "logs", ["sleep", "1"], **lease_env(url))
-    wait_for(runner.started.exists)
-    assert server.client(3).exists(KEY) and not server.client(0).exists(KEY)
+    wait_until(runner.started.exists)
+    assert redis.Redis.from_url(url).exists(KEY) and not server.client().exists(KEY)  # db 0
     assert runner.wait() == 0
-    assert not server.client(3).exists(KEY)
+    assert not redis.Redis.from_url(url).exists(KEY)
 
 
-def test_the_action_gets_neither_the_lease_nor_the_url(redis_server, runners, tmp_path):
-    server = redis_server("--requirepass", "right-horse")
-    runner = runners(tmp_path / "logs", ["env"], **lease_env(server.url()),
+def test_the_action_gets_neither_the_lease_nor_the_url(redis_servers, runners, tmp_path):
+    server = redis_servers(password="right-horse")
+    runner = runners(tmp_path / "logs", ["env"], **lease_env(server.url),
                      ACTION_MARKER="given")
     assert runner.wait() == 0
     printed = runner.text()
@@ -290,7 +220,7 @@ def test_the_action_gets_neither_the_lease_nor_the_url(redis_server, runners, tm
 
 
 def test_redis_down_at_the_start_the_action_runs_and_the_log_says_so(runners, tmp_path):
-    port = _free_port()  # nothing listens there
+    port = free_port()  # nothing listens there
     ran = tmp_path / "ran"
     began = time.monotonic()
     runner = runners(tmp_path / "logs", ["touch", str(ran)],
@@ -312,36 +242,33 @@ def test_a_url_that_is_not_redis_s_runs_the_action_and_the_log_says_why(runners,
 
 
 def test_a_redis_that_comes_back_gets_the_lease_again_quietly(redis_server, runners, tmp_path):
-    server = redis_server()
-    runner = runners(tmp_path / "logs", ["sleep", "6"], **lease_env(server.url()))
-    wait_for(runner.started.exists)
-    server.stop()  # Redis restarts, losing every key
+    runner = runners(tmp_path / "logs", ["sleep", "6"], **lease_env(redis_server.url))
+    wait_until(runner.started.exists)
+    redis_server.kill()  # Redis restarts, losing every key
     time.sleep(1.5)  # a refresh or two fail meanwhile
-    server.start()
-    wait_for(lambda: server.client().exists(KEY), timeout=4)
+    redis_server.start()
+    wait_until(lambda: redis_server.client().exists(KEY), timeout=4)
     assert runner.wait() == 0
-    assert not server.client().exists(KEY)
+    assert not redis_server.client().exists(KEY)
     assert json.loads(runner.status.read_text()) == {"exit": 0}
     assert "Redis" not in runner.text()  # the failed refreshes left no noise in the log
 
 
 def test_redis_gone_at_the_end_the_status_is_written_and_the_runner_exits(redis_server, runners,
                                                                          tmp_path):
-    server = redis_server()
-    runner = runners(tmp_path / "logs", ["sleep", "1"], **lease_env(server.url()))
-    wait_for(runner.started.exists)
-    server.stop()
+    runner = runners(tmp_path / "logs", ["sleep", "1"], **lease_env(redis_server.url))
+    wait_until(runner.started.exists)
+    redis_server.kill()
     assert runner.wait() == 0
     assert json.loads(runner.status.read_text()) == {"exit": 0}
 
 
 def test_an_action_that_cannot_start_ends_its_lease_after_the_error_status(redis_server, runners,
                                                                            tmp_path):
-    server = redis_server()
-    runner = runners(tmp_path / "logs", ["no-such-binary-5b1e"], **lease_env(server.url()))
+    runner = runners(tmp_path / "logs", ["no-such-binary-5b1e"], **lease_env(redis_server.url))
     assert runner.wait() == 127
     assert "cannot start 'no-such-binary-5b1e'" in json.loads(runner.status.read_text())["error"]
-    assert not server.client().exists(KEY)
+    assert not redis_server.client().exists(KEY)
 
 
 def test_without_the_url_there_is_no_lease_and_nothing_is_said(runners, tmp_path):
@@ -353,7 +280,7 @@ def test_without_the_url_there_is_no_lease_and_nothing_is_said(runners, tmp_path
 
 @pytest.mark.skipif(shutil.which("openssl") is None, reason="openssl is not installed")
 def test_tls_checks_the_server_s_certificate(runners, tmp_path):
-    server = TlsRedisServer(tmp_path / "tls")
+    server = TlsRedisServer(tmp_path / "tls").start()
     try:
         ran = tmp_path / "ran"
         base = f"rediss://localhost:{server.port}/0"
@@ -365,7 +292,7 @@ def test_tls_checks_the_server_s_certificate(runners, tmp_path):
         for name, url in (("own-authority", f"{base}?ssl_cert_reqs=required&ssl_ca_certs={server.ca}"),
                           ("unchecked", f"{base}?ssl_cert_reqs=none")):
             runner = runners(tmp_path / name, ["sleep", "1"], **lease_env(url))
-            wait_for(runner.started.exists)
+            wait_until(runner.started.exists)
             assert server.client().exists(KEY), name
             assert runner.wait() == 0
             assert not server.client().exists(KEY) and "liveness" not in runner.text()
@@ -373,29 +300,29 @@ def test_tls_checks_the_server_s_certificate(runners, tmp_path):
         server.stop()
 
 
-def test_the_daemon_gives_the_url_on_a_pipe_that_no_action_can_read(redis_server, tmp_path):
+def test_the_daemon_gives_the_url_on_a_pipe_that_no_action_can_read(redis_servers, tmp_path):
     """As the daemon starts a follow-up (actions.start with the coordination's RunLease): the
     runner takes its lease with the URL it read from an inherited pipe, and neither the
     action's environment nor its parent's (/proc/$PPID/environ, readable by the same user)
     holds the URL or its password."""
     from sidecar.coordination.base import RunLease
 
-    server = redis_server("--requirepass", "right-horse")
+    server = redis_servers(password="right-horse")
     probe = ("tr '\\0' '\\n' < /proc/$PPID/environ; echo ---; env; "
              "ls -l /proc/$$/fd /proc/$PPID/fd; sleep 1")
     log = tmp_path / "logs" / "fired.log"
     log.parent.mkdir()
     lease = RunLease({"SIDECAR_RUN_LEASE": KEY, "SIDECAR_RUN_WAKE": WAKE,
-                      "SIDECAR_RUN_LIBRARY": library()}, server.url().encode())
+                      "SIDECAR_RUN_LIBRARY": library()}, server.url.encode())
     proc = actions.start(["sh", "-c", probe], tmp_path, {"PATH": os.environ["PATH"]}, log,
                          lease=lease)
-    wait_for(lambda: server.client().exists(KEY))  # the runner holds its lease
+    wait_until(lambda: server.client().exists(KEY))  # the runner holds its lease
     owner = json.loads(server.client().get(KEY))
     assert owner["pid"] == proc.pid
-    wait_for(lambda: log.with_name(log.name + ".status").exists())
+    wait_until(lambda: log.with_name(log.name + ".status").exists())
     printed = log.read_text()
     assert "SIDECAR_COORDINATION_FD=" in printed  # the runner's own environment, as the action reads it
     assert "right-horse" not in printed and "SIDECAR_COORDINATION_URL" not in printed
     assert "pipe:[" not in printed  # read and closed by the runner, never the action's
     assert json.loads(log.with_name(log.name + ".status").read_text()) == {"exit": 0}
-    wait_for(lambda: not server.client().exists(KEY))
+    wait_until(lambda: not server.client().exists(KEY))
