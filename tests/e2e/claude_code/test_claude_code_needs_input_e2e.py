@@ -13,6 +13,8 @@ from __future__ import annotations
 import json
 import re
 import shutil
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
@@ -27,15 +29,31 @@ API_KEY = "sk-test-0123456789abcdefghij"
 TRIGGER = "ASK-FOR-A-TOOL"
 
 
-def claude_home(home: Path, project: Path) -> dict[str, str]:
-    """A first run already done: onboarding, this API key approved, the project trusted."""
+def claude_home(home: Path, project: Path, **settings: object) -> dict[str, str]:
+    """A first run already done: onboarding, this API key approved, the project trusted (and
+    any other of Claude Code's own `settings`)."""
     home.mkdir()
     (home / ".claude.json").write_text(json.dumps({
-        "hasCompletedOnboarding": True, "theme": "dark",
+        "hasCompletedOnboarding": True, "theme": "dark", **settings,
         "customApiKeyResponses": {"approved": [API_KEY[-20:]], "rejected": []},
         "projects": {str(project): {"hasTrustDialogAccepted": True, "allowedTools": []}}}))
     return {"HOME": str(home), "ANTHROPIC_API_KEY": API_KEY, "DISABLE_TELEMETRY": "1",
             "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1"}
+
+
+@contextmanager
+def claude_in_tmux(claude: Path, stub, env: dict[str, str], root: Path, start_daemon,
+                   tmp_path: Path) -> Iterator[Tmux]:
+    """The real Claude Code in a tmux terminal at `root`, against `stub`, beside a daemon
+    serving the workspace; the terminal is closed after."""
+    env["ANTHROPIC_BASE_URL"] = stub.url
+    start_daemon(root, env=env)
+    tmux = Tmux(tmp_path / "tmux.sock")
+    try:
+        tmux.start([str(claude)], env, root)
+        yield tmux
+    finally:
+        tmux.stop()
 
 
 def statusline_payload(session_id: str, root: Path) -> bytes:
@@ -71,37 +89,31 @@ def test_a_permission_prompt_is_waiting_until_the_user_answers(workspace, start_
         json.dumps({"permissions": {"defaultMode": "default"}}))
     done = run_cli("integrate", "claude-code", "--statusline", cwd=root, env=env)
     assert done.returncode == 0, done.stderr
-    tmux = Tmux(tmp_path / "tmux.sock")
-    with ToolAnthropicStub(TRIGGER, "touch allowed.txt") as stub:
-        env["ANTHROPIC_BASE_URL"] = stub.url
-        start_daemon(root, env=env)
-        try:
-            tmux.start([str(claude)], env, root)
-            wait_until(lambda: "manual mode on" in tmux.screen(), 60, 0.2)
-            tmux.keys(f"{TRIGGER} please", literal=True)
-            tmux.keys("Enter")
-            wait_until(lambda: "Esc to cancel" in tmux.screen(), 60, 0.2)  # its dialog
-            record = wait_until(lambda: (r := the_record(workspace))
-                                and r["metadata"]["sidecar"].get("needsInput") and r, 60, 0.2)
-            asked = record["metadata"]["sidecar"]["needsInput"]
-            assert (asked["kind"], asked["message"]) == ("permission_prompt",
-                                                         "Claude needs your permission")
-            assert not (root / "allowed.txt").exists()  # nothing ran yet: it waits
-            # and so says its status line, given what Claude Code gives it (its dialog covers
-            # the status bar while it asks)
-            line = run_cli("status", "--line", "--source", "claude-code", cwd=tmp_path,
-                           input=statusline_payload(record["metadata"]["hostSessionId"], root))
-            assert re.fullmatch(r"waiting for you \d+ s\n", line.stdout.decode()), line.stdout
-            tmux.keys("Enter")  # 1. Yes
-            wait_until(lambda: (root / "allowed.txt").exists(), 60, 0.2)
-            after = wait_until(lambda: (r := the_record(workspace))
-                               and "needsInput" not in r["metadata"]["sidecar"]
-                               and "turn.end" in trace(workspace, r) and r, 60, 0.2)
-            # the status line Claude Code runs itself, under its prompt again
-            wait_until(lambda: re.search(r"^\s*line-of-the-user\s*\n\s*idle \d+ s\s*$",
-                                         tmux.screen(), re.M), 60, 0.2)
-        finally:
-            tmux.stop()
+    with ToolAnthropicStub(TRIGGER, "touch allowed.txt") as stub, \
+            claude_in_tmux(claude, stub, env, root, start_daemon, tmp_path) as tmux:
+        wait_until(lambda: "manual mode on" in tmux.screen(), 60, 0.2)
+        tmux.keys(f"{TRIGGER} please", literal=True)
+        tmux.keys("Enter")
+        wait_until(lambda: "Esc to cancel" in tmux.screen(), 60, 0.2)  # its dialog
+        record = wait_until(lambda: (r := the_record(workspace))
+                            and r["metadata"]["sidecar"].get("needsInput") and r, 60, 0.2)
+        asked = record["metadata"]["sidecar"]["needsInput"]
+        assert (asked["kind"], asked["message"]) == ("permission_prompt",
+                                                     "Claude needs your permission")
+        assert not (root / "allowed.txt").exists()  # nothing ran yet: it waits
+        # and so says its status line, given what Claude Code gives it (its dialog covers
+        # the status bar while it asks)
+        line = run_cli("status", "--line", "--source", "claude-code", cwd=tmp_path,
+                       input=statusline_payload(record["metadata"]["hostSessionId"], root))
+        assert re.fullmatch(r"waiting for you \d+ s\n", line.stdout.decode()), line.stdout
+        tmux.keys("Enter")  # 1. Yes
+        wait_until(lambda: (root / "allowed.txt").exists(), 60, 0.2)
+        after = wait_until(lambda: (r := the_record(workspace))
+                           and "needsInput" not in r["metadata"]["sidecar"]
+                           and "turn.end" in trace(workspace, r) and r, 60, 0.2)
+        # the status line Claude Code runs itself, under its prompt again
+        wait_until(lambda: re.search(r"^\s*line-of-the-user\s*\n\s*idle \d+ s\s*$",
+                                     tmux.screen(), re.M), 60, 0.2)
     events = trace(workspace, after)
     asked_at = events.index("needs.input")
     assert events[asked_at + 1] == "tool.use"  # the answer's own event ended the wait

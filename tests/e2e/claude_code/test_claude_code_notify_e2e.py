@@ -7,35 +7,20 @@ unless its config says otherwise, as here) tells nothing more.
 
 from __future__ import annotations
 
-import json
 import shutil
 import time
-from pathlib import Path
 
 import orjson
 import pytest
+from test_claude_code_needs_input_e2e import CLAUDE_VERSION, claude_home, claude_in_tmux
 
 from helpers import npm_host, read_json, run_cli, wait_until
 from sidecar.base.timeutil import parse_ts
 from stubs.anthropic_stub import AnthropicStub
-from support.tmux import Tmux
 
 pytestmark = pytest.mark.e2e
 
-CLAUDE_VERSION = "2.1.328"
-API_KEY = "sk-test-0123456789abcdefghij"
 IDLE_MS = 3000  # Claude Code's own setting: its idle prompt after 3 s instead of 60 s
-
-
-def claude_home(home: Path, project: Path) -> dict[str, str]:
-    """A first run already done: onboarding, this API key approved, the project trusted."""
-    home.mkdir()
-    (home / ".claude.json").write_text(json.dumps({
-        "hasCompletedOnboarding": True, "theme": "dark", "messageIdleNotifThresholdMs": IDLE_MS,
-        "customApiKeyResponses": {"approved": [API_KEY[-20:]], "rejected": []},
-        "projects": {str(project): {"hasTrustDialogAccepted": True, "allowedTools": []}}}))
-    return {"HOME": str(home), "ANTHROPIC_API_KEY": API_KEY, "DISABLE_TELEMETRY": "1",
-            "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1"}
 
 
 def trace(workspace) -> list[dict]:
@@ -49,25 +34,19 @@ def test_a_finished_turn_is_one_notice_at_once_and_its_idle_prompt_none_more(
     if shutil.which("tmux") is None:
         pytest.skip("tmux is not installed (tests/install-hosts.sh installs it)")
     root = workspace.root
-    env = claude_home(tmp_path / "home", root)
+    env = claude_home(tmp_path / "home", root, messageIdleNotifThresholdMs=IDLE_MS)
     assert run_cli("integrate", "claude-code", cwd=root, env=env).returncode == 0
     set_up = run_cli("notify", "setup", f"{receiver.url}/n")
     assert set_up.returncode == 0, set_up.stderr
-    tmux = Tmux(tmp_path / "tmux.sock")
-    with AnthropicStub() as stub:
-        env["ANTHROPIC_BASE_URL"] = stub.url
-        start_daemon(root, env=env)
-        try:
-            tmux.start([str(claude)], env, root)
-            wait_until(lambda: "mode on" in tmux.screen(), 60, 0.2)  # its prompt, ready
-            tmux.type("say you are done")
-            [finished] = wait_until(lambda: receiver.at("/n"), 60, 0.2)
-            arrived = time.time() - (time.monotonic() - finished.at)  # on the wall clock
-            idle = wait_until(lambda: [e for e in trace(workspace) if e["event"] == "needs.input"],
-                              60, 0.2)
-            time.sleep(2)  # a notice of it would have come by now (they take about 0.3 s)
-        finally:
-            tmux.stop()
+    with AnthropicStub() as stub, \
+            claude_in_tmux(claude, stub, env, root, start_daemon, tmp_path) as tmux:
+        wait_until(lambda: "mode on" in tmux.screen(), 60, 0.2)  # its prompt, ready
+        tmux.type("say you are done")
+        [finished] = wait_until(lambda: receiver.at("/n"), 60, 0.2)
+        arrived = time.time() - (time.monotonic() - finished.at)  # on the wall clock
+        idle = wait_until(lambda: [e for e in trace(workspace) if e["event"] == "needs.input"],
+                          60, 0.2)
+        time.sleep(2)  # a notice of it would have come by now (they take about 0.3 s)
     [stop] = [e for e in trace(workspace) if e["event"] == "turn.end"]
     body = finished.json()
     assert (body["event"], body["hookId"]) == ("turn-end", "global.finished")

@@ -13,11 +13,10 @@ from pathlib import Path
 
 import pytest
 from test_claude_code_e2e import claude_binary, claude_env, run_claude
-from test_claude_code_needs_input_e2e import claude_home
+from test_claude_code_needs_input_e2e import claude_home, claude_in_tmux
 
 from helpers import run_cli, wait_until
 from stubs.anthropic_stub import AnthropicStub
-from support.tmux import Tmux
 
 pytestmark = pytest.mark.e2e
 
@@ -92,18 +91,12 @@ def test_the_status_line_counts_while_a_turn_runs(workspace, start_daemon, tmp_p
     root = workspace.root
     env = claude_home(tmp_path / "home", root)
     assert run_cli("integrate", "claude-code", "--statusline", cwd=root, env=env).returncode == 0
-    tmux = Tmux(tmp_path / "tmux.sock")
-    with AnthropicStub() as stub:
-        env["ANTHROPIC_BASE_URL"] = stub.url
-        start_daemon(root, env=env)
-        try:
-            tmux.start([str(claude)], env, root)
-            wait_until(lambda: re.search(r"^\s*idle \d+ s\s*$", tmux.screen(), re.M), 60, 0.2)
-            stub.hold()  # the model thinks, for as long as the test wants
-            tmux.type("take your time")
-            first = int(wait_until(lambda: working(tmux.screen()), 30, 0.2))
-            # later in the same turn, with nothing new on Claude Code's screen but the time
-            wait_until(lambda: int(working(tmux.screen()) or 0) >= first + 2, 30, 0.2)
-            stub.release()
-        finally:
-            tmux.stop()
+    with AnthropicStub() as stub, \
+            claude_in_tmux(claude, stub, env, root, start_daemon, tmp_path) as tmux:
+        wait_until(lambda: re.search(r"^\s*idle \d+ s\s*$", tmux.screen(), re.M), 60, 0.2)
+        stub.hold()  # the model thinks, for as long as the test wants
+        tmux.type("take your time")
+        first = int(wait_until(lambda: working(tmux.screen()), 30, 0.2))
+        # later in the same turn, with nothing new on Claude Code's screen but the time
+        wait_until(lambda: int(working(tmux.screen()) or 0) >= first + 2, 30, 0.2)
+        stub.release()
