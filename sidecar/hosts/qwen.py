@@ -27,7 +27,7 @@ from types import MappingProxyType
 from typing import Any
 
 from sidecar.hosts import transcripts
-from sidecar.hosts.base import UUID, EndFacts, Failure, Finding, Host, IntegrateError, Option, Scope, Tokens
+from sidecar.hosts.base import UUID, EndFacts, Failure, Finding, Host, Option, Scope, Tokens
 from sidecar.vocabulary import EventKind
 
 EVENTS = ["SessionStart", "UserPromptSubmit", "PostToolUse", "Stop", "StopFailure",
@@ -111,12 +111,9 @@ def tokens(entries: Iterable[dict[str, Any]]) -> Tokens | None:
 
 def hooks_disabled(path: Path) -> bool:
     """Whether a settings file turns every hook off (`disableAllHooks`)."""
-    from sidecar.hosts.files.settings import load_json  # integration code: see base.py
+    from sidecar.hosts.files.settings import load_json_or_empty  # integration code: see base.py
 
-    try:
-        return load_json(path, comments=True).get("disableAllHooks") is True
-    except IntegrateError:
-        return False
+    return load_json_or_empty(path, comments=True).get("disableAllHooks") is True
 
 
 class Qwen(Host):

@@ -85,9 +85,6 @@ def created_by_sidecar(path: Path) -> bool:
 
 def has_ours(path: Path) -> bool:
     """Whether the file holds any of sidecar's handlers (an unreadable one: no)."""
-    try:
-        hooks = settings.load_json(path, comments=True).get("hooks")
-    except IntegrateError:
-        return False
+    hooks = settings.load_json_or_empty(path, comments=True).get("hooks")
     return isinstance(hooks, dict) and any(
         is_ours(h) for listed in hooks.values() if isinstance(listed, list) for h in listed)

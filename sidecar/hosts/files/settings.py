@@ -50,6 +50,15 @@ def load_json(path: Path, comments: bool = False) -> dict[str, Any]:
     return data
 
 
+def load_json_or_empty(path: Path, comments: bool = False) -> dict[str, Any]:
+    """A host's settings as `load_json` reads them, or {} where they cannot be read: for a
+    check, which says nothing of a file it cannot read."""
+    try:
+        return load_json(path, comments)
+    except IntegrateError:
+        return {}
+
+
 def read_text(path: Path) -> str | None:
     """A user's file, through the user's own links; None if there is none."""
     try:
@@ -149,11 +158,7 @@ def save_toml(path: Path, doc: Any, tidy_end: bool = False) -> bool:
 
 def has_ours(path: Path, comments: bool = False) -> bool:
     """Whether the settings file holds any of sidecar's handlers (an unreadable one: no)."""
-    try:
-        data = load_json(path, comments)
-    except IntegrateError:
-        return False
-    hooks = data.get("hooks")
+    hooks = load_json_or_empty(path, comments).get("hooks")
     if not isinstance(hooks, dict):
         return False
     return any(is_ours(h)
