@@ -111,17 +111,9 @@ def model_call_failure(error: Any) -> Failure:
 
 def tokens(entries: Iterable[dict[str, Any]]) -> Tokens | None:
     """The sum of every model call's `session.usage_record` (a resume adds its own)."""
-    totals = [0, 0, 0, 0]
-    seen = False
-    for entry in entries:
-        data = entry.get("data")
-        usage = data.get("usage") if isinstance(data, dict) else None
-        if entry.get("type") != "session.usage_record" or not isinstance(usage, dict):
-            continue
-        seen = True
-        for i, name in enumerate(("inputTokens", "outputTokens", "cacheReadTokens", "cacheWriteTokens")):
-            totals[i] += transcripts.count(usage.get(name))
-    return Tokens(*totals) if seen else None
+    usages = (entry["data"].get("usage") for entry in entries
+              if entry.get("type") == "session.usage_record" and isinstance(entry.get("data"), dict))
+    return transcripts.summed(usages, ("inputTokens", "outputTokens", "cacheReadTokens", "cacheWriteTokens"))
 
 
 # -- which folders it trusts ---------------------------------------------------------------

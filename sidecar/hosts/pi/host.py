@@ -104,17 +104,8 @@ def last_failure(entries: list[dict[str, Any]]) -> Failure | None:
 
 def tokens(entries: Iterable[dict[str, Any]]) -> Tokens | None:
     """Every assistant message's `usage`, summed (each is written once, on its own line)."""
-    totals = [0, 0, 0, 0]
-    seen = False
-    for entry in entries:
-        message = _assistant(entry)
-        usage = message.get("usage") if message is not None else None
-        if not isinstance(usage, dict):
-            continue
-        seen = True
-        for i, name in enumerate(("input", "output", "cacheRead", "cacheWrite")):
-            totals[i] += transcripts.count(usage.get(name))
-    return Tokens(*totals) if seen else None
+    return transcripts.summed(((_assistant(entry) or {}).get("usage") for entry in entries),
+                              ("input", "output", "cacheRead", "cacheWrite"))
 
 
 # -- what its settings say -----------------------------------------------------------------
