@@ -134,7 +134,7 @@ class Codex(Host):
     def findings(self, root: Path | None, home: Path) -> list[Finding]:
         from sidecar.hosts.codex import hooks
 
-        return [hooks.trust_finding(self.place(self.scopes[0], root, home), root or home)]
+        return [hooks.trust_finding(root or home)]
 
     def needed_variables(self, env: Mapping[str, str], home: Path, read: Reader) -> tuple[str, ...]:
         """The variable its model provider reads its key from (`env_key`), if it names one."""
