@@ -27,8 +27,8 @@ SANDBOX = Option("codexSandbox", "codex_sandbox",
                  ("read-only", "workspace-write", "danger-full-access"), "workspace-write")
 
 
-def codex_home(home: Path) -> Path:
-    return Path(os.environ.get("CODEX_HOME") or home / ".codex")
+def codex_home(home: Path, env: Mapping[str, str] = os.environ) -> Path:
+    return Path(env.get("CODEX_HOME") or home / ".codex")
 
 
 # -- what its rollout file and config.toml say -------------------------------------------
@@ -138,8 +138,7 @@ class Codex(Host):
 
     def needed_variables(self, env: Mapping[str, str], home: Path, read: Reader) -> tuple[str, ...]:
         """The variable its model provider reads its key from (`env_key`), if it names one."""
-        folder = Path(env.get("CODEX_HOME") or home / ".codex")
-        data = read(folder / "config.toml")
+        data = read(codex_home(home, env) / "config.toml")
         return env_key(data) if data is not None else ()
 
     def recognises(self, payload: Mapping[str, Any]) -> bool:
