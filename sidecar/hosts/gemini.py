@@ -17,7 +17,7 @@ from types import MappingProxyType
 from typing import Any
 
 from sidecar.hosts import transcripts
-from sidecar.hosts.base import UUID, EndFacts, Finding, Host, Scope, Tokens
+from sidecar.hosts.base import UUID, EndFacts, Finding, Host, Scope, Tokens, count
 from sidecar.vocabulary import EventKind
 
 EVENTS = ["SessionStart", "SessionEnd", "BeforeAgent", "AfterAgent", "AfterTool", "Notification"]
@@ -66,7 +66,7 @@ def tokens(entries: Iterable[dict[str, Any]]) -> Tokens | None:
                 messages[str(message.get("id"))] = message["tokens"]
     if not messages:
         return None
-    t = {k: sum(transcripts.count(m.get(k)) for m in messages.values())
+    t = {k: sum(count(m.get(k)) for m in messages.values())
          for k in ("input", "output", "cached", "thoughts")}
     return Tokens(input=max(0, t["input"] - t["cached"]), output=t["output"] + t["thoughts"],
                   cache_read=t["cached"])

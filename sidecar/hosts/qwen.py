@@ -27,7 +27,7 @@ from types import MappingProxyType
 from typing import Any
 
 from sidecar.hosts import transcripts
-from sidecar.hosts.base import UUID, EndFacts, Failure, Finding, Host, Option, Scope, Tokens
+from sidecar.hosts.base import UUID, EndFacts, Failure, Finding, Host, Option, Scope, Tokens, count
 from sidecar.vocabulary import EventKind
 
 EVENTS = ["SessionStart", "UserPromptSubmit", "PostToolUse", "Stop", "StopFailure",
@@ -102,7 +102,7 @@ def tokens(entries: Iterable[dict[str, Any]]) -> Tokens | None:
         seen.add(key)
         for name in totals:
             field = "cachedContentTokenCount" if name == "cached" else f"{name}TokenCount"
-            totals[name] += transcripts.count(usage.get(field))
+            totals[name] += count(usage.get(field))
     if not seen:
         return None
     return Tokens(input=max(0, totals["prompt"] - totals["cached"]),

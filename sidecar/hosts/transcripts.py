@@ -27,8 +27,6 @@ from typing import Any, TypeVar
 
 import orjson
 
-from sidecar.hosts.base import Tokens
-
 MAX_TAIL = 256 * 1024  # bytes read from a transcript's end to find how its last turn ended
 MAX_TRANSCRIPT = 64 * 1024 * 1024  # larger transcripts are not read for token figures
 MAX_LINE = 8 * 1024 * 1024  # a longer line is skipped: it is never one that holds figures
@@ -289,23 +287,6 @@ def tail_entries(path: str | None) -> list[dict[str, Any]]:
     except Unreadable:
         return []
     return [e for line in data.splitlines() if isinstance(e := parse_line(line), dict)]
-
-
-def count(value: Any) -> int:
-    """A token figure as a host wrote it: a positive whole number, else 0."""
-    return value if isinstance(value, int) and not isinstance(value, bool) and value > 0 else 0
-
-
-def summed(usages: Iterable[Any], names: tuple[str, str, str, str]) -> Tokens | None:
-    """The figures `names` (input, output, cache read, cache write) summed over each usage that
-    is an object; None if none is."""
-    totals, seen = [0, 0, 0, 0], False
-    for usage in usages:
-        if isinstance(usage, dict):
-            seen = True
-            for i, name in enumerate(names):
-                totals[i] += count(usage.get(name))
-    return Tokens(*totals) if seen else None
 
 
 def read_figures(path: str | None, needle: bytes,

@@ -20,7 +20,7 @@ from types import MappingProxyType
 from typing import Any
 
 from sidecar.hosts import transcripts
-from sidecar.hosts.base import UUID, EndFacts, Extra, Failure, Host, Option, Scope, Setting, Tokens
+from sidecar.hosts.base import UUID, EndFacts, Extra, Failure, Host, Option, Scope, Setting, Tokens, count
 from sidecar.vocabulary import EventKind
 
 EVENTS = ["SessionStart", "UserPromptSubmit", "PostToolUse", "Stop", "StopFailure", "SessionEnd",
@@ -83,7 +83,7 @@ def tokens(entries: Iterable[dict[str, Any]]) -> Tokens | None:
         seen.add(key)
         for i, name in enumerate(("input_tokens", "output_tokens", "cache_read_input_tokens",
                                   "cache_creation_input_tokens")):
-            totals[i] += transcripts.count(usage.get(name))
+            totals[i] += count(usage.get(name))
     return Tokens(*totals) if seen else None
 
 

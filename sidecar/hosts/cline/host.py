@@ -28,7 +28,7 @@ import orjson
 
 from sidecar.base.timeutil import parse_ts
 from sidecar.hosts import transcripts
-from sidecar.hosts.base import EndFacts, Failure, Host, Reader, RecordedEnd, Scope, Tokens
+from sidecar.hosts.base import EndFacts, Failure, Host, Reader, RecordedEnd, Scope, Tokens, count
 from sidecar.vocabulary import EventKind
 
 VERSION = "3.0.65"
@@ -114,10 +114,10 @@ def tokens(manifest: Mapping[str, Any]) -> Tokens | None:
     usage = metadata.get("usage") if isinstance(metadata, dict) else None
     if not isinstance(usage, dict):
         return None
-    return Tokens(input=transcripts.count(usage.get("inputTokens")),
-                  output=transcripts.count(usage.get("outputTokens")),
-                  cache_read=transcripts.count(usage.get("cacheReadTokens")),
-                  cache_write=transcripts.count(usage.get("cacheWriteTokens")))
+    return Tokens(input=count(usage.get("inputTokens")),
+                  output=count(usage.get("outputTokens")),
+                  cache_read=count(usage.get("cacheReadTokens")),
+                  cache_write=count(usage.get("cacheWriteTokens")))
 
 
 def last_failure(messages: Mapping[str, Any]) -> Failure | None:

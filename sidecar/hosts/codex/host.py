@@ -19,7 +19,7 @@ from types import MappingProxyType
 from typing import Any
 
 from sidecar.hosts import transcripts
-from sidecar.hosts.base import UUID, EndFacts, Failure, Finding, Host, Option, Reader, Scope, Tokens
+from sidecar.hosts.base import UUID, EndFacts, Failure, Finding, Host, Option, Reader, Scope, Tokens, count
 from sidecar.vocabulary import EventKind
 
 LIMIT_ERRORS = {"usage_limit_exceeded": "usage_limit"}
@@ -60,9 +60,9 @@ def tokens(entries: Iterable[dict[str, Any]]) -> Tokens | None:
                 last = info["total_token_usage"]  # running totals: the last one is the session's
     if last is None:
         return None
-    cached = transcripts.count(last.get("cached_input_tokens"))
-    return Tokens(input=max(0, transcripts.count(last.get("input_tokens")) - cached),
-                  output=transcripts.count(last.get("output_tokens")), cache_read=cached)
+    cached = count(last.get("cached_input_tokens"))
+    return Tokens(input=max(0, count(last.get("input_tokens")) - cached),
+                  output=count(last.get("output_tokens")), cache_read=cached)
 
 
 def env_key(config_toml: bytes) -> tuple[str, ...]:

@@ -113,7 +113,7 @@ def tokens(entries: Iterable[dict[str, Any]]) -> Tokens | None:
     """The sum of every model call's `session.usage_record` (a resume adds its own)."""
     usages = (entry["data"].get("usage") for entry in entries
               if entry.get("type") == "session.usage_record" and isinstance(entry.get("data"), dict))
-    return transcripts.summed(usages, ("inputTokens", "outputTokens", "cacheReadTokens", "cacheWriteTokens"))
+    return Tokens.summed(usages, ("inputTokens", "outputTokens", "cacheReadTokens", "cacheWriteTokens"))
 
 
 # -- which folders it trusts ---------------------------------------------------------------

@@ -18,7 +18,7 @@ from pathlib import Path
 from types import MappingProxyType
 
 from sidecar.hosts import transcripts
-from sidecar.hosts.base import EndFacts, Host, Scope, Tokens
+from sidecar.hosts.base import EndFacts, Host, Scope, Tokens, count
 from sidecar.hosts.files import plugin_file
 from sidecar.vocabulary import EventKind
 
@@ -71,7 +71,7 @@ def tokens(db: str, session_id: str) -> Tokens | None:
         return None
     if row is None:
         return None
-    tin, tout, reasoning, cache_read, cache_write = (transcripts.count(v) for v in row)
+    tin, tout, reasoning, cache_read, cache_write = (count(v) for v in row)
     return Tokens(input=tin, output=tout + reasoning, cache_read=cache_read, cache_write=cache_write)
 
 

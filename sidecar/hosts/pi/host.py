@@ -104,7 +104,7 @@ def last_failure(entries: list[dict[str, Any]]) -> Failure | None:
 
 def tokens(entries: Iterable[dict[str, Any]]) -> Tokens | None:
     """Every assistant message's `usage`, summed (each is written once, on its own line)."""
-    return transcripts.summed(((_assistant(entry) or {}).get("usage") for entry in entries),
+    return Tokens.summed(((_assistant(entry) or {}).get("usage") for entry in entries),
                               ("input", "output", "cacheRead", "cacheWrite"))
 
 
