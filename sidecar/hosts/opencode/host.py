@@ -39,10 +39,6 @@ def user_plugin(home: Path) -> Path:
     return Path(config) / "opencode" / "plugins" / FILE_NAME
 
 
-def is_ours(path: Path) -> bool:
-    return plugin_file.is_ours(path, MARK)
-
-
 def database() -> str:
     data = os.environ.get("XDG_DATA_HOME") or os.path.join(os.path.expanduser("~"), ".local", "share")
     return os.path.join(data, "opencode", "opencode.db")
@@ -101,7 +97,8 @@ class Opencode(Host):
         return plugin_file.install(place, plugin_source(), MARK, uninstall)
 
     def integrated(self, root: Path | None, home: Path) -> bool:
-        return is_ours(user_plugin(home)) or (root is not None and is_ours(project_plugin(root)))
+        return plugin_file.is_ours(user_plugin(home), MARK) or (
+            root is not None and plugin_file.is_ours(project_plugin(root), MARK))
 
     def end_facts(self, transcript_path: str | None, session_id: str) -> EndFacts:
         return EndFacts(tokens=tokens(database(), session_id))
