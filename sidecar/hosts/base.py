@@ -15,7 +15,7 @@ merge, tomlkit) inside the methods that write or check settings, never at the to
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from types import MappingProxyType
@@ -100,12 +100,29 @@ class Failure:
     message: str
 
 
+def count(value: Any) -> int:
+    """A token figure as a host wrote it: a positive whole number, else 0."""
+    return value if isinstance(value, int) and not isinstance(value, bool) and value > 0 else 0
+
+
 @dataclass(frozen=True)
 class Tokens:
     input: int = 0
     output: int = 0
     cache_read: int = 0
     cache_write: int = 0
+
+    @classmethod
+    def summed(cls, usages: Iterable[Any], names: tuple[str, str, str, str]) -> Tokens | None:
+        """The figures `names` (input, output, cache read, cache write) summed over each usage
+        that is an object; None if none is."""
+        totals, seen = [0, 0, 0, 0], False
+        for usage in usages:
+            if isinstance(usage, dict):
+                seen = True
+                for i, name in enumerate(names):
+                    totals[i] += count(usage.get(name))
+        return cls(*totals) if seen else None
 
     def to_json(self) -> dict[str, int]:
         return {"input": self.input, "output": self.output, "cacheRead": self.cache_read,
@@ -135,16 +152,10 @@ class EndFacts:
         failure, figures = value.get("failure"), value.get("tokens")
         kind = failure.get("kind") if isinstance(failure, dict) else None
         message = failure.get("message") if isinstance(failure, dict) else None
-
-        def count(key: str) -> int:
-            n = figures.get(key) if isinstance(figures, dict) else None
-            return n if isinstance(n, int) and not isinstance(n, bool) and n >= 0 else 0
-
         return cls(
             Failure(kind, message if isinstance(message, str) else "")
             if isinstance(kind, str) and kind else None,
-            Tokens(count("input"), count("output"), count("cacheRead"), count("cacheWrite"))
-            if isinstance(figures, dict) else None)
+            Tokens.summed([figures], ("input", "output", "cacheRead", "cacheWrite")))
 
 
 @dataclass(frozen=True)

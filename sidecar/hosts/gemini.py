@@ -17,7 +17,7 @@ from types import MappingProxyType
 from typing import Any
 
 from sidecar.hosts import transcripts
-from sidecar.hosts.base import UUID, EndFacts, Finding, Host, IntegrateError, Scope, Tokens
+from sidecar.hosts.base import UUID, EndFacts, Finding, Host, Scope, Tokens, count
 from sidecar.vocabulary import EventKind
 
 EVENTS = ["SessionStart", "SessionEnd", "BeforeAgent", "AfterAgent", "AfterTool", "Notification"]
@@ -35,22 +35,15 @@ def project_settings(root: Path) -> Path:
 
 def trusted(root: Path, home: Path) -> bool:
     """Whether Gemini trusts the folder, so that it runs hooks there at all."""
-    from sidecar.hosts.files.settings import load_json  # integration code: see base.py
+    from sidecar.hosts.files.settings import load_json_or_empty  # integration code: see base.py
 
-    try:
-        settings = load_json(user_settings(home), comments=True)
-    except IntegrateError:
-        settings = {}
-    security = settings.get("security")
+    security = load_json_or_empty(user_settings(home), comments=True).get("security")
     folder_trust = security.get("folderTrust") if isinstance(security, dict) else None
     if isinstance(folder_trust, dict) and folder_trust.get("enabled") is False:
         return True
     if os.environ.get("GEMINI_CLI_TRUST_WORKSPACE") == "true":
         return True
-    try:
-        rules: Any = load_json(home / ".gemini" / "trustedFolders.json")
-    except IntegrateError:
-        return False
+    rules = load_json_or_empty(home / ".gemini" / "trustedFolders.json")
     target = Path(os.path.realpath(root))
     for folder, level in rules.items():
         base = Path(os.path.realpath(folder))
@@ -73,7 +66,7 @@ def tokens(entries: Iterable[dict[str, Any]]) -> Tokens | None:
                 messages[str(message.get("id"))] = message["tokens"]
     if not messages:
         return None
-    t = {k: sum(transcripts.count(m.get(k)) for m in messages.values())
+    t = {k: sum(count(m.get(k)) for m in messages.values())
          for k in ("input", "output", "cached", "thoughts")}
     return Tokens(input=max(0, t["input"] - t["cached"]), output=t["output"] + t["thoughts"],
                   cache_read=t["cached"])

@@ -27,7 +27,7 @@ from types import MappingProxyType
 from typing import Any
 
 from sidecar.hosts import transcripts
-from sidecar.hosts.base import UUID, EndFacts, Failure, Finding, Host, IntegrateError, Option, Scope, Tokens
+from sidecar.hosts.base import UUID, EndFacts, Failure, Finding, Host, Option, Scope, Tokens, count
 from sidecar.vocabulary import EventKind
 
 EVENTS = ["SessionStart", "UserPromptSubmit", "PostToolUse", "Stop", "StopFailure",
@@ -102,7 +102,7 @@ def tokens(entries: Iterable[dict[str, Any]]) -> Tokens | None:
         seen.add(key)
         for name in totals:
             field = "cachedContentTokenCount" if name == "cached" else f"{name}TokenCount"
-            totals[name] += transcripts.count(usage.get(field))
+            totals[name] += count(usage.get(field))
     if not seen:
         return None
     return Tokens(input=max(0, totals["prompt"] - totals["cached"]),
@@ -111,12 +111,9 @@ def tokens(entries: Iterable[dict[str, Any]]) -> Tokens | None:
 
 def hooks_disabled(path: Path) -> bool:
     """Whether a settings file turns every hook off (`disableAllHooks`)."""
-    from sidecar.hosts.files.settings import load_json  # integration code: see base.py
+    from sidecar.hosts.files.settings import load_json_or_empty  # integration code: see base.py
 
-    try:
-        return load_json(path, comments=True).get("disableAllHooks") is True
-    except IntegrateError:
-        return False
+    return load_json_or_empty(path, comments=True).get("disableAllHooks") is True
 
 
 class Qwen(Host):

@@ -289,11 +289,6 @@ def tail_entries(path: str | None) -> list[dict[str, Any]]:
     return [e for line in data.splitlines() if isinstance(e := parse_line(line), dict)]
 
 
-def count(value: Any) -> int:
-    """A token figure as a host wrote it: a positive whole number, else 0."""
-    return value if isinstance(value, int) and not isinstance(value, bool) and value > 0 else 0
-
-
 def read_figures(path: str | None, needle: bytes,
                  reader: Callable[[Iterable[dict[str, Any]]], T | None]) -> T | None:
     """`reader` over the transcript's entries that hold `needle`; None where it cannot be read."""

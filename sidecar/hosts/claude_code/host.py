@@ -20,7 +20,7 @@ from types import MappingProxyType
 from typing import Any
 
 from sidecar.hosts import transcripts
-from sidecar.hosts.base import UUID, EndFacts, Extra, Failure, Host, Option, Scope, Setting, Tokens
+from sidecar.hosts.base import UUID, EndFacts, Extra, Failure, Host, Option, Scope, Setting, Tokens, count
 from sidecar.vocabulary import EventKind
 
 EVENTS = ["SessionStart", "UserPromptSubmit", "PostToolUse", "Stop", "StopFailure", "SessionEnd",
@@ -54,14 +54,6 @@ def ranked_below(place: Path, home: Path) -> list[Path]:
     return [file for file in files[files.index(place) + 1:] if file != place] if place in files else []
 
 
-def read_wherever(place: Path, home: Path) -> list[Path]:
-    """The files below `place` that are read wherever `place` is, so what they set may be
-    copied into it: only the local file's (this user, this machine, this project) are. The
-    committed file goes to every collaborator, who has not the user's own settings."""
-    below = ranked_below(place, home)
-    return below if place.name == "settings.local.json" else []
-
-
 def last_failure(entries: list[dict[str, Any]]) -> Failure | None:
     """The last assistant entry, if it is the API's refusal (`isApiErrorMessage`)."""
     for entry in reversed(entries):
@@ -91,7 +83,7 @@ def tokens(entries: Iterable[dict[str, Any]]) -> Tokens | None:
         seen.add(key)
         for i, name in enumerate(("input_tokens", "output_tokens", "cache_read_input_tokens",
                                   "cache_creation_input_tokens")):
-            totals[i] += transcripts.count(usage.get(name))
+            totals[i] += count(usage.get(name))
     return Tokens(*totals) if seen else None
 
 
@@ -159,10 +151,12 @@ class ClaudeCode(Host):
         from sidecar.hosts.claude_code import statusline
 
         below = ranked_below(place, Path.home())
-        taken = read_wherever(place, Path.home())
-        return statusline.install(place, sidecar, self.name, taken,
-                                  [file for file in below if file not in taken],
-                                  REFRESH_INTERVAL if value is None else value)
+        # The files below are read wherever the local file is (this user, this machine, this
+        # project), so what they set may be copied into it; the committed file goes to every
+        # collaborator, who has not the user's own settings.
+        local = place.name == "settings.local.json"
+        return statusline.install(place, sidecar, self.name, below if local else [],
+                                  [] if local else below, REFRESH_INTERVAL if value is None else value)
 
     def integrated(self, root: Path | None, home: Path) -> bool:
         from sidecar.hosts.files import settings

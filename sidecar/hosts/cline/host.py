@@ -28,7 +28,7 @@ import orjson
 
 from sidecar.base.timeutil import parse_ts
 from sidecar.hosts import transcripts
-from sidecar.hosts.base import EndFacts, Failure, Host, Reader, RecordedEnd, Scope, Tokens
+from sidecar.hosts.base import EndFacts, Failure, Host, Reader, RecordedEnd, Scope, Tokens, count
 from sidecar.vocabulary import EventKind
 
 VERSION = "3.0.65"
@@ -100,11 +100,6 @@ def fields(payload: Mapping[str, Any]) -> dict[str, str]:
     return found
 
 
-def read_capped(path: str, cap: int = MAX_RECORD) -> bytes | None:
-    """A regular file's bytes, never more than `cap` (None: missing, not regular, larger)."""
-    return transcripts.read_small(path, cap)
-
-
 def load(data: bytes | None) -> dict[str, Any]:
     """A JSON object from bytes; {} for anything else."""
     try:
@@ -119,10 +114,10 @@ def tokens(manifest: Mapping[str, Any]) -> Tokens | None:
     usage = metadata.get("usage") if isinstance(metadata, dict) else None
     if not isinstance(usage, dict):
         return None
-    return Tokens(input=transcripts.count(usage.get("inputTokens")),
-                  output=transcripts.count(usage.get("outputTokens")),
-                  cache_read=transcripts.count(usage.get("cacheReadTokens")),
-                  cache_write=transcripts.count(usage.get("cacheWriteTokens")))
+    return Tokens(input=count(usage.get("inputTokens")),
+                  output=count(usage.get("outputTokens")),
+                  cache_read=count(usage.get("cacheReadTokens")),
+                  cache_write=count(usage.get("cacheWriteTokens")))
 
 
 def last_failure(messages: Mapping[str, Any]) -> Failure | None:
@@ -203,10 +198,10 @@ class Cline(Host):
         if not session_id or "/" in session_id or session_id in (".", ".."):
             return EndFacts()
         messages = transcript_path or str(messages_path(Path.home(), session_id))
-        manifest = load(read_capped(str(Path(messages).with_name(f"{session_id}.json"))))
+        manifest = load(transcripts.read_small(Path(messages).with_name(f"{session_id}.json"), MAX_RECORD))
         failure = None
         if manifest.get("status") == "failed":
-            failure = last_failure(load(read_capped(messages)))
+            failure = last_failure(load(transcripts.read_small(messages, MAX_RECORD)))
         return EndFacts(failure, tokens(manifest))
 
     def resume_refusal(self) -> str | None:

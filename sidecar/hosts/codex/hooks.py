@@ -124,15 +124,10 @@ def _read_answer(proc: subprocess.Popen[bytes], request_id: int) -> list[dict[st
     return None
 
 
-def codex_executable() -> str | None:
-    return shutil.which("codex")
-
-
 # -- the integration ---------------------------------------------------------------------
 
 
-def integrate(codex_home: Path, sidecar: Path | str, uninstall: bool = False,
-              codex: str | None = None) -> bool:
+def integrate(codex_home: Path, sidecar: Path | str, uninstall: bool = False) -> bool:
     """Write (or remove) sidecar's hooks and their trust; True if anything changed."""
     hooks_path, config_path = codex_home / "hooks.json", codex_home / "config.toml"
     place = os.path.realpath(codex_home)
@@ -151,7 +146,7 @@ def integrate(codex_home: Path, sidecar: Path | str, uninstall: bool = False,
     changed = save_json(hooks_path, merged)
     changed |= save_toml(config_path, config)  # Codex lists hooks only once they are on
     entries = our_handlers(hooks_path, merged)
-    answers = {h.get("key"): h for h in ask(codex or codex_executable(), codex_home.parent) or []}
+    answers = {h.get("key"): h for h in ask(shutil.which("codex"), codex_home.parent) or []}
     entries = {key: str(answers[key].get("currentHash") or digest) if key in answers else digest
                for key, digest in entries.items()}
     set_trust(config, old_keys, entries)
@@ -185,20 +180,13 @@ def _uninstall(hooks_path: Path, config_path: Path, config: tomlkit.TOMLDocument
     return changed
 
 
-def untrusted(codex_home: Path, cwd: Path, codex: str | None = None) -> list[str] | None:
-    """Keys of sidecar's handlers that Codex does not trust; None if Codex cannot be asked."""
-    answers = ask(codex or codex_executable(), cwd)
-    if answers is None:
-        return None
-    return [str(h.get("key")) for h in answers
-            if is_ours({"command": h.get("command")}) and h.get("trustStatus") != "trusted"]
-
-
-def trust_finding(codex_home: Path, cwd: Path) -> Finding:
+def trust_finding(cwd: Path) -> Finding:
     """Codex skips an untrusted hook silently: ask Codex itself which of ours it trusts."""
-    found = untrusted(codex_home, cwd)
-    if found is None:
+    answers = ask(shutil.which("codex"), cwd)
+    if answers is None:
         return Finding(True, "Codex's trust of sidecar's hooks not checked (`codex` is not on PATH to ask)")
+    found = [str(h.get("key")) for h in answers
+             if is_ours({"command": h.get("command")}) and h.get("trustStatus") != "trusted"]
     if found:
         return Finding(False, "Codex does not trust sidecar's hooks "
                               f"({', '.join(k.rsplit(':', 3)[1] for k in found)}): "

@@ -19,7 +19,7 @@ from types import MappingProxyType
 from typing import Any
 
 from sidecar.hosts import transcripts
-from sidecar.hosts.base import UUID, EndFacts, Failure, Finding, Host, Option, Reader, Scope, Tokens
+from sidecar.hosts.base import UUID, EndFacts, Failure, Finding, Host, Option, Reader, Scope, Tokens, count
 from sidecar.vocabulary import EventKind
 
 LIMIT_ERRORS = {"usage_limit_exceeded": "usage_limit"}
@@ -27,8 +27,8 @@ SANDBOX = Option("codexSandbox", "codex_sandbox",
                  ("read-only", "workspace-write", "danger-full-access"), "workspace-write")
 
 
-def codex_home(home: Path) -> Path:
-    return Path(os.environ.get("CODEX_HOME") or home / ".codex")
+def codex_home(home: Path, env: Mapping[str, str] = os.environ) -> Path:
+    return Path(env.get("CODEX_HOME") or home / ".codex")
 
 
 # -- what its rollout file and config.toml say -------------------------------------------
@@ -60,9 +60,9 @@ def tokens(entries: Iterable[dict[str, Any]]) -> Tokens | None:
                 last = info["total_token_usage"]  # running totals: the last one is the session's
     if last is None:
         return None
-    cached = transcripts.count(last.get("cached_input_tokens"))
-    return Tokens(input=max(0, transcripts.count(last.get("input_tokens")) - cached),
-                  output=transcripts.count(last.get("output_tokens")), cache_read=cached)
+    cached = count(last.get("cached_input_tokens"))
+    return Tokens(input=max(0, count(last.get("input_tokens")) - cached),
+                  output=count(last.get("output_tokens")), cache_read=cached)
 
 
 def env_key(config_toml: bytes) -> tuple[str, ...]:
@@ -134,12 +134,11 @@ class Codex(Host):
     def findings(self, root: Path | None, home: Path) -> list[Finding]:
         from sidecar.hosts.codex import hooks
 
-        return [hooks.trust_finding(self.place(self.scopes[0], root, home), root or home)]
+        return [hooks.trust_finding(root or home)]
 
     def needed_variables(self, env: Mapping[str, str], home: Path, read: Reader) -> tuple[str, ...]:
         """The variable its model provider reads its key from (`env_key`), if it names one."""
-        folder = Path(env.get("CODEX_HOME") or home / ".codex")
-        data = read(folder / "config.toml")
+        data = read(codex_home(home, env) / "config.toml")
         return env_key(data) if data is not None else ()
 
     def recognises(self, payload: Mapping[str, Any]) -> bool:

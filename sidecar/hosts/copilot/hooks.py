@@ -33,29 +33,9 @@ def merge(data: dict[str, Any], handlers: dict[str, dict[str, Any]] | None, path
     """Take sidecar's handlers out of `data["hooks"]`, then add `handlers` (event: handler)
     after the user's own. An event list left empty by taking ours out goes; one the user
     left empty stays."""
-    hooks = data.get("hooks", {})
-    if not isinstance(hooks, dict):
-        raise IntegrateError(f"{path}: `hooks` is not an object; fix it first")
-    for event in handlers or {}:
-        if not isinstance(hooks.get(event, []), list):
-            raise IntegrateError(f"{path}: `hooks.{event}` is not a list; fix it first")
-    for event, listed in list(hooks.items()):
-        if not isinstance(listed, list):
-            continue
-        kept = [h for h in listed if not is_ours(h)]
-        if len(kept) == len(listed):
-            continue
-        if kept:
-            hooks[event] = kept
-        else:
-            del hooks[event]
-    for event, handler in (handlers or {}).items():
-        hooks.setdefault(event, []).append(handler)
-    if hooks:
-        data["hooks"] = hooks
-    else:
-        data.pop("hooks", None)
-    return data
+    return settings.replace_entries(data, handlers or {}, path,
+                                    lambda listed: [h for h in listed if not is_ours(h)],
+                                    keep_empty=True)
 
 
 def write(path: Path, sidecar: str, source: str, events: list[str], timeout: int,
@@ -85,9 +65,6 @@ def created_by_sidecar(path: Path) -> bool:
 
 def has_ours(path: Path) -> bool:
     """Whether the file holds any of sidecar's handlers (an unreadable one: no)."""
-    try:
-        hooks = settings.load_json(path, comments=True).get("hooks")
-    except IntegrateError:
-        return False
+    hooks = settings.load_json_or_empty(path, comments=True).get("hooks")
     return isinstance(hooks, dict) and any(
         is_ours(h) for listed in hooks.values() if isinstance(listed, list) for h in listed)

@@ -27,7 +27,7 @@ from types import MappingProxyType
 from typing import Any
 
 from sidecar.hosts import transcripts
-from sidecar.hosts.base import UUID, EndFacts, Failure, Finding, Host, IntegrateError, Option, Scope, Tokens
+from sidecar.hosts.base import UUID, EndFacts, Failure, Finding, Host, Option, Scope, Tokens
 from sidecar.vocabulary import EventKind
 
 # notification is an ask where its notification_type is one (ASKS); permissionRequest is traced
@@ -111,17 +111,9 @@ def model_call_failure(error: Any) -> Failure:
 
 def tokens(entries: Iterable[dict[str, Any]]) -> Tokens | None:
     """The sum of every model call's `session.usage_record` (a resume adds its own)."""
-    totals = [0, 0, 0, 0]
-    seen = False
-    for entry in entries:
-        data = entry.get("data")
-        usage = data.get("usage") if isinstance(data, dict) else None
-        if entry.get("type") != "session.usage_record" or not isinstance(usage, dict):
-            continue
-        seen = True
-        for i, name in enumerate(("inputTokens", "outputTokens", "cacheReadTokens", "cacheWriteTokens")):
-            totals[i] += transcripts.count(usage.get(name))
-    return Tokens(*totals) if seen else None
+    usages = (entry["data"].get("usage") for entry in entries
+              if entry.get("type") == "session.usage_record" and isinstance(entry.get("data"), dict))
+    return Tokens.summed(usages, ("inputTokens", "outputTokens", "cacheReadTokens", "cacheWriteTokens"))
 
 
 # -- which folders it trusts ---------------------------------------------------------------
@@ -129,12 +121,9 @@ def tokens(entries: Iterable[dict[str, Any]]) -> Tokens | None:
 
 def trusted_folders(home: Path) -> list[str]:
     """`trustedFolders` of Copilot's own config.json (JSON with `//` comments)."""
-    from sidecar.hosts.files.settings import load_json  # integration code: see base.py
+    from sidecar.hosts.files.settings import load_json_or_empty  # integration code: see base.py
 
-    try:
-        folders = load_json(copilot_home(home) / "config.json", comments=True).get("trustedFolders")
-    except IntegrateError:
-        return []
+    folders = load_json_or_empty(copilot_home(home) / "config.json", comments=True).get("trustedFolders")
     return [f for f in folders if isinstance(f, str)] if isinstance(folders, list) else []
 
 

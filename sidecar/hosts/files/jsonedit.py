@@ -190,6 +190,11 @@ class _Editor:
                          separators=(",", self.style.colon))
         return out.replace("\n", self.style.newline + indent)
 
+    def member(self, key: str | None, value: Any, indent: str | None) -> str:
+        """An array's element (`key` None) or an object's member, rendered as `render` does."""
+        rendered = self.render(value, indent)
+        return rendered if key is None else json.dumps(key, ensure_ascii=False) + self.style.colon + rendered
+
     def change(self, node: Node, old: Any, new: Any) -> None:
         if _same(old, new):
             return
@@ -243,10 +248,7 @@ class _Editor:
         sep, indent = self.separator(node)
         by_place: dict[int, list[str]] = {}
         for before, key, value in added:
-            member = self.render(value, indent)
-            by_place.setdefault(before, []).append(member if key is None else
-                                                   json.dumps(key, ensure_ascii=False)
-                                                   + self.style.colon + member)
+            by_place.setdefault(before, []).append(self.member(key, value, indent))
         for before, members in by_place.items():
             if before >= count:
                 self.edits.append((node.children[-1].end, node.children[-1].end,
@@ -272,15 +274,11 @@ class _Editor:
         outer = self.line_indent(node.start)
         indent = outer + self.style.unit
         newline = self.style.newline
-        members = [self.render(v, indent) if k is None else
-                   json.dumps(k, ensure_ascii=False) + self.style.colon + self.render(v, indent)
-                   for _, k, v in added]
+        members = [self.member(k, v, indent) for _, k, v in added]
         one_line = count == 0 and "\n" not in inside and node is not self.root and not any(
             isinstance(v, (dict, list)) and v for _, _, v in added)
         if one_line:
-            body = ", ".join(self.render(v, None) if k is None else
-                             json.dumps(k, ensure_ascii=False) + self.style.colon
-                             + self.render(v, None) for _, k, v in added)
+            body = ", ".join(self.member(k, v, None) for _, k, v in added)
         else:
             body = newline + indent + ("," + newline + indent).join(members) + newline + outer
         self.edits.append((node.start + 1, node.end - 1, body))

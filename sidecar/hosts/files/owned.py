@@ -24,17 +24,21 @@ def _file() -> Any:
     return layout.config_home() / "integrations.json"
 
 
+def _load() -> Json:
+    """The whole integrations file; {} where it is missing or not what sidecar writes."""
+    try:
+        data = jsonfile.read_json(_file())
+    except (FileNotFoundError, ValueError):
+        return {}
+    return data if isinstance(data, dict) else {}
+
+
 def change(host: str, place: str, edit: Callable[[Json], T]) -> T:
     """Run `edit` on what sidecar owns for `host` at `place` (a folder or file), and save it."""
     home = layout.config_home()
     home.mkdir(mode=0o700, parents=True, exist_ok=True)
     with locks.locked(home / "integrations.lock"):
-        try:
-            data = jsonfile.read_json(_file())
-        except (FileNotFoundError, ValueError):
-            data = {}
-        if not isinstance(data, dict):
-            data = {}
+        data = _load()
         per_host = data.setdefault(host, {})
         record = per_host.setdefault(place, {})
         result = edit(record)
@@ -47,21 +51,13 @@ def change(host: str, place: str, edit: Callable[[Json], T]) -> T:
 
 
 def read(host: str, place: str) -> Json:
-    try:
-        data = jsonfile.read_json(_file())
-    except (FileNotFoundError, ValueError):
-        return {}
-    record = data.get(host, {}).get(place, {}) if isinstance(data, dict) else {}
+    record = _load().get(host, {}).get(place, {})
     return record if isinstance(record, dict) else {}
 
 
 def places(host: str) -> list[str]:
     """Every place sidecar integrated `host` (for `sidecar uninstall`)."""
-    try:
-        data = jsonfile.read_json(_file())
-    except (FileNotFoundError, ValueError):
-        return []
-    per_host = data.get(host, {}) if isinstance(data, dict) else {}
+    per_host = _load().get(host, {})
     return list(per_host) if isinstance(per_host, dict) else []
 
 

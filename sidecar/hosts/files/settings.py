@@ -9,8 +9,10 @@ their command) are replaced, so running it again is harmless and upgrades old en
 
 from __future__ import annotations
 
+import copy
 import os
 import shlex
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -50,6 +52,15 @@ def load_json(path: Path, comments: bool = False) -> dict[str, Any]:
     return data
 
 
+def load_json_or_empty(path: Path, comments: bool = False) -> dict[str, Any]:
+    """A host's settings as `load_json` reads them, or {} where they cannot be read: for a
+    check, which says nothing of a file it cannot read."""
+    try:
+        return load_json(path, comments)
+    except IntegrateError:
+        return {}
+
+
 def read_text(path: Path) -> str | None:
     """A user's file, through the user's own links; None if there is none."""
     try:
@@ -72,33 +83,35 @@ def write_text(path: Path, text: str) -> None:
 def merge_hooks(settings: dict[str, Any], events: list[str], command: str | None,
                 matcher: str | None, path: Path,
                 handler_fields: dict[str, Any] | None = None) -> dict[str, Any]:
-    """Remove sidecar's handlers from `settings["hooks"]`; add one group per event if `command`.
+    """Remove sidecar's handlers from `settings["hooks"]`; add one group per event if `command`."""
+    handler = {"type": "command", "command": command, **(handler_fields or {})}
+    group = {"hooks": [handler]} if matcher is None else {"matcher": matcher, "hooks": [handler]}
+    added = {event: copy.deepcopy(group) for event in events} if command is not None else {}
+    return replace_entries(settings, added, path, _without_ours)
 
-    sidecar's groups go after the user's, so the user's keep their places (Codex keys its
-    trust entries by position).
-    """
+
+def replace_entries(settings: dict[str, Any], added: dict[str, Any], path: Path,
+                    without_ours: Callable[[list[Any]], list[Any]],
+                    keep_empty: bool = False) -> dict[str, Any]:
+    """Take sidecar's entries out of `settings["hooks"]` (`without_ours`: an event's list less
+    them), then add `added` (event: entry). sidecar's go after the user's, so the user's keep
+    their places (Codex keys its trust entries by position). An event's list left empty goes
+    (with `keep_empty`, not one the user left empty)."""
     hooks = settings.get("hooks", {})
     if not isinstance(hooks, dict):
         raise IntegrateError(f"{path}: `hooks` is not an object; fix it first")
-    for event in events if command is not None else []:
+    for event in added:
         if not isinstance(hooks.get(event, []), list):
             raise IntegrateError(f"{path}: `hooks.{event}` is not a list; fix it first")
-    for event in list(hooks):
-        groups = hooks[event]
-        if not isinstance(groups, list):
+    for event, listed in list(hooks.items()):
+        if not isinstance(listed, list) or (keep_empty and not listed):
             continue
-        kept = _without_ours(groups)
-        if kept:
+        if kept := without_ours(listed):
             hooks[event] = kept
         else:
             del hooks[event]
-    if command is not None:
-        for event in events:
-            handler = {"type": "command", "command": command, **(handler_fields or {})}
-            ours: dict[str, Any] = {"hooks": [handler]}
-            if matcher is not None:
-                ours = {"matcher": matcher, **ours}
-            hooks.setdefault(event, []).append(ours)
+    for event, entry in added.items():
+        hooks.setdefault(event, []).append(entry)
     if hooks:
         settings["hooks"] = hooks
     else:
@@ -149,11 +162,7 @@ def save_toml(path: Path, doc: Any, tidy_end: bool = False) -> bool:
 
 def has_ours(path: Path, comments: bool = False) -> bool:
     """Whether the settings file holds any of sidecar's handlers (an unreadable one: no)."""
-    try:
-        data = load_json(path, comments)
-    except IntegrateError:
-        return False
-    hooks = data.get("hooks")
+    hooks = load_json_or_empty(path, comments).get("hooks")
     if not isinstance(hooks, dict):
         return False
     return any(is_ours(h)

@@ -18,7 +18,7 @@ from pathlib import Path
 from types import MappingProxyType
 
 from sidecar.hosts import transcripts
-from sidecar.hosts.base import EndFacts, Host, Scope, Tokens
+from sidecar.hosts.base import EndFacts, Host, Scope, Tokens, count
 from sidecar.hosts.files import plugin_file
 from sidecar.vocabulary import EventKind
 
@@ -37,10 +37,6 @@ def project_plugin(root: Path) -> Path:
 def user_plugin(home: Path) -> Path:
     config = os.environ.get("XDG_CONFIG_HOME") or str(home / ".config")
     return Path(config) / "opencode" / "plugins" / FILE_NAME
-
-
-def is_ours(path: Path) -> bool:
-    return plugin_file.is_ours(path, MARK)
 
 
 def database() -> str:
@@ -71,7 +67,7 @@ def tokens(db: str, session_id: str) -> Tokens | None:
         return None
     if row is None:
         return None
-    tin, tout, reasoning, cache_read, cache_write = (transcripts.count(v) for v in row)
+    tin, tout, reasoning, cache_read, cache_write = (count(v) for v in row)
     return Tokens(input=tin, output=tout + reasoning, cache_read=cache_read, cache_write=cache_write)
 
 
@@ -101,7 +97,8 @@ class Opencode(Host):
         return plugin_file.install(place, plugin_source(), MARK, uninstall)
 
     def integrated(self, root: Path | None, home: Path) -> bool:
-        return is_ours(user_plugin(home)) or (root is not None and is_ours(project_plugin(root)))
+        return plugin_file.is_ours(user_plugin(home), MARK) or (
+            root is not None and plugin_file.is_ours(project_plugin(root), MARK))
 
     def end_facts(self, transcript_path: str | None, session_id: str) -> EndFacts:
         return EndFacts(tokens=tokens(database(), session_id))

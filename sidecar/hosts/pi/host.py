@@ -34,7 +34,6 @@ from sidecar.hosts.base import (
     Failure,
     Finding,
     Host,
-    IntegrateError,
     Reader,
     Scope,
     Tokens,
@@ -105,39 +104,23 @@ def last_failure(entries: list[dict[str, Any]]) -> Failure | None:
 
 def tokens(entries: Iterable[dict[str, Any]]) -> Tokens | None:
     """Every assistant message's `usage`, summed (each is written once, on its own line)."""
-    totals = [0, 0, 0, 0]
-    seen = False
-    for entry in entries:
-        message = _assistant(entry)
-        usage = message.get("usage") if message is not None else None
-        if not isinstance(usage, dict):
-            continue
-        seen = True
-        for i, name in enumerate(("input", "output", "cacheRead", "cacheWrite")):
-            totals[i] += transcripts.count(usage.get(name))
-    return Tokens(*totals) if seen else None
+    return Tokens.summed(((_assistant(entry) or {}).get("usage") for entry in entries),
+                              ("input", "output", "cacheRead", "cacheWrite"))
 
 
 # -- what its settings say -----------------------------------------------------------------
 
 
-def _settings(path: Path) -> dict[str, Any]:
-    from sidecar.hosts.files.settings import load_json  # integration code: see base.py
-
-    try:
-        return load_json(path)
-    except IntegrateError:
-        return {}
-
-
 def provider_retries_set(root: Path | None, home: Path) -> bool:
     """Whether Pi's settings (the user's, or the project's over them) bound the provider SDK's
     own retries, which otherwise sleep for as long as a 429's `retry-after` says."""
+    from sidecar.hosts.files.settings import load_json_or_empty  # integration code: see base.py
+
     places = [agent_dir(home) / "settings.json"]
     if root is not None:
         places.append(root / ".pi" / "settings.json")
     for path in places:
-        retry = _settings(path).get("retry")
+        retry = load_json_or_empty(path).get("retry")
         provider = retry.get("provider") if isinstance(retry, dict) else None
         if isinstance(provider, dict) and isinstance(provider.get("maxRetries"), int):
             return True
