@@ -11,6 +11,8 @@ import os
 
 from sidecar.base import files
 
+MAX_STATUS = 4096  # bytes: `{"exit": 0}`, or an error's few words
+
 
 def described(status: object) -> str:
     """The outcome a runner's status says: ok, or error: why (`interrupted` where it is not
@@ -33,11 +35,12 @@ def ended(runtime: int, hook_id: object, log: object) -> str | None:
     try:
         folder = files.walk(runtime, "logs", "hooks", str(hook_id))
         try:
-            data = files.read(folder, f"{name}.status")
+            fd = os.open(f"{name}.status", files.FILE, dir_fd=folder)
         finally:
             os.close(folder)
-        return None if data is None else described(files.parse(data))
-    except (OSError, ValueError):
+        # A runner writes a few bytes; a larger file was put there to stall the reader.
+        return described(files.parse(files.read_open(fd, name, limit=MAX_STATUS)))
+    except (OSError, ValueError):  # none yet (it runs), or not a runner's own
         return None
 
 

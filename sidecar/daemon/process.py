@@ -177,7 +177,7 @@ class Daemon:
                                  self.stop.is_set, self.watch_process,
                                  watch_reliable=isinstance(self.folders, InotifyWatch)
                                  and self.coordination.implements.every_arrival_by_watch,
-                                 fresh=self.settings.fresh, read=self.settings.last_read)
+                                 fresh=self.settings.for_firing, read=self.settings.last_read)
         self.by_key[workspace_key(ws)] = server
         server.wake = lambda: self.loop.wake(server)
         self._watch_folders(server)

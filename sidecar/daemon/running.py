@@ -36,11 +36,14 @@ def command_line(pid: int) -> list[str] | None:
 
 
 def is_sidecar_run(pid: int) -> bool:
+    """Whether `pid` runs `sidecar run` itself: the command (or the interpreter's script) is
+    `sidecar`, and its very next word `run`; a wrapper that names it later (`sudo -u bob
+    sidecar run`) is not, so its signal never reaches a daemon through it."""
     args = command_line(pid) or []
-    for i, arg in enumerate(args):
-        if os.path.basename(arg) == "sidecar":
-            return "run" in args[i + 1:]
-    return False
+    at = 0  # the command; or, run by an interpreter (`python -S .../sidecar run`), its script
+    if args and os.path.basename(args[0]).startswith("python"):
+        at = next((i for i, arg in enumerate(args[1:], 1) if not arg.startswith("-")), len(args))
+    return args[at + 1:at + 2] == ["run"] and os.path.basename(args[at]) == "sidecar"
 
 
 def live_here(ws: Workspace) -> list[tuple[int, str]]:

@@ -51,6 +51,15 @@ class Settings:
             self.reload(forced=False)
         return self.config
 
+    def for_firing(self) -> Config:
+        """`fresh`, for a follow-up about to fire: ConfigError while the files hold settings
+        that cannot be read, rather than run it with those of before."""
+        config = self.fresh()
+        if self.read.error is not None:
+            raise config_mod.ConfigError(f"{self.read.error} (a follow-up is not run with the "
+                                         "settings of before; correct the file)")
+        return config
+
     def reload(self, forced: bool = True) -> None:
         """Read the files again (`forced`: whether or not they changed, as on SIGHUP)."""
         with self.lock:

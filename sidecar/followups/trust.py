@@ -231,7 +231,9 @@ def trust_global(hook: Hook, now: float) -> None:
         section = doc.get("global")
         if not isinstance(section, dict) or not isinstance(section.get("hooks"), dict):
             section = doc["global"] = {"hooks": {}}
-        _approve(section["hooks"], found, trustcheck.global_digest(found.definition(), hook.id), now)
+        # Only the latest (no branch brings an older global hook back): a stale copy is not.
+        digest = trustcheck.global_digest(found.definition(), hook.id)
+        _approve(section["hooks"], found, digest, now, keep=1)
 
     _change_trust_file(record)
 
@@ -262,8 +264,8 @@ def is_trusted_global(hook: Hook) -> bool:
     return trustcheck.approved(global_approvals(), hook.id, want)
 
 
-def _approve(hooks: dict[str, Any], found: Content, digest: str, now: float) -> None:
-    """One more approval of a hook in its section, the last KEPT kept."""
+def _approve(hooks: dict[str, Any], found: Content, digest: str, now: float, keep: int = KEPT) -> None:
+    """One more approval of a hook in its section, the last `keep` kept."""
     earlier = hooks.get(found.hook.id)
     kept = [e for e in earlier if isinstance(e, dict) and e.get("digest") != digest] \
         if isinstance(earlier, list) else []
@@ -271,7 +273,7 @@ def _approve(hooks: dict[str, Any], found: Content, digest: str, now: float) -> 
     kept.append({"digest": digest, "definition": found.definition_sha(),
                  "prompt": found.prompt_sha(), "does": described(found.hook),
                  "trustedAt": iso(now)})
-    hooks[found.hook.id] = kept[-KEPT:]
+    hooks[found.hook.id] = kept[-keep:]
 
 
 def _change_trust_file(change: Callable[[dict[str, Any]], object]) -> None:

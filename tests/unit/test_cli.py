@@ -380,3 +380,18 @@ def test_integrate_uninstall_of_what_was_never_integrated_changes_nothing(worksp
     result = invoke("integrate", "opencode", "--uninstall", "--root", str(workspace.root))
     assert result.returncode == exitcodes.OK, result.stderr
     assert b"(already so; nothing changed)" in result.stdout
+
+
+def test_only_a_sidecar_run_itself_is_a_daemon_to_signal(monkeypatch):
+    """`stop`, `reload` and `uninstall` signal a pid an instance file names only if it runs
+    `sidecar run` itself: never a wrapper (`sudo -u bob sidecar run`) that would pass the
+    signal on to a daemon that is not the caller's."""
+    from sidecar.daemon import running
+
+    cases = {("/u/.venv/bin/python", "-S", "/u/.venv/bin/sidecar", "run", "--root", "/w"): True,
+             ("/u/.venv/bin/sidecar", "run"): True, ("/usr/bin/python3", "-s", "/u/sidecar", "run"): True,
+             ("sudo", "-u", "bob", "sidecar", "run"): False, ("/u/sidecar", "status", "run"): False,
+             ("sh", "-c", "sidecar run"): False, ("python3", "-c", "x", "sidecar", "run"): False}
+    for args, expected in cases.items():
+        monkeypatch.setattr(running, "command_line", lambda pid, given=args: list(given))
+        assert running.is_sidecar_run(1) is expected, args

@@ -160,3 +160,16 @@ def test_notify_setup_writes_the_set_once_and_again_where_it_changed(workspace, 
     mine = HookStore(workspace).snapshot(T0).hooks
     assert {"finished", "waiting", "exited", "limit", "follow-up-failed"} <= mine.keys()
     assert not trust.untrusted(workspace, mine.values())
+
+
+def test_a_copy_of_a_global_hook_as_it_was_before_a_change_is_no_longer_trusted(workspace):
+    """A stale copy (its global file unreadable since, or planted as it once was) is not
+    trusted once the user changed the global hook: only their latest approval counts."""
+    ok("hooks", "add", "phone", "--global", "--event", "needs-input", "--notify", "https://a.example/x")
+    take_up(workspace)
+    before = HookStore(workspace, durable=False).snapshot(T0).hooks["global.phone"]
+    ok("hooks", "update", "phone", "--global", "--notify", "https://b.example/x")
+    assert trust.untrusted(workspace, [before]) == [before]
+    take_up(workspace)
+    after = HookStore(workspace, durable=False).snapshot(T0).hooks["global.phone"]
+    assert trust.untrusted(workspace, [after]) == []
