@@ -196,7 +196,7 @@ def count_rejected(inbox: int | None) -> int:
 
 
 def count_sessions(sessions: int | None) -> int:
-    """SessionStore.count_sessions: a bare listing, as status must stay fast at 100k."""
+    """How many session folders exist: a bare listing, as status must stay fast at 100k."""
     return 0 if sessions is None else sum(1 for name in os.listdir(sessions) if not name.startswith("."))
 
 
