@@ -11,10 +11,6 @@ import _json
 import os
 import stat
 
-TYPE_CHECKING = False  # typing costs a hot command 2 ms (see words.py)
-if TYPE_CHECKING:
-    from collections.abc import Callable
-
 DIR = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
 FILE = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
 SURROGATES = tuple("\\ud" + c for c in "89abcdef")  # the escapes of one half of a pair
@@ -61,14 +57,13 @@ _SCAN = _json.make_scanner(_AsOrjson())  # type: ignore[arg-type]  # it reads on
 # -- reading, never through a link ----------------------------------------------------------
 
 
-def walk(fd: int, *names: str, step: Callable[[int, str], int] | None = None) -> int:
+def walk(fd: int, *names: str) -> int:
     """The folder `names` below `fd`, opened without following a link (FileNotFoundError if
-    it is not there); `fd` stays open, the caller closes what this returns. `step(folder,
-    name)` opens one folder where a plain open does not do (safedir's checks)."""
+    it is not there); `fd` stays open, the caller closes what this returns."""
     current = fd
     try:
         for name in names:
-            child = os.open(name, DIR, dir_fd=current) if step is None else step(current, name)
+            child = os.open(name, DIR, dir_fd=current)
             if current != fd:
                 os.close(current)
             current = child
