@@ -209,7 +209,7 @@ def load_registry() -> list[Path]:
     try:
         data = paths.read_registry()
         return [] if data is None else [Path(root) for root in paths.registry_roots(
-            orjson.loads(data[3:] if data.startswith(b"\xef\xbb\xbf") else data))]
+            orjson.loads(data.removeprefix(b"\xef\xbb\xbf")))]
     except (OSError, ValueError) as exc:
         raise RegistryError(_unreadable(layout.registry_file(), str(exc))) from None
 

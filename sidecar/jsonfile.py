@@ -46,10 +46,7 @@ def read_open(fd: int, path: Path, limit: int) -> bytes:
 
 def read_json(path: Path) -> Any:
     """Parse a JSON file (a leading byte-order mark is tolerated)."""
-    data = read_bytes(path)
-    if data.startswith(b"\xef\xbb\xbf"):
-        data = data[3:]
-    return orjson.loads(data)
+    return orjson.loads(read_bytes(path).removeprefix(b"\xef\xbb\xbf"))
 
 
 def dumps(data: Any, *, pretty: bool = True) -> bytes:

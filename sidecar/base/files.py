@@ -123,10 +123,8 @@ def read_open(fd: int, name: object, limit: int | None = None) -> bytes:
 
 def parse(data: bytes) -> object:
     """A file's JSON (a byte-order mark allowed); ValueError where it is none."""
-    if data.startswith(b"\xef\xbb\xbf"):
-        data = data[3:]
     try:
-        text = data.decode("utf-8")
+        text = data.removeprefix(b"\xef\xbb\xbf").decode("utf-8")
     except UnicodeDecodeError as exc:  # (a ValueError: its words are the decoder's)
         raise ValueError(f"not JSON: {exc}") from None
     return loads(text)
