@@ -19,8 +19,8 @@ SPACE = " \t\n\r"
 
 
 class NotRegular(ValueError):
-    """A FIFO, a device or a folder where a state file belongs: never read (jsonfile's
-    NotARegularFile says the same of it)."""
+    """A FIFO, a device or a folder where a state or settings file belongs, or one too large:
+    never read (jsonfile's NotARegularFile says the same of a state file)."""
 
 
 def _whole_number(text: str) -> int | float:
@@ -119,6 +119,20 @@ def read_open(fd: int, name: object, limit: int | None = None) -> bytes:
         return b"".join(chunks)
     finally:
         os.close(fd)
+
+
+def read_capped(fd: int, limit: int) -> bytes:
+    """All of the file open at `fd` (closed after), read at once; NotRegular, saying why as
+    words that follow the file's name, if it is no regular file or holds over `limit` bytes."""
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise NotRegular("is not a regular file")
+        data = os.read(fd, limit + 1)
+    finally:
+        os.close(fd)
+    if len(data) > limit:
+        raise NotRegular(f"is larger than {limit // 1024} KiB")
+    return data
 
 
 def parse(data: bytes) -> object:

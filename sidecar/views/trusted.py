@@ -11,7 +11,7 @@ import os
 import stat
 
 from sidecar.base import trustcheck
-from sidecar.base.files import FILE, parse, read, walk
+from sidecar.base.files import FILE, NotRegular, parse, read, read_capped, walk
 
 TYPE_CHECKING = False  # typing costs this command 2 ms (see base/words.py)
 if TYPE_CHECKING:
@@ -101,11 +101,6 @@ class Trusted:
         finally:
             os.close(hooks)
         try:
-            if not stat.S_ISREG(os.fstat(fd).st_mode):
-                raise Unsure(f"{name} is not a regular file")
-            data = os.read(fd, MAX_PROMPT_BYTES + 1)
-        finally:
-            os.close(fd)
-        if len(data) > MAX_PROMPT_BYTES:
-            raise Unsure(f"{name} is too large")
-        return data
+            return read_capped(fd, MAX_PROMPT_BYTES)
+        except NotRegular as exc:
+            raise Unsure(f"{name} {exc}") from None
