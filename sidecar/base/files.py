@@ -135,6 +135,18 @@ def read_capped(fd: int, limit: int) -> bytes:
     return data
 
 
+def read_owned(fd: int, uid: int, limit: int) -> bytes | None:
+    """All of the file open at `fd` (closed after) if it is a regular file of `uid`'s that
+    nobody else may write, of at most `limit` bytes; None otherwise."""
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode) or st.st_mode & 0o022 or st.st_uid != uid or st.st_size > limit:
+            return None
+        return os.read(fd, limit)
+    finally:
+        os.close(fd)
+
+
 def parse(data: bytes) -> object:
     """A file's JSON (a byte-order mark allowed); ValueError where it is none."""
     try:
