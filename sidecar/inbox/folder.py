@@ -231,4 +231,3 @@ def remove(ws: Workspace, names: list[str]) -> None:
         for name in names:
             with suppress(FileNotFoundError):
                 os.unlink(name, dir_fd=inbox)
-
