@@ -108,16 +108,7 @@ def instance_rows(root: str, now: float) -> list[InstanceRow]:
 
     from sidecar.coordination import instances
     from sidecar.layout import Workspace
+    from sidecar.views.status import instance_row
 
-    rows: list[InstanceRow] = []
-    for seen in instances.seen(Workspace(Path(root))):
-        info = seen.info
-        rows.append({
-            "id": info.id, "pid": info.pid, "hostname": info.hostname, "version": info.version,
-            "build": info.build, "role": info.role, "startedAt": info.started_at,
-            "heartbeatAt": info.heartbeat_at,
-            "heartbeatAgeSeconds": instances.heartbeat_age(info, now), "live": seen.live,
-            "applied": info.applied, "rejected": info.rejected, "errors": info.errors,
-            "lastError": info.last_error, "plugins": info.plugins,
-        })
-    return rows
+    return [instance_row(seen.info.id, seen.info.to_json(), now, seen.live)
+            for seen in instances.seen(Workspace(Path(root)))]

@@ -280,14 +280,17 @@ def instances(root: str, runtime: int, now: float) -> list[InstanceRow]:
             except (OSError, ValueError):
                 continue
             if isinstance(data, dict):
-                rows.append(instance_row(name[: -len(".json")], data, runtime, now))
+                instance_id = name[: -len(".json")]
+                live = is_plain(instance_id) and life_lock_held(runtime, instance_id)
+                rows.append(instance_row(instance_id, data, now, live))
     finally:
         os.close(folder)
     return rows
 
 
-def instance_row(instance_id: str, data: dict[str, Any], runtime: int, now: float) -> InstanceRow:
-    """InstanceInfo.from_json's reading, as status shows it."""
+def instance_row(instance_id: str, data: dict[str, Any], now: float, live: bool) -> InstanceRow:
+    """InstanceInfo.from_json's reading, as status shows it (`live`: its life lock is held,
+    or the coordination service says it lives)."""
     def count(key: str) -> int:
         return _whole(data.get(key)) or 0
 
@@ -299,7 +302,7 @@ def instance_row(instance_id: str, data: dict[str, Any], runtime: int, now: floa
         "build": as_text(data.get("build")), "role": as_text(data.get("role")),
         "startedAt": as_text(data.get("startedAt")), "heartbeatAt": as_text(data.get("heartbeatAt")),
         "heartbeatAgeSeconds": None if beat is None else round(now - beat, 3),
-        "live": is_plain(instance_id) and life_lock_held(runtime, instance_id),
+        "live": live,
         "applied": count("applied"), "rejected": count("rejected"), "errors": count("errors"),
         "lastError": as_text(data.get("lastError")) or "",
         "plugins": {k: v for k, v in plugins.items() if isinstance(v, dict)}
