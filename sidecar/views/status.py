@@ -21,6 +21,7 @@ from sidecar.base import storage
 from sidecar.base.errors import SidecarError
 from sidecar.base.files import as_text, below, obj, open_root, read_json, walk
 from sidecar.base.proc import is_alive
+from sidecar.base.startup import full_start
 from sidecar.base.timeutil import parse_ts
 from sidecar.base.version import __version__
 from sidecar.views.hooks import hooks_section, workspace_of
@@ -133,8 +134,6 @@ def _set_aside_report(root: str, error: str) -> WorkspaceReport:
 
 def _typed(root: str) -> Any:
     """The typed session store, for the words of a rare error."""
-    from sidecar.base.startup import full_start
-
     full_start()
     from sidecar.sessions.store import SessionStore
 
@@ -153,8 +152,6 @@ def check_runtime(root: str) -> str | None:
         except FileNotFoundError:
             continue
         if not stat.S_ISDIR(mode):
-            from sidecar.base.startup import full_start
-
             full_start()
             from sidecar.layout import TamperedRuntime
 
