@@ -19,8 +19,9 @@ import orjson
 from sidecar import jsonfile, layout, locks
 from sidecar.base import paths
 from sidecar.base.errors import SidecarError
+from sidecar.base.files import NotRegular
 from sidecar.base.timeutil import parse_duration
-from sidecar.envfile import EnvFile, NotASettingsFile, read_env_file, read_settings_file
+from sidecar.envfile import EnvFile, read_env_file, read_settings_file
 from sidecar.hosts import registry
 from sidecar.hosts.base import Option
 
@@ -113,7 +114,7 @@ def load_config(path: Path | None = None) -> Config:
         data = tomllib.loads(read_settings_file(path, MAX_CONFIG_BYTES).decode("utf-8"))
     except FileNotFoundError:
         data = {}
-    except NotASettingsFile as exc:
+    except NotRegular as exc:
         raise ConfigError(f"{path} {exc}; it is never read") from None
     except (OSError, ValueError) as exc:  # not UTF-8, not TOML
         raise ConfigError(f"{path}: {exc}") from None
@@ -209,7 +210,7 @@ def load_registry() -> list[Path]:
     try:
         data = paths.read_registry()
         return [] if data is None else [Path(root) for root in paths.registry_roots(
-            orjson.loads(data[3:] if data.startswith(b"\xef\xbb\xbf") else data))]
+            orjson.loads(data.removeprefix(b"\xef\xbb\xbf")))]
     except (OSError, ValueError) as exc:
         raise RegistryError(_unreadable(layout.registry_file(), str(exc))) from None
 

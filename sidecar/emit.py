@@ -117,8 +117,7 @@ def build_event(options: dict[str, str], positionals: list[str]) -> tuple[bytes 
         if stdin is None or stdin.isatty():
             return None, "no EVENT given and no hook JSON on standard input; nothing emitted", ""
         raw = stdin.buffer.read()
-    if raw.startswith(b"\xef\xbb\xbf"):
-        raw = raw[3:]
+    raw = raw.removeprefix(b"\xef\xbb\xbf")
     if not raw.strip():
         return None, "empty payload; nothing emitted", ""
     meta += host_meta()

@@ -11,11 +11,11 @@ from __future__ import annotations
 
 import os
 import re
-import stat
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from sidecar import layout
+from sidecar.base.files import NotRegular, read_capped
 
 ENV_LINE = re.compile(r"\s*(?:export\s+)?([A-Za-z_][A-Za-z0-9_]*)\s*=\s*(.*)")
 
@@ -36,25 +36,12 @@ class EnvFile:
     problems: tuple[str, ...] = ()
 
 
-class NotASettingsFile(ValueError):
-    """A FIFO, a folder, a device or a huge file where a settings file belongs: never read."""
-
-
 def read_settings_file(path: Path, limit: int = MAX_ENV_BYTES) -> bytes:
     """A settings file's bytes (the environment file, config.toml), opened without blocking
     and read only if it is a regular file: a FIFO there would hang whoever reads it.
-    FileNotFoundError if it is missing, NotASettingsFile (saying why, after the path) if it
-    is not a regular file or larger than `limit`, OSError if it cannot be read."""
-    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
-    try:
-        if not stat.S_ISREG(os.fstat(fd).st_mode):
-            raise NotASettingsFile("is not a regular file")
-        data = os.read(fd, limit + 1)
-    finally:
-        os.close(fd)
-    if len(data) > limit:
-        raise NotASettingsFile(f"is larger than {limit // 1024} KiB")
-    return data
+    FileNotFoundError if it is missing, NotRegular (saying why, after the path) if it is not
+    a regular file or larger than `limit`, OSError if it cannot be read."""
+    return read_capped(os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC), limit)
 
 
 def read_env_file(path: Path | None = None) -> EnvFile:
@@ -66,7 +53,7 @@ def read_env_file(path: Path | None = None) -> EnvFile:
         data = read_settings_file(path)
     except FileNotFoundError:
         return EnvFile()
-    except NotASettingsFile as exc:
+    except NotRegular as exc:
         return EnvFile(problems=(f"{path} {exc}; no variable was read from it",))
     except OSError as exc:
         return EnvFile(problems=(f"{path} cannot be read ({exc.strerror}); no variable was read from it",))

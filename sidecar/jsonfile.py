@@ -46,15 +46,11 @@ def read_open(fd: int, path: Path, limit: int) -> bytes:
 
 def read_json(path: Path) -> Any:
     """Parse a JSON file (a leading byte-order mark is tolerated)."""
-    data = read_bytes(path)
-    if data.startswith(b"\xef\xbb\xbf"):
-        data = data[3:]
-    return orjson.loads(data)
+    return orjson.loads(read_bytes(path).removeprefix(b"\xef\xbb\xbf"))
 
 
-def dumps(data: Any, *, pretty: bool = True) -> bytes:
-    option = orjson.OPT_INDENT_2 if pretty else 0
-    return orjson.dumps(data, option=option | orjson.OPT_APPEND_NEWLINE)
+def dumps(data: Any) -> bytes:
+    return orjson.dumps(data, option=orjson.OPT_INDENT_2 | orjson.OPT_APPEND_NEWLINE)
 
 
 def write_all(fd: int, data: bytes, durable: bool) -> None:

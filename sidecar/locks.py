@@ -34,12 +34,11 @@ def _open(path: Path) -> IO[bytes]:
     return os.fdopen(fd, "r+b", buffering=0)
 
 
-def try_lock(path: Path, *, shared: bool = False) -> IO[bytes] | None:
+def try_lock(path: Path) -> IO[bytes] | None:
     """Take the lock without waiting; the open handle holds it, or None if it is held."""
     handle = _open(path)
-    flags = (fcntl.LOCK_SH if shared else fcntl.LOCK_EX) | fcntl.LOCK_NB
     try:
-        fcntl.flock(handle.fileno(), flags)
+        fcntl.flock(handle.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
     except OSError:  # held (EWOULDBLOCK), or no lock to be had there (ENOLCK): not taken
         handle.close()
         return None

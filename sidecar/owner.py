@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from sidecar import layout
+from sidecar.base import files
 from sidecar.base.errors import SidecarError
 from sidecar.config import Config, ConfigError, parse_config
 from sidecar.envfile import EnvFile, parse_env
@@ -121,7 +122,7 @@ def read_owned(path: Path, uid: int) -> bytes | None:
             fd = transcripts.open_regular(str(path))
         except transcripts.Unreadable:
             return None
-        return _read_checked(fd, None)
+        return files.read_owned(fd, uid, MAX_OWNED_BYTES)
     try:
         home = Path(pwd.getpwuid(uid).pw_dir)
         names = path.relative_to(home).parts
@@ -143,19 +144,7 @@ def read_owned(path: Path, uid: int) -> bytes | None:
         return None
     finally:
         os.close(folder)
-    return _read_checked(fd, uid)
-
-
-def _read_checked(fd: int, uid: int | None) -> bytes | None:
-    try:
-        st = os.fstat(fd)
-        if (not stat.S_ISREG(st.st_mode) or st.st_mode & 0o022 or st.st_size > MAX_OWNED_BYTES
-                or (uid is not None and st.st_uid != uid)
-                or (uid is None and st.st_uid != os.geteuid())):
-            return None
-        return os.read(fd, MAX_OWNED_BYTES)
-    finally:
-        os.close(fd)
+    return files.read_owned(fd, uid, MAX_OWNED_BYTES)
 
 
 def owner_config(account: Account) -> Config:

@@ -17,11 +17,9 @@ import errno
 import os
 import stat
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager, suppress
 from pathlib import Path
-
-from sidecar.base.files import walk
 
 CONTEXT = ".context"
 DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
@@ -66,27 +64,24 @@ def give_to_owner(fd: int, folder_fd: int) -> None:
 def _open_base(base: str) -> int:
     """The workspace root, every folder of its (absolute, registered) path opened without
     following a link: a folder above the workspace swapped for a link cannot move it."""
-    path = Path(os.path.abspath(base))
-    fd = os.open("/", os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
-    shown = Path("/")
+    root = os.open("/", os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+    return _descend(root, Path("/"), Path(os.path.abspath(base)).parts[1:])
+
+
+def _descend(fd: int, shown: Path, names: Iterable[str], *, create: bool = False,
+             private: Callable[[int], bool] = lambda depth: True) -> int:
+    """The folder `names` below the one open at `fd` (which it closes, as on any error), by
+    one `open_child` step each; `private(depth)`: whether a folder it makes there is 0700."""
     try:
-        for name in path.parts[1:]:
+        for depth, name in enumerate(names):
             shown = shown / name
-            child = _down(fd, name, shown)
+            child = open_child(fd, name, shown, create=create, private=private(depth))
             os.close(fd)
             fd = child
     except BaseException:
         os.close(fd)
         raise
     return fd
-
-
-def _down(fd: int, name: str, shown: Path) -> int:
-    """The folder `name` inside `fd`, never through a link (LinkRefused)."""
-    try:
-        return os.open(name, DIR_FLAGS, dir_fd=fd)
-    except NotADirectoryError:
-        raise _refusal(fd, name, shown) from None
 
 
 def _plain(name: str, shown: Path) -> str:
@@ -108,17 +103,8 @@ def open_dir(folder: Path, *, create: bool = False) -> int:
             return below
     base, names = _split(folder)
     fd = _open_base(base) if names else os.open(base, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
-    shown = Path(base)
-    try:
-        for depth, name in enumerate(names):
-            shown = shown / name
-            child = open_child(fd, name, shown, create=create, private=depth >= 1 and names[1] == "runtime")
-            os.close(fd)
-            fd = child
-    except BaseException:
-        os.close(fd)
-        raise
-    return fd
+    runtime = names[1:2] == ("runtime",)
+    return _descend(fd, Path(base), names, create=create, private=lambda depth: depth >= 1 and runtime)
 
 
 def open_child(fd: int, name: str, shown: Path, *, create: bool = False, private: bool = True) -> int:
@@ -132,7 +118,10 @@ def open_child(fd: int, name: str, shown: Path, *, create: bool = False, private
         with suppress(FileExistsError):
             os.mkdir(name, 0o700 if private else 0o777, dir_fd=fd)
             made = True
-    child = _down(fd, name, shown)
+    try:
+        child = os.open(name, DIR_FLAGS, dir_fd=fd)
+    except NotADirectoryError:
+        raise _refusal(fd, name, shown) from None
     try:
         if made and private:
             os.fchmod(child, 0o700)  # mkdir's mode is cut by the umask
@@ -188,16 +177,8 @@ def _below_held(folder: Path, create: bool) -> int | None:
             return None  # (only folders below .context are ever held)
         names.append(name)
     fd, private = entry
-    if not names:
-        return os.dup(fd)
-    shown = Path(above)
-
-    def step(current: int, name: str) -> int:
-        nonlocal shown
-        shown = shown / name
-        return open_child(current, name, shown, create=create, private=private)
-
-    return walk(fd, *reversed(names), step=step)
+    return _descend(os.dup(fd), Path(above), reversed(names), create=create,
+                    private=lambda depth: private)
 
 
 def _held_entry(folder: Path) -> tuple[int, bool] | None:

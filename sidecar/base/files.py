@@ -11,10 +11,6 @@ import _json
 import os
 import stat
 
-TYPE_CHECKING = False  # typing costs a hot command 2 ms (see words.py)
-if TYPE_CHECKING:
-    from collections.abc import Callable
-
 DIR = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
 FILE = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
 SURROGATES = tuple("\\ud" + c for c in "89abcdef")  # the escapes of one half of a pair
@@ -23,8 +19,8 @@ SPACE = " \t\n\r"
 
 
 class NotRegular(ValueError):
-    """A FIFO, a device or a folder where a state file belongs: never read (jsonfile's
-    NotARegularFile says the same of it)."""
+    """A FIFO, a device or a folder where a state or settings file belongs, or one too large:
+    never read (jsonfile's NotARegularFile says the same of a state file)."""
 
 
 def _whole_number(text: str) -> int | float:
@@ -61,14 +57,13 @@ _SCAN = _json.make_scanner(_AsOrjson())  # type: ignore[arg-type]  # it reads on
 # -- reading, never through a link ----------------------------------------------------------
 
 
-def walk(fd: int, *names: str, step: Callable[[int, str], int] | None = None) -> int:
+def walk(fd: int, *names: str) -> int:
     """The folder `names` below `fd`, opened without following a link (FileNotFoundError if
-    it is not there); `fd` stays open, the caller closes what this returns. `step(folder,
-    name)` opens one folder where a plain open does not do (safedir's checks)."""
+    it is not there); `fd` stays open, the caller closes what this returns."""
     current = fd
     try:
         for name in names:
-            child = os.open(name, DIR, dir_fd=current) if step is None else step(current, name)
+            child = os.open(name, DIR, dir_fd=current)
             if current != fd:
                 os.close(current)
             current = child
@@ -126,12 +121,36 @@ def read_open(fd: int, name: object, limit: int | None = None) -> bytes:
         os.close(fd)
 
 
+def read_capped(fd: int, limit: int) -> bytes:
+    """All of the file open at `fd` (closed after), read at once; NotRegular, saying why as
+    words that follow the file's name, if it is no regular file or holds over `limit` bytes."""
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise NotRegular("is not a regular file")
+        data = os.read(fd, limit + 1)
+    finally:
+        os.close(fd)
+    if len(data) > limit:
+        raise NotRegular(f"is larger than {limit // 1024} KiB")
+    return data
+
+
+def read_owned(fd: int, uid: int, limit: int) -> bytes | None:
+    """All of the file open at `fd` (closed after) if it is a regular file of `uid`'s that
+    nobody else may write, of at most `limit` bytes; None otherwise."""
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode) or st.st_mode & 0o022 or st.st_uid != uid or st.st_size > limit:
+            return None
+        return os.read(fd, limit)
+    finally:
+        os.close(fd)
+
+
 def parse(data: bytes) -> object:
     """A file's JSON (a byte-order mark allowed); ValueError where it is none."""
-    if data.startswith(b"\xef\xbb\xbf"):
-        data = data[3:]
     try:
-        text = data.decode("utf-8")
+        text = data.removeprefix(b"\xef\xbb\xbf").decode("utf-8")
     except UnicodeDecodeError as exc:  # (a ValueError: its words are the decoder's)
         raise ValueError(f"not JSON: {exc}") from None
     return loads(text)

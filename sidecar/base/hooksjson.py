@@ -30,7 +30,7 @@ HOOK_ID_REST = HOOK_ID_FIRST | {"."}
 
 
 def without_bom(data: bytes) -> bytes:
-    return data[3:] if data.startswith(b"\xef\xbb\xbf") else data
+    return data.removeprefix(b"\xef\xbb\xbf")
 
 
 def outer(data: Any, fail: Fail) -> tuple[dict[str, Any], list[Any], dict[str, Any]]:

@@ -16,6 +16,7 @@ from sidecar.base.endreasons import DEFAULT_END_REASON, HOST_EXITED, STALE
 
 TYPE_CHECKING = False  # typing itself is not imported: it costs a fast command (status) 2 ms
 if TYPE_CHECKING:
+    from collections.abc import Callable
     from pathlib import Path
     from typing import TextIO
 
@@ -90,13 +91,14 @@ def span(seconds: float) -> str:
     return f"{days} day{'s' if days != 1 else ''}"
 
 
-def ago(ts: float | None, now: float) -> str:
-    """`3 min ago`, `in 12 s` for a moment still to come, `-` when it is not known."""
+def ago(ts: float | None, now: float, length: Callable[[float], str] = span) -> str:
+    """`3 min ago`, `in 12 s` for a moment still to come, `-` when it is not known; `length`
+    says the time between (a table's shorter `human_age`: `2h ago`, `in 3m`)."""
     if ts is None:
         return "-"
     if ts >= now + 1:  # under a second either way is now, never "in 0 s"
-        return f"in {span(ts - now)}"
-    return "just now" if now - ts < 1 else f"{span(now - ts)} ago"
+        return f"in {length(ts - now)}"
+    return "just now" if now - ts < 1 else f"{length(now - ts)} ago"
 
 
 def is_due(ts: float | None, now: float) -> bool:

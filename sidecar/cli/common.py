@@ -8,14 +8,15 @@ only to say more, or to exit with another code.
 from __future__ import annotations
 
 import inspect
+from pathlib import Path
 from typing import Any, NoReturn
 
 import typer
 
 from sidecar import config as config_mod
 from sidecar.base.errors import SidecarError
-from sidecar.base.exitcodes import FAILURE, OK, USAGE
-from sidecar.layout import Workspace
+from sidecar.base.exitcodes import FAILURE, NOT_WORKSPACE, OK, USAGE
+from sidecar.layout import Workspace, find_workspace
 
 
 def fail(message: str, code: int = FAILURE, command: str = "sidecar") -> NoReturn:
@@ -37,16 +38,29 @@ def run_app(app: typer.Typer, argv: list[str] | None, prog_name: str | None) -> 
     return OK
 
 
+def workspace_at(root: Path | None) -> Workspace:
+    """The workspace holding `root` (default: the current folder); fails the command
+    (NOT_WORKSPACE) where there is none."""
+    found = find_workspace(root or Path.cwd())
+    if found is None:
+        fail(f"{root or Path.cwd()} is not a workspace (no .context/)", NOT_WORKSPACE)
+    return found
+
+
+def registry_roots() -> list[Path]:
+    """The registered roots; a registry that cannot be read fails the command (USAGE)."""
+    try:
+        return config_mod.load_registry()
+    except config_mod.RegistryError as exc:
+        fail(str(exc), USAGE)
+
+
 def registered_workspaces() -> list[Workspace]:
     """The registered workspaces (`status --all`, `sessions`): a folder registered that is no
     workspace any more is said on stderr, with how to forget it, and skipped; a registry that
     cannot be read fails the command (USAGE)."""
-    try:
-        registered = config_mod.load_registry()
-    except config_mod.RegistryError as exc:
-        fail(str(exc), USAGE)
     found = []
-    for root in registered:
+    for root in registry_roots():
         if Workspace(root).context.is_dir():
             found.append(Workspace(root))
         else:

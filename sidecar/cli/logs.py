@@ -24,7 +24,7 @@ from sidecar import layout
 from sidecar.base import words
 from sidecar.base.errors import SidecarError
 from sidecar.base.exitcodes import NOT_WORKSPACE, OK
-from sidecar.cli.common import fail
+from sidecar.cli.common import fail, workspace_at
 from sidecar.cli.logread import Line, Reader, Scope, follow_up_folders
 from sidecar.layout import PLAIN_NAME, Workspace, find_workspace
 
@@ -75,10 +75,7 @@ def logs(
 
 
 def _workspace(root: Path | None) -> Workspace | None:
-    found = find_workspace(root or Path.cwd())
-    if found is None and root is not None:
-        fail(f"{root} is not a workspace (no .context/)", NOT_WORKSPACE)
-    return found
+    return workspace_at(root) if root is not None else find_workspace(Path.cwd())
 
 
 def _session_ids(ws: Workspace, given: str) -> tuple[str, ...]:

@@ -10,10 +10,10 @@ import typer
 from sidecar import config as config_mod
 from sidecar import layout
 from sidecar.base.errors import SidecarError
-from sidecar.base.exitcodes import NOT_WORKSPACE, OK, of_status
+from sidecar.base.exitcodes import OK, of_status
 from sidecar.base.timeutil import now
 from sidecar.cli import status as status_mod
-from sidecar.cli.common import fail, registered_workspaces, run_app
+from sidecar.cli.common import fail, registered_workspaces, run_app, workspace_at
 from sidecar.cli.hooks import hooks_app
 from sidecar.cli.integrate import integrate_app, unregister
 from sidecar.cli.jsonout import print_json
@@ -31,7 +31,7 @@ from sidecar.followups.model import Hook
 from sidecar.followups.store import HookStore, initialise
 from sidecar.hosts import registry
 from sidecar.install import foreign
-from sidecar.layout import Workspace, find_workspace
+from sidecar.layout import Workspace
 from sidecar.sessions.lookup import AmbiguousSession
 from sidecar.views import session as session_view
 from sidecar.views import status as status_view
@@ -153,10 +153,7 @@ def status(
     if all_:
         workspaces = registered_workspaces()
     else:
-        found = find_workspace(root or Path.cwd())
-        if found is None:
-            fail(f"{root or Path.cwd()} is not a workspace (no .context/)", NOT_WORKSPACE)
-        workspaces = [found]
+        workspaces = [workspace_at(root)]
     report = status_view.build([str(ws.root) for ws in workspaces], now())
     if as_json:
         print_json(report)

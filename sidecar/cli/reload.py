@@ -22,26 +22,18 @@ from pathlib import Path
 
 import typer
 
-from sidecar import config as config_mod
 from sidecar.base.errors import SidecarError
-from sidecar.base.exitcodes import NOT_WORKSPACE, UNSERVED, USAGE
-from sidecar.cli.common import fail
+from sidecar.base.exitcodes import UNSERVED, USAGE
+from sidecar.cli.common import fail, registry_roots, workspace_at
 from sidecar.cli.stop import live_daemons
 from sidecar.coordination import instances
-from sidecar.layout import Workspace, find_workspace
+from sidecar.layout import Workspace
 
 
 def _workspaces(root: Path | None) -> list[Workspace]:
     if root is not None:
-        ws = find_workspace(root)
-        if ws is None:
-            fail(f"{root} is not a workspace (no .context/)", NOT_WORKSPACE)
-        return [ws]
-    try:
-        roots = config_mod.load_registry()
-    except config_mod.RegistryError as exc:
-        fail(str(exc), USAGE)
-    return [Workspace(r) for r in roots if Workspace(r).context.is_dir()]
+        return [workspace_at(root)]
+    return [Workspace(r) for r in registry_roots() if Workspace(r).context.is_dir()]
 
 
 def reload(root: Path | None = typer.Option(None, "--root", metavar="DIR", help="Only the daemons that serve "

@@ -114,15 +114,6 @@ def tokens_shown(tokens: dict[str, int] | None) -> str:
     return f"{compact(tokens.get('input', 0))}/{compact(tokens.get('output', 0))}" if tokens else "-"
 
 
-def short_ago(ts: float | None, now: float) -> str:
-    """words.ago as a table has room for it: `2h ago`, `in 3m`, `just now`."""
-    if ts is None:
-        return "-"
-    if ts >= now + 1:
-        return f"in {human_age(ts - now)}"
-    return "just now" if now - ts < 1 else f"{human_age(now - ts)} ago"
-
-
 def follow_up_shown(follow_ups: tuple[FollowUp, ...], now: float) -> str:
     """The newest follow-up: running, when a queued one is due, or how the last one ended."""
     if not follow_ups:
@@ -132,7 +123,7 @@ def follow_up_shown(follow_ups: tuple[FollowUp, ...], now: float) -> str:
         return f"{newest.hook_id} running"
     if newest.state in ("queued", "postponed"):
         postponed = "postponed, " if newest.state == "postponed" else ""
-        due = "due now" if words.is_due(newest.at, now) else f"due {short_ago(newest.at, now)}"
+        due = "due now" if words.is_due(newest.at, now) else f"due {words.ago(newest.at, now, human_age)}"
         return f"{newest.hook_id} {postponed}{due}"
     # How it ended, not when: the table has no room for both (`hooks history` has the time).
     return f"{newest.hook_id} {newest.state.split(':', 1)[0] or '-'}"
@@ -147,7 +138,7 @@ def state_shown(row: SessionRow, stale: float | None) -> str:
 
 
 def ended_shown(row: SessionRow, now: float) -> str:
-    return short_ago(row.ended_at, now) if row.activity.state == State.ENDED else "-"
+    return words.ago(row.ended_at, now, human_age) if row.activity.state == State.ENDED else "-"
 
 
 def workspace_names(rows: list[SessionRow]) -> dict[Path, str]:
@@ -162,7 +153,7 @@ def cells(row: SessionRow, workspace: str, now: float, stale: float | None) -> l
     """The row's cells, escaped (an end reason is the host's text) before they are painted."""
     return [escaped(cell) for cell in (
         row.host, workspace, words.short_id(row.session_id, SHORT_ID),
-        state_shown(row, stale), short_ago(row.started_at, now),
+        state_shown(row, stale), words.ago(row.started_at, now, human_age),
         ended_shown(row, now), tokens_shown(row.tokens),
         follow_up_shown(row.follow_ups, now))]
 

@@ -7,10 +7,8 @@ from pathlib import Path
 
 import typer
 
-from sidecar import config as config_mod
-from sidecar.base.exitcodes import NOT_WORKSPACE, USAGE
-from sidecar.cli.common import fail
-from sidecar.layout import Workspace, find_workspace
+from sidecar.cli.common import registry_roots, workspace_at
+from sidecar.layout import Workspace
 
 
 def top(
@@ -27,15 +25,9 @@ def top(
     """
     notes: list[str] = []
     if root is not None:
-        found = find_workspace(root)
-        if found is None:
-            fail(f"{root} is not a workspace (no .context/)", NOT_WORKSPACE)
-        roots = [found.root]
+        roots = [workspace_at(root).root]
     else:
-        try:
-            registered = config_mod.load_registry()
-        except config_mod.RegistryError as exc:
-            fail(str(exc), USAGE)
+        registered = registry_roots()
         roots = [r for r in registered if Workspace(r).context.is_dir()]
         notes += [f"{r} is registered but is not a workspace (sidecar unregister {r})"
                   for r in registered if r not in roots]

@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any, NamedTuple
 
 from sidecar import jsonfile, safedir
-from sidecar.base.timeutil import iso, now, parse_ts
+from sidecar.base.timeutil import iso, now
 from sidecar.base.version import __version__, build_id
 from sidecar.base.wslog import WorkspaceLog
 from sidecar.coordination import current as coordination
@@ -237,8 +237,3 @@ def leader(ws: Workspace, me: str) -> InstanceInfo | None:
         if other.live and other.info.role == "leader" and other.info.id != me:
             return other.info
     return None
-
-
-def heartbeat_age(info: InstanceInfo, at: float) -> float | None:
-    beat = parse_ts(info.heartbeat_at)
-    return None if beat is None else round(at - beat, 3)

@@ -13,6 +13,7 @@ import os
 
 from sidecar.base.files import read_path
 from sidecar.base.paths import config_home
+from sidecar.base.startup import full_start
 
 TYPE_CHECKING = False  # typing costs `status` 2 ms (see base/words.py)
 if TYPE_CHECKING:
@@ -44,8 +45,6 @@ def records_in_files(root: str) -> bool:
     its copies: what the store reads is read through it)."""
     if plainly_files():
         return True
-    from sidecar.base.startup import full_start
-
     full_start()  # (the backend may need the installed packages: redis)
     from pathlib import Path
 
@@ -65,8 +64,6 @@ def coordination_row(roots: list[str], now: float) -> CoordinationRow:
 
 
 def _service_row(roots: list[str], now: float) -> CoordinationRow:
-    from sidecar.base.startup import full_start
-
     full_start()  # (the backend may need the installed packages: redis)
     from pathlib import Path
 
@@ -101,23 +98,12 @@ def _service_row(roots: list[str], now: float) -> CoordinationRow:
 def instance_rows(root: str, now: float) -> list[InstanceRow]:
     """Every instance that registered with the workspace, and whether it is alive, as the
     configured backend judges it (a service sees instances on other machines)."""
-    from sidecar.base.startup import full_start
-
     full_start()
     from pathlib import Path
 
     from sidecar.coordination import instances
     from sidecar.layout import Workspace
+    from sidecar.views.status import instance_row
 
-    rows: list[InstanceRow] = []
-    for seen in instances.seen(Workspace(Path(root))):
-        info = seen.info
-        rows.append({
-            "id": info.id, "pid": info.pid, "hostname": info.hostname, "version": info.version,
-            "build": info.build, "role": info.role, "startedAt": info.started_at,
-            "heartbeatAt": info.heartbeat_at,
-            "heartbeatAgeSeconds": instances.heartbeat_age(info, now), "live": seen.live,
-            "applied": info.applied, "rejected": info.rejected, "errors": info.errors,
-            "lastError": info.last_error, "plugins": info.plugins,
-        })
-    return rows
+    return [instance_row(seen.info.id, seen.info.to_json(), now, seen.live)
+            for seen in instances.seen(Workspace(Path(root)))]

@@ -170,8 +170,7 @@ def unwrap(document: Any) -> tuple[Any, dict[str, Any]]:
 def _load(data: bytes) -> Any:
     if len(data) > MAX_EVENT_BYTES:
         raise BadEvent(f"larger than {MAX_EVENT_BYTES} bytes")
-    if data.startswith(b"\xef\xbb\xbf"):
-        data = data[3:]
+    data = data.removeprefix(b"\xef\xbb\xbf")
     try:
         return orjson.loads(data)
     except orjson.JSONDecodeError as exc:

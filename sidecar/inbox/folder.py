@@ -231,12 +231,3 @@ def remove(ws: Workspace, names: list[str]) -> None:
         for name in names:
             with suppress(FileNotFoundError):
                 os.unlink(name, dir_fd=inbox)
-
-
-def count_rejected(ws: Workspace) -> int:
-    try:
-        with safedir.opened(ws.rejected) as folder:
-            return sum(1 for entry in os.scandir(folder)
-                       if not entry.name.endswith(".error.json") and not is_temporary(entry.name))
-    except FileNotFoundError:
-        return 0

@@ -41,11 +41,6 @@ class NoServiceManager(ServiceError):
         self.ways = ways
 
 
-def hand_run_command(command: Path) -> str:
-    """How to serve without a service manager: the exact command for the user's supervisor."""
-    return f"{command} run"
-
-
 def check_manager(platform: str = sys.platform) -> None:
     """Raise NoServiceManager, saying what works here, when no user manager answers.
 
@@ -63,7 +58,7 @@ def check_manager(platform: str = sys.platform) -> None:
         return
     said = (result.stderr or result.stdout).strip() if result is not None else "no systemctl"
     user = getpass.getuser()
-    command = hand_run_command(sidecar_path())
+    command = f"{sidecar_path()} run"  # the exact command for the user's own supervisor
     ways = [f"run `{command}` under your own supervisor (a terminal multiplexer, supervisord, "
             f"runit, or your container's init), e.g.: nohup {command} >/dev/null 2>&1 & "
             "(it logs to its own daemon.log: `sidecar logs -f`)"]

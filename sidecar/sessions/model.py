@@ -170,24 +170,14 @@ class SidecarMeta:
                     ("hostStart", self.host_start),
                     ("hostSpace", self.host_space), ("userTurnEndedAt", self.user_turn_ended_at),
                     ("turnStartedAt", self.turn_started_at), ("lastTool", self.last_tool),
-                    ("lastMessage", self.last_message))
+                    ("lastMessage", self.last_message), ("recentEvents", self.recent_events or None),
+                    ("followUps", self.follow_ups or None),
+                    ("limit", None if self.limit is None else self.limit.to_json()),
+                    ("turnFailed", self.turn_failed or None), ("turnOpen", self.turn_open or None),
+                    ("tokens", self.tokens),
+                    ("needsInput", None if self.needs_input is None else self.needs_input.to_json()),
+                    ("activity", self.activity))
         out.update((k, v) for k, v in optional if v is not None)
-        if self.recent_events:
-            out["recentEvents"] = self.recent_events
-        if self.follow_ups:
-            out["followUps"] = self.follow_ups
-        if self.limit is not None:
-            out["limit"] = self.limit.to_json()
-        if self.turn_failed:
-            out["turnFailed"] = True
-        if self.turn_open:
-            out["turnOpen"] = True
-        if self.tokens is not None:
-            out["tokens"] = self.tokens
-        if self.needs_input is not None:
-            out["needsInput"] = self.needs_input.to_json()
-        if self.activity is not None:
-            out["activity"] = self.activity
         return {**out, **self.extra}
 
 

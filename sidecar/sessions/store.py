@@ -329,13 +329,6 @@ class SessionStore:
             pruned += 1
         return pruned
 
-    def count_sessions(self) -> int:
-        """How many session folders exist; a bare listing, as status must stay fast at 100k."""
-        try:
-            return sum(1 for name in os.listdir(self.ws.sessions) if not name.startswith("."))
-        except FileNotFoundError:
-            return 0
-
 
 def _tail_ids(path: Path, lines: int) -> set[str]:
     """The ids of the last trace lines, enough to cover `lines` lines of ours."""

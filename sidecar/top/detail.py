@@ -20,6 +20,7 @@ from sidecar.layout import Workspace
 from sidecar.top import view
 from sidecar.views.activity import WORDS
 from sidecar.views.sessions import SessionRow
+from sidecar.views.status_text import when
 
 TRACE_BYTES = 64 * 1024
 TIMELINE_LINES = 40
@@ -66,14 +67,14 @@ def render(row: SessionRow, gathered: Gathered, now: float) -> list[str]:
         f"workspace  {words.path(row.root)}" + (f"   cwd {words.path(row.cwd, row.root)}"
                                                    if row.cwd else ""),
         f"state      {WORDS[act.state]}: {view.why(row, now)}",
-        f"started    {_when(row.started_at, now)}    last activity "
+        f"started    {when(row.started_at, now)}    last activity "
         f"{words.ago(row.updated_at, now)}    tokens {view.tokens(row.tokens)}",
     ]
     if row.ended_at is not None:
-        lines.append(f"ended      {_when(row.ended_at, now)}: "
+        lines.append(f"ended      {when(row.ended_at, now)}: "
                      f"{words.end_reason(row.reason, mid_turn='mid-turn' in act.why)}")
     lines += ["", "TIMELINE"]
-    lines += [f"  {_when(at, now):<22} {event:<16} {words.clip(message, 60)}"
+    lines += [f"  {when(at, now):<22} {event:<16} {words.clip(message, 60)}"
               for at, event, message in gathered.events] or ["  (no events recorded)"]
     lines += ["", "FOLLOW-UPS"]
     if not row.follow_ups:
@@ -83,7 +84,3 @@ def render(row: SessionRow, gathered: Gathered, now: float) -> list[str]:
         logged = gathered.logs[index] if index < len(gathered.logs) else []
         lines += [f"    | {text}" for text in logged]
     return [escaped(line) for line in lines]
-
-
-def _when(ts: float | None, now: float) -> str:
-    return "-" if ts is None else f"{words.local_time(ts, now)} ({words.ago(ts, now)})"

@@ -10,6 +10,7 @@ from sidecar.base import hooksjson, runs
 from sidecar.base.files import as_text, parse, read
 from sidecar.base.outcome import Outcome
 from sidecar.base.proc import is_alive
+from sidecar.base.startup import full_start
 from sidecar.base.timeutil import parse_ts
 from sidecar.views.trusted import Trusted, Unsure
 
@@ -55,8 +56,6 @@ def hooks_section(root: str, base: int, runtime: int, now: float) -> HooksSectio
 def _as_the_daemon_reads_it(root: str) -> tuple[dict[str, Any], list[Any], str | None]:
     """hooks.json read by its store: as the file says, or its last good copy and the file's
     error where it is broken; as JSON, in the shapes the model writes."""
-    from sidecar.base.startup import full_start
-
     full_start()  # (the typed modules read with orjson)
     from sidecar.followups.store import read_view
 
@@ -75,8 +74,6 @@ def _is_trusted(root: str, raw: dict[str, Any], trusted: Trusted) -> bool:
             return True
     except (Unsure, OSError, ValueError):
         pass
-    from sidecar.base.startup import full_start
-
     full_start()
     from sidecar.followups import trust
     from sidecar.followups.model import Hook
@@ -89,8 +86,6 @@ def hook_row(root: str, raw: dict[str, Any], trusted: bool) -> HookRow:
     """One valid hook as followups/model.Hook reads it and status shows it."""
     action = raw.get("action", "resume")
     if isinstance(action, dict):  # a notice: its target's secrets masked
-        from sidecar.base.startup import full_start
-
         full_start()
         from sidecar.followups.notify.targets import shown
 
@@ -117,8 +112,6 @@ def failure_line(root: str, raw: dict[str, Any], last: dict[str, Any] | None,
         return None
     if "lastLine" in last:
         return as_text(last["lastLine"])
-    from sidecar.base.startup import full_start
-
     full_start()
     from sidecar.followups.run import logtail
 

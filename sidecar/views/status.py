@@ -21,6 +21,7 @@ from sidecar.base import storage
 from sidecar.base.errors import SidecarError
 from sidecar.base.files import as_text, below, obj, open_root, read_json, walk
 from sidecar.base.proc import is_alive
+from sidecar.base.startup import full_start
 from sidecar.base.timeutil import parse_ts
 from sidecar.base.version import __version__
 from sidecar.views.hooks import hooks_section, workspace_of
@@ -133,8 +134,6 @@ def _set_aside_report(root: str, error: str) -> WorkspaceReport:
 
 def _typed(root: str) -> Any:
     """The typed session store, for the words of a rare error."""
-    from sidecar.base.startup import full_start
-
     full_start()
     from sidecar.sessions.store import SessionStore
 
@@ -153,8 +152,6 @@ def check_runtime(root: str) -> str | None:
         except FileNotFoundError:
             continue
         if not stat.S_ISDIR(mode):
-            from sidecar.base.startup import full_start
-
             full_start()
             from sidecar.layout import TamperedRuntime
 
@@ -196,7 +193,7 @@ def count_rejected(inbox: int | None) -> int:
 
 
 def count_sessions(sessions: int | None) -> int:
-    """SessionStore.count_sessions: a bare listing, as status must stay fast at 100k."""
+    """How many session folders exist: a bare listing, as status must stay fast at 100k."""
     return 0 if sessions is None else sum(1 for name in os.listdir(sessions) if not name.startswith("."))
 
 
@@ -280,14 +277,17 @@ def instances(root: str, runtime: int, now: float) -> list[InstanceRow]:
             except (OSError, ValueError):
                 continue
             if isinstance(data, dict):
-                rows.append(instance_row(name[: -len(".json")], data, runtime, now))
+                instance_id = name[: -len(".json")]
+                live = is_plain(instance_id) and life_lock_held(runtime, instance_id)
+                rows.append(instance_row(instance_id, data, now, live))
     finally:
         os.close(folder)
     return rows
 
 
-def instance_row(instance_id: str, data: dict[str, Any], runtime: int, now: float) -> InstanceRow:
-    """InstanceInfo.from_json's reading, as status shows it."""
+def instance_row(instance_id: str, data: dict[str, Any], now: float, live: bool) -> InstanceRow:
+    """InstanceInfo.from_json's reading, as status shows it (`live`: its life lock is held,
+    or the coordination service says it lives)."""
     def count(key: str) -> int:
         return _whole(data.get(key)) or 0
 
@@ -299,7 +299,7 @@ def instance_row(instance_id: str, data: dict[str, Any], runtime: int, now: floa
         "build": as_text(data.get("build")), "role": as_text(data.get("role")),
         "startedAt": as_text(data.get("startedAt")), "heartbeatAt": as_text(data.get("heartbeatAt")),
         "heartbeatAgeSeconds": None if beat is None else round(now - beat, 3),
-        "live": is_plain(instance_id) and life_lock_held(runtime, instance_id),
+        "live": live,
         "applied": count("applied"), "rejected": count("rejected"), "errors": count("errors"),
         "lastError": as_text(data.get("lastError")) or "",
         "plugins": {k: v for k, v in plugins.items() if isinstance(v, dict)}

@@ -44,8 +44,8 @@ def retried(firing: dict[str, Any]) -> str:
     return " (retry)" if firing.get("retry") else ""
 
 
-def _width(values: list[str], floor: int = 0) -> int:
-    return max([floor, *map(len, values)])
+def _width(values: list[str]) -> int:
+    return max(map(len, values), default=0)
 
 
 # -- one session ----------------------------------------------------------------------------

@@ -11,7 +11,7 @@ import os
 import stat
 
 from sidecar.base import trustcheck
-from sidecar.base.files import FILE, parse, read, walk
+from sidecar.base.files import FILE, NotRegular, parse, read, read_capped, read_owned, walk
 
 TYPE_CHECKING = False  # typing costs this command 2 ms (see base/words.py)
 if TYPE_CHECKING:
@@ -50,14 +50,10 @@ def own_trust_file(config_folder: str) -> bytes | None:
         return None
     except OSError as exc:
         raise Unsure(f"trust.json: {exc}") from None
-    try:
-        st = os.fstat(fd)
-        if not stat.S_ISREG(st.st_mode) or st.st_mode & 0o022 or st.st_uid != os.geteuid() \
-                or st.st_size > MAX_OWNED_BYTES:
-            raise Unsure("trust.json is not as the full command reads it")
-        return os.read(fd, MAX_OWNED_BYTES)
-    finally:
-        os.close(fd)
+    data = read_owned(fd, os.geteuid(), MAX_OWNED_BYTES)
+    if data is None:
+        raise Unsure("trust.json is not as the full command reads it")
+    return data
 
 
 class Trusted:
@@ -103,11 +99,6 @@ class Trusted:
         finally:
             os.close(hooks)
         try:
-            if not stat.S_ISREG(os.fstat(fd).st_mode):
-                raise Unsure(f"{name} is not a regular file")
-            data = os.read(fd, MAX_PROMPT_BYTES + 1)
-        finally:
-            os.close(fd)
-        if len(data) > MAX_PROMPT_BYTES:
-            raise Unsure(f"{name} is too large")
-        return data
+            return read_capped(fd, MAX_PROMPT_BYTES)
+        except NotRegular as exc:
+            raise Unsure(f"{name} {exc}") from None

@@ -75,11 +75,11 @@ class RedisCoordination:
     look_every = 0.005  # seconds: a try is a round trip (and a probe of a silent holder)
     distributed = True
 
-    def __init__(self, url: str, name: str | None = None) -> None:
+    def __init__(self, url: str) -> None:
         self.url = url
         self.shown = masked(url)
         self.said = f", through {self.shown}"
-        self.client = connect(url, name)
+        self.client = connect(url)
         self.members: set[str] = set()  # instance ids whose keys this process renews
         self.held_locks: dict[str, str] = {}  # store lock key -> token, renewed while held
         self.leads: dict[str, RedisLeadership] = {}  # workspace key -> this process's claim
@@ -92,7 +92,7 @@ class RedisCoordination:
         self.trouble: tuple[float, str] | None = None  # (since, why) while unreachable
         # The records (redis/records.py): bytes, not decoded; a change never sent twice (a
         # script retried after its answer was lost would apply twice: the step is retried).
-        self.raw = connect(url, name, decoded=False, retries=0)
+        self.raw = connect(url, decoded=False, retries=0)
         self.kept_records: dict[str, RedisRecords] = {}
         self.lease = Lease()  # this process's instance lease, which a lead is held within
         self.delete_if = self.client.register_script(COMPARE_AND_DELETE)

@@ -52,7 +52,7 @@ def _driver_options() -> dict[str, object]:
     return {"driver_info": DriverInfo(lib_version=redis.__version__)}
 
 
-def connect(url: str, name: str | None = None, decoded: bool = True, retries: int = 1) -> redis.Redis:
+def connect(url: str, decoded: bool = True, retries: int = 1) -> redis.Redis:
     """redis-py's client for the URL, named (`sidecar@<host>:<pid>`) so that CLIENT LIST tells
     whose connection is whose. `retries` quick retries of a failed command, without a back-off:
     sidecar retries at its own pace (a stand-by every 200 ms, the keeper every KEEP_EVERY), and
@@ -63,7 +63,7 @@ def connect(url: str, name: str | None = None, decoded: bool = True, retries: in
             url, **_driver_options(), socket_connect_timeout=CONNECT_TIMEOUT,
             socket_timeout=COMMAND_TIMEOUT, decode_responses=decoded, health_check_interval=10,
             retry=Retry(NoBackoff(), retries),
-            client_name=name or f"sidecar@{socket.gethostname()}:{os.getpid()}")
+            client_name=f"sidecar@{socket.gethostname()}:{os.getpid()}")
     except ValueError as exc:
         raise ConfigError(f"[coordination] url {masked(url)}: {scrub(str(exc), url)}") from None
 
