@@ -1,6 +1,6 @@
 """The coordination row of `status`'s report (views/status.py): the backend the instances
 coordinate through, and whether it answers now (asked with the configuration `status` runs
-with, which the daemon's should be).
+with, which the daemon's should be); and each instance's row, as that backend sees them.
 
 Where no coordination service can be configured (no SIDECAR_COORDINATION_URL, a config.toml
 that does not mention one) it is the files, said without reading anything else; the backend
@@ -11,9 +11,10 @@ from __future__ import annotations
 
 import os
 
-from sidecar.base.files import read_path
+from sidecar.base.files import as_text, read_path
 from sidecar.base.paths import config_home
 from sidecar.base.startup import full_start
+from sidecar.base.timeutil import parse_ts
 
 TYPE_CHECKING = False  # typing costs `status` 2 ms (see base/words.py)
 if TYPE_CHECKING:
@@ -99,11 +100,32 @@ def instance_rows(root: str, now: float) -> list[InstanceRow]:
     """Every instance that registered with the workspace, and whether it is alive, as the
     configured backend judges it (a service sees instances on other machines)."""
     full_start()
-    from pathlib import Path
 
     from sidecar.coordination import instances
-    from sidecar.layout import Workspace
-    from sidecar.views.status import instance_row
+    from sidecar.views.hooks import workspace_of
 
     return [instance_row(seen.info.id, seen.info.to_json(), now, seen.live)
-            for seen in instances.seen(Workspace(Path(root)))]
+            for seen in instances.seen(workspace_of(root))]
+
+
+def instance_row(instance_id: str, data: dict[str, Any], now: float, live: bool) -> InstanceRow:
+    """InstanceInfo.from_json's reading, as status shows it (`live`: its life lock is held,
+    or the coordination service says it lives)."""
+    def count(key: str) -> int:
+        value = data.get(key)
+        return value if isinstance(value, int) and not isinstance(value, bool) else 0
+
+    pid, plugins = data.get("pid"), data.get("plugins")
+    beat = parse_ts(as_text(data.get("heartbeatAt")))
+    return {
+        "id": instance_id, "pid": pid if isinstance(pid, int) else None,
+        "hostname": as_text(data.get("hostname")), "version": as_text(data.get("version")),
+        "build": as_text(data.get("build")), "role": as_text(data.get("role")),
+        "startedAt": as_text(data.get("startedAt")), "heartbeatAt": as_text(data.get("heartbeatAt")),
+        "heartbeatAgeSeconds": None if beat is None else round(now - beat, 3),
+        "live": live,
+        "applied": count("applied"), "rejected": count("rejected"), "errors": count("errors"),
+        "lastError": as_text(data.get("lastError")) or "",
+        "plugins": {k: v for k, v in plugins.items() if isinstance(v, dict)}
+        if isinstance(plugins, dict) else {},
+    }

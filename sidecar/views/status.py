@@ -261,7 +261,7 @@ def instances(root: str, runtime: int, now: float) -> list[InstanceRow]:
     """Every instance that registered with the workspace, and whether its life lock is held
     (an instance file that cannot be read is none); where a coordination service may be
     configured, as its backend sees them (coordination/report.py)."""
-    from sidecar.coordination.report import instance_rows, plainly_files
+    from sidecar.coordination.report import instance_row, instance_rows, plainly_files
 
     if not plainly_files():
         return instance_rows(root, now)
@@ -283,28 +283,6 @@ def instances(root: str, runtime: int, now: float) -> list[InstanceRow]:
     finally:
         os.close(folder)
     return rows
-
-
-def instance_row(instance_id: str, data: dict[str, Any], now: float, live: bool) -> InstanceRow:
-    """InstanceInfo.from_json's reading, as status shows it (`live`: its life lock is held,
-    or the coordination service says it lives)."""
-    def count(key: str) -> int:
-        return _whole(data.get(key)) or 0
-
-    pid, plugins = data.get("pid"), data.get("plugins")
-    beat = parse_ts(as_text(data.get("heartbeatAt")))
-    return {
-        "id": instance_id, "pid": pid if isinstance(pid, int) else None,
-        "hostname": as_text(data.get("hostname")), "version": as_text(data.get("version")),
-        "build": as_text(data.get("build")), "role": as_text(data.get("role")),
-        "startedAt": as_text(data.get("startedAt")), "heartbeatAt": as_text(data.get("heartbeatAt")),
-        "heartbeatAgeSeconds": None if beat is None else round(now - beat, 3),
-        "live": live,
-        "applied": count("applied"), "rejected": count("rejected"), "errors": count("errors"),
-        "lastError": as_text(data.get("lastError")) or "",
-        "plugins": {k: v for k, v in plugins.items() if isinstance(v, dict)}
-        if isinstance(plugins, dict) else {},
-    }
 
 
 def life_lock_held(runtime: int, instance_id: str) -> bool:
