@@ -13,6 +13,7 @@ import stat
 from pathlib import Path
 
 from sidecar import jsonfile, safedir
+from sidecar.base import files
 from sidecar.base.errors import SidecarError
 from sidecar.layout import Workspace
 
@@ -35,14 +36,9 @@ def read_bytes(ws: Workspace, prompt_file: str) -> bytes:
                               "through one") from None
         raise
     try:
-        if not stat.S_ISREG(os.fstat(fd).st_mode):
-            raise PromptError("is not a regular file")
-        data = os.read(fd, MAX_PROMPT_BYTES + 1)
-    finally:
-        os.close(fd)
-    if len(data) > MAX_PROMPT_BYTES:
-        raise PromptError(f"is larger than {MAX_PROMPT_BYTES // 1024} KiB")
-    return data
+        return files.read_capped(fd, MAX_PROMPT_BYTES)
+    except files.NotRegular as exc:
+        raise PromptError(str(exc)) from None
 
 
 def text_of(data: bytes) -> str:
