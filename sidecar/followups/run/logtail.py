@@ -16,22 +16,12 @@ from pathlib import Path
 
 from sidecar import safedir
 from sidecar.base.escapes import escaped
-from sidecar.base.outcome import Outcome
-from sidecar.followups.model import Hook
 from sidecar.layout import Workspace
 
 TAIL_BYTES = 4096
 MAX_SHOWN = 200
 COLOUR = re.compile(r"\x1b\[[0-?]*[ -/]*[@-~]")  # terminal colour and cursor codes
 HEADER = re.compile(r"\$ \[.*\]|\(cwd .*\)( as .*)?")  # the lines sidecar writes first
-
-
-def failure_line(ws: Workspace, hook: Hook) -> str | None:
-    """What the log of the hook's latest firing last said, if that firing failed."""
-    last = hook.history[-1] if hook.history else None
-    if last is None or not Outcome.parse(last.status).failed or last.status != hook.last_status:
-        return None
-    return last.line if last.kept else last_line(ws, hook.id, last.log)
 
 
 def last_line(ws: Workspace, hook_id: str, log: str | None) -> str | None:
