@@ -130,13 +130,32 @@ class Tokens:
 
 
 @dataclass(frozen=True)
+class Spend:
+    """What one model used on one day, by the host's own records: its tokens, and what the
+    host says they cost in US dollars (None: it does not say, and a price table is asked)."""
+
+    model: str | None  # as the host names it (None: it does not say)
+    day: str | None  # the local date of its turns, YYYY-MM-DD (None: the host does not date them)
+    tokens: Tokens
+    cost: float | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"model": self.model, "day": self.day, "tokens": self.tokens.to_json()}
+        if self.cost is not None:
+            out["cost"] = self.cost
+        return out
+
+
+@dataclass(frozen=True)
 class EndFacts:
     """What a session's end learns from its host's own records: how its last turn failed
-    (None: it did not, or the host says so in its events) and its token figures (None:
-    unknown)."""
+    (None: it did not, or the host says so in its events), its token figures (None:
+    unknown), and the same figures by model and day with the host's own cost where it gives
+    one (`spend`; empty: the host's records name no model)."""
 
     failure: Failure | None = None
     tokens: Tokens | None = None
+    spend: tuple[Spend, ...] = ()
 
     def to_json(self) -> dict[str, Any]:
         out: dict[str, Any] = {}
