@@ -44,8 +44,12 @@ def take(record: SessionRecord, end: EndFacts) -> Taken | None:
     first = meta.tokens is None
     before = meta.cost.get("days") if meta.cost is not None else None
     old_days = before if isinstance(before, dict) else {}
-    cost = cost_of(end.spend, local_day(parse_ts(record.created_at)))
+    # No tokens and no model: nothing was spent yet, and nothing is said of its price.
+    cost = cost_of(end.spend, local_day(parse_ts(record.created_at))) \
+        if end.spend or not end.tokens.none else meta.cost
     meta.tokens, meta.cost = figures, cost
+    if cost is None:
+        return Taken(tokens.Growth(grew, first), {"tokens": grew, "cost": None, "total": None})
     days = tuple((day, round(max(0.0, usd - _dollars(old_days.get(day))), PLACES), day not in old_days)
                  for day, usd in cost["days"].items())
     days = tuple(day for day in days if day[1] > 0 or day[2])
@@ -71,5 +75,11 @@ def tell(taken: Taken, out: Applied, lines: int, changes: int) -> None:
     for i in range(changes, len(out.changes)):
         if out.changes[i].kind in TOLD_CHANGES:
             out.changes[i] = dataclasses.replace(out.changes[i], spent=spent)
-            spent = {**spent, "tokens": dict.fromkeys(tokens.FIELDS, 0),
-                     "cost": {**spent["cost"], "usd": None if spent["cost"]["usd"] is None else 0.0}}
+            spent = _told(spent)
+
+
+def _told(spent: dict[str, Any]) -> dict[str, Any]:
+    """`spent` once its growth is told: none left, the total as it is."""
+    turn = spent["cost"]
+    return {**spent, "tokens": dict.fromkeys(tokens.FIELDS, 0),
+            "cost": None if turn is None else {**turn, "usd": None if turn["usd"] is None else 0.0}}
