@@ -128,8 +128,9 @@ def apply(record: SessionRecord, event: Event, out: Applied, end: EndFacts | Non
     an active session's end (or a turn's, its figures only), what the host's own records say."""
     meta = record.sidecar
     taken = spend.take(record, end) if end is not None else None
-    if taken is not None:
+    if taken is not None:  # kept (saved) with what it adds to the totals, whatever follows
         out.grew.append(taken.growth)
+        out.changed = True
     if event.file in meta.recent_events:
         return  # replayed after a crash: already applied
     meta.recent_events.append(event.file)
