@@ -97,6 +97,10 @@ class SessionChange:
     # turn failed (a turn-failed, not yet followed by another turn).
     turn_started_at: str = ""
     turn_failed: bool = False
+    # What the host's records said at a turn end, turn failed or session end (None: nothing was
+    # read): {"tokens": growth, "cost": {"usd": growth, "source", "model"}, "total": the
+    # record's cost}; the growth is told once, on the first change the read came with.
+    spent: dict[str, Any] | None = None
 
 
 @dataclass(frozen=True)

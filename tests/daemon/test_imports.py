@@ -24,6 +24,8 @@ def test_the_daemon_does_not_load_the_integration_code():
     assert "sidecar.cli" not in loaded
     # of the machinery that edits other programs' files, only what tells a plugin file is sidecar's
     assert [m for m in loaded if m.startswith("sidecar.hosts.files.")] == ["sidecar.hosts.files.plugin_file"]
+    # the cost extra is imported at the first price asked (a turn's end), never at the start
+    assert "sidecar.cost.table" in loaded and "genai_prices" not in loaded
 
 
 def launched(*argv: str, site: bool = True, **run) -> tuple[subprocess.CompletedProcess, list[str]]:
