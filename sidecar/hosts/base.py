@@ -14,7 +14,9 @@ merge, tomlkit) inside the methods that write or check settings, never at the to
 
 from __future__ import annotations
 
+import math
 import re
+import time
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -311,4 +313,58 @@ class Host:
         """A failed turn's error kind and text as this host's turn-failed payload states them,
         where not as the plain `error` and message strings every host's are read for (None:
         read those)."""
+        return None
+
+
+
+# -- a host's figures by model and day -------------------------------------------------------
+
+
+def spent(entries: Iterable[tuple[str | None, float | None, Tokens, float | None]]) -> tuple[Spend, ...]:
+    """Each (model, when in epoch seconds, tokens, the host's cost) a host's records give,
+    summed by model and local day, in the order first seen. A group's cost is None unless
+    every entry of it gave one: a part the host did not price would go missing from the sum,
+    so the table prices the whole group instead. Costs are summed with fsum, exactly rounded
+    whatever their order."""
+    groups: dict[tuple[str | None, str | None], tuple[list[int], list[float] | None]] = {}
+    for model, at, tokens, cost in entries:
+        key = (model, local_day(at))
+        totals, costs = groups.setdefault(key, ([0, 0, 0, 0], []))
+        _add(totals, tokens)
+        if cost is None:
+            groups[key] = (totals, None)
+        elif costs is not None:
+            costs.append(cost)
+    return tuple(Spend(model, day, Tokens(*totals), None if costs is None else math.fsum(costs))
+                 for (model, day), (totals, costs) in groups.items())
+
+
+def total(spend: Iterable[Spend]) -> Tokens:
+    """The tokens of every group of `spend`, summed."""
+    totals = [0, 0, 0, 0]
+    for group in spend:
+        _add(totals, group.tokens)
+    return Tokens(*totals)
+
+
+def _add(totals: list[int], tokens: Tokens) -> None:
+    for i, figure in enumerate((tokens.input, tokens.output, tokens.cache_read, tokens.cache_write)):
+        totals[i] += figure
+
+
+def dollars(value: Any) -> float | None:
+    """A cost as a host wrote it: a finite number of US dollars, not below 0; else None."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return None
+    return float(value) if math.isfinite(value) and value >= 0 else None
+
+
+def local_day(at: float | None) -> str | None:
+    """The date of a moment on this machine's calendar, YYYY-MM-DD (None: no moment, or one
+    the calendar cannot hold)."""
+    if at is None:
+        return None
+    try:
+        return time.strftime("%Y-%m-%d", time.localtime(at))
+    except (OverflowError, OSError, ValueError):
         return None

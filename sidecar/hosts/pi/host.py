@@ -27,6 +27,7 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import Any
 
+from sidecar.base.timeutil import parse_ts
 from sidecar.hosts import transcripts
 from sidecar.hosts.base import (
     UUID,
@@ -36,8 +37,13 @@ from sidecar.hosts.base import (
     Host,
     Reader,
     Scope,
+    Spend,
     Tokens,
+    count,
+    dollars,
     note,
+    spent,
+    total,
 )
 from sidecar.hosts.files import plugin_file
 from sidecar.vocabulary import EventKind
@@ -102,10 +108,25 @@ def last_failure(entries: list[dict[str, Any]]) -> Failure | None:
     return None
 
 
-def tokens(entries: Iterable[dict[str, Any]]) -> Tokens | None:
-    """Every assistant message's `usage`, summed (each is written once, on its own line)."""
-    return Tokens.summed(((_assistant(entry) or {}).get("usage") for entry in entries),
-                              ("input", "output", "cacheRead", "cacheWrite"))
+def figures(entries: Iterable[dict[str, Any]]) -> tuple[Tokens, tuple[Spend, ...]] | None:
+    """Every assistant message's `usage` (each is written once, on its own line), summed, and
+    by the model it names and the day of its entry, with Pi's own price of it
+    (`usage.cost.total`, in US dollars, from the model's prices in Pi's catalogue or
+    models.json); None if no message has one."""
+    spend = spent(found for entry in entries if (found := _usage(entry)) is not None)
+    return (total(spend), spend) if spend else None
+
+
+def _usage(entry: dict[str, Any]) -> tuple[str | None, float | None, Tokens, float | None] | None:
+    message = _assistant(entry)
+    usage = message.get("usage") if message is not None else None
+    if message is None or not isinstance(usage, dict):
+        return None
+    model, cost = message.get("model"), usage.get("cost")
+    return (model if isinstance(model, str) and model else None, parse_ts(entry.get("timestamp")),
+            Tokens(count(usage.get("input")), count(usage.get("output")),
+                   count(usage.get("cacheRead")), count(usage.get("cacheWrite"))),
+            dollars(cost.get("total")) if isinstance(cost, dict) else None)
 
 
 # -- what its settings say -----------------------------------------------------------------
@@ -189,8 +210,8 @@ class Pi(Host):
         return key_names(data) if data is not None else ()
 
     def end_facts(self, transcript_path: str | None, session_id: str) -> EndFacts:
-        return EndFacts(last_failure(transcripts.tail_entries(transcript_path)),
-                        transcripts.read_figures(transcript_path, b'"usage"', tokens))
+        tokens, spend = transcripts.read_figures(transcript_path, b'"usage"', figures) or (None, ())
+        return EndFacts(last_failure(transcripts.tail_entries(transcript_path)), tokens, spend)
 
 
 HOST = Pi()
