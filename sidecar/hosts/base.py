@@ -14,14 +14,14 @@ merge, tomlkit) inside the methods that write or check settings, never at the to
 
 from __future__ import annotations
 
-import math
 import re
 import time
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
+from datetime import datetime
 from pathlib import Path
 from types import MappingProxyType
-from typing import Any
+from typing import Any, NamedTuple
 
 from sidecar.base.errors import SidecarError
 from sidecar.vocabulary import EventKind
@@ -130,6 +130,20 @@ class Tokens:
         return {"input": self.input, "output": self.output, "cacheRead": self.cache_read,
                 "cacheWrite": self.cache_write}
 
+    def plus(self, other: Tokens) -> Tokens:
+        return Tokens(self.input + other.input, self.output + other.output,
+                      self.cache_read + other.cache_read, self.cache_write + other.cache_write)
+
+    @property
+    def none(self) -> bool:
+        """Whether every figure is 0."""
+        return not (self.input or self.output or self.cache_read or self.cache_write)
+
+    @classmethod
+    def from_json(cls, value: Any) -> Tokens | None:
+        """The figures `to_json` wrote (None: not an object)."""
+        return cls.summed([value], ("input", "output", "cacheRead", "cacheWrite"))
+
 
 @dataclass(frozen=True)
 class Spend:
@@ -146,6 +160,70 @@ class Spend:
         if self.cost is not None:
             out["cost"] = self.cost
         return out
+
+    @classmethod
+    def from_json(cls, value: Any) -> Spend | None:
+        """What `to_json` wrote; None where it is malformed."""
+        if not isinstance(value, dict) or (figures := Tokens.from_json(value.get("tokens"))) is None:
+            return None
+        model, day, cost = value.get("model"), value.get("day"), value.get("cost")
+        return cls(model if isinstance(model, str) and model else None,
+                   day if isinstance(day, str) and DAY.fullmatch(day) else None, figures,
+                   float(cost) if isinstance(cost, int | float) and not isinstance(cost, bool)
+                   and 0 <= cost < float("inf") else None)
+
+
+DAY = re.compile(r"\d{4}-\d{2}-\d{2}")
+
+
+def local_day(at: float | None) -> str | None:
+    """The local date (YYYY-MM-DD) of the moment `at` (epoch seconds); None where not known."""
+    if at is None:
+        return None
+    try:
+        return time.strftime("%Y-%m-%d", time.localtime(at))
+    except (OverflowError, OSError, ValueError):
+        return None
+
+
+def moment(value: Any) -> float | None:
+    """Epoch seconds of a host's RFC 3339 timestamp (`2026-12-01T06:12:49.926Z`); None if it
+    is none."""
+    if not isinstance(value, str):
+        return None
+    try:
+        return datetime.fromisoformat(value).timestamp()
+    except (ValueError, OverflowError, OSError):
+        return None
+
+
+class Use(NamedTuple):
+    """One use of a model as a host's record tells it: which model (None: not named), when
+    (epoch seconds; None: not dated), its tokens, and the host's own cost of it in USD."""
+
+    model: str | None
+    at: float | None
+    tokens: Tokens
+    cost: float | None = None
+
+
+def spend_by_day(uses: Iterable[Use]) -> tuple[Spend, ...]:
+    """The uses summed by model and local day, for `EndFacts.spend`, the bucket used last
+    last (a turn's model is the one it used last). A use of no tokens and no cost is left
+    out (Claude Code's `<synthetic>` error entries). A bucket's cost is the host's only if
+    every use in it has one: else the table prices all its tokens."""
+    buckets: dict[tuple[str | None, str | None], Spend] = {}
+    for use in uses:
+        if use.tokens.none and not use.cost:
+            continue
+        key = (use.model, local_day(use.at))
+        had = buckets.pop(key, None)  # (put back at the end: the order is of last use)
+        if had is None:
+            buckets[key] = Spend(key[0], key[1], use.tokens, use.cost)
+        else:
+            cost = had.cost + use.cost if had.cost is not None and use.cost is not None else None
+            buckets[key] = Spend(key[0], key[1], had.tokens.plus(use.tokens), cost)
+    return tuple(buckets.values())
 
 
 @dataclass(frozen=True)
@@ -165,6 +243,8 @@ class EndFacts:
             out["failure"] = {"kind": self.failure.kind, "message": self.failure.message}
         if self.tokens is not None:
             out["tokens"] = self.tokens.to_json()
+        if self.spend:
+            out["spend"] = [part.to_json() for part in self.spend]
         return out
 
     @classmethod
@@ -173,10 +253,12 @@ class EndFacts:
         failure, figures = value.get("failure"), value.get("tokens")
         kind = failure.get("kind") if isinstance(failure, dict) else None
         message = failure.get("message") if isinstance(failure, dict) else None
+        parts = value.get("spend")
+        spend = [Spend.from_json(part) for part in parts] if isinstance(parts, list) else []
         return cls(
             Failure(kind, message if isinstance(message, str) else "")
             if isinstance(kind, str) and kind else None,
-            Tokens.summed([figures], ("input", "output", "cacheRead", "cacheWrite")))
+            Tokens.from_json(figures), tuple(part for part in spend if part is not None))
 
 
 @dataclass(frozen=True)
@@ -316,55 +398,9 @@ class Host:
         return None
 
 
-
-# -- a host's figures by model and day -------------------------------------------------------
-
-
-def spent(entries: Iterable[tuple[str | None, float | None, Tokens, float | None]]) -> tuple[Spend, ...]:
-    """Each (model, when in epoch seconds, tokens, the host's cost) a host's records give,
-    summed by model and local day, in the order first seen. A group's cost is None unless
-    every entry of it gave one: a part the host did not price would go missing from the sum,
-    so the table prices the whole group instead. Costs are summed with fsum, exactly rounded
-    whatever their order."""
-    groups: dict[tuple[str | None, str | None], tuple[list[int], list[float] | None]] = {}
-    for model, at, tokens, cost in entries:
-        key = (model, local_day(at))
-        totals, costs = groups.setdefault(key, ([0, 0, 0, 0], []))
-        _add(totals, tokens)
-        if cost is None:
-            groups[key] = (totals, None)
-        elif costs is not None:
-            costs.append(cost)
-    return tuple(Spend(model, day, Tokens(*totals), None if costs is None else math.fsum(costs))
-                 for (model, day), (totals, costs) in groups.items())
-
-
-def total(spend: Iterable[Spend]) -> Tokens:
-    """The tokens of every group of `spend`, summed."""
-    totals = [0, 0, 0, 0]
-    for group in spend:
-        _add(totals, group.tokens)
-    return Tokens(*totals)
-
-
-def _add(totals: list[int], tokens: Tokens) -> None:
-    for i, figure in enumerate((tokens.input, tokens.output, tokens.cache_read, tokens.cache_write)):
-        totals[i] += figure
-
-
 def dollars(value: Any) -> float | None:
-    """A cost as a host wrote it: a finite number of US dollars, not below 0; else None."""
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
+    """A cost as a host wrote it (Pi's `usage.cost.total`, Cline's `totalCost`, opencode's
+    `cost`): a finite number of US dollars, not below 0; else None (not the host's price)."""
+    if isinstance(value, bool) or not isinstance(value, int | float):
         return None
-    return float(value) if math.isfinite(value) and value >= 0 else None
-
-
-def local_day(at: float | None) -> str | None:
-    """The date of a moment on this machine's calendar, YYYY-MM-DD (None: no moment, or one
-    the calendar cannot hold)."""
-    if at is None:
-        return None
-    try:
-        return time.strftime("%Y-%m-%d", time.localtime(at))
-    except (OverflowError, OSError, ValueError):
-        return None
+    return float(value) if 0 <= value < float("inf") else None

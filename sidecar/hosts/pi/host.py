@@ -11,8 +11,9 @@ ended well, with the text of its last assistant message) and `session_shutdown`;
 ended in an error or was stopped is sent as `agent_end:error` or `agent_end:aborted`, which are
 only traced.
 
-Pi 0.73.1 writes each session to a JSON-lines file (the transcript): assistant messages carry
-`usage` (input without the cached part, output, cacheRead, cacheWrite), and a turn the API
+Pi 0.73.1 writes each session to a JSON-lines file (the transcript): assistant messages name
+their `model` and carry `usage` (input without the cached part, output, cacheRead, cacheWrite,
+and `cost.total`, Pi's own price of them in US dollars), and a turn the API
 refused ends with an assistant message of `stopReason: "error"` whose `errorMessage` is the
 provider's text (`429 Rate limit reached ...`). Pi retries such a turn itself (three times by
 default), so only the session file says how the last try ended.
@@ -23,11 +24,11 @@ from __future__ import annotations
 import os
 import re
 from collections.abc import Iterable, Mapping
+from functools import reduce
 from pathlib import Path
 from types import MappingProxyType
 from typing import Any
 
-from sidecar.base.timeutil import parse_ts
 from sidecar.hosts import transcripts
 from sidecar.hosts.base import (
     UUID,
@@ -39,11 +40,12 @@ from sidecar.hosts.base import (
     Scope,
     Spend,
     Tokens,
+    Use,
     count,
     dollars,
+    moment,
     note,
-    spent,
-    total,
+    spend_by_day,
 )
 from sidecar.hosts.files import plugin_file
 from sidecar.vocabulary import EventKind
@@ -61,6 +63,7 @@ ERROR_KINDS = (
     (re.compile(r"resource.?exhausted", re.I), "resource_exhausted"),
     (re.compile(r"^\s*429\b|rate.?limit|too many requests", re.I), "rate_limit"),
 )
+USAGE_NAMES = ("input", "output", "cacheRead", "cacheWrite")  # an assistant message's `usage`
 ENV_NAME = re.compile(r"[A-Z][A-Z0-9_]*")  # a models.json apiKey that names a variable
 
 
@@ -110,23 +113,21 @@ def last_failure(entries: list[dict[str, Any]]) -> Failure | None:
 
 def figures(entries: Iterable[dict[str, Any]]) -> tuple[Tokens, tuple[Spend, ...]] | None:
     """Every assistant message's `usage` (each is written once, on its own line), summed, and
-    by the model it names and the day of its entry, with Pi's own price of it
-    (`usage.cost.total`, in US dollars, from the model's prices in Pi's catalogue or
-    models.json); None if no message has one."""
-    spend = spent(found for entry in entries if (found := _usage(entry)) is not None)
-    return (total(spend), spend) if spend else None
-
-
-def _usage(entry: dict[str, Any]) -> tuple[str | None, float | None, Tokens, float | None] | None:
-    message = _assistant(entry)
-    usage = message.get("usage") if message is not None else None
-    if message is None or not isinstance(usage, dict):
-        return None
-    model, cost = message.get("model"), usage.get("cost")
-    return (model if isinstance(model, str) and model else None, parse_ts(entry.get("timestamp")),
-            Tokens(count(usage.get("input")), count(usage.get("output")),
-                   count(usage.get("cacheRead")), count(usage.get("cacheWrite"))),
-            dollars(cost.get("total")) if isinstance(cost, dict) else None)
+    the same by the model it names and its entry's local day, with Pi's own price of it
+    (`usage.cost.total`, US dollars, from the model's prices in Pi's catalogue or
+    models.json); None if no message has usage."""
+    uses: list[Use] = []
+    for entry in entries:
+        message = _assistant(entry)
+        usage = message.get("usage") if message is not None else None
+        if message is None or not isinstance(usage, dict):
+            continue
+        model, cost = message.get("model"), usage.get("cost")
+        uses.append(Use(model if isinstance(model, str) and model else None,
+                        moment(entry.get("timestamp")),
+                        Tokens(*(count(usage.get(name)) for name in USAGE_NAMES)),
+                        dollars(cost.get("total")) if isinstance(cost, dict) else None))
+    return (reduce(Tokens.plus, (use.tokens for use in uses)), spend_by_day(uses)) if uses else None
 
 
 # -- what its settings say -----------------------------------------------------------------
