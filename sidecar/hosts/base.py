@@ -396,11 +396,3 @@ class Host:
         where not as the plain `error` and message strings every host's are read for (None:
         read those)."""
         return None
-
-
-def dollars(value: Any) -> float | None:
-    """A cost as a host wrote it (Pi's `usage.cost.total`, Cline's `totalCost`, opencode's
-    `cost`): a finite number of US dollars, not below 0; else None (not the host's price)."""
-    if isinstance(value, bool) or not isinstance(value, int | float):
-        return None
-    return float(value) if 0 <= value < float("inf") else None

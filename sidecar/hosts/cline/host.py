@@ -39,7 +39,6 @@ from sidecar.hosts.base import (
     Tokens,
     Use,
     count,
-    dollars,
     moment,
     spend_by_day,
 )
@@ -139,7 +138,13 @@ def figures(manifest: Mapping[str, Any], failure: Failure | None = None) -> EndF
                     cache_write=count(usage.get("cacheWriteTokens")))
     model = _text(manifest.get("model")) or _text(metadata.get("model"))
     at = moment(manifest.get("ended_at")) or moment(manifest.get("started_at"))
-    return EndFacts(failure, tokens, spend_by_day([Use(model, at, tokens, dollars(usage.get("totalCost")))]))
+    return EndFacts(failure, tokens, spend_by_day([Use(model, at, tokens, _dollars(usage.get("totalCost")))]))
+
+
+def _dollars(value: object) -> float | None:
+    """Cline's own price as it wrote it: a finite number of US dollars, not below 0 (else none)."""
+    return float(value) if isinstance(value, int | float) and not isinstance(value, bool) \
+        and 0 <= value < float("inf") else None
 
 
 def last_failure(messages: Mapping[str, Any]) -> Failure | None:

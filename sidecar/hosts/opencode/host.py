@@ -21,7 +21,7 @@ from types import MappingProxyType
 import orjson
 
 from sidecar.hosts import transcripts
-from sidecar.hosts.base import EndFacts, Host, Scope, Tokens, Use, count, dollars, spend_by_day
+from sidecar.hosts.base import EndFacts, Host, Scope, Tokens, Use, count, spend_by_day
 from sidecar.hosts.files import plugin_file
 from sidecar.vocabulary import EventKind
 
@@ -100,7 +100,13 @@ def _use(created: object, data: object) -> Use | None:
                Tokens(count(tokens.get("input")),
                       count(tokens.get("output")) + count(tokens.get("reasoning")),
                       count(cache.get("read")), count(cache.get("write"))),
-               dollars(message.get("cost")))
+               _dollars(message.get("cost")))
+
+
+def _dollars(value: object) -> float | None:
+    """opencode's own price as it wrote it: a finite number of US dollars, not below 0 (else none)."""
+    return float(value) if isinstance(value, int | float) and not isinstance(value, bool) \
+        and 0 <= value < float("inf") else None
 
 
 class Opencode(Host):

@@ -42,7 +42,6 @@ from sidecar.hosts.base import (
     Tokens,
     Use,
     count,
-    dollars,
     moment,
     note,
     spend_by_day,
@@ -126,8 +125,14 @@ def figures(entries: Iterable[dict[str, Any]]) -> tuple[Tokens, tuple[Spend, ...
         uses.append(Use(model if isinstance(model, str) and model else None,
                         moment(entry.get("timestamp")),
                         Tokens(*(count(usage.get(name)) for name in USAGE_NAMES)),
-                        dollars(cost.get("total")) if isinstance(cost, dict) else None))
+                        _dollars(cost.get("total")) if isinstance(cost, dict) else None))
     return (reduce(Tokens.plus, (use.tokens for use in uses)), spend_by_day(uses)) if uses else None
+
+
+def _dollars(value: object) -> float | None:
+    """Pi's own price as it wrote it: a finite number of US dollars, not below 0 (else none)."""
+    return float(value) if isinstance(value, int | float) and not isinstance(value, bool) \
+        and 0 <= value < float("inf") else None
 
 
 # -- what its settings say -----------------------------------------------------------------
