@@ -5,7 +5,8 @@ project), calling `sidecar` by absolute path; with `--project`, the project's
 `.gemini/settings.json`, which teams commit, calling `sidecar` from PATH so that the command
 resolves on every machine. Gemini runs hooks only in folders it trusts.
 
-Gemini CLI 0.61.0 writes each model message with its `tokens` in its transcript.
+Gemini CLI 0.61.0 writes each model message with its `tokens`, `model` and `timestamp` in its
+transcript.
 """
 
 from __future__ import annotations
@@ -17,7 +18,19 @@ from types import MappingProxyType
 from typing import Any
 
 from sidecar.hosts import transcripts
-from sidecar.hosts.base import UUID, EndFacts, Finding, Host, Scope, Tokens, count
+from sidecar.hosts.base import (
+    UUID,
+    EndFacts,
+    Finding,
+    Host,
+    Scope,
+    Spend,
+    Tokens,
+    Use,
+    count,
+    moment,
+    spend_by_day,
+)
 from sidecar.vocabulary import EventKind
 
 EVENTS = ["SessionStart", "SessionEnd", "BeforeAgent", "AfterAgent", "AfterTool", "Notification"]
@@ -54,20 +67,28 @@ def trusted(root: Path, home: Path) -> bool:
     return False
 
 
-def tokens(entries: Iterable[dict[str, Any]]) -> Tokens | None:
+def figures(entries: Iterable[dict[str, Any]]) -> tuple[Tokens, tuple[Spend, ...]] | None:
     """Gemini CLI writes each message as a line, and rewrites the list in `$set` lines: each
-    message id counts once. `input` includes the cached part; thoughts are output."""
-    messages: dict[str, dict[str, Any]] = {}
+    message id counts once, as last written. Summed, and the same by the `model` each message
+    names and its local day (Gemini CLI gives no price of its own)."""
+    messages: dict[str, tuple[dict[str, Any], Any, Any]] = {}  # by id: tokens, model, timestamp
     for entry in entries:
         found = entry.get("$set", {}).get("messages") if isinstance(entry.get("$set"), dict) else [entry]
         for message in found if isinstance(found, list) else []:
             if isinstance(message, dict) and message.get("type") == "gemini" \
                     and isinstance(message.get("tokens"), dict):
-                messages[str(message.get("id"))] = message["tokens"]
+                messages[str(message.get("id"))] = (message["tokens"], message.get("model"),
+                                                    message.get("timestamp"))
     if not messages:
         return None
-    t = {k: sum(count(m.get(k)) for m in messages.values())
-         for k in ("input", "output", "cached", "thoughts")}
+    uses = [Use(model if isinstance(model, str) and model else None, moment(at), _tokens([usage]))
+            for usage, model, at in messages.values()]
+    return _tokens([usage for usage, _, _ in messages.values()]), spend_by_day(uses)
+
+
+def _tokens(usages: list[dict[str, Any]]) -> Tokens:
+    """`input` includes the cached part; thoughts are output."""
+    t = {k: sum(count(u.get(k)) for u in usages) for k in ("input", "output", "cached", "thoughts")}
     return Tokens(input=max(0, t["input"] - t["cached"]), output=t["output"] + t["thoughts"],
                   cache_read=t["cached"])
 
@@ -126,7 +147,8 @@ class Gemini(Host):
         return {"last_assistant_message": answer}
 
     def end_facts(self, transcript_path: str | None, session_id: str) -> EndFacts:
-        return EndFacts(tokens=transcripts.read_figures(transcript_path, b'"tokens"', tokens))
+        tokens, spend = transcripts.read_figures(transcript_path, b'"tokens"', figures) or (None, ())
+        return EndFacts(tokens=tokens, spend=spend)
 
 
 HOST = Gemini()

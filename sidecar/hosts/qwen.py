@@ -12,7 +12,8 @@ hooks run through `bash -c`, whose parent is the real CLI, not the launcher). Af
 results it fires UserPromptSubmit again with an empty prompt, inside the same turn: a turn
 start while a turn is open changes nothing a follow-up depends on.
 
-Its chat file (`transcript_path`) writes each assistant message once, with `usageMetadata`.
+Its chat file (`transcript_path`) writes each assistant message once, with `usageMetadata`,
+the `model` and a `timestamp`.
 A refused call is a `ui_telemetry` line `qwen-code.api_error` (`status_code` 429,
 `error_type` RateLimitError, the provider's text); one-shot runs retry those for a long time
 and fire no hook for the final failure, so the chat file tells it. The interactive UI fires
@@ -27,7 +28,21 @@ from types import MappingProxyType
 from typing import Any
 
 from sidecar.hosts import transcripts
-from sidecar.hosts.base import UUID, EndFacts, Failure, Finding, Host, Option, Scope, Tokens, count
+from sidecar.hosts.base import (
+    UUID,
+    EndFacts,
+    Failure,
+    Finding,
+    Host,
+    Option,
+    Scope,
+    Spend,
+    Tokens,
+    Use,
+    count,
+    moment,
+    spend_by_day,
+)
 from sidecar.vocabulary import EventKind
 
 EVENTS = ["SessionStart", "UserPromptSubmit", "PostToolUse", "Stop", "StopFailure",
@@ -37,6 +52,8 @@ APPROVAL_MODE = Option("qwenApprovalMode", "qwen_approval_mode",
                        ("plan", "default", "auto-edit", "auto", "yolo"), "auto-edit")  # 0.24.4's
 API_ERROR = "qwen-code.api_error"
 API_RESPONSE = "qwen-code.api_response"
+USAGE_FIELDS = {"prompt": "promptTokenCount", "candidates": "candidatesTokenCount",
+                "thoughts": "thoughtsTokenCount", "cached": "cachedContentTokenCount"}
 
 
 def user_settings(home: Path) -> Path:
@@ -89,24 +106,32 @@ def last_failure(entries: list[dict[str, Any]]) -> Failure | None:
     return None
 
 
-def tokens(entries: Iterable[dict[str, Any]]) -> Tokens | None:
-    """Each assistant message's `usageMetadata`, once per message: `input` without the cached
-    part, thoughts counted as output (as Gemini CLI, which Qwen Code descends from, counts)."""
+def figures(entries: Iterable[dict[str, Any]]) -> tuple[Tokens, tuple[Spend, ...]] | None:
+    """Each assistant message's `usageMetadata`, once per message, summed, and the same by
+    the `model` each names and its entry's local day (Qwen Code gives no price of its own)."""
     seen: set[str] = set()
-    totals = {"prompt": 0, "candidates": 0, "thoughts": 0, "cached": 0}
+    totals = dict.fromkeys(USAGE_FIELDS, 0)
+    uses: list[Use] = []
     for entry in entries:
         usage = entry.get("usageMetadata")
         key = str(entry.get("uuid"))
         if entry.get("type") != "assistant" or not isinstance(usage, dict) or key in seen:
             continue
         seen.add(key)
-        for name in totals:
-            field = "cachedContentTokenCount" if name == "cached" else f"{name}TokenCount"
-            totals[name] += count(usage.get(field))
-    if not seen:
-        return None
-    return Tokens(input=max(0, totals["prompt"] - totals["cached"]),
-                  output=totals["candidates"] + totals["thoughts"], cache_read=totals["cached"])
+        found = {name: count(usage.get(field)) for name, field in USAGE_FIELDS.items()}
+        for name, figure in found.items():
+            totals[name] += figure
+        model = entry.get("model")
+        uses.append(Use(model if isinstance(model, str) and model else None,
+                        moment(entry.get("timestamp")), _tokens(found)))
+    return (_tokens(totals), spend_by_day(uses)) if seen else None
+
+
+def _tokens(usage: dict[str, int]) -> Tokens:
+    """`input` without the cached part, thoughts counted as output (as Gemini CLI, which Qwen
+    Code descends from, counts)."""
+    return Tokens(input=max(0, usage["prompt"] - usage["cached"]),
+                  output=usage["candidates"] + usage["thoughts"], cache_read=usage["cached"])
 
 
 def hooks_disabled(path: Path) -> bool:
@@ -167,8 +192,8 @@ class Qwen(Host):
                 for path in settings_files(root, home) if hooks_disabled(path)]
 
     def end_facts(self, transcript_path: str | None, session_id: str) -> EndFacts:
-        return EndFacts(last_failure(transcripts.tail_entries(transcript_path)),
-                        transcripts.read_figures(transcript_path, b'"usageMetadata"', tokens))
+        tokens, spend = transcripts.read_figures(transcript_path, b'"usageMetadata"', figures) or (None, ())
+        return EndFacts(last_failure(transcripts.tail_entries(transcript_path)), tokens, spend)
 
 
 HOST = Qwen()

@@ -15,7 +15,7 @@ from helpers import FIXTURES
 from sidecar.daemon.hostends import read_own
 from sidecar.followups.run.actions import ActionError, CannotResume, Firing, build_argv
 from sidecar.hosts import registry
-from sidecar.hosts.base import EndFacts, IntegrateError, Tokens
+from sidecar.hosts.base import EndFacts, IntegrateError, Spend, Tokens
 from sidecar.hosts.cline import hooks as cline_hooks
 from sidecar.hosts.cline.host import EVENTS, manifest_path, messages_path
 from sidecar.inbox.events import parse
@@ -23,6 +23,7 @@ from sidecar.layout import Workspace
 from sidecar.sessions import endfacts
 from sidecar.sessions.model import SessionRecord
 from sidecar.vocabulary import LIMIT_ERRORS, EventKind
+from support.zones import local_zone
 
 CLINE = registry.get("cline")
 RECORDED = FIXTURES / "cline-3.0.65"
@@ -184,8 +185,35 @@ def test_a_recorded_end_carries_what_its_own_reads_found_read_only_through_its_r
     assert end.facts == CLINE.end_facts(str(messages_path(tmp_path, "1_c")), "1_c")
     assert asked == [manifest_path(tmp_path, "1_c"), messages_path(tmp_path, "1_c")]
     place_manifest(tmp_path, "1_a", "session-manifest.completed.json")
-    assert CLINE.recorded_end("1_a", tmp_path, read).facts == EndFacts(
-        None, Tokens(input=40, output=20))
+    with local_zone("UTC"):
+        assert CLINE.recorded_end("1_a", tmp_path, read).facts == EndFacts(
+            None, Tokens(input=40, output=20), (Spend("stub-model", "2026-12-01", Tokens(40, 20), 0.0),))
+
+
+def test_spend_is_the_manifests_figures_at_clines_own_cost_on_the_day_it_ended(tmp_path):
+    """Cline prices the session itself (`metadata.usage.totalCost`): its spend is that, for
+    the model the manifest names, on the user's own calendar; the recorded end carries it."""
+    recorded = json.loads((RECORDED / "session-manifest.completed.json").read_bytes())
+    usage = {"inputTokens": 1200, "outputTokens": 300, "cacheReadTokens": 9000,
+             "cacheWriteTokens": 700, "totalCost": 0.04215}
+    recorded["metadata"]["usage"] = usage
+    recorded["metadata"]["totalCost"] = 0.04215
+    recorded.update(session_id="1_a", model="claude-sonnet-4-5", started_at="2026-12-01T22:50:00.000Z",
+                    ended_at="2026-12-01T23:10:00.000Z")  # past midnight in CET
+    manifest = place_manifest(tmp_path, "1_a", "session-manifest.completed.json")
+    manifest.write_text(json.dumps(recorded))
+    with local_zone("CET-1"):
+        facts = CLINE.end_facts(str(messages_path(tmp_path, "1_a")), "1_a")
+        end = CLINE.recorded_end("1_a", tmp_path, read_own)
+    assert facts.spend == (Spend("claude-sonnet-4-5", "2026-12-02", Tokens(1200, 300, 9000, 700), 0.04215),)
+    assert facts.tokens == Tokens(1200, 300, 9000, 700)
+    assert end is not None and end.facts == facts
+    assert EndFacts.from_json(end.facts.to_json()) == facts  # as a root daemon's read sends it
+    del recorded["ended_at"], usage["totalCost"]  # running: the day it began; not priced by Cline
+    manifest.write_text(json.dumps({**recorded, "status": "running"}))
+    with local_zone("UTC"):
+        assert CLINE.end_facts(str(messages_path(tmp_path, "1_a")), "1_a").spend == (
+            Spend("claude-sonnet-4-5", "2026-12-01", Tokens(1200, 300, 9000, 700), None),)
 
 
 def test_without_a_named_conversation_the_users_own_manifest_is_read(tmp_path, monkeypatch):

@@ -19,13 +19,14 @@ from sidecar.config import Config, ConfigError, load_config
 from sidecar.followups.decide import decide
 from sidecar.followups.run.actions import Firing, build_argv
 from sidecar.hosts import registry
-from sidecar.hosts.base import Failure, IntegrateError, Tokens
+from sidecar.hosts.base import Failure, IntegrateError, Spend, Tokens
 from sidecar.hosts.copilot import hooks as copilot_hooks
 from sidecar.hosts.copilot import host as copilot
 from sidecar.inbox import events
 from sidecar.layout import Workspace
 from sidecar.vocabulary import EventKind, Verdict
 from support.limits import T0, Harness, ev, failed
+from support.zones import local_zone
 
 FIXTURES = Path(__file__).parents[1] / "e2e" / "copilot" / "fixtures"
 SESSION = "6dfccab1-c455-438c-953a-2c06850f3310"
@@ -94,6 +95,30 @@ def test_tokens_are_the_sum_of_every_model_calls_usage_record():
                                   output=sum(u["outputTokens"] for u in usage))
     assert facts.tokens.input > 0 and facts.failure is None
 
+
+def test_spend_is_each_model_calls_usage_by_the_model_it_names_and_its_day():
+    with local_zone("UTC"):
+        facts = copilot.HOST.end_facts(str(FIXTURES / "events.sample.jsonl"), SESSION)
+    # Its `cost` is a premium-request multiplier, not dollars: the table prices it.
+    assert facts.spend == (Spend("stub-model", "2026-12-01", Tokens(input=20, output=10), None),)
+
+
+def test_spend_is_summed_by_model_and_local_day(tmp_path):
+    lines = [json.loads(line) for line in (FIXTURES / "events.sample.jsonl").read_text().splitlines()]
+    first, second = (e for e in lines if e["type"] == "session.usage_record")
+    first["data"]["usage"].update(model="gpt-5", cacheReadTokens=300, cost=1.0)
+    first["timestamp"] = "2026-12-01T22:30:00.000Z"
+    second["data"]["usage"].update(model="claude-sonnet-4.5", cost=1.0)
+    second["timestamp"] = "2026-12-01T23:30:00.000Z"  # the next day in CET
+    third = json.loads(json.dumps(second))
+    third["timestamp"] = "2026-12-02T08:00:00.000Z"
+    path = tmp_path / "events.jsonl"
+    path.write_text("".join(json.dumps(e) + "\n" for e in [*lines, third]))
+    with local_zone("CET-1"):
+        facts = copilot.HOST.end_facts(str(path), SESSION)
+    assert facts.spend == (Spend("gpt-5", "2026-12-01", Tokens(10, 5, 300), None),
+                           Spend("claude-sonnet-4.5", "2026-12-02", Tokens(20, 10), None))
+    assert facts.tokens == Tokens(30, 15, 300)
 
 def test_a_turn_refused_for_a_rate_limit_is_a_failure_of_that_kind():
     facts = copilot.HOST.end_facts(str(FIXTURES / "events.rate_limit.jsonl"), SESSION)

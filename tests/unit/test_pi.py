@@ -12,11 +12,12 @@ import pytest
 
 from helpers import FIXTURES, TRANSCRIPTS, fixture_payload, invoke, write_file
 from sidecar.hosts import registry
-from sidecar.hosts.base import Failure, IntegrateError, Tokens
+from sidecar.hosts.base import Failure, IntegrateError, Spend, Tokens
 from sidecar.hosts.files import plugin_file
 from sidecar.hosts.pi import host as pi
 from sidecar.inbox.events import parse
 from sidecar.vocabulary import LIMIT_ERRORS, EventKind
+from support.zones import local_zone
 
 HOST = registry.get("pi")
 
@@ -106,6 +107,59 @@ def test_cached_tokens_are_kept_apart(tmp_path):
     path.write_bytes(b"\n".join(orjson.dumps(line) for line in lines) + b"\n")
     assert HOST.end_facts(str(path), "").tokens == Tokens(7, 3, 100, 20)
 
+
+
+def _answered(entry: dict, model: str, at: str, usage: dict, cost: float) -> dict:
+    """A recorded assistant entry of Pi's, answered by `model` at `at` with `usage`, which Pi
+    priced at `cost` dollars."""
+    entry = json.loads(json.dumps(entry))
+    entry["timestamp"] = at
+    entry["message"].update(provider="anthropic", model=model, usage={
+        **usage, "totalTokens": sum(usage.values()),
+        "cost": {"input": 0, "output": 0, "cacheRead": 0, "cacheWrite": 0, "total": cost}})
+    return entry
+
+
+def test_spend_is_pis_own_cost_summed_by_model_and_local_day(tmp_path):
+    """Pi prices each answer itself (`usage.cost.total`): the session's spend is those
+    prices summed by the model that answered and the day, on the user's own calendar."""
+    recorded = [orjson.loads(line) for line in (TRANSCRIPTS / "pi-0.73.1.jsonl").read_bytes().splitlines()]
+    answers = [i for i, e in enumerate(recorded) if e["type"] == "message" and e["message"]["role"] == "assistant"]
+    usage = {"input": 1000, "output": 200, "cacheRead": 5000, "cacheWrite": 300}
+    sonnet, gpt = "claude-sonnet-4-5", "gpt-5"
+    recorded[answers[0]] = _answered(recorded[answers[0]], sonnet, "2026-12-01T22:30:00.000Z", usage, 0.0123)
+    recorded[answers[1]] = _answered(recorded[answers[1]], sonnet, "2026-12-01T23:30:00.000Z", usage, 0.0456)
+    recorded[answers[2]] = _answered(recorded[answers[2]], sonnet, "2026-12-02T08:00:00.000Z", usage, 0.0789)
+    recorded.append(_answered(recorded[answers[2]], gpt, "2026-12-02T08:05:00.000Z",
+                              {"input": 10, "output": 5, "cacheRead": 0, "cacheWrite": 0}, 0.0004))
+    path = tmp_path / "session.jsonl"
+    path.write_bytes(b"\n".join(orjson.dumps(e) for e in recorded) + b"\n")
+    with local_zone("CET-1"):  # 23:30 in UTC is past midnight there
+        facts = HOST.end_facts(str(path), "")
+    twice = Tokens(2000, 400, 10000, 600)
+    assert facts.spend == (Spend(sonnet, "2026-12-01", Tokens(1000, 200, 5000, 300), 0.0123),
+                           Spend(sonnet, "2026-12-02", twice, 0.0456 + 0.0789),
+                           Spend(gpt, "2026-12-02", Tokens(10, 5), 0.0004))
+    assert facts.tokens == Tokens(3010, 605, 15000, 900)  # the totals, as before
+
+
+def test_the_recorded_sessions_spend_is_the_stub_models_at_pis_price_of_nothing():
+    with local_zone("UTC"):
+        facts = HOST.end_facts(str(TRANSCRIPTS / "pi-0.73.1.jsonl"), "")
+    assert facts.spend == (Spend("stub-model", "2026-12-01", Tokens(input=30, output=15), 0.0),)
+
+
+def test_a_model_pi_gave_no_price_for_is_left_to_the_price_table(tmp_path):
+    """An answer without `usage.cost` makes its model's day unpriced by the host (None), not
+    a smaller sum."""
+    priced = {"type": "message", "timestamp": "2026-12-01T10:00:00Z", "message": {
+        "role": "assistant", "model": "m", "usage": {"input": 7, "output": 3, "cost": {"total": 0.5}}}}
+    unpriced = {"type": "message", "timestamp": "2026-12-01T11:00:00Z", "message": {
+        "role": "assistant", "model": "m", "usage": {"input": 7, "output": 3}}}
+    path = tmp_path / "s.jsonl"
+    path.write_bytes(b"\n".join(orjson.dumps(e) for e in (priced, unpriced)) + b"\n")
+    with local_zone("UTC"):
+        assert HOST.end_facts(str(path), "").spend == (Spend("m", "2026-12-01", Tokens(14, 6), None),)
 
 # -- sidecar integrate pi ----------------------------------------------------------------
 

@@ -15,13 +15,14 @@ from sidecar.base.ids import harness_id
 from sidecar.followups.queue import FollowUpQueue
 from sidecar.followups.store import HookStore
 from sidecar.hosts import qwen
-from sidecar.hosts.base import Failure, Tokens
+from sidecar.hosts.base import Failure, Spend, Tokens
 from sidecar.hosts.files import settings
 from sidecar.inbox.events import parse
 from sidecar.sessions.batch import open_batch
 from sidecar.sessions.store import SessionStore
 from sidecar.vocabulary import LIMIT_ERRORS, EventKind
 from support.stores import seeded_workspace
+from support.zones import local_zone
 
 T0 = 1_796_115_000.0
 RECORDED = FIXTURES / "qwen-0.24.4"
@@ -81,6 +82,31 @@ def test_cached_input_is_apart_and_thoughts_are_output(tmp_path):
     assert qwen.HOST.end_facts(str(path), "").tokens == Tokens(input=600, output=35,
                                                                cache_read=400)
 
+
+def test_spend_is_the_recorded_turns_by_the_model_each_names_and_its_day():
+    with local_zone("UTC"):
+        facts = qwen.HOST.end_facts(str(TRANSCRIPTS / "qwen-0.24.4.jsonl"), "")
+    # Qwen Code writes no price of its own: the table prices it.
+    assert facts.spend == (Spend("stub-model", "2026-12-01", Tokens(input=20, output=10), None),)
+
+
+def test_spend_is_summed_by_model_and_local_day_each_message_once(tmp_path):
+    recorded = [json.loads(line) for line in (TRANSCRIPTS / "qwen-0.24.4.jsonl").read_text().splitlines()]
+    first, second = (e for e in recorded if e.get("type") == "assistant")
+    usage = {"promptTokenCount": 1000, "candidatesTokenCount": 30, "thoughtsTokenCount": 5,
+             "cachedContentTokenCount": 400, "totalTokenCount": 1035}
+    first.update(model="qwen3-coder-plus", timestamp="2026-12-01T22:30:00.000Z", usageMetadata=usage)
+    second.update(model="qwen3-coder-plus", timestamp="2026-12-01T23:30:00.000Z", usageMetadata=usage)
+    other = {**second, "uuid": "c", "model": "qwen3-max", "timestamp": "2026-12-02T09:00:00.000Z"}
+    path = tmp_path / "chat.jsonl"
+    path.write_text("".join(json.dumps(e) + "\n" for e in [*recorded, second, other]))  # `second` twice
+    with local_zone("CET-1"):  # 23:30 in UTC is the next day there
+        facts = qwen.HOST.end_facts(str(path), "")
+    one = Tokens(input=600, output=35, cache_read=400)
+    assert facts.spend == (Spend("qwen3-coder-plus", "2026-12-01", one, None),
+                           Spend("qwen3-coder-plus", "2026-12-02", one, None),
+                           Spend("qwen3-max", "2026-12-02", one, None))
+    assert facts.tokens == Tokens(input=1800, output=105, cache_read=1200)
 
 def test_a_turn_refused_on_a_rate_limit_is_read_from_the_chat_file():
     facts = qwen.HOST.end_facts(str(TRANSCRIPTS / "qwen-0.24.4.rate-limit.jsonl"), "")

@@ -9,7 +9,8 @@ It often sends no end of its own: a one-shot run fires TaskComplete only, `/exit
 terminal UI nothing, and later runs execute inside a detached hub daemon that keeps running,
 so the process a hook names may never exit. What it writes does say:
 `~/.cline/data/sessions/<id>/<id>.json` (the manifest) has `status` running, then completed,
-cancelled or failed, and `metadata.usage` (its token figures). `<id>.messages.json` holds the
+cancelled or failed, the `model`, and `metadata.usage` (its token figures and
+`totalCost`, Cline's own price of them in US dollars). `<id>.messages.json` holds the
 conversation; a turn the API refused ends it with an assistant message whose
 `metadata.displayRole` is `error`, holding the provider's text.
 
@@ -28,7 +29,19 @@ import orjson
 
 from sidecar.base.timeutil import parse_ts
 from sidecar.hosts import transcripts
-from sidecar.hosts.base import EndFacts, Failure, Host, Reader, RecordedEnd, Scope, Tokens, count
+from sidecar.hosts.base import (
+    EndFacts,
+    Failure,
+    Host,
+    Reader,
+    RecordedEnd,
+    Scope,
+    Tokens,
+    Use,
+    count,
+    moment,
+    spend_by_day,
+)
 from sidecar.vocabulary import EventKind
 
 VERSION = "3.0.65"
@@ -109,15 +122,29 @@ def load(data: bytes | None) -> dict[str, Any]:
     return value if isinstance(value, dict) else {}
 
 
-def tokens(manifest: Mapping[str, Any]) -> Tokens | None:
+def figures(manifest: Mapping[str, Any], failure: Failure | None = None) -> EndFacts:
+    """The manifest's token figures (`metadata.usage`, the session's own, its subagents'
+    apart) as the spend of the model it names, at Cline's own price of them
+    (`metadata.usage.totalCost`, US dollars), on the day it ended (while it runs, the day
+    it began: the manifest dates nothing else)."""
     metadata = manifest.get("metadata")
-    usage = metadata.get("usage") if isinstance(metadata, dict) else None
+    metadata = metadata if isinstance(metadata, dict) else {}
+    usage = metadata.get("usage")
     if not isinstance(usage, dict):
-        return None
-    return Tokens(input=count(usage.get("inputTokens")),
-                  output=count(usage.get("outputTokens")),
-                  cache_read=count(usage.get("cacheReadTokens")),
-                  cache_write=count(usage.get("cacheWriteTokens")))
+        return EndFacts(failure)
+    tokens = Tokens(input=count(usage.get("inputTokens")),
+                    output=count(usage.get("outputTokens")),
+                    cache_read=count(usage.get("cacheReadTokens")),
+                    cache_write=count(usage.get("cacheWriteTokens")))
+    model = _text(manifest.get("model")) or _text(metadata.get("model"))
+    at = moment(manifest.get("ended_at")) or moment(manifest.get("started_at"))
+    return EndFacts(failure, tokens, spend_by_day([Use(model, at, tokens, _dollars(usage.get("totalCost")))]))
+
+
+def _dollars(value: object) -> float | None:
+    """Cline's own price as it wrote it: a finite number of US dollars, not below 0 (else none)."""
+    return float(value) if isinstance(value, int | float) and not isinstance(value, bool) \
+        and 0 <= value < float("inf") else None
 
 
 def last_failure(messages: Mapping[str, Any]) -> Failure | None:
@@ -190,7 +217,7 @@ class Cline(Host):
         messages = messages_path(home, session_id)
         failure = last_failure(load(read(messages))) if status == "failed" else None
         return RecordedEnd(str(status), str(messages), parse_ts(manifest.get("ended_at")),
-                           EndFacts(failure, tokens(manifest)))
+                           figures(manifest, failure))
 
     def end_facts(self, transcript_path: str | None, session_id: str) -> EndFacts:
         """Tokens from the manifest beside the conversation (the one an end names, else the
@@ -202,7 +229,7 @@ class Cline(Host):
         failure = None
         if manifest.get("status") == "failed":
             failure = last_failure(load(transcripts.read_small(messages, MAX_RECORD)))
-        return EndFacts(failure, tokens(manifest))
+        return figures(manifest, failure)
 
     def resume_refusal(self) -> str | None:
         return f"Cline {VERSION} cannot resume a session without a terminal (`cline --id` " \

@@ -10,7 +10,7 @@ Copilot CLI 1.0.102's hook payloads name no event, so each hook passes its event
 (`sidecar emit --source copilot --event <name>`). Hooks run synchronously, through bash, from
 the native binary the `copilot` node loader spawns: that binary is the process to watch, and
 `emit`'s parent. Its session events go to `session-state/<id>/events.jsonl`: each model
-call's `session.usage_record`, and a refused turn's `session.error` (`errorType:
+call's `session.usage_record` (its model and tokens), and a refused turn's `session.error` (`errorType:
 "rate_limit"`, `statusCode: 429`), written only as its sessionEnd hook starts (too late for
 an end read at once). So a refused turn is told by its `errorOccurred` hook, which comes for
 every failed attempt, retries included: the turn counts as failed once, and an agentStop
@@ -22,12 +22,27 @@ from __future__ import annotations
 import json
 import os
 from collections.abc import Iterable, Mapping
+from functools import reduce
 from pathlib import Path
 from types import MappingProxyType
 from typing import Any
 
 from sidecar.hosts import transcripts
-from sidecar.hosts.base import UUID, EndFacts, Failure, Finding, Host, Option, Scope, Tokens
+from sidecar.hosts.base import (
+    UUID,
+    EndFacts,
+    Failure,
+    Finding,
+    Host,
+    Option,
+    Scope,
+    Spend,
+    Tokens,
+    Use,
+    count,
+    moment,
+    spend_by_day,
+)
 from sidecar.vocabulary import EventKind
 
 # notification is an ask where its notification_type is one (ASKS); permissionRequest is traced
@@ -40,6 +55,7 @@ TIMEOUT_SEC = 5
 ASKS = frozenset(("permission_prompt", "elicitation_dialog"))
 REPO_FILE = Path(".github") / "hooks" / "sidecar.json"
 LIMIT_ERRORS = {"rate_limit": "rate_limit", "quota_exceeded": "quota_exceeded"}
+USAGE_NAMES = ("inputTokens", "outputTokens", "cacheReadTokens", "cacheWriteTokens")
 # What a headless resume may do without asking (`-p` can ask no one, so anything not allowed
 # is denied): edit files by default, like Claude Code's acceptEdits; shell too, or everything.
 PERMISSION = Option("copilotPermission", "copilot_permission",
@@ -109,11 +125,22 @@ def model_call_failure(error: Any) -> Failure:
     return Failure("model_call", message)
 
 
-def tokens(entries: Iterable[dict[str, Any]]) -> Tokens | None:
-    """The sum of every model call's `session.usage_record` (a resume adds its own)."""
-    usages = (entry["data"].get("usage") for entry in entries
-              if entry.get("type") == "session.usage_record" and isinstance(entry.get("data"), dict))
-    return Tokens.summed(usages, ("inputTokens", "outputTokens", "cacheReadTokens", "cacheWriteTokens"))
+def figures(entries: Iterable[dict[str, Any]]) -> tuple[Tokens, tuple[Spend, ...]] | None:
+    """The sum of every model call's `session.usage_record` (a resume adds its own), and the
+    same by the `model` each names and its entry's local day. Its `cost` is no price: it is
+    the model's premium-request multiplier (0 for a model of the user's own key), so the
+    table prices Copilot's tokens."""
+    uses: list[Use] = []
+    for entry in entries:
+        data = entry.get("data")
+        usage = data.get("usage") if isinstance(data, dict) else None
+        if entry.get("type") != "session.usage_record" or not isinstance(usage, dict):
+            continue
+        model = usage.get("model")
+        uses.append(Use(model if isinstance(model, str) and model else None,
+                        moment(entry.get("timestamp")),
+                        Tokens(*(count(usage.get(name)) for name in USAGE_NAMES))))
+    return (reduce(Tokens.plus, (use.tokens for use in uses)), spend_by_day(uses)) if uses else None
 
 
 # -- which folders it trusts ---------------------------------------------------------------
@@ -201,8 +228,8 @@ class Copilot(Host):
 
     def end_facts(self, transcript_path: str | None, session_id: str) -> EndFacts:
         path = transcript_path or (str(transcript(session_id)) if UUID.fullmatch(session_id) else None)
-        return EndFacts(last_failure(transcripts.tail_entries(path)),
-                        transcripts.read_figures(path, b'"session.usage_record"', tokens))
+        tokens, spend = transcripts.read_figures(path, b'"session.usage_record"', figures) or (None, ())
+        return EndFacts(last_failure(transcripts.tail_entries(path)), tokens, spend)
 
 
 HOST = Copilot()

@@ -7,7 +7,8 @@ project may commit it) or, with `--user`, into the user's opencode plugin folder
 names its events by sidecar's own kinds (`session-start`, `turn-end`, ...).
 
 opencode 1.18.33 keeps each session's token totals in its SQLite database
-(`~/.local/share/opencode/opencode.db`), read only.
+(`~/.local/share/opencode/opencode.db`, read only), and each assistant message's tokens, model
+and its own price of them (`cost`, US dollars) in the same database's `message` table.
 """
 
 from __future__ import annotations
@@ -17,8 +18,10 @@ import re
 from pathlib import Path
 from types import MappingProxyType
 
+import orjson
+
 from sidecar.hosts import transcripts
-from sidecar.hosts.base import EndFacts, Host, Scope, Tokens, count
+from sidecar.hosts.base import EndFacts, Host, Scope, Tokens, Use, count, spend_by_day
 from sidecar.hosts.files import plugin_file
 from sidecar.vocabulary import EventKind
 
@@ -44,31 +47,66 @@ def database() -> str:
     return os.path.join(data, "opencode", "opencode.db")
 
 
-def tokens(db: str, session_id: str) -> Tokens | None:
-    """The session's totals in opencode's SQLite database, opened read only, and only if it
-    is a regular file that the reader of transcripts (a root daemon's: the workspace's
-    owner) may read. SQLite opens it again by its path, which is the daemon's own home's,
-    never an event's."""
+def figures(db: str, session_id: str) -> EndFacts:
+    """The session's totals in opencode's SQLite database, and its assistant messages'
+    figures by the model each names (`modelID`) and the local day it began, at opencode's own
+    price of each (`cost`, US dollars, from its model catalogue or opencode.json). The
+    database is opened read only, and only if it is a regular file that the reader of
+    transcripts (a root daemon's: the workspace's owner) may read. SQLite opens it again by
+    its path, which is the daemon's own home's, never an event's."""
     import sqlite3
     from contextlib import closing
 
     if not session_id:
-        return None
+        return EndFacts()
     try:
         os.close(transcripts.open_regular(db))
     except transcripts.Unreadable:
-        return None
+        return EndFacts()
     try:
         with closing(sqlite3.connect(f"file:{db}?mode=ro", uri=True, timeout=1.0)) as con:
             row = con.execute("SELECT tokens_input, tokens_output, tokens_reasoning, "
                               "tokens_cache_read, tokens_cache_write FROM session WHERE id = ?",
                               (session_id,)).fetchone()
+            if row is None:
+                return EndFacts()
+            try:
+                messages = con.execute("SELECT time_created, data FROM message WHERE "
+                                       "session_id = ? ORDER BY time_created, id", (session_id,))
+                uses = [use for created, data in messages if (use := _use(created, data)) is not None]
+            except sqlite3.Error:
+                uses = []  # a database of another shape: the totals alone
     except sqlite3.Error:
-        return None
-    if row is None:
-        return None
+        return EndFacts()
     tin, tout, reasoning, cache_read, cache_write = (count(v) for v in row)
-    return Tokens(input=tin, output=tout + reasoning, cache_read=cache_read, cache_write=cache_write)
+    return EndFacts(tokens=Tokens(input=tin, output=tout + reasoning, cache_read=cache_read,
+                                  cache_write=cache_write), spend=spend_by_day(uses))
+
+
+def _use(created: object, data: object) -> Use | None:
+    """An assistant message's figures, from its row: when it began (milliseconds) and its
+    `data` (reasoning counts as output, as in the session's totals)."""
+    try:
+        message = orjson.loads(data) if isinstance(data, str | bytes) else None
+    except orjson.JSONDecodeError:
+        return None
+    tokens = message.get("tokens") if isinstance(message, dict) else None
+    if not isinstance(message, dict) or message.get("role") != "assistant" or not isinstance(tokens, dict):
+        return None
+    cache, model = tokens.get("cache"), message.get("modelID")
+    cache = cache if isinstance(cache, dict) else {}
+    return Use(model if isinstance(model, str) and model else None,
+               created / 1000 if isinstance(created, int) else None,
+               Tokens(count(tokens.get("input")),
+                      count(tokens.get("output")) + count(tokens.get("reasoning")),
+                      count(cache.get("read")), count(cache.get("write"))),
+               _dollars(message.get("cost")))
+
+
+def _dollars(value: object) -> float | None:
+    """opencode's own price as it wrote it: a finite number of US dollars, not below 0 (else none)."""
+    return float(value) if isinstance(value, int | float) and not isinstance(value, bool) \
+        and 0 <= value < float("inf") else None
 
 
 class Opencode(Host):
@@ -101,7 +139,7 @@ class Opencode(Host):
             root is not None and plugin_file.is_ours(project_plugin(root), MARK))
 
     def end_facts(self, transcript_path: str | None, session_id: str) -> EndFacts:
-        return EndFacts(tokens=tokens(database(), session_id))
+        return figures(database(), session_id)
 
 
 HOST = Opencode()

@@ -11,8 +11,9 @@ ended well, with the text of its last assistant message) and `session_shutdown`;
 ended in an error or was stopped is sent as `agent_end:error` or `agent_end:aborted`, which are
 only traced.
 
-Pi 0.73.1 writes each session to a JSON-lines file (the transcript): assistant messages carry
-`usage` (input without the cached part, output, cacheRead, cacheWrite), and a turn the API
+Pi 0.73.1 writes each session to a JSON-lines file (the transcript): assistant messages name
+their `model` and carry `usage` (input without the cached part, output, cacheRead, cacheWrite,
+and `cost.total`, Pi's own price of them in US dollars), and a turn the API
 refused ends with an assistant message of `stopReason: "error"` whose `errorMessage` is the
 provider's text (`429 Rate limit reached ...`). Pi retries such a turn itself (three times by
 default), so only the session file says how the last try ended.
@@ -23,6 +24,7 @@ from __future__ import annotations
 import os
 import re
 from collections.abc import Iterable, Mapping
+from functools import reduce
 from pathlib import Path
 from types import MappingProxyType
 from typing import Any
@@ -36,8 +38,13 @@ from sidecar.hosts.base import (
     Host,
     Reader,
     Scope,
+    Spend,
     Tokens,
+    Use,
+    count,
+    moment,
     note,
+    spend_by_day,
 )
 from sidecar.hosts.files import plugin_file
 from sidecar.vocabulary import EventKind
@@ -55,6 +62,7 @@ ERROR_KINDS = (
     (re.compile(r"resource.?exhausted", re.I), "resource_exhausted"),
     (re.compile(r"^\s*429\b|rate.?limit|too many requests", re.I), "rate_limit"),
 )
+USAGE_NAMES = ("input", "output", "cacheRead", "cacheWrite")  # an assistant message's `usage`
 ENV_NAME = re.compile(r"[A-Z][A-Z0-9_]*")  # a models.json apiKey that names a variable
 
 
@@ -102,10 +110,29 @@ def last_failure(entries: list[dict[str, Any]]) -> Failure | None:
     return None
 
 
-def tokens(entries: Iterable[dict[str, Any]]) -> Tokens | None:
-    """Every assistant message's `usage`, summed (each is written once, on its own line)."""
-    return Tokens.summed(((_assistant(entry) or {}).get("usage") for entry in entries),
-                              ("input", "output", "cacheRead", "cacheWrite"))
+def figures(entries: Iterable[dict[str, Any]]) -> tuple[Tokens, tuple[Spend, ...]] | None:
+    """Every assistant message's `usage` (each is written once, on its own line), summed, and
+    the same by the model it names and its entry's local day, with Pi's own price of it
+    (`usage.cost.total`, US dollars, from the model's prices in Pi's catalogue or
+    models.json); None if no message has usage."""
+    uses: list[Use] = []
+    for entry in entries:
+        message = _assistant(entry)
+        usage = message.get("usage") if message is not None else None
+        if message is None or not isinstance(usage, dict):
+            continue
+        model, cost = message.get("model"), usage.get("cost")
+        uses.append(Use(model if isinstance(model, str) and model else None,
+                        moment(entry.get("timestamp")),
+                        Tokens(*(count(usage.get(name)) for name in USAGE_NAMES)),
+                        _dollars(cost.get("total")) if isinstance(cost, dict) else None))
+    return (reduce(Tokens.plus, (use.tokens for use in uses)), spend_by_day(uses)) if uses else None
+
+
+def _dollars(value: object) -> float | None:
+    """Pi's own price as it wrote it: a finite number of US dollars, not below 0 (else none)."""
+    return float(value) if isinstance(value, int | float) and not isinstance(value, bool) \
+        and 0 <= value < float("inf") else None
 
 
 # -- what its settings say -----------------------------------------------------------------
@@ -189,8 +216,8 @@ class Pi(Host):
         return key_names(data) if data is not None else ()
 
     def end_facts(self, transcript_path: str | None, session_id: str) -> EndFacts:
-        return EndFacts(last_failure(transcripts.tail_entries(transcript_path)),
-                        transcripts.read_figures(transcript_path, b'"usage"', tokens))
+        tokens, spend = transcripts.read_figures(transcript_path, b'"usage"', figures) or (None, ())
+        return EndFacts(last_failure(transcripts.tail_entries(transcript_path)), tokens, spend)
 
 
 HOST = Pi()
