@@ -97,6 +97,9 @@ class SessionChange:
     # turn failed (a turn-failed, not yet followed by another turn).
     turn_started_at: str = ""
     turn_failed: bool = False
+    # What a turn end, turn failed or session end spent (issue 35): its tokens' growth, its
+    # cost, and `total`, the record's cost object; None where nothing was read.
+    spent: dict[str, Any] | None = None
 
 
 @dataclass(frozen=True)
