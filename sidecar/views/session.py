@@ -63,8 +63,8 @@ def session_report(ws: Workspace, session_id: str) -> dict[str, Any] | None:
             "completedAt": record.completed_at,
             "completionReason": meta.completion_reason, "hostPid": meta.host_pid,
             "queuedHooks": sorted(meta.follow_ups), "followUps": follow_ups,
-            "tokens": meta.tokens, "cost": cost.of_record(data),
-            "turns": cost.turn_costs(lines, LAST_TURNS), "limit": meta.limit.to_json() if meta.limit else None,
+            "tokens": meta.tokens, "cost": cost.of_record(data), "turns": cost.turn_costs(lines, LAST_TURNS),
+            "limit": meta.limit.to_json() if meta.limit else None,
             "timeline": [{"at": line.get("createdAt"), "event": line.get("event"),
                           "message": line.get("message")} for line in lines]}
 

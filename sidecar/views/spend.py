@@ -10,10 +10,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from sidecar.views import cost
-from sidecar.views.sessions import SessionRow
+
+if TYPE_CHECKING:
+    from sidecar.views.sessions import SessionRow
 
 
 @dataclass

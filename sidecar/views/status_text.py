@@ -247,7 +247,7 @@ def _workspace_lines(w: WorkspaceReport, shown: int, now: float, paint: Style) -
     if w["tokens"]:
         lines.append(f"tokens     {tokens_text(w['tokens'])} ({w['tokens'].get('sessions', 0)} "
                      "session(s) with figures)")
-    if w.get("cost"):
+    if w["cost"]:
         lines.append(f"cost       {_spent(w['cost'])}")
     if w["bindings"]:
         lines += _binding_lines(w, shown, now, paint)

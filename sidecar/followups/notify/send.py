@@ -113,10 +113,9 @@ def spent(notice: dict[str, Any]) -> str:
     """` · $0.42` after a finished turn's or session's title where its cost is known (`+?`
     where some model had no price); "" where it is not: no amount reads as free."""
     found = notice.get("cost")
-    amount = cost.number(found.get("usd")) if isinstance(found, dict) else None
-    if amount is None:
+    if not isinstance(found, dict) or (amount := cost.number(found.get("usd"))) is None:
         return ""
-    return f" · {cost.usd(amount)}" + ("+?" if found.get("unpriced") else "")  # type: ignore[union-attr]
+    return f" · {cost.usd(amount)}" + ("+?" if found.get("unpriced") else "")
 
 
 def webhook_body(job: dict[str, Any], text: Text) -> dict[str, Any]:
