@@ -13,10 +13,10 @@ import shlex
 import sys
 
 import orjson
+from test_imports import launched
 
 from helpers import emit, fixture_payload, run_cli, wait_until
 from sidecar.base.ids import harness_id
-from test_imports import launched
 
 SESSION = "5d0f3e8a-4c1b-4e7a-9d2f-6b8e1c0a7f31"
 
