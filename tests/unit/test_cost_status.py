@@ -12,11 +12,15 @@ import orjson
 from helpers import invoke
 from sidecar.base import exitcodes
 from sidecar.base.ids import harness_id
-from sidecar.views import cost
 from support.stores import ingest
 
 NOW = time.time()
 SONNET = "claude-sonnet-4-5"
+
+
+def today() -> str:
+    """The local day, as the daemon keys a cost's `days`."""
+    return time.strftime("%Y-%m-%d", time.localtime())
 
 
 def with_costs(ws, session: str) -> None:
@@ -28,7 +32,7 @@ def with_costs(ws, session: str) -> None:
                                                "cacheWrite": 1_500}
     record["metadata"]["sidecar"]["cost"] = {
         "usd": 0.4213, "source": "table", "models": [SONNET], "unpriced": [],
-        "days": {cost.today(NOW): 0.4213}}
+        "days": {today(): 0.4213}}
     (folder / "session.json").write_bytes(orjson.dumps(record))
     lines = [orjson.loads(line) for line in (folder / "trace.jsonl").read_bytes().splitlines()]
     ends = [line for line in lines if line["event"] == "turn.end"]
@@ -76,7 +80,7 @@ def test_status_says_what_the_workspace_spent_today_and_in_all(workspace):
     (workspace.runtime / "usage.json").write_bytes(orjson.dumps({
         "input": 10, "output": 5, "cacheRead": 0, "cacheWrite": 0, "sessions": 3, "usd": 12.5,
         "days": {"2020-01-01": {"usd": 10.0, "sessions": 2},
-                 cost.today(time.time()): {"usd": 2.5, "sessions": 1}}}))
+                 today(): {"usd": 2.5, "sessions": 1}}}))
     text = invoke("status", "--root", str(workspace.root)).stdout.decode()
     assert "cost       $2.50 today (1 session), $12.50 in all" in text
     report = orjson.loads(invoke("status", "--json", "--root", str(workspace.root)).stdout)
