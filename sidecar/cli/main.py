@@ -138,7 +138,8 @@ def status(
     line: bool = typer.Option(False, "--line", help="One short line for a status bar: the state of the "
                               "session whose JSON comes on standard input (a host's status line command), "
                               "else counts across the registered workspaces (tmux's status-right). It also "
-                              "takes --source NAME and --then COMMAND (see the status line guide)."),
+                              "takes --source NAME, --then COMMAND and --cost (the session's cost so far; see"
+                              " the status line guide)."),
 ) -> None:
     """Instances, inbox, rejected files, sessions, bindings, hooks and queue.
 

@@ -25,6 +25,7 @@ from sidecar.hosts import registry
 from sidecar.layout import Workspace, find_workspace
 from sidecar.sessions import lookup
 from sidecar.sessions.store import SessionStore
+from sidecar.views import cost, spend
 from sidecar.views.activity import WORDS, State
 from sidecar.views.sessions import FollowUp, SessionRow, read_rows
 
@@ -33,11 +34,12 @@ DEFAULT_LIMIT = 50
 
 STATE_STYLE = {State.WORKING: ("green",), State.WAITING: ("yellow", "bold"),
                State.LIMITED: ("red",), State.ENDED: ("dim",), State.IDLE: ()}
-HEADINGS = ("HOST", "WORKSPACE", "SESSION", "STATE", "STARTED", "ENDED", "TOKENS", "FOLLOW-UP")
+HEADINGS = ("HOST", "WORKSPACE", "SESSION", "STATE", "STARTED", "ENDED", "TOKENS", "COST", "FOLLOW-UP")
 FLEXIBLE = ("STATE", "FOLLOW-UP")  # they give way first when a row would not fit
 WORKSPACE_WIDTH = 20
 SHORT_ID = 8
 GAP = "  "
+EMPTY = ("-", cost.NEVER_PRICED)  # a cell that says nothing: a column of them is left out
 
 
 def stale_after() -> float | None:
@@ -143,7 +145,11 @@ def ended_shown(row: SessionRow, now: float) -> str:
 
 def workspace_names(rows: list[SessionRow]) -> dict[Path, str]:
     """Each workspace by its folder's name, or relative to ~ where two share a name."""
-    roots = list(dict.fromkeys(row.root for row in rows))
+    return root_names([row.root for row in rows])
+
+
+def root_names(listed: list[Path]) -> dict[Path, str]:
+    roots = list(dict.fromkeys(listed))
     names = [root.name or str(root) for root in roots]
     return {root: name if names.count(name) == 1 else words.path(root)
             for root, name in zip(roots, names, strict=True)}
@@ -154,7 +160,7 @@ def cells(row: SessionRow, workspace: str, now: float, stale: float | None) -> l
     return [escaped(cell) for cell in (
         row.host, workspace, words.short_id(row.session_id, SHORT_ID),
         state_shown(row, stale), words.ago(row.started_at, now, human_age),
-        ended_shown(row, now), tokens_shown(row.tokens),
+        ended_shown(row, now), tokens_shown(row.tokens), cost.shown(row.cost),
         follow_up_shown(row.follow_ups, now))]
 
 
@@ -194,11 +200,12 @@ def _keep_end(text: str, width: int) -> str:
 
 def _columns(table: list[list[str]], workspaces: int) -> list[int]:
     """The columns worth their room: the workspace only when there are several, the others
-    when some row has something to say (no session ended, none has token figures)."""
+    when some row has something to say (no session ended, none has token figures, none was
+    ever priced)."""
     always = {"HOST", "SESSION", "STATE", "STARTED"}
     return [i for i, name in enumerate(HEADINGS)
             if (name == "WORKSPACE" and workspaces > 1) or name in always
-            or (name != "WORKSPACE" and any(line[i] != "-" for line in table[1:]))]
+            or (name != "WORKSPACE" and any(line[i] not in EMPTY for line in table[1:]))]
 
 
 def render(rows: list[SessionRow], total: int, now: float, stale: float | None, paint: Style,
@@ -243,7 +250,7 @@ def as_json(row: SessionRow, stale: float | None) -> dict[str, Any]:
         "endedAt": _at(row.ended_at), "endReason": row.reason,
         "endedWhy": words.end_reason(row.reason, mid_turn=row.mid_turn, stale_after=stale)
         if act.state == State.ENDED else None,
-        "tokens": row.tokens, "cwd": row.cwd,
+        "tokens": row.tokens, "cost": row.cost, "cwd": row.cwd,
         "followUps": [{"hookId": f.hook_id, "state": f.state, "at": _at(f.at), "log": f.log}
                       for f in row.follow_ups],
     }
@@ -283,6 +290,9 @@ def listed(found: list[Workspace], errors: list[str], active: bool, window: floa
     """Print the sessions of `found` (what could not be read on stderr); the exit code."""
     rows = gather(found, errors)
     now = time.time()
+    # What the days cost is every session's of those days, whatever the listing hides.
+    days = None if window is None else spend.spend(rows, [ws.root for ws in found],
+                                                   cost.days_back(window, now))
     rows = [r for r in rows if (not active or r.activity.state != State.ENDED)
             and (window is None or last_activity(r) >= now - window)]
     stale = stale_after()
@@ -294,9 +304,13 @@ def listed(found: list[Workspace], errors: list[str], active: bool, window: floa
         print_json({
             "version": SESSIONS_VERSION, "sidecar": __version__,
             "sessions": [as_json(r, stale) for r in shown], "total": len(rows),
-            "errors": errors})
+            "spend": None if days is None else days.to_json(), "errors": errors})
     else:
         shown = rows[:limit or DEFAULT_LIMIT]
         sys.stdout.write(render(shown, len(rows), now, stale, words.style_for(), table_width()))
+        if days is not None:
+            names = root_names([*(r.root for r in rows), *days.by_workspace])
+            sys.stdout.write("\n" + "\n".join(escaped(line) for line in
+                                               spend.foot(days, names, cost.today(now))) + "\n")
     sys.stdout.flush()
     return FAILURE if errors else OK

@@ -18,6 +18,7 @@ from sidecar.base.timeutil import parse_ts
 from sidecar.followups.run import logtail
 from sidecar.layout import Workspace
 from sidecar.top import view
+from sidecar.views import cost
 from sidecar.views.activity import WORDS
 from sidecar.views.sessions import SessionRow
 from sidecar.views.status_text import when
@@ -69,6 +70,7 @@ def render(row: SessionRow, gathered: Gathered, now: float) -> list[str]:
         f"state      {WORDS[act.state]}: {view.why(row, now)}",
         f"started    {when(row.started_at, now)}    last activity "
         f"{words.ago(row.updated_at, now)}    tokens {view.tokens(row.tokens)}",
+        f"cost       {cost.told(row.cost)}",
     ]
     if row.ended_at is not None:
         lines.append(f"ended      {when(row.ended_at, now)}: "

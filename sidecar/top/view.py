@@ -16,6 +16,7 @@ from sidecar.base import words
 from sidecar.base.escapes import escaped
 from sidecar.base.outcome import Outcome
 from sidecar.followups.resets import parse_reset
+from sidecar.views import cost
 from sidecar.views.activity import WORDS, State
 from sidecar.views.sessions import FollowUp, SessionRow
 
@@ -29,10 +30,10 @@ WAITING_FOLLOW_UP = frozenset({"queued", "postponed"})
 # (title, width): the last column takes what is left, and wants at least its width, so that a
 # follow-up's outcome (`post-task ok 1 h 28 min ago`) reads whole
 COLUMNS = (("HOST", 11), ("WORKSPACE", 14), ("SESSION", 12), ("STATE", 15), ("WHY", 34),
-           ("LAST", 11), ("TOKENS", 7), ("FOLLOW-UPS", 28))
+           ("LAST", 11), ("TOKENS", 7), ("COST", 7), ("FOLLOW-UPS", 28))
 # In a narrower terminal these give way, in turn, down to the width given (0: left out); the
 # reason is shown whole in the opened session
-GIVE_WAY = (("WHY", 12), ("TOKENS", 0), ("WORKSPACE", 10), ("SESSION", 8))
+GIVE_WAY = (("WHY", 12), ("TOKENS", 0), ("WORKSPACE", 10), ("SESSION", 8), ("COST", 0))
 PREFIX = frozenset({"SESSION"})  # cut without `…`: any start of an id names it
 TITLES = tuple(title for title, _ in COLUMNS)
 
@@ -96,7 +97,7 @@ def painted(row: SessionRow) -> list[tuple[str, str]]:
 def cells(row: SessionRow, now: float) -> list[str]:
     return [escaped(cell) for cell in (
         row.host, row.root.name, words.short_id(row.session_id), WORDS[row.activity.state], why(row, now),
-        words.ago(row.updated_at, now), tokens(row.tokens), follow_ups(row, now))]
+        words.ago(row.updated_at, now), tokens(row.tokens), cost.shown(row.cost), follow_ups(row, now))]
 
 
 def matches(row: SessionRow, text: str) -> bool:

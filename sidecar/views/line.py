@@ -30,11 +30,9 @@ from sidecar.views import activity
 from sidecar.views.activity import WORDS, Activity, State
 
 MAX_FILE = 16 * 1024 * 1024  # far above any state file the line reads; bounds a hostile one
-THEIRS_TIMEOUT = 5.0  # seconds the user's own status line command may take
-KILL = 9  # SIGKILL (the signal module costs more to import than the whole line)
 STDIN_WAIT = 0.5  # seconds to wait for a payload on a pipe that has not said anything yet
 NOT_TRACKED = "sidecar: not tracked"
-USAGE = "usage: sidecar status --line [--source NAME] [--root DIR]... [--then COMMAND]\n"
+USAGE = "usage: sidecar status --line [--source NAME] [--root DIR]... [--then COMMAND] [--cost]\n"
 
 
 class Unreadable(Exception):
@@ -137,7 +135,8 @@ def _bound(bindings: object, host: str | None, session_id: str) -> tuple[str, st
     return None
 
 
-def session_line(payload: dict, host: str | None, roots: list[str], now: float) -> str:  # type: ignore[type-arg]
+def session_line(payload: dict, host: str | None, roots: list[str], now: float,  # type: ignore[type-arg]
+                 cost: bool = False) -> str:
     session_id = payload.get("session_id")
     if not isinstance(session_id, str) or not session_id:
         return NOT_TRACKED
@@ -161,6 +160,12 @@ def session_line(payload: dict, host: str | None, roots: list[str], now: float) 
     if not isinstance(record, dict):
         return NOT_TRACKED
     parts = [describe(activity.of(record), now)]
+    if cost:  # asked for (--cost): what it has cost so far, where the record knows it
+        from sidecar.views import cost as costs  # (only then)
+
+        spent = costs.of_record(record)
+        if spent is not None and costs.number(spent.get("usd")) is not None:
+            parts.append(costs.shown(spent))
     try:
         follow_up = next_follow_up(root, read_json(root, "runtime", "hooks.json"), host, session_id, now)
     except Unreadable as exc:
@@ -256,106 +261,18 @@ def payload_of(data: bytes) -> dict | None:  # type: ignore[type-arg]
     return payload if isinstance(payload, dict) else None
 
 
-def run_theirs(command: str, data: bytes, timeout: float = THEIRS_TIMEOUT) -> str:
-    """The user's own status line command, run as Claude Code runs it (`sh -c`, the same
-    standard input), and what it printed (its last newline dropped). Forked by hand: the
-    subprocess module costs more to import than the whole line. It gets `timeout` seconds in
-    all, to read its input, print and exit; then it is killed, with whatever it started (its
-    own process group), and what it printed so far is shown. Being a group of its own, it
-    outlives this process if this is killed first: a death signal (prctl) would need ctypes,
-    and would reach the shell alone, not what it started; so the documentation says so."""
-    into, out = os.pipe(), os.pipe()
-    pid = os.fork()
-    if pid == 0:  # the child: its stdin and stdout are the pipes, stderr stays the caller's
-        try:
-            os.setpgid(0, 0)
-            import _signal  # type: ignore[import-not-found]  # (in the child only)
-
-            _signal.signal(_signal.SIGPIPE, _signal.SIG_DFL)  # Python ignores it; sh does not
-            os.dup2(into[0], 0)
-            os.dup2(out[1], 1)
-            for fd in (*into, *out):
-                os.close(fd)
-            os.execv("/bin/sh", ["sh", "-c", command])
-        finally:
-            os._exit(127)
-    try:
-        os.setpgid(pid, pid)  # as the child does: whichever runs first
-    except OSError:
-        pass  # it has set it itself and run its command already
-    os.close(into[0])
-    os.close(out[1])
-    deadline = time.monotonic() + timeout
-    try:
-        printed, closed = _exchange(into[1], out[0], data, deadline)
-    finally:
-        os.close(out[0])
-    # Killed before it is reaped: until then its group cannot be another's. Its output still
-    # open at the deadline means something of it runs on, if not the shell itself (a child it
-    # left behind holds it).
-    if not closed or not _exited(pid, deadline):
-        try:
-            os.killpg(pid, KILL)  # too slow for a status bar: it and what it started
-        except OSError:
-            pass
-        os.waitpid(pid, 0)
-    return printed.decode("utf-8", "replace").removesuffix("\n")
-
-
-def _exchange(into: int, out: int, data: bytes, deadline: float) -> tuple[bytes, bool]:
-    """Give `data` to `into` and read `out` until it is closed, at once (a command may print
-    before it reads) and never waiting past `deadline` (one may never read, or never close).
-    What it read, and whether `out` was closed by then."""
-    os.set_blocking(into, False)
-    left, chunks = memoryview(data), []
-    writing = [into]
-    closed = False
-    try:
-        while (wait := deadline - time.monotonic()) > 0:
-            if writing and not left:
-                os.close(writing.pop())  # all given: it reads the end of its input
-            readable, writable, _ = select.select([out], writing, [], wait)
-            if writable:
-                try:
-                    left = left[os.write(into, left[:65536]):]
-                except BlockingIOError:
-                    pass
-                except OSError:  # it closed its input unread: its output still counts
-                    left = left[:0]
-            if readable:
-                chunk = os.read(out, 65536)
-                if not chunk:
-                    closed = True
-                    break
-                chunks.append(chunk)
-    finally:
-        for fd in writing:
-            os.close(fd)
-    return b"".join(chunks), closed
-
-
-def _exited(pid: int, deadline: float) -> bool:
-    """Whether the child exited (and was reaped) by `deadline`."""
-    pause = 0.001
-    while True:
-        if os.waitpid(pid, os.WNOHANG)[0]:
-            return True
-        if time.monotonic() + pause > deadline:
-            return False
-        time.sleep(pause)
-        pause = min(pause * 2, 0.05)
-
-
 def options(argv: list[str]) -> dict[str, list[str]]:
     """`--source NAME`, `--then COMMAND` and each `--root DIR`, as `--x value` or `--x=value`
     (the `--line` flag itself is already known); ValueError names a word it does not know."""
-    given: dict[str, list[str]] = {"--source": [], "--root": [], "--then": []}
+    given: dict[str, list[str]] = {"--source": [], "--root": [], "--then": [], "--cost": []}
     rest = list(argv)
     while rest:
         word = rest.pop(0)
         key, eq, value = word.partition("=")
         if key in given and (eq or rest):
             given[key].append(value if eq else rest.pop(0))
+        elif word == "--cost":
+            given[word].append(word)
         elif word != "--line":
             raise ValueError(word)
     given["--root"] = [os.path.abspath(root) for root in given["--root"]]
@@ -368,7 +285,7 @@ def ours(given: dict[str, list[str]], data: bytes) -> str:
     host = given["--source"][-1] if given["--source"] else None
     try:
         if payload is not None and "session_id" in payload:
-            return session_line(payload, host, given["--root"], time.time())
+            return session_line(payload, host, given["--root"], time.time(), bool(given["--cost"]))
         return counts_line(given["--root"])
     except Unreadable as exc:
         return f"sidecar: {exc}"
@@ -382,10 +299,12 @@ def main(argv: list[str] | None = None) -> int:
         given = options(args)
     except ValueError as exc:
         sys.stderr.write(f"sidecar status --line: unknown option {str(exc)[:60]!r}\n{USAGE}")
-        given = {"--source": [], "--root": [], "--then": []}
+        given = {"--source": [], "--root": [], "--then": [], "--cost": []}
     data = read_stdin(sys.stdin)
     lines = []
     for command in given["--then"]:  # the user's own status line first, as it was
+        from sidecar.views.theirs import run_theirs  # (only for a user who has their own)
+
         try:
             theirs = run_theirs(command, data)
         except OSError as exc:

@@ -74,6 +74,7 @@ if TYPE_CHECKING:
         rejected: int
         sessions: dict[str, int]
         tokens: dict[str, int] | None  # the workspace's totals (usage.json); None before any
+        cost: dict[str, Any] | None  # its spend (usage.json): `usd` in all, `today`'s; None before any
         bindings: list[BindingRow]
         plugins: dict[str, dict[str, int]]
         errors: list[str]

@@ -11,6 +11,8 @@ if TYPE_CHECKING:
 
     from sidecar.layout import Workspace
 
+LAST_TURNS = 5  # the turns whose own cost `status --session` shows
+
 
 def session_report(ws: Workspace, session_id: str) -> dict[str, Any] | None:
     """One host session's story: its record, its timeline, and every follow-up queued for it
@@ -26,7 +28,7 @@ def session_report(ws: Workspace, session_id: str) -> dict[str, Any] | None:
     from sidecar.hosts import registry
     from sidecar.sessions import lookup
     from sidecar.sessions.store import SessionStore
-    from sidecar.views import activity
+    from sidecar.views import activity, cost
 
     store = SessionStore(ws)
     view = hook_store.read_view(ws)
@@ -54,13 +56,15 @@ def session_report(ws: Workspace, session_id: str) -> dict[str, Any] | None:
                     if Outcome.parse(f.status).failed else None, "retry": f.retry}
                    for h in view.hooks.values() for f in h.history
                    if f.session_id == session_id and f.host == host]
-    meta, now_doing = record.sidecar, activity.of(record.to_json())
+    meta, data = record.sidecar, record.to_json()
+    now_doing = activity.of(data)
     return {"host": host, "sessionId": session_id, "harnessSessionId": record.id,
             "status": record.status, "state": now_doing.state, "stateWhy": now_doing.why or None,
             "completedAt": record.completed_at,
             "completionReason": meta.completion_reason, "hostPid": meta.host_pid,
             "queuedHooks": sorted(meta.follow_ups), "followUps": follow_ups,
-            "tokens": meta.tokens, "limit": meta.limit.to_json() if meta.limit else None,
+            "tokens": meta.tokens, "cost": cost.of_record(data), "turns": cost.turn_costs(lines, LAST_TURNS),
+            "limit": meta.limit.to_json() if meta.limit else None,
             "timeline": [{"at": line.get("createdAt"), "event": line.get("event"),
                           "message": line.get("message")} for line in lines]}
 

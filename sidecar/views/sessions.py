@@ -10,6 +10,7 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from sidecar.base import runs
 from sidecar.base.errors import SidecarError
@@ -20,7 +21,7 @@ from sidecar.followups.store import HooksView
 from sidecar.layout import PLAIN_NAME, Workspace
 from sidecar.sessions import scan
 from sidecar.sessions.model import Key, SessionRecord, ts_or
-from sidecar.views import activity
+from sidecar.views import activity, cost
 from sidecar.views.activity import Activity
 
 
@@ -49,6 +50,7 @@ class SessionRow:
     follow_ups: tuple[FollowUp, ...]  # queued or running first, then the fired, newest first
     cwd: str | None
     mid_turn: bool = False  # it ended with a turn still open (Ctrl-C, a kill)
+    cost: dict[str, Any] | None = None  # the record's cost object (views/cost.py); None: never priced
 
 
 def follow_ups_by_session(view: HooksView, ws: Workspace) -> dict[Key, list[FollowUp]]:
@@ -80,13 +82,15 @@ def _queued(entry: QueueEntry, ws: Workspace) -> FollowUp:
 def row(ws: Workspace, record: SessionRecord, follow_ups: dict[Key, list[FollowUp]]) -> SessionRow:
     host = record.host or "unknown"
     session_id = record.host_session_id or record.id
+    data = record.to_json()
     return SessionRow(
         root=ws.root, host=host, session_id=session_id, harness_id=record.id,
         started_at=parse_ts(record.started_at or record.created_at), updated_at=parse_ts(record.updated_at),
         ended_at=None if record.active else parse_ts(record.completed_at),
-        reason=record.sidecar.completion_reason, activity=activity.of(record.to_json()),
+        reason=record.sidecar.completion_reason, activity=activity.of(data),
         tokens=record.sidecar.tokens, follow_ups=tuple(follow_ups.get((host, session_id), ())),
-        cwd=record.sidecar.cwd, mid_turn=not record.active and record.sidecar.turn_open)
+        cwd=record.sidecar.cwd, mid_turn=not record.active and record.sidecar.turn_open,
+        cost=cost.of_record(data))
 
 
 def harness_ids(ws: Workspace) -> list[str]:

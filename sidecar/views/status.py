@@ -24,6 +24,7 @@ from sidecar.base.proc import is_alive
 from sidecar.base.startup import full_start
 from sidecar.base.timeutil import parse_ts
 from sidecar.base.version import __version__
+from sidecar.views import cost
 from sidecar.views.hooks import hooks_section, workspace_of
 from sidecar.views.report import REPORT_VERSION
 
@@ -101,6 +102,7 @@ def workspace_report(root: str, now: float) -> WorkspaceReport:
             errors, f"the hooks {runtime_path}/hooks.json",
             lambda: hooks_section(root, base, runtime, now), empty)
         trouble = storage.said(runtime_path)
+        figures = usage(runtime, now)
         report: WorkspaceReport = {
             "root": root,
             "served": any(i["live"] for i in found),
@@ -111,7 +113,7 @@ def workspace_report(root: str, now: float) -> WorkspaceReport:
                               lambda: count_rejected(opened["inbox"]), 0),
             "sessions": {"total": total, "active": len(bound),
                          "completed": max(0, total - len(bound))},
-            "tokens": None if runtime is None else tokens(runtime),
+            "tokens": figures[0], "cost": figures[1],
             "bindings": bound,
             **hooks,
             "plugins": plugin_counters(found),
@@ -127,7 +129,7 @@ def workspace_report(root: str, now: float) -> WorkspaceReport:
 def _set_aside_report(root: str, error: str) -> WorkspaceReport:
     return {"root": root, "served": False, "storage": None, "instances": [],
             "inbox": {"backlog": 0, "oldestAgeSeconds": None}, "rejected": 0,
-            "sessions": {"total": 0, "active": 0, "completed": 0}, "tokens": None,
+            "sessions": {"total": 0, "active": 0, "completed": 0}, "tokens": None, "cost": None,
             "bindings": [], "hooks": [], "queue": [], "error": None, "plugins": {},
             "errors": [error]}
 
@@ -308,15 +310,18 @@ def life_lock_held(runtime: int, instance_id: str) -> bool:
     return False
 
 
-def tokens(runtime: int) -> dict[str, int] | None:
-    """tokens.totals: the workspace's token counts; None before any, or unreadable."""
+def usage(runtime: int | None, now: float) -> tuple[dict[str, int] | None, dict[str, Any] | None]:
+    """tokens.totals, from usage.json: the workspace's token counts, and what it spent (in
+    all, and `today` by the local day); each None before any, or unreadable."""
     try:
-        data = read_json(runtime, "usage.json")
+        data = None if runtime is None else read_json(runtime, "usage.json")
     except (OSError, ValueError):
-        return None
+        data = None
     if not isinstance(data, dict):
-        return None
-    return {k: v for k in TOKEN_FIELDS if isinstance(v := data.get(k, 0), int) and not isinstance(v, bool)}
+        return None, None
+    total = cost.number(data.get("usd"))
+    return ({k: v for k in TOKEN_FIELDS if isinstance(v := data.get(k, 0), int) and not isinstance(v, bool)},
+            None if total is None else {"usd": total, "today": cost.ledger_day(data, cost.today(now))})
 
 
 def plugin_counters(found: list[InstanceRow]) -> dict[str, dict[str, int]]:

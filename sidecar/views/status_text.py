@@ -70,6 +70,7 @@ def render_session(report: dict[str, Any], root: str | Path | None = None, now: 
                      + (f" ({report['stateWhy']})" if report.get("stateWhy") else ""))
     if report["tokens"]:
         lines.append(f"tokens     {tokens_text(report['tokens'])}")
+    lines += _cost_lines(report, now)
     if report["limit"]:
         limit = report["limit"]
         lines.append(paint(f"limit      {limit['error']} since {when(limit['since'], now)}, "
@@ -93,6 +94,31 @@ def render_session(report: dict[str, Any], root: str | Path | None = None, now: 
     if not report["followUps"]:
         lines.append("follow-up  none queued")
     return "\n".join(lines) + "\n"
+
+
+def _turn_tokens(t: dict[str, Any]) -> str:
+    return (f"in {t.get('input', 0):,} · out {t.get('output', 0):,} · cache read "
+            f"{t.get('cacheRead', 0):,} · write {t.get('cacheWrite', 0):,}")
+
+
+def _cost_lines(report: dict[str, Any], now: float) -> list[str]:
+    """The session's cost and where it came from, then its last turns' own (newest last)."""
+    from sidecar.views import cost  # (not on `status`'s path)
+
+    if report.get("cost") is None and not report.get("turns"):
+        return []
+    lines = [f"cost       {cost.told(report.get('cost'))}"]
+    for turn in report.get("turns") or ():
+        at = parse_ts(turn.get("at"))
+        moment = "-" if at is None else words.local_time(at, now)
+        spent = turn.get("cost") or {}
+        amount = cost.number(spent.get("usd"))
+        said = cost.UNKNOWN if amount is None else cost.usd(amount)
+        model = spent.get("model")
+        tokens = turn.get("tokens")
+        lines.append(f"  turn     {moment}  {said}" + (f" ({model})" if model else "")
+                     + (f"  {_turn_tokens(tokens)}" if isinstance(tokens, dict) else ""))
+    return lines
 
 
 # -- the workspaces -------------------------------------------------------------------------
@@ -193,6 +219,17 @@ def _follow_up_lines(w: WorkspaceReport, shown: int, now: float, paint: Style) -
     return lines
 
 
+def _spent(spent: dict[str, Any]) -> str:
+    """A workspace's spend: `$2.50 today (1 session), $12.50 in all`."""
+    from sidecar.views.cost import usd  # (only where a workspace has spent something)
+
+    day = spent.get("today")
+    sessions = day.get("sessions") if day else None
+    today = "nothing today" if not day else f"{usd(day['usd'])} today" + (
+        "" if sessions is None else f" ({sessions} session{'' if sessions == 1 else 's'})")
+    return f"{today}, {usd(spent['usd'])} in all"
+
+
 def _workspace_lines(w: WorkspaceReport, shown: int, now: float, paint: Style) -> list[str]:
     lines = [paint(f"workspace  {words.path(w['root'])}", "bold"),
              "served     " + ("yes" if w["served"] else
@@ -210,6 +247,8 @@ def _workspace_lines(w: WorkspaceReport, shown: int, now: float, paint: Style) -
     if w["tokens"]:
         lines.append(f"tokens     {tokens_text(w['tokens'])} ({w['tokens'].get('sessions', 0)} "
                      "session(s) with figures)")
+    if w["cost"]:
+        lines.append(f"cost       {_spent(w['cost'])}")
     if w["bindings"]:
         lines += _binding_lines(w, shown, now, paint)
     lines += _follow_up_lines(w, shown, now, paint)

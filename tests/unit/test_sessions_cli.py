@@ -65,7 +65,8 @@ def sessions(*args: str, env: dict[str, str] | None = None):
 
 
 def data_lines(text: str) -> list[str]:
-    return [line for line in text.splitlines()[1:] if not line.startswith("...")]
+    table = text.partition("\n\n")[0]  # (--since adds the spend of its days below)
+    return [line for line in table.splitlines()[1:] if not line.startswith("...")]
 
 
 # -- the list -------------------------------------------------------------------------------
@@ -101,7 +102,7 @@ def test_sessions_filters_active_since_and_limit(two):
     assert len(limited) == 3 and limited[-1].startswith("... and 3 more")
     bad = sessions("--since", "soon")
     assert bad.returncode == exitcodes.USAGE and b"--since: not a duration: 'soon'" in bad.stderr
-    assert sessions("--active", "--since", "1s").stdout == b"no sessions\n"
+    assert sessions("--active", "--since", "1s").stdout.startswith(b"no sessions\n\nspent ")
 
 
 def test_sessions_json_is_versioned_with_every_row_and_stable_keys(two):
@@ -112,7 +113,7 @@ def test_sessions_json_is_versioned_with_every_row_and_stable_keys(two):
     waiting, _, idle, ended = doc["sessions"]
     assert set(waiting) == {"workspace", "host", "sessionId", "harnessSessionId", "state",
                             "stateSince", "why", "detail", "startedAt", "lastActivityAt",
-                            "endedAt", "endReason", "endedWhy", "tokens", "cwd", "followUps"}
+                            "endedAt", "endReason", "endedWhy", "tokens", "cost", "cwd", "followUps"}
     assert (waiting["state"], waiting["why"]) == ("waiting", "asked for permission")
     assert waiting["detail"] == "Claude needs your permission"
     assert idle["workspace"] == str(api.root) and idle["endedAt"] is None

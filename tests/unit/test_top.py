@@ -35,7 +35,7 @@ from sidecar.top.feed import Feed
 from support import top_demo
 from support.stores import drop, ingestor
 
-SIZE = (150, 30)
+SIZE = (160, 30)  # room for every column and a follow-up outcome of 39 characters
 ASKS = "b21d44f0-asks"
 DONE = "e5a8f3d1-done"
 # inotify_simple finds libc through ldconfig (a process) on its first instance: made here, at
@@ -401,7 +401,7 @@ def test_the_follow_up_outcome_reads_whole_at_120_and_100_columns(tmp_path):
             assert "waiting for you asked for" in asks  # the why gives way, still there
             assert view.header(width).split() == [
                 "HOST", "WORKSPACE", "SESSION", "STATE", "WHY", "LAST",
-                *(["TOKENS"] if width == 120 else []), "FOLLOW-UPS"]
+                *(["COST"] if width == 120 else []), "FOLLOW-UPS"]
 
         run(check, ws, size=(width, 20))
 

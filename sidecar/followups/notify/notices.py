@@ -119,8 +119,23 @@ def add_for_change(doc: HooksDoc, hook: Hook, change: SessionChange, now: float,
         notice["lastMessage"] = change.last_message
     if change.kind == EventKind.SESSION_END and change.interrupted:
         notice["midTurn"] = True  # its turn never ended: the notice says so
+    cost = spent_so_far(change)
+    if cost is not None:
+        notice["cost"] = cost
     _append(doc, hook, key, change.host, change.session_id, change.harness_session_id, change.ts, now, notice)
     queued.add(key)
+
+
+def spent_so_far(change: SessionChange) -> Json | None:
+    """What the session has cost so far (`usd`, `source`), where a turn end or a session end
+    knows it; None where it does not (unpriced: the notice names no amount, never $0)."""
+    total = change.spent.get("total") if change.spent else None
+    if change.kind not in (EventKind.TURN_END, EventKind.SESSION_END) or not isinstance(total, dict):
+        return None
+    usd = total.get("usd")
+    if isinstance(usd, bool) or not isinstance(usd, (int, float)) or usd < 0:
+        return None
+    return {"usd": usd, "source": total.get("source"), "unpriced": bool(total.get("unpriced"))}
 
 
 def add_for_follow_up(doc: HooksDoc, event: FollowUpEvent, fired: QueueEntry, hook_id: str,

@@ -31,6 +31,7 @@ from sidecar.base.escapes import escaped
 from sidecar.base.words import end_reason, local_time, short_id
 from sidecar.followups.notify import targets
 from sidecar.followups.resets import parse_reset
+from sidecar.views import cost
 from sidecar.vocabulary import LIMIT_ERRORS
 
 TIMEOUT = 5.0  # seconds per try; SIDECAR_NOTIFY_TIMEOUT changes it
@@ -95,6 +96,8 @@ def words(job: dict[str, Any], now: float) -> Text:
         title, priority, tag = f"{host} resumed after its usage limit", 3, "arrow_forward"
     else:
         title, priority, tag = f"sidecar: {event}", 3, "bell"
+    if event in ("session-end", "turn-end"):
+        title += spent(notice)
     tokens = job.get("tokens")
     if isinstance(tokens, dict) and tokens:
         lines.append("tokens " + ", ".join(f"{k} {v}" for k, v in tokens.items()))
@@ -104,6 +107,15 @@ def words(job: dict[str, Any], now: float) -> Text:
     # title is one line: a header); the body's line breaks are its own.
     return Text(escaped(title), escaped("\n".join(lines), keep="\n"), priority,
                 (tag, "sidecar", host or "host"))
+
+
+def spent(notice: dict[str, Any]) -> str:
+    """` · $0.42` after a finished turn's or session's title where its cost is known (`+?`
+    where some model had no price); "" where it is not: no amount reads as free."""
+    found = notice.get("cost")
+    if not isinstance(found, dict) or (amount := cost.number(found.get("usd"))) is None:
+        return ""
+    return f" · {cost.usd(amount)}" + ("+?" if found.get("unpriced") else "")
 
 
 def webhook_body(job: dict[str, Any], text: Text) -> dict[str, Any]:
@@ -117,6 +129,7 @@ def webhook_body(job: dict[str, Any], text: Text) -> dict[str, Any]:
         "reasonInWords": _end(job, reason) if notice.get("event") == "session-end" else reason,
         "midTurn": bool(notice.get("midTurn")),
         "title": text.title, "message": text.body, "tokens": job.get("tokens"),
+        "cost": notice.get("cost"),
     }
     if notice.get("message"):
         body["detail"] = notice["message"]

@@ -38,11 +38,12 @@ from sidecar.hosts.files import jsonedit, owned, settings
 KEY = "statusLine"
 REFRESH = "refreshInterval"
 THEN = "--then"
+COST = "--cost"  # the session's cost on the line too: added by hand, kept by a new integrate
 
 
-def command(sidecar: str, source: str, theirs: str | None) -> str:
+def command(sidecar: str, source: str, theirs: str | None, cost: bool = False) -> str:
     """sidecar's status line command, running `theirs` first if the user has one."""
-    ours = f"{shlex.quote(sidecar)} status --line --source {source}"
+    ours = f"{shlex.quote(sidecar)} status --line --source {source}" + (f" {COST}" if cost else "")
     return f"{ours} {THEN} {shlex.quote(theirs)}" if theirs else ours
 
 
@@ -60,18 +61,20 @@ def parse(value: Any) -> tuple[bool, str | None]:
     return True, theirs
 
 
-def composed(line: Any, sidecar: str, source: str, path: Path) -> dict[str, Any]:
+def composed(line: Any, sidecar: str, source: str, path: Path, cost: bool = False) -> dict[str, Any]:
     """sidecar's status line, made from the user's `line` (found in `path`; None: none): theirs
-    runs first, by the command they wrote, and their other keys stay as they were."""
+    runs first, by the command they wrote, and their other keys stay as they were. `cost`:
+    it shows the session's cost too."""
     if line is None:
-        return {"type": "command", "command": command(sidecar, source, None)}
+        return {"type": "command", "command": command(sidecar, source, None, cost)}
     if not isinstance(line, dict) or line.get("type") != "command" \
             or not isinstance(line.get("command"), str):
         raise IntegrateError(f"{path}: its {KEY} is not a command sidecar can run first; to "
                              f"combine them, make it a command that prints its own line, then "
                              f"runs `{command(sidecar, source, None)}` with the same input")
     mine, theirs = parse(line["command"])
-    return {**copy.deepcopy(line), "command": command(sidecar, source, theirs if mine else line["command"])}
+    return {**copy.deepcopy(line),
+            "command": command(sidecar, source, theirs if mine else line["command"], cost)}
 
 
 def shown_below(below: list[Path]) -> tuple[Any, Path | None]:
@@ -138,13 +141,15 @@ def install(path: Path, sidecar: str, source: str, below: list[Path], hidden: li
     data = settings.load_json(path)
     line = data.get(KEY)
     mine, _ = parse(line.get("command") if isinstance(line, dict) else None)
+    # A `--cost` the user added to sidecar's command stays (docs/guide/status-line.md).
+    cost = mine and isinstance(line, dict) and COST in shlex.split(line["command"])
     record = owned.read(source, str(path)).get(KEY)
     if mine and not isinstance(record, dict):
         return f"the status line already runs `sidecar status --line` in {path} (yours, left " \
                "as it is)"
     added = line is None or (mine and bool(record and record.get("added")))
     base, base_path = shown_below(below) if added else (line, path)
-    ours, set_interval = _with_interval(composed(base, sidecar, source, base_path or path),
+    ours, set_interval = _with_interval(composed(base, sidecar, source, base_path or path, cost),
                                         None if added else record, interval)
     wrote = {key: value for key, value in ours.items() if key != "command"}
     if added:  # what the user set by hand in sidecar's line since it wrote it stays while it does
