@@ -77,8 +77,8 @@ def test_a_session_over_its_budget_is_not_resumed_and_the_user_is_told_once(
     held = "skipped: over budget ($5.12 of $5.00 this session)"
     wait_until(lambda: [h["status"] for h in history(ws, "post-task")] == [held], 20)
     wait_until(lambda: [h["status"] for h in history(ws, "again")] == [held], 20)
-    wait_until(lambda: lines(ran) == ["tidied"], 20)  # a command is never held
-    assert [h["status"] for h in history(ws, "tidy")] == ["ok"]
+    wait_until(lambda: [h["status"] for h in history(ws, "tidy")] == ["ok"], 20)
+    assert lines(ran) == ["tidied"]  # a command is never held
     assert lines(resumed) == []
 
     [told] = wait_until(lambda: receiver.at("/money"), 20)
@@ -105,3 +105,30 @@ def test_a_session_over_its_budget_is_not_resumed_and_the_user_is_told_once(
     status = run_cli("status", "--root", str(ws.root)).stdout.decode()
     assert "cost unknown: not held (no price for model my-local-model)" in status
     assert len(receiver.at("/money")) == 1
+
+
+def test_the_day_budget_holds_every_sessions_resume_and_tells_it_once_a_day(tmp_path):
+    """In process: two sessions' resumes on a day whose spend (the ledger) is over the day
+    budget are both held back; one over-budget notice is queued for the day, not one a session."""
+    from dataclasses import replace
+
+    from test_followups import T0, Harness, ev
+
+    from sidecar.followups.budget import Budget
+    from sidecar.followups.model import new_hook
+
+    h = Harness(tmp_path)
+    h.use_resume_hook()
+    h.config = replace(h.config, budget=Budget(day=1.0))
+    money = new_hook("money", "money", T0, event="over-budget", action={"notify": "desktop"})
+    h.hooks.change(T0, lambda doc: doc.hooks.update(money=money))
+    day = time.strftime("%Y-%m-%d")
+    (h.ws.runtime / "usage.json").write_bytes(orjson.dumps({"usd": 3.0, "days": {day: {"usd": 3.0, "sessions": 2}}}))
+    for session in (OVER, UNKNOWN):
+        h.apply(ev("SessionStart", session=session), ev("SessionEnd", session=session, ts=T0 + 1))
+    for _ in range(2):
+        h.fire_due(next(e.id for e in h.pending() if e.hook_id == "rec"))
+    assert [f.status for f in h.hook().history] == ["skipped: over budget ($3.00 of $1.00 today)"] * 2
+    assert h.firings() == []
+    [told] = [e for e in h.pending() if e.hook_id == "money"]
+    assert told.extra["notice"]["reason"] == "over budget ($3.00 of $1.00 today)"
