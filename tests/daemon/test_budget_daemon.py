@@ -94,6 +94,9 @@ def test_a_session_over_its_budget_is_not_resumed_and_the_user_is_told_once(
     status = run_cli("status", "--root", str(ws.root)).stdout.decode()
     assert "budget     post-task held back for claude-code session 0b4cb7a4" in status
     assert "over budget ($5.12 of $5.00 this session)" in status
+    doctor = run_cli("doctor", cwd=ws.root).stdout.decode()
+    assert "post-task held back for claude-code session 0b4cb7a4: over budget ($5.12 of $5.00 " \
+           "this session)" in doctor
 
     # A session whose cost no price is known for: nothing holds its resume, and status says so.
     start_with_cost(ws, UNKNOWN, {"usd": None, "source": "unknown", "models": ["my-local-model"],

@@ -123,3 +123,26 @@ def test_the_day_budget_sums_todays_spend_of_every_registered_workspace(tmp_path
     # An unreadable ledger is nothing known: it holds nothing.
     (other.runtime / "usage.json").write_text("{not json")
     assert budgethold.day_spend(here.root, TODAY) == (8.0, 8.0)
+
+
+def test_doctor_says_the_day_budget_holds_resumes_back(tmp_path, config_home):
+    from sidecar.doctor import budget as doctor_budget
+
+    here = ledger(tmp_path / "a", {TODAY: 8.0})
+    config.register(here.root)
+    config.register(ledger(tmp_path / "b", {TODAY: 12.5}).root)
+    (config_home / "config.toml").write_text(f'[budget]\nday = 30\n[budget.workspace."{here.root}"]\nday = 5\n')
+    said = [(f.ok, f.note, f.what) for f in doctor_budget.check(here)]
+    assert said == [(True, True, "this workspace's day budget holds its resume follow-ups back: "
+                                 "$8.00 of $5.00 spent today")]
+    (config_home / "config.toml").write_text("[budget]\nday = 20\n")
+    [found] = doctor_budget.check(here)
+    assert found.what == ("the day budget holds resume follow-ups back: $20.50 of $20.00 spent "
+                          "today across the registered workspaces")
+    assert "config.toml" in found.fix
+    (config_home / "config.toml").write_text("[budget]\nday = 21\n")
+    [fine] = doctor_budget.check(here)
+    assert (fine.ok, fine.note, fine.what) == (True, False, "budgets: $20.50 of $21.00 spent today; "
+                                                            "no resume held back")
+    (config_home / "config.toml").write_text("")
+    assert doctor_budget.check(here) == []
