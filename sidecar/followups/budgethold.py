@@ -120,5 +120,5 @@ def _note(fu: FollowUps, entry: QueueEntry, held: bool, said: str, now: float) -
                  "session": entry.session_id, "held": held, "reason": said})
     try:
         jsonfile.write_json_atomic(path, {"checks": kept[-KEPT:]}, durable=False)
-    except OSError as exc:  # status will not say it; the skip's history does
+    except (OSError, SidecarError) as exc:  # status will not say it; the history does
         fu.log.warning("cannot note the budget check in %s: %s", path, exc)
