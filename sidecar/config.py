@@ -22,6 +22,7 @@ from sidecar.base.errors import SidecarError
 from sidecar.base.files import NotRegular
 from sidecar.base.timeutil import parse_duration
 from sidecar.envfile import EnvFile, read_env_file, read_settings_file
+from sidecar.followups.budget import Budget, BudgetError, parse_budget
 from sidecar.hosts import registry
 from sidecar.hosts.base import Option
 
@@ -89,6 +90,7 @@ class Config:
     # `[coordination] url`: the Redis every instance of a shared workspace coordinates through;
     # None: the file backend (locks on the workspace's own files), the default.
     coordination_url: str | None = None
+    budget: Budget = field(default_factory=Budget)  # `[budget]`: what holds resumes back
 
     def option(self, key: str) -> str:
         """A host's resume option by its config.toml key (permissionMode)."""
@@ -146,6 +148,11 @@ def parse_config(data: Mapping[str, Any], path: Path, env: EnvFile) -> Config:
             values["resume"] = _resume(value, path)
         elif key == "coordination":
             values["coordination_url"] = _coordination(value, path)
+        elif key == "budget":
+            try:
+                values["budget"] = parse_budget(value)
+            except BudgetError as exc:
+                raise ConfigError(f"{path}: {exc}") from None
         elif key in HOST_OPTIONS:
             options[HOST_OPTIONS[key].name] = _choice(HOST_OPTIONS[key], value, path)
         else:

@@ -26,6 +26,7 @@ class FollowUpEvent(StrEnum):
 
     FAILED = "follow-up-failed"  # a firing ended in error
     RESUME_STARTED = "resume-started"  # a resume after a usage limit started
+    OVER_BUDGET = "over-budget"  # a resume was held back by a budget (once per episode)
 
 
 _SEPARATORS = str.maketrans({"_": "-", ":": "-", " ": "-"})

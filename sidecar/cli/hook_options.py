@@ -51,7 +51,7 @@ def options(event: str | None, delay: str | None, prompt_file: str | None, no_pr
 EventOpt = typer.Option(None, "--event", metavar="EVENT",
                         help="session-end (default), session-start, session-reset, turn-end, "
                         "turn-failed or tool-use; a notify hook: session-end, turn-end, "
-                        "needs-input, turn-failed, follow-up-failed or resume-started.")
+                        "needs-input, turn-failed, follow-up-failed, resume-started or over-budget.")
 DelayOpt = typer.Option(None, "--delay", metavar="SECONDS",
                         help="Seconds (or 30s, 5m, 1h) after the event; 0..86400.")
 PromptOpt = typer.Option(None, "--prompt-file", metavar="FILE",

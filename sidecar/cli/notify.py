@@ -80,7 +80,8 @@ def sample(workspace: str, hook: Hook) -> dict[str, Any]:
     event = hook.event.value
     reason = {"session-end": "exit", "turn-end": "", "needs-input": "permission_prompt",
               "turn-failed": "usage_limit", "follow-up-failed": "error: exit status 1",
-              "resume-started": "started"}.get(event, "")
+              "resume-started": "started",
+              "over-budget": "over budget ($5.12 of $5.00 today)"}.get(event, "")
     return {"target": hook.action.target, "host": "sample-host", "sessionId": "sample-session",
             "harnessSessionId": None, "hookId": hook.id, "workspace": workspace,
             "notice": {"event": event, "reason": reason, "at": iso(time.time()),

@@ -17,6 +17,7 @@ from sidecar.base.timeutil import now
 from sidecar.base.words import Style
 from sidecar.coordination import current as coordination
 from sidecar.coordination.base import Unreachable
+from sidecar.doctor import budget as budget_checks
 from sidecar.doctor import hooks as hook_checks
 from sidecar.doctor import mounts
 from sidecar.doctor import running as daemon_report
@@ -63,6 +64,7 @@ def check(cwd: Path, home: Path, platform: str = sys.platform, proc: Path = Path
         *_env_file(running),
         *_inotify(proc),
         *_shared_filesystems([*([ws.root] if ws else []), *registered], mountinfo),
+        *budget_checks.check(ws),
     ]
 
 

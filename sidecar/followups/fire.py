@@ -28,7 +28,7 @@ from sidecar.base.wslog import WorkspaceLog
 from sidecar.config import Config, ConfigError
 from sidecar.coordination import current as coordination
 from sidecar.coordination.base import Coordination, LeaseLost, Unreachable
-from sidecar.followups import prompts, trust
+from sidecar.followups import budgethold, prompts, trust
 from sidecar.followups.decide import decide, next_due
 from sidecar.followups.model import FOLLOW_UP_EVENTS, Hook, QueueEntry, Run
 from sidecar.followups.notify import notices
@@ -172,12 +172,15 @@ class FollowUps:
         """Decide, then start the action (or postpone, or skip, at once)."""
         entry, hook = claimed.entry, claimed.hook
         try:
-            refusal = self._resume_refusal(entry.host) if hook.action == "resume" else None
+            config = self._firing_config() if hook.action == "resume" else None
+            refusal = actions.resume_refusal(entry.host, config.resume) if config else None
             if refusal is not None:  # before any postponement: waiting would change nothing
                 self.finish(entry, outcome.skipped(refusal), None, now)
                 return
             facts = self.sessions.facts(entry.harness_session_id, (entry.host, entry.session_id))
             decision = decide(hook, facts, now)
+            if decision.verdict == Verdict.FIRE and config is not None:  # a resume: over budget?
+                decision = budgethold.decide(self, entry, config.budget, now)
             if decision.verdict == Verdict.POSTPONE:
                 self.queue.postpone(entry.id, decision.reason, now)
                 return
@@ -204,15 +207,14 @@ class FollowUps:
             time.sleep(WAIT_POLL)
             self.check_running(now)  # the caller's clock: no timeout while it waits
 
-    def _resume_refusal(self, host: str) -> str | None:
-        """Why a resume of `host` cannot run, by the config its firing would run with (the
-        owner's, for a root daemon); None where that config cannot be read: launching says so."""
+    def _firing_config(self) -> Config | None:
+        """The config a firing would run with (the owner's, for a root daemon): its resume
+        commands and budgets; None where it cannot be read: launching says so."""
         try:
             account = owner.foreign_owner(self.ws)
-            config = self.fresh() if account is None else owner.owner_config(account)
+            return self.fresh() if account is None else owner.owner_config(account)
         except (owner.CannotActAsOwner, ConfigError):
             return None
-        return actions.resume_refusal(host, config.resume)
 
     # -- running actions ---------------------------------------------------------------
 

@@ -111,14 +111,14 @@ class FollowUpQueue:
         return wanted
 
     def add_follow_up_event(self, event: FollowUpEvent, fired: QueueEntry, hook_id: str,
-                            status: str, now: float) -> int:
+                            status: str, now: float, episode: str = "") -> int:
         """Queue the notices of what a follow-up did (notices.add_for_follow_up: `status` is
-        their reason, an outcome's text or `started`); leaves
+        their reason, an outcome's text or `started`; `episode`: a budget's); leaves
         hooks.json untouched when no notify hook listens."""
         if event not in self.store.listened_events(now):
             return 0
         return self.store.change(
-            now, lambda doc: notices.add_for_follow_up(doc, event, fired, hook_id, status, now))
+            now, lambda doc: notices.add_for_follow_up(doc, event, fired, hook_id, status, now, episode))
 
     def _edit_entry(self, key: str, now: float, edit: Callable[[HooksDoc, QueueEntry], None]) -> None:
         def change(doc: HooksDoc) -> None:

@@ -10,7 +10,7 @@ REPORT_VERSION = 1
 
 TYPE_CHECKING = False  # typing costs `status` 2 ms (see base/words.py)
 if TYPE_CHECKING:
-    from typing import Any, TypedDict
+    from typing import Any, NotRequired, TypedDict
 
     class InstanceRow(TypedDict):
         id: str
@@ -60,6 +60,14 @@ if TYPE_CHECKING:
         claimedBy: str | None
         running: dict[str, Any] | None  # its action: pid, startedAt, log, alive, and how it ended
 
+    class BudgetRow(TypedDict):  # views/budget.py: a resume a budget held back, or let through
+        hook: str
+        host: str
+        session: str
+        held: bool
+        reason: str  # over budget ($5.12 of $5.00 today); cost unknown: not held (why)
+        at: str
+
     class HooksSection(TypedDict):
         hooks: list[HookRow]
         queue: list[QueueRow]
@@ -78,6 +86,7 @@ if TYPE_CHECKING:
         bindings: list[BindingRow]
         plugins: dict[str, dict[str, int]]
         errors: list[str]
+        budget: NotRequired[list[BudgetRow]]  # only where a budget has something to say today
 
     class CoordinationRow(TypedDict):
         backend: str  # "file" or "redis"

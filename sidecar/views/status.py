@@ -25,6 +25,7 @@ from sidecar.base.startup import full_start
 from sidecar.base.timeutil import parse_ts
 from sidecar.base.version import __version__
 from sidecar.views import cost
+from sidecar.views.budget import budget_rows
 from sidecar.views.hooks import hooks_section, workspace_of
 from sidecar.views.report import REPORT_VERSION
 
@@ -115,10 +116,13 @@ def workspace_report(root: str, now: float) -> WorkspaceReport:
                          "completed": max(0, total - len(bound))},
             "tokens": figures[0], "cost": figures[1],
             "bindings": bound,
-            **hooks,
+            "hooks": hooks["hooks"], "queue": hooks["queue"], "error": hooks["error"],
             "plugins": plugin_counters(found),
             "errors": errors if trouble is None else [trouble, *errors],
         }
+        held = [] if runtime is None else budget_rows(runtime, now)
+        if held:  # (a key of its own: absent where there is nothing to say)
+            report.update({"budget": held})
     finally:
         for fd in (*opened.values(), runtime, base):
             if fd is not None:

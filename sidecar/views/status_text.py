@@ -11,6 +11,7 @@ from sidecar.base.escapes import escaped, escaped_values
 from sidecar.base.outcome import Outcome
 from sidecar.base.timeutil import parse_ts
 from sidecar.base.words import Style
+from sidecar.views.budget import budget_lines
 
 TYPE_CHECKING = False  # nor typing: see words.py
 if TYPE_CHECKING:
@@ -252,6 +253,7 @@ def _workspace_lines(w: WorkspaceReport, shown: int, now: float, paint: Style) -
     if w["bindings"]:
         lines += _binding_lines(w, shown, now, paint)
     lines += _follow_up_lines(w, shown, now, paint)
+    lines += [paint(line, "yellow") for line in budget_lines(w.get("budget", []))]
     for name, counts in w["plugins"].items():
         lines.append(f"plugin     {name}: {counts['calls']} calls, {counts['errors']} errors, "
                      f"{counts['hangs']} hangs")

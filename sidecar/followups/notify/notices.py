@@ -139,21 +139,25 @@ def spent_so_far(change: SessionChange) -> Json | None:
 
 
 def add_for_follow_up(doc: HooksDoc, event: FollowUpEvent, fired: QueueEntry, hook_id: str,
-                      status: str, now: float) -> int:
-    """Queue the notices of what a follow-up did (it failed; a limit's resume started), for
-    each enabled notify hook of that event but the follow-up's own; returns how many."""
-    queued = {e.id for e in doc.pending}
+                      status: str, now: float, episode: str = "") -> int:
+    """Queue the notices of what a follow-up did (it failed; a limit's resume started; a
+    budget held it back), for each enabled notify hook of that event but the follow-up's
+    own; returns how many. An `episode` (a budget's: a session, a day) is told once, whatever
+    the session: its key ends the same for every session."""
+    queued = {(e.hook_id, e.id.rpartition("@")[2]) for e in doc.pending}
     added = 0
     for hook in doc.hooks.values():
         if not hook.enabled or hook.event != event or not is_notify(hook) or hook.id == hook_id:
             continue
-        key = f"{entry_id(hook.id, fired.host, fired.session_id)}@" \
-              f"{_transition(event, fired.id, fired.claimed_at, fired.log)}"
-        if key in queued or key in recent(hook):
+        transition = _transition(event, episode) if episode else \
+            _transition(event, fired.id, fired.claimed_at, fired.log)
+        key = f"{entry_id(hook.id, fired.host, fired.session_id)}@{transition}"
+        if (hook.id, transition) in queued or any(k.rpartition("@")[2] == transition
+                                                  for k in recent(hook)):
             continue
         notice: Json = {"event": event.value, "reason": status, "hook": hook_id, "at": iso(now)}
         _append(doc, hook, key, fired.host, fired.session_id, fired.harness_session_id, now, now, notice)
-        queued.add(key)
+        queued.add((hook.id, transition))
         added += 1
     return added
 

@@ -94,6 +94,9 @@ def words(job: dict[str, Any], now: float) -> Text:
         lines.insert(0, reason)
     elif event == "resume-started":
         title, priority, tag = f"{host} resumed after its usage limit", 3, "arrow_forward"
+    elif event == "over-budget":  # the reason says which budget: "over budget ($5.12 of $5.00 today)"
+        title, priority, tag = f"follow-up {notice.get('hook', '?')} held back: {reason}", 4, "moneybag"
+        lines.insert(0, "a budget in config.toml holds resume follow-ups back; commands and notices run")
     else:
         title, priority, tag = f"sidecar: {event}", 3, "bell"
     if event in ("session-end", "turn-end"):
@@ -133,7 +136,7 @@ def webhook_body(job: dict[str, Any], text: Text) -> dict[str, Any]:
     }
     if notice.get("message"):
         body["detail"] = notice["message"]
-    if notice.get("hook"):  # the follow-up the notice is about (it failed, or it resumed)
+    if notice.get("hook"):  # the follow-up the notice is about (it failed, resumed, was held)
         body["followUpHook"] = notice["hook"]
         if notice.get("event") == "follow-up-failed":
             body["failedHook"] = notice["hook"]

@@ -32,7 +32,7 @@ HOST_PORT = re.compile(r"(\[[0-9A-Fa-f:.]*\]|[^\[\]@:/?#]*)(:[0-9]*)?")
 
 # The events a notify hook may listen for: session events worth a notice, and what the
 # follow-up runner itself produces (vocabulary.FollowUpEvent), which only a notice listens for.
-ONLY_NOTIFY = ("follow-up-failed", "resume-started")
+ONLY_NOTIFY = ("follow-up-failed", "resume-started", "over-budget")
 NOTIFY_EVENTS = ("session-end", "turn-end", "needs-input", "turn-failed", *ONLY_NOTIFY)
 
 
