@@ -17,7 +17,7 @@ from opentelemetry.trace import Status, StatusCode, Tracer
 
 from support.phoenix import PhoenixServer
 
-pytestmark = [pytest.mark.e2e, pytest.mark.slow]
+pytestmark = pytest.mark.slow
 
 
 @contextmanager
