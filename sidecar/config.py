@@ -24,6 +24,7 @@ from sidecar.base.timeutil import parse_duration
 from sidecar.envfile import EnvFile, read_env_file, read_settings_file
 from sidecar.hosts import registry
 from sidecar.hosts.base import Option
+from sidecar.telemetry.settings import OtelTableError, parse_table
 
 # Each host's resume as shipped (`Host.resume`); `[resume]` in config.toml overrides it per host.
 DEFAULT_RESUME: Mapping[str, tuple[str, ...]] = registry.default_resume()
@@ -89,6 +90,9 @@ class Config:
     # `[coordination] url`: the Redis every instance of a shared workspace coordinates through;
     # None: the file backend (locks on the workspace's own files), the default.
     coordination_url: str | None = None
+    # `[otel]`, checked (telemetry/settings.py): where the daemon exports spans, with the
+    # OTLP variables; read at start.
+    otel: Mapping[str, Any] = field(default_factory=dict)
 
     def option(self, key: str) -> str:
         """A host's resume option by its config.toml key (permissionMode)."""
@@ -146,6 +150,11 @@ def parse_config(data: Mapping[str, Any], path: Path, env: EnvFile) -> Config:
             values["resume"] = _resume(value, path)
         elif key == "coordination":
             values["coordination_url"] = _coordination(value, path)
+        elif key == "otel":
+            try:
+                values["otel"] = MappingProxyType(parse_table(value))
+            except OtelTableError as exc:
+                raise ConfigError(f"{path}: {exc}") from None
         elif key in HOST_OPTIONS:
             options[HOST_OPTIONS[key].name] = _choice(HOST_OPTIONS[key], value, path)
         else:

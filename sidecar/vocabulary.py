@@ -97,6 +97,10 @@ class SessionChange:
     # turn failed (a turn-failed, not yet followed by another turn).
     turn_started_at: str = ""
     turn_failed: bool = False
+    # What a turn end, a failed turn or a session end spent: the turn's token growth, its cost,
+    # and the session's cost record (`{"tokens": {...}, "cost": {...}, "total": {...}}`); None
+    # where nothing was read.
+    spent: dict[str, Any] | None = None
 
 
 @dataclass(frozen=True)
@@ -110,3 +114,5 @@ class Fired:
     harness_session_id: str | None
     status: str
     log: str | None
+    started_at: str = ""  # when its action started (ISO; "": it never started, a skip)
+    finished_at: float | None = None  # when its outcome was recorded

@@ -20,6 +20,7 @@ from sidecar.coordination.base import Unreachable
 from sidecar.doctor import hooks as hook_checks
 from sidecar.doctor import mounts
 from sidecar.doctor import running as daemon_report
+from sidecar.doctor import telemetry as telemetry_checks
 from sidecar.followups.run import environment as followup_env
 from sidecar.hosts import registry
 from sidecar.hosts.base import Finding, Host, note
@@ -61,6 +62,7 @@ def check(cwd: Path, home: Path, platform: str = sys.platform, proc: Path = Path
         *daemon_report.findings(running),
         *_hosts(ws, home, platform, running, on),
         *_env_file(running),
+        *telemetry_checks.findings(registered),
         *_inotify(proc),
         *_shared_filesystems([*([ws.root] if ws else []), *registered], mountinfo),
     ]

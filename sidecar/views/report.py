@@ -10,7 +10,7 @@ REPORT_VERSION = 1
 
 TYPE_CHECKING = False  # typing costs `status` 2 ms (see base/words.py)
 if TYPE_CHECKING:
-    from typing import Any, TypedDict
+    from typing import Any, NotRequired, TypedDict
 
     class InstanceRow(TypedDict):
         id: str
@@ -28,6 +28,9 @@ if TYPE_CHECKING:
         errors: int
         lastError: str
         plugins: dict[str, dict[str, int]]
+        # OpenTelemetry export, only while the instance exports: endpoint, exported, dropped,
+        # queued, error, errorAt (telemetry/feed.py)
+        telemetry: NotRequired[dict[str, Any]]
 
     class BindingRow(TypedDict):
         host: str

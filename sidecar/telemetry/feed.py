@@ -1,0 +1,148 @@
+"""The daemon's side of OpenTelemetry export: a bounded queue that the ingestion thread only
+appends to, and the one thread that turns what it holds into spans (export.py).
+
+The ingestion thread never waits here: a change is put on the queue without blocking, and a
+full queue drops it, counted. Nothing of OpenTelemetry is imported unless export is configured
+(`start`), and not at all where `agent-sidecar[otel]` is not installed (then every change is
+counted as dropped, and `status` and `doctor` say why).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+import os
+import queue
+import threading
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from sidecar.base.timeutil import iso
+from sidecar.telemetry.settings import OtelSettings, resolve
+from sidecar.vocabulary import EventKind, Fired, SessionChange
+
+log = logging.getLogger("sidecar")
+
+QUEUE_SIZE = 4096  # changes and firings waiting for the exporter's thread
+NOT_INSTALLED = "agent-sidecar[otel] is not installed (pip install 'agent-sidecar[otel]')"
+
+Item = tuple[str, SessionChange, str | None] | Fired
+
+
+@dataclass
+class Counts:
+    """What became of the spans. Each figure is written by one thread only (the ingestion's,
+    the feed's or the batch processor's), so none needs a lock."""
+
+    queue_dropped: int = 0  # changes the full queue turned away (the ingestion thread)
+    handed: int = 0  # spans handed to the batch processor (the feed's thread)
+    held_back: int = 0  # spans dropped there while the processor's queue was full
+    exported: int = 0  # spans the collector took (the processor's thread)
+    failed: int = 0  # spans in batches the collector did not take
+    last_error: str | None = None
+    last_error_at: float | None = None
+
+    @property
+    def dropped(self) -> int:
+        return self.queue_dropped + self.held_back + self.failed
+
+    @property
+    def in_flight(self) -> int:
+        return self.handed - self.exported - self.failed
+
+
+class Feed:
+    """Changes and firings in (from any thread, never blocking); `handle` turns each into spans
+    on the feed's own thread. Without `handle` (the extra is missing), everything is dropped."""
+
+    def __init__(self, settings: OtelSettings, handle: Callable[[Item], None] | None = None,
+                 error: str | None = None, size: int = QUEUE_SIZE) -> None:
+        self.settings = settings
+        self.handle = handle
+        self.error = error  # why nothing can be exported at all
+        self.counts = Counts()
+        self.close: Callable[[float], None] = lambda timeout: None
+        self.items: queue.Queue[Item | None] = queue.Queue(size)
+        self.worker = threading.Thread(target=self._work, name="otel-feed", daemon=True)
+        if handle is not None:
+            self.worker.start()
+
+    def session_changes(self, workspace: str, changes: list[SessionChange]) -> None:
+        for change in changes:
+            if change.kind is None:
+                continue
+            tool = None
+            if change.kind == EventKind.TOOL_USE and change.payload is not None:
+                payload = change.payload
+                found = payload.get("tool_name") or payload.get("toolName") or payload.get("tool")
+                tool = found if isinstance(found, str) else None
+            # The payload stays behind: a queue of whole payloads would hold megabytes.
+            self._put((workspace, dataclasses.replace(change, payload=None), tool))
+
+    def hook_fired(self, fired: Fired) -> None:
+        self._put(fired)
+
+    def _put(self, item: Item) -> None:
+        if self.handle is None:
+            self.counts.queue_dropped += 1
+            return
+        try:
+            self.items.put_nowait(item)
+        except queue.Full:
+            self.counts.queue_dropped += 1
+
+    def _work(self) -> None:
+        assert self.handle is not None
+        while True:
+            item = self.items.get()
+            if item is None:
+                return
+            try:
+                self.handle(item)
+            except Exception:  # a bug here must never stop the daemon, nor this thread
+                log.exception("OpenTelemetry: a span could not be built")
+                self.counts.held_back += 1
+
+    def stop(self, timeout: float = 5.0) -> None:
+        """Send what is queued, within `timeout` seconds; what is left is dropped."""
+        deadline = time.monotonic() + timeout
+        if self.worker.is_alive():
+            try:
+                self.items.put(None, timeout=timeout)
+            except queue.Full:
+                pass
+            self.worker.join(max(0.0, deadline - time.monotonic()))
+        self.close(max(0.0, deadline - time.monotonic()))
+
+    def report(self) -> dict[str, Any]:
+        """What the instance file says of the export (status, doctor)."""
+        counts = self.counts
+        error = self.error or counts.last_error
+        at = None if self.error or counts.last_error_at is None else iso(counts.last_error_at)
+        return {"endpoint": self.settings.endpoint, "exported": counts.exported,
+                "dropped": counts.dropped, "queued": self.items.qsize(), "error": error,
+                "errorAt": at}
+
+
+def start(otel: Mapping[str, Any], env_file: Mapping[str, str],
+          environ: Mapping[str, str] | None = None) -> Feed | None:
+    """The feed, where `[otel]` or the OTLP variables ask for export; None (and nothing of
+    OpenTelemetry imported) where nothing does."""
+    settings = resolve(otel, env_file, os.environ if environ is None else environ)
+    if settings is None:
+        return None
+    try:
+        from sidecar.telemetry.export import Exporter
+    except ImportError as exc:
+        log.warning("OpenTelemetry export to %s is configured, but %s: %s", settings.endpoint,
+                    NOT_INSTALLED, exc)
+        return Feed(settings, error=NOT_INSTALLED)
+    feed = Feed(settings)
+    exporter = Exporter(settings, feed.counts)
+    feed.handle, feed.close = exporter.handle, exporter.close
+    feed.worker.start()
+    log.info("OpenTelemetry: sessions are exported as traces to %s (from %s)", settings.endpoint,
+             settings.source)
+    return feed
