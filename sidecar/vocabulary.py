@@ -97,9 +97,9 @@ class SessionChange:
     # turn failed (a turn-failed, not yet followed by another turn).
     turn_started_at: str = ""
     turn_failed: bool = False
-    # What a turn end, a failed turn or a session end spent: the turn's token growth, its cost,
-    # and the session's cost record (`{"tokens": {...}, "cost": {...}, "total": {...}}`); None
-    # where nothing was read.
+    # What the host's records said at a turn end, turn failed or session end (None: nothing was
+    # read): {"tokens": growth, "cost": {"usd": growth, "source", "model"}, "total": the
+    # record's cost}; the growth is told once, on the first change the read came with.
     spent: dict[str, Any] | None = None
 
 

@@ -15,11 +15,13 @@ merge, tomlkit) inside the methods that write or check settings, never at the to
 from __future__ import annotations
 
 import re
+import time
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
+from datetime import datetime
 from pathlib import Path
 from types import MappingProxyType
-from typing import Any
+from typing import Any, NamedTuple
 
 from sidecar.base.errors import SidecarError
 from sidecar.vocabulary import EventKind
@@ -128,6 +130,20 @@ class Tokens:
         return {"input": self.input, "output": self.output, "cacheRead": self.cache_read,
                 "cacheWrite": self.cache_write}
 
+    def plus(self, other: Tokens) -> Tokens:
+        return Tokens(self.input + other.input, self.output + other.output,
+                      self.cache_read + other.cache_read, self.cache_write + other.cache_write)
+
+    @property
+    def none(self) -> bool:
+        """Whether every figure is 0."""
+        return not (self.input or self.output or self.cache_read or self.cache_write)
+
+    @classmethod
+    def from_json(cls, value: Any) -> Tokens | None:
+        """The figures `to_json` wrote (None: not an object)."""
+        return cls.summed([value], ("input", "output", "cacheRead", "cacheWrite"))
+
 
 @dataclass(frozen=True)
 class Spend:
@@ -144,6 +160,70 @@ class Spend:
         if self.cost is not None:
             out["cost"] = self.cost
         return out
+
+    @classmethod
+    def from_json(cls, value: Any) -> Spend | None:
+        """What `to_json` wrote; None where it is malformed."""
+        if not isinstance(value, dict) or (figures := Tokens.from_json(value.get("tokens"))) is None:
+            return None
+        model, day, cost = value.get("model"), value.get("day"), value.get("cost")
+        return cls(model if isinstance(model, str) and model else None,
+                   day if isinstance(day, str) and DAY.fullmatch(day) else None, figures,
+                   float(cost) if isinstance(cost, int | float) and not isinstance(cost, bool)
+                   and 0 <= cost < float("inf") else None)
+
+
+DAY = re.compile(r"\d{4}-\d{2}-\d{2}")
+
+
+def local_day(at: float | None) -> str | None:
+    """The local date (YYYY-MM-DD) of the moment `at` (epoch seconds); None where not known."""
+    if at is None:
+        return None
+    try:
+        return time.strftime("%Y-%m-%d", time.localtime(at))
+    except (OverflowError, OSError, ValueError):
+        return None
+
+
+def moment(value: Any) -> float | None:
+    """Epoch seconds of a host's RFC 3339 timestamp (`2026-12-01T06:12:49.926Z`); None if it
+    is none."""
+    if not isinstance(value, str):
+        return None
+    try:
+        return datetime.fromisoformat(value).timestamp()
+    except (ValueError, OverflowError, OSError):
+        return None
+
+
+class Use(NamedTuple):
+    """One use of a model as a host's record tells it: which model (None: not named), when
+    (epoch seconds; None: not dated), its tokens, and the host's own cost of it in USD."""
+
+    model: str | None
+    at: float | None
+    tokens: Tokens
+    cost: float | None = None
+
+
+def spend_by_day(uses: Iterable[Use]) -> tuple[Spend, ...]:
+    """The uses summed by model and local day, for `EndFacts.spend`, the bucket used last
+    last (a turn's model is the one it used last). A use of no tokens and no cost is left
+    out (Claude Code's `<synthetic>` error entries). A bucket's cost is the host's only if
+    every use in it has one: else the table prices all its tokens."""
+    buckets: dict[tuple[str | None, str | None], Spend] = {}
+    for use in uses:
+        if use.tokens.none and not use.cost:
+            continue
+        key = (use.model, local_day(use.at))
+        had = buckets.pop(key, None)  # (put back at the end: the order is of last use)
+        if had is None:
+            buckets[key] = Spend(key[0], key[1], use.tokens, use.cost)
+        else:
+            cost = had.cost + use.cost if had.cost is not None and use.cost is not None else None
+            buckets[key] = Spend(key[0], key[1], had.tokens.plus(use.tokens), cost)
+    return tuple(buckets.values())
 
 
 @dataclass(frozen=True)
@@ -163,6 +243,8 @@ class EndFacts:
             out["failure"] = {"kind": self.failure.kind, "message": self.failure.message}
         if self.tokens is not None:
             out["tokens"] = self.tokens.to_json()
+        if self.spend:
+            out["spend"] = [part.to_json() for part in self.spend]
         return out
 
     @classmethod
@@ -171,10 +253,12 @@ class EndFacts:
         failure, figures = value.get("failure"), value.get("tokens")
         kind = failure.get("kind") if isinstance(failure, dict) else None
         message = failure.get("message") if isinstance(failure, dict) else None
+        parts = value.get("spend")
+        spend = [Spend.from_json(part) for part in parts] if isinstance(parts, list) else []
         return cls(
             Failure(kind, message if isinstance(message, str) else "")
             if isinstance(kind, str) and kind else None,
-            Tokens.summed([figures], ("input", "output", "cacheRead", "cacheWrite")))
+            Tokens.from_json(figures), tuple(part for part in spend if part is not None))
 
 
 @dataclass(frozen=True)

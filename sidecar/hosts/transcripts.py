@@ -251,18 +251,19 @@ def _blocks(fd: int) -> Iterator[bytes]:
         yield rest
 
 
-def entries(path: str, needle: bytes) -> Iterator[dict[str, Any]]:
-    """The transcript's JSON objects on lines that hold `needle`, one at a time: none is kept
-    here, and a line without the needle is not even parsed."""
+def entries(path: str, needle: bytes | tuple[bytes, ...]) -> Iterator[dict[str, Any]]:
+    """The transcript's JSON objects on lines that hold `needle` (or any of several), one at
+    a time: none is kept here, and a line without one is not even parsed."""
+    needles = needle if isinstance(needle, tuple) else (needle,)
     fd = open_regular(path)
     try:
         if os.fstat(fd).st_size > MAX_TRANSCRIPT:
             raise Unreadable(f"more than {MAX_TRANSCRIPT} bytes")
         for block in _blocks(fd):
-            if needle not in block:
+            if not any(n in block for n in needles):
                 continue  # most blocks: not split, not parsed
             for line in block.split(b"\n"):
-                if needle in line and isinstance(entry := parse_line(line), dict):
+                if any(n in line for n in needles) and isinstance(entry := parse_line(line), dict):
                     yield entry
     except OSError as exc:
         raise Unreadable(str(exc)) from None
@@ -289,7 +290,7 @@ def tail_entries(path: str | None) -> list[dict[str, Any]]:
     return [e for line in data.splitlines() if isinstance(e := parse_line(line), dict)]
 
 
-def read_figures(path: str | None, needle: bytes,
+def read_figures(path: str | None, needle: bytes | tuple[bytes, ...],
                  reader: Callable[[Iterable[dict[str, Any]]], T | None]) -> T | None:
     """`reader` over the transcript's entries that hold `needle`; None where it cannot be read."""
     if not path:

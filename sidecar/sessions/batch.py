@@ -13,6 +13,7 @@ from sidecar.base.errors import SidecarError
 from sidecar.base.ids import harness_id
 from sidecar.base.timeutil import iso
 from sidecar.coordination.base import Unreachable
+from sidecar.hosts.base import EndFacts
 from sidecar.inbox.events import Event
 from sidecar.layout import PLAIN_NAME
 from sidecar.sessions import endfacts, rules, tokens
@@ -21,6 +22,8 @@ from sidecar.sessions.rules import Applied
 from sidecar.sessions.store import BatchResult, SessionStore, StoreError
 from sidecar.together import together
 from sidecar.vocabulary import EventKind, SessionChange
+
+TURN_ENDS = (EventKind.TURN_END, EventKind.TURN_FAILED)
 
 
 @dataclass
@@ -69,9 +72,7 @@ class Batch:
                 if work.record is None:
                     work.record = rules.new_record(key, work.harness_id, repo, event, work.applied)
                 # The host's own records are read here, so that the rules read no file.
-                end = endfacts.read(work.record, event, self.store.ws) \
-                    if event.kind == EventKind.SESSION_END and work.record.active else None
-                rules.apply(work.record, event, work.applied, end)
+                rules.apply(work.record, event, work.applied, self._read(work.record, event))
             except Exception as exc:  # one event that cannot be applied never stops the batch
                 self.rejected.append((event.file, f"could not be applied: {exc!r}"))
                 continue
@@ -80,6 +81,16 @@ class Batch:
             if work.record is not None:
                 rules.trim_recent(work.record, len(work.files))
         return [c for w in self.works.values() if w.failed is None for c in w.applied.changes]
+
+    def _read(self, record: SessionRecord, event: Event) -> EndFacts | None:
+        """What the host's own records say: at an active session's end, all they say; at a
+        turn's end (not one applied before), its figures only, so that a read at a turn end
+        never changes how a failure is handled. None: nothing is read."""
+        if event.kind == EventKind.SESSION_END:
+            return endfacts.read(record, event, self.store.ws) if record.active else None
+        if event.kind in TURN_ENDS and event.file not in record.sidecar.recent_events:
+            return endfacts.figures(record, event, self.store.ws)
+        return None
 
     def _open_work(self, key: Key) -> Work:
         binding = self.bindings.get(key)
@@ -136,8 +147,7 @@ class Batch:
                     work.failed = f"cannot save session {work.harness_id}: {exc}"
 
     def _add_tokens(self, result: BatchResult) -> None:
-        grew = [w.applied.tokens_grew for w in self.works.values()
-                if w.failed is None and w.applied.tokens_grew]
+        grew = [g for w in self.works.values() if w.failed is None for g in w.applied.grew]
         if not grew:
             return
         self.store.fence()  # (a deposed leader's replay would count them twice)
@@ -146,4 +156,4 @@ class Batch:
         except Unreachable:
             raise  # Redis not answering: the batch is retried whole, its growth with it
         except (OSError, SidecarError) as exc:
-            result.errors.append(f"cannot add to the token totals: {exc}")
+            result.errors.append(f"cannot add to the token and cost totals: {exc}")

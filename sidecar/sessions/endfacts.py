@@ -1,6 +1,7 @@
 """What a session's end learns from its host's own records (a transcript an event names, or
-the host's database): whether its last turn failed, and its token figures; and whether the
-transcript is still being written. Nothing here can keep a session from completing.
+the host's database): whether its last turn failed, and its token figures and spend (read at
+each turn's end too); and whether the transcript is still being written. Nothing here can
+keep a session from completing.
 
 A root daemon reads them with the rights of the workspace's owner (transcripts.reading_as):
 what only root may read never reaches another user's records."""
@@ -38,6 +39,13 @@ def read(record: SessionRecord, event: Event, ws: Workspace) -> EndFacts:
     except Exception as exc:  # the file an event names cannot undo the end (MemoryError...)
         log.warning("%s: transcript %s not read: %r", record.id, path, exc)
         return EndFacts()
+
+
+def figures(record: SessionRecord, event: Event, ws: Workspace) -> EndFacts:
+    """At a turn's end, the token figures and spend the host's own records give so far, read
+    as `read` reads them; how the turn ended is left out (its events tell that)."""
+    found = read(record, event, ws)
+    return EndFacts(tokens=found.tokens, spend=found.spend)
 
 
 def owners_reader(ws: Workspace) -> transcripts.Reader | None:

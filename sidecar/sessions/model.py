@@ -116,7 +116,8 @@ class SidecarMeta:
     turn_failed: bool = False  # the current turn failed (its failure is counted already)
     turn_open: bool = False  # a turn began and has not ended (nor failed) yet
     user_turn_ended_at: str | None = None  # the last end of a turn the user ran themselves
-    tokens: dict[str, int] | None = None  # from the transcript at completion
+    tokens: dict[str, int] | None = None  # from the transcript at each turn end and completion
+    cost: Json | None = None  # what those cost (sidecar/cost/session.py's object); None: never priced
     needs_input: NeedsInput | None = None  # the host is waiting for the user
     turn_started_at: str | None = None  # when the open (or last) turn began
     last_tool: str | None = None  # the last tool the session used, for "working (last tool)"
@@ -127,7 +128,7 @@ class SidecarMeta:
     KEYS = frozenset(("cwd", "transcriptPath", "cron", "subagent", "startedByHook", "completionReason",
             "ownEndReason", "recentEvents", "followUps", "hostPid", "hostStart", "limit", "turnFailed",
             "tokens", "turnOpen", "userTurnEndedAt", "needsInput", "turnStartedAt", "lastTool",
-            "lastMessage", "hostSpace", "activity"))
+            "lastMessage", "hostSpace", "activity", "cost"))
 
     @classmethod
     def from_json(cls, data: Any) -> SidecarMeta:
@@ -154,6 +155,7 @@ class SidecarMeta:
             turn_open=data.get("turnOpen") is True,
             user_turn_ended_at=as_text(data.get("userTurnEndedAt")),
             tokens=_tokens(data.get("tokens")),
+            cost=data.get("cost") if isinstance(data.get("cost"), dict) else None,
             needs_input=NeedsInput.from_json(data.get("needsInput")),
             turn_started_at=as_text(data.get("turnStartedAt")),
             last_tool=as_text(data.get("lastTool")),
@@ -174,7 +176,7 @@ class SidecarMeta:
                     ("followUps", self.follow_ups or None),
                     ("limit", None if self.limit is None else self.limit.to_json()),
                     ("turnFailed", self.turn_failed or None), ("turnOpen", self.turn_open or None),
-                    ("tokens", self.tokens),
+                    ("tokens", self.tokens), ("cost", self.cost),
                     ("needsInput", None if self.needs_input is None else self.needs_input.to_json()),
                     ("activity", self.activity))
         out.update((k, v) for k, v in optional if v is not None)

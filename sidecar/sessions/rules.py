@@ -17,7 +17,7 @@ from sidecar.base.timeutil import iso
 from sidecar.hosts import registry
 from sidecar.hosts.base import EndFacts, Failure
 from sidecar.inbox.events import Event
-from sidecar.sessions import tokens
+from sidecar.sessions import spend, tokens
 from sidecar.sessions.model import (
     Binding,
     Bindings,
@@ -59,7 +59,7 @@ class Applied:
     trace: list[TraceLine] = field(default_factory=list)
     changes: list[SessionChange] = field(default_factory=list)
     changed: bool = False
-    tokens_grew: tokens.Growth | None = None  # at a completion: for the workspace's totals
+    grew: list[tokens.Growth] = field(default_factory=list)  # each read's: for the workspace's totals
 
     def add_line(self, record: SessionRecord, line: TraceLine, ts: float) -> None:
         self.trace.append(line)
@@ -125,14 +125,16 @@ def _queued_before(follow_ups: dict[str, dict[str, object]], user_turn_ended: st
 
 def apply(record: SessionRecord, event: Event, out: Applied, end: EndFacts | None = None) -> None:
     """Apply one event; an event this record has applied before changes nothing. `end`: at
-    an active session's end, what the host's own records say of it."""
+    an active session's end (or a turn's, its figures only), what the host's own records say."""
     meta = record.sidecar
-    if end is not None:
-        out.tokens_grew = _take_tokens(record, end)
+    taken = spend.take(record, end) if end is not None else None
+    if taken is not None:
+        out.grew.append(taken.growth)
     if event.file in meta.recent_events:
         return  # replayed after a crash: already applied
     meta.recent_events.append(event.file)
     out.changed = True
+    lines, changes = len(out.trace), len(out.changes)
     if not record.active and event.ts < ts_or(record.completed_at, 0.0):
         _trace(record, event, event.name, "older than the session's completion", out)
     else:
@@ -143,6 +145,8 @@ def apply(record: SessionRecord, event: Event, out: Applied, end: EndFacts | Non
             _end(record, event, out, end)
         else:
             _activity(record, event, out)
+    if taken is not None:
+        spend.tell(taken, out, lines, changes)
     # The session's state, left for every view to read as it is (views/activity.py's rule).
     record.sidecar.activity = activity.written(record.to_json())
 
@@ -163,16 +167,6 @@ def _start(record: SessionRecord, event: Event, out: Applied) -> None:
     _trace(record, event, _TRACE_NAMES[event.kind], source or event.name, out)
     touch(record, event.ts)
     out.changes.append(change(record, event.kind, event.ts, source, event))
-
-
-def _take_tokens(record: SessionRecord, end: EndFacts) -> tokens.Growth | None:
-    """The session's token figures, as its host's records give them now, and their growth."""
-    if end.tokens is None:
-        return None
-    figures = end.tokens.to_json()
-    grew = tokens.Growth(tokens.grown(record.sidecar.tokens, figures), first=record.sidecar.tokens is None)
-    record.sidecar.tokens = figures
-    return grew
 
 
 def _end(record: SessionRecord, event: Event, out: Applied, end: EndFacts | None) -> None:

@@ -7,9 +7,11 @@ so this machine's absolute path to `sidecar` stays here); `--shared` into the co
 
 Claude Code 2.1.328 writes each assistant message with the API's `usage` (input, output, cache
 creation, cache read); a message is written once per content block, with the same `message.id`,
-so each id is counted once. A refused turn is an assistant entry with `isApiErrorMessage: true`,
-`error: "rate_limit"` and the API's text; its StopFailure hook is not waited for, so a `claude
--p` that exits at once can end before it is delivered: the transcript tells it then.
+so each id is counted once; each names its `model` and its entry its `timestamp`, so the
+figures are also summed by model and day (`EndFacts.spend`). A refused turn is an assistant
+entry with `isApiErrorMessage: true`, `error: "rate_limit"` and the API's text; its
+StopFailure hook is not waited for, so a `claude -p` that exits at once can end before it is
+delivered: the transcript tells it then.
 """
 
 from __future__ import annotations
@@ -20,7 +22,22 @@ from types import MappingProxyType
 from typing import Any
 
 from sidecar.hosts import transcripts
-from sidecar.hosts.base import UUID, EndFacts, Extra, Failure, Host, Option, Scope, Setting, Tokens, count
+from sidecar.hosts.base import (
+    UUID,
+    EndFacts,
+    Extra,
+    Failure,
+    Host,
+    Option,
+    Scope,
+    Setting,
+    Spend,
+    Tokens,
+    Use,
+    count,
+    moment,
+    spend_by_day,
+)
 from sidecar.vocabulary import EventKind
 
 EVENTS = ["SessionStart", "UserPromptSubmit", "PostToolUse", "Stop", "StopFailure", "SessionEnd",
@@ -69,9 +86,14 @@ def last_failure(entries: list[dict[str, Any]]) -> Failure | None:
     return None
 
 
-def tokens(entries: Iterable[dict[str, Any]]) -> Tokens | None:
+USAGE_NAMES = ("input_tokens", "output_tokens", "cache_read_input_tokens", "cache_creation_input_tokens")
+
+
+def figures(entries: Iterable[dict[str, Any]]) -> tuple[Tokens, tuple[Spend, ...]] | None:
+    """The session's token figures, and the same by model and local day (each assistant
+    message's `message.model` and the entry's `timestamp`); None if no message has usage."""
     seen: set[str] = set()
-    totals = [0, 0, 0, 0]
+    uses: list[Use] = []
     for entry in entries:
         message = entry.get("message")
         if entry.get("type") != "assistant" or not isinstance(message, dict):
@@ -81,10 +103,15 @@ def tokens(entries: Iterable[dict[str, Any]]) -> Tokens | None:
         if not isinstance(usage, dict) or key in seen:
             continue
         seen.add(key)
-        for i, name in enumerate(("input_tokens", "output_tokens", "cache_read_input_tokens",
-                                  "cache_creation_input_tokens")):
-            totals[i] += count(usage.get(name))
-    return Tokens(*totals) if seen else None
+        model = message.get("model")
+        uses.append(Use(model if isinstance(model, str) and model else None,
+                        moment(entry.get("timestamp")), Tokens(*(count(usage.get(n)) for n in USAGE_NAMES))))
+    if not seen:
+        return None
+    total = Tokens()
+    for use in uses:
+        total = total.plus(use.tokens)
+    return total, spend_by_day(uses)
 
 
 class ClaudeCode(Host):
@@ -164,8 +191,9 @@ class ClaudeCode(Host):
         return any(settings.has_ours(path) for path in settings_files(root, home))
 
     def end_facts(self, transcript_path: str | None, session_id: str) -> EndFacts:
+        found = transcripts.read_figures(transcript_path, b'"usage"', figures)
         return EndFacts(last_failure(transcripts.tail_entries(transcript_path)),
-                        transcripts.read_figures(transcript_path, b'"usage"', tokens))
+                        *(found or (None, ())))
 
 
 HOST = ClaudeCode()

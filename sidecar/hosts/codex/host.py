@@ -6,7 +6,8 @@ asked to integrate or check, so the daemon never loads tomlkit).
 Codex 0.169.0 sends no hook when the API refuses a turn on a usage limit; its rollout file
 (`transcript_path`) ends that turn with an `event_msg` `task_complete` whose `error` has
 `codex_error_info: "usage_limit_exceeded"` and the text it prints ("... try again at
-6:16 AM."). Its token figures are `token_count` events (`info.total_token_usage`).
+6:16 AM."). Its token figures are `token_count` events (`info.total_token_usage`), and
+each turn's model is in its `turn_context` line.
 """
 
 from __future__ import annotations
@@ -19,7 +20,22 @@ from types import MappingProxyType
 from typing import Any
 
 from sidecar.hosts import transcripts
-from sidecar.hosts.base import UUID, EndFacts, Failure, Finding, Host, Option, Reader, Scope, Tokens, count
+from sidecar.hosts.base import (
+    UUID,
+    EndFacts,
+    Failure,
+    Finding,
+    Host,
+    Option,
+    Reader,
+    Scope,
+    Spend,
+    Tokens,
+    Use,
+    count,
+    moment,
+    spend_by_day,
+)
 from sidecar.vocabulary import EventKind
 
 LIMIT_ERRORS = {"usage_limit_exceeded": "usage_limit"}
@@ -50,19 +66,40 @@ def last_failure(entries: list[dict[str, Any]]) -> Failure | None:
     return None
 
 
-def tokens(entries: Iterable[dict[str, Any]]) -> Tokens | None:
-    last = None
+def _tokens(usage: dict[str, Any]) -> Tokens:
+    """Codex's usage object as sidecar's figures: its `input_tokens` include the cached ones."""
+    cached = count(usage.get("cached_input_tokens"))
+    return Tokens(input=max(0, count(usage.get("input_tokens")) - cached),
+                  output=count(usage.get("output_tokens")), cache_read=cached)
+
+
+def _growth(new: Tokens, old: Tokens) -> Tokens:
+    return Tokens(max(0, new.input - old.input), max(0, new.output - old.output),
+                  max(0, new.cache_read - old.cache_read), max(0, new.cache_write - old.cache_write))
+
+
+def figures(entries: Iterable[dict[str, Any]]) -> tuple[Tokens, tuple[Spend, ...]] | None:
+    """The session's token figures (the last `total_token_usage`: running totals), and the
+    same by model and local day: what each total grew by since the one before, charged to
+    the model of the turn it came in (the last `turn_context`) on that line's day. Growth,
+    not `last_token_usage`, so that a count Codex repeats is not charged twice."""
+    model: str | None = None
+    last: Tokens | None = None
+    uses: list[Use] = []
     for entry in entries:
         payload = entry.get("payload")
-        if isinstance(payload, dict) and payload.get("type") == "token_count":
-            info = payload.get("info")
-            if isinstance(info, dict) and isinstance(info.get("total_token_usage"), dict):
-                last = info["total_token_usage"]  # running totals: the last one is the session's
-    if last is None:
-        return None
-    cached = count(last.get("cached_input_tokens"))
-    return Tokens(input=max(0, count(last.get("input_tokens")) - cached),
-                  output=count(last.get("output_tokens")), cache_read=cached)
+        if not isinstance(payload, dict):
+            continue
+        if entry.get("type") == "turn_context":
+            named = payload.get("model")
+            model = named if isinstance(named, str) and named else model
+            continue
+        info = payload.get("info") if payload.get("type") == "token_count" else None
+        if isinstance(info, dict) and isinstance(info.get("total_token_usage"), dict):
+            total = _tokens(info["total_token_usage"])
+            uses.append(Use(model, moment(entry.get("timestamp")), _growth(total, last or Tokens())))
+            last = total
+    return None if last is None else (last, spend_by_day(uses))
 
 
 def env_key(config_toml: bytes) -> tuple[str, ...]:
@@ -153,8 +190,9 @@ class Codex(Host):
         return {"notification_type": "permission_request", "message": asked_tool(payload)}
 
     def end_facts(self, transcript_path: str | None, session_id: str) -> EndFacts:
+        found = transcripts.read_figures(transcript_path, (b'"token_count"', b'"turn_context"'), figures)
         return EndFacts(last_failure(transcripts.tail_entries(transcript_path)),
-                        transcripts.read_figures(transcript_path, b'"token_count"', tokens))
+                        *(found or (None, ())))
 
 
 HOST = Codex()

@@ -98,7 +98,8 @@ def test_a_session_its_tool_use_and_its_follow_up_are_one_trace_in_phoenix(
     [resumed] = children(trace, root, "resume")
     resumed_turns = children(trace, resumed, "turn")
     assert resumed_turns, "the resumed run's turn has no span"
-    assert follow_up["start_time"] <= resumed["start_time"]
+    # The firing's span lasts from its start to its outcome: it holds the run it resumed.
+    assert follow_up["start_time"] <= resumed["start_time"] <= resumed["end_time"] <= follow_up["end_time"]
 
     # Every token the record counted is on a turn span, and no more.
     turns = first_turns + resumed_turns
