@@ -23,8 +23,9 @@ from sidecar.base.ids import harness_id
 from sidecar.config import DEFAULT_RESUME
 from sidecar.telemetry.ids import trace_id
 from stubs.anthropic_stub import AnthropicStub, ToolAnthropicStub
+from stubs.loopback import Refusal
 from stubs.host_exit import active_session, running_host
-from stubs.lifecycle import post_task, prepare_post_task, set_resume, settled
+from stubs.lifecycle import post_task, prepare_post_task, set_resume, settled, trace_events
 from support.phoenix import PhoenixServer
 
 TOOL_PROMPT = "do the task with a tool"
@@ -32,6 +33,21 @@ TOKENS = ("input", "output", "cacheRead", "cacheWrite")
 TOKEN_ATTRIBUTES = {"input": "gen_ai.usage.input_tokens", "output": "gen_ai.usage.output_tokens",
                     "cacheRead": "gen_ai.usage.cache_read.input_tokens",
                     "cacheWrite": "gen_ai.usage.cache_creation.input_tokens"}
+
+
+class OwnIdsStub(ToolAnthropicStub):
+    """As the real API does, each streamed answer has a message id of its own (the plain stub
+    repeats one, and Claude Code's transcript counts a message id's usage once: the resumed
+    turn's tokens would be read as none)."""
+
+    answered = 0
+
+    def reply(self, path: str, body: dict[str, Any]) -> Any:
+        answer = super().reply(path, body)
+        if not isinstance(answer, Refusal) and answer[0] == "text/event-stream":
+            self.answered += 1
+            return answer[0], answer[1].replace(b'"id": "msg_', b'"id": "msg_%d_' % self.answered)
+        return answer
 
 
 def export_to(config_home: Path, phoenix: PhoenixServer) -> None:
@@ -51,7 +67,7 @@ def children(spans: list[dict[str, Any]], parent: dict[str, Any], name: str | No
 
 
 def span_tokens(spans: list[dict[str, Any]]) -> dict[str, int]:
-    """The token figures the turn spans carry, summed, by the record's names."""
+    """The token figures the spans carry, summed, by the record's names."""
     return {key: sum(s["attributes"].get(TOKEN_ATTRIBUTES[key], 0) for s in spans) for key in TOKENS}
 
 
@@ -64,7 +80,7 @@ def test_a_session_its_tool_use_and_its_follow_up_are_one_trace_in_phoenix(
     export_to(config_home, phoenix)
     (tmp_path / "home").mkdir()
 
-    with ToolAnthropicStub(TOOL_PROMPT, "true") as stub:
+    with OwnIdsStub(TOOL_PROMPT, "true") as stub:
         env = claude_env(tmp_path / "home", stub.url)
         start_daemon(workspace.root, env=env)
         first = run_claude(claude, workspace.root, env, "-p", TOOL_PROMPT, "--allowedTools", "Bash")
@@ -98,15 +114,16 @@ def test_a_session_its_tool_use_and_its_follow_up_are_one_trace_in_phoenix(
     [resumed] = children(trace, root, "resume")
     resumed_turns = children(trace, resumed, "turn")
     assert resumed_turns, "the resumed run's turn has no span"
-    # The firing's span lasts from its start to its outcome: it holds the run it resumed.
-    assert follow_up["start_time"] <= resumed["start_time"] <= resumed["end_time"] <= follow_up["end_time"]
 
-    # Every token the record counted is on a turn span, and no more.
+    # Each turn carries its tokens, and the trace's add up to the session's, as Phoenix sums
+    # them per trace (what the host wrote after a turn's end is read at the session's end).
     turns = first_turns + resumed_turns
     assert all(t["attributes"].get("gen_ai.usage.output_tokens", 0) > 0 for t in turns)
-    assert span_tokens(turns) == {key: record["metadata"]["sidecar"]["tokens"].get(key, 0) for key in TOKENS}
+    assert span_tokens(trace) == {key: record["metadata"]["sidecar"]["tokens"].get(key, 0) for key in TOKENS}
     # Nothing was sent outside the session's trace.
     assert trace_of(spans, harness) == spans
+    # The firing's span lasts from its start to its outcome: it holds the run it resumed.
+    assert follow_up["start_time"] <= resumed["start_time"] <= resumed["end_time"] <= follow_up["end_time"]
 
 
 def test_a_claude_code_killed_mid_turn_ends_its_trace_in_error(workspace, start_daemon, tmp_path, phoenix):
@@ -120,6 +137,7 @@ def test_a_claude_code_killed_mid_turn_ends_its_trace_in_error(workspace, start_
         with running_host([claude, "-p", "a long task"], workspace.root, env) as run:
             record_path = wait_until(lambda: active_session(workspace, "claude-code"), 60, 0.1)
             wait_until(lambda: read_json(record_path)["metadata"]["sidecar"].get("hostPid"), 10)
+            wait_until(lambda: "turn.start" in trace_events(record_path), 30, 0.05)  # mid-turn
             os.killpg(run.pid, signal.SIGKILL)
             wait_until(lambda: read_json(record_path)["status"] == "completed", 5, 0.02)
     record = read_json(record_path)
