@@ -23,9 +23,9 @@ from sidecar.base.ids import harness_id
 from sidecar.config import DEFAULT_RESUME
 from sidecar.telemetry.ids import trace_id
 from stubs.anthropic_stub import AnthropicStub, ToolAnthropicStub
-from stubs.loopback import Refusal
 from stubs.host_exit import active_session, running_host
 from stubs.lifecycle import post_task, prepare_post_task, set_resume, settled, trace_events
+from stubs.loopback import Refusal
 from support.phoenix import PhoenixServer
 
 TOOL_PROMPT = "do the task with a tool"
