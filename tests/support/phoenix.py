@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import subprocess
 import time
 import urllib.error
@@ -137,13 +138,25 @@ class PhoenixServer:
         """SIGTERM and wait (SIGKILL past `timeout`); the exit status, None if never started."""
         if self.proc is None:
             return None
+        self.thaw()  # a frozen one would take SIGTERM only once resumed
         return terminate(self.proc, timeout)
 
     def kill(self) -> None:
         """SIGKILL, at once (a crash, or a teardown that must not wait)."""
         if self.proc is not None and self.proc.poll() is None:
+            self.thaw()  # a stopped process dies of SIGKILL too; resumed, its children see it
             self.proc.kill()
             self.proc.wait()
+
+    def freeze(self) -> None:
+        """SIGSTOP: a collector that hangs. The kernel still accepts connections on its port,
+        so an exporter connects, sends, and waits for an answer that never comes."""
+        assert self.running, "Phoenix is not running"
+        os.kill(self.pid, signal.SIGSTOP)
+
+    def thaw(self) -> None:
+        if self.running:
+            os.kill(self.pid, signal.SIGCONT)
 
     def log(self) -> str:
         try:
