@@ -97,7 +97,8 @@ def trace_hex(session: str) -> str:
 
 def test_a_collector_that_hangs_then_dies_loses_no_event_and_holds_no_memory(
         workspace, start_daemon, config_home, phoenix):
-    (config_home / "config.toml").write_text(f'[otel]\nendpoint = "{phoenix.url}"\n')
+    with open(config_home / "config.toml", "a") as config:
+        config.write(f'[otel]\nendpoint = "{phoenix.url}"\n')
     daemon = start_daemon(workspace.root)
     before = flood(workspace, daemon, "before", 1)
     wait_until(lambda: trace_hex(before[0]) in roots(phoenix), 30, 0.2)
