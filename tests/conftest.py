@@ -100,4 +100,4 @@ def private_mounts() -> list[str]:
 # "machines" (PID namespaces; with a network and a HOME of their own) to run sidecars on, a
 # seeded workspace in process (`ws`) and a loopback receiver of notices (`receiver`).
 pytest_plugins = ["support.redis_server", "support.machines", "support.netmachines", "support.stores",
-                  "support.receiver"]
+                  "support.receiver", "support.otlp"]
