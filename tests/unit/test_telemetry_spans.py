@@ -166,6 +166,7 @@ def test_a_restarted_daemon_finds_the_resumed_run_in_the_record(pipeline):
     assert resumed.context.span_id == ids.span_id(HID, "run", iso(T0 + 100))
     assert resumed.parent.span_id == ids.span_id(HID)
     assert resumed.start_time == int((T0 + 100) * 1e9)
+    assert turn.parent.span_id == resumed.context.span_id
 
 
 def test_what_is_kept_between_events_is_bounded():
