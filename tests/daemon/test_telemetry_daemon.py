@@ -116,7 +116,8 @@ def test_an_unreachable_collector_loses_no_event_and_holds_memory_bounded(worksp
     sizes = []
     for round_ in range(ROUNDS):
         sessions(workspace, round_ * batch, batch)
-        wait_until(lambda: report(workspace)["sessions"]["completed"] == (round_ + 1) * batch, 120, 0.5)
+        done = (round_ + 1) * batch
+        wait_until(lambda done=done: report(workspace)["sessions"]["completed"] == done, 120, 0.5)
         sizes.append(rss_mib(daemon.pid))
     ours = report(workspace)
     assert ours["inbox"]["backlog"] == 0 and ours["rejected"] == 0
