@@ -207,6 +207,7 @@ def test_redis_is_loaded_only_where_a_redis_url_is_configured(tmp_path):
 
 STARTED = ("import sys, json\nfrom sidecar.telemetry import feed\nimport sidecar.daemon.process\n"
            "made = feed.start({}, {}, {'OTEL_EXPORTER_OTLP_ENDPOINT': sys.argv[1]} if sys.argv[1] else {})\n"
+           "made is None or made.ready.wait(10)\n"
            "print(json.dumps([made is not None, made and made.error,\n"
            "                  sorted(m for m in sys.modules if m.startswith('opentelemetry'))]))\n")
 BLOCKED = ("import sys\nclass NoOtel:\n    def find_spec(self, name, path=None, target=None):\n"
