@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import os
 import socket
-from importlib.util import find_spec
 from pathlib import Path
 from urllib.parse import urlsplit
 
@@ -14,7 +13,7 @@ from sidecar import layout
 from sidecar.base.timeutil import now
 from sidecar.coordination.report import instance_rows
 from sidecar.hosts.base import Finding
-from sidecar.telemetry.feed import NOT_INSTALLED
+from sidecar.telemetry.feed import NOT_INSTALLED, installed
 from sidecar.telemetry.settings import OtelSettings, resolve
 
 CONNECT_TIMEOUT = 1.0
@@ -30,7 +29,7 @@ def findings(registered: list[Path]) -> list[Finding]:
     if settings is None:
         return []
     fix = f"[otel] endpoint in {layout.config_file()}, or OTEL_EXPORTER_OTLP_ENDPOINT"
-    if find_spec("opentelemetry") is None or find_spec("opentelemetry.exporter") is None:
+    if not installed():
         return [Finding(False, f"OpenTelemetry export to {settings.endpoint} is configured, but "
                         f"{NOT_INSTALLED.split(' (')[0]}", "pip install 'agent-sidecar[otel]', "
                         "then restart the daemon (sidecar service restart)")]

@@ -18,7 +18,7 @@ import orjson
 
 from sidecar import safedir
 from sidecar.base.timeutil import parse_ts
-from sidecar.layout import Workspace
+from sidecar.layout import UnconfinedName, Workspace
 
 TAIL_BYTES = 64 * 1024
 SLACK = 0.002  # a trace line's time is the event's, rounded to the millisecond
@@ -28,7 +28,10 @@ def run_began(root: str, harness_id: str, at: float) -> tuple[float | None, bool
     """When the run that `at` belongs to began, and whether it is a resumed one; (None,
     False) where the record cannot tell (then the first event heard of starts it). A run whose
     reopening lies before the last TAIL_BYTES of its trace is taken for the first run."""
-    folder = Workspace(Path(root)).session_dir(harness_id)
+    try:
+        folder = Workspace(Path(root)).session_dir(harness_id)
+    except UnconfinedName:  # a hand-edited binding's id names no folder of ours
+        return None, False
     reopened = None
     for line in _tail(folder / "trace.jsonl"):
         when = parse_ts(line.get("createdAt"))

@@ -104,6 +104,8 @@ class SpanBuilder:
             return run
         if self.memory.ended_before(hid):  # its root was sent: this change begins a new run
             start, resumed = change.ts, True
+        elif change.kind == EventKind.SESSION_START and not change.turn_started_at:
+            start, resumed = change.ts, False  # a session that never had a turn: a new one
         else:
             recalled, resumed = self.recall(workspace, hid, change.ts)
             start = recalled if recalled is not None and recalled <= change.ts else change.ts
