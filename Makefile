@@ -28,6 +28,7 @@ run: install
 
 test: install
 	tests/install-hosts.sh
+	tests/install-phoenix.sh
 	$(BIN)/python -m pytest
 
 # The gates: lint the whole repository, type-check the package strictly, and hold every module

@@ -49,11 +49,12 @@ def watch_deletes(inbox: Path) -> tuple[Observer, DeleteClock]:
     return observer, clock
 
 
-def latency_samples(rate: float, count: int, coordination_url: str | None = None
-                    ) -> tuple[list[float], list[float], int]:
+def latency_samples(rate: float, count: int, coordination_url: str | None = None,
+                    extra_env: dict[str, str] | None = None) -> tuple[list[float], list[float], int]:
     """Drop-to-applied waits of `count` events dropped at `rate`, the watch-only floor's
-    waits (seconds), and how many events were not seen applied."""
+    waits (seconds), and how many events were not seen applied (`extra_env`: the daemon's)."""
     with sandbox(FAST, coordination_url) as (root, env):
+        env.update(extra_env or {})
         inbox = root / ".context/runtime/inbox"
         observer, clock = watch_deletes(inbox)
         # Floor: the same drop and the same watch, with the bench deleting the file itself.
@@ -144,11 +145,12 @@ def event_writes_floor(count: int) -> list[float]:
         shutil.rmtree(top, ignore_errors=True)
 
 
-def drain_time(events: int) -> tuple[float, float, float]:
+def drain_time(events: int, extra_env: dict[str, str] | None = None) -> tuple[float, float, float]:
     """Seconds to apply a backlog of `events`, and two floors over copies of the same backlog:
     reading, parsing and deleting the files; and that plus the state a drain must leave on
-    disk, written bare (see `durable_floor`)."""
+    disk, written bare (see `durable_floor`). `extra_env`: the daemon's."""
     with sandbox(FAST) as (root, env):
+        env.update(extra_env or {})
         inbox = root / ".context/runtime/inbox"
         base = time.time()
         names = []

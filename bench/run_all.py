@@ -1,7 +1,7 @@
 """`make bench`: every benchmark, each figure beside a floor measured in the same run.
 
 Benchmarks measure; they assert nothing. Pass names (emit, latency, throughput, status, hooks,
-handoff, lifecycle, notify, idle, many, top, statusline, redis) to run only some.
+handoff, lifecycle, notify, otel, idle, many, top, statusline, redis) to run only some.
 """
 
 from __future__ import annotations
@@ -18,6 +18,7 @@ import bench_hooks  # noqa: E402
 import bench_lifecycle  # noqa: E402
 import bench_many  # noqa: E402
 import bench_notify  # noqa: E402
+import bench_otel  # noqa: E402
 import bench_redis  # noqa: E402
 import bench_statusline  # noqa: E402
 import bench_top  # noqa: E402
@@ -32,6 +33,7 @@ BENCHMARKS = {
     "handoff": [bench_handoff.handoff],
     "lifecycle": [bench_lifecycle.host_exit, bench_lifecycle.sigterm_handoff],
     "notify": [bench_notify.turn_end_notice],
+    "otel": [bench_otel.export_cost],
     "idle": [lambda: bench_daemon.idle(60.0)],
     "many": [lambda: bench_many.many(1000)],
     "top": [lambda: bench_top.top(1000)],

@@ -25,6 +25,7 @@ from sidecar.envfile import EnvFile, read_env_file, read_settings_file
 from sidecar.followups.budget import Budget, BudgetError, parse_budget
 from sidecar.hosts import registry
 from sidecar.hosts.base import Option
+from sidecar.telemetry.settings import OtelTableError, parse_table
 
 # Each host's resume as shipped (`Host.resume`); `[resume]` in config.toml overrides it per host.
 DEFAULT_RESUME: Mapping[str, tuple[str, ...]] = registry.default_resume()
@@ -91,6 +92,9 @@ class Config:
     # None: the file backend (locks on the workspace's own files), the default.
     coordination_url: str | None = None
     budget: Budget = field(default_factory=Budget)  # `[budget]`: what holds resumes back
+    # `[otel]`, checked (telemetry/settings.py): where the daemon exports spans, with the
+    # OTLP variables; read at start.
+    otel: Mapping[str, Any] = field(default_factory=dict)
 
     def option(self, key: str) -> str:
         """A host's resume option by its config.toml key (permissionMode)."""
@@ -152,6 +156,11 @@ def parse_config(data: Mapping[str, Any], path: Path, env: EnvFile) -> Config:
             try:
                 values["budget"] = parse_budget(value)
             except BudgetError as exc:
+                raise ConfigError(f"{path}: {exc}") from None
+        elif key == "otel":
+            try:
+                values["otel"] = MappingProxyType(parse_table(value))
+            except OtelTableError as exc:
                 raise ConfigError(f"{path}: {exc}") from None
         elif key in HOST_OPTIONS:
             options[HOST_OPTIONS[key].name] = _choice(HOST_OPTIONS[key], value, path)

@@ -115,3 +115,5 @@ class Fired:
     harness_session_id: str | None
     status: str
     log: str | None
+    started_at: str = ""  # when its action started (ISO; "": it never started, a skip)
+    finished_at: float | None = None  # when its outcome was recorded

@@ -98,6 +98,7 @@ def private_mounts() -> list[str]:
 
 # Fixtures of the support modules, for every test: a real redis-server of a test's own,
 # "machines" (PID namespaces; with a network and a HOME of their own) to run sidecars on, a
-# seeded workspace in process (`ws`) and a loopback receiver of notices (`receiver`).
+# seeded workspace in process (`ws`), a loopback receiver of notices (`receiver`), a loopback
+# OTLP collector (`otlp`) and a real Arize Phoenix to export OpenTelemetry spans to (`phoenix`).
 pytest_plugins = ["support.redis_server", "support.machines", "support.netmachines", "support.stores",
-                  "support.receiver"]
+                  "support.receiver", "support.otlp", "support.phoenix"]

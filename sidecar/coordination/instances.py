@@ -37,6 +37,7 @@ class Reportable(NamedTuple):
     plugins: dict[str, dict[str, int]]
     environment: dict[str, Any]  # what its follow-ups get (followups/run/environment.py): for doctor
     coordination: str | None  # why the coordination service cannot be reached, while so
+    telemetry: dict[str, Any] | None = None  # OpenTelemetry export, where configured (telemetry/feed.py)
 
 
 @dataclass(frozen=True)
@@ -74,6 +75,8 @@ class InstanceInfo:
     # Why the coordination service could not be reached, and since when, while so.
     coordination_error: str | None = None
     coordination_since: str | None = None
+    # OpenTelemetry export, where configured: endpoint, spans exported and dropped, last error.
+    telemetry: Json | None = None
 
     @classmethod
     def from_json(cls, instance_id: str, data: Json) -> InstanceInfo:
@@ -88,6 +91,7 @@ class InstanceInfo:
         pid = data.get("pid")
         plugins = data.get("plugins")
         environment = data.get("environment")
+        telemetry = data.get("telemetry")
         return cls(
             id=instance_id, pid=pid if isinstance(pid, int) else None,
             hostname=text("hostname"), version=text("version"), started_at=text("startedAt"),
@@ -100,6 +104,7 @@ class InstanceInfo:
             environment=environment if isinstance(environment, dict) else None,
             coordination_error=text("coordinationError"),
             coordination_since=text("coordinationSince"),
+            telemetry=telemetry if isinstance(telemetry, dict) else None,
         )
 
     def to_json(self) -> Json:
@@ -110,7 +115,7 @@ class InstanceInfo:
                 "hooksError": self.hooks_error, "plugins": self.plugins, "applied": self.applied,
                 "rejected": self.rejected, "errors": self.errors, "environment": self.environment,
                 "coordinationError": self.coordination_error,
-                "coordinationSince": self.coordination_since}
+                "coordinationSince": self.coordination_since, "telemetry": self.telemetry}
 
 
 @dataclass(frozen=True)
@@ -155,7 +160,8 @@ class Membership:
 
     def heartbeat(self, role: str, counters: dict[str, int], last_error: str,
                   hooks_error: str | None, plugins: dict[str, dict[str, int]],
-                  environment: Json | None = None, coordination_error: str | None = None) -> None:
+                  environment: Json | None = None, coordination_error: str | None = None,
+                  telemetry: Json | None = None) -> None:
         """Rewrite this instance's file: who it is, what it does, when it last did it."""
         me = self.identity
         if coordination_error is None:
@@ -168,7 +174,7 @@ class Membership:
             applied=counters.get("applied", 0), rejected=counters.get("rejected", 0),
             errors=counters.get("errors", 0), last_error=last_error, hooks_error=hooks_error,
             plugins=plugins, environment=environment, coordination_error=coordination_error,
-            coordination_since=self.trouble_since,
+            coordination_since=self.trouble_since, telemetry=telemetry,
         )
         try:
             jsonfile.write_json_atomic(self.file, info.to_json(), durable=False)

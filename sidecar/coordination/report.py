@@ -117,7 +117,7 @@ def instance_row(instance_id: str, data: dict[str, Any], now: float, live: bool)
 
     pid, plugins = data.get("pid"), data.get("plugins")
     beat = parse_ts(as_text(data.get("heartbeatAt")))
-    return {
+    row: InstanceRow = {
         "id": instance_id, "pid": pid if isinstance(pid, int) else None,
         "hostname": as_text(data.get("hostname")), "version": as_text(data.get("version")),
         "build": as_text(data.get("build")), "role": as_text(data.get("role")),
@@ -129,3 +129,7 @@ def instance_row(instance_id: str, data: dict[str, Any], now: float, live: bool)
         "plugins": {k: v for k, v in plugins.items() if isinstance(v, dict)}
         if isinstance(plugins, dict) else {},
     }
+    telemetry = data.get("telemetry")
+    if isinstance(telemetry, dict):  # only while it exports (telemetry/feed.py's report)
+        row["telemetry"] = telemetry
+    return row

@@ -43,6 +43,7 @@ from sidecar.followups import globalhooks
 from sidecar.inbox import folder as inbox
 from sidecar.layout import Workspace
 from sidecar.procwatch import Proc, ProcessWatch
+from sidecar.telemetry import feed as telemetry
 
 log = logging.getLogger("sidecar")
 
@@ -73,6 +74,8 @@ class Daemon:
         self.folders: FolderWatch = folder_watch()
         self.loop: StepLoop[WorkspaceServer] = StepLoop(self._step, time.monotonic)
         self.plugins = PluginRunner(plugins_mod.load(), config.plugin_timeout)
+        # OpenTelemetry export, where configured (chosen at start, like the coordination)
+        self.telemetry = telemetry.start(config.otel, config.agent_env)
         self.procs = ProcessWatch(self._process_exited)
         self.proc_owners: dict[Proc, set[WorkspaceServer]] = {}
         self.proc_lock = threading.Lock()
@@ -177,7 +180,8 @@ class Daemon:
                                  self.stop.is_set, self.watch_process,
                                  watch_reliable=isinstance(self.folders, InotifyWatch)
                                  and self.coordination.implements.every_arrival_by_watch,
-                                 fresh=self.settings.for_firing, read=self.settings.last_read)
+                                 fresh=self.settings.for_firing, read=self.settings.last_read,
+                                 telemetry=self.telemetry)
         self.by_key[workspace_key(ws)] = server
         server.wake = lambda: self.loop.wake(server)
         self._watch_folders(server)
@@ -365,6 +369,8 @@ class Daemon:
         self.folders.stop()
         self.procs.stop()
         self.plugins.stop()
+        if self.telemetry is not None:
+            self.telemetry.stop(timeout=5.0)  # what is queued is sent, for 5 s at most
         self.coordination.close()  # this instance's lease ends now, not at its expiry
         log.info("stopped")
 

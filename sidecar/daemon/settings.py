@@ -15,12 +15,14 @@ for it.
 from __future__ import annotations
 
 import logging
+import os
 import threading
 import time
 from collections.abc import Callable
 
 from sidecar import config as config_mod
 from sidecar.config import Config, SettingsRead, settings_files_now
+from sidecar.telemetry.settings import OtelSettings, resolve
 
 log = logging.getLogger("sidecar")
 
@@ -33,6 +35,7 @@ class Settings:
         self.config = config
         self.coordination_url = config.coordination_url  # the backend's, chosen at start
         self.coordination = coordination  # how it is named in the log
+        self.otel = _otel(config)  # where spans go, chosen at start (telemetry/feed.py)
         # The files as they were before `config` was read from them (cli/run.py takes them
         # first): a change in between is then read again, never taken for read.
         self.read = read or SettingsRead(time.time(), settings_files_now())
@@ -84,7 +87,15 @@ class Settings:
         if config.coordination_url != self.coordination_url:
             log.warning("the coordination URL changed; it is used from the next start "
                         "(sidecar service restart): until then, %s", self.coordination)
+        if _otel(config) != self.otel:
+            log.warning("the OpenTelemetry settings changed; they are used from the next start "
+                        "(sidecar service restart): until then, spans go to %s",
+                        self.otel.endpoint if self.otel is not None else "nowhere")
         say_env_problems(config)
+
+
+def _otel(config: Config) -> OtelSettings | None:
+    return resolve(config.otel, config.agent_env, os.environ)
 
 
 def say_env_problems(config: Config) -> None:

@@ -42,6 +42,7 @@ from sidecar.layout import Workspace
 from sidecar.procwatch import Proc
 from sidecar.sessions.model import Key
 from sidecar.sessions.store import SessionStore
+from sidecar.telemetry.feed import Feed
 from sidecar.vocabulary import Fired, SessionChange
 
 BEAT_MIN = 1.0  # seconds between instance-file writes while what they report keeps changing
@@ -55,7 +56,8 @@ class WorkspaceServer:
                  plugins: PluginRunner | None = None, stopping: Callable[[], bool] = lambda: False,
                  watch: Callable[[Proc, WorkspaceServer], None] | None = None,
                  watch_reliable: bool = False, fresh: Callable[[], Config] | None = None,
-                 read: Callable[[], SettingsRead | None] = lambda: None) -> None:
+                 read: Callable[[], SettingsRead | None] = lambda: None,
+                 telemetry: Feed | None = None) -> None:
         self.ws = ws
         self.log = WorkspaceLog(ws.root)  # its lines begin with the root
         self.config = config
@@ -64,6 +66,7 @@ class WorkspaceServer:
         self.fresh_config = fresh or config
         self.identity = identity
         self.plugins = plugins
+        self.telemetry = telemetry  # OpenTelemetry export, where configured (telemetry/)
         self.coordination = coordination.get()
         self.lead = Lead(ws, identity, self.coordination, self.log, self._take_over,
                          self._stop_writing, lambda: self.wake())
@@ -279,7 +282,8 @@ class WorkspaceServer:
         return Reportable(self.lead.role, health.counters(),
                           health.last_error, state.error if state is not None else None,
                           self.plugins.counters() if self.plugins is not None else {},
-                          self.environment.current(), self.lead.trouble)
+                          self.environment.current(), self.lead.trouble,
+                          self.telemetry.report() if self.telemetry is not None else None)
 
     def heartbeat(self, now: float) -> None:
         self.reported = self._reportable()
@@ -315,7 +319,11 @@ class WorkspaceServer:
         self.recorded.note(changes)
         if self.plugins is not None:
             self.plugins.session_changes(str(self.ws.root), changes)
+        if self.telemetry is not None:  # appended only: never waits for the collector
+            self.telemetry.session_changes(str(self.ws.root), changes)
 
     def _fired(self, fired: Fired) -> None:
         if self.plugins is not None:
             self.plugins.hook_fired(fired)
+        if self.telemetry is not None:
+            self.telemetry.hook_fired(fired)

@@ -21,6 +21,7 @@ from sidecar.doctor import budget as budget_checks
 from sidecar.doctor import hooks as hook_checks
 from sidecar.doctor import mounts
 from sidecar.doctor import running as daemon_report
+from sidecar.doctor import telemetry as telemetry_checks
 from sidecar.followups.run import environment as followup_env
 from sidecar.hosts import registry
 from sidecar.hosts.base import Finding, Host, note
@@ -62,6 +63,7 @@ def check(cwd: Path, home: Path, platform: str = sys.platform, proc: Path = Path
         *daemon_report.findings(running),
         *_hosts(ws, home, platform, running, on),
         *_env_file(running),
+        *telemetry_checks.findings(registered),
         *_inotify(proc),
         *_shared_filesystems([*([ws.root] if ws else []), *registered], mountinfo),
         *budget_checks.check(ws),

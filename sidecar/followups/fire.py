@@ -375,7 +375,8 @@ class FollowUps:
             self._follow_up_event(FollowUpEvent.FAILED, entry, str(ended), now)
         if self.on_fired is not None:
             self.on_fired(Fired(str(self.ws.root), entry.hook_id, entry.host, entry.session_id,
-                                entry.harness_session_id, str(ended), shown))
+                                entry.harness_session_id, str(ended), shown,
+                                entry.run.started_at if entry.run is not None else "", now))
 
 
 def approved_copy(log_path: Path, prompt: str) -> str:

@@ -28,6 +28,9 @@ if TYPE_CHECKING:
         errors: int
         lastError: str
         plugins: dict[str, dict[str, int]]
+        # OpenTelemetry export, only while the instance exports: endpoint, exported, dropped,
+        # queued, error, errorAt (telemetry/feed.py)
+        telemetry: NotRequired[dict[str, Any]]
 
     class BindingRow(TypedDict):
         host: str

@@ -257,7 +257,23 @@ def _workspace_lines(w: WorkspaceReport, shown: int, now: float, paint: Style) -
     for name, counts in w["plugins"].items():
         lines.append(f"plugin     {name}: {counts['calls']} calls, {counts['errors']} errors, "
                      f"{counts['hangs']} hangs")
+    lines += _telemetry_lines(w, paint)
     lines += [paint(f"error      {error}", "red") for error in w["errors"]]
+    return lines
+
+
+def _telemetry_lines(w: WorkspaceReport, paint: Style) -> list[str]:
+    """Each live instance's OpenTelemetry export: where to, what was sent and dropped, why."""
+    lines = []
+    for inst in w["instances"]:
+        export = inst.get("telemetry")
+        if not inst["live"] or export is None:
+            continue
+        dropped = export.get("dropped", 0)
+        line = f"otel       {export.get('endpoint')}: {export.get('exported', 0)} spans exported, "
+        lines.append(line + (paint(f"{dropped} dropped", "yellow", "bold") if dropped else "0 dropped"))
+        if export.get("error"):
+            lines.append(paint(f"  last error: {export['error']}", "red"))
     return lines
 
 

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 
@@ -204,3 +205,38 @@ def test_redis_is_loaded_only_where_a_redis_url_is_configured(tmp_path):
     said = hook.stderr.decode()
     assert "import 'sidecar.emit'" in said  # (the verbose import trace is there to read)
     assert "import 'redis'" not in said and "import 'sidecar.coordination" not in said
+
+
+STARTED = ("import sys, json\nfrom sidecar.telemetry import feed\nimport sidecar.daemon.process\n"
+           "made = feed.start({}, {}, {'OTEL_EXPORTER_OTLP_ENDPOINT': sys.argv[1]} if sys.argv[1] else {})\n"
+           "made is None or made.ready.wait(10)\n"
+           "print(json.dumps([made is not None, made and made.error,\n"
+           "                  sorted(m for m in sys.modules if m.startswith('opentelemetry'))]))\n")
+BLOCKED = ("import sys\nclass NoOtel:\n    def find_spec(self, name, path=None, target=None):\n"
+           "        if name.split('.')[0] == 'opentelemetry':\n            raise ImportError(name)\n"
+           "sys.meta_path.insert(0, NoOtel())\n")
+
+
+def _start(endpoint: str, blocked: bool = False) -> list:
+    code = (BLOCKED if blocked else "") + STARTED
+    out = subprocess.run([sys.executable, "-c", code, endpoint], capture_output=True, text=True, check=True)
+    return orjson.loads(out.stdout)
+
+
+def test_without_an_endpoint_nothing_of_opentelemetry_is_imported():
+    assert _start("") == [False, None, []]
+    started, error, loaded = _start("http://127.0.0.1:9")
+    assert started and error is None and "opentelemetry.sdk.trace" in loaded
+
+
+def test_without_the_extra_an_endpoint_is_reported_not_fatal():
+    started, error, loaded = _start("http://127.0.0.1:9", blocked=True)
+    assert started and "agent-sidecar[otel] is not installed" in error and loaded == []
+
+
+def test_emit_and_the_status_line_never_load_opentelemetry(tmp_path):
+    """Where export is configured too: the hooks' path is the daemon's business, never theirs."""
+    env = {**os.environ, "OTEL_EXPORTER_OTLP_ENDPOINT": "http://127.0.0.1:9"}
+    for argv in (["emit", "--help"], ["status", "--line"]):
+        _, loaded = launched(*argv, site=False, input="", env=env)
+        assert not [m for m in loaded if m.startswith(("opentelemetry", "sidecar.telemetry"))], argv

@@ -1,0 +1,1 @@
+"""OpenTelemetry export by the daemon: each session a trace (see docs/opentelemetry.md)."""
