@@ -26,6 +26,7 @@ from sidecar.vocabulary import EventKind, Fired, SessionChange
 log = logging.getLogger("sidecar")
 
 QUEUE_SIZE = 4096  # changes and firings waiting for the exporter's thread
+PAUSE = 0.1  # seconds the feed's thread lets changes gather once it has emptied the queue
 NOT_INSTALLED = "agent-sidecar[otel] is not installed (pip install 'agent-sidecar[otel]')"
 
 Item = tuple[str, SessionChange, str | None] | Fired
@@ -127,8 +128,10 @@ class Feed:
                 self.counts.held_back += 1
             # The interpreter's lock handed on at once to a thread that waits for it (the
             # ingestion's, back from an fsync), not after a switch interval of 5 ms: a long
-            # queue is worked through between the ingestion's steps, never ahead of them.
-            time.sleep(0)
+            # queue is worked through between the ingestion's steps, never ahead of them. Once
+            # it is empty, a pause lets changes gather: the ingestion's puts then wake no one,
+            # and this thread wakes ten times a second at most while events stream in.
+            time.sleep(PAUSE if self.items.empty() else 0)
 
     def stop(self, timeout: float = 5.0) -> None:
         """Send what is queued, within `timeout` seconds; what is left is dropped."""
