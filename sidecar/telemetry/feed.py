@@ -93,12 +93,11 @@ class Feed:
             except Exception:  # a bug here must never stop the daemon, nor this thread
                 log.exception("OpenTelemetry: a span could not be built")
                 self.counts.held_back += 1
-            # The interpreter's lock handed on at once to a thread that waits for it (the
-            # ingestion's, back from an fsync), not after a switch interval of 5 ms: a long
-            # queue is worked through between the ingestion's steps, never ahead of them. Once
-            # it is empty, a pause lets changes gather: the ingestion's puts then wake no one,
-            # and this thread wakes ten times a second at most while events stream in.
-            time.sleep(PAUSE if self.items.empty() else 0)
+            # Once the queue is empty, a pause lets changes gather: the ingestion's puts then
+            # wake no one, and this thread takes the interpreter's lock in a few bursts a
+            # second rather than at every change (handing it on after each item cost the
+            # daemon twice the CPU: bench/bench_otel.py).
+                time.sleep(PAUSE)
 
     def stop(self, timeout: float = 5.0) -> None:
         """Send what is queued, within `timeout` seconds; what is left is dropped."""
