@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import resource
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -39,6 +40,11 @@ def receiver() -> Iterator[tuple[str, list[int]]]:
         server.server_close()
 
 
+def children_cpu() -> float:
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
+
+
 def export_cost(rate: float = 200.0, count: int = 1000, events: int = 10_000, rounds: int = 2) -> None:
     """Off and on alternately, `rounds` times each (the first run of a kind warms nothing the
     other then finds warm): the median of each."""
@@ -46,6 +52,8 @@ def export_cost(rate: float = 200.0, count: int = 1000, events: int = 10_000, ro
     on_waits: list[float] = []
     off_drains: list[float] = []
     on_drains: list[float] = []
+    off_cpu: list[float] = []  # the daemon's CPU seconds for the drain (and `sidecar init`'s)
+    on_cpu: list[float] = []
     missing = 0
     with bytecode_cached(), receiver() as (endpoint, sizes):
         on = {"OTEL_EXPORTER_OTLP_ENDPOINT": endpoint}
@@ -53,13 +61,18 @@ def export_cost(rate: float = 200.0, count: int = 1000, events: int = 10_000, ro
             off_waits += latency_samples(rate, count)[0]
             waits, _, lost = latency_samples(rate, count, extra_env=on)
             on_waits, missing = on_waits + waits, missing + lost
-            off_drains.append(drain_time(events)[0])
-            on_drains.append(drain_time(events, extra_env=on)[0])
+            for drains, cpus, extra in ((off_drains, off_cpu, None), (on_drains, on_cpu, on)):
+                before = children_cpu()
+                drains.append(drain_time(events, extra_env=extra)[0])
+                cpus.append(children_cpu() - before)
     off50, on50 = percentile(off_waits, 50) * 1000, percentile(on_waits, 50) * 1000
     report("otel: drop -> applied p50, export on", f"{on50:.2f} ms", f"off (same run) {off50:.2f} ms",
            f"{on50 / off50:.2f}x (goal <= 1.1x)")
     off_rate, on_rate = events / median(off_drains), events / median(on_drains)
     report("otel: throughput, export on", f"{on_rate:,.0f} events/s", f"off (same run) {off_rate:,.0f}/s",
            f"{off_rate / on_rate:.2f}x the time (goal <= 1.1x)")
+    off_us, on_us = median(off_cpu) / events * 1e6, median(on_cpu) / events * 1e6
+    report("otel: daemon CPU per event, export on", f"{on_us:.0f} us", f"off (same run) {off_us:.0f} us",
+           f"{on_us / off_us:.2f}x (what the machine's load does not blur)")
     report("otel: spans' requests to the receiver", f"{len(sizes)} ({sum(sizes) / 1024:.0f} KiB)",
            "", f"{missing} events not seen applied" if missing else "")

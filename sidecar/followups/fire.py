@@ -14,7 +14,7 @@ import signal
 import sys
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 import orjson
@@ -271,7 +271,8 @@ class FollowUps:
         run = trust.sign(self.ws, entry.id, Run(proc.pid, proc.start, str(log_path), iso(now)))
         # Without room to record it, it runs all the same: watched from here, never given back.
         self.room.written(now, self.queue.started, entry.id, run, now)
-        self.running[entry.id] = Running(entry, proc, log_path, now + self.config().action_timeout)
+        self.running[entry.id] = Running(replace(entry, run=run), proc, log_path,  # (its start: Fired)
+                                         now + self.config().action_timeout)
         self.watch(proc)
         if hook.action == "resume" and hook.event == EventKind.TURN_FAILED:
             self._follow_up_event(FollowUpEvent.RESUME_STARTED, entry, "started", now)

@@ -19,7 +19,7 @@ from opentelemetry.sdk.trace import ReadableSpan
 from opentelemetry.sdk.trace.export import BatchSpanProcessor, SpanExporter, SpanExportResult
 
 from sidecar.base.timeutil import now
-from sidecar.telemetry.feed import Counts, Item
+from sidecar.telemetry.items import Counts, Item
 from sidecar.telemetry.settings import OtelSettings
 from sidecar.telemetry.spans import SpanBuilder, resource
 from sidecar.vocabulary import Fired

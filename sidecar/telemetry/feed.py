@@ -15,53 +15,21 @@ import queue
 import threading
 import time
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
 from importlib.util import find_spec
-from typing import Any, Protocol
+from typing import Any
 
 from sidecar.base.timeutil import iso
+from sidecar.telemetry.items import Counts, Exporting, Item
 from sidecar.telemetry.settings import OtelSettings, resolve
 from sidecar.vocabulary import EventKind, Fired, SessionChange
 
 log = logging.getLogger("sidecar")
 
 QUEUE_SIZE = 4096  # changes and firings waiting for the exporter's thread
-NOT_INSTALLED = "agent-sidecar[otel] is not installed (pip install 'agent-sidecar[otel]')"
-
-Item = tuple[str, SessionChange, str | None] | Fired
 # What the extra brings, looked up before anything of it is imported
 OTEL_MODULES = ("opentelemetry.sdk.trace", "opentelemetry.exporter.otlp.proto.http.trace_exporter")
-
-
-class Exporting(Protocol):
-    """What the feed's thread drives (export.py's Exporter)."""
-
-    def handle(self, item: Item) -> None: ...
-
-    def close(self, timeout: float) -> None: ...
-
-
-@dataclass
-class Counts:
-    """What became of the spans. Each figure is written by one thread only (the ingestion's,
-    the feed's or the batch processor's), so none needs a lock."""
-
-    queue_dropped: int = 0  # changes the full queue turned away (the ingestion thread)
-    handed: int = 0  # spans handed to the batch processor (the feed's thread)
-    held_back: int = 0  # spans dropped there while the processor's queue was full
-    exported: int = 0  # spans the collector took (the processor's thread)
-    failed: int = 0  # spans in batches the collector did not take
-    last_error: str | None = None
-    last_error_at: float | None = None
-
-    @property
-    def dropped(self) -> int:
-        return self.queue_dropped + self.held_back + self.failed
-
-    @property
-    def in_flight(self) -> int:
-        return self.handed - self.exported - self.failed
-
+PAUSE = 0.1  # seconds the feed's thread lets changes gather once it has emptied the queue
+NOT_INSTALLED = "agent-sidecar[otel] is not installed (pip install 'agent-sidecar[otel]')"
 
 class Feed:
     """Changes and firings in (from any thread, never blocking); the feed's own thread makes
@@ -125,10 +93,11 @@ class Feed:
             except Exception:  # a bug here must never stop the daemon, nor this thread
                 log.exception("OpenTelemetry: a span could not be built")
                 self.counts.held_back += 1
-            # The interpreter's lock handed on at once to a thread that waits for it (the
-            # ingestion's, back from an fsync), not after a switch interval of 5 ms: a long
-            # queue is worked through between the ingestion's steps, never ahead of them.
-            time.sleep(0)
+            # Once the queue is empty, a pause lets changes gather: the ingestion's puts then
+            # wake no one, and this thread takes the interpreter's lock in a few bursts a
+            # second rather than at every change (handing it on after each item cost the
+            # daemon twice the CPU: bench/bench_otel.py).
+                time.sleep(PAUSE)
 
     def stop(self, timeout: float = 5.0) -> None:
         """Send what is queued, within `timeout` seconds; what is left is dropped."""

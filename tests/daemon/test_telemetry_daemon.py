@@ -8,13 +8,14 @@ from __future__ import annotations
 
 import os
 import socket
+import sys
 import time
 from pathlib import Path
 
 import orjson
 import pytest
 
-from helpers import run_cli, wait_until
+from helpers import run_cli, use_hooks, wait_until
 from sidecar.base.ids import harness_id
 from sidecar.layout import Workspace
 from sidecar.telemetry import ids
@@ -83,6 +84,23 @@ def test_a_session_is_one_trace_and_its_resume_continues_it_after_a_restart(
     assert [s["parentSpanId"] for s in second] == [resumed["spanId"]]
     said = f"otel       {otlp.endpoint}/v1/traces: 2 spans exported, 0 dropped"  # (this daemon's)
     wait_until(lambda: said in run_cli("status", "--root", str(workspace.root)).stdout.decode(), 10)
+
+
+def test_a_follow_up_firing_is_a_span_in_its_sessions_trace(workspace, start_daemon, otlp):
+    hook = {"id": "after", "name": "after", "event": "session-end", "delaySeconds": 0,
+            "promptFile": None, "action": [sys.executable, "-c", "import time; time.sleep(0.3)"],
+            "enabled": True}
+    use_hooks(workspace, {"after": hook})
+    start_daemon(workspace.root, env={"OTEL_EXPORTER_OTLP_ENDPOINT": otlp.endpoint})
+    t = time.time()
+    drop(workspace, event("session-start", "s2", t), 0)
+    drop(workspace, event("session-end", "s2", t + 0.1), 1)
+    [fired] = wait_until(lambda: otlp.named("follow-up after"), 20)
+    [root] = otlp.named("session")
+    assert fired["traceId"] == root["traceId"] and fired["parentSpanId"] == root["spanId"]
+    assert fired["links"] == [{"traceId": root["traceId"], "spanId": root["spanId"]}]
+    assert fired["attributes"]["sidecar.follow_up.outcome"] == "ok"
+    assert fired["end"] - fired["start"] >= 0.3e9  # from its action's start to its outcome
 
 
 def closed_port() -> int:

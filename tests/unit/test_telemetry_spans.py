@@ -11,7 +11,7 @@ from sidecar.base.ids import harness_id
 from sidecar.base.timeutil import iso
 from sidecar.telemetry import ids
 from sidecar.telemetry.export import Exporter
-from sidecar.telemetry.feed import Counts
+from sidecar.telemetry.items import Counts
 from sidecar.telemetry.settings import OtelSettings
 from sidecar.telemetry.state import MAX_EVENTS, Memory
 from sidecar.vocabulary import EventKind, Fired, SessionChange
