@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import os
 import tomllib
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from types import MappingProxyType
@@ -131,6 +131,13 @@ def load_config(path: Path | None = None) -> Config:
     return config
 
 
+# The tables whose own modules check them: key -> (Config field, parser, the error it raises).
+_TABLES: Mapping[str, tuple[str, Callable[[Any], Any], type[Exception]]] = {
+    "budget": ("budget", parse_budget, BudgetError),
+    "otel": ("otel", lambda value: MappingProxyType(parse_table(value)), OtelTableError),
+}
+
+
 def parse_config(data: Mapping[str, Any], path: Path, env: EnvFile) -> Config:
     """Settings from config.toml's table (`path` names it in errors) and the environment
     file; ConfigError names a bad key."""
@@ -152,15 +159,11 @@ def parse_config(data: Mapping[str, Any], path: Path, env: EnvFile) -> Config:
             values["resume"] = _resume(value, path)
         elif key == "coordination":
             values["coordination_url"] = _coordination(value, path)
-        elif key == "budget":
+        elif key in _TABLES:
+            field_name, parse, error = _TABLES[key]
             try:
-                values["budget"] = parse_budget(value)
-            except BudgetError as exc:
-                raise ConfigError(f"{path}: {exc}") from None
-        elif key == "otel":
-            try:
-                values["otel"] = MappingProxyType(parse_table(value))
-            except OtelTableError as exc:
+                values[field_name] = parse(value)
+            except error as exc:
                 raise ConfigError(f"{path}: {exc}") from None
         elif key in HOST_OPTIONS:
             options[HOST_OPTIONS[key].name] = _choice(HOST_OPTIONS[key], value, path)

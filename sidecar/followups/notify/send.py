@@ -62,6 +62,20 @@ class Text:
     tags: tuple[str, ...]
 
 
+def _follow_up_title(event: str, notice: dict[str, Any], reason: str, host: str,
+                     lines: list[str]) -> tuple[str, int, str]:
+    """The title, priority and tag of a notice about a follow-up (else a generic one)."""
+    if event == "follow-up-failed":
+        lines.insert(0, reason)
+        return f"follow-up {notice.get('hook', '?')} failed", 4, "warning"
+    if event == "resume-started":
+        return f"{host} resumed after its usage limit", 3, "arrow_forward"
+    if event == "over-budget":  # the reason says which budget: "over budget ($5.12 of $5.00 today)"
+        lines.insert(0, "a budget in config.toml holds resume follow-ups back; commands and notices run")
+        return f"follow-up {notice.get('hook', '?')} held back: {reason}", 4, "moneybag"
+    return f"sidecar: {event}", 3, "bell"
+
+
 def words(job: dict[str, Any], now: float) -> Text:
     """What the notice says, from the facts the daemon gave (see followups/fire.py's `_notice`)."""
     notice = job.get("notice") or {}
@@ -89,16 +103,8 @@ def words(job: dict[str, Any], now: float) -> Text:
         lines.insert(0, f"resets at {local_time(reset, now)}" if reset else "reset time unknown")
         if message:
             lines.append(message)
-    elif event == "follow-up-failed":
-        title, priority, tag = f"follow-up {notice.get('hook', '?')} failed", 4, "warning"
-        lines.insert(0, reason)
-    elif event == "resume-started":
-        title, priority, tag = f"{host} resumed after its usage limit", 3, "arrow_forward"
-    elif event == "over-budget":  # the reason says which budget: "over budget ($5.12 of $5.00 today)"
-        title, priority, tag = f"follow-up {notice.get('hook', '?')} held back: {reason}", 4, "moneybag"
-        lines.insert(0, "a budget in config.toml holds resume follow-ups back; commands and notices run")
     else:
-        title, priority, tag = f"sidecar: {event}", 3, "bell"
+        title, priority, tag = _follow_up_title(event, notice, reason, host, lines)
     if event in ("session-end", "turn-end"):
         title += spent(notice)
     tokens = job.get("tokens")
