@@ -177,6 +177,10 @@ class SpanBuilder:
     def _run_span(self, run: Run, change: SessionChange) -> ReadableSpan:
         reason = change.reason or "session-end"
         attributes = {**self._base(run), "sidecar.end_reason": reason, "sidecar.turns": run.turns}
+        # What the end's own read found beyond the turns' (Claude Code writes a turn's last
+        # answer after its Stop hook): its tokens here, so the trace's sum is the record's.
+        growth = spent_attributes(change.spent)
+        attributes.update((k, v) for k, v in growth.items() if k in TOKEN_ATTRIBUTES.values())
         total = (change.spent or {}).get("total")
         if isinstance(total, dict):
             attributes.update(_cost(total))

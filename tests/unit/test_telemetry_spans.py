@@ -104,6 +104,19 @@ def test_a_session_of_two_turns_is_one_trace_under_its_root(pipeline):
     assert pipeline.counts.exported == 3 and pipeline.counts.dropped == 0
 
 
+def test_what_the_end_read_beyond_the_turns_is_on_the_root_so_the_trace_sums_to_the_record(pipeline):
+    """Claude Code writes a turn's last answer after its Stop hook: only the end's read finds it."""
+    pipeline.feed(change(EventKind.TURN_START, 1, turn=1),
+                  change(EventKind.TURN_END, 5, turn=1, spent=spent(100, 20, 0.01)),
+                  change(EventKind.SESSION_END, 9, "logout", spent=spent(30, 15, 0.005)))
+    spans = pipeline.spans()
+    [root], [turn] = spans["session"], spans["turn"]
+    assert root.attributes["gen_ai.usage.input_tokens"] == 30
+    assert root.attributes["gen_ai.usage.output_tokens"] == 15
+    assert root.attributes["sidecar.cost.usd"] == 0.01  # the session's total, not the end's share
+    assert sum(s.attributes["gen_ai.usage.output_tokens"] for s in (root, turn)) == 35
+
+
 def test_a_failed_turn_is_an_error_with_its_kind(pipeline):
     pipeline.feed(change(EventKind.TURN_START, 0, turn=0),
                   change(EventKind.TURN_FAILED, 2, "rate_limit", turn=0,
