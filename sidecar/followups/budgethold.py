@@ -52,7 +52,11 @@ def day_usd(root: Path, day: str) -> float:
     days = data.get("days") if isinstance(data, dict) else None
     entry = days.get(day) if isinstance(days, dict) else None
     usd = entry.get("usd") if isinstance(entry, dict) else None
-    return float(usd) if isinstance(usd, (int, float)) and not isinstance(usd, bool) else 0.0
+    # A ledger lives in a workspace, which its agent can write: a figure below 0 (or not a
+    # finite number) never takes from what the other workspaces spent.
+    if not isinstance(usd, (int, float)) or isinstance(usd, bool) or not 0 <= usd < float("inf"):
+        return 0.0
+    return float(usd)
 
 
 def day_spend(here: Path, day: str) -> tuple[float, float]:

@@ -42,24 +42,39 @@ def take(record: SessionRecord, end: EndFacts) -> Taken | None:
     figures = end.tokens.to_json()
     grew = tokens.grown(meta.tokens, figures)
     first = meta.tokens is None
-    before = meta.cost.get("days") if meta.cost is not None else None
-    old_days = before if isinstance(before, dict) else {}
-    # No tokens and no model: nothing was spent yet, and nothing is said of its price.
-    cost = cost_of(end.spend, local_day(parse_ts(record.created_at))) \
-        if end.spend or not end.tokens.none else meta.cost
-    meta.tokens, meta.cost = figures, cost
-    if cost is None:
+    old_days, old_usd = _days(meta.cost), _dollars((meta.cost or {}).get("usd"))
+    if not end.spend and end.tokens.none:
+        # No tokens and no model: nothing was spent yet, and nothing is said of its price
+        # (a cost the record holds, however it was written, is left as it is).
+        meta.tokens = figures
         return Taken(tokens.Growth(grew, first), {"tokens": grew, "cost": None, "total": None})
-    days = tuple((day, round(max(0.0, usd - _dollars(old_days.get(day))), PLACES), day not in old_days)
-                 for day, usd in cost["days"].items())
-    days = tuple(day for day in days if day[1] > 0 or day[2])
+    cost = cost_of(end.spend, local_day(parse_ts(record.created_at)))
+    meta.tokens, meta.cost = figures, cost
+    # What each day grew by, the latest first, never more in all than the session's cost grew
+    # by: a host that dates one running total (Cline) moves it to a later day, and the day it
+    # left keeps what was counted there.
+    room = max(0.0, _dollars(cost["usd"]) - old_usd)
+    days_grew = []
+    for day, usd in sorted(cost["days"].items(), reverse=True):
+        share = min(room, max(0.0, usd - _dollars(old_days.get(day))))
+        room -= share
+        days_grew.append((day, round(share, PLACES), day not in old_days))
+    days = tuple(day for day in reversed(days_grew) if day[1] > 0 or day[2])
     turn = {"usd": None if cost["usd"] is None else round(sum(usd for _, usd, _ in days), PLACES),
             "source": cost["source"], "model": end.spend[-1].model if end.spend else None}
     return Taken(tokens.Growth(grew, first, days), {"tokens": grew, "cost": turn, "total": cost})
 
 
 def _dollars(value: Any) -> float:
-    return float(value) if isinstance(value, int | float) and not isinstance(value, bool) else 0.0
+    """A dollar figure as a record holds it: a finite amount of at least 0, else 0."""
+    if not isinstance(value, int | float) or isinstance(value, bool):
+        return 0.0
+    return float(value) if 0.0 <= value < float("inf") else 0.0
+
+
+def _days(cost: dict[str, Any] | None) -> dict[str, Any]:
+    days = cost.get("days") if isinstance(cost, dict) else None
+    return days if isinstance(days, dict) else {}
 
 
 def tell(taken: Taken, out: Applied, lines: int, changes: int) -> None:

@@ -19,7 +19,7 @@ from importlib.util import find_spec
 from typing import Any
 
 from sidecar.base.timeutil import iso
-from sidecar.telemetry.items import Counts, Exporting, Item
+from sidecar.telemetry.items import TEXT_CHARS, Counts, Exporting, Item
 from sidecar.telemetry.settings import OtelSettings, resolve
 from sidecar.vocabulary import EventKind, Fired, SessionChange
 
@@ -97,6 +97,7 @@ class Feed:
             # wake no one, and this thread takes the interpreter's lock in a few bursts a
             # second rather than at every change (handing it on after each item cost the
             # daemon twice the CPU: bench/bench_otel.py).
+            if self.items.empty():
                 time.sleep(PAUSE)
 
     def stop(self, timeout: float = 5.0) -> None:
@@ -128,6 +129,10 @@ def _without_payload(change: SessionChange) -> SessionChange:
     copied = object.__new__(SessionChange)
     fields = dict(change.__dict__)
     fields["payload"] = None
+    # The host's words are kept at what a span keeps of them: a 1 MiB reason is not queued.
+    for name in ("reason", "input_message", "limit_message", "last_message"):
+        if len(fields[name]) > TEXT_CHARS:
+            fields[name] = fields[name][:TEXT_CHARS]
     copied.__dict__.update(fields)
     return copied
 

@@ -10,6 +10,7 @@ from typing import Protocol
 from sidecar.vocabulary import Fired, SessionChange
 
 Item = tuple[str, SessionChange, str | None] | Fired
+TEXT_CHARS = 500  # what a span keeps of the host's words (a reason, a message)
 
 
 class Exporting(Protocol):

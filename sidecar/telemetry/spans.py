@@ -25,13 +25,14 @@ from sidecar.base.timeutil import iso, parse_ts
 from sidecar.base.version import __version__
 from sidecar.telemetry import history
 from sidecar.telemetry.ids import span_id, trace_id
+from sidecar.telemetry.items import TEXT_CHARS
 from sidecar.telemetry.state import Events, Memory, Run, SpanEvent, Turn
 from sidecar.vocabulary import EventKind, Fired, SessionChange
 
 SEMCONV = "1.44.0"  # the semantic conventions' version whose GenAI names these are
 SCOPE = InstrumentationScope("sidecar", __version__, f"https://opentelemetry.io/schemas/{SEMCONV}")
 FAILED_ENDS = frozenset({STALE, HOST_EXITED})  # a run that ended so: its span's status is ERROR
-TEXT_CHARS = 500  # what an attribute keeps of a message
+MAX_NS = 2**63 - 1  # the latest time OTLP carries (fixed64, read as signed by some collectors)
 # A turn's token growth (SessionChange.spent) by the GenAI attribute that carries it
 TOKEN_ATTRIBUTES = {"input": "gen_ai.usage.input_tokens", "output": "gen_ai.usage.output_tokens",
                     "cacheRead": "gen_ai.usage.cache_read.input_tokens",
@@ -48,7 +49,9 @@ def resource(service_name: str) -> Resource:
 
 
 def _ns(ts: float) -> int:
-    return int(ts * 1e9)
+    """Nanoseconds since the epoch, within what OTLP can carry (a host's clock, or an event's
+    date, may say year 3000: one such span would make the encoder refuse its whole batch)."""
+    return max(0, min(int(ts * 1e9), MAX_NS))
 
 
 def _context(harness: str, span: int) -> SpanContext:
@@ -134,7 +137,7 @@ class SpanBuilder:
                               {"gen_ai.tool.name": _text(tool or "unknown")})
         elif kind == EventKind.NEEDS_INPUT:
             event = SpanEvent("sidecar.waiting_for_you", change.ts,
-                              {"sidecar.input.kind": change.reason or "input",
+                              {"sidecar.input.kind": _text(change.reason) or "input",
                                "sidecar.input.message": _text(change.input_message)})
         else:
             event = SpanEvent(f"sidecar.{kind}", change.ts, {"sidecar.reason": _text(change.reason)})
@@ -161,7 +164,7 @@ class SpanBuilder:
         if interrupted:
             attributes["sidecar.turn.interrupted"] = True
         elif change.kind == EventKind.TURN_FAILED:
-            attributes["error.type"] = change.reason or "unknown"
+            attributes["error.type"] = _text(change.reason) or "unknown"
             said = change.limit_message or change.reason or "the turn failed"
             status = Status(StatusCode.ERROR, _text(said))
         if not interrupted:
@@ -175,7 +178,7 @@ class SpanBuilder:
             instrumentation_scope=SCOPE)
 
     def _run_span(self, run: Run, change: SessionChange) -> ReadableSpan:
-        reason = change.reason or "session-end"
+        reason = _text(change.reason) or "session-end"
         attributes = {**self._base(run), "sidecar.end_reason": reason, "sidecar.turns": run.turns}
         # What the end's own read found beyond the turns' (Claude Code writes a turn's last
         # answer after its Stop hook): its tokens here, so the trace's sum is the record's.

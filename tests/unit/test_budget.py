@@ -146,3 +146,14 @@ def test_doctor_says_the_day_budget_holds_resumes_back(tmp_path, config_home):
                                                             "no resume held back")
     (config_home / "config.toml").write_text("")
     assert doctor_budget.check(here) == []
+
+
+def test_a_workspace_ledger_below_zero_never_lowers_the_day_s_spend(tmp_path, config_home):
+    """usage.json lives in a workspace its agent can write: -1e6 there bypasses nothing."""
+    day = budgethold.local_day(time.time())
+    for name, usd in (("spender", 50.0), ("clone", -1e6)):
+        runtime = tmp_path / name / ".context" / "runtime"
+        runtime.mkdir(parents=True)
+        (runtime / "usage.json").write_bytes(orjson.dumps({"days": {day: {"usd": usd, "sessions": 1}}}))
+        config.register(tmp_path / name)
+    assert budgethold.day_spend(tmp_path / "spender", day) == (50.0, 50.0)

@@ -66,3 +66,48 @@ def test_a_turn_end_read_leaves_the_turn_s_failure_to_its_events(h):
     assert "limit" not in meta and "turnFailed" not in meta
     assert meta["tokens"] == {"input": 0, "output": 0, "cacheRead": 0, "cacheWrite": 0}
     assert "cost" not in meta  # nothing spent: nothing said of a price
+
+
+def test_a_running_total_that_moves_to_a_later_day_is_counted_once_in_the_days(monkeypatch):
+    """Cline dates its one running total by the session's start while it runs and by its end
+    after: across midnight (or a resume days later) the ledger's days still sum to the cost."""
+    from types import SimpleNamespace
+
+    from sidecar.hosts.cline.host import figures
+    from sidecar.sessions import spend
+    from sidecar.sessions.model import SidecarMeta
+    from support.zones import local_zone
+
+    with local_zone("UTC0"):
+        record = SimpleNamespace(sidecar=SidecarMeta.from_json({}), created_at="2026-12-01T23:50:00Z")
+        usage = {"inputTokens": 1000, "outputTokens": 100, "totalCost": 1.00}
+        run = {"model": "claude-sonnet-4-5", "started_at": "2026-12-01T23:50:00.000Z",
+               "metadata": {"usage": usage}}
+        ledger: dict[str, float] = {}
+
+        def read(manifest) -> None:
+            for day, usd, _ in spend.take(record, figures(manifest)).growth.days:
+                ledger[day] = round(ledger.get(day, 0) + usd, 6)
+
+        read(run)
+        usage["totalCost"] = 1.50  # after midnight, still running: still its start's day
+        read(run)
+        usage["totalCost"] = 1.60  # its end, dated 00:20
+        read({**run, "ended_at": "2026-12-02T00:20:00.000Z"})
+        assert round(sum(ledger.values()), 6) == record.sidecar.cost["usd"] == 1.6
+        usage["totalCost"] = 1.70  # resumed a week later
+        read({**run, "ended_at": "2026-12-09T10:00:00.000Z"})
+    assert ledger == {"2026-12-01": 1.5, "2026-12-02": 0.1, "2026-12-09": 0.1}
+
+
+def test_a_hand_edited_cost_without_days_never_stops_the_session(h):
+    import orjson
+
+    seen = {"transcript_path": str(TRANSCRIPTS / "claude-code-2.1.328.rate-limit.jsonl")}  # no tokens
+    h.apply(ev("SessionStart", T0), ev("UserPromptSubmit", T0 + 1))
+    path = next(h.ws.sessions.glob("*/session.json"))
+    data = orjson.loads(path.read_bytes())
+    data["metadata"]["sidecar"]["cost"] = {"usd": 1.0, "source": "host"}
+    path.write_bytes(orjson.dumps(data))
+    h.apply(ev("Stop", T0 + 2, **seen), ev("SessionEnd", T0 + 3, **seen))
+    assert h.record()["status"] == "completed"

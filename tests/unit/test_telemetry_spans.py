@@ -215,3 +215,17 @@ def test_spans_past_the_processors_queue_are_dropped_and_counted():
     assert (pipeline.counts.exported, pipeline.counts.dropped) == (3, 8)
     assert pipeline.counts.last_error
     pipeline.exporter.close(2)
+
+
+def test_a_span_dated_year_3000_or_a_huge_reason_loses_no_other_span(pipeline):
+    """One event with an impossible date must not make the encoder refuse its whole batch,
+    and a host's 1 MB reason is kept at 500 characters."""
+    from opentelemetry.exporter.otlp.proto.common.trace_encoder import encode_spans
+
+    pipeline.feed(change(EventKind.TURN_START, 0, turn=0),
+                  change(EventKind.TURN_END, 32_503_680_000 - T0, turn=0),  # 3000-01-01
+                  change(EventKind.SESSION_END, 10, "x" * 1_000_000))
+    spans = [s for found in pipeline.spans().values() for s in found]
+    assert len(encode_spans(spans).resource_spans[0].scope_spans[0].spans) == 2  # encodable
+    [root] = pipeline.spans()["session"]
+    assert len(root.attributes["sidecar.end_reason"]) == 500
