@@ -27,6 +27,7 @@ from sidecar.followups.budget import Budget, Spent, Verdict, session_spent, verd
 from sidecar.followups.decide import Decision
 from sidecar.followups.model import QueueEntry
 from sidecar.layout import Workspace
+from sidecar.sessions import tokens
 from sidecar.vocabulary import FollowUpEvent
 from sidecar.vocabulary import Verdict as Fire
 
@@ -44,19 +45,11 @@ def local_day(now: float) -> str:
 
 def day_usd(root: Path, day: str) -> float:
     """What the workspace at `root` spent on `day` by its ledger (0: nothing recorded, or a
-    ledger that cannot be read: what is not known holds nothing)."""
-    try:
-        data: Any = jsonfile.read_json(Workspace(root).runtime / "usage.json")
-    except (OSError, ValueError, SidecarError):
-        return 0.0
-    days = data.get("days") if isinstance(data, dict) else None
-    entry = days.get(day) if isinstance(days, dict) else None
-    usd = entry.get("usd") if isinstance(entry, dict) else None
-    # A ledger lives in a workspace, which its agent can write: a figure below 0 (or not a
-    # finite number) never takes from what the other workspaces spent.
-    if not isinstance(usd, (int, float)) or isinstance(usd, bool) or not 0 <= usd < float("inf"):
-        return 0.0
-    return float(usd)
+    ledger that cannot be read: what is not known holds nothing). The ledger's reader leaves
+    out what is not a finite amount of at least 0: a workspace, which its agent can write,
+    never takes from what the others spent."""
+    found = tokens.ledger(Workspace(root)) or {}
+    return float(found.get("days", {}).get(day, {}).get("usd", 0.0))
 
 
 def day_spend(here: Path, day: str) -> tuple[float, float]:
