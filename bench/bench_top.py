@@ -22,7 +22,7 @@ from common import report
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
 
 from sidecar.top import view  # noqa: E402
-from sidecar.top.feed import Feed  # noqa: E402
+from sidecar.views.feed import Feed  # noqa: E402
 from support import top_demo  # noqa: E402
 
 PER_WORKSPACE = 10

@@ -16,7 +16,7 @@ from sidecar import config as config_mod
 from sidecar.base import words
 from sidecar.base.escapes import escaped
 from sidecar.base.exitcodes import FAILURE, OK
-from sidecar.base.timeutil import human_age, iso, parse_duration
+from sidecar.base.timeutil import human_age, parse_duration
 from sidecar.base.version import __version__
 from sidecar.base.words import Style
 from sidecar.cli.jsonout import print_json
@@ -25,7 +25,7 @@ from sidecar.hosts import registry
 from sidecar.layout import Workspace, find_workspace
 from sidecar.sessions import lookup
 from sidecar.sessions.store import SessionStore
-from sidecar.views import cost, spend
+from sidecar.views import cost, rowjson, spend
 from sidecar.views.activity import WORDS, State
 from sidecar.views.sessions import FollowUp, SessionRow, read_rows
 
@@ -236,26 +236,6 @@ def render(rows: list[SessionRow], total: int, now: float, stale: float | None, 
     return "\n".join(lines) + "\n"
 
 
-def _at(ts: float | None) -> str | None:
-    return None if ts is None else iso(ts)
-
-
-def as_json(row: SessionRow, stale: float | None) -> dict[str, Any]:
-    act = row.activity
-    return {
-        "workspace": str(row.root), "host": row.host, "sessionId": row.session_id,
-        "harnessSessionId": row.harness_id, "state": act.state,
-        "stateSince": _at(act.since), "why": act.why, "detail": act.detail,
-        "startedAt": _at(row.started_at), "lastActivityAt": _at(row.updated_at),
-        "endedAt": _at(row.ended_at), "endReason": row.reason,
-        "endedWhy": words.end_reason(row.reason, mid_turn=row.mid_turn, stale_after=stale)
-        if act.state == State.ENDED else None,
-        "tokens": row.tokens, "cost": row.cost, "cwd": row.cwd,
-        "followUps": [{"hookId": f.hook_id, "state": f.state, "at": _at(f.at), "log": f.log}
-                      for f in row.follow_ups],
-    }
-
-
 # -- the command (its options: sessions_command.py) ------------------------------------------
 
 
@@ -303,7 +283,7 @@ def listed(found: list[Workspace], errors: list[str], active: bool, window: floa
         shown = rows if limit is None else rows[:limit]
         print_json({
             "version": SESSIONS_VERSION, "sidecar": __version__,
-            "sessions": [as_json(r, stale) for r in shown], "total": len(rows),
+            "sessions": [rowjson.to_json(r, stale) for r in shown], "total": len(rows),
             "spend": None if days is None else days.to_json(), "errors": errors})
     else:
         shown = rows[:limit or DEFAULT_LIMIT]

@@ -28,8 +28,10 @@ from textual.widgets import Input, Static
 from sidecar.base.errors import SidecarError
 from sidecar.base.escapes import escaped
 from sidecar.top import detail, view
-from sidecar.top.actions import act_on
-from sidecar.top.feed import Feed, RowKey
+from sidecar.views.feed import Feed
+from sidecar.views.sessions import RowKey
+from sidecar.views.source import RowSource
+from sidecar.views.timeline import Gathered
 
 Clock = Callable[[], float]
 
@@ -53,7 +55,7 @@ class SessionList(ScrollView, can_focus=True):
         """The table was filtered or sorted again: keep the cursor on the same session."""
         shown = self.table.shown
         if self.selected is not None:
-            at = next((i for i, r in enumerate(shown) if (r.root, r.harness_id) == self.selected), None)
+            at = next((i for i, r in enumerate(shown) if r.key == self.selected), None)
             self.cursor = at if at is not None else min(self.cursor, max(0, len(shown) - 1))
         self._select()
         self.virtual_size = Size(self.size.width, len(shown))
@@ -63,7 +65,7 @@ class SessionList(ScrollView, can_focus=True):
         shown = self.table.shown
         self.cursor = max(0, min(self.cursor, len(shown) - 1))
         row = shown[self.cursor] if shown else None
-        self.selected = None if row is None else (row.root, row.harness_id)
+        self.selected = None if row is None else row.key
 
     def action_move(self, by: int) -> None:
         self.cursor += by
@@ -102,7 +104,7 @@ class DetailScreen(Screen[None]):
     def __init__(self, key: RowKey) -> None:
         super().__init__()
         self.key = key
-        self.gathered: detail.Gathered | None = None
+        self.gathered: Gathered | None = None
 
     def compose(self) -> ComposeResult:
         with VerticalScroll():
@@ -125,7 +127,7 @@ class TopApp(App[int]):
                 Binding("a", "active", "active only"), Binding("enter", "open", "open"),
                 Binding("c", "cancel", "cancel follow-up"), Binding("f", "fire_now", "fire now or retry")]
 
-    def __init__(self, feed: Feed, *, clock: Clock = time.time, follow: bool = True,
+    def __init__(self, feed: RowSource, *, clock: Clock = time.time, follow: bool = True,
                  notes: list[str] | None = None) -> None:
         super().__init__()
         self.feed = feed
@@ -235,9 +237,8 @@ class TopApp(App[int]):
         row = self.feed.rows.get(screen.key)
         if row is None:
             return
-        ws = self.feed.workspace(row.root)
         if read or screen.gathered is None:
-            screen.gathered = detail.gather(ws, row)
+            screen.gathered = self.feed.gather(row) or Gathered([], [])
         text = "\n".join(detail.render(row, screen.gathered, self.clock()))
         screen.query_one("#detail", Static).update(text)
         screen.query_one("#detail-keys", Static).update(
@@ -259,7 +260,7 @@ class TopApp(App[int]):
         if row is None:
             return
         try:
-            said = act_on(self.feed.workspace(row.root), row, what, self.clock())
+            said = self.feed.act(row, what, self.clock())
         except (OSError, SidecarError) as exc:
             self.notify(str(exc), severity="error", markup=False)
             return

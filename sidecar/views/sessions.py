@@ -51,6 +51,15 @@ class SessionRow:
     cwd: str | None
     mid_turn: bool = False  # it ended with a turn still open (Ctrl-C, a kill)
     cost: dict[str, Any] | None = None  # the record's cost object (views/cost.py); None: never priced
+    machine: str = ""  # the machine it runs on, as the fleet names it; "": this one
+
+    @property
+    def key(self) -> RowKey:
+        """What names the row among every machine's: (machine, workspace root, harness id)."""
+        return self.machine, self.root, self.harness_id
+
+
+RowKey = tuple[str, Path, str]
 
 
 def follow_ups_by_session(view: HooksView, ws: Workspace) -> dict[Key, list[FollowUp]]:

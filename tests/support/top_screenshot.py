@@ -16,7 +16,7 @@ TESTS = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(TESTS))
 
 from sidecar.top.app import TopApp  # noqa: E402
-from sidecar.top.feed import Feed  # noqa: E402
+from sidecar.views.feed import Feed  # noqa: E402
 from support import top_demo  # noqa: E402
 
 TARGET = TESTS.parent / "docs" / "assets" / "top.svg"

@@ -113,7 +113,8 @@ def test_sessions_json_is_versioned_with_every_row_and_stable_keys(two):
     waiting, _, idle, ended = doc["sessions"]
     assert set(waiting) == {"workspace", "host", "sessionId", "harnessSessionId", "state",
                             "stateSince", "why", "detail", "startedAt", "lastActivityAt",
-                            "endedAt", "endReason", "endedWhy", "tokens", "cost", "cwd", "followUps"}
+                            "endedAt", "endReason", "endedWhy", "midTurn", "tokens", "cost", "cwd",
+                            "followUps"}
     assert (waiting["state"], waiting["why"]) == ("waiting", "asked for permission")
     assert waiting["detail"] == "Claude needs your permission"
     assert idle["workspace"] == str(api.root) and idle["endedAt"] is None

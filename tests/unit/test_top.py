@@ -31,7 +31,7 @@ from sidecar.followups.store import HookStore
 from sidecar.layout import Workspace
 from sidecar.top import view
 from sidecar.top.app import DetailScreen, TopApp
-from sidecar.top.feed import Feed
+from sidecar.views.feed import Feed
 from support import top_demo
 from support.stores import drop, ingestor
 

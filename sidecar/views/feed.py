@@ -29,12 +29,13 @@ from sidecar.followups import trust
 from sidecar.layout import PLAIN_NAME, Workspace
 from sidecar.sessions.model import Key, SessionRecord
 from sidecar.sessions.store import SessionStore
-from sidecar.views import sessions
-from sidecar.views.sessions import FollowUp, SessionRow
+from sidecar.views import sessions, timeline
+from sidecar.views.actions import act_on
+from sidecar.views.sessions import FollowUp, RowKey, SessionRow
+from sidecar.views.timeline import Gathered
 
 log = logging.getLogger("sidecar")
 
-RowKey = tuple[Path, str]  # (workspace root, harness id)
 EVERYTHING = "*"  # a change whose names were lost: the whole workspace is read again
 HOOKS = "hooks.json"
 
@@ -119,12 +120,12 @@ class Feed:
             self._forget(served, hid, unwatch=not os.path.lexists(served.ws.session_dir(hid)))
             return
         served.records[hid] = record
-        self.rows[(served.ws.root, hid)] = sessions.row(served.ws, record, served.follow_ups)
+        self.rows[("", served.ws.root, hid)] = sessions.row(served.ws, record, served.follow_ups)
         self.version += 1
 
     def _forget(self, served: _Served, hid: str, unwatch: bool = True) -> None:
         served.records.pop(hid, None)
-        if self.rows.pop((served.ws.root, hid), None) is not None:
+        if self.rows.pop(("", served.ws.root, hid), None) is not None:
             self.version += 1
         handle = served.watches.pop(hid, None) if unwatch else None
         if handle is not None and self._watch is not None:
@@ -133,7 +134,7 @@ class Feed:
     def _rerow(self, served: _Served) -> None:
         """Every row of the workspace again from the records in memory (its follow-ups changed)."""
         for hid, record in served.records.items():
-            self.rows[(served.ws.root, hid)] = sessions.row(served.ws, record, served.follow_ups)
+            self.rows[("", served.ws.root, hid)] = sessions.row(served.ws, record, served.follow_ups)
         self.version += 1
 
     # -- following -------------------------------------------------------------------------
@@ -209,9 +210,17 @@ class Feed:
             if self._read_follow_ups(served):
                 self._rerow(served)
         elif name.endswith("/trace"):
-            self.traces.add((served.ws.root, name[:-len("/trace")]))
+            self.traces.add(("", served.ws.root, name[:-len("/trace")]))
         elif PLAIN_NAME.fullmatch(name):
             self._read_record(served, name)
 
     def workspace(self, root: Path) -> Workspace:
         return self.served[root].ws
+
+    # -- what a view does with a row (views/source.py) ---------------------------------------
+
+    def gather(self, row: SessionRow) -> Gathered | None:
+        return timeline.gather(self.workspace(row.root), row)
+
+    def act(self, row: SessionRow, what: str, now: float) -> str:
+        return act_on(self.workspace(row.root), row, what, now)
