@@ -1,100 +1,51 @@
-"""The `top` screen, in Textual: the session list, one session opened, the filter, the footer.
+"""The `top` screen, in Textual: the header's counts, the session list with the selected
+session's detail beside it (in a wide terminal), the filter, the footer; one session full screen.
 
-The list draws only its visible lines (Textual's line API), from `view.Table`, so a redraw
-costs the same at ten sessions or ten thousand. Changes come from the feed's watch thread
-as a call onto the app's loop; the clock ticks once a second to redraw the times and
-countdowns, which reads no file.
+Changes come from the feed's watch thread as a call onto the app's loop, and are taken up at
+most once a frame (FRAME): at a hundred changed records a second the table is updated a few
+times a second, not a hundred. The detail beside reads its files (`gather`) only when the
+selected session, its record or its trace changed, never on the clock; the clock ticks once a
+second to redraw the times and countdowns, which reads no file.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextvars
 import time
 from collections.abc import Callable
 from pathlib import Path
 
-from rich.segment import Segment
-from rich.style import Style
 from textual.app import App, ComposeResult
 from textual.binding import Binding
-from textual.containers import VerticalScroll
+from textual.containers import Horizontal, VerticalScroll
 from textual.content import Content
-from textual.geometry import Region, Size
 from textual.screen import Screen
-from textual.scroll_view import ScrollView
-from textual.strip import Strip
+from textual.timer import Timer
 from textual.widgets import Input, Static
 
 from sidecar.base.errors import SidecarError
 from sidecar.base.escapes import escaped
 from sidecar.top import detail, view
+from sidecar.top.listing import SessionList
+from sidecar.top.table import SORTS, Table
 from sidecar.views.feed import Feed
-from sidecar.views.sessions import RowKey
+from sidecar.views.sessions import RowKey, SessionRow
 from sidecar.views.source import RowSource
 from sidecar.views.timeline import Gathered
 
 Clock = Callable[[], float]
+FRAME = 0.05  # seconds: changes are taken up at most this often (a redraw within 100 ms)
+BESIDE_FROM = 140  # columns: from this width the detail shows beside the list
 
 
-class SessionList(ScrollView, can_focus=True):
-    """Every shown row, one line each, with a cursor."""
-
-    BINDINGS = [Binding("up", "move(-1)", show=False), Binding("down", "move(1)", show=False),
-                Binding("pageup", "page(-1)", show=False), Binding("pagedown", "page(1)", show=False),
-                Binding("home", "move(-1000000000)", show=False),
-                Binding("end", "move(1000000000)", show=False)]
-
-    def __init__(self, table: view.Table, clock: Clock) -> None:
-        super().__init__()
-        self.table = table
-        self.clock = clock
-        self.cursor = 0
-        self.selected: RowKey | None = None
-
-    def rows_changed(self) -> None:
-        """The table was filtered or sorted again: keep the cursor on the same session."""
-        shown = self.table.shown
-        if self.selected is not None:
-            at = next((i for i, r in enumerate(shown) if r.key == self.selected), None)
-            self.cursor = at if at is not None else min(self.cursor, max(0, len(shown) - 1))
-        self._select()
-        self.virtual_size = Size(self.size.width, len(shown))
-        self.refresh()
-
-    def _select(self) -> None:
-        shown = self.table.shown
-        self.cursor = max(0, min(self.cursor, len(shown) - 1))
-        row = shown[self.cursor] if shown else None
-        self.selected = None if row is None else row.key
-
-    def action_move(self, by: int) -> None:
-        self.cursor += by
-        self._select()
-        self.scroll_to_region(Region(0, self.cursor, 1, 1), animate=False)
-        self.refresh()
-
-    def action_page(self, direction: int) -> None:
-        self.action_move(direction * max(1, self.size.height - 1))
-
-    def render_line(self, y: int) -> Strip:
-        index = self.scroll_offset.y + y
-        width = self.size.width
-        if index >= len(self.table.shown):
-            return Strip.blank(width)
-        text = self.table.line(index, width, self.clock())
-        # The selected row is reversed, its colours kept: the state's colour means the same there.
-        base = Style(reverse=True, bold=True) if index == self.cursor else Style()
-        segments, at = [], 0
-        for title, style in sorted(view.painted(self.table.shown[index]),
-                                   key=lambda span: view.place(span[0], width)):
-            start, end = view.place(title, width)
-            segments += [Segment(text[at:start], base), Segment(text[start:end], base + Style.parse(style))]
-            at = end
-        return Strip([*segments, Segment(text[at:], base)], width)
+def detail_content(lines: list[detail.Line]) -> Content:
+    return Content("\n").join(Content.styled(text, style) if style else Content(text)
+                              for text, style in lines)
 
 
 class DetailScreen(Screen[None]):
-    """One session: the files are read when it opens and when they change, not each second."""
+    """One session, full screen: the files are read when it opens and when they change."""
 
     BINDINGS = [Binding("escape", "app.pop_screen", "back"), Binding("enter", "app.pop_screen",
                 show=False), Binding("c", "app.cancel", "cancel follow-up"),
@@ -117,14 +68,20 @@ class TopApp(App[int]):
 
     TITLE = "sidecar top"
     CSS = """
+    #summary { height: 1; background: $boost; }
     #head { height: 1; background: $boost; text-style: bold; }
-    SessionList { height: 1fr; }
+    #main { height: 1fr; }
+    SessionList { width: 3fr; height: 1fr; }
+    #beside { width: 2fr; height: 1fr; display: none; border-left: solid $primary; padding: 0 1; }
+    #beside.shown { display: block; }
     #filter { dock: bottom; display: none; }
     #filter.open { display: block; }
     #foot, #detail-keys { height: auto; max-height: 3; background: $boost; }
     """
     BINDINGS = [Binding("q", "quit_top", "quit"), Binding("slash", "filter", "filter"),
                 Binding("a", "active", "active only"), Binding("enter", "open", "open"),
+                Binding("s", "sort", "sort"), Binding("g", "group", "group"),
+                Binding("space", "fold", "fold"), Binding("d", "beside", "detail"),
                 Binding("c", "cancel", "cancel follow-up"), Binding("f", "fire_now", "fire now or retry")]
 
     def __init__(self, feed: RowSource, *, clock: Clock = time.time, follow: bool = True,
@@ -134,21 +91,32 @@ class TopApp(App[int]):
         self.clock = clock
         self.follow = follow
         self.notes = notes or []
-        self.table = view.Table()
-        self.list = SessionList(self.table, clock)
+        self.table = Table()
+        self.list = SessionList(self.table, clock, self.show_beside)
+        self.beside_wanted = True  # `d` hides it
+        self._beside_read: tuple[RowKey, SessionRow | None] | None = None
+        self._beside_gathered: Gathered | None = None
+        self._pending: Timer | None = None
+        self._last_apply = 0.0
+        self.redrawn: Callable[[], None] = lambda: None  # told after each change shows (bench)
 
     def compose(self) -> ComposeResult:
+        yield Static(id="summary", markup=False)
         yield Static(id="head", markup=False)
-        yield self.list
-        yield Input(placeholder="filter: host, workspace, id or state", id="filter")
+        with Horizontal(id="main"):
+            yield self.list
+            with VerticalScroll(id="beside"):
+                yield Static(id="beside-text", markup=False)
+        yield Input(placeholder="filter: machine, host, workspace, id or state", id="filter")
         yield Static(id="foot")
 
     def on_mount(self) -> None:
         if self.follow:
             loop = asyncio.get_running_loop()
+            context = contextvars.copy_context()  # the app's own (its timers need it)
 
             def changed() -> None:  # on the watch thread: only hand it to the app's loop
-                loop.call_soon_threadsafe(self.take_changes)
+                loop.call_soon_threadsafe(self.changes_arrived, context=context)
 
             self.feed.follow(changed)
         self.feed.load()
@@ -160,32 +128,97 @@ class TopApp(App[int]):
         self.feed.stop()
 
     def on_resize(self) -> None:
-        self.query_one("#head", Static).update(view.header(self.size.width))
-        self.show_footer()
+        self.lay_out()
 
     # -- what changes ------------------------------------------------------------------------
 
+    def changes_arrived(self) -> None:
+        """Take the changes up now, or at the next frame if the last was taken up within one."""
+        if self._pending is not None:
+            return
+        wait = self._last_apply + FRAME - time.monotonic()
+        if wait <= 0:
+            self.take_changes()
+        else:
+            self._pending = self.set_timer(wait, self.take_changes)
+
     def take_changes(self) -> None:
         """Read what the watches said changed, and show it."""
+        self._pending = None
+        self._last_apply = time.monotonic()
         if self.feed.apply():
             self.show_rows()
             screen = self.screen
             if isinstance(screen, DetailScreen):
                 self.show_detail(screen, read=True)
+            self.call_after_refresh(self.redrawn)
 
     def show_rows(self, force: bool = False) -> None:
-        if self.table.update(self.feed.rows.values(), self.feed.version) or force:
+        if self.table.update(self.feed.rows, self.feed.version) or force:
+            if self.hidden() != self.list.hidden:
+                self.lay_out()
             self.list.rows_changed()
+            self.show_beside()
+        self.show_summary()
         self.show_footer()
 
+    def beside_shown(self) -> bool:
+        return self.beside_wanted and self.size.width >= BESIDE_FROM
+
+    def hidden(self) -> frozenset[str]:
+        """The columns the list leaves out: MACHINE while all is this machine's, and WHY and
+        TOKENS while the detail beside says them."""
+        return self.table.fleet() | (view.BESIDE if self.beside_shown() else frozenset())
+
+    def lay_out(self) -> None:
+        """The detail beside or not, and the list's columns for its width."""
+        self.query_one("#beside").set_class(self.beside_shown(), "shown")
+        self.list.hidden = self.hidden()
+        self.call_after_refresh(self.show_head)
+        self.show_head()
+        self.show_beside()
+        self.show_footer()
+
+    def show_head(self) -> None:
+        self.query_one("#head", Static).update(view.header(self.list.size.width, self.list.hidden))
+        self.list.refresh()
+
+    def show_summary(self) -> None:
+        """The counts, and the follow-up due first."""
+        now = self.clock()
+        parts: list[str | tuple[str, str]] = [self.table.counts.summary()]
+        if self.table.next is not None:
+            parts += ["   ", (view.next_due(*self.table.next, now), "bold")]
+        self.query_one("#summary", Static).update(Content.assemble(*parts))
+
+    def show_beside(self) -> None:
+        """The selected session beside the list: its files read again only when it is another
+        session, its row changed or its trace grew."""
+        if not self.beside_shown():
+            return
+        key = self.list.selected
+        row = self.feed.rows.get(key) if key is not None else None
+        if row is None:
+            text = Content("(no session selected)" if key is None or key[2] else
+                           "a workspace: space folds or opens it")
+            self.query_one("#beside-text", Static).update(text)
+            return
+        if self._beside_read != (row.key, row) or row.key in self.feed.traces:
+            self._beside_read = (row.key, row)
+            self._beside_gathered = self.feed.gather(row)
+        lines = detail.styled(row, self._beside_gathered, self.clock())
+        self.query_one("#beside-text", Static).update(detail_content(lines))
+
     def show_footer(self) -> None:
-        """The counts, the keys that fit, and the first problem: error texts, paths and the
-        filter are shown as text (a `[` in them is no markup)."""
-        parts: list[str | tuple[str, str]] = [self.table.counts.footer()]
+        """The settings in force, the keys that fit, and the first problem: error texts, paths
+        and the filter are shown as text (a `[` in them is no markup)."""
+        parts: list[str | tuple[str, str]] = [f"sorted by {self.table.sort_name}"]
+        if self.table.grouped:
+            parts += [" · ", ("by workspace", "bold")]
         if self.table.active_only:
-            parts += ["  ", ("active only", "bold")]
+            parts += [" · ", ("active only", "bold")]
         if self.table.filter:
-            parts += ["  filter ", (escaped(self.table.filter), "bold")]
+            parts += [" · filter ", (escaped(self.table.filter), "bold")]
         used = sum(len(part if isinstance(part, str) else part[0]) for part in parts)
         parts += ["   ", (view.key_help(self.size.width - used - 3), "dim")]
         problems = list(self.feed.errors.values())  # what cannot be read, or will not run
@@ -194,12 +227,15 @@ class TopApp(App[int]):
         if said:
             text, label, style = said[0]
             more = f" (and {len(said) - 1} more)" if len(said) > 1 else ""
-            parts += ["\n", (label, style), f" {escaped(text)}{more}"]
+            parts += ["\n", (label, style), (f" {escaped(text)}{more}",
+                                              "red" if label == "error:" else "")]
         self.query_one("#foot", Static).update(Content.assemble(*parts))
 
     def tick(self) -> None:
         """The times and countdowns move on: redraw, read nothing."""
         self.list.refresh()
+        self.show_summary()
+        self.show_beside()
         screen = self.screen
         if isinstance(screen, DetailScreen):
             self.show_detail(screen, read=False)
@@ -226,21 +262,43 @@ class TopApp(App[int]):
         self.table.active_only = not self.table.active_only
         self.show_rows()
 
+    def action_sort(self) -> None:
+        self.table.sort = (self.table.sort + 1) % len(SORTS)
+        self.show_rows()
+
+    def action_group(self) -> None:
+        self.table.grouped = not self.table.grouped
+        self.show_rows()
+
+    def action_fold(self) -> None:
+        if self.list.selected is not None:
+            stays = self.table.fold(self.list.selected)
+            if stays is not None:
+                self.list.select(stays)
+
+    def action_beside(self) -> None:
+        self.beside_wanted = not self.beside_wanted
+        self.lay_out()
+
     def action_open(self) -> None:
-        if self.list.selected is None or self.list.selected not in self.feed.rows:
+        key = self.list.selected
+        if key is not None and key[2] == "":  # a workspace's line: enter folds it too
+            self.action_fold()
             return
-        screen = DetailScreen(self.list.selected)
+        if key is None or key not in self.feed.rows:
+            return
+        screen = DetailScreen(key)
         self.push_screen(screen)
         self.call_after_refresh(self.show_detail, screen, True)
 
     def show_detail(self, screen: DetailScreen, read: bool) -> None:
         row = self.feed.rows.get(screen.key)
-        if row is None:
+        if row is None or not screen.is_mounted:
             return
         if read or screen.gathered is None:
-            screen.gathered = self.feed.gather(row) or Gathered([], [])
-        text = "\n".join(detail.render(row, screen.gathered, self.clock()))
-        screen.query_one("#detail", Static).update(text)
+            screen.gathered = self.feed.gather(row)
+        screen.query_one("#detail", Static).update(
+            detail_content(detail.styled(row, screen.gathered, self.clock())))
         screen.query_one("#detail-keys", Static).update(
             "[dim]esc back · c cancel follow-up · f fire now or retry · q quit[/dim]")
 

@@ -9,7 +9,7 @@ feed's rows changed, so the once-a-second redraw of the times costs only the vis
 from __future__ import annotations
 
 import functools
-from collections.abc import Collection, Iterable
+from collections.abc import Iterable
 from dataclasses import dataclass
 
 from sidecar.base import words
@@ -20,20 +20,23 @@ from sidecar.views import cost
 from sidecar.views.activity import WORDS, State
 from sidecar.views.sessions import FollowUp, SessionRow
 
+ERROR_STYLE = "bold red"  # a failed follow-up, a usage limit, a file that cannot be read
 STATE_STYLE = {State.WORKING: "green", State.WAITING: "bold yellow", State.IDLE: "cyan",
-               State.LIMITED: "bold magenta", State.ENDED: "dim"}
-ERROR_STYLE = "bold red"  # a failed follow-up, a file that cannot be read
+               State.LIMITED: ERROR_STYLE, State.ENDED: "dim"}
 ORDER = {State.WAITING: 0, State.LIMITED: 1, State.WORKING: 2, State.IDLE: 3, State.ENDED: 4}
 ACTIVE = frozenset({State.WORKING, State.WAITING, State.IDLE, State.LIMITED})
 WAITING_FOLLOW_UP = frozenset({"queued", "postponed"})
 
 # (title, width): the last column takes what is left, and wants at least its width, so that a
 # follow-up's outcome (`post-task ok 1 h 28 min ago`) reads whole
-COLUMNS = (("HOST", 11), ("WORKSPACE", 14), ("SESSION", 12), ("STATE", 15), ("WHY", 34),
+COLUMNS = (("MACHINE", 12), ("HOST", 11), ("WORKSPACE", 14), ("SESSION", 12), ("STATE", 15), ("WHY", 34),
            ("LAST", 11), ("TOKENS", 7), ("COST", 7), ("FOLLOW-UPS", 28))
 # In a narrower terminal these give way, in turn, down to the width given (0: left out); the
 # reason is shown whole in the opened session
-GIVE_WAY = (("WHY", 12), ("TOKENS", 0), ("WORKSPACE", 10), ("SESSION", 8), ("COST", 0))
+GIVE_WAY = (("WHY", 12), ("TOKENS", 0), ("WORKSPACE", 10), ("SESSION", 8), ("COST", 0),
+            ("MACHINE", 8))
+LOCAL = frozenset({"MACHINE"})  # left out while every row is this machine's
+BESIDE = frozenset({"WHY", "TOKENS"})  # left out while the detail beside says them
 PREFIX = frozenset({"SESSION"})  # cut without `…`: any start of an id names it
 TITLES = tuple(title for title, _ in COLUMNS)
 
@@ -96,15 +99,16 @@ def painted(row: SessionRow) -> list[tuple[str, str]]:
 
 def cells(row: SessionRow, now: float) -> list[str]:
     return [escaped(cell) for cell in (
-        row.host, row.root.name, words.short_id(row.session_id), WORDS[row.activity.state], why(row, now),
-        words.ago(row.updated_at, now), tokens(row.tokens), cost.shown(row.cost), follow_ups(row, now))]
+        row.machine, row.host, row.root.name, words.short_id(row.session_id),
+        WORDS[row.activity.state], why(row, now), words.ago(row.updated_at, now),
+        tokens(row.tokens), cost.shown(row.cost), follow_ups(row, now))]
 
 
 def matches(row: SessionRow, text: str) -> bool:
-    """The filter: any of host, workspace, either id or the state contains the text."""
+    """The filter: any of machine, host, workspace, either id or the state contains the text."""
     text = text.lower()
     return any(text in field.lower() for field in (
-        row.host, str(row.root), row.session_id, row.harness_id, row.activity.state,
+        row.machine, row.host, str(row.root), row.session_id, row.harness_id, row.activity.state,
         WORDS[row.activity.state]))
 
 
@@ -120,11 +124,20 @@ class Counts:
     queued: int
     shown: int
     total: int
+    limited: int = 0
 
     def footer(self) -> str:
         sessions = _counted(self.total, "session")
         shown = sessions if self.shown == self.total else f"{self.shown} of {sessions}"
         return (f"{self.working} working · {self.waiting} waiting · "
+                f"{_counted(self.queued, 'follow-up')} queued · {shown}")
+
+    def summary(self) -> str:
+        """The header's counts: `2 working · 1 waiting · 1 limited · 3 follow-ups queued ·
+        40 sessions`."""
+        sessions = _counted(self.total, "session")
+        shown = sessions if self.shown == self.total else f"{self.shown} of {sessions}"
+        return (f"{self.working} working · {self.waiting} waiting · {self.limited} limited · "
                 f"{_counted(self.queued, 'follow-up')} queued · {shown}")
 
 
@@ -133,49 +146,33 @@ def _counted(count: int, word: str) -> str:
 
 
 def counts(rows: Iterable[SessionRow], shown: int) -> Counts:
-    working = waiting = queued = total = 0
+    working = waiting = limited = queued = total = 0
     for row in rows:
         total += 1
         working += row.activity.state == State.WORKING
         waiting += row.activity.state == State.WAITING
+        limited += row.activity.state == State.LIMITED
         queued += sum(1 for f in row.follow_ups if f.state in WAITING_FOLLOW_UP)
-    return Counts(working, waiting, queued, shown, total)
+    return Counts(working, waiting, queued, shown, total, limited)
 
 
-class Table:
-    """The rows as shown: filtered, active-only or not, ordered; re-sorted only on a change."""
-
-    def __init__(self) -> None:
-        self.filter = ""
-        self.active_only = False
-        self.shown: list[SessionRow] = []
-        self.counts = Counts(0, 0, 0, 0, 0)
-        self._made_for: tuple[int, str, bool] | None = None
-
-    def update(self, rows: Collection[SessionRow], version: int) -> bool:
-        """Filter and sort again if the rows, the filter or active-only changed."""
-        wanted = (version, self.filter, self.active_only)
-        if wanted == self._made_for:
-            return False
-        self._made_for = wanted
-        chosen = [r for r in rows
-                  if (not self.active_only or r.activity.state in ACTIVE)
-                  and (not self.filter or matches(r, self.filter))]
-        chosen.sort(key=sort_key)
-        self.shown = chosen
-        self.counts = counts(rows, len(chosen))
-        return True
-
-    def line(self, index: int, width: int, now: float) -> str:
-        """One row as a line of `width` columns."""
-        return fit(cells(self.shown[index], now), width)
+def next_up(row: SessionRow) -> FollowUp | None:
+    """The row's follow-up that fires first (queued or postponed); None if none waits."""
+    waiting = [f for f in row.follow_ups if f.state in WAITING_FOLLOW_UP]
+    return min(waiting, key=lambda f: f.at or float("-inf")) if waiting else None
 
 
-@functools.lru_cache(maxsize=8)
-def widths(width: int) -> tuple[int, ...]:
+def next_due(item: FollowUp, row: SessionRow, now: float) -> str:
+    """The header's next follow-up: `next: post-task for claude-code 3f2a9c1e in 2 min`."""
+    when = words.due(item.at, now).removeprefix("due ")
+    return f"next: {item.hook_id} for {row.host} {words.short_id(row.session_id, 8)} {when}"
+
+
+@functools.lru_cache(maxsize=32)
+def widths(width: int, hidden: frozenset[str] = LOCAL) -> tuple[int, ...]:
     """Each column's width in a line of `width`: the last takes what is left, once the others
-    have given way (GIVE_WAY) as far as it needs to reach its own width."""
-    sizes = [size for _, size in COLUMNS]
+    have given way (GIVE_WAY) as far as it needs to reach its own width; `hidden` ones are 0."""
+    sizes = [0 if title in hidden else size for title, size in COLUMNS]
 
     def left() -> int:
         return width - sum(size + 1 for size in sizes[:-1] if size)
@@ -185,36 +182,39 @@ def widths(width: int) -> tuple[int, ...]:
         if short <= 0:
             break
         at = TITLES.index(title)
-        sizes[at] = 0 if least == 0 else max(least, sizes[at] - short)
+        if sizes[at]:
+            sizes[at] = 0 if least == 0 else max(least, sizes[at] - short)
     sizes[-1] = max(0, left())
     return tuple(sizes)
 
 
-def place(title: str, width: int) -> tuple[int, int]:
+def place(title: str, width: int, hidden: frozenset[str] = LOCAL) -> tuple[int, int]:
     """Where the column starts and ends in a line of `width`."""
-    sizes = widths(width)
+    sizes = widths(width, hidden)
     at = TITLES.index(title)
     start = sum(size + 1 for size in sizes[:at] if size)
     return start, start + sizes[at]
 
 
-def fit(values: list[str], width: int) -> str:
+def fit(values: list[str], width: int, hidden: frozenset[str] = LOCAL) -> str:
     """Cells padded or clipped to the columns; a column given way to nothing is left out."""
     parts = []
-    for title, size, value in zip(TITLES, widths(width), values, strict=True):
+    for title, size, value in zip(TITLES, widths(width, hidden), values, strict=True):
         if size:
             cut = value[:size] if title in PREFIX else words.clip(value, size)
             parts.append(cut.ljust(size))
     return " ".join(parts)[:width]
 
 
-def header(width: int) -> str:
-    return fit(list(TITLES), width)
+def header(width: int, hidden: frozenset[str] = LOCAL) -> str:
+    return fit(list(TITLES), width, hidden)
 
 
-KEYS = (("/", "filter"), ("a", "active only"), ("enter", "open"), ("c", "cancel"),
+KEYS = (("/", "filter"), ("a", "active only"), ("s", "sort"), ("g", "group"),
+        ("space", "fold"), ("d", "detail"), ("enter", "open"), ("c", "cancel"),
         ("f", "fire/retry"), ("q", "quit"))
-DROPPED_FIRST = ("a", "f", "c", "/", "enter")  # when the footer is narrow; `q quit` stays
+# when the footer is narrow, in turn; `q quit` stays
+DROPPED_FIRST = ("space", "d", "a", "g", "s", "f", "c", "/", "enter")
 
 
 def key_help(room: int) -> str:

@@ -42,6 +42,8 @@ def run(check, ws: Workspace, size: tuple[int, int]) -> None:
         app = TopApp(Feed([ws.root]))
         async with app.run_test(size=size) as pilot:
             await pilot.pause()
+            if size[0] >= 140:
+                await pilot.press("d")  # the detail beside hidden: the list takes the width
             await check(app, pilot)
 
     asyncio.run(main())

@@ -56,16 +56,24 @@ def footer(app: TopApp) -> str:
     return str(app.query_one("#foot").render())
 
 
+def summary(app: TopApp) -> str:
+    """The header line: the counts and the next follow-up."""
+    return str(app.query_one("#summary").render())
+
+
 def detail_text(app: TopApp) -> str:
     return str(app.screen.query_one("#detail").render())
 
 
 def run(coro_fn, ws: Workspace, follow: bool = False, roots: list[Path] | None = None,
-        size: tuple[int, int] = SIZE) -> None:
+        size: tuple[int, int] = SIZE, beside: bool = False) -> None:
+    """Drive top; without `beside`, `d` first hides the detail beside (every column shows)."""
     async def main() -> None:
         app = TopApp(Feed(roots or [ws.root]), follow=follow)
         async with app.run_test(size=size) as pilot:
             await pilot.pause()
+            if not beside and size[0] >= 140:
+                await pilot.press("d")
             await coro_fn(app, pilot)
 
     asyncio.run(main())
@@ -120,7 +128,9 @@ def test_every_state_shows_with_its_reason(tmp_path):
         assert "1 h ago" in by_id["f6b2c7e9-exit"]
         # who needs the user comes first
         assert lines[0] == by_id["b21d44f0-asks"]
-        assert footer(app).startswith("1 working · 1 waiting · 1 follow-up queued · 6 sessions")
+        assert summary(app).startswith(
+            "1 working · 1 waiting · 1 limited · 1 follow-up queued · 6 sessions   next: post-task"
+            " for claude-code e5a8f3d1 in ")
         await pilot.press("q")
         assert app.return_value == 0
 
@@ -150,7 +160,7 @@ def test_the_filter_and_active_only(tmp_path):
         await pilot.press("slash", *"asks", "enter")
         lines = [line for line in screen_lines(app) if line.strip()]
         assert len(lines) == 1 and "b21d44f0" in lines[0]
-        assert "1 of 6 sessions" in footer(app)
+        assert "1 of 6 sessions" in summary(app)
         await pilot.press("slash", *["backspace"] * 4, *"ended", "enter")
         assert {line.split()[2][:8] for line in screen_lines(app) if line.strip()} == {
             "e5a8f3d1", "f6b2c7e9"}
@@ -192,7 +202,7 @@ def test_cancel_drops_the_queued_follow_up_and_says_so(tmp_path):
         assert (last["status"], last["sessionId"]) == ("cancelled by the user", "e5a8f3d1-done")
         # the app sees its own change by the file's event, like anyone else's
         await until(pilot, lambda: "cancelled by the user" in screen_lines(app)[0])
-        assert "0 follow-ups queued" in footer(app)
+        assert "0 follow-ups queued" in summary(app)
         before = read_json(ws.hooks_file)
         await pilot.press("c")  # nothing waits any more: nothing changes
         assert read_json(ws.hooks_file) == before
@@ -257,9 +267,9 @@ def test_a_new_session_shows_within_a_second_of_its_record(tmp_path):
     async def check(app, pilot):
         ingest(ws, "new.json", event="session-start", session_id="a0000000-new", host="gemini")
         await until(pilot, lambda: any("a0000000-new" in line for line in screen_lines(app)))
-        assert "7 sessions" in footer(app)
+        assert "7 sessions" in summary(app)
         ingest(ws, "next.json", event="turn-start", session_id="a0000000-new", host="gemini")
-        await until(pilot, lambda: "2 working" in footer(app))
+        await until(pilot, lambda: "2 working" in summary(app))
 
     run(check, ws, follow=True)
 
@@ -291,7 +301,7 @@ def test_an_unreadable_record_or_workspace_is_a_note_and_the_rest_is_shown(tmp_p
     (gone / ".context" / "runtime").symlink_to(secret)  # a tampered runtime
 
     async def check(app, pilot):
-        assert "6 sessions" in footer(app)
+        assert "6 sessions" in summary(app)
         assert "error:" in footer(app) and "(and 2 more)" in footer(app)
         errors = " ".join(app.feed.errors.values())
         assert "broken-record" in errors and "planted" in errors and "symlink" in errors
@@ -369,13 +379,13 @@ def test_a_hard_linked_trace_or_log_is_not_shown_in_the_detail(tmp_path):
     run(check, ws)
 
 
-def test_the_footer_counts_in_words_and_fits_one_line_at_120_and_100_columns(tmp_path):
+def test_the_header_counts_in_words_and_the_footer_fits_one_line_at_120_and_100_columns(tmp_path):
     ws, _ = demo(tmp_path)
     for width in (120, 100):
         async def check(app, pilot, width=width):
             text = footer(app)
             assert "\n" not in text and len(text) <= width, text
-            assert "1 follow-up queued" in text and "q quit" in text
+            assert "q quit" in text and "1 follow-up queued" in summary(app)
             assert app.query_one("#foot").size.height == 1
 
         run(check, ws, size=(width, 20))
@@ -425,8 +435,8 @@ def test_colours_keep_their_meaning_on_the_selected_row_and_errors_are_red(tmp_p
         failing = styles(app, "f6b2c7e9-exit")
         [shown] = [text for text in failing if text.startswith("post-task error")]
         assert failing[shown].color == red.color and not failing[shown].reverse
-        working = next(r for r in app.table.shown if r.activity.state == "working")
-        app.list.cursor = app.table.shown.index(working)
+        working = next(r for r in app.table.items if r.activity.state == "working")
+        app.list.cursor = app.table.items.index(working)
         selected = styles(app, working.session_id)
         assert selected["working"].reverse and selected["working"].color == Style.parse("green").color
         app.feed.errors["x"] = "cannot read the record"
