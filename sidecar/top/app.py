@@ -35,7 +35,7 @@ from sidecar.views.source import RowSource
 from sidecar.views.timeline import Gathered
 
 Clock = Callable[[], float]
-FRAME = 0.05  # seconds: changes are taken up at most this often (a redraw within 100 ms)
+FRAME = 0.08  # seconds: changes are taken up at most this often (a redraw within 100 ms)
 BESIDE_FROM = 140  # columns: from this width the detail shows beside the list
 
 
@@ -99,6 +99,7 @@ class TopApp(App[int]):
         self._pending: Timer | None = None
         self._last_apply = 0.0
         self.redrawn: Callable[[], None] = lambda: None  # told after each change shows (bench)
+        self._said: dict[str, object] = {}  # what each line last showed: unchanged, not redrawn
 
     def compose(self) -> ComposeResult:
         yield Static(id="summary", markup=False)
@@ -179,8 +180,19 @@ class TopApp(App[int]):
         self.show_beside()
         self.show_footer()
 
+    def say(self, where: str, made_of: object, content: Callable[[], Content | str],
+            layout: bool = True) -> None:
+        """Show `content()` in the widget `where`, unless what it is `made_of` is what it
+        showed: at a hundred changes a second, a redraw of what did not change is most of
+        the cost."""
+        if self._said.get(where) == made_of:
+            return
+        self._said[where] = made_of
+        self.query_one(where, Static).update(content(), layout=layout)
+
     def show_head(self) -> None:
-        self.query_one("#head", Static).update(view.header(self.list.size.width, self.list.hidden))
+        made_of = (self.list.size.width, self.list.hidden)
+        self.say("#head", made_of, lambda: view.header(*made_of), layout=False)
         self.list.refresh()
 
     def show_summary(self) -> None:
@@ -189,7 +201,7 @@ class TopApp(App[int]):
         parts: list[str | tuple[str, str]] = [self.table.counts.summary()]
         if self.table.next is not None:
             parts += ["   ", (view.next_due(*self.table.next, now), "bold")]
-        self.query_one("#summary", Static).update(Content.assemble(*parts))
+        self.say("#summary", parts, lambda: Content.assemble(*parts), layout=False)
 
     def show_beside(self) -> None:
         """The selected session beside the list: its files read again only when it is another
@@ -199,15 +211,15 @@ class TopApp(App[int]):
         key = self.list.selected
         row = self.feed.rows.get(key) if key is not None else None
         if row is None:
-            text = Content("(no session selected)" if key is None or key[2] else
-                           "a workspace: space folds or opens it")
-            self.query_one("#beside-text", Static).update(text)
+            text = ("(no session selected)" if key is None or key[2] else
+                    "a workspace: space folds or opens it")
+            self.say("#beside-text", text, lambda: Content(text))
             return
         if self._beside_read != (row.key, row) or row.key in self.feed.traces:
             self._beside_read = (row.key, row)
             self._beside_gathered = self.feed.gather(row)
         lines = detail.styled(row, self._beside_gathered, self.clock())
-        self.query_one("#beside-text", Static).update(detail_content(lines))
+        self.say("#beside-text", lines, lambda: detail_content(lines))
 
     def show_footer(self) -> None:
         """The settings in force, the keys that fit, and the first problem: error texts, paths
@@ -229,7 +241,7 @@ class TopApp(App[int]):
             more = f" (and {len(said) - 1} more)" if len(said) > 1 else ""
             parts += ["\n", (label, style), (f" {escaped(text)}{more}",
                                               "red" if label == "error:" else "")]
-        self.query_one("#foot", Static).update(Content.assemble(*parts))
+        self.say("#foot", parts, lambda: Content.assemble(*parts))
 
     def tick(self) -> None:
         """The times and countdowns move on: redraw, read nothing."""

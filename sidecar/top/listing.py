@@ -40,6 +40,7 @@ class SessionList(ScrollView, can_focus=True):
         self.hidden: frozenset[str] = view.LOCAL  # columns left out
         self.cursor = 0
         self.selected: RowKey | None = None
+        self._window: tuple[int, ...] = ()  # what the visible lines showed, by row identity
 
     def rows_changed(self) -> None:
         """The table changed: keep the cursor on the same session (or group line)."""
@@ -48,8 +49,16 @@ class SessionList(ScrollView, can_focus=True):
             if at is not None:
                 self.cursor = at
         self._select()
-        self.virtual_size = Size(self.size.width, len(self.table.items))
-        self.refresh()
+        items = self.table.items
+        self.virtual_size = Size(self.size.width, len(items))
+        top, height = self.scroll_offset.y, self.size.height
+        # By identity: a changed row is a new object, and the table holds each row it shows
+        # until it takes up its replacement, so no id is reused between two calls. A group's
+        # line changes with its rows: grouped, it is always drawn again.
+        window = (self.cursor, top, len(items), *map(id, items[top:top + height]))
+        if window != self._window or self.table.grouped:  # else rows changed out of sight
+            self._window = window
+            self.refresh()
 
     def _select(self) -> None:
         items = self.table.items

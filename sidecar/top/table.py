@@ -11,6 +11,7 @@ ever made into text (`line`), and only when they are drawn.
 from __future__ import annotations
 
 import bisect
+import heapq
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -100,7 +101,10 @@ class Table:
         self._offsets: dict[GroupKey, int] = {}  # where each group's line is in `items`
         self._keys: dict[RowKey, SortKey] = {}  # of every shown row
         self._tally = dict.fromkeys((*STATES_COUNTED, "queued"), 0)
-        self._due: dict[RowKey, FollowUp] = {}
+        self._due: dict[RowKey, tuple[FollowUp, int]] = {}  # each row's next, and its serial
+        self._due_heap: list[tuple[float, str, str, str, int]] = []  # stale ones left behind
+        self._serial = 0
+        self._by_id: dict[int, SessionRow] = {}
         self._made_for: tuple[object, ...] | None = None
 
     @property
@@ -113,13 +117,20 @@ class Table:
         if self._made_for is not None and self._made_for[1:] == settings:
             if self._made_for[0] == version:
                 return False
-            gone = self._rows.keys() - rows.keys()
-            changed = [row for key, row in rows.items() if self._rows.get(key) is not row]
-            if len(gone) + len(changed) <= max(64, len(rows) // 8):
+            # A changed row is a new object (rows are frozen): found by identity, in C but for
+            # the walk that picks the new ones out; `_by_id` holds the rows it names, so no id
+            # is reused while it is there.
+            now = set(map(id, rows.values()))
+            gone = [self._by_id.pop(i) for i in self._by_id.keys() - now]
+            fresh = now - self._by_id.keys()
+            new = [row for row in rows.values() if id(row) in fresh] if fresh else []
+            self._by_id.update(zip(map(id, new), new, strict=True))
+            if len(gone) + len(new) <= max(64, len(rows) // 8):
                 self._made_for = (version, *settings)
-                self._change([self._rows[key] for key in gone], changed)
+                self._change(gone, new)
                 return True
         self._made_for = (version, *settings)
+        self._by_id = dict(zip(map(id, rows.values()), rows.values(), strict=True))
         self._rebuild(rows)
         return True
 
@@ -138,7 +149,7 @@ class Table:
         return group
 
     def _rebuild(self, rows: Mapping[RowKey, SessionRow]) -> None:
-        self._rows, self._groups, self._keys, self._due = {}, {}, {}, {}
+        self._rows, self._groups, self._keys, self._due, self._due_heap = {}, {}, {}, {}, []
         self._tally = dict.fromkeys(self._tally, 0)
         self.machines = 0
         by_key = SORTS[self.sort][1]
@@ -157,13 +168,10 @@ class Table:
             group.rows = [member[1] for member in members]
         self._lay_out()
 
-    def _change(self, gone: list[SessionRow], changed: list[SessionRow]) -> None:
-        for row in gone:
+    def _change(self, gone: list[SessionRow], new: list[SessionRow]) -> None:
+        for row in gone:  # a changed row's old self, or a row no longer there
             self._take_out(row)
-        for row in changed:
-            old = self._rows.get(row.key)
-            if old is not None:
-                self._take_out(old)
+        for row in new:
             self._count(row, 1)
             if self._shows(row):
                 sort_key = self._keys[row.key] = SORTS[self.sort][1](row)
@@ -198,7 +206,15 @@ class Table:
         self.machines += by * (row.machine != "")
         waiting = view.next_up(row) if by > 0 else None
         if waiting is not None:
-            self._due[row.key] = waiting
+            self._serial += 1
+            self._due[row.key] = (waiting, self._serial)
+            machine, root, hid = row.key
+            heapq.heappush(self._due_heap, (waiting.at or float("-inf"), machine, str(root), hid,
+                                            self._serial))
+            if len(self._due_heap) > 2 * len(self._due) + 64:  # mostly stale: made again
+                self._due_heap = [(f.at or float("-inf"), m, str(r), h, serial)
+                                  for (m, r, h), (f, serial) in self._due.items()]
+                heapq.heapify(self._due_heap)
         else:
             self._due.pop(row.key, None)
 
@@ -208,9 +224,7 @@ class Table:
         self.counts = view.Counts(self._tally[State.WORKING], self._tally[State.WAITING],
                                   self._tally["queued"], shown, len(self._rows),
                                   self._tally[State.LIMITED])
-        first = min(self._due.items(), default=None, key=lambda item: (
-            item[1].at or float("-inf"), item[0][0], str(item[0][1]), item[0][2]))
-        self.next = None if first is None else (first[1], self._rows[first[0]])
+        self.next = self._first_due()
         if not self.grouped:
             self.items = self._groups[("", "")].rows  # the same list: no copy per change
             return
@@ -223,6 +237,19 @@ class Table:
             if not group.folded:
                 items.extend(group.rows)
         self.items = items
+
+    def _first_due(self) -> tuple[FollowUp, SessionRow] | None:
+        """The follow-up due first, from a heap whose entries a later change left stale are
+        dropped as they come to the top (a walk through every row per change would not)."""
+        heap = self._due_heap
+        while heap:
+            _, machine, root, hid, serial = heap[0]
+            key = (machine, Path(root), hid)
+            due = self._due.get(key)
+            if due is not None and due[1] == serial:
+                return due[0], self._rows[key]
+            heapq.heappop(heap)
+        return None
 
     # -- what the view asks ---------------------------------------------------------------
 
