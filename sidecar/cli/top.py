@@ -16,9 +16,11 @@ def top(
         None, "--root", metavar="DIR",
         help="Show only this workspace's sessions. Without it, every registered workspace's."),
 ) -> None:
-    """A live, full-screen view of every session, its state and its follow-ups.
+    """A live, full-screen view of every session, its state and its follow-ups, with the
+    selected session's detail beside the list in a terminal of 140 columns or more.
 
-    Keys: / filter, a active only, enter open a session, c cancel its queued follow-up,
+    Keys: / filter, a active only, s sort, g group by workspace, space fold a workspace,
+    d detail beside or not, enter open a session, c cancel its queued follow-up,
     f fire it now, q quit.
 
     Example: sidecar top --root ~/project

@@ -37,7 +37,7 @@ async def until(pilot, predicate, timeout: float) -> None:
 def drive(ws, check) -> None:
     async def main() -> None:
         app = TopApp(Feed([ws.root]))
-        async with app.run_test(size=(150, 30)) as pilot:
+        async with app.run_test(size=(130, 30)) as pilot:  # the list alone, every column
             await pilot.pause()
             await check(app, pilot)
 
@@ -113,23 +113,30 @@ def test_cancel_keeps_the_daemon_from_firing_it(workspace, start_daemon, tmp_pat
     assert read_json(workspace.hooks_file)["pending"] == []
 
 
-def test_top_in_a_real_terminal_shows_a_new_session_and_quits_with_q(workspace, start_daemon,
-                                                                     config_home, tmp_path):
+def test_top_in_a_real_terminal_shows_a_new_session_beside_its_detail_and_quits_with_q(
+        workspace, start_daemon, config_home, tmp_path):
     if shutil.which("tmux") is None:
         pytest.skip("tmux is not installed (tests/install-hosts.sh installs it)")
     start_daemon(workspace.root)
-    tmux = Tmux(tmp_path / "tmux.sock", 150, 30)
+    tmux = Tmux(tmp_path / "tmux.sock", 170, 30)
     env = {"SIDECAR_CONFIG_HOME": str(config_home), "TERM": "xterm-256color",
            "PATH": os.environ["PATH"]}
     try:
         tmux.start([SIDECAR, "top", "--root", str(workspace.root)], env, unsized=True,
                    keep_open=True)
-        wait_until(lambda: "0 working" in tmux.screen(), 15, 0.1)
+        wait_until(lambda: "0 working · 0 waiting · 0 limited" in tmux.screen(), 15, 0.1)
         assert emit(workspace.root, None, "session-start", "--session-id", "seen-in-tmux",
                     "--source", "claude-code").returncode == 0
         wait_until(lambda: "seen-in-tmux" in tmux.screen(), 5, 0.1)
         assert "idle" in tmux.screen() and re.search(r"· 1 session(\s|$)", tmux.screen(), re.M)
-        assert "FOLLOW-UPS" in tmux.screen()  # drawn at the window's 150 columns
+        assert "FOLLOW-UPS" in tmux.screen()  # drawn at the window's 170 columns
+        # the cursor's session, beside the list: its header, state and timeline
+        wait_until(lambda: "claude-code session seen-in-tmux" in tmux.screen(), 5, 0.1)
+        beside = [line.split("│", 1)[1] for line in tmux.screen().splitlines() if "│" in line]
+        assert any("state      idle" in line for line in beside), beside
+        assert any("session.start" in line for line in beside), beside
+        tmux.keys("d")  # hidden: the list takes the width, WHY among its columns
+        wait_until(lambda: "WHY" in tmux.screen() and "│" not in tmux.screen(), 5, 0.1)
         tmux.keys("q")
         wait_until(lambda: "exit=" in tmux.screen(), 10, 0.1)
         assert "exit=0" in tmux.screen()
