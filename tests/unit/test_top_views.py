@@ -20,6 +20,7 @@ import orjson
 from rich.style import Style
 
 from sidecar.base.ids import harness_id
+from sidecar.followups.store import HookStore
 from sidecar.top import table as top_table
 from sidecar.top import view
 from sidecar.top.app import TopApp
@@ -31,6 +32,7 @@ from support.stores import drop, ingestor
 
 WIDE, NARROW = (170, 30), (120, 30)
 ASKS, WORK, LIMIT, DONE = "b21d44f0-asks", "7f3a9c1e-work", "d4471b2c-limit", "e5a8f3d1-done"
+EXIT = "f6b2c7e9-exit"
 # inotify_simple finds libc through ldconfig (a process) on its first instance: made here, at
 # collection, so the real watch the tests follow files with starts none.
 inotify_simple.INotify().close()
@@ -115,6 +117,7 @@ def test_the_selected_sessions_detail_shows_beside_the_list_and_follows_the_curs
         await until(pilot, lambda: f"session {DONE}" in beside(app))
         text = beside(app)
         assert "post-task due in" in text and "| All 14 tests pass; committed the fix." in text
+        assert "s sort · g group · space fold · d detail" in text_of(app, "#foot")
         await pilot.press("d")  # hidden: the list takes the width, WHY back
         assert not app.query_one("#beside").display and "WHY" in text_of(app, "#head")
 
@@ -135,6 +138,40 @@ def test_the_detail_beside_shows_a_new_event_of_the_selected_session(tmp_path):
         await until(pilot, lambda: "last tool Read" in beside(app) and "tool.use" in beside(app))
 
     drive(Feed([ws.root]), check, follow=True)
+
+
+def test_cancel_from_beside_the_detail_shows_there_by_the_files_own_event(tmp_path):
+    ws = top_demo.build(tmp_path / "demo", time.time())
+
+    async def check(app, pilot):
+        await pilot.press("slash", *DONE[:6], "enter")
+        await until(pilot, lambda: "post-task due in" in beside(app))
+        await pilot.press("c")
+        await until(pilot, lambda: "post-task cancelled by the user" in beside(app))
+        assert "0 follow-ups queued" in text_of(app, "#summary")
+        assert "next:" not in text_of(app, "#summary")
+
+    drive(Feed([ws.root]), check, follow=True)
+
+
+def test_a_failed_firing_and_its_last_log_lines_are_red_beside_the_list(tmp_path):
+    now = time.time()
+    ws = top_demo.build(tmp_path / "demo", now)
+    log = ws.logs / "hooks" / "post-task" / "failed.log"
+    log.write_text("$ header\nstarting claude\nerror: the model refused the resume\n")
+    HookStore(ws, durable=False).change(now, lambda doc: doc.hooks["post-task"].record_firing(
+        "error: exit status 1", now - 30, top_demo.HOST, EXIT, str(log)))
+
+    async def check(app, pilot):
+        await pilot.press("slash", *EXIT[:6], "enter")
+        await until(pilot, lambda: f"session {EXIT}" in beside(app))
+        shown_now = app.query_one("#beside-text").render()
+        text = str(shown_now)
+        red = {text[span.start:span.end] for span in shown_now.spans if "red" in str(span.style)}
+        assert any(part.startswith("  post-task error: exit status 1 ") for part in red), red
+        assert "    | error: the model refused the resume" in red
+
+    drive(Feed([ws.root]), check)
 
 
 def test_a_narrow_terminal_shows_no_detail_beside_and_enter_opens_it(tmp_path):
