@@ -44,6 +44,28 @@ def detail_content(lines: list[detail.Line]) -> Content:
                               for text, style in lines)
 
 
+class DetailFiles:
+    """What the detail read of one session's files (its trace, its logs): read again only when
+    it is another session, its record changed (a new row) or its trace grew, never on the
+    clock nor for a change of another session."""
+
+    def __init__(self) -> None:
+        self.read_for: SessionRow | None = None
+        self.gathered: Gathered | None = None
+        self.grew = False
+
+    def of(self, feed: RowSource, row: SessionRow) -> Gathered | None:
+        if row is not self.read_for or self.grew:
+            self.read_for, self.grew = row, False
+            self.gathered = feed.gather(row)
+        return self.gathered
+
+    def taken(self, traces: set[RowKey]) -> None:
+        """The feed took changes up: note whether this session's trace grew."""
+        if self.read_for is not None and self.read_for.key in traces:
+            self.grew = True
+
+
 class DetailScreen(Screen[None]):
     """One session, full screen: the files are read when it opens and when they change."""
 
@@ -55,7 +77,7 @@ class DetailScreen(Screen[None]):
     def __init__(self, key: RowKey) -> None:
         super().__init__()
         self.key = key
-        self.gathered: Gathered | None = None
+        self.files = DetailFiles()
 
     def compose(self) -> ComposeResult:
         with VerticalScroll():
@@ -94,8 +116,7 @@ class TopApp(App[int]):
         self.table = Table()
         self.list = SessionList(self.table, clock, self.show_beside)
         self.beside_wanted = True  # `d` hides it
-        self._beside_read: tuple[RowKey, SessionRow | None] | None = None
-        self._beside_gathered: Gathered | None = None
+        self.beside_files = DetailFiles()
         self._pending: Timer | None = None
         self._last_apply = 0.0
         self.redrawn: Callable[[], None] = lambda: None  # told after each change shows (bench)
@@ -148,10 +169,12 @@ class TopApp(App[int]):
         self._pending = None
         self._last_apply = time.monotonic()
         if self.feed.apply():
-            self.show_rows()
+            self.beside_files.taken(self.feed.traces)
             screen = self.screen
             if isinstance(screen, DetailScreen):
-                self.show_detail(screen, read=True)
+                screen.files.taken(self.feed.traces)
+                self.show_detail(screen)
+            self.show_rows()
             self.call_after_refresh(self.redrawn)
 
     def show_rows(self, force: bool = False) -> None:
@@ -215,10 +238,7 @@ class TopApp(App[int]):
                     "a workspace: space folds or opens it")
             self.say("#beside-text", text, lambda: Content(text))
             return
-        if self._beside_read != (row.key, row) or row.key in self.feed.traces:
-            self._beside_read = (row.key, row)
-            self._beside_gathered = self.feed.gather(row)
-        lines = detail.styled(row, self._beside_gathered, self.clock())
+        lines = detail.styled(row, self.beside_files.of(self.feed, row), self.clock())
         self.say("#beside-text", lines, lambda: detail_content(lines))
 
     def show_footer(self) -> None:
@@ -250,7 +270,7 @@ class TopApp(App[int]):
         self.show_beside()
         screen = self.screen
         if isinstance(screen, DetailScreen):
-            self.show_detail(screen, read=False)
+            self.show_detail(screen)
 
     # -- keys --------------------------------------------------------------------------------
 
@@ -301,16 +321,14 @@ class TopApp(App[int]):
             return
         screen = DetailScreen(key)
         self.push_screen(screen)
-        self.call_after_refresh(self.show_detail, screen, True)
+        self.call_after_refresh(self.show_detail, screen)
 
-    def show_detail(self, screen: DetailScreen, read: bool) -> None:
+    def show_detail(self, screen: DetailScreen) -> None:
         row = self.feed.rows.get(screen.key)
         if row is None or not screen.is_mounted:
             return
-        if read or screen.gathered is None:
-            screen.gathered = self.feed.gather(row)
         screen.query_one("#detail", Static).update(
-            detail_content(detail.styled(row, screen.gathered, self.clock())))
+            detail_content(detail.styled(row, screen.files.of(self.feed, row), self.clock())))
         screen.query_one("#detail-keys", Static).update(
             "[dim]esc back · c cancel follow-up · f fire now or retry · q quit[/dim]")
 

@@ -140,6 +140,39 @@ def test_the_detail_beside_shows_a_new_event_of_the_selected_session(tmp_path):
     drive(Feed([ws.root]), check, follow=True)
 
 
+def test_the_detail_reads_its_files_again_for_its_own_session_only(tmp_path):
+    ws = top_demo.build(tmp_path / "demo", time.time())
+    feed = CountedFeed([ws.root])
+
+    def event(session: str, name: str, tool: str) -> None:
+        now = time.time()
+        drop(ws, name, orjson.dumps({"event": "tool-use", "session_id": session, "ts": now,
+                                     "host": top_demo.HOST, "tool_name": tool}), now - 60)
+        ingestor(ws).drain(now)
+
+    async def check(app, pilot):
+        await pilot.press("slash", *WORK[:6], "enter")
+        await until(pilot, lambda: f"session {WORK}" in beside(app))
+        await pilot.press("enter")  # and full screen, over it
+        await until(pilot, lambda: app.screen.query("#detail"))
+        await until(pilot, lambda: f"session {WORK}" in text_of(app.screen, "#detail"))
+        reads = len(feed.gathered)
+        event(ASKS, "other.json", "Grep")  # another session: its change reads nothing here
+        await until(pilot, lambda: "Grep" in str(app.feed.rows.values()))
+        await pilot.pause(0.2)
+        assert len(feed.gathered) == reads
+        event(WORK, "mine.json", "Edit")  # its own: read again, by each view of it
+        await until(pilot, lambda: "tool.use" in text_of(app.screen, "#detail")
+                    and "last tool Edit" in text_of(app.screen, "#detail"))
+        await pilot.pause(0.2)
+        after = len(feed.gathered)
+        assert after > reads and set(feed.gathered[reads:]) == {WORK}
+        await pilot.pause(1.2)  # and not again on the clock
+        assert len(feed.gathered) == after
+
+    drive(feed, check, follow=True)
+
+
 def test_cancel_from_beside_the_detail_shows_there_by_the_files_own_event(tmp_path):
     ws = top_demo.build(tmp_path / "demo", time.time())
 
