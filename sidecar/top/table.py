@@ -120,9 +120,9 @@ class Table:
             # A changed row is a new object (rows are frozen): found by identity, in C but for
             # the walk that picks the new ones out; `_by_id` holds the rows it names, so no id
             # is reused while it is there.
-            now = set(map(id, rows.values()))
-            gone = [self._by_id.pop(i) for i in self._by_id.keys() - now]
-            fresh = now - self._by_id.keys()
+            differ = self._by_id.keys() ^ map(id, rows.values())  # gone, or new
+            gone = [self._by_id.pop(i) for i in differ if i in self._by_id]
+            fresh = differ - {id(row) for row in gone}
             new = [row for row in rows.values() if id(row) in fresh] if fresh else []
             self._by_id.update(zip(map(id, new), new, strict=True))
             if len(gone) + len(new) <= max(64, len(rows) // 8):
