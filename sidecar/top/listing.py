@@ -11,6 +11,7 @@ from collections.abc import Callable
 
 from rich.segment import Segment
 from rich.style import Style
+from textual import events
 from textual.binding import Binding
 from textual.geometry import Region, Size
 from textual.scroll_view import ScrollView
@@ -77,6 +78,12 @@ class SessionList(ScrollView, can_focus=True):
         self.cursor += by
         self._select()
         self.scroll_to_region(Region(0, self.cursor, 1, 1), animate=False)
+        self.refresh()
+
+    def on_click(self, event: events.Click) -> None:
+        """A click selects the line clicked (the detail beside follows)."""
+        self.cursor = self.scroll_offset.y + event.y
+        self._select()
         self.refresh()
 
     def action_page(self, direction: int) -> None:

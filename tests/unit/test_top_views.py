@@ -24,6 +24,7 @@ from sidecar.followups.store import HookStore
 from sidecar.top import table as top_table
 from sidecar.top import view
 from sidecar.top.app import TopApp
+from sidecar.top.listing import SessionList
 from sidecar.views.feed import Feed
 from sidecar.views.sessions import RowKey, SessionRow
 from sidecar.views.timeline import Gathered
@@ -109,6 +110,9 @@ def test_the_selected_sessions_detail_shows_beside_the_list_and_follows_the_curs
         assert "WHY" not in text_of(app, "#head")  # the detail beside says it
         await pilot.press("down")
         await until(pilot, lambda: f"session {LIMIT}" in beside(app))
+        await pilot.click(SessionList, offset=(5, 2))  # a click selects the third line
+        await until(pilot, lambda: f"session {WORK}" in beside(app))
+        await pilot.press("up")
         assert "usage limit reached, resets in 2 hours" in beside(app)
         reads = len(feed.gathered)
         await pilot.pause(1.3)  # a tick redraws the countdowns: no file is read again
