@@ -175,14 +175,14 @@ class TopApp(App[int]):
                 screen.files.taken(self.feed.traces)
                 self.show_detail(screen)
             self.show_rows()
+            self.show_beside()  # its row may be new, or its trace grew, the cursor unmoved
             self.call_after_refresh(self.redrawn)
 
     def show_rows(self, force: bool = False) -> None:
         if self.table.update(self.feed.rows, self.feed.version) or force:
             if self.hidden() != self.list.hidden:
                 self.lay_out()
-            self.list.rows_changed()
-            self.show_beside()
+            self.list.rows_changed()  # the detail beside follows if the selection moved
         self.show_summary()
         self.show_footer()
 

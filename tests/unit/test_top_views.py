@@ -211,6 +211,20 @@ def test_a_failed_firing_and_its_last_log_lines_are_red_beside_the_list(tmp_path
     drive(Feed([ws.root]), check)
 
 
+def test_a_line_added_to_the_selected_sessions_trace_shows_beside_at_once(tmp_path):
+    ws = top_demo.build(tmp_path / "demo", time.time())
+    trace = ws.session_dir(harness_id(top_demo.HOST, ASKS)) / "trace.jsonl"
+
+    async def check(app, pilot):
+        await until(pilot, lambda: f"session {ASKS}" in beside(app))
+        with trace.open("ab") as out:  # as the daemon appends: the record itself unchanged
+            out.write(orjson.dumps({"event": "note.added", "message": "a line of its own",
+                                    "createdAt": "2026-01-01T00:00:00Z"}) + b"\n")
+        await until(pilot, lambda: "note.added" in beside(app), timeout=0.5)  # not the tick
+
+    drive(Feed([ws.root]), check, follow=True)
+
+
 def test_a_narrow_terminal_shows_no_detail_beside_and_enter_opens_it(tmp_path):
     ws = top_demo.build(tmp_path / "demo", time.time())
 
