@@ -119,9 +119,10 @@ def _write(records: list[Path], seconds: float) -> dict[str, float]:
     return written
 
 
-def run(folder: Path, mode: str, roots: list[Path], records: list[Path]) -> tuple[float, float]:
-    """One child in `mode` under RATE changes a second: (its CPU share of a core, its p50 from
-    a record's write to the frame that shows it, in seconds)."""
+def run(folder: Path, mode: str, roots: list[Path], records: list[Path]
+        ) -> tuple[float, float, float]:
+    """One child in `mode` under RATE changes a second: (its CPU share of a core, its p50 and
+    p90 from a record's write to the frame that shows it, in seconds)."""
     (folder / "roots").write_text("\n".join(map(str, roots)))
     (folder / "ready").unlink(missing_ok=True)
     proc = subprocess.Popen([sys.executable, str(Path(__file__).with_name("bench_top.py")),
@@ -140,4 +141,4 @@ def run(folder: Path, mode: str, roots: list[Path], records: list[Path]) -> tupl
     for name, at in got["shown"]:
         first.setdefault(name, at)
     delays = [first[name] - at for name, at in written.items() if name in first]
-    return share, statistics.median(delays)
+    return share, statistics.median(delays), statistics.quantiles(delays, n=10)[-1]
