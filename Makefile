@@ -14,7 +14,7 @@ STAMP := $(VENV)/.installed
 $(STAMP): pyproject.toml bin/sidecar
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --disable-pip-version-check \
-		--config-settings editable_mode=compat -e '.[test,check,notify,redis,cost,otel]'
+		--config-settings editable_mode=compat -e '.[test,check,notify,redis,cost,otel,web]'
 	$(BIN)/python -m sidecar.install.launcher $(BIN)/sidecar
 	touch $(STAMP)
 
