@@ -38,7 +38,7 @@ class WebProcess:
                     match = SERVING.search(line)
                     if match and not self.base:
                         self.base = match.group(1).decode()
-                    if self.base and line.startswith(b"open "):  # the line after: how to sign in
+                    if self.base and line.startswith(b"open "):  # the next: how to sign in
                         found.set()
             found.set()
 

@@ -8,7 +8,9 @@ from __future__ import annotations
 
 import os
 import re
+import shutil
 import stat
+import subprocess
 
 import httpx
 import pytest
@@ -127,3 +129,21 @@ def test_only_the_static_folder_is_served(workspace, serve_web):
     for path in ("static/../app.py", "static/..%2fapp.py", "static/%2e%2e/__init__.py",
                  "static/.hidden", "static/nothing.js"):
         assert httpx.get(web.base + path, headers=bearer).status_code == 404, path
+
+
+def test_a_network_address_is_served_over_tls_with_a_secure_cookie(workspace, serve_web, tmp_path):
+    if shutil.which("openssl") is None:
+        pytest.fail("openssl is needed to make the test's certificate")
+    cert, key = tmp_path / "cert.pem", tmp_path / "key.pem"
+    subprocess.run(["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1",
+                    "-subj", "/CN=localhost", "-keyout", str(key), "-out", str(cert)],
+                   check=True, capture_output=True)
+    web = serve_web(workspace.root, extra=["--address", "0.0.0.0", "--certfile", str(cert),
+                                           "--keyfile", str(key)])
+    assert web.base.startswith("https://")
+    port = web.base.rsplit(":", 1)[1].rstrip("/")
+    signed = httpx.get(f"https://127.0.0.1:{port}/?token={web.token}", verify=False)
+    assert signed.status_code == 303
+    assert "secure" in signed.headers["set-cookie"].lower()
+    with pytest.raises(httpx.HTTPError):  # plain HTTP is not answered there
+        httpx.get(f"http://127.0.0.1:{port}/api/sessions", headers={"Authorization": f"Bearer {web.token}"})
