@@ -79,8 +79,8 @@ def web(
             typer.echo(f"open {where}?token={made.value} to sign in (shown this once; kept in "
                        f"the config folder's web-token, 0600)")
         else:
-            typer.echo(f"open {where} signed in; `sidecar web --show-token` prints the address "
-                       "with its token")
+            typer.echo("open the address `sidecar web --show-token` prints to sign in (a browser "
+                       "signed in before stays signed in)")
 
     serve.server(source, made.value, stale, sock, listen, ready).run(sockets=[sock])
 

@@ -67,7 +67,7 @@ def server(source: RowSource, token: str, stale: float | None, sock: socket.sock
     app = build(source, token, stale, listen.tls, on_ready)
     config = uvicorn.Config(
         app, lifespan="on", log_level="warning", access_log=False, proxy_headers=False,
-        server_header=False, timeout_graceful_shutdown=2,
+        server_header=False, timeout_graceful_shutdown=1,
         ssl_certfile=listen.certfile, ssl_keyfile=listen.keyfile)
     return uvicorn.Server(config)
 
