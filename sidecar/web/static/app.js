@@ -105,7 +105,7 @@
 
   function followUpCell(row, cell) {
     const items = shownFollowUps(row);
-    if (!items.length) { cell.textContent = "-"; return; }
+    if (!items.length) { cell.textContent = "-"; cell.classList.add("none"); return; }
     items.forEach((item, i) => {
       if (i) cell.append(", ");
       const part = el("span");
@@ -337,8 +337,6 @@
     const figures = row.tokens ? Object.entries(row.tokens).map(([k, v]) => k + " " + v).join(", ") : "";
     fact(facts, "tokens", figures ? tokens(row.tokens) + " (" + figures + ")" : "-");
     fact(facts, "cost", row.costWords);
-    const message = lastMessage(data.timeline);
-    if (message) fact(facts, "last message", message, "message");
 
     const follow = $("d-follow");
     follow.replaceChildren(...data.followUps.map((item) => {
@@ -366,13 +364,6 @@
                 el("span", entry.event, "event"), " ", el("span", entry.message, "message"));
       return li;
     }));
-  }
-
-  function lastMessage(timeline) {
-    for (const entry of (timeline || []).slice().reverse()) {
-      if (entry.message) return entry.message;
-    }
-    return "";
   }
 
   function drawActions(row) {
