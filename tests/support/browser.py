@@ -9,9 +9,14 @@ share a sign-in.
 
 from __future__ import annotations
 
+import os
+import re
 import shutil
+import subprocess
+import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
+from pathlib import Path
 from typing import Any
 
 DESKTOP = {"width": 1280, "height": 800}
@@ -54,3 +59,34 @@ def signed_in(browser: Any, base: str, token: str, size: dict[str, int] | None =
     page = context.new_page()
     page.goto(f"{base}?token={token}")
     return page
+
+
+class Served:
+    """A real `sidecar web` on a free loopback port, for the screenshots and the benchmark:
+    its address (`base`, ending in /) from the line it prints, its token from its file."""
+
+    def __init__(self, roots: list[Path], config_home: Path, env: dict[str, str] | None = None) -> None:
+        from helpers import SIDECAR
+
+        args = [a for root in roots for a in ("--root", str(root))]
+        self.proc = subprocess.Popen([SIDECAR, "web", "--port", "0", *args], stdout=subprocess.PIPE,
+                                     stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+                                     env={**os.environ, **(env or {}),
+                                          "SIDECAR_CONFIG_HOME": str(config_home)})
+        assert self.proc.stdout is not None
+        seen = b""
+        for line in self.proc.stdout:  # the serving line comes first
+            seen += line
+            found = re.search(rb"sidecar web: serving on (http://\S+/)", line)
+            if found:
+                self.base = found.group(1).decode()
+                break
+        else:
+            raise RuntimeError(f"sidecar web did not start: {seen.decode(errors='replace')}")
+        threading.Thread(target=self.proc.stdout.read, daemon=True).start()  # the pipe never fills
+        self.token = (config_home / "web-token").read_text().strip()
+
+    def stop(self) -> None:
+        from helpers import terminate
+
+        terminate(self.proc, 10)

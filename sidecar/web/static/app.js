@@ -133,7 +133,7 @@
       ["c-machine", row.machine || "this machine"],
       ["c-host", row.host],
       ["c-workspace", baseName(row.workspace)],
-      ["c-session", shortId(row.sessionId)],
+      ["c-session", row.sessionId],
       ["c-state", stale ? "unreachable" : row.stateWords],
       ["c-why", row.whyWords],
     ];
@@ -321,7 +321,7 @@
 
   function drawDetail(data) {
     const row = data.session;
-    $("d-title").textContent = row.host + " · " + baseName(row.workspace) + " · " + shortId(row.sessionId);
+    $("d-title").textContent = row.host + " · " + baseName(row.workspace) + " · " + row.sessionId;
     const facts = $("d-facts");
     facts.replaceChildren();
     fact(facts, "state", row.stateWords, STATE_CLASS[row.state]);
@@ -360,8 +360,10 @@
     const timeline = $("d-timeline");
     timeline.replaceChildren(...(data.timeline || []).slice().reverse().map((entry) => {
       const li = el("li");
+      // a message that only says the event again ("turn-end" for turn.end) is left out
+      const same = entry.message.replace(/[-_]/g, ".") === entry.event;
       li.append(liveTime(el("span", null, "when"), "ago", entry.at), " ",
-                el("span", entry.event, "event"), " ", el("span", entry.message, "message"));
+                el("span", entry.event, "event"), " ", el("span", same ? "" : entry.message, "message"));
       return li;
     }));
   }
