@@ -115,7 +115,7 @@ def test_the_list_shows_every_session_and_an_emitted_one_within_a_second(
 
     page.fill("#q", "codex")  # the search box: the server's `q`, as top's filter
     page.locator("#rows tr").first.filter(has_text="hard-at-work").wait_for()
-    page.wait_for_function("document.querySelectorAll('#rows tr').length === 1")
+    page.wait_for_function("() => document.querySelectorAll('#rows tr').length === 1")
     assert "1 of 3 sessions" in page.inner_text("#counts")
 
 
