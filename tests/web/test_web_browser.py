@@ -2,7 +2,8 @@
 headless Chromium (Debian's, through Playwright: tests/support/browser.py). The list, an event
 dropped by `sidecar emit` shown within a second without a reload, the detail, a phone's
 layout, Cancel and Fire now on trusted and untrusted follow-ups (the daemon's trust rules
-decide), a browser without the token refused, and a POST from another site's page refused.
+decide), a failed firing in red with its last lines and Retry, a browser without the token
+refused, and a form another site's page posts to the API refused.
 
 One browser serves the module; each test gets a daemon, a `sidecar web` and a page of its own.
 """
@@ -67,11 +68,11 @@ def row(page, text: str):
     return page.locator("#rows tr", has_text=text)
 
 
-def add_hook(ws, out: Path, delay: str) -> None:
+def add_hook(ws, out: Path, delay: str, then: str = "") -> None:
     """A command hook the user added (so trusted), the seeded post-task off."""
     assert run_cli("hooks", "disable", "post-task", "--root", str(ws.root)).returncode == 0
     added = run_cli("hooks", "add", "note", "--delay", delay, "--root", str(ws.root), "--",
-                    "sh", "-c", f'echo "$SIDECAR_SESSION_ID" >> {out}')
+                    "sh", "-c", f'echo "$SIDECAR_SESSION_ID" >> {out}{then}')
     assert added.returncode == 0, added.stderr
 
 
@@ -170,6 +171,25 @@ def test_fire_now_fires_a_trusted_hook_and_cancel_keeps_it_from_firing(
     assert not page.is_visible("#act-fire") and not page.is_visible("#act-cancel")
     assert read_json(workspace.hooks_file)["pending"] == []  # the cancelled one is gone for good
     assert "cancelled by the user" in row(page, "keep-out").inner_text()
+
+
+def test_a_failed_firing_shows_red_with_its_last_lines_and_retry_runs_it_again(
+        workspace, start_daemon, serve_web, page_of, tmp_path):
+    out = tmp_path / "ran"
+    add_hook(workspace, out, delay="1h", then="; echo 'the build server refused us'; exit 3")
+    start_daemon(workspace.root)
+    end_session(workspace.root, "fails-once")
+    pending_for(workspace, 1)
+    page = page_of(serve_web(workspace.root))
+    open_detail(page, "fails-once")
+    assert not page.is_visible("#act-retry")
+    page.click("#act-fire")
+    page.locator("#d-follow .error", has_text="note error").wait_for(timeout=5000)
+    page.locator("#d-follow pre.log.error", has_text="the build server refused us").wait_for()
+    assert "error" in row(page, "fails-once").locator(".c-follow span").get_attribute("class")  # red
+    assert not page.is_visible("#act-fire") and not page.is_visible("#act-cancel")
+    page.click("#act-retry")
+    wait_until(lambda: out.exists() and out.read_text() == "fails-once\nfails-once\n", 5)
 
 
 def test_an_untrusted_hook_fired_from_the_page_is_skipped_and_one_cancelled_never_runs(
