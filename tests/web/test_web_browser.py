@@ -105,6 +105,7 @@ def test_the_list_shows_every_session_and_an_emitted_one_within_a_second(
     assert "working" in row(page, "hard-at-work").inner_text()
     assert page.locator("#rows tr").first.inner_text().count("waits-for-me") == 1  # who needs you first
     assert "1 waiting" in page.inner_text("#counts") and "2 sessions" in page.inner_text("#counts")
+    assert page.title() == "(1 waiting) sidecar"  # seen from another tab
 
     page.evaluate("window.notReloaded = true")
     start(workspace.root, "fresh-one", "claude-code")

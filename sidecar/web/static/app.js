@@ -232,6 +232,7 @@
       el("span", c.idle + " idle"), " · ",
       el("span", counted(c.queued, "follow-up") + " queued"), " · ",
       el("span", shown, "shown"));
+    document.title = c.waiting ? "(" + c.waiting + " waiting) sidecar" : "sidecar"; // seen from another tab
     const next = $("next-due");
     next.replaceChildren();
     if (data.nextDue) {
