@@ -135,6 +135,10 @@ def test_the_detail_opens_beside_the_list_and_full_width_on_a_phone(
     page.locator("#d-timeline li", has_text="turn.start").wait_for()
     assert page.is_visible("#list-pane")  # beside the list on a desktop
     assert "selected" in row(page, "detailed").get_attribute("class")
+    page.keyboard.press("Escape")
+    page.locator("#detail").wait_for(state="hidden")
+    page.keyboard.press("/")
+    assert page.evaluate("() => document.activeElement.id") == "q"
 
     phone = page_of(web, PHONE, mobile=True)
     row(phone, "detailed").wait_for()

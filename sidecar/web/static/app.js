@@ -444,6 +444,12 @@
       const button = $(id);
       button.addEventListener("click", () => act(button.dataset.what, button));
     }
+    // top's keys where they mean the same: `/` to search, Escape to close the session
+    document.addEventListener("keydown", (event) => {
+      const typing = event.target instanceof HTMLInputElement || event.target instanceof HTMLSelectElement;
+      if (event.key === "/" && !typing) { event.preventDefault(); $("q").focus(); }
+      else if (event.key === "Escape" && view.open !== null) $("close").click();
+    });
     window.addEventListener("hashchange", openFromHash);
     window.addEventListener("popstate", openFromHash);
   }
