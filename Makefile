@@ -14,7 +14,7 @@ STAMP := $(VENV)/.installed
 $(STAMP): pyproject.toml bin/sidecar
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --disable-pip-version-check \
-		--config-settings editable_mode=compat -e '.[test,check,notify,redis,cost,otel]'
+		--config-settings editable_mode=compat -e '.[test,check,notify,redis,cost,otel,web]'
 	$(BIN)/python -m sidecar.install.launcher $(BIN)/sidecar
 	touch $(STAMP)
 
@@ -29,6 +29,7 @@ run: install
 test: install
 	tests/install-hosts.sh
 	tests/install-phoenix.sh
+	VENV=$(VENV) tests/install-browser.sh
 	$(BIN)/python -m pytest
 
 # The gates: lint the whole repository, type-check the package strictly, and hold every module
@@ -49,6 +50,7 @@ cov: install
 	$(BIN)/python -m pytest tests/unit -q --cov=sidecar --cov-report=term
 
 bench: install
+	VENV=$(VENV) tests/install-browser.sh
 	$(BIN)/python bench/run_all.py
 
 clean:

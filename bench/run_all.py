@@ -1,7 +1,7 @@
 """`make bench`: every benchmark, each figure beside a floor measured in the same run.
 
 Benchmarks measure; they assert nothing. Pass names (emit, latency, throughput, status, hooks,
-handoff, lifecycle, notify, otel, idle, many, top, statusline, redis) to run only some.
+handoff, lifecycle, notify, otel, idle, many, top, web, statusline, redis) to run only some.
 """
 
 from __future__ import annotations
@@ -22,6 +22,7 @@ import bench_otel  # noqa: E402
 import bench_redis  # noqa: E402
 import bench_statusline  # noqa: E402
 import bench_top  # noqa: E402
+import bench_web  # noqa: E402
 
 # Each name and what it runs, in the order a full run takes them.
 BENCHMARKS = {
@@ -37,6 +38,7 @@ BENCHMARKS = {
     "idle": [lambda: bench_daemon.idle(60.0)],
     "many": [lambda: bench_many.many(1000)],
     "top": [lambda: bench_top.top(1000)],
+    "web": [bench_web.web],
     "statusline": [bench_statusline.main],
     "redis": [bench_redis.main],
 }

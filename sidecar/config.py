@@ -26,6 +26,7 @@ from sidecar.followups.budget import Budget, BudgetError, parse_budget
 from sidecar.hosts import registry
 from sidecar.hosts.base import Option
 from sidecar.telemetry.settings import OtelTableError, parse_table
+from sidecar.web import settings as web_settings
 
 # Each host's resume as shipped (`Host.resume`); `[resume]` in config.toml overrides it per host.
 DEFAULT_RESUME: Mapping[str, tuple[str, ...]] = registry.default_resume()
@@ -95,6 +96,8 @@ class Config:
     # `[otel]`, checked (telemetry/settings.py): where the daemon exports spans, with the
     # OTLP variables; read at start.
     otel: Mapping[str, Any] = field(default_factory=dict)
+    # `[web]`, checked (web/settings.py): whether the daemon serves the web view, and where.
+    web: Mapping[str, Any] = field(default_factory=dict)
 
     def option(self, key: str) -> str:
         """A host's resume option by its config.toml key (permissionMode)."""
@@ -135,6 +138,8 @@ def load_config(path: Path | None = None) -> Config:
 _TABLES: Mapping[str, tuple[str, Callable[[Any], Any], type[Exception]]] = {
     "budget": ("budget", parse_budget, BudgetError),
     "otel": ("otel", lambda value: MappingProxyType(parse_table(value)), OtelTableError),
+    "web": ("web", lambda value: MappingProxyType(web_settings.parse_table(value)),
+            web_settings.WebTableError),
 }
 
 

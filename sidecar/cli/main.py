@@ -26,6 +26,7 @@ from sidecar.cli.setup import doctor, service_app
 from sidecar.cli.stop import stop
 from sidecar.cli.top import top
 from sidecar.cli.uninstall import uninstall
+from sidecar.cli.web import web
 from sidecar.followups import trust
 from sidecar.followups.model import Hook
 from sidecar.followups.store import HookStore, initialise
@@ -188,6 +189,7 @@ app.command()(stop)
 app.command()(uninstall)
 app.command()(logs)
 app.command()(sessions)
+app.command()(web)
 
 
 @app.command()

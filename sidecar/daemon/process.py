@@ -44,6 +44,7 @@ from sidecar.inbox import folder as inbox
 from sidecar.layout import Workspace
 from sidecar.procwatch import Proc, ProcessWatch
 from sidecar.telemetry import feed as telemetry
+from sidecar.web import hosted as web
 
 log = logging.getLogger("sidecar")
 
@@ -323,6 +324,7 @@ class Daemon:
             if not self.servers and not self.failing and self.fixed_roots is not None:
                 log.error("no workspace to serve")  # (one that cannot be served now is retried)
                 return 1
+            self.web = web.start(self.config.web, sorted(self.servers), self.config.stale_after)
             self.notifier.ready(self.status_line())
             if self.notifier.enabled:
                 threading.Thread(target=self._watchdog, name="watchdog", daemon=True).start()
@@ -369,6 +371,8 @@ class Daemon:
         self.folders.stop()
         self.procs.stop()
         self.plugins.stop()
+        if (served := getattr(self, "web", None)) is not None:
+            served.stop()  # the view's own thread; the browsers' streams end
         if self.telemetry is not None:
             self.telemetry.stop(timeout=5.0)  # what is queued is sent, for 5 s at most
         self.coordination.close()  # this instance's lease ends now, not at its expiry

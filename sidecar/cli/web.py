@@ -1,0 +1,107 @@
+"""`sidecar web`: the live web view, served in the foreground. The web stack (Starlette,
+uvicorn: the `web` extra) is imported only when the command runs."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import typer
+
+from sidecar import config as config_mod
+from sidecar.base.errors import SidecarError
+from sidecar.base.exitcodes import FAILURE, USAGE
+from sidecar.cli.common import fail, registry_roots, workspace_at
+from sidecar.layout import Workspace
+from sidecar.views.source import RowSource
+from sidecar.web import settings
+from sidecar.web.secret import TokenError, ensure_token, read_token
+
+
+def web(
+    root: list[Path] | None = typer.Option(
+        None, "--root", metavar="DIR",
+        help="Show this workspace's sessions (give it more than once for several). Without it, "
+        "every registered workspace's."),
+    address: str = typer.Option(settings.DEFAULT_ADDRESS, "--address", metavar="ADDRESS",
+                                help="The address to listen on. Only a loopback address listens "
+                                "without TLS (or --allow-plain-http-on-network)."),
+    port: int = typer.Option(settings.DEFAULT_PORT, "--port", metavar="PORT", min=0, max=65535,
+                             help="The port to listen on; 0 for any free one."),
+    fleet: bool = typer.Option(False, "--fleet", help="Every machine's sessions, from [fleet] in "
+                               "config.toml."),
+    certfile: Path | None = typer.Option(None, "--certfile", metavar="FILE",
+                                         help="Serve over TLS with this PEM certificate (with --keyfile)."),
+    keyfile: Path | None = typer.Option(None, "--keyfile", metavar="FILE", help="The certificate's key."),
+    allow_plain: bool = typer.Option(False, "--allow-plain-http-on-network",
+                                     help="Listen on a network address without TLS: the token then "
+                                     "crosses the network in the clear."),
+    show_token: bool = typer.Option(False, "--show-token", help="Print the address with the token "
+                                    "that signs a browser in, and exit."),
+) -> None:
+    """A live view of every session in the browser, on this machine's loopback address by
+    default, behind a token that is printed once (see docs/web.md).
+
+    Example: sidecar web --port 8765
+    """
+    if (certfile is None) != (keyfile is None):
+        fail("--certfile and --keyfile go together", USAGE)
+    refused = settings.refusal(address, certfile is not None, allow_plain)
+    if refused:
+        fail(refused, USAGE)
+    scheme = "https" if certfile is not None else "http"
+    if show_token:
+        try:
+            token = read_token()
+        except TokenError as exc:
+            fail(f"{exc} (`sidecar web` makes a token when it first starts)")
+        typer.echo(f"{scheme}://{_shown(address)}:{port}/?token={token}")
+        raise typer.Exit()
+    try:
+        from sidecar.web import serve
+    except ImportError as exc:
+        fail(f"the web view needs the `web` extra (pip install 'agent-sidecar[web]'): {exc}", FAILURE)
+    source = _source(root, fleet)
+    try:
+        stale = config_mod.load_config().stale_after
+    except config_mod.ConfigError as exc:
+        fail(str(exc), USAGE)
+    try:
+        made = ensure_token()
+        listen = serve.Listen(address, port, _text(certfile), _text(keyfile))
+        sock = serve.bind(listen)
+    except SidecarError as exc:  # the token file, or the address
+        fail(str(exc))
+    where = serve.address_of(sock, listen.tls)
+
+    def ready() -> None:
+        typer.echo(f"sidecar web: serving on {where}")
+        if made.created:
+            typer.echo(f"open {where}?token={made.value} to sign in (shown this once; kept in "
+                       f"the config folder's web-token, 0600)")
+        else:
+            typer.echo("open the address `sidecar web --show-token` prints to sign in (a browser "
+                       "signed in before stays signed in)")
+
+    serve.server(source, made.value, stale, sock, listen, ready).run(sockets=[sock])
+
+
+def _text(path: Path | None) -> str | None:
+    return None if path is None else str(path)
+
+
+def _shown(address: str) -> str:
+    return f"[{address}]" if ":" in address else address
+
+
+def _source(root: list[Path] | None, fleet: bool) -> RowSource:
+    """Where the sessions come from: this machine's workspaces today (the fleet's when --fleet
+    is wired)."""
+    from sidecar.views.feed import Feed
+
+    if fleet:
+        fail("--fleet is not available yet", USAGE)
+    if root:
+        roots = [workspace_at(r).root for r in root]
+    else:
+        roots = [r for r in registry_roots() if Workspace(r).context.is_dir()]
+    return Feed(roots)
