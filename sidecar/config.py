@@ -22,6 +22,8 @@ from sidecar.base.errors import SidecarError
 from sidecar.base.files import NotRegular
 from sidecar.base.timeutil import parse_duration
 from sidecar.envfile import EnvFile, read_env_file, read_settings_file
+from sidecar.fleet.settings import FleetTableError
+from sidecar.fleet.settings import parse_table as parse_fleet
 from sidecar.followups.budget import Budget, BudgetError, parse_budget
 from sidecar.hosts import registry
 from sidecar.hosts.base import Option
@@ -95,6 +97,9 @@ class Config:
     # `[otel]`, checked (telemetry/settings.py): where the daemon exports spans, with the
     # OTLP variables; read at start.
     otel: Mapping[str, Any] = field(default_factory=dict)
+    # `[fleet]`, checked (fleet/settings.py): the Redis this machine publishes its sessions to,
+    # under which name, how often it says it is alive; read at start.
+    fleet: Mapping[str, Any] = field(default_factory=dict)
 
     def option(self, key: str) -> str:
         """A host's resume option by its config.toml key (permissionMode)."""
@@ -135,6 +140,7 @@ def load_config(path: Path | None = None) -> Config:
 _TABLES: Mapping[str, tuple[str, Callable[[Any], Any], type[Exception]]] = {
     "budget": ("budget", parse_budget, BudgetError),
     "otel": ("otel", lambda value: MappingProxyType(parse_table(value)), OtelTableError),
+    "fleet": ("fleet", lambda value: MappingProxyType(parse_fleet(value)), FleetTableError),
 }
 
 

@@ -39,6 +39,7 @@ from sidecar.daemon.settings import Settings, say_env_problems
 from sidecar.daemon.signalflags import SignalFlags
 from sidecar.daemon.watch import FolderWatch, InotifyWatch, folder_watch
 from sidecar.daemon.workspace import WorkspaceServer
+from sidecar.fleet import start as fleet
 from sidecar.followups import globalhooks
 from sidecar.inbox import folder as inbox
 from sidecar.layout import Workspace
@@ -76,6 +77,8 @@ class Daemon:
         self.plugins = PluginRunner(plugins_mod.load(), config.plugin_timeout)
         # OpenTelemetry export, where configured (chosen at start, like the coordination)
         self.telemetry = telemetry.start(config.otel, config.agent_env)
+        self.fleet = fleet.publisher(config.fleet, lambda: list(self.servers),  # `[fleet]`, if any
+                                     lambda: self.config.stale_after)
         self.procs = ProcessWatch(self._process_exited)
         self.proc_owners: dict[Proc, set[WorkspaceServer]] = {}
         self.proc_lock = threading.Lock()
@@ -369,6 +372,8 @@ class Daemon:
         self.folders.stop()
         self.procs.stop()
         self.plugins.stop()
+        if self.fleet is not None:
+            self.fleet.stop()  # its heartbeat goes: the fleet sees this machine stop at once
         if self.telemetry is not None:
             self.telemetry.stop(timeout=5.0)  # what is queued is sent, for 5 s at most
         self.coordination.close()  # this instance's lease ends now, not at its expiry
