@@ -1,7 +1,7 @@
 """The fleet's keys in Redis, and its client.
 
     sidecar:fleet:machines         hash: machine -> when it last beat (epoch seconds, its clock)
-    sidecar:fleet:alive:<machine>  its heartbeat: lives three beats, renewed at every beat
+    sidecar:fleet:alive:<machine>  its heartbeat: lives a beat and 1.5 s, renewed at every beat
     sidecar:fleet:rows:<machine>   hash: "<harness id> <workspace>" -> the row's JSON (rowjson)
     sidecar:fleet:changed          channel: a machine's name, whenever its rows changed
     sidecar:fleet:actions:<machine>  stream: cancel / fire requests for its sessions

@@ -3,12 +3,12 @@ that `sessions --fleet`, `top --fleet` and the web view read.
 
 A row is another machine's word: each is read back by `rowjson.from_json`, which checks every
 field, and one that is not a row is named in `errors` and left out. A machine whose heartbeat
-key has expired (three beats without one) is unreachable: its rows are kept as it last
+key has expired (a beat and 1.5 s without one) is unreachable: its rows are kept as it last
 published them, its name is in `unreachable` (with when it was last heard), and `errors` says
 "laptop: unreachable since 22:41:13 (last heard 22:41:07)"; a view shows those rows as not live.
 
 `follow` listens on the channel every publisher writes its name to, and looks at every
-machine's heartbeat once a second, so a machine that dies (and says nothing) is seen.
+machine's heartbeat twice a second, so a machine that dies (and says nothing) is seen.
 """
 
 from __future__ import annotations
@@ -33,7 +33,7 @@ from sidecar.views.sessions import RowKey, SessionRow
 from sidecar.views.timeline import Gathered
 
 EVERY = "*"  # a change that names no machine: every machine is read again
-LOOK_EVERY = 1.0  # seconds between looks at the heartbeats
+LOOK_EVERY = 0.5  # seconds between looks at the heartbeats
 ANSWER_WAIT = 5.0  # seconds an action waits for its machine's answer
 REDIS = "redis"  # the errors' key for Redis itself
 

@@ -16,6 +16,7 @@ from typing import Any
 KEYS = frozenset(("url", "machine", "heartbeat"))
 SCHEMES = ("redis://", "rediss://", "unix://")
 DEFAULT_HEARTBEAT = 2.0
+LATE_BEAT = 1.5  # seconds a beat may come late before its machine is unreachable
 # A machine's name is a key's part and a column's cell: a host name's characters, no more.
 MACHINE_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,62}")
 
@@ -34,9 +35,10 @@ class FleetSettings:
 
     @property
     def unreachable_after(self) -> float:
-        """How long a machine's heartbeat outlives it: three beats, so one late beat on a busy
-        machine does not make it unreachable."""
-        return self.heartbeat * 3
+        """How long a machine's heartbeat key outlives its beat: a beat and LATE_BEAT more, so a
+        busy machine's late beat does not make it unreachable, and a dead one is seen within its
+        heartbeat and 2 s (a reader looks every half second)."""
+        return self.heartbeat + LATE_BEAT
 
 
 def parse_table(value: Any) -> dict[str, Any]:

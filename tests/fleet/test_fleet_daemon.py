@@ -61,3 +61,77 @@ def test_without_a_fleet_sessions_fleet_says_how_to_configure_one(config_home):
     done = run_cli("sessions", "--fleet")
     assert done.returncode == 1
     assert "no fleet is configured: add [fleet]" in done.stderr.decode()
+
+
+def test_an_acl_users_password_works_and_is_never_shown(
+        workspace, config_home, redis_server, start_daemon):
+    secret = "fleet-s3cret-Pw"
+    with redis_server.client() as admin:
+        admin.acl_setuser("fleetuser", enabled=True, passwords=[f"+{secret}"],
+                          keys=["sidecar:fleet:*"], channels=["sidecar:fleet:*"],
+                          commands=["+@all", "-@dangerous", "+info", "+client"])
+    url = redis_server.url.replace("redis://", f"redis://fleetuser:{secret}@")
+    fleet_config(config_home, url, machine="ci-box")
+    daemon = start_daemon(workspace.root)
+    emit(workspace.root, None, "session-start", "--session-id", "s-acl", "--source", "codex")
+    wait_until(lambda: [s["sessionId"] for s in fleet_listing()["sessions"]] == ["s-acl"], 10)
+    shown = run_cli("sessions", "--fleet")
+    assert b"ci-box" in shown.stdout and secret.encode() not in shown.stdout + shown.stderr
+    assert "to redis://***:***@127.0.0.1" in daemon.output() and secret not in daemon.output()
+
+    wrong = url.replace(secret, "not-the-password-9")  # refused: said, the password masked
+    done = run_cli("sessions", "--fleet", env={"SIDECAR_CONFIG_HOME": str(_with_url(config_home, wrong))})
+    assert done.returncode == 1
+    assert b"cannot be read" in done.stderr and b"not-the-password-9" not in done.stderr + done.stdout
+
+
+def _with_url(config_home, url: str):
+    """Another user folder whose config.toml's fleet URL is `url`."""
+    other = config_home.parent / "other-config"
+    other.mkdir(exist_ok=True)
+    (other / "config.toml").write_text("")
+    fleet_config(other, url)
+    return other
+
+
+def test_a_tls_redis_server_is_published_to_through_rediss(
+        workspace, config_home, tmp_path, start_daemon):
+    server = tls_redis_server(tmp_path)
+    try:
+        fleet_config(config_home, server.url, machine="tls-box")
+        start_daemon(workspace.root)
+        emit(workspace.root, None, "session-start", "--session-id", "s-tls", "--source", "codex")
+        wait_until(lambda: [(s["machine"], s["sessionId"]) for s in fleet_listing()["sessions"]]
+                   == [("tls-box", "s-tls")], 10)
+    finally:
+        server.close()
+
+
+def tls_redis_server(folder):
+    """A redis-server that speaks TLS alone, its certificate made by openssl for 127.0.0.1."""
+    import subprocess
+
+    from support.redis_server import RedisServer
+
+    certs = folder / "certs"
+    certs.mkdir()
+    subprocess.run(["openssl", "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1",
+                    "-nodes", "-days", "1", "-subj", "/CN=127.0.0.1", "-addext",
+                    "subjectAltName=IP:127.0.0.1", "-keyout", str(certs / "key.pem"),
+                    "-out", str(certs / "cert.pem")], check=True, capture_output=True)
+
+    class TlsRedis(RedisServer):
+        @property
+        def url(self) -> str:
+            return f"rediss://127.0.0.1:{self.port}/0?ssl_ca_certs={certs / 'cert.pem'}"
+
+        def _argv(self) -> list[str]:
+            argv = super()._argv()
+            at = argv.index("--port")
+            argv[at:at + 2] = ["--port", "0", "--tls-port", str(self.port),
+                               "--tls-cert-file", str(certs / "cert.pem"),
+                               "--tls-key-file", str(certs / "key.pem"),
+                               "--tls-ca-cert-file", str(certs / "cert.pem"), "--tls-auth-clients", "no"]
+            return argv
+
+    return TlsRedis(folder / "redis-tls").start()
