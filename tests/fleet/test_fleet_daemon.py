@@ -57,6 +57,31 @@ def test_a_daemons_sessions_are_listed_by_sessions_fleet_with_its_machine(
     assert fleet_listing("--active")["sessions"] == []  # not shown as live
 
 
+def test_what_is_published_is_the_rows_json_never_a_prompt_and_a_bad_row_is_named(
+        workspace, config_home, redis_server, start_daemon):
+    fleet_config(config_home, redis_server.url)
+    start_daemon(workspace.root)
+    prompt = "the secret plan for the release"
+    for event in ("SessionStart", "UserPromptSubmit"):
+        emit(workspace.root, orjson.dumps({"hook_event_name": event, "session_id": "s-prompt",
+                                           "cwd": str(workspace.root), "prompt": prompt}),
+             "--source", "claude-code")
+    wait_until(lambda: [s["state"] for s in fleet_listing()["sessions"]] == ["working"], 10)
+    with redis_server.client() as client:
+        published = client.hgetall("sidecar:fleet:rows:laptop")
+        assert len(published) == 1 and prompt not in next(iter(published.values()))
+        local = orjson.loads(run_cli("sessions", "--json").stdout)["sessions"][0]
+        assert set(orjson.loads(next(iter(published.values())))) == set(local)  # sessions --json's row
+        # Another machine's word is checked: a row that is not one is named, the rest listed.
+        client.hset("sidecar:fleet:rows:mallory", mapping={"x": '{"state": "rm -rf"}', "y": "[1]"})
+        client.hset("sidecar:fleet:machines", "mallory", "1 3.5")
+    done = run_cli("sessions", "--fleet", "--json")
+    doc = orjson.loads(done.stdout)
+    assert [s["sessionId"] for s in doc["sessions"]] == ["s-prompt"]
+    assert "mallory: a row that cannot be read (not a session's state: 'rm -rf')" in doc["errors"]
+    assert any(e.startswith("mallory: unreachable since") for e in doc["errors"])  # no heartbeat
+
+
 def test_without_a_fleet_sessions_fleet_says_how_to_configure_one(config_home):
     done = run_cli("sessions", "--fleet")
     assert done.returncode == 1
