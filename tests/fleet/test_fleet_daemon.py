@@ -47,7 +47,12 @@ def test_a_daemons_sessions_are_listed_by_sessions_fleet_with_its_machine(
     assert heading.split()[:2] == ["MACHINE", "HOST"]
     assert line.split()[:3] == ["laptop", "claude-code", "s-fleet"]
 
+    status = run_cli("status", "--root", str(workspace.root)).stdout.decode()
+    assert f"fleet         {redis_server.url} as laptop (publishing)" in status
+
     daemon.stop()  # a machine that stops publishing: unreachable at once, its session kept
+    status = run_cli("status", "--root", str(workspace.root)).stdout.decode()
+    assert "as laptop: not publishing: no heartbeat from laptop: is its daemon running?" in status
     done = run_cli("sessions", "--fleet")
     assert done.returncode == 0
     assert "sidecar: laptop: unreachable since" in done.stderr.decode()

@@ -90,6 +90,7 @@ def test_three_machines_publish_to_one_redis(machines, redis_server, tmp_path, c
 
         # A cancel asked through the fleet is carried out by the machine that owns the session.
         a = boxes[0]
+        assert run_cli("hooks", "disable", "post-task", "--root", str(a.root), env=a.env).returncode == 0
         added = run_cli("hooks", "add", "note", "--delay", "1h", "--root", str(a.root), "--",
                         "true", env=a.env)
         assert added.returncode == 0, added.stderr
