@@ -99,7 +99,7 @@ class Answerer:
             text, ok = carry_out(request, list(self.roots()), time.time()), True
         except (SidecarError, OSError, ValueError) as exc:
             text, ok = str(exc), False
-        log.info("fleet: %s asked to %s %s in %s: %s", request.get("from", "a machine"),
+        log.info("fleet: %r asked to %r %r in %r: %s", request.get("from", "a machine"),
                  request.get("what"), request.get("session"), request.get("workspace"), text)
         token = request.get("token", "")
         try:

@@ -17,7 +17,7 @@ import secrets
 import threading
 import time
 from collections.abc import Callable
-from typing import Any, cast
+from typing import TYPE_CHECKING, Any, cast
 
 import orjson
 
@@ -31,6 +31,9 @@ from sidecar.layout import Workspace
 from sidecar.views import rowjson, timeline
 from sidecar.views.sessions import RowKey, SessionRow
 from sidecar.views.timeline import Gathered
+
+if TYPE_CHECKING:
+    from sidecar.views.source import RowSource
 
 EVERY = "*"  # a change that names no machine: every machine is read again
 LOOK_EVERY = 0.5  # seconds between looks at the heartbeats
@@ -189,6 +192,10 @@ class FleetFeed:
     def act(self, row: SessionRow, what: str, now: float) -> str:
         """Ask the machine that owns the session to `cancel` or `fire` its follow-up; its answer.
         SidecarError when it refuses, or gives none within ANSWER_WAIT."""
+        if row.machine in self.unreachable:
+            raise SidecarError(unreachable_text(row.machine, self.heard.get(row.machine, 0.0),
+                                                self.silent_after.get(row.machine, 0.0))
+                               + ": nothing can be asked of it")
         token = secrets.token_hex(16)
         request = {"what": what, "workspace": str(row.root), "session": row.harness_id,
                    "token": token, "from": self.settings.machine}
@@ -240,3 +247,8 @@ def settings_from_config(config: Config) -> FleetSettings:
 def source_from_config(config: Config) -> FleetFeed:
     """The fleet's row source as config.toml's `[fleet]` names it; ConfigError without one."""
     return FleetFeed(settings_from_config(config))
+
+
+if TYPE_CHECKING:
+    def _a_row_source(feed: FleetFeed) -> RowSource:
+        return feed  # the type checker holds FleetFeed to views/source.py's protocol

@@ -165,3 +165,45 @@ def tls_redis_server(folder):
             return argv
 
     return TlsRedis(folder / "redis-tls").start()
+
+
+def test_fire_now_through_the_fleet_fires_on_the_owning_machine_and_a_forged_row_is_refused(
+        workspace, config_home, redis_server, start_daemon, tmp_path):
+    import dataclasses
+    from pathlib import Path
+
+    from sidecar.base.errors import SidecarError
+    from sidecar.config import load_config
+    from sidecar.fleet.read import source_from_config
+
+    out = tmp_path / "ran"
+    assert run_cli("hooks", "disable", "post-task", "--root", str(workspace.root)).returncode == 0
+    assert run_cli("hooks", "add", "note", "--delay", "1h", "--root", str(workspace.root), "--",
+                   "sh", "-c", f'echo "$SIDECAR_SESSION_ID" >> {out}').returncode == 0
+    fleet_config(config_home, redis_server.url)
+    daemon = start_daemon(workspace.root)
+    for event in ("session-start", "session-end"):
+        emit(workspace.root, None, event, "--session-id", "s-fire", "--source", "codex")
+    feed = source_from_config(load_config())
+
+    def queued():
+        feed.load()
+        return next((r for r in feed.rows.values() if r.follow_ups
+                     and r.follow_ups[0].state == "queued"), None)
+
+    row = wait_until(queued, 10)
+    forged = dataclasses.replace(row, root=Path("/etc"))
+    with pytest.raises(SidecarError, match="laptop: /etc is not a workspace this machine serves"):
+        feed.act(forged, "fire", time.time())
+    assert feed.act(row, "fire", time.time()) == "laptop: note for codex session s-fire is due now; " \
+                                                 "the daemon fires it"
+    wait_until(out.exists, 10)  # an hour early, by the daemon of the machine that owns it
+    assert out.read_text() == "s-fire\n"
+
+    daemon.stop()
+    feed.load()
+    began = time.monotonic()
+    with pytest.raises(SidecarError, match="laptop: unreachable since .*nothing can be asked of it"):
+        feed.act(row, "cancel", time.time())
+    assert time.monotonic() - began < 1  # said at once, not after waiting for an answer
+    feed.stop()
