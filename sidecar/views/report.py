@@ -115,7 +115,7 @@ if TYPE_CHECKING:
         version: int
         sidecar: str
         coordination: CoordinationRow
-        fleet: NotRequired[FleetRow | None]  # None: no fleet configured (docs/fleet.md)
+        fleet: NotRequired[FleetRow]  # only where a fleet is configured (docs/fleet.md)
         workspaces: list[WorkspaceReport]
 
 
