@@ -1,7 +1,7 @@
 """`make bench`: every benchmark, each figure beside a floor measured in the same run.
 
 Benchmarks measure; they assert nothing. Pass names (emit, latency, throughput, status, hooks,
-handoff, lifecycle, notify, otel, idle, many, top, web, statusline, redis) to run only some.
+handoff, lifecycle, notify, otel, idle, many, top, web, statusline, redis, fleet) to run only some.
 """
 
 from __future__ import annotations
@@ -13,6 +13,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import bench_daemon  # noqa: E402
 import bench_emit  # noqa: E402
+import bench_fleet  # noqa: E402
 import bench_handoff  # noqa: E402
 import bench_hooks  # noqa: E402
 import bench_lifecycle  # noqa: E402
@@ -41,6 +42,7 @@ BENCHMARKS = {
     "web": [bench_web.web],
     "statusline": [bench_statusline.main],
     "redis": [bench_redis.main],
+    "fleet": [bench_fleet.fleet],
 }
 
 

@@ -22,6 +22,8 @@ from sidecar.base.errors import SidecarError
 from sidecar.base.files import NotRegular
 from sidecar.base.timeutil import parse_duration
 from sidecar.envfile import EnvFile, read_env_file, read_settings_file
+from sidecar.fleet.settings import FleetTableError
+from sidecar.fleet.settings import parse_table as parse_fleet
 from sidecar.followups.budget import Budget, BudgetError, parse_budget
 from sidecar.hosts import registry
 from sidecar.hosts.base import Option
@@ -98,6 +100,9 @@ class Config:
     otel: Mapping[str, Any] = field(default_factory=dict)
     # `[web]`, checked (web/settings.py): whether the daemon serves the web view, and where.
     web: Mapping[str, Any] = field(default_factory=dict)
+    # `[fleet]`, checked (fleet/settings.py): the Redis this machine publishes its sessions to,
+    # under which name, how often it says it is alive; read at start.
+    fleet: Mapping[str, Any] = field(default_factory=dict)
 
     def option(self, key: str) -> str:
         """A host's resume option by its config.toml key (permissionMode)."""
@@ -140,6 +145,7 @@ _TABLES: Mapping[str, tuple[str, Callable[[Any], Any], type[Exception]]] = {
     "otel": ("otel", lambda value: MappingProxyType(parse_table(value)), OtelTableError),
     "web": ("web", lambda value: MappingProxyType(web_settings.parse_table(value)),
             web_settings.WebTableError),
+    "fleet": ("fleet", lambda value: MappingProxyType(parse_fleet(value)), FleetTableError),
 }
 
 

@@ -164,6 +164,11 @@ def cells(row: SessionRow, workspace: str, now: float, stale: float | None) -> l
         follow_up_shown(row.follow_ups, now))]
 
 
+def machine_shown(machine: str, unreachable: set[str] | None) -> str:
+    """The MACHINE cell: its name, and that it is not heard from (its rows are as it left them)."""
+    return escaped(machine) + (" (unreachable)" if unreachable and machine in unreachable else "")
+
+
 # -- the table ------------------------------------------------------------------------------
 
 
@@ -202,20 +207,25 @@ def _columns(table: list[list[str]], workspaces: int) -> list[int]:
     """The columns worth their room: the workspace only when there are several, the others
     when some row has something to say (no session ended, none has token figures, none was
     ever priced)."""
-    always = {"HOST", "SESSION", "STATE", "STARTED"}
-    return [i for i, name in enumerate(HEADINGS)
+    always = {"MACHINE", "HOST", "SESSION", "STATE", "STARTED"}
+    return [i for i, name in enumerate(table[0])
             if (name == "WORKSPACE" and workspaces > 1) or name in always
             or (name != "WORKSPACE" and any(line[i] not in EMPTY for line in table[1:]))]
 
 
 def render(rows: list[SessionRow], total: int, now: float, stale: float | None, paint: Style,
-           width: int = words.WIDTH) -> str:
+           width: int = words.WIDTH, unreachable: set[str] | None = None) -> str:
+    """The table; with `unreachable` (the fleet's machines not heard from), a MACHINE column
+    first, and an unreachable machine's sessions marked so, their state dimmed."""
     if not rows:
         return "no sessions\n"
     names = workspace_names(rows)
-    table = [list(HEADINGS), *[cells(row, names[row.root], now, stale) for row in rows]]
+    fleet = unreachable is not None
+    table = [(["MACHINE"] if fleet else []) + list(HEADINGS),
+             *[([machine_shown(row.machine, unreachable)] if fleet else [])
+               + cells(row, names[row.root], now, stale) for row in rows]]
     kept = _columns(table, len(names))
-    headings = [HEADINGS[i] for i in kept]
+    headings = [table[0][i] for i in kept]
     table = [[line[i] for i in kept] for line in table]
     sizes = widths(table, headings, width)
     state_at = headings.index("STATE")
@@ -228,8 +238,9 @@ def render(rows: list[SessionRow], total: int, now: float, stale: float | None, 
         if index == 0:
             lines.append(paint(GAP.join(shown).rstrip(), "bold"))
             continue
-        state = rows[index - 1].activity.state
-        shown[state_at] = paint(shown[state_at], *STATE_STYLE[state])
+        row = rows[index - 1]
+        live = not unreachable or row.machine not in unreachable
+        shown[state_at] = paint(shown[state_at], *STATE_STYLE[row.activity.state] if live else ("dim",))
         lines.append(GAP.join(shown).rstrip())
     if total > len(rows):
         lines.append(f"... and {total - len(rows)} more (--limit, or --json for all)")

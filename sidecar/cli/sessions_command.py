@@ -11,6 +11,7 @@ from sidecar.base.exitcodes import USAGE
 from sidecar.base.timeutil import parse_duration
 from sidecar.cli.common import fail
 from sidecar.cli.sessions import DEFAULT_LIMIT, listed, workspaces
+from sidecar.config import ConfigError
 
 
 def sessions(
@@ -27,6 +28,9 @@ def sessions(
         help=f"Show at most this many sessions, newest first. The default is {DEFAULT_LIMIT}, "
         "and with --json every one."),
     json_out: bool = typer.Option(False, "--json", help="Print one versioned JSON document."),
+    fleet: bool = typer.Option(
+        False, "--fleet", help="Every machine's sessions, as they publish them to the fleet's "
+        "Redis ([fleet] in config.toml), with a MACHINE column."),
 ) -> None:
     """List sessions across the workspaces, newest activity first: host, workspace, id, state,
     when it started and ended and why, tokens, and its latest follow-up.
@@ -39,6 +43,15 @@ def sessions(
         window = None if since is None else parse_duration(since)
     except ValueError as exc:
         fail(f"--since: {exc}", USAGE)
+    if fleet:
+        if root:
+            fail("--fleet lists every machine's sessions; it takes no --root", USAGE)
+        from sidecar.cli.sessions_fleet import listed_fleet  # (redis-py: only for the fleet)
+
+        try:
+            raise typer.Exit(listed_fleet(active, window, limit, json_out))
+        except ConfigError as exc:
+            fail(str(exc))
     errors: list[str] = []
     found = workspaces(root, errors)
     raise typer.Exit(listed(found, errors, active, window, limit, json_out))

@@ -30,6 +30,7 @@ from sidecar.coordination.base import Listening, workspace_key
 from sidecar.coordination.instances import Identity
 from sidecar.daemon import plugins as plugins_mod
 from sidecar.daemon import setaside
+from sidecar.daemon.companions import Companions
 from sidecar.daemon.fdlimit import FDS_PER_WORKSPACE, files_needed, raise_fd_limit, workspaces_within
 from sidecar.daemon.loop import StepLoop
 from sidecar.daemon.plugins import PluginRunner
@@ -44,7 +45,6 @@ from sidecar.inbox import folder as inbox
 from sidecar.layout import Workspace
 from sidecar.procwatch import Proc, ProcessWatch
 from sidecar.telemetry import feed as telemetry
-from sidecar.web import hosted as web
 
 log = logging.getLogger("sidecar")
 
@@ -77,6 +77,8 @@ class Daemon:
         self.plugins = PluginRunner(plugins_mod.load(), config.plugin_timeout)
         # OpenTelemetry export, where configured (chosen at start, like the coordination)
         self.telemetry = telemetry.start(config.otel, config.agent_env)
+        self.companions = Companions(config.fleet, lambda: list(self.servers),  # `[fleet]`, `[web]`
+                                     lambda: self.config.stale_after)
         self.procs = ProcessWatch(self._process_exited)
         self.proc_owners: dict[Proc, set[WorkspaceServer]] = {}
         self.proc_lock = threading.Lock()
@@ -324,7 +326,7 @@ class Daemon:
             if not self.servers and not self.failing and self.fixed_roots is not None:
                 log.error("no workspace to serve")  # (one that cannot be served now is retried)
                 return 1
-            self.web = web.start(self.config.web, sorted(self.servers), self.config.stale_after)
+            self.companions.serve_web(self.config.web, sorted(self.servers), self.config.stale_after)
             self.notifier.ready(self.status_line())
             if self.notifier.enabled:
                 threading.Thread(target=self._watchdog, name="watchdog", daemon=True).start()
@@ -371,8 +373,7 @@ class Daemon:
         self.folders.stop()
         self.procs.stop()
         self.plugins.stop()
-        if (served := getattr(self, "web", None)) is not None:
-            served.stop()  # the view's own thread; the browsers' streams end
+        self.companions.stop()
         if self.telemetry is not None:
             self.telemetry.stop(timeout=5.0)  # what is queued is sent, for 5 s at most
         self.coordination.close()  # this instance's lease ends now, not at its expiry

@@ -105,10 +105,17 @@ if TYPE_CHECKING:
         persistence: dict[str, Any] | None  # Redis's: appendonly, appendfsync, evicts
         warnings: list[str]  # a clock off Redis's by more than a second; persistence wanting
 
+    class FleetRow(TypedDict):
+        url: str | None  # the fleet's Redis, its password masked
+        machine: str | None  # the name this machine publishes under
+        publishing: bool  # its heartbeat is in the fleet's Redis now
+        error: str | None  # why it is not, or cannot be told
+
     class Report(TypedDict):
         version: int
         sidecar: str
         coordination: CoordinationRow
+        fleet: NotRequired[FleetRow]  # only where a fleet is configured (docs/fleet.md)
         workspaces: list[WorkspaceReport]
 
 

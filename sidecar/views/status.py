@@ -50,9 +50,15 @@ PLAIN = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz012345678
 def build(roots: list[str], now: float) -> Report:
     """The report of the workspaces at `roots` (real, absolute paths)."""
     from sidecar.coordination.report import coordination_row  # (stdlib where it is the files)
+    from sidecar.fleet.report import fleet_row  # (stdlib where there is no fleet)
 
-    return {"version": REPORT_VERSION, "sidecar": __version__, "coordination": coordination_row(roots, now),
-            "workspaces": [workspace_report(root, now) for root in roots]}
+    report: Report = {"version": REPORT_VERSION, "sidecar": __version__,
+                      "coordination": coordination_row(roots, now),
+                      "workspaces": [workspace_report(root, now) for root in roots]}
+    fleet = fleet_row()
+    if fleet is not None:  # (only with a fleet: the report of every other user is as it was)
+        report["fleet"] = fleet
+    return report
 
 
 def _read(errors: list[str], what: str, read: Callable[[], T], default: T,

@@ -18,7 +18,7 @@ if TYPE_CHECKING:
     from pathlib import Path
     from typing import Any
 
-    from sidecar.views.report import CoordinationRow, HookRow, QueueRow, Report, WorkspaceReport
+    from sidecar.views.report import CoordinationRow, FleetRow, HookRow, QueueRow, Report, WorkspaceReport
 
 LABEL = 11  # "workspace  ": the width of the labels on the left
 
@@ -286,7 +286,18 @@ def render_text(report: Report, bindings_shown: int = 20, now: float | None = No
     coordination = _coordination_line(report["coordination"], now, paint)
     if coordination:
         blocks.insert(0, coordination)
+    fleet = report.get("fleet")
+    if fleet:
+        blocks.insert(0, _fleet_line(fleet, paint))
     return "\n\n".join(blocks) + "\n" if blocks else ""
+
+
+def _fleet_line(row: FleetRow, paint: Style) -> str:
+    """Whether this machine publishes its sessions to the fleet, and if not, why."""
+    if row["publishing"]:
+        return f"fleet         {row['url']} as {row['machine']} (publishing)"
+    return paint(f"fleet: {row['url'] or '[fleet]'} as {row['machine'] or '?'}: not publishing: "
+                 f"{row['error']}", "red", "bold")
 
 
 def _coordination_line(row: CoordinationRow, now: float, paint: Style) -> str:

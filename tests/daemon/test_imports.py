@@ -81,8 +81,8 @@ def test_the_status_line_loads_only_the_standard_library():
 @pytest.mark.parametrize("extra", [[], ["--json"]])
 def test_status_loads_only_the_standard_library_base_and_views(tmp_path, extra):
     """`status` reads its report with the standard library: sidecar.base and sidecar.views,
-    its command module and the coordination row's, nothing typed (a rare branch imports its
-    module where it is met)."""
+    its command module and the coordination row's and the fleet row's, nothing typed (a rare
+    branch imports its module where it is met)."""
     from typer.testing import CliRunner
 
     from sidecar.cli.main import app
@@ -93,7 +93,7 @@ def test_status_loads_only_the_standard_library_base_and_views(tmp_path, extra):
     ours = {m for m in loaded if m.split(".")[0] == "sidecar"}
     assert {m for m in ours if not m.startswith(("sidecar.base.", "sidecar.views."))} == {
         "sidecar", "sidecar.base", "sidecar.views", "sidecar.cli", "sidecar.cli.status",
-        "sidecar.coordination", "sidecar.coordination.report"}
+        "sidecar.coordination", "sidecar.coordination.report", "sidecar.fleet", "sidecar.fleet.report"}
     assert [m for m in loaded if m.split(".")[0] not in (*sys.stdlib_module_names, "sidecar")] == []
     assert not {"typing", "dataclasses", "pathlib", "re", "json"} & set(loaded)
 

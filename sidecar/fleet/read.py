@@ -1,0 +1,254 @@
+"""Every machine's sessions, as the fleet's Redis holds them: the `RowSource` (views/source.py)
+that `sessions --fleet`, `top --fleet` and the web view read.
+
+A row is another machine's word: each is read back by `rowjson.from_json`, which checks every
+field, and one that is not a row is named in `errors` and left out. A machine whose heartbeat
+key has expired (a beat and 1.5 s without one) is unreachable: its rows are kept as it last
+published them, its name is in `unreachable` (with when it was last heard), and `errors` says
+"laptop: unreachable since 22:41:13 (last heard 22:41:07)"; a view shows those rows as not live.
+
+`follow` listens on the channel every publisher writes its name to, and looks at every
+machine's heartbeat twice a second, so a machine that dies (and says nothing) is seen.
+"""
+
+from __future__ import annotations
+
+import secrets
+import threading
+import time
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any, cast
+
+import orjson
+
+from sidecar.base import words
+from sidecar.base.errors import SidecarError
+from sidecar.config import Config, ConfigError
+from sidecar.coordination.url import masked, scrub
+from sidecar.fleet import keys
+from sidecar.fleet.settings import FleetSettings, resolve
+from sidecar.layout import Workspace
+from sidecar.views import rowjson, timeline
+from sidecar.views.sessions import RowKey, SessionRow
+from sidecar.views.timeline import Gathered
+
+if TYPE_CHECKING:
+    from sidecar.views.source import RowSource
+
+EVERY = "*"  # a change that names no machine: every machine is read again
+LOOK_EVERY = 0.5  # seconds between looks at the heartbeats
+ANSWER_WAIT = 5.0  # seconds an action waits for its machine's answer
+REDIS = "redis"  # the errors' key for Redis itself
+
+
+class FleetFeed:
+    """Every machine's rows, keyed (machine, workspace, harness id)."""
+
+    def __init__(self, settings: FleetSettings) -> None:
+        self.settings = settings
+        self.client = keys.connect(settings.url)
+        self.rows: dict[RowKey, SessionRow] = {}
+        self.errors: dict[str, str] = {}
+        self.version = 0
+        self.traces: set[RowKey] = set()  # (another machine's trace is not at hand)
+        self.heard: dict[str, float] = {}  # machine -> when it last beat (its own clock)
+        self.silent_after: dict[str, float] = {}  # machine -> its heartbeat key's life
+        self.unreachable: dict[str, float] = {}  # machine -> when it was last heard
+        self._alive: dict[str, bool] = {}
+        self._lock = threading.Lock()
+        self._changed: set[str] = set()
+        self._on_change: Callable[[], None] = lambda: None
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+
+    # -- reading ---------------------------------------------------------------------------
+
+    def load(self) -> None:
+        self._read(None)
+
+    def _read(self, machines: set[str] | None) -> None:
+        """Read the machines named (None: every one) again, and every heartbeat."""
+        try:
+            heard = cast(dict[str, str], self.client.hgetall(keys.MACHINES))
+            names = sorted(heard)
+            with self.client.pipeline(transaction=False) as pipe:
+                for name in names:
+                    pipe.exists(keys.alive(name))
+                alive = dict(zip(names, (bool(n) for n in pipe.execute()), strict=True))
+            wanted = [n for n in names if machines is None or n in machines or n not in self.heard]
+            with self.client.pipeline(transaction=False) as pipe:
+                for name in wanted:
+                    pipe.hgetall(keys.rows(name))
+                published: dict[str, dict[str, str]] = dict(zip(wanted, pipe.execute(), strict=True))
+        except keys.FAILURES as exc:
+            self.errors[REDIS] = (f"the fleet's Redis {masked(self.settings.url)} cannot be read: "
+                                  f"{scrub(str(exc) or type(exc).__name__, self.settings.url)}")
+            self.version += 1
+            return
+        if self.errors.pop(REDIS, None) is not None:
+            self.version += 1
+        for gone in set(self.heard) - set(names):  # taken off the fleet (its hash deleted)
+            self._take(gone, {})
+        self.heard = {name: _number(heard[name], 0) for name in names}
+        self.silent_after = {name: _number(heard[name], 1) for name in names}
+        for name, fields in published.items():
+            self._take(name, fields)
+        self._reachability(alive)
+
+    def _take(self, machine: str, fields: dict[str, str]) -> None:
+        """A machine's rows as its hash now holds them."""
+        for key in [k for k in self.rows if k[0] == machine]:
+            del self.rows[key]
+        for where in [k for k in self.errors if k.startswith(f"row:{machine}:")]:
+            del self.errors[where]
+        for name, data in fields.items():
+            try:
+                parsed = orjson.loads(data)
+                if not isinstance(parsed, dict):
+                    raise ValueError("not a JSON object")
+                row = rowjson.from_json(parsed, machine)
+            except ValueError as exc:
+                self.errors[f"row:{machine}:{name}"] = f"{machine}: a row that cannot be read ({exc})"
+                continue
+            self.rows[row.key] = row
+        self.version += 1
+
+    def _reachability(self, alive: dict[str, bool]) -> None:
+        if alive == self._alive:
+            return
+        self._alive = alive
+        self.unreachable = {name: self.heard.get(name, 0.0) for name, up in alive.items() if not up}
+        for key in [k for k in self.errors if k.startswith("machine:")]:
+            del self.errors[key]
+        for name, heard in self.unreachable.items():
+            self.errors[f"machine:{name}"] = unreachable_text(name, heard, self.silent_after.get(name, 0.0))
+        self.version += 1
+
+    def live(self, row: SessionRow) -> bool:
+        """Whether the row's machine is heard from: an unreachable one's rows are as they were."""
+        return row.machine not in self.unreachable
+
+    # -- following -------------------------------------------------------------------------
+
+    def follow(self, on_change: Callable[[], None]) -> None:
+        self._on_change = on_change
+        self._thread = threading.Thread(target=self._listen, name="fleet-follow", daemon=True)
+        self._thread.start()
+
+    def _note(self, machine: str) -> None:
+        with self._lock:
+            first = not self._changed
+            self._changed.add(machine)
+        if first:
+            self._on_change()
+
+    def _listen(self) -> None:
+        """Follow the channel, and look at the heartbeats every LOOK_EVERY; after a lost
+        connection every machine is read again (what was published meanwhile was missed)."""
+        while not self._stop.is_set():
+            try:
+                with self.client.pubsub(ignore_subscribe_messages=True) as pubsub:  # type: ignore[no-untyped-call]
+                    pubsub.subscribe(keys.CHANNEL)
+                    self._note(EVERY)
+                    next_look = time.monotonic() + LOOK_EVERY
+                    while not self._stop.is_set():
+                        message = pubsub.get_message(timeout=max(0.0, next_look - time.monotonic()))
+                        if message is not None and isinstance(message.get("data"), str):
+                            self._note(message["data"])
+                        if time.monotonic() >= next_look:
+                            self._note("")  # the heartbeats alone
+                            next_look = time.monotonic() + LOOK_EVERY
+            except keys.FAILURES:
+                self._note(EVERY)  # apply() says Redis cannot be read
+                self._stop.wait(LOOK_EVERY)
+
+    def pending(self) -> bool:
+        with self._lock:
+            return bool(self._changed)
+
+    def apply(self) -> bool:
+        with self._lock:
+            changed, self._changed = self._changed, set()
+        before = self.version
+        if changed:
+            self._read(None if EVERY in changed else changed - {""})
+        return self.version != before
+
+    def stop(self) -> None:
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join(LOOK_EVERY + 1)
+        self.client.close()
+
+    # -- what a view does with a row -------------------------------------------------------
+
+    def gather(self, row: SessionRow) -> Gathered | None:
+        """This machine's session's files (when its workspace is here); None for another's."""
+        ws = Workspace(row.root)
+        if row.machine != self.settings.machine or not ws.context.is_dir():
+            return None
+        return timeline.gather(ws, row)
+
+    def act(self, row: SessionRow, what: str, now: float) -> str:
+        """Ask the machine that owns the session to `cancel` or `fire` its follow-up; its answer.
+        SidecarError when it refuses, or gives none within ANSWER_WAIT."""
+        if row.machine in self.unreachable:
+            raise SidecarError(unreachable_text(row.machine, self.heard.get(row.machine, 0.0),
+                                                self.silent_after.get(row.machine, 0.0))
+                               + ": nothing can be asked of it")
+        token = secrets.token_hex(16)
+        request = {"what": what, "workspace": str(row.root), "session": row.harness_id,
+                   "token": token, "from": self.settings.machine}
+        deadline = time.monotonic() + ANSWER_WAIT
+        try:
+            self.client.xadd(keys.actions(row.machine), request,  # type: ignore[arg-type]
+                             maxlen=keys.ACTIONS_KEPT, approximate=True)
+            answer = None
+            while answer is None and time.monotonic() < deadline:
+                answer = self.client.blpop([keys.reply(token)], timeout=1)
+        except keys.FAILURES as exc:
+            raise SidecarError(f"cannot reach the fleet's Redis {masked(self.settings.url)}: "
+                               f"{scrub(str(exc), self.settings.url)}") from None
+        if answer is None:
+            raise SidecarError(f"no answer from {row.machine} within {ANSWER_WAIT:g} s")
+        said = orjson.loads(answer[1])
+        if not isinstance(said, dict) or not isinstance(said.get("text"), str):
+            raise SidecarError(f"{row.machine} answered what is not an answer")
+        if said.get("ok") is not True:
+            raise SidecarError(f"{row.machine}: {said['text']}")
+        return f"{row.machine}: {said['text']}"
+
+
+def _number(text: Any, index: int) -> float:
+    """A number of the machines hash's "<last heard> <unreachable after>" (0 if none)."""
+    try:
+        return float(str(text).split()[index])
+    except (IndexError, ValueError):
+        return 0.0
+
+
+def unreachable_text(machine: str, heard: float, after: float, now: float | None = None) -> str:
+    """`laptop: unreachable since 22:41:13 (last heard 22:41:07)`."""
+    now = time.time() if now is None else now
+    if not heard:
+        return f"{machine}: unreachable (never heard)"
+    return (f"{machine}: unreachable since {words.local_time(heard + after, now)} "
+            f"(last heard {words.local_time(heard, now)})")
+
+
+def settings_from_config(config: Config) -> FleetSettings:
+    found = resolve(config.fleet)
+    if found is None:
+        raise ConfigError('no fleet is configured: add [fleet] url = "redis://host:6379/0" to '
+                          'config.toml (docs/fleet.md)')
+    return found
+
+
+def source_from_config(config: Config) -> FleetFeed:
+    """The fleet's row source as config.toml's `[fleet]` names it; ConfigError without one."""
+    return FleetFeed(settings_from_config(config))
+
+
+if TYPE_CHECKING:
+    def _a_row_source(feed: FleetFeed) -> RowSource:
+        return feed  # the type checker holds FleetFeed to views/source.py's protocol
