@@ -27,8 +27,8 @@ from common import SIDECAR, report
 from sidecar.fleet import keys
 from sidecar.fleet.read import FleetFeed
 from sidecar.fleet.settings import FleetSettings
+from sidecar.live.feed import Feed
 from sidecar.views import rowjson
-from sidecar.views.feed import Feed
 
 MACHINES = ("laptop", "dev-box", "ci-7")
 TARGET = 1.0

@@ -31,8 +31,8 @@ from common import report
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
 
+from sidecar.live.feed import Feed  # noqa: E402
 from sidecar.top.table import Table  # noqa: E402
-from sidecar.views.feed import Feed  # noqa: E402
 from support import top_demo  # noqa: E402
 
 PER_WORKSPACE = 10

@@ -21,8 +21,8 @@ from pathlib import Path
 import orjson
 
 from sidecar.base.timeutil import iso
+from sidecar.live.feed import Feed
 from sidecar.top.app import TopApp
-from sidecar.views.feed import Feed
 
 RATE = 100  # records replaced a second
 SECONDS = 10.0  # measured

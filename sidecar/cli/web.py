@@ -12,7 +12,7 @@ from sidecar.base.errors import SidecarError
 from sidecar.base.exitcodes import FAILURE, USAGE
 from sidecar.cli.common import fail, registry_roots, workspace_at
 from sidecar.layout import Workspace
-from sidecar.views.source import RowSource
+from sidecar.live.source import RowSource
 from sidecar.web import settings
 from sidecar.web.secret import TokenError, ensure_token, read_token
 
@@ -96,7 +96,7 @@ def _shown(address: str) -> str:
 def _source(root: list[Path] | None, fleet: bool) -> RowSource:
     """Where the sessions come from: this machine's workspaces today (the fleet's when --fleet
     is wired)."""
-    from sidecar.views.feed import Feed
+    from sidecar.live.feed import Feed
 
     if fleet:
         fail("--fleet is not available yet", USAGE)

@@ -27,9 +27,9 @@ from sidecar.fleet import keys
 from sidecar.fleet.settings import FleetSettings
 from sidecar.followups import store as hook_store
 from sidecar.layout import PLAIN_NAME, Workspace
+from sidecar.live.actions import act_on
 from sidecar.sessions.store import SessionStore
 from sidecar.views import sessions
-from sidecar.views.actions import act_on
 
 log = logging.getLogger("sidecar")
 

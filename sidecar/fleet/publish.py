@@ -1,6 +1,6 @@
 """The daemon's fleet publisher: its sessions' rows to Redis, as they change, with a heartbeat.
 
-A thread of its own keeps a `views.feed.Feed` over the workspaces the daemon serves (the feed
+A thread of its own keeps a `live.feed.Feed` over the workspaces the daemon serves (the feed
 follows their files by inotify, as `top` does). A change is taken up 100 ms after the first
 note of it, so a burst of events is one write: the rows whose JSON changed are set in the
 machine's hash, the rows gone are deleted from it, and the machine's name is published on the
@@ -27,8 +27,8 @@ from sidecar.coordination.url import masked, scrub
 from sidecar.fleet import keys
 from sidecar.fleet.answer import Answerer
 from sidecar.fleet.settings import FleetSettings
+from sidecar.live.feed import Feed
 from sidecar.views import rowjson
-from sidecar.views.feed import Feed
 
 log = logging.getLogger("sidecar")
 

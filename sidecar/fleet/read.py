@@ -1,4 +1,4 @@
-"""Every machine's sessions, as the fleet's Redis holds them: the `RowSource` (views/source.py)
+"""Every machine's sessions, as the fleet's Redis holds them: the `RowSource` (live/source.py)
 that `sessions --fleet`, `top --fleet` and the web view read.
 
 A row is another machine's word: each is read back by `rowjson.from_json`, which checks every
@@ -28,12 +28,13 @@ from sidecar.coordination.url import masked, scrub
 from sidecar.fleet import keys
 from sidecar.fleet.settings import FleetSettings, resolve
 from sidecar.layout import Workspace
-from sidecar.views import rowjson, timeline
+from sidecar.live import timeline
+from sidecar.live.timeline import Gathered
+from sidecar.views import rowjson
 from sidecar.views.sessions import RowKey, SessionRow
-from sidecar.views.timeline import Gathered
 
 if TYPE_CHECKING:
-    from sidecar.views.source import RowSource
+    from sidecar.live.source import RowSource
 
 EVERY = "*"  # a change that names no machine: every machine is read again
 LOOK_EVERY = 0.5  # seconds between looks at the heartbeats
@@ -251,4 +252,4 @@ def source_from_config(config: Config) -> FleetFeed:
 
 if TYPE_CHECKING:
     def _a_row_source(feed: FleetFeed) -> RowSource:
-        return feed  # the type checker holds FleetFeed to views/source.py's protocol
+        return feed  # the type checker holds FleetFeed to live/source.py's protocol

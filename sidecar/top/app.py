@@ -26,13 +26,13 @@ from textual.widgets import Input, Static
 
 from sidecar.base.errors import SidecarError
 from sidecar.base.escapes import escaped
+from sidecar.live.feed import Feed
+from sidecar.live.source import RowSource
+from sidecar.live.timeline import Gathered
 from sidecar.top import detail, view
 from sidecar.top.listing import SessionList
 from sidecar.top.table import SORTS, Table
-from sidecar.views.feed import Feed
 from sidecar.views.sessions import RowKey, SessionRow
-from sidecar.views.source import RowSource
-from sidecar.views.timeline import Gathered
 
 Clock = Callable[[], float]
 FRAME = 0.08  # seconds: changes are taken up at most this often (a redraw within 100 ms)

@@ -1,5 +1,5 @@
 """One session, opened (full screen, or beside the list): its state and why, the last thing it
-said, its timeline, its follow-ups and their logs' last lines (read by views/timeline.py). Pure
+said, its timeline, its follow-ups and their logs' last lines (read by live/timeline.py). Pure
 text out, each line with its style: the widget shows it as text, never as markup.
 """
 
@@ -8,12 +8,12 @@ from __future__ import annotations
 from sidecar.base import words
 from sidecar.base.escapes import escaped
 from sidecar.base.outcome import Outcome
+from sidecar.live.timeline import Gathered
 from sidecar.top import view
 from sidecar.views import cost
 from sidecar.views.activity import WORDS
 from sidecar.views.sessions import SessionRow
 from sidecar.views.status_text import when
-from sidecar.views.timeline import Gathered
 
 Line = tuple[str, str]  # (text, style; "" for none)
 

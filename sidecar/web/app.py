@@ -24,7 +24,7 @@ from starlette.routing import Route
 
 from sidecar.base.errors import SidecarError
 from sidecar.base.timeutil import now as wall_now
-from sidecar.views.source import RowSource
+from sidecar.live.source import RowSource
 from sidecar.web import rows
 from sidecar.web.guard import Guard
 from sidecar.web.live import KEEPALIVE, Hub

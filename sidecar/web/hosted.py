@@ -28,7 +28,7 @@ def start(table: Mapping[str, Any], roots: list[Path], stale: float) -> Backgrou
     if not table.get("serve"):
         return None
     try:
-        from sidecar.views.feed import Feed
+        from sidecar.live.feed import Feed
         from sidecar.web import serve
     except ImportError as exc:
         log.error("[web] serve = true, but the web view needs the web extra "

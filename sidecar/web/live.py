@@ -13,8 +13,8 @@ import asyncio
 import time
 from typing import Any
 
+from sidecar.live.source import RowSource
 from sidecar.views.sessions import RowKey, SessionRow
-from sidecar.views.source import RowSource
 from sidecar.web.rows import key_text
 
 COALESCE = 0.1  # seconds between two changes sent: a burst of events is one change

@@ -18,12 +18,12 @@ import orjson
 
 from sidecar.base.outcome import Outcome
 from sidecar.base.timeutil import iso
+from sidecar.live.source import RowSource
+from sidecar.live.timeline import Gathered
 from sidecar.top import view
 from sidecar.views import cost, rowjson
 from sidecar.views.activity import WORDS, State
 from sidecar.views.sessions import RowKey, SessionRow
-from sidecar.views.source import RowSource
-from sidecar.views.timeline import Gathered
 
 API_VERSION = 1
 STATES = (State.WORKING, State.WAITING, State.IDLE, State.LIMITED, State.ENDED)

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 import uvicorn
 
 from sidecar.base.errors import SidecarError
-from sidecar.views.source import RowSource
+from sidecar.live.source import RowSource
 from sidecar.web.app import build
 
 log = logging.getLogger("sidecar")

@@ -100,7 +100,7 @@ def test_status_loads_only_the_standard_library_base_and_views(tmp_path, extra):
 
 # `sessions` and `top` list every record with its follow-ups through the typed stores (the same
 # readers the daemon writes with); they are no hot path, so their read model may use them.
-TYPED_VIEWS = ("sidecar.views.sessions",)
+TYPED_VIEWS = ("sidecar.views.sessions", "sidecar.views.rowjson")
 
 
 def test_base_and_views_load_only_the_standard_library():

@@ -16,8 +16,8 @@ import pytest
 
 from helpers import SIDECAR, emit, end_session, read_json, run_cli, trust_hooks, wait_until
 from sidecar.followups import trust
+from sidecar.live.feed import Feed
 from sidecar.top.app import TopApp
-from sidecar.views.feed import Feed
 from support.tmux import Tmux
 
 pytestmark = pytest.mark.slow

@@ -17,8 +17,8 @@ from pathlib import Path
 TESTS = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(TESTS))
 
+from sidecar.live.feed import Feed  # noqa: E402
 from sidecar.top.app import TopApp  # noqa: E402
-from sidecar.views.feed import Feed  # noqa: E402
 from support import top_demo  # noqa: E402
 
 ASSETS = TESTS.parent / "docs" / "assets"

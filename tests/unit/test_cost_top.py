@@ -13,9 +13,9 @@ import orjson
 
 from sidecar.base.ids import harness_id
 from sidecar.layout import Workspace
+from sidecar.live.feed import Feed
 from sidecar.top import view
 from sidecar.top.app import TopApp
-from sidecar.views.feed import Feed
 from support import top_demo
 
 DONE, EXIT, ASKS = "e5a8f3d1-done", "f6b2c7e9-exit", "b21d44f0-asks"

@@ -29,9 +29,9 @@ from sidecar.base.outcome import error
 from sidecar.followups import manual
 from sidecar.followups.store import HookStore
 from sidecar.layout import Workspace
+from sidecar.live.feed import Feed
 from sidecar.top import view
 from sidecar.top.app import DetailScreen, TopApp
-from sidecar.views.feed import Feed
 from support import top_demo
 from support.stores import drop, ingestor
 

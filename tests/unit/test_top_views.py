@@ -21,13 +21,13 @@ from rich.style import Style
 
 from sidecar.base.ids import harness_id
 from sidecar.followups.store import HookStore
+from sidecar.live.feed import Feed
+from sidecar.live.timeline import Gathered
 from sidecar.top import table as top_table
 from sidecar.top import view
 from sidecar.top.app import TopApp
 from sidecar.top.listing import SessionList
-from sidecar.views.feed import Feed
 from sidecar.views.sessions import RowKey, SessionRow
-from sidecar.views.timeline import Gathered
 from support import top_demo
 from support.stores import drop, ingestor
 

@@ -12,7 +12,7 @@ import pytest
 from starlette.testclient import TestClient
 
 from sidecar.base.ids import harness_id
-from sidecar.views.feed import Feed
+from sidecar.live.feed import Feed
 from sidecar.web import rows
 from sidecar.web.app import build
 from support import top_demo

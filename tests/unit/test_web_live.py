@@ -11,8 +11,8 @@ import time
 import inotify_simple
 
 from sidecar.base.ids import harness_id
+from sidecar.live.feed import Feed
 from sidecar.sessions.store import SessionStore
-from sidecar.views.feed import Feed
 from sidecar.web import live
 from sidecar.web.live import Hub
 from sidecar.web.rows import key_text

@@ -1,5 +1,5 @@
 """What a live view (`top`, the web view) reads its sessions from: this machine's workspaces
-(views/feed.py, from the files' own change events) or every machine's (the fleet, through
+(live/feed.py, from the files' own change events) or every machine's (the fleet, through
 Redis). One shape, so that each view is written once, whatever it shows.
 """
 
@@ -8,8 +8,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Protocol
 
+from sidecar.live.timeline import Gathered
 from sidecar.views.sessions import RowKey, SessionRow
-from sidecar.views.timeline import Gathered
 
 
 class RowSource(Protocol):

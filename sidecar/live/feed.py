@@ -27,12 +27,13 @@ from sidecar.daemon.watch import FolderWatch, WatchError, folder_watch
 from sidecar.followups import store as hook_store
 from sidecar.followups import trust
 from sidecar.layout import PLAIN_NAME, Workspace
+from sidecar.live import timeline
+from sidecar.live.actions import act_on
+from sidecar.live.timeline import Gathered
 from sidecar.sessions.model import Key, SessionRecord
 from sidecar.sessions.store import SessionStore
-from sidecar.views import sessions, timeline
-from sidecar.views.actions import act_on
+from sidecar.views import sessions
 from sidecar.views.sessions import FollowUp, RowKey, SessionRow
-from sidecar.views.timeline import Gathered
 
 log = logging.getLogger("sidecar")
 
@@ -217,7 +218,7 @@ class Feed:
     def workspace(self, root: Path) -> Workspace:
         return self.served[root].ws
 
-    # -- what a view does with a row (views/source.py) ---------------------------------------
+    # -- what a view does with a row (live/source.py) ---------------------------------------
 
     def gather(self, row: SessionRow) -> Gathered | None:
         return timeline.gather(self.workspace(row.root), row)
