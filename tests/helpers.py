@@ -329,3 +329,9 @@ def run_with_open_files(limit: int, log: Path) -> subprocess.Popen:
     with open(log, "wb") as out:
         return subprocess.Popen([SIDECAR, "run"], stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
                                 preexec_fn=lambda: resource.setrlimit(resource.RLIMIT_NOFILE, (limit, limit)))
+
+
+def fleet_config(config_home, url: str, machine: str = "laptop", heartbeat: float = 0.5) -> None:
+    """config.toml's `[fleet]`: this machine publishes to `url` as `machine`."""
+    with open(config_home / "config.toml", "a") as config:
+        config.write(f'\n[fleet]\nurl = "{url}"\nmachine = "{machine}"\nheartbeat = {heartbeat}\n')

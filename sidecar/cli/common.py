@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import inspect
 from pathlib import Path
-from typing import Any, NoReturn
+from typing import TYPE_CHECKING, Any, NoReturn
 
 import typer
 
@@ -17,6 +17,9 @@ from sidecar import config as config_mod
 from sidecar.base.errors import SidecarError
 from sidecar.base.exitcodes import FAILURE, NOT_WORKSPACE, OK, USAGE
 from sidecar.layout import Workspace, find_workspace
+
+if TYPE_CHECKING:
+    from sidecar.fleet.read import FleetFeed
 
 
 def fail(message: str, code: int = FAILURE, command: str = "sidecar") -> NoReturn:
@@ -119,3 +122,16 @@ def _plain_help() -> None:
 
 
 _plain_help()
+
+
+def fleet_source() -> FleetFeed:
+    """Every machine's sessions as `[fleet]` in config.toml names their Redis (`top`, `web` and
+    `sessions` with `--fleet`); says why not and exits 1 where no fleet is configured."""
+    try:
+        from sidecar.fleet.read import source_from_config  # (redis-py: only for the fleet)
+    except ImportError as exc:
+        fail(f"--fleet needs agent-sidecar[redis] ({exc})")
+    try:
+        return source_from_config(config_mod.load_config())
+    except config_mod.ConfigError as exc:
+        fail(str(exc))

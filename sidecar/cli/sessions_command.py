@@ -9,9 +9,8 @@ import typer
 
 from sidecar.base.exitcodes import USAGE
 from sidecar.base.timeutil import parse_duration
-from sidecar.cli.common import fail
+from sidecar.cli.common import fail, fleet_source
 from sidecar.cli.sessions import DEFAULT_LIMIT, listed, workspaces
-from sidecar.config import ConfigError
 
 
 def sessions(
@@ -48,10 +47,7 @@ def sessions(
             fail("--fleet lists every machine's sessions; it takes no --root", USAGE)
         from sidecar.cli.sessions_fleet import listed_fleet  # (redis-py: only for the fleet)
 
-        try:
-            raise typer.Exit(listed_fleet(active, window, limit, json_out))
-        except ConfigError as exc:
-            fail(str(exc))
+        raise typer.Exit(listed_fleet(fleet_source(), active, window, limit, json_out))
     errors: list[str] = []
     found = workspaces(root, errors)
     raise typer.Exit(listed(found, errors, active, window, limit, json_out))

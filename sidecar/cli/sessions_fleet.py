@@ -12,15 +12,21 @@ import sys
 import time
 from typing import Any
 
-from sidecar import config as config_mod
 from sidecar.base import words
 from sidecar.base.escapes import escaped
 from sidecar.base.exitcodes import FAILURE, OK
 from sidecar.base.timeutil import iso
 from sidecar.base.version import __version__
 from sidecar.cli.jsonout import print_json
-from sidecar.cli.sessions import DEFAULT_LIMIT, SESSIONS_VERSION, last_activity, render, table_width
-from sidecar.fleet.read import REDIS, FleetFeed, source_from_config
+from sidecar.cli.sessions import (
+    DEFAULT_LIMIT,
+    SESSIONS_VERSION,
+    last_activity,
+    render,
+    stale_after,
+    table_width,
+)
+from sidecar.fleet.read import REDIS, FleetFeed
 from sidecar.views import rowjson
 from sidecar.views.activity import State
 from sidecar.views.sessions import SessionRow
@@ -32,27 +38,25 @@ def machines_json(feed: FleetFeed) -> list[dict[str, Any]]:
 
 
 def row_json(row: SessionRow, feed: FleetFeed, stale: float | None) -> dict[str, Any]:
-    return {"machine": row.machine, "reachable": feed.live(row), **rowjson.to_json(row, stale)}
+    return {"machine": row.machine, "reachable": row.reachable, **rowjson.to_json(row, stale)}
 
 
-def listed_fleet(active: bool, window: float | None, limit: int | None, json_out: bool) -> int:
-    """Print every machine's sessions (what cannot be read or reached on stderr); the exit code.
-    ConfigError where no fleet is configured."""
-    config = config_mod.load_config()
-    feed = source_from_config(config)
+def listed_fleet(feed: FleetFeed, active: bool, window: float | None, limit: int | None,
+                 json_out: bool) -> int:
+    """Print every machine's sessions (what cannot be read or reached on stderr); the exit code."""
     try:
         feed.load()
     finally:
         feed.client.close()
     now = time.time()
     rows = sorted(feed.rows.values(), key=last_activity, reverse=True)
-    rows = [r for r in rows if (not active or (r.activity.state != State.ENDED and feed.live(r)))
+    rows = [r for r in rows if (not active or (r.activity.state != State.ENDED and r.reachable))
             and (window is None or last_activity(r) >= now - window)]
     errors = [feed.errors[key] for key in sorted(feed.errors)]
     for error in errors:
         sys.stderr.write(f"sidecar: {escaped(error)}\n")
     sys.stderr.flush()
-    stale = config.stale_after
+    stale = stale_after()
     if json_out:
         shown = rows if limit is None else rows[:limit]
         print_json({"version": SESSIONS_VERSION, "sidecar": __version__,

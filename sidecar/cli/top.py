@@ -7,7 +7,8 @@ from pathlib import Path
 
 import typer
 
-from sidecar.cli.common import registry_roots, workspace_at
+from sidecar.base.exitcodes import USAGE
+from sidecar.cli.common import fail, fleet_source, registry_roots, workspace_at
 from sidecar.layout import Workspace
 
 
@@ -15,6 +16,8 @@ def top(
     root: Path | None = typer.Option(
         None, "--root", metavar="DIR",
         help="Show only this workspace's sessions. Without it, every registered workspace's."),
+    fleet: bool = typer.Option(False, "--fleet", help="Every machine's sessions, from [fleet] in "
+                               "config.toml, with a MACHINE column."),
 ) -> None:
     """A live, full-screen view of every session, its state and its follow-ups, with the
     selected session's detail beside the list in a terminal of 140 columns or more.
@@ -23,9 +26,15 @@ def top(
     d detail beside or not, enter open a session, c cancel its queued follow-up,
     f fire it now, q quit.
 
-    Example: sidecar top --root ~/project
+    Example: sidecar top --root ~/project, or sidecar top --fleet
     """
     notes: list[str] = []
+    if fleet:
+        if root is not None:
+            fail("--fleet shows every machine's sessions; it takes no --root", USAGE)
+        from sidecar.top.app import run_source
+
+        raise typer.Exit(run_source(fleet_source(), notes))
     if root is not None:
         roots = [workspace_at(root).root]
     else:

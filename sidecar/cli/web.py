@@ -10,7 +10,7 @@ import typer
 from sidecar import config as config_mod
 from sidecar.base.errors import SidecarError
 from sidecar.base.exitcodes import FAILURE, USAGE
-from sidecar.cli.common import fail, registry_roots, workspace_at
+from sidecar.cli.common import fail, fleet_source, registry_roots, workspace_at
 from sidecar.layout import Workspace
 from sidecar.live.source import RowSource
 from sidecar.web import settings
@@ -94,12 +94,13 @@ def _shown(address: str) -> str:
 
 
 def _source(root: list[Path] | None, fleet: bool) -> RowSource:
-    """Where the sessions come from: this machine's workspaces today (the fleet's when --fleet
-    is wired)."""
+    """Where the sessions come from: this machine's workspaces, or with --fleet every machine's."""
     from sidecar.live.feed import Feed
 
     if fleet:
-        fail("--fleet is not available yet", USAGE)
+        if root:
+            fail("--fleet shows every machine's sessions; it takes no --root", USAGE)
+        return fleet_source()
     if root:
         roots = [workspace_at(r).root for r in root]
     else:

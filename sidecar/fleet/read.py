@@ -17,12 +17,14 @@ import secrets
 import threading
 import time
 from collections.abc import Callable
+from dataclasses import replace
 from typing import TYPE_CHECKING, Any, cast
 
 import orjson
 
 from sidecar.base import words
 from sidecar.base.errors import SidecarError
+from sidecar.base.timeutil import iso
 from sidecar.config import Config, ConfigError
 from sidecar.coordination.url import masked, scrub
 from sidecar.fleet import keys
@@ -95,6 +97,7 @@ class FleetFeed:
         for name, fields in published.items():
             self._take(name, fields)
         self._reachability(alive)
+        self._mark_unreachable()
 
     def _take(self, machine: str, fields: dict[str, str]) -> None:
         """A machine's rows as its hash now holds them."""
@@ -124,6 +127,21 @@ class FleetFeed:
         for name, heard in self.unreachable.items():
             self.errors[f"machine:{name}"] = unreachable_text(name, heard, self.silent_after.get(name, 0.0))
         self.version += 1
+
+    def _mark_unreachable(self) -> None:
+        """An unreachable machine's rows say so (new rows: a view sees them change), and are
+        no longer live anywhere they are shown; a machine heard again gets them back."""
+        for key, row in self.rows.items():
+            if row.reachable == (row.machine in self.unreachable):
+                self.rows[key] = replace(row, reachable=not row.reachable)
+                self.version += 1
+
+    @property
+    def machines(self) -> list[dict[str, Any]]:
+        """Every machine, whether it is heard from and since when it is not (the web view)."""
+        return [{"name": name, "reachable": name not in self.unreachable,
+                 "since": iso(self.unreachable[name]) if name in self.unreachable else None}
+                for name in sorted(self.heard)]
 
     def live(self, row: SessionRow) -> bool:
         """Whether the row's machine is heard from: an unreachable one's rows are as they were."""

@@ -356,5 +356,8 @@ class TopApp(App[int]):
 
 
 def run(roots: list[Path], notes: list[str]) -> int:
-    app = TopApp(Feed(roots), notes=notes)
-    return app.run() or 0
+    return run_source(Feed(roots), notes)
+
+
+def run_source(source: RowSource, notes: list[str]) -> int:
+    return TopApp(source, notes=notes).run() or 0

@@ -135,7 +135,7 @@ class Table:
         return True
 
     def _shows(self, row: SessionRow) -> bool:
-        return ((not self.active_only or row.activity.state in view.ACTIVE)
+        return ((not self.active_only or (row.activity.state in view.ACTIVE and row.reachable))
                 and (not self.filter or view.matches(row, self.filter)))
 
     def _group_of(self, row: SessionRow) -> GroupKey:
@@ -200,7 +200,7 @@ class Table:
         else:
             self._rows.pop(row.key, None)
         state = row.activity.state
-        if state in self._tally:
+        if state in self._tally and row.reachable:  # (an unreachable machine's: not live)
             self._tally[state] += by
         self._tally["queued"] += by * sum(1 for f in row.follow_ups if f.state in view.WAITING_FOLLOW_UP)
         self.machines += by * (row.machine != "")

@@ -24,6 +24,7 @@ ERROR_STYLE = "bold red"  # a failed follow-up, a usage limit, a file that canno
 STATE_STYLE = {State.WORKING: "green", State.WAITING: "bold yellow", State.IDLE: "cyan",
                State.LIMITED: ERROR_STYLE, State.ENDED: "dim"}
 ORDER = {State.WAITING: 0, State.LIMITED: 1, State.WORKING: 2, State.IDLE: 3, State.ENDED: 4}
+UNREACHABLE = "unreachable"  # the state shown of a row whose machine stopped publishing (fleet)
 ACTIVE = frozenset({State.WORKING, State.WAITING, State.IDLE, State.LIMITED})
 WAITING_FOLLOW_UP = frozenset({"queued", "postponed"})
 
@@ -90,17 +91,27 @@ def follow_ups(row: SessionRow, now: float) -> str:
 def painted(row: SessionRow) -> list[tuple[str, str]]:
     """The columns shown in colour, (title, style): the state always, and the follow-ups in red
     where the one shown failed. The selected row keeps them (it is drawn reversed)."""
-    spans = [("STATE", STATE_STYLE[row.activity.state])]
+    spans = [("STATE", STATE_STYLE[row.activity.state] if row.reachable else "dim")]
     live = any(f.state in WAITING_FOLLOW_UP or f.state == "running" for f in row.follow_ups)
     if row.follow_ups and not live and Outcome.parse(row.follow_ups[0].state).failed:
         spans.append(("FOLLOW-UPS", ERROR_STYLE))
     return spans
 
 
+def state_words(row: SessionRow) -> str:
+    """The state in words; a row whose machine stopped publishing is not shown as live."""
+    return WORDS[row.activity.state] if row.reachable else UNREACHABLE
+
+
+def why_shown(row: SessionRow, now: float) -> str:
+    """`why`, or, for a row whose machine stopped publishing, the state it was last heard in."""
+    return why(row, now) if row.reachable else f"as last heard: {WORDS[row.activity.state]}"
+
+
 def cells(row: SessionRow, now: float) -> list[str]:
     return [escaped(cell) for cell in (
         row.machine, row.host, row.root.name, words.short_id(row.session_id),
-        WORDS[row.activity.state], why(row, now), words.ago(row.updated_at, now),
+        state_words(row), why_shown(row, now), words.ago(row.updated_at, now),
         tokens(row.tokens), cost.shown(row.cost), follow_ups(row, now))]
 
 

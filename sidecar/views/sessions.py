@@ -52,6 +52,7 @@ class SessionRow:
     mid_turn: bool = False  # it ended with a turn still open (Ctrl-C, a kill)
     cost: dict[str, Any] | None = None  # the record's cost object (views/cost.py); None: never priced
     machine: str = ""  # the machine it runs on, as the fleet names it; "": this one
+    reachable: bool = True  # False: its machine stopped publishing; the row is as last heard
 
     @property
     def key(self) -> RowKey:

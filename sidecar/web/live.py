@@ -71,9 +71,9 @@ class Hub:
 
     def _flush(self) -> None:
         self._pending = False
-        self._last_sent = time.monotonic()
         if not self.source.apply():
-            return
+            return  # (a new folder before its record): the record that follows is not held back
+        self._last_sent = time.monotonic()
         rows = self.source.rows
         changed = {k for k, row in rows.items() if self._seen.get(k) is not row}
         changed |= self._seen.keys() - rows.keys()

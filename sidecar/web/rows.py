@@ -22,7 +22,7 @@ from sidecar.live.source import RowSource
 from sidecar.live.timeline import Gathered
 from sidecar.top import view
 from sidecar.views import cost, rowjson
-from sidecar.views.activity import WORDS, State
+from sidecar.views.activity import State
 from sidecar.views.sessions import RowKey, SessionRow
 
 API_VERSION = 1
@@ -64,7 +64,8 @@ def session(row: SessionRow, now: float, stale: float | None) -> dict[str, Any]:
     `top` shows, with what can be done to it."""
     waiting = _waiting(row)
     return {**rowjson.to_json(row, stale), "key": key_text(row.key), "machine": row.machine,
-            "stateWords": WORDS[row.activity.state], "whyWords": view.why(row, now),
+            "reachable": row.reachable, "stateWords": view.state_words(row),
+            "whyWords": view.why_shown(row, now),
             "followUpWords": view.follow_ups(row, now), "costWords": cost.shown(row.cost),
             "canCancel": waiting, "canFire": waiting, "canRetry": not waiting and _failed_last(row)}
 
@@ -72,7 +73,7 @@ def session(row: SessionRow, now: float, stale: float | None) -> dict[str, Any]:
 def counts(rows: Iterable[SessionRow]) -> dict[str, int]:
     found = dict.fromkeys([*STATES, "queued"], 0)
     for row in rows:
-        found[row.activity.state] += 1
+        found[row.activity.state] += row.reachable  # an unreachable machine's: not live
         found["queued"] += sum(1 for f in row.follow_ups if f.state in view.WAITING_FOLLOW_UP)
     return found
 

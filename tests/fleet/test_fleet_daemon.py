@@ -9,14 +9,9 @@ import time
 import orjson
 import pytest
 
-from helpers import emit, run_cli, wait_until
+from helpers import emit, fleet_config, run_cli, wait_until
 
 pytestmark = pytest.mark.daemon
-
-
-def fleet_config(config_home, url: str, machine: str = "laptop", heartbeat: float = 0.5) -> None:
-    with open(config_home / "config.toml", "a") as config:
-        config.write(f'\n[fleet]\nurl = "{url}"\nmachine = "{machine}"\nheartbeat = {heartbeat}\n')
 
 
 def fleet_listing(*args: str) -> dict:

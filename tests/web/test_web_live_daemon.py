@@ -6,7 +6,6 @@ the page calls it."""
 from __future__ import annotations
 
 import queue
-import re
 import threading
 import time
 
@@ -14,40 +13,11 @@ import httpx
 import orjson
 import pytest
 
-from helpers import emit, end_session, read_json, run_cli, trust_hooks, wait_until
+from helpers import emit, end_session, read_json, trust_hooks, wait_until
 from sidecar.followups import trust
+from support.webapi import act, add_hook, bearer, listed, row_of
 
 pytestmark = [pytest.mark.daemon, pytest.mark.slow]
-
-
-def bearer(web) -> dict[str, str]:
-    return {"Authorization": f"Bearer {web.token}"}
-
-
-def listed(web, **params) -> dict:
-    answer = httpx.get(web.base + "api/sessions", params=params, headers=bearer(web))
-    assert answer.status_code == 200, answer.text
-    return answer.json()
-
-
-def row_of(web, session: str) -> dict | None:
-    return next((r for r in listed(web, q=session)["sessions"] if r["sessionId"] == session), None)
-
-
-def act(web, key: str, what: str) -> httpx.Response:
-    page = httpx.get(web.base, headers=bearer(web))
-    csrf = re.search(r'name="csrf-token" content="([0-9a-f]+)"', page.text).group(1)
-    return httpx.post(web.base + "api/act", json={"key": key, "what": what},
-                      headers={**bearer(web), "X-CSRF-Token": csrf, "Origin": web.base.rstrip("/"),
-                               "Sec-Fetch-Site": "same-origin"})
-
-
-def add_hook(ws, out, delay: str = "1h") -> None:
-    """A command hook, and the seeded post-task off, so the row shows this one alone."""
-    assert run_cli("hooks", "disable", "post-task", "--root", str(ws.root)).returncode == 0
-    added = run_cli("hooks", "add", "note", "--delay", delay, "--root", str(ws.root), "--",
-                    "sh", "-c", f'echo "$SIDECAR_SESSION_ID" >> {out}')
-    assert added.returncode == 0, added.stderr
 
 
 def changes(web, into: queue.Queue, ready: threading.Event) -> None:
