@@ -30,7 +30,8 @@ def test_top_fleet_lists_the_machine_and_marks_it_unreachable_when_its_daemon_st
         line = wait_until(lambda: next((ln for ln in tmux.screen().splitlines() if "s-top-fl" in ln), None),
                           15, 0.1)
         assert line.split()[:3] == ["devbox", "codex", workspace.root.name] and "working" in line
-        assert "MACHINE" in tmux.screen() and "1 working" in tmux.screen()
+        wait_until(lambda: "MACHINE" in tmux.screen(), 5, 0.1)  # the titles' line, drawn with it
+        assert "1 working" in tmux.screen()
         daemon.stop()  # its heartbeat goes: shown unreachable, as last heard, and not counted live
         wait_until(lambda: "unreachable" in next(ln for ln in tmux.screen().splitlines()
                                                   if "s-top-fl" in ln), 5, 0.1)
