@@ -21,6 +21,7 @@ from pathlib import Path
 import orjson
 
 from sidecar.base.timeutil import iso
+from sidecar.live.changes import Changes
 from sidecar.live.feed import Feed
 from sidecar.top.app import TopApp
 
@@ -29,16 +30,16 @@ SECONDS = 10.0  # measured
 WARM = 1.0  # seconds of changes before the measure starts (the first frames, the caches)
 
 
-class Recorded(Feed):
-    """The feed, noting which records each apply takes up (the bench matches them with the
-    writes)."""
+class Recorded(Changes[tuple[Path, str]]):
+    """The feed's changes, noting which records each apply takes up (the bench matches them
+    with the writes)."""
 
     taken: set[str] = set()
 
-    def apply(self) -> bool:
-        with self._lock:
-            self.taken = {name for _, name in self._changed}
-        return super().apply()
+    def take(self) -> set[tuple[Path, str]]:
+        noted = super().take()
+        self.taken = {name for _, name in noted}
+        return noted
 
 
 def _cpu() -> float:
@@ -50,13 +51,14 @@ def child(mode: str, folder: Path, seconds: float) -> None:
     """Run `top` headless (mode "top") or the feed alone ("feed") on the roots listed in
     `folder/roots`; touch `folder/ready` once loaded; write `folder/<mode>.json`."""
     roots = [Path(line) for line in (folder / "roots").read_text().splitlines() if line]
-    feed = Recorded(roots)
+    feed = Feed(roots)
+    recorded = feed.changes = Recorded()
     shown: list[tuple[str, float]] = []
     figures: dict[str, float] = {}
 
     def note() -> None:
         at = time.monotonic()
-        shown.extend((name, at) for name in feed.taken)
+        shown.extend((name, at) for name in recorded.taken)
 
     def measure(start: bool) -> None:
         figures["cpu_start" if start else "cpu_end"] = _cpu()

@@ -31,6 +31,7 @@ from sidecar.fleet import keys
 from sidecar.fleet.settings import FleetSettings, resolve
 from sidecar.layout import Workspace
 from sidecar.live import timeline
+from sidecar.live.changes import Changes
 from sidecar.live.timeline import Gathered
 from sidecar.views import rowjson
 from sidecar.views.sessions import RowKey, SessionRow
@@ -58,9 +59,7 @@ class FleetFeed:
         self.silent_after: dict[str, float] = {}  # machine -> its heartbeat key's life
         self.unreachable: dict[str, float] = {}  # machine -> when it was last heard
         self._alive: dict[str, bool] = {}
-        self._lock = threading.Lock()
-        self._changed: set[str] = set()
-        self._on_change: Callable[[], None] = lambda: None
+        self.changes: Changes[str] = Changes()
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
 
@@ -150,16 +149,12 @@ class FleetFeed:
     # -- following -------------------------------------------------------------------------
 
     def follow(self, on_change: Callable[[], None]) -> None:
-        self._on_change = on_change
+        self.changes.on_change = on_change
         self._thread = threading.Thread(target=self._listen, name="fleet-follow", daemon=True)
         self._thread.start()
 
     def _note(self, machine: str) -> None:
-        with self._lock:
-            first = not self._changed
-            self._changed.add(machine)
-        if first:
-            self._on_change()
+        self.changes.note(machine)
 
     def _listen(self) -> None:
         """Follow the channel, and look at the heartbeats every LOOK_EVERY; after a lost
@@ -182,12 +177,10 @@ class FleetFeed:
                 self._stop.wait(LOOK_EVERY)
 
     def pending(self) -> bool:
-        with self._lock:
-            return bool(self._changed)
+        return self.changes.pending()
 
     def apply(self) -> bool:
-        with self._lock:
-            changed, self._changed = self._changed, set()
+        changed = self.changes.take()
         before = self.version
         if changed:
             self._read(None if EVERY in changed else changed - {""})

@@ -17,7 +17,6 @@ from __future__ import annotations
 import errno
 import logging
 import os
-import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -29,6 +28,7 @@ from sidecar.followups import trust
 from sidecar.layout import PLAIN_NAME, Workspace
 from sidecar.live import timeline
 from sidecar.live.actions import act_on
+from sidecar.live.changes import Changes
 from sidecar.live.timeline import Gathered
 from sidecar.sessions.model import Key, SessionRecord
 from sidecar.sessions.store import SessionStore
@@ -62,9 +62,7 @@ class Feed:
         self.version = 0  # grows with every change of `rows`: a view re-sorts only then
         self.traces: set[RowKey] = set()  # sessions whose timeline grew since the last apply
         self._watch = watch
-        self._lock = threading.Lock()
-        self._changed: set[tuple[Path, str]] = set()
-        self._on_change: Callable[[], None] = lambda: None
+        self.changes: Changes[tuple[Path, str]] = Changes()
 
     # -- reading ---------------------------------------------------------------------------
 
@@ -143,7 +141,7 @@ class Feed:
     def follow(self, on_change: Callable[[], None]) -> None:
         """Watch every workspace; `on_change` is called (from the watch thread) when something
         changed, and `apply` then takes it up."""
-        self._on_change = on_change
+        self.changes.on_change = on_change
         if self._watch is None:
             self._watch = folder_watch()
         for served in self.served.values():
@@ -155,11 +153,7 @@ class Feed:
             self._watch.stop()
 
     def _note(self, root: Path, name: str) -> None:
-        with self._lock:
-            first = not self._changed
-            self._changed.add((root, name))
-        if first:
-            self._on_change()
+        self.changes.note((root, name))
 
     def _watch_workspace(self, served: _Served) -> None:
         ws, root = served.ws, served.ws.root
@@ -183,13 +177,11 @@ class Feed:
                 self.errors[f"watch:{folder}"] = f"{folder} is not followed live: {exc.strerror}"
 
     def pending(self) -> bool:
-        with self._lock:
-            return bool(self._changed)
+        return self.changes.pending()
 
     def apply(self) -> bool:
         """Read what changed since the last call; whether any row changed."""
-        with self._lock:
-            changed, self._changed = self._changed, set()
+        changed = self.changes.take()
         before = self.version
         self.traces = set()
         for root, name in sorted(changed, key=lambda c: (c[0], c[1] != EVERYTHING)):
