@@ -47,7 +47,7 @@ def listed_fleet(feed: FleetFeed, active: bool, window: float | None, limit: int
     try:
         feed.load()
     finally:
-        feed.client.close()
+        feed.stop()
     now = time.time()
     rows = sorted(feed.rows.values(), key=last_activity, reverse=True)
     rows = [r for r in rows if (not active or (r.activity.state != State.ENDED and r.reachable))

@@ -52,10 +52,11 @@ def field(root: Path, harness_id: str) -> str:
 FAILURES = (redis.RedisError, OSError)
 
 
-def connect(url: str) -> redis.Redis:
+def connect(url: str, decoded: bool = True) -> redis.Redis:
     """The coordination's client (named, short timeouts, one quick retry) for the fleet's URL;
-    TLS (rediss://, its ssl_* options in the query) and ACL users as redis-py reads them."""
+    TLS (rediss://, its ssl_* options in the query) and ACL users as redis-py reads them.
+    `decoded=False`: answers as bytes, for what other machines wrote (fetch.py decodes it)."""
     try:
-        return client.connect(url, decoded=True, retries=1)
+        return client.connect(url, decoded=decoded, retries=1)
     except ConfigError as exc:
         raise ConfigError(str(exc).replace("[coordination] url", "[fleet] url", 1)) from None

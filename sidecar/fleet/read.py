@@ -13,21 +13,25 @@ machine's heartbeat twice a second, so a machine that dies (and says nothing) is
 
 from __future__ import annotations
 
+import logging
 import secrets
 import threading
 import time
 from collections.abc import Callable
 from dataclasses import replace
-from typing import TYPE_CHECKING, Any, cast
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 import orjson
 
+from sidecar import config as config_mod
 from sidecar.base import words
 from sidecar.base.errors import SidecarError
 from sidecar.base.timeutil import iso
 from sidecar.config import Config, ConfigError
 from sidecar.coordination.url import masked, scrub
 from sidecar.fleet import keys
+from sidecar.fleet.fetch import NOT_UTF8, Fetched, fetch
 from sidecar.fleet.settings import FleetSettings, resolve
 from sidecar.layout import Workspace
 from sidecar.live import timeline
@@ -39,7 +43,9 @@ from sidecar.views.sessions import RowKey, SessionRow
 if TYPE_CHECKING:
     from sidecar.live.source import RowSource
 
-EVERY = "*"  # a change that names no machine: every machine is read again
+log = logging.getLogger("sidecar")
+
+KEPT_READS = 64  # reads the view has not taken yet, at most (then every machine is read again)
 LOOK_EVERY = 0.5  # seconds between looks at the heartbeats
 ANSWER_WAIT = 5.0  # seconds an action waits for its machine's answer
 REDIS = "redis"  # the errors' key for Redis itself
@@ -60,45 +66,42 @@ class FleetFeed:
         self.unreachable: dict[str, float] = {}  # machine -> when it was last heard
         self._alive: dict[str, bool] = {}
         self.changes: Changes[str] = Changes()
+        self.raw = keys.connect(settings.url, decoded=False)  # what other machines wrote: fetch.py
+        self._fetched: list[Fetched] = []  # read by the follow thread, taken by `apply`
+        self._full = threading.Event()  # the next read is of every machine
+        self._lock = threading.Lock()
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
 
-    # -- reading ---------------------------------------------------------------------------
+    # -- reading (Redis is read on the follow thread; a view's thread only takes what was read) --
 
     def load(self) -> None:
-        self._read(None)
+        self._use(fetch(self.raw, self.settings.url, None, set(self.heard)))
 
-    def _read(self, machines: set[str] | None) -> None:
-        """Read the machines named (None: every one) again, and every heartbeat."""
-        try:
-            heard = cast(dict[str, str], self.client.hgetall(keys.MACHINES))
-            names = sorted(heard)
-            with self.client.pipeline(transaction=False) as pipe:
-                for name in names:
-                    pipe.exists(keys.alive(name))
-                alive = dict(zip(names, (bool(n) for n in pipe.execute()), strict=True))
-            wanted = [n for n in names if machines is None or n in machines or n not in self.heard]
-            with self.client.pipeline(transaction=False) as pipe:
-                for name in wanted:
-                    pipe.hgetall(keys.rows(name))
-                published: dict[str, dict[str, str]] = dict(zip(wanted, pipe.execute(), strict=True))
-        except keys.FAILURES as exc:
-            self.errors[REDIS] = (f"the fleet's Redis {masked(self.settings.url)} cannot be read: "
-                                  f"{scrub(str(exc) or type(exc).__name__, self.settings.url)}")
-            self.version += 1
+    def _use(self, got: Fetched) -> None:
+        """What was read, taken into the rows: memory only."""
+        if got.error is not None:  # nothing is heard: nothing is shown as live
+            if self.errors.get(REDIS) != got.error:
+                self.errors[REDIS] = got.error
+                self.version += 1
+            self._reachability(dict.fromkeys(self.heard, False))
+            self._mark_unreachable()
             return
         if self.errors.pop(REDIS, None) is not None:
             self.version += 1
-        for gone in set(self.heard) - set(names):  # taken off the fleet (its hash deleted)
+        for key in [k for k in self.errors if k.startswith("name:")]:
+            del self.errors[key]
+        self.errors.update(got.bad)
+        for gone in set(self.heard) - set(got.heard):  # taken off the fleet (its hash deleted)
             self._take(gone, {})
-        self.heard = {name: _number(heard[name], 0) for name in names}
-        self.silent_after = {name: _number(heard[name], 1) for name in names}
-        for name, fields in published.items():
+        self.heard = {name: _number(got.heard[name], 0) for name in got.heard}
+        self.silent_after = {name: _number(got.heard[name], 1) for name in got.heard}
+        for name, fields in got.published.items():
             self._take(name, fields)
-        self._reachability(alive)
+        self._reachability(got.alive)
         self._mark_unreachable()
 
-    def _take(self, machine: str, fields: dict[str, str]) -> None:
+    def _take(self, machine: str, fields: dict[str, str | None]) -> None:
         """A machine's rows as its hash now holds them."""
         for key in [k for k in self.rows if k[0] == machine]:
             del self.rows[key]
@@ -106,6 +109,8 @@ class FleetFeed:
             del self.errors[where]
         for name, data in fields.items():
             try:
+                if data is NOT_UTF8:
+                    raise ValueError("not UTF-8")
                 parsed = orjson.loads(data)
                 if not isinstance(parsed, dict):
                     raise ValueError("not a JSON object")
@@ -153,37 +158,62 @@ class FleetFeed:
         self._thread = threading.Thread(target=self._listen, name="fleet-follow", daemon=True)
         self._thread.start()
 
-    def _note(self, machine: str) -> None:
-        self.changes.note(machine)
-
     def _listen(self) -> None:
-        """Follow the channel, and look at the heartbeats every LOOK_EVERY; after a lost
-        connection every machine is read again (what was published meanwhile was missed)."""
+        """Follow the channel (a burst of names: one read), and look at the heartbeats every
+        LOOK_EVERY; after a lost connection every machine is read again (what was published
+        meanwhile was missed). Nothing ends it but `stop`."""
         while not self._stop.is_set():
             try:
-                with self.client.pubsub(ignore_subscribe_messages=True) as pubsub:  # type: ignore[no-untyped-call]
+                with self.raw.pubsub(ignore_subscribe_messages=True) as pubsub:  # type: ignore[no-untyped-call]
                     pubsub.subscribe(keys.CHANNEL)
-                    self._note(EVERY)
-                    next_look = time.monotonic() + LOOK_EVERY
-                    while not self._stop.is_set():
-                        message = pubsub.get_message(timeout=max(0.0, next_look - time.monotonic()))
-                        if message is not None and isinstance(message.get("data"), str):
-                            self._note(message["data"])
-                        if time.monotonic() >= next_look:
-                            self._note("")  # the heartbeats alone
-                            next_look = time.monotonic() + LOOK_EVERY
+                    self._hand(None)
+                    self._follow(pubsub)
             except keys.FAILURES:
-                self._note(EVERY)  # apply() says Redis cannot be read
+                self._hand(None)  # (its answer says Redis cannot be read)
                 self._stop.wait(LOOK_EVERY)
+            except Exception:  # never a reader that stops: said, and tried again
+                log.exception("the fleet's reader")
+                self._stop.wait(LOOK_EVERY)
+
+    def _follow(self, pubsub: Any) -> None:
+        next_look = time.monotonic() + LOOK_EVERY
+        while not self._stop.is_set():
+            wanted: set[str] = set()
+            message = pubsub.get_message(timeout=max(0.0, next_look - time.monotonic()))
+            while message is not None:
+                data = message.get("data")
+                name = data.decode(errors="replace") if isinstance(data, bytes) else None
+                if name:
+                    wanted.add(name)
+                message = pubsub.get_message(timeout=0)
+            look = time.monotonic() >= next_look
+            if wanted or look or self._full.is_set():
+                self._hand(None if self._full.is_set() else wanted)
+            if look:
+                next_look = time.monotonic() + LOOK_EVERY
+
+    def _hand(self, machines: set[str] | None) -> None:
+        """Read (here, on the follow thread) and hand what was read to the view's `apply`."""
+        self._full.clear()
+        got = fetch(self.raw, self.settings.url, machines, set(self.heard))
+        with self._lock:
+            if len(self._fetched) >= KEPT_READS:  # the view is not taking them: read all again
+                self._fetched.clear()
+                self._full.set()
+            else:
+                self._fetched.append(got)
+        self.changes.note("")
 
     def pending(self) -> bool:
         return self.changes.pending()
 
     def apply(self) -> bool:
-        changed = self.changes.take()
+        self.changes.take()
+        with self._lock:
+            fetched, self._fetched = self._fetched, []
         before = self.version
-        if changed:
-            self._read(None if EVERY in changed else changed - {""})
+        for got in fetched:
+            self._use(got)
         return self.version != before
 
     def stop(self) -> None:
@@ -191,15 +221,15 @@ class FleetFeed:
         if self._thread is not None:
             self._thread.join(LOOK_EVERY + 1)
         self.client.close()
+        self.raw.close()
 
     # -- what a view does with a row -------------------------------------------------------
 
     def gather(self, row: SessionRow) -> Gathered | None:
-        """This machine's session's files (when its workspace is here); None for another's."""
-        ws = Workspace(row.root)
-        if row.machine != self.settings.machine or not ws.context.is_dir():
-            return None
-        return timeline.gather(ws, row)
+        """This machine's session's files (when its workspace is registered here); None for another's."""
+        if row.machine != self.settings.machine or row.root not in registered_roots():
+            return None  # (a row's workspace is another machine's word: only this user's are read)
+        return timeline.gather(Workspace(row.root), row)
 
     def act(self, row: SessionRow, what: str, now: float) -> str:
         """Ask the machine that owns the session to `cancel` or `fire` its follow-up; its answer.
@@ -218,17 +248,30 @@ class FleetFeed:
             answer = None
             while answer is None and time.monotonic() < deadline:
                 answer = self.client.blpop([keys.reply(token)], timeout=1)
+        except ValueError:  # an answer that is not UTF-8
+            raise SidecarError(f"{row.machine} answered what is not an answer") from None
         except keys.FAILURES as exc:
             raise SidecarError(f"cannot reach the fleet's Redis {masked(self.settings.url)}: "
                                f"{scrub(str(exc), self.settings.url)}") from None
         if answer is None:
             raise SidecarError(f"no answer from {row.machine} within {ANSWER_WAIT:g} s")
-        said = orjson.loads(answer[1])
+        try:
+            said = orjson.loads(answer[1])
+        except ValueError:
+            said = None
         if not isinstance(said, dict) or not isinstance(said.get("text"), str):
             raise SidecarError(f"{row.machine} answered what is not an answer")
         if said.get("ok") is not True:
             raise SidecarError(f"{row.machine}: {said['text']}")
         return f"{row.machine}: {said['text']}"
+
+
+def registered_roots() -> list[Path]:
+    """This user's registered workspaces (none, where the registry cannot be read)."""
+    try:
+        return config_mod.load_registry()
+    except config_mod.RegistryError:
+        return []
 
 
 def _number(text: Any, index: int) -> float:

@@ -347,12 +347,16 @@ class TopApp(App[int]):
         row = self.feed.rows.get(key) if key is not None else None
         if row is None:
             return
+        chosen = row  # (a worker's thread: a fleet's machine may take seconds to answer)
+        self.run_worker(lambda: self._act_on(chosen, what), thread=True, group="act")
+
+    def _act_on(self, row: SessionRow, what: str) -> None:
         try:
             said = self.feed.act(row, what, self.clock())
         except (OSError, SidecarError) as exc:
-            self.notify(str(exc), severity="error", markup=False)
+            self.call_from_thread(self.notify, str(exc), severity="error", markup=False)
             return
-        self.notify(said, markup=False)
+        self.call_from_thread(self.notify, said, markup=False)
 
 
 def run(roots: list[Path], notes: list[str]) -> int:

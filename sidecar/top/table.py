@@ -200,11 +200,12 @@ class Table:
         else:
             self._rows.pop(row.key, None)
         state = row.activity.state
-        if state in self._tally and row.reachable:  # (an unreachable machine's: not live)
-            self._tally[state] += by
-        self._tally["queued"] += by * sum(1 for f in row.follow_ups if f.state in view.WAITING_FOLLOW_UP)
+        live = by * row.reachable  # an unreachable machine's row: nothing of it is live
+        if state in self._tally:
+            self._tally[state] += live
+        self._tally["queued"] += live * sum(1 for f in row.follow_ups if f.state in view.WAITING_FOLLOW_UP)
         self.machines += by * (row.machine != "")
-        waiting = view.next_up(row) if by > 0 else None
+        waiting = view.next_up(row) if by > 0 and row.reachable else None
         if waiting is not None:
             self._serial += 1
             self._due[row.key] = (waiting, self._serial)

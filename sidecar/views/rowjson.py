@@ -10,6 +10,7 @@ from typing import Any
 
 from sidecar.base import words
 from sidecar.base.timeutil import iso, parse_ts
+from sidecar.layout import PLAIN_NAME
 from sidecar.views.activity import Activity, State
 from sidecar.views.sessions import FollowUp, SessionRow
 
@@ -58,8 +59,9 @@ def from_json(data: dict[str, Any], machine: str = "") -> SessionRow:
     state, root, hid = data.get("state"), data.get("workspace"), data.get("harnessSessionId")
     if state not in (State.WORKING, State.WAITING, State.IDLE, State.LIMITED, State.ENDED):
         raise ValueError(f"not a session's state: {state!r}")
-    if not isinstance(root, str) or not isinstance(hid, str) or not root or not hid:
-        raise ValueError("a session row names its workspace and its harness id")
+    if not isinstance(root, str) or not root.startswith("/") or not isinstance(hid, str) \
+            or not PLAIN_NAME.fullmatch(hid):
+        raise ValueError("a session row names its workspace (a whole path) and its harness id")
     follow_ups = data.get("followUps")
     items = [_follow_up(item) for item in follow_ups] if isinstance(follow_ups, list) else []
     cost = data.get("cost")

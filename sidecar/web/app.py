@@ -83,7 +83,10 @@ class WebView:
         row = None if key is None else self.source.rows.get(key)
         if row is None:
             return json({"error": "no such session (it may have been removed)"}, 404)
-        gathered = await run_in_threadpool(self.source.gather, row)
+        try:
+            gathered = await run_in_threadpool(self.source.gather, row)
+        except (SidecarError, OSError) as exc:  # its files cannot be read: the row is still told
+            return json({**rows.detail(row, None, self.clock(), self.stale), "error": str(exc)})
         return json(rows.detail(row, gathered, self.clock(), self.stale))
 
     async def act(self, request: Request) -> Response:

@@ -73,15 +73,16 @@ def session(row: SessionRow, now: float, stale: float | None) -> dict[str, Any]:
 def counts(rows: Iterable[SessionRow]) -> dict[str, int]:
     found = dict.fromkeys([*STATES, "queued"], 0)
     for row in rows:
-        found[row.activity.state] += row.reachable  # an unreachable machine's: not live
-        found["queued"] += sum(1 for f in row.follow_ups if f.state in view.WAITING_FOLLOW_UP)
+        if row.reachable:  # an unreachable machine's: nothing of it is live
+            found[row.activity.state] += 1
+            found["queued"] += sum(1 for f in row.follow_ups if f.state in view.WAITING_FOLLOW_UP)
     return found
 
 
 def next_due(rows: Iterable[SessionRow]) -> dict[str, Any] | None:
     """The follow-up due first among every session's."""
     best: tuple[float, SessionRow, str] | None = None
-    for row in rows:
+    for row in filter(lambda row: row.reachable, rows):  # (another's cannot fire now)
         for item in row.follow_ups:
             if item.state in view.WAITING_FOLLOW_UP and item.at is not None \
                     and (best is None or item.at < best[0]):
