@@ -124,9 +124,12 @@ def _plain_help() -> None:
 _plain_help()
 
 
-def fleet_source() -> FleetFeed:
+def fleet_source(root: object = None) -> FleetFeed:
     """Every machine's sessions as `[fleet]` in config.toml names their Redis (`top`, `web` and
-    `sessions` with `--fleet`); says why not and exits 1 where no fleet is configured."""
+    `sessions` with `--fleet`, `root` their `--root`); says why not and exits 1 where no fleet
+    is configured, 2 where a --root was given too."""
+    if root:
+        fail("--fleet shows every machine's sessions; it takes no --root", USAGE)
     try:
         from sidecar.fleet.read import source_from_config  # (redis-py: only for the fleet)
     except ImportError as exc:

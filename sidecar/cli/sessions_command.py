@@ -43,11 +43,9 @@ def sessions(
     except ValueError as exc:
         fail(f"--since: {exc}", USAGE)
     if fleet:
-        if root:
-            fail("--fleet lists every machine's sessions; it takes no --root", USAGE)
         from sidecar.cli.sessions_fleet import listed_fleet  # (redis-py: only for the fleet)
 
-        raise typer.Exit(listed_fleet(fleet_source(), active, window, limit, json_out))
+        raise typer.Exit(listed_fleet(fleet_source(root), active, window, limit, json_out))
     errors: list[str] = []
     found = workspaces(root, errors)
     raise typer.Exit(listed(found, errors, active, window, limit, json_out))

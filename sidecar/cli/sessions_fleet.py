@@ -15,7 +15,6 @@ from typing import Any
 from sidecar.base import words
 from sidecar.base.escapes import escaped
 from sidecar.base.exitcodes import FAILURE, OK
-from sidecar.base.timeutil import iso
 from sidecar.base.version import __version__
 from sidecar.cli.jsonout import print_json
 from sidecar.cli.sessions import (
@@ -30,11 +29,6 @@ from sidecar.fleet.read import REDIS, FleetFeed
 from sidecar.views import rowjson
 from sidecar.views.activity import State
 from sidecar.views.sessions import SessionRow
-
-
-def machines_json(feed: FleetFeed) -> list[dict[str, Any]]:
-    return [{"machine": name, "reachable": name not in feed.unreachable,
-             "lastHeardAt": iso(heard) if heard else None} for name, heard in sorted(feed.heard.items())]
 
 
 def row_json(row: SessionRow, feed: FleetFeed, stale: float | None) -> dict[str, Any]:
@@ -61,7 +55,7 @@ def listed_fleet(feed: FleetFeed, active: bool, window: float | None, limit: int
         shown = rows if limit is None else rows[:limit]
         print_json({"version": SESSIONS_VERSION, "sidecar": __version__,
                     "sessions": [row_json(r, feed, stale) for r in shown], "total": len(rows),
-                    "machines": machines_json(feed), "errors": errors})
+                    "machines": feed.machines, "errors": errors})
     else:
         sys.stdout.write(render(rows[:limit or DEFAULT_LIMIT], len(rows), now, stale,
                                 words.style_for(), table_width(), set(feed.unreachable)))

@@ -7,8 +7,7 @@ from pathlib import Path
 
 import typer
 
-from sidecar.base.exitcodes import USAGE
-from sidecar.cli.common import fail, fleet_source, registry_roots, workspace_at
+from sidecar.cli.common import fleet_source, registry_roots, workspace_at
 from sidecar.layout import Workspace
 
 
@@ -30,11 +29,9 @@ def top(
     """
     notes: list[str] = []
     if fleet:
-        if root is not None:
-            fail("--fleet shows every machine's sessions; it takes no --root", USAGE)
         from sidecar.top.app import run_source
 
-        raise typer.Exit(run_source(fleet_source(), notes))
+        raise typer.Exit(run_source(fleet_source(root), notes))
     if root is not None:
         roots = [workspace_at(root).root]
     else:

@@ -98,9 +98,7 @@ def _source(root: list[Path] | None, fleet: bool) -> RowSource:
     from sidecar.live.feed import Feed
 
     if fleet:
-        if root:
-            fail("--fleet shows every machine's sessions; it takes no --root", USAGE)
-        return fleet_source()
+        return fleet_source(root)
     if root:
         roots = [workspace_at(r).root for r in root]
     else:

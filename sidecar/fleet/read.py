@@ -142,10 +142,13 @@ class FleetFeed:
 
     @property
     def machines(self) -> list[dict[str, Any]]:
-        """Every machine, whether it is heard from and since when it is not (the web view)."""
+        """Every machine: whether it is heard from, when it last was, since when it is not
+        (`sessions --fleet --json` and the web view)."""
         return [{"name": name, "reachable": name not in self.unreachable,
-                 "since": iso(self.unreachable[name]) if name in self.unreachable else None}
-                for name in sorted(self.heard)]
+                 "lastHeardAt": iso(heard) if heard else None,
+                 "unreachableSince": iso(heard + self.silent_after.get(name, 0.0))
+                 if name in self.unreachable and heard else None}
+                for name, heard in sorted(self.heard.items())]
 
     def live(self, row: SessionRow) -> bool:
         """Whether the row's machine is heard from: an unreachable one's rows are as they were."""

@@ -98,7 +98,7 @@ def machines(source: RowSource) -> list[dict[str, Any]]:
     listed = getattr(source, "machines", None)
     if isinstance(listed, list):
         return listed
-    return [{"name": "", "reachable": True, "since": None}]
+    return [{"name": "", "reachable": True, "lastHeardAt": None, "unreachableSince": None}]
 
 
 class Query:

@@ -36,7 +36,7 @@ def test_a_daemons_sessions_are_listed_by_sessions_fleet_with_its_machine(
     doc = wait_until(working, 10)
     print(f"listed {time.monotonic() - began:.2f}s after the event")
     assert doc["sessions"][0]["reachable"] is True
-    assert doc["machines"][0]["machine"] == "laptop" and doc["machines"][0]["reachable"]
+    assert doc["machines"][0]["name"] == "laptop" and doc["machines"][0]["reachable"]
     text = run_cli("sessions", "--fleet").stdout.decode()
     heading, line = text.splitlines()[:2]
     assert heading.split()[:2] == ["MACHINE", "HOST"]

@@ -261,7 +261,7 @@
     machines.replaceChildren(...away.map((m) => {
       const li = el("li", null, "error");
       li.append(m.name + " unreachable since ");
-      li.append(m.since ? liveTime(el("span"), "ago", m.since) : "—");
+      li.append(m.unreachableSince ? liveTime(el("span"), "ago", m.unreachableSince) : "—");
       return li;
     }));
     machines.hidden = !away.length;
