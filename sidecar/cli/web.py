@@ -22,11 +22,14 @@ def web(
         None, "--root", metavar="DIR",
         help="Show this workspace's sessions (give it more than once for several). Without it, "
         "every registered workspace's."),
-    address: str = typer.Option(settings.DEFAULT_ADDRESS, "--address", metavar="ADDRESS",
-                                help="The address to listen on. Only a loopback address listens "
-                                "without TLS (or --allow-plain-http-on-network)."),
-    port: int = typer.Option(settings.DEFAULT_PORT, "--port", metavar="PORT", min=0, max=65535,
-                             help="The port to listen on; 0 for any free one."),
+    address: str | None = typer.Option(
+        None, "--address", metavar="ADDRESS", show_default=settings.DEFAULT_ADDRESS,
+        help="The address to listen on. Only a loopback address listens without TLS (or "
+        "--allow-plain-http-on-network). With --show-token: [web] address in config.toml."),
+    port: int | None = typer.Option(
+        None, "--port", metavar="PORT", min=0, max=65535, show_default=str(settings.DEFAULT_PORT),
+        help="The port to listen on; 0 for any free one. With --show-token: [web] port in "
+        "config.toml."),
     fleet: bool = typer.Option(False, "--fleet", help="Every machine's sessions, from [fleet] in "
                                "config.toml."),
     certfile: Path | None = typer.Option(None, "--certfile", metavar="FILE",
@@ -45,17 +48,13 @@ def web(
     """
     if (certfile is None) != (keyfile is None):
         fail("--certfile and --keyfile go together", USAGE)
+    if show_token:
+        _show_token(address, port, certfile is not None)
+    address = settings.DEFAULT_ADDRESS if address is None else address
+    port = settings.DEFAULT_PORT if port is None else port
     refused = settings.refusal(address, certfile is not None, allow_plain)
     if refused:
         fail(refused, USAGE)
-    scheme = "https" if certfile is not None else "http"
-    if show_token:
-        try:
-            token = read_token()
-        except TokenError as exc:
-            fail(f"{exc} (`sidecar web` makes a token when it first starts)")
-        typer.echo(f"{scheme}://{_shown(address)}:{port}/?token={token}")
-        raise typer.Exit()
     try:
         from sidecar.web import serve
     except ImportError as exc:
@@ -83,6 +82,30 @@ def web(
                        "signed in before stays signed in)")
 
     serve.server(source, made.value, stale, sock, listen, ready).run(sockets=[sock])
+
+
+def _show_token(address: str | None, port: int | None, tls: bool) -> None:
+    """The address to sign in with, where the view is served: what is not given, as `[web]`
+    says (the daemon's view; `sidecar web`'s defaults where it says nothing)."""
+    try:
+        table = config_mod.load_config().web
+    except config_mod.ConfigError as exc:
+        fail(str(exc), USAGE)
+    try:
+        token = read_token()
+    except TokenError as exc:
+        fail(f"{exc} (`sidecar web` makes a token when it first starts)")
+    address = table.get("address", settings.DEFAULT_ADDRESS) if address is None else address
+    port = table.get("port", settings.DEFAULT_PORT) if port is None else port
+    scheme = "https" if tls or table.get("certfile") else "http"
+    if port == 0:
+        typer.echo("sidecar web: [web] port = 0: the daemon's view listens on a port it chose; its "
+                   "log names the address (\"the web view is served on …\"): open it with "
+                   f"?token={token}", err=True)
+        typer.echo(f"{scheme}://{_shown(address)}:PORT/?token={token}")
+    else:
+        typer.echo(f"{scheme}://{_shown(address)}:{port}/?token={token}")
+    raise typer.Exit()
 
 
 def _text(path: Path | None) -> str | None:

@@ -55,7 +55,7 @@ def build(roots: list[str], now: float) -> Report:
     report: Report = {"version": REPORT_VERSION, "sidecar": __version__,
                       "coordination": coordination_row(roots, now),
                       "workspaces": [workspace_report(root, now) for root in roots]}
-    fleet = fleet_row()
+    fleet = fleet_row(roots)
     if fleet is not None:  # (only with a fleet: the report of every other user is as it was)
         report["fleet"] = fleet
     return report

@@ -44,7 +44,7 @@ def start(table: Mapping[str, Any], roots: list[Path], stale: float) -> Backgrou
     where = serve.address_of(sock, listen.tls)
     running = serve.server(Feed(roots), token.value, stale, sock, listen, lambda: log.info(
         "the web view is served on %s (sidecar web --show-token prints the address to sign in "
-        "with)", where))
+        "with)", where), hosted=True)
     background = serve.Background(running, sock)
     background.start()
     return background

@@ -12,6 +12,7 @@ import socket
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
 import uvicorn
 
@@ -62,13 +63,34 @@ def address_of(sock: socket.socket, tls: bool) -> str:
     return f"{'https' if tls else 'http'}://{shown}:{port}/"
 
 
+class _IntoSidecarLog(logging.Handler):
+    """uvicorn's own errors (a failed start's traceback) into the daemon's log."""
+
+    def emit(self, record: logging.LogRecord) -> None:
+        record.msg = f"the web view: {record.msg}"
+        log.handle(record)
+
+
+def _route_uvicorn_errors() -> None:
+    errors = logging.getLogger("uvicorn.error")
+    if not any(isinstance(h, _IntoSidecarLog) for h in errors.handlers):
+        errors.addHandler(_IntoSidecarLog(logging.WARNING))
+    errors.setLevel(logging.WARNING)
+    errors.propagate = False
+
+
 def server(source: RowSource, token: str, stale: float | None, sock: socket.socket, listen: Listen,
-           on_ready: Callable[[], None] = lambda: None) -> uvicorn.Server:
+           on_ready: Callable[[], None] = lambda: None, hosted: bool = False) -> uvicorn.Server:
+    """The server; `hosted` (by the daemon): uvicorn's errors go to the daemon's log, through
+    the "sidecar" logger, rather than to a handler uvicorn would set up of its own."""
     app = build(source, token, stale, listen.tls, on_ready)
+    extra: dict[str, Any] = {"log_config": None} if hosted else {}
     config = uvicorn.Config(
         app, lifespan="on", log_level="warning", access_log=False, proxy_headers=False,
         server_header=False, timeout_graceful_shutdown=1,
-        ssl_certfile=listen.certfile, ssl_keyfile=listen.keyfile)
+        ssl_certfile=listen.certfile, ssl_keyfile=listen.keyfile, **extra)
+    if hosted:
+        _route_uvicorn_errors()
     return uvicorn.Server(config)
 
 
@@ -83,8 +105,13 @@ class Background:
     def _run(self) -> None:
         try:
             self.server.run(sockets=[self.sock])
-        except Exception:  # the daemon goes on without its web view, and says why
+        except SystemExit as exc:  # uvicorn's word for a start that failed (its lifespan's)
+            log.error("the web view is not served: it could not start (uvicorn exited with %s; "
+                      "the lines above say why)", exc.code)
+        except BaseException:  # the daemon goes on without its web view, and says why
             log.exception("the web view stopped")
+        finally:
+            self.sock.close()  # its address is free again
 
     def start(self) -> None:
         self.thread.start()
