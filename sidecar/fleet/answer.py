@@ -29,14 +29,13 @@ from sidecar.fleet import keys
 from sidecar.fleet.settings import FleetSettings
 from sidecar.followups import store as hook_store
 from sidecar.layout import PLAIN_NAME, Workspace
-from sidecar.live.actions import act_on
+from sidecar.live.actions import ACTIONS, act_on
 from sidecar.sessions.store import SessionStore
 from sidecar.views import sessions
 
 log = logging.getLogger("sidecar")
 
 BLOCK_MS = 1000  # within the client's command timeout (2 s)
-ACTIONS = ("cancel", "fire")
 
 
 def carry_out(request: dict[str, str], served: list[Path], now: float) -> str:

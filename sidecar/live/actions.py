@@ -16,6 +16,8 @@ from sidecar.followups.model import QueueEntry
 from sidecar.layout import Workspace
 from sidecar.views.sessions import SessionRow
 
+ACTIONS = ("cancel", "fire")  # what a view can ask of a session's follow-up (`act_on`)
+
 
 def waiting_entry(ws: Workspace, row: SessionRow) -> QueueEntry | None:
     """The session's first follow-up that waits to fire (not claimed by a daemon)."""

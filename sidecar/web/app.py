@@ -24,6 +24,7 @@ from starlette.routing import Route
 
 from sidecar.base.errors import SidecarError
 from sidecar.base.timeutil import now as wall_now
+from sidecar.live.actions import ACTIONS
 from sidecar.live.source import RowSource
 from sidecar.web import rows
 from sidecar.web.guard import Guard
@@ -31,7 +32,6 @@ from sidecar.web.live import KEEPALIVE, Hub
 from sidecar.web.secret import csrf_for
 
 STATIC = Path(__file__).parent / "static"
-ACTIONS = ("cancel", "fire")
 MAX_BODY = 4096
 
 

@@ -16,8 +16,13 @@ from sidecar.followups.budget import Budget, Limits, Spent, session_spent, verdi
 from sidecar.layout import Workspace
 
 NOW = time.time()
-TODAY = time.strftime("%Y-%m-%d", time.localtime(NOW))
-PRICED = {"usd": 1.0, "source": "host", "models": ["m"], "unpriced": [], "days": {TODAY: 1.0}}
+
+
+def today() -> str:
+    """This local day, as the code under test reads it when it runs (a constant taken at import
+    would be yesterday's for a test that runs after midnight)."""
+    return time.strftime("%Y-%m-%d", time.localtime())
+PRICED = {"usd": 1.0, "source": "host", "models": ["m"], "unpriced": [], "days": {today(): 1.0}}
 
 
 def budget_of(config_home, text: str) -> Budget:
@@ -58,11 +63,11 @@ def test_a_bad_budget_is_a_config_error_that_names_the_file_and_the_key(config_h
 
 def test_a_session_at_its_budget_is_held_and_the_reason_says_how_much_of_what():
     budget = Budget(session=5.0)
-    held = verdict(budget, "/ws", "s1", TODAY, session_spent({**PRICED, "usd": 5.0}),
+    held = verdict(budget, "/ws", "s1", today(), session_spent({**PRICED, "usd": 5.0}),
                    Spent(0.0), Spent(0.0))
     assert held.hold is not None and held.hold.episode == "session:s1"
     assert held.hold.reason == "over budget ($5.00 of $5.00 this session)"
-    under = verdict(budget, "/ws", "s1", TODAY, session_spent({**PRICED, "usd": 4.99}),
+    under = verdict(budget, "/ws", "s1", today(), session_spent({**PRICED, "usd": 4.99}),
                     Spent(0.0), Spent(0.0))
     assert under.hold is None and under.unknown is None
 
@@ -70,16 +75,16 @@ def test_a_session_at_its_budget_is_held_and_the_reason_says_how_much_of_what():
 def test_what_is_not_priced_holds_nothing_and_says_so():
     budget = Budget(session=5.0, day=20.0)
     unpriced = {**PRICED, "usd": 1.0, "unpriced": ["my-local-model"]}
-    found = verdict(budget, "/ws", "s1", TODAY, session_spent(unpriced), Spent(3.0), Spent(3.0))
+    found = verdict(budget, "/ws", "s1", today(), session_spent(unpriced), Spent(3.0), Spent(3.0))
     assert found.hold is None
     assert found.unknown == "cost unknown: not held (no price for my-local-model)"
     nothing = {"usd": None, "source": "unknown", "why": "agent-sidecar[cost] is not installed"}
-    found = verdict(budget, "/ws", "s1", TODAY, session_spent(nothing), Spent(0.0), Spent(0.0))
+    found = verdict(budget, "/ws", "s1", today(), session_spent(nothing), Spent(0.0), Spent(0.0))
     assert (found.hold, found.unknown) == (None, "cost unknown: not held (agent-sidecar[cost] "
                                                  "is not installed)")
     assert session_spent(None) == Spent(0.0, "the session has no cost recorded")
     # What is priced already over the budget holds, whatever is not priced beside it.
-    over = verdict(budget, "/ws", "s1", TODAY, session_spent({**unpriced, "usd": 6.0}),
+    over = verdict(budget, "/ws", "s1", today(), session_spent({**unpriced, "usd": 6.0}),
                    Spent(6.0), Spent(6.0))
     assert over.hold is not None and over.hold.reason == "over budget ($6.00 of $5.00 this session)"
 
@@ -88,13 +93,13 @@ def test_a_workspaces_own_budgets(tmp_path):
     own = {str(tmp_path): Limits(session=1.0, day=2.0)}
     budget = Budget(session=5.0, day=20.0, workspaces=own)
     spent = session_spent({**PRICED, "usd": 1.5})
-    held = verdict(budget, str(tmp_path), "s1", TODAY, spent, Spent(1.5), Spent(1.5)).hold
+    held = verdict(budget, str(tmp_path), "s1", today(), spent, Spent(1.5), Spent(1.5)).hold
     assert held is not None and held.reason == "over budget ($1.50 of $1.00 this session)"
-    elsewhere = verdict(budget, str(tmp_path / "b"), "s1", TODAY, spent, Spent(1.5), Spent(1.5))
+    elsewhere = verdict(budget, str(tmp_path / "b"), "s1", today(), spent, Spent(1.5), Spent(1.5))
     assert elsewhere.hold is None  # the global session budget there
     day = verdict(Budget(day=20.0, workspaces={str(tmp_path): Limits(day=2.0)}), str(tmp_path),
-                  "s1", TODAY, spent, Spent(2.5), Spent(2.5)).hold
-    assert day is not None and day.episode == f"workspace-day:{TODAY}"
+                  "s1", today(), spent, Spent(2.5), Spent(2.5)).hold
+    assert day is not None and day.episode == f"workspace-day:{today()}"
     assert day.reason == "over budget ($2.50 of $2.00 today in this workspace)"
 
 
@@ -108,29 +113,29 @@ def ledger(root, days: dict[str, float]) -> Workspace:
 
 
 def test_the_day_budget_sums_todays_spend_of_every_registered_workspace(tmp_path, config_home):
-    here = ledger(tmp_path / "a", {TODAY: 8.0, "2000-01-01": 100.0})
-    other = ledger(tmp_path / "b", {TODAY: 12.5})
+    here = ledger(tmp_path / "a", {today(): 8.0, "2000-01-01": 100.0})
+    other = ledger(tmp_path / "b", {today(): 12.5})
     ledger(tmp_path / "c", {"2000-01-02": 50.0})  # another day's spend
     for ws in (here, other):
         config.register(ws.root)
     config.register(tmp_path / "c")
     config.register(tmp_path / "gone")  # no ledger: nothing spent there
-    assert budgethold.day_spend(here.root, TODAY) == (20.5, 8.0)
+    assert budgethold.day_spend(here.root, today()) == (20.5, 8.0)
     found = budgethold.check(here, Budget(day=20.0), PRICED, "s1", NOW)
-    assert found.hold is not None and found.hold.episode == f"day:{TODAY}"
+    assert found.hold is not None and found.hold.episode == f"day:{today()}"
     assert found.hold.reason == "over budget ($20.50 of $20.00 today)"
     assert budgethold.check(here, Budget(day=21.0), PRICED, "s1", NOW).hold is None
     # An unreadable ledger is nothing known: it holds nothing.
     (other.runtime / "usage.json").write_text("{not json")
-    assert budgethold.day_spend(here.root, TODAY) == (8.0, 8.0)
+    assert budgethold.day_spend(here.root, today()) == (8.0, 8.0)
 
 
 def test_doctor_says_the_day_budget_holds_resumes_back(tmp_path, config_home):
     from sidecar.doctor import budget as doctor_budget
 
-    here = ledger(tmp_path / "a", {TODAY: 8.0})
+    here = ledger(tmp_path / "a", {today(): 8.0})
     config.register(here.root)
-    config.register(ledger(tmp_path / "b", {TODAY: 12.5}).root)
+    config.register(ledger(tmp_path / "b", {today(): 12.5}).root)
     (config_home / "config.toml").write_text(f'[budget]\nday = 30\n[budget.workspace."{here.root}"]\nday = 5\n')
     said = [(f.ok, f.note, f.what) for f in doctor_budget.check(here)]
     assert said == [(True, True, "this workspace's day budget holds its resume follow-ups back: "
