@@ -207,9 +207,6 @@ class FleetFeed:
                 self._fetched.append(got)
         self.changes.note("")
 
-    def pending(self) -> bool:
-        return self.changes.pending()
-
     def apply(self) -> bool:
         self.changes.take()
         with self._lock:
