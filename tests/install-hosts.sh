@@ -1,13 +1,13 @@
 #!/usr/bin/env bash
 # Installs, once, the real programs the end-to-end tests drive: Claude Code, Codex, Gemini CLI,
-# opencode, Pi, GitHub Copilot CLI, Cline and Qwen Code (npm) and hermes-agent (its own virtual
+# opencode, Pi, GitHub Copilot CLI, Cline, Qwen Code, Factory Droid and Kilo Code (npm) and hermes-agent (its own virtual
 # environment) into a cache folder, and tmux, systemd-analyze and libfaketime (the clock tests
 # step a daemon's wall clock). Where a package manager is missing or an install fails it says
 # so, and the tests that need that host skip saying why.
 set -euo pipefail
 CACHE="${SIDECAR_TEST_HOSTS:-${XDG_CACHE_HOME:-$HOME/.cache}/sidecar-test-hosts}"
-CLAUDE_VERSION=2.1.328
-CODEX_VERSION=0.169.0
+CLAUDE_VERSION=2.1.332
+CODEX_VERSION=0.171.0
 GEMINI_VERSION=0.61.0
 OPENCODE_VERSION=1.18.33
 PI_VERSION=0.73.1
@@ -15,6 +15,10 @@ HERMES_VERSION=0.19.0
 QWEN_VERSION=0.24.4
 CLINE_VERSION=3.0.65
 COPILOT_VERSION=1.0.102
+# The newest releases whose Linux packages this registry has: droid's 0.225.1 and Kilo Code's
+# 7.8.1 name native packages that are missing from it.
+DROID_VERSION=0.215.0
+KILO_VERSION=7.7.7
 PYTHON="${PYTHON:-python3}"
 mkdir -p "$CACHE"
 
@@ -59,6 +63,8 @@ if command -v npm >/dev/null 2>&1; then
     npm_host qwen @qwen-code/qwen-code "$QWEN_VERSION" qwen
     npm_host cline cline "$CLINE_VERSION" cline  # a 434 MB native binary
     npm_host copilot @github/copilot "$COPILOT_VERSION" copilot
+    npm_host droid droid "$DROID_VERSION" droid
+    npm_host kilo @kilocode/cli "$KILO_VERSION" kilo
     copilot_unpack
 else
     echo "install-hosts: npm not found; end-to-end tests with the npm hosts will skip" >&2
