@@ -83,6 +83,7 @@ class Config:
     reconcile_interval: float | None = None  # None: by the kind of folder watch (ingest)
     heartbeat_interval: float = 60.0
     limit_backoff_scale: float = 1.0  # resume-after-limit's back-off and margin, scaled
+    host_resume: bool = True  # a resume stands down while the host resumes the session itself
     # The environment file's variables (envfile.env_file()), given to every follow-up.
     agent_env: Mapping[str, str] = field(default_factory=dict)
     env_problems: tuple[str, ...] = ()  # the file's lines that could not be used, named
@@ -164,8 +165,9 @@ def parse_config(data: Mapping[str, Any], path: Path, env: EnvFile) -> Config:
             if not isinstance(value, int) or isinstance(value, bool) or not 1 <= value <= 64:
                 raise ConfigError(f"{path}: concurrency must be a whole number from 1 to 64")
             values["concurrency"] = value
-        elif key == "limitBackoffScale":
-            values["limit_backoff_scale"] = _scale(value, path)
+        elif key in _CHECKED:
+            field_name, check = _CHECKED[key]
+            values[field_name] = check(value, path)
         elif key == "resume":
             values["resume"] = _resume(value, path)
         elif key == "coordination":
@@ -192,12 +194,22 @@ def _choice(option: Option, value: Any, path: Path) -> str:
     return str(value)
 
 
+def _host_resume(value: Any, path: Path) -> bool:
+    if not isinstance(value, bool):
+        raise ConfigError(f"{path}: hostResume must be true or false")
+    return value
+
+
 def _scale(value: Any, path: Path) -> float:
     if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 < value <= 1000:
         raise ConfigError(f"{path}: limitBackoffScale must be a number above 0 (1 is the "
                           f"documented back-off; 0.001 makes its minutes about seconds)")
     return float(value)
 
+
+# The single values checked here: key -> (Config field, check).
+_CHECKED: Mapping[str, tuple[str, Callable[[Any, Path], Any]]] = {
+    "limitBackoffScale": ("limit_backoff_scale", _scale), "hostResume": ("host_resume", _host_resume)}
 
 COORDINATION_ENV = "SIDECAR_COORDINATION_URL"
 COORDINATION_SCHEMES = ("redis://", "rediss://", "unix://")

@@ -23,13 +23,16 @@ class Decision:
     reason: str = ""
 
 
-def decide(hook: Hook, facts: Facts, now: float) -> Decision:
+def decide(hook: Hook, facts: Facts, now: float, host_resume: bool = True) -> Decision:
     """Fire, postpone (the session is not done) or skip (it should never fire).
 
     Only a resume waits for the session to be quiet (not live again, its transcript still):
     it would race the host on the same conversation. A command does not touch the session,
     so it runs when it is due; a notice neither, and it tells of the moment it was queued for
-    (a limit that passed since, a large transcript, change nothing of that)."""
+    (a limit that passed since, a large transcript, change nothing of that). While the host
+    said it resumes the open session itself (`facts.host_resumes`), a resume stands down in
+    its favour, unless `host_resume` (config.toml's `hostResume`) is off; once the session
+    is no longer open (its process gone), the host cannot, and the resume takes over."""
     if hook.skip_cron and facts.cron:
         return Decision(Verdict.SKIP, "cron session")
     if hook.skip_subagents and facts.subagent:
@@ -46,6 +49,8 @@ def decide(hook: Hook, facts: Facts, now: float) -> Decision:
         return Decision(Verdict.FIRE)  # a command runs when it is due: it races no session
     if facts.id_misfit is not None:
         return Decision(Verdict.SKIP, facts.id_misfit)
+    if facts.live and host_resume and facts.host_resumes:
+        return Decision(Verdict.POSTPONE, f"standing down: {facts.host_resumes}")
     if facts.live:
         return Decision(Verdict.POSTPONE, "session is live again")
     mtime = facts.transcript_mtime

@@ -178,7 +178,7 @@ class FollowUps:
                 self.finish(entry, outcome.skipped(refusal), None, now)
                 return
             facts = self.sessions.facts(entry.harness_session_id, (entry.host, entry.session_id))
-            decision = decide(hook, facts, now)
+            decision = decide(hook, facts, now, config is None or config.host_resume)
             if decision.verdict == Verdict.FIRE and config is not None:  # a resume: over budget?
                 decision = budgethold.decide(self, entry, config.budget, now)
             if decision.verdict == Verdict.POSTPONE:

@@ -385,6 +385,8 @@ class Host:
     # some are asks: a notice (a login that worked, a shell that finished) is traced only and
     # leaves the session's state as it was. None: every needs-input event of its is an ask.
     asks: frozenset[str] | None = None
+    # Its own resume after a usage limit, as its notices tell it: notification_type -> fired,
+    own_resume: Mapping[str, str] = MappingProxyType({})  # disabled or stale (sessions/ownresume.py)
 
     def is_ask(self, kind: str) -> bool:
         """Whether a needs-input event of this host's, asking `kind` (`Event.input_kind`),

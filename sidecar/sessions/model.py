@@ -54,6 +54,7 @@ class Facts:
     transcript_mtime: float | None = None
     limited: bool = False  # a usage limit holds (its episode is open)
     id_misfit: str | None = None  # why the session id cannot be its host's (Host.id_misfit)
+    host_resumes: str | None = None  # the host said it resumes the session itself: in words
 
 
 @dataclass
@@ -75,6 +76,32 @@ class LimitEpisode:
 
     def to_json(self) -> Json:
         return {"since": self.since, "failures": self.failures, "error": self.error, "message": self.message}
+
+
+@dataclass
+class HostResume:
+    """What the host said of its own resume after a usage limit (Claude Code's auto-resume):
+    `expected` (its limit named a reset within its horizon, so it resumes the open session
+    itself at `at`), `fired`, `disabled` (it will not), `stale` (it waits for the user to
+    press enter), `beyond` (the reset is more than 24 h away: it will not)."""
+
+    state: str
+    since: str
+    at: str | None = None  # when it resumes (the reset it waits for)
+    by: str = ""  # the host, as people know it
+    message: str = ""  # its notice's own words
+
+    @classmethod
+    def from_json(cls, data: Any) -> HostResume | None:
+        if not isinstance(data, dict) or not isinstance(data.get("state"), str) \
+                or not isinstance(data.get("since"), str):
+            return None
+        return cls(data["state"], data["since"], as_text(data.get("at")), as_text(data.get("by")) or "",
+                   as_text(data.get("message")) or "")
+
+    def to_json(self) -> Json:
+        return {"state": self.state, "since": self.since, "by": self.by, "message": self.message,
+                **({"at": self.at} if self.at else {})}
 
 
 @dataclass
@@ -119,6 +146,7 @@ class SidecarMeta:
     tokens: dict[str, int] | None = None  # from the transcript at each turn end and completion
     cost: Json | None = None  # what those cost (sidecar/cost/session.py's object); None: never priced
     needs_input: NeedsInput | None = None  # the host is waiting for the user
+    host_resume: HostResume | None = None  # what the host said of its own resume in this limit
     turn_started_at: str | None = None  # when the open (or last) turn began
     last_tool: str | None = None  # the last tool the session used, for "working (last tool)"
     last_message: str | None = None  # the first lines of the assistant's last message
@@ -128,7 +156,7 @@ class SidecarMeta:
     KEYS = frozenset(("cwd", "transcriptPath", "cron", "subagent", "startedByHook", "completionReason",
             "ownEndReason", "recentEvents", "followUps", "hostPid", "hostStart", "limit", "turnFailed",
             "tokens", "turnOpen", "userTurnEndedAt", "needsInput", "turnStartedAt", "lastTool",
-            "lastMessage", "hostSpace", "activity", "cost"))
+            "lastMessage", "hostSpace", "activity", "cost", "hostResume"))
 
     @classmethod
     def from_json(cls, data: Any) -> SidecarMeta:
@@ -157,6 +185,7 @@ class SidecarMeta:
             tokens=_tokens(data.get("tokens")),
             cost=data.get("cost") if isinstance(data.get("cost"), dict) else None,
             needs_input=NeedsInput.from_json(data.get("needsInput")),
+            host_resume=HostResume.from_json(data.get("hostResume")),
             turn_started_at=as_text(data.get("turnStartedAt")),
             last_tool=as_text(data.get("lastTool")),
             last_message=as_text(data.get("lastMessage")),
@@ -178,6 +207,7 @@ class SidecarMeta:
                     ("turnFailed", self.turn_failed or None), ("turnOpen", self.turn_open or None),
                     ("tokens", self.tokens), ("cost", self.cost),
                     ("needsInput", None if self.needs_input is None else self.needs_input.to_json()),
+                    ("hostResume", None if self.host_resume is None else self.host_resume.to_json()),
                     ("activity", self.activity))
         out.update((k, v) for k, v in optional if v is not None)
         return {**out, **self.extra}

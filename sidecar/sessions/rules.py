@@ -17,7 +17,7 @@ from sidecar.base.timeutil import iso
 from sidecar.hosts import registry
 from sidecar.hosts.base import EndFacts, Failure
 from sidecar.inbox.events import Event
-from sidecar.sessions import spend, tokens
+from sidecar.sessions import ownresume, spend, tokens
 from sidecar.sessions.model import (
     Binding,
     Bindings,
@@ -162,6 +162,7 @@ def _start(record: SessionRecord, event: Event, out: Applied) -> None:
     record.sidecar.turn_failed = False  # a new run: its first turn has not failed
     record.sidecar.turn_open = False  # nor begun: a turn left open ended with its process
     record.sidecar.needs_input = None  # nor is anything asked of the user yet
+    record.sidecar.host_resume = None  # nor does the host wait to resume it: a new process
     if not record.active:
         reopen(record, event, source or event.name, out)
     assert event.kind is not None
@@ -227,6 +228,7 @@ def _activity(record: SessionRecord, event: Event, out: Applied) -> None:
         # through.)
         record.sidecar.limit = None
         message = f"{event.name} (the usage limit has passed)"
+    message = ownresume.follow(record, event) or message  # what the host said of its own resume
     _trace(record, event, name or event.name, message, out)
     out.changes.append(change(record, event.kind, event.ts, reason, event))
 

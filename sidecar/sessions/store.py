@@ -31,7 +31,7 @@ from sidecar.base.timeutil import from_local
 from sidecar.coordination import current as coordination
 from sidecar.hosts import registry
 from sidecar.layout import PLAIN_NAME, Workspace
-from sidecar.sessions import endfacts, rules
+from sidecar.sessions import endfacts, ownresume, rules
 from sidecar.sessions.model import Bindings, Facts, Key, SessionRecord, TraceLine, ts_or
 from sidecar.sessions.rules import Applied
 from sidecar.vocabulary import SessionChange
@@ -230,7 +230,8 @@ class SessionStore:
             size, mtime = st.st_size, from_local(st.st_mtime)  # (on the daemon's clock)
         return Facts(live=record.active or bound, cron=meta.cron, subagent=meta.subagent,
                      cwd=meta.cwd, transcript_size=size, transcript_mtime=mtime,
-                     limited=meta.limit is not None, id_misfit=misfit)
+                     limited=meta.limit is not None, id_misfit=misfit,
+                     host_resumes=ownresume.in_hand(record))
 
     def live_hosts(self) -> list[tuple[Key, int, int | None, str | None]]:
         """(session, host pid, host start time, its space) for every active session whose

@@ -11,6 +11,8 @@ status line reads it on every refresh of a status bar, where dataclasses or enum
 more than the rest of its work.
 """
 
+from datetime import datetime
+
 from sidecar.base.endreasons import HOST_EXITED, STALE
 from sidecar.base.files import as_text, obj
 from sidecar.base.timeutil import parse_ts
@@ -97,7 +99,8 @@ def _rule(record: dict) -> tuple[str, str | None, str, str]:  # type: ignore[typ
     limit, asked = obj(meta.get("limit")), obj(meta.get("needsInput"))
     if isinstance(limit.get("since"), str):
         return (State.LIMITED, limit["since"],
-                f"a turn hit a usage limit ({as_text(limit.get('error')) or ''})",
+                own_resume(obj(meta.get("hostResume")))
+                or f"a turn hit a usage limit ({as_text(limit.get('error')) or ''})",
                 as_text(limit.get("message")) or "")
     if isinstance(asked.get("since"), str):
         return (State.WAITING, asked["since"], _asks(as_text(asked.get("kind")) or "input"),
@@ -134,3 +137,26 @@ _ASKS = {
 def _asks(kind: str) -> str:
     return _ASKS.get(kind.lower(), f"asked for input ({kind})")
 
+
+
+def own_resume(said: dict) -> str:  # type: ignore[type-arg]
+    """Who resumes a limited session, as its host said (sessions/ownresume.py); "" when it
+    said nothing."""
+    by, state = as_text(said.get("by")) or "the host", as_text(said.get("state"))
+    at, since = parse_ts(said.get("at")), parse_ts(said.get("since"))
+    if state == "expected" and at is not None:
+        return f"{by} resumes this session itself at {clock(at)}"
+    if state == "fired" and since is not None:
+        return f"{by} resumed this session itself at {clock(since)}"
+    if state == "stale":
+        return f"{by} waits for you to press enter to resume it"
+    if state == "beyond":
+        return f"{by} will not resume this session itself: the reset is more than 24 h away"
+    if state == "disabled":
+        return f"{by} will not resume this session itself; sidecar's resume-after-limit may"
+    return ""
+
+
+def clock(ts: float) -> str:
+    """A moment as the local wall clock, to the minute."""
+    return datetime.fromtimestamp(ts).strftime("%H:%M")

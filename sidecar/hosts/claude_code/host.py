@@ -45,7 +45,14 @@ EVENTS = ["SessionStart", "UserPromptSubmit", "PostToolUse", "Stop", "StopFailur
 # Its Notification's `notification_type`s that wait for the user (2.1.328's own names; the
 # rest are notices: auth_success, elicitation_complete, agent_completed...).
 ASKS = frozenset(("permission_prompt", "idle_prompt", "elicitation_dialog",
-                  "elicitation_url_dialog", "worker_permission_prompt", "agent_needs_input"))
+                  "elicitation_url_dialog", "worker_permission_prompt", "agent_needs_input",
+                  "quota_auto_resume_stale"))
+# Its own usage-limit auto-resume (2.1.332, claude.ai logins): it arms when a refused turn
+# names its reset (within 24 h) in an open interactive session, and fires 30-90 s after it.
+# These notices tell what became of it; only `_stale` ("press enter to continue") asks.
+OWN_RESUME = MappingProxyType({"quota_auto_resume_fired": "fired",
+                               "quota_auto_resume_disabled": "disabled",
+                               "quota_auto_resume_stale": "stale"})
 
 # Seconds between two runs of the status line when nothing else makes Claude Code run it: so
 # that `working 2 min` counts through a turn. 2.1.328 takes a number of seconds, 1 or more.
@@ -124,6 +131,7 @@ class ClaudeCode(Host):
         "SubagentStop": EventKind.TURN_END, "StopFailure": EventKind.TURN_FAILED,
         "SessionEnd": EventKind.SESSION_END, "Notification": EventKind.NEEDS_INPUT})
     asks = ASKS
+    own_resume = OWN_RESUME
     # A non-interactive resume can be granted nothing at a prompt: it may edit files
     # (acceptEdits, or config.toml's permissionMode), and its log shows the argv it ran.
     resume = ("claude", "--permission-mode", "{permission_mode}", "--resume", "{session_id}",
