@@ -81,6 +81,7 @@ class SessionChange:
     limited: bool = False
     limit_failures: int = 0
     limit_message: str = ""
+    host_resumes: str = ""  # who resumes it after the limit, as the host said (sessions/ownresume.py)
     limit_since: str = ""  # when the episode began: its notice is told once
     # A session-end whose last turn began and never ended (Ctrl-C, a kill, the host gone
     # mid-turn): the user stopped the agent, so by default nothing resumes it.

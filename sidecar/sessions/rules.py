@@ -100,6 +100,7 @@ def change(record: SessionRecord, kind: EventKind | None, ts: float, reason: str
         limited=meta.limit is not None,
         limit_failures=meta.limit.failures if meta.limit is not None else 0,
         limit_message=meta.limit.message if meta.limit is not None else "",
+        host_resumes=activity.own_resume(meta.host_resume.to_json()) if meta.host_resume else "",
         limit_since=meta.limit.since if meta.limit is not None else "",
         interrupted=meta.turn_open,
         user_turn_since=_queued_before(meta.follow_ups, meta.user_turn_ended_at),

@@ -5,8 +5,11 @@ host that exits mid-turn is told by a session-end notify hook as it comes."""
 
 from __future__ import annotations
 
+from datetime import datetime
+
 import pytest
 
+from sidecar.base.timeutil import parse_ts
 from sidecar.followups.model import Hook
 from sidecar.followups.notify.targets import Notify
 from sidecar.layout import Workspace
@@ -89,3 +92,12 @@ def test_a_host_that_exits_mid_turn_is_told_without_being_asked(h):
     [notice] = told(h, "ended")
     assert (notice["reason"], notice["midTurn"]) == ("host-exited", True)
 
+
+
+def test_a_usage_limit_notice_says_claude_code_resumes_the_session_itself(h):
+    message = "You've hit your 5-hour limit · resets 2:27am (UTC)"  # 2.1.332, logged in
+    h.apply(ev("SessionStart", T0), ev("UserPromptSubmit", T0 + 1), failed(T0 + 2, message))
+    at = parse_ts(h.record()["metadata"]["sidecar"]["hostResume"]["at"])
+    [notice] = told(h, "limit")
+    assert notice["message"] == f"{message} · Claude Code resumes this session itself at " \
+                                f"{datetime.fromtimestamp(at):%H:%M}"

@@ -113,6 +113,8 @@ def add_for_change(doc: HooksDoc, hook: Hook, change: SessionChange, now: float,
     notice: Json = {"event": change.kind.value, "reason": change.reason, "at": iso(change.ts)}
     message = change.input_message if change.kind == EventKind.NEEDS_INPUT else \
         change.limit_message if change.kind == EventKind.TURN_FAILED else ""
+    if change.kind == EventKind.TURN_FAILED and change.host_resumes:
+        message = f"{message} · {change.host_resumes}" if message else change.host_resumes
     if message:
         notice["message"] = message
     if change.last_message:
