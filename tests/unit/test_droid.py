@@ -76,13 +76,16 @@ def test_tokens_and_spend_are_the_session_settings_usage_of_its_model():
 
 
 def test_cache_figures_are_read_apart(tmp_path):
+    # As 0.215.0 recorded a chat completions answer of 100 prompt tokens (40 of them cached)
+    # and 30 completion tokens (20 of them reasoning): the input already without the cached
+    # part, the reasoning inside the output.
     (tmp_path / f"{SESSION}.jsonl").write_text("")
-    (tmp_path / f"{SESSION}.settings.json").write_text(json.dumps({"model": "gpt-5", "tokenUsage": {
-        "inputTokens": 100, "outputTokens": 7, "cacheReadTokens": 40, "cacheCreationTokens": 5,
-        "thinkingTokens": 0, "factoryCredits": 12}}))
+    (tmp_path / f"{SESSION}.settings.json").write_text(json.dumps({"model": "custom:r-model-1", "tokenUsage": {
+        "inputTokens": 60, "outputTokens": 30, "cacheCreationTokens": 0, "cacheReadTokens": 40,
+        "thinkingTokens": 0, "factoryCredits": 0}}))
     facts = droid.HOST.end_facts(str(tmp_path / f"{SESSION}.jsonl"), SESSION)
-    assert facts.tokens == Tokens(input=100, output=7, cache_read=40, cache_write=5)
-    assert facts.spend == (Spend("gpt-5", None, facts.tokens),)  # no dated entry: no day
+    assert facts.tokens == Tokens(input=60, output=30, cache_read=40)
+    assert facts.spend == (Spend("custom:r-model-1", None, facts.tokens),)  # no dated entry: no day
 
 
 @pytest.mark.parametrize("transcript", [
