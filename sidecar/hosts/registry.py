@@ -13,7 +13,7 @@ from collections.abc import Mapping
 from types import MappingProxyType
 from typing import Any
 
-from sidecar.hosts import droid, gemini, hermes, qwen
+from sidecar.hosts import droid, gemini, hermes, kilo, qwen
 from sidecar.hosts.base import Host, Option
 from sidecar.hosts.claude_code import host as claude_code
 from sidecar.hosts.cline import host as cline
@@ -24,7 +24,8 @@ from sidecar.hosts.pi import host as pi
 from sidecar.vocabulary import EventKind, normalise
 
 HOSTS: tuple[Host, ...] = (claude_code.HOST, codex.HOST, gemini.HOST, opencode.HOST, hermes.HOST,
-                           pi.HOST, copilot.HOST, cline.HOST, qwen.HOST, droid.HOST)
+                           pi.HOST, copilot.HOST, cline.HOST, qwen.HOST, droid.HOST,
+                           kilo.HOST)
 UNKNOWN = "unknown"  # the host of an event that names none and looks like none
 
 GENERIC_EVENTS: Mapping[EventKind, tuple[str, ...]] = MappingProxyType({

@@ -66,7 +66,7 @@ def test_init_names_the_next_step(tmp_path, config_home):
     root = tmp_path / "w"
     root.mkdir()
     out = run_cli("init", str(root)).stdout.decode().splitlines()
-    assert out[-1].startswith("next: sidecar integrate <host> (claude-code, codex, gemini, opencode, pi, copilot, cline, qwen or droid)")
+    assert out[-1].startswith("next: sidecar integrate <host> (claude-code, codex, gemini, opencode, pi, copilot, cline, qwen, droid or kilo)")
 
 
 def test_integrate_names_doctor(workspace, tmp_path):

@@ -26,25 +26,37 @@ from sidecar.hosts.files import plugin_file
 from sidecar.vocabulary import EventKind
 
 FILE_NAME = "sidecar.js"
-MARK = "// sidecar: opencode's session events into the workspace's inbox."
+# The plugin names its host in two places, filled in when the file is made: its mark (the
+# first line) and the host its events are written as. opencode's forks (Kilo Code) load the
+# same plugin, so one source serves them all.
+HOST_NAME = b"@HOST@"
 
 
-def plugin_source() -> bytes:
-    return plugin_file.source(Path(__file__).parent / "plugin.js")
+def mark(host: str = "opencode") -> str:
+    return f"// sidecar: {host}'s session events into the workspace's inbox."
 
 
-def project_plugin(root: Path) -> Path:
-    return root / ".opencode" / "plugins" / FILE_NAME
+MARK = mark()
 
 
-def user_plugin(home: Path) -> Path:
+def plugin_source(host: str = "opencode") -> bytes:
+    return plugin_file.source(Path(__file__).parent / "plugin.js").replace(HOST_NAME, host.encode())
+
+
+def project_plugin(root: Path, folder: str = "opencode") -> Path:
+    return root / f".{folder}" / "plugins" / FILE_NAME
+
+
+def user_plugin(home: Path, folder: str = "opencode") -> Path:
     config = os.environ.get("XDG_CONFIG_HOME") or str(home / ".config")
-    return Path(config) / "opencode" / "plugins" / FILE_NAME
+    return Path(config) / folder / "plugins" / FILE_NAME
 
 
-def database() -> str:
+def database(folder: str = "opencode") -> str:
+    """Where the host keeps its sessions: `<data>/<folder>/<folder>.db` (opencode's and Kilo
+    Code's release builds alike)."""
     data = os.environ.get("XDG_DATA_HOME") or os.path.join(os.path.expanduser("~"), ".local", "share")
-    return os.path.join(data, "opencode", "opencode.db")
+    return os.path.join(data, folder, f"{folder}.db")
 
 
 def figures(db: str, session_id: str) -> EndFacts:
@@ -119,7 +131,7 @@ class Opencode(Host):
         EventKind.TURN_FAILED, EventKind.TOOL_USE, EventKind.NEEDS_INPUT)})
     # opencode re-quotes an argument holding a space: the prompt goes on standard input.
     resume = ("opencode", "run", "--session", "{session_id}", "<{prompt}")
-    key_variables = ("OPENAI_API_KEY", "ANTHROPIC_API_KEY", "OPENCODE_CONFIG")
+    key_variables: tuple[str, ...] = ("OPENAI_API_KEY", "ANTHROPIC_API_KEY", "OPENCODE_CONFIG")
     scopes = (Scope(None),
               Scope("--user", "The user's opencode plugin folder (every project).",
                     in_project=False))
@@ -128,18 +140,24 @@ class Opencode(Host):
     # Its ids: "ses_", 12 hex digits of time, 14 of base62 (seen up to 1.18).
     id_shape = (re.compile(r"ses_[0-9A-Za-z]{20,40}"), "ses_ and 26 letters or digits")
 
+    # Its folders: `.<folder>/` in a project, `<folder>/` in the user's config and data
+    # folders, and its database `<folder>.db` there (a fork keeps the layout under its name).
+    folder = "opencode"
+
     def place(self, scope: Scope, root: Path | None, home: Path) -> Path:
-        return project_plugin(root) if scope.in_project and root is not None else user_plugin(home)
+        return project_plugin(root, self.folder) if scope.in_project and root is not None \
+            else user_plugin(home, self.folder)
 
     def integrate(self, place: Path, sidecar: str, *, uninstall: bool) -> bool:
-        return plugin_file.install(place, plugin_source(), MARK, uninstall)
+        return plugin_file.install(place, plugin_source(self.name), mark(self.name), uninstall)
 
     def integrated(self, root: Path | None, home: Path) -> bool:
-        return plugin_file.is_ours(user_plugin(home), MARK) or (
-            root is not None and plugin_file.is_ours(project_plugin(root), MARK))
+        ours = mark(self.name)
+        return plugin_file.is_ours(user_plugin(home, self.folder), ours) or (
+            root is not None and plugin_file.is_ours(project_plugin(root, self.folder), ours))
 
     def end_facts(self, transcript_path: str | None, session_id: str) -> EndFacts:
-        return figures(database(), session_id)
+        return figures(database(self.folder), session_id)
 
 
 HOST = Opencode()

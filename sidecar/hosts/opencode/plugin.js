@@ -1,5 +1,5 @@
-// sidecar: opencode's session events into the workspace's inbox.
-// Written by `sidecar integrate opencode`; it holds no machine-specific path, so a project may
+// sidecar: @HOST@'s session events into the workspace's inbox.
+// Written by `sidecar integrate @HOST@`; it holds no machine-specific path, so a project may
 // commit it, and it does nothing in a folder that is not a sidecar workspace (no .context/).
 //
 // Every write is synchronous (write a dotfile, rename it to *.json): opencode exits about
@@ -16,7 +16,7 @@ export const SidecarPlugin = async ({ directory }) => {
   const home = directory || process.env.PWD || process.cwd()
   const sessions = new Map() // session id -> its directory, for the end written at exit
   const busy = new Set() // sessions in a turn: opencode repeats `busy` within one
-  const write = inboxWriter("opencode")
+  const write = inboxWriter("@HOST@")
 
   const drop = (event, sessionID, extra = {}) => {
     if (typeof sessionID !== "string" || !sessionID) return

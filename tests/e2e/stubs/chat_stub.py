@@ -50,3 +50,24 @@ class LimitedChatStub(ChatStub):
             return Refusal(429, {"retry-after-ms": "50"}, {"error": {
                 "message": self.message, "type": "requests", "code": "rate_limit_exceeded"}})
         return super().reply(path, body)
+
+
+class ToolCallChatStub(ChatStub):
+    """Answers a turn that offers a `bash` tool by calling it with `command`; once the tool's
+    result (or refusal) is back, and for any other request (a title), answers as ChatStub."""
+
+    def __init__(self, command: str) -> None:
+        super().__init__()
+        self.command = command
+
+    def reply(self, path: str, body: dict[str, Any]) -> Reply:
+        tools = [t.get("function", {}).get("name") for t in body.get("tools") or []]
+        answered = any(m.get("role") == "tool" for m in body.get("messages") or [])
+        if not path.endswith("/chat/completions") or "bash" not in tools or answered:
+            return super().reply(path, body)
+        call = {"index": 0, "id": "call_stub_1", "type": "function", "function": {
+            "name": "bash", "arguments": json.dumps({"command": self.command,
+                                                     "description": "Print a word"})}}
+        stream = (chunk({"role": "assistant", "tool_calls": [call]}) + chunk({}, "tool_calls")
+                  + chunk({}, None, usage=True) + b"data: [DONE]\n\n")
+        return "text/event-stream", stream
