@@ -194,7 +194,7 @@ class Ingestor:
             events = self._not_applied(events)
             if not events:
                 return
-            with open_batch(self.sessions, replay) as batch:
+            with open_batch(self.sessions, replay, self.config().host_resume) as batch:
                 changes = batch.plan(events)
                 queued = self.queue.add(changes, now, self.config().limit_backoff_scale)
                 result = batch.commit(queued, now)

@@ -374,19 +374,19 @@ class Host:
         known, so a missing command is an error the user can fix."""
         return None
 
-    # Whether its turn-failed event is one failed attempt rather than the turn's end (Copilot
-    # CLI's errorOccurred comes for each retry, and its agentStop only once one got through):
-    # then a turn counts as refused once, and a turn end after it closes the usage limit. By
-    # default a turn end right after a failure says nothing of the limit (opencode's idle
-    # status follows its session.error).
+    # Whether its turn-failed event is one failed attempt rather than the turn's end (Copilot CLI's
+    # errorOccurred comes for each retry, and its agentStop only once one got through): then a turn
+    # counts as refused once, and a turn end after it closes the usage limit. By default a turn end
+    # right after a failure says nothing of the limit (opencode's idle status follows its session.error).
     failures_are_attempts: bool = False
 
     # What its needs-input events ask, by their `notification_type` (lower case), where only
     # some are asks: a notice (a login that worked, a shell that finished) is traced only and
     # leaves the session's state as it was. None: every needs-input event of its is an ask.
     asks: frozenset[str] | None = None
-    # Its own resume after a usage limit, as its notices tell it: notification_type -> fired,
-    own_resume: Mapping[str, str] = MappingProxyType({})  # disabled or stale (sessions/ownresume.py)
+    # Its own resume after a usage limit (sessions/ownresume.py): notification_type -> fired,
+    own_resume: Mapping[str, str] = MappingProxyType({})  # disabled or stale; and the user's
+    own_resume_off: Callable[[Path, Reader], str | None] | None = None  # switch turning it off
 
     def is_ask(self, kind: str) -> bool:
         """Whether a needs-input event of this host's, asking `kind` (`Event.input_kind`),

@@ -16,7 +16,7 @@ from sidecar.coordination.base import Unreachable
 from sidecar.hosts.base import EndFacts
 from sidecar.inbox.events import Event
 from sidecar.layout import PLAIN_NAME
-from sidecar.sessions import endfacts, rules, tokens
+from sidecar.sessions import endfacts, ownresume, rules, tokens
 from sidecar.sessions.model import Bindings, Key, SessionRecord
 from sidecar.sessions.rules import Applied
 from sidecar.sessions.store import BatchResult, SessionStore, StoreError
@@ -39,11 +39,12 @@ class Work:
 
 
 @contextmanager
-def open_batch(store: SessionStore, replay: bool = False) -> Iterator[Batch]:
+def open_batch(store: SessionStore, replay: bool = False, host_resume: bool = True) -> Iterator[Batch]:
     """A batch under the sessions' lock, holding the sessions folder open for its reads and
     writes (safedir.holding: one walk to it, not one per file). `replay` says it may repeat one
-    a dead instance half-saved: trace lines it already appended are then not appended again."""
-    with store.locked(), safedir.holding(store.ws.sessions):
+    a dead instance half-saved: trace lines it already appended are then not appended again.
+    `host_resume`: config.toml's `hostResume` (what hosts say of their own resume is heeded)."""
+    with store.locked(), safedir.holding(store.ws.sessions), ownresume.heeding(host_resume):
         yield Batch(store, store.load_bindings(), replay)
 
 
@@ -72,6 +73,8 @@ class Batch:
                 if work.record is None:
                     work.record = rules.new_record(key, work.harness_id, repo, event, work.applied)
                 # The host's own records are read here, so that the rules read no file.
+                if event.kind == EventKind.TURN_FAILED:  # the user's switch of the host's own resume
+                    ownresume.read_switch(work.record, event, self.store.ws)
                 rules.apply(work.record, event, work.applied, self._read(work.record, event))
             except Exception as exc:  # one event that cannot be applied never stops the batch
                 self.rejected.append((event.file, f"could not be applied: {exc!r}"))

@@ -152,6 +152,9 @@ def own_resume(said: dict) -> str:  # type: ignore[type-arg]
         return f"{by} waits for you to press enter to resume it"
     if state == "beyond":
         return f"{by} will not resume this session itself: the reset is more than 24 h away"
+    if state == "off":
+        return f"{by} will not resume this session itself ({as_text(said.get('message'))}); " \
+            "sidecar's resume-after-limit may"
     if state == "disabled":
         return f"{by} will not resume this session itself; sidecar's resume-after-limit may"
     return ""

@@ -39,7 +39,7 @@ def failed(ts, message=LIMITED, error="rate_limit", **kw):
 
 
 class Harness:
-    def __init__(self, ws: Workspace, scale: float = 1.0) -> None:
+    def __init__(self, ws: Workspace, scale: float = 1.0, host_resume: bool = True) -> None:
         ws.ensure_runtime()
         self.ws = ws
         self.sessions = SessionStore(ws, durable=False)
@@ -47,11 +47,12 @@ class Harness:
         self.hooks.seed(T0)
         self.queue = FollowUpQueue(self.hooks, "me")
         self.scale = scale
+        self.host_resume = host_resume  # config.toml's hostResume, as the daemon passes it
         self.hooks.change(T0, lambda d: setattr(d.hooks[LIMIT_HOOK], "enabled", True))
         trust_hooks(ws)  # as `sidecar init` and `sidecar hooks enable` trust them
 
     def apply(self, *events):
-        with open_batch(self.sessions) as batch:
+        with open_batch(self.sessions, host_resume=self.host_resume) as batch:
             return batch.commit(self.queue.add(batch.plan(list(events)), events[-1].ts,
                                                self.scale), events[-1].ts)
 

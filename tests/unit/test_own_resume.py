@@ -81,14 +81,13 @@ def test_its_fired_notice_is_a_fact_not_an_ask_and_its_resumed_turn_ends_the_epi
 
 def test_a_disabled_notice_takes_the_resume_back_and_a_stale_one_asks(h):
     h.apply(ev("SessionStart", T0), real("StopFailure.usage_limit.json", T0 + 2),
-            ev("Notification", T0 + 3, notification_type="quota_auto_resume_disabled",
-               message="Automatic continue was turned off — the task will not resume on its own"))
+            real("Notification.quota_auto_resume_disabled.json", T0 + 3))
     assert said(h)["state"] == "disabled"
     assert read(h.record()).why.startswith("Claude Code will not resume this session itself")
     decision = verdict(h, T0 + 90000)
     assert (decision.verdict, decision.reason) == (Verdict.POSTPONE, "session is live again")
-    h.apply(ev("Notification", T0 + 4, notification_type="quota_auto_resume_stale",
-               message="Usage limit reset — press enter to continue"))
+    h.apply(ev("Notification", T0 + 4, notification_type="quota_auto_resume_stale",  # its words, read
+               message="Usage limit reset — press enter to continue"))  # from the package
     assert h.record()["metadata"]["sidecar"]["needsInput"]["kind"] == "quota_auto_resume_stale"
 
 
@@ -110,3 +109,35 @@ def test_the_arbitration_is_a_setting(h, tmp_path):
     (tmp_path / "config.toml").write_text('hostResume = "no"\n')
     with pytest.raises(ConfigError, match="hostResume must be true or false"):
         load_config(tmp_path / "config.toml")
+
+
+def test_its_own_resume_switched_off_in_the_users_settings_is_not_waited_for(h, tmp_path, monkeypatch):
+    """Claude Code 2.1.332 with `autoContinueAtUsageLimit: false` sends no notice at all (it
+    opens its dialog instead): sidecar reads the user's switch, and does not say, nor stand
+    down for, a resume that will not come."""
+    home = tmp_path / "home"
+    (home / ".claude").mkdir(parents=True)
+    settings = home / ".claude" / "settings.json"
+    settings.write_text('{"autoContinueAtUsageLimit": false, "theme": "dark"}')
+    monkeypatch.setenv("HOME", str(home))
+    h.apply(ev("SessionStart", T0), real("StopFailure.usage_limit.json", T0 + 2))
+    reset = parse_reset("resets 2:27am (UTC)", T0 + 2)
+    assert said(h)["state"] == "off"
+    assert read(h.record()).why == ("Claude Code will not resume this session itself (autoContinueAtUsage"
+                                    "Limit is off in ~/.claude/settings.json); sidecar's resume-after-limit may")
+    assert verdict(h, reset + 60).reason == "session is live again"  # open: not raced, not stood down for
+    h.apply(ev("SessionEnd", T0 + 3, reason="prompt_input_exit"))
+    assert verdict(h, reset + 60).verdict == Verdict.FIRE
+    settings.write_text('{"autoContinueAtUsageLimit": true}')  # on again: the next limit is its own
+    h.apply(ev("SessionStart", T0 + 10), real("StopFailure.usage_limit.json", T0 + 12))
+    assert said(h)["state"] == "expected"
+
+
+def test_with_the_arbitration_off_nothing_of_the_hosts_own_resume_is_kept_or_said(tmp_path):
+    h = Harness(Workspace(tmp_path / "ws"), host_resume=False)  # config.toml's hostResume = false
+    h.apply(ev("SessionStart", T0), real("StopFailure.usage_limit.json", T0 + 2),
+            real("Notification.quota_auto_resume_disabled.json", T0 + 3))
+    assert said(h) is None
+    assert read(h.record()).why.startswith("a turn hit a usage limit")
+    assert "quota_auto_resume_disabled" not in [t["message"].split(":")[0] for t in trace(h)]
+    assert verdict(h, T0 + 90000).reason == "session is live again"

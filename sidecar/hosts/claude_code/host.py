@@ -38,6 +38,7 @@ from sidecar.hosts.base import (
     moment,
     spend_by_day,
 )
+from sidecar.hosts.claude_code import autocontinue
 from sidecar.vocabulary import EventKind
 
 EVENTS = ["SessionStart", "UserPromptSubmit", "PostToolUse", "Stop", "StopFailure", "SessionEnd",
@@ -132,6 +133,7 @@ class ClaudeCode(Host):
         "SessionEnd": EventKind.SESSION_END, "Notification": EventKind.NEEDS_INPUT})
     asks = ASKS
     own_resume = OWN_RESUME
+    own_resume_off = staticmethod(autocontinue.switched_off)  # its /config's switch, read
     # A non-interactive resume can be granted nothing at a prompt: it may edit files
     # (acceptEdits, or config.toml's permissionMode), and its log shows the argv it ran.
     resume = ("claude", "--permission-mode", "{permission_mode}", "--resume", "{session_id}",

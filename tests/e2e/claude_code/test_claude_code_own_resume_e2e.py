@@ -6,7 +6,10 @@ a few seconds ahead:
 
 - the session left open: Claude Code resumes it itself (30-90 s after the reset, its own
   jitter), sidecar stands down while it waits: one resume in the episode, Claude Code's;
-- the user quits during the wait: Claude Code cancels its own, sidecar's resumes it, once.
+- the user quits during the wait: Claude Code cancels its own, sidecar's resumes it, once;
+- the user turned Claude Code's own off (`autoContinueAtUsageLimit`, its /config's "Continue
+  automatically at usage limit"): no hook says so, sidecar reads it from their settings and
+  says so; once the user quits, sidecar resumes the session, once.
 """
 
 from __future__ import annotations
@@ -75,7 +78,13 @@ def said(workspace) -> str | None:
 
 
 @pytest.fixture
-def limited(workspace, start_daemon, config_home, tmp_path):
+def auto_continue() -> bool:
+    """Claude Code's own switch of its auto-resume, as the user left it (on by default)."""
+    return True
+
+
+@pytest.fixture
+def limited(workspace, start_daemon, config_home, tmp_path, auto_continue):
     """Claude Code in tmux at the workspace, integrated, resume-after-limit on and trusted;
     its first turn is refused with a reset 5 s ahead. Yields (stub, tmux, reset)."""
     claude = npm_host("claude-code", CLAUDE_VERSION, "claude")
@@ -84,6 +93,9 @@ def limited(workspace, start_daemon, config_home, tmp_path):
     root = workspace.root
     with UsageLimitedStub() as stub:
         env = logged_in(tmp_path / "home", root, stub.url)
+        if not auto_continue:  # as its /config writes it
+            (tmp_path / "home" / ".claude").mkdir()
+            (tmp_path / "home" / ".claude" / "settings.json").write_text('{"autoContinueAtUsageLimit": false}\n')
         assert run_cli("integrate", "claude-code", cwd=root, env=env).returncode == 0
         prompt = workspace.prompts / "resume-after-limit.md"
         prompt.write_text(prompt.read_text() + f"\n{MARKER}\n")
@@ -97,7 +109,7 @@ def limited(workspace, start_daemon, config_home, tmp_path):
             stub.until = reset = time.time() + 5
             tmux.keys("do the task", literal=True)
             tmux.keys("Enter")
-            wait_until(lambda: said(workspace) == "expected", 60, 0.2)  # the refused turn
+            wait_until(lambda: said(workspace) == ("expected" if auto_continue else "off"), 60, 0.2)
             yield stub, tmux, reset
         finally:
             tmux.stop()
@@ -137,3 +149,19 @@ def test_the_user_quits_during_the_wait_and_sidecar_resumes_the_session_once(wor
     assert stub.turns(OWN_PROMPT) == []
     assert read_json(workspace.hooks_file)["pending"] == [] or all(
         p["hookId"] != "resume-after-limit" for p in read_json(workspace.hooks_file)["pending"])
+
+
+@pytest.mark.parametrize("auto_continue", [False])
+def test_its_own_resume_switched_off_sidecar_says_so_and_resumes_once_the_user_quits(workspace, limited):
+    stub, tmux, reset = limited
+    wait_until(lambda: "What do you want to do?" in tmux.screen(), 30, 0.2)  # its dialog, nothing armed
+    status = run_cli("status", "--session", the_record(workspace)["id"], cwd=workspace.root).stdout.decode()
+    assert "Claude Code will not resume this session itself (autoContinueAtUsageLimit is off in " \
+           "~/.claude/settings.json); sidecar's resume-after-limit may" in status
+    tmux.stop()  # the user leaves it there
+    wait_until(lambda: limit_hook(workspace)["history"], 150, 0.5)
+    time.sleep(2)
+    assert [h["status"] for h in limit_hook(workspace)["history"]] == ["ok"]
+    [resumed] = stub.turns(MARKER)  # sidecar's resume reached the model once
+    assert "do the task" in json.dumps(resumed["body"]) and stub.turns(OWN_PROMPT) == []
+    assert time.time() >= reset
