@@ -293,6 +293,7 @@ class Host:
     calls_sidecar: bool = True  # its hooks run the `sidecar` command (a plugin may not)
     id_shape: tuple[re.Pattern[str], str] | None = None  # its session ids, described
     extras: tuple[Extra, ...] = ()  # more `sidecar integrate <name>` sets, flag by flag
+    pid_variable: str | None = None  # where its hooks' environment names its own process
 
     def place(self, scope: Scope, root: Path | None, home: Path) -> Path:
         """Where `scope` writes, for the project `root` (None: not in a project) and `home`."""
