@@ -75,11 +75,23 @@ def parse_args(args: list[str]) -> tuple[dict[str, str], list[str], list[str]]:
 
 
 def host_meta() -> list[tuple[str, str]]:
-    """The hook's host, so its death can end the session: its pid, its start, its space."""
-    pid, start = proc.host_process()
+    """The hook's host, so its death can end the session: its pid, its start, its space; the
+    name of the program that ran the hook, so the daemon can tell which host that is; and each
+    `*_PID` variable of the hook's environment that names one of its ancestors (a host's own
+    word for its process: the daemon knows which host sets which)."""
+    pid, start, name = proc.host_process()
     meta = [("hostPid", str(pid))]
     if start is not None:
         meta.append(("hostStart", str(start)))
+    if name is not None:
+        meta.append(("hostName", json_string(name)))
+    claims = {variable: int(value) for variable, value in posixos.variables_ending("_PID")
+              if value.isascii() and value.isdigit() and 1 < int(value) < 1 << 31}
+    ancestors = proc.ancestors_among(set(claims.values())) if claims else {}
+    named = [f"{json_string(variable)}:[{claimed},{ancestors[claimed]}]"
+             for variable, claimed in claims.items() if claimed in ancestors]
+    if named:
+        meta.append(("pidClaims", "{" + ",".join(named) + "}"))
     space = proc.process_space()
     if space is not None:
         meta.append(("hostSpace", json_string(space)))

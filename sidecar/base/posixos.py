@@ -28,6 +28,17 @@ def getenv(name: str) -> str | None:
     return None if value is None else value.decode(_ENCODING, _ERRORS)
 
 
+def variables_ending(suffix: str) -> list[tuple[str, str]]:
+    """(name, value) of each environment variable whose name ends in `suffix`, decoded as
+    `getenv` decodes them."""
+    loaded = sys.modules.get("os")
+    if loaded is not None:
+        return [(name, value) for name, value in loaded.environ.items() if name.endswith(suffix)]
+    end = suffix.encode(_ENCODING, _ERRORS)
+    return [(name.decode(_ENCODING, _ERRORS), value.decode(_ENCODING, _ERRORS))
+            for name, value in posix.environ.items() if name.endswith(end)]
+
+
 def join(*parts: str) -> str:
     """os.path.join, for the parts the hook path joins (a later absolute part restarts)."""
     path = parts[0]

@@ -55,21 +55,40 @@ def is_alive(pid: int, start: int | None) -> bool:
     return start is None or found[3] == start
 
 
-def host_process() -> tuple[int, int | None]:
-    """The host whose hook this process is: the nearest ancestor that outlives the hook, and
-    its start time (None where it cannot be read).
+def host_process() -> tuple[int, int | None, str | None]:
+    """The host whose hook this process is: the nearest ancestor that outlives the hook, its
+    start time and its name (None where they cannot be read; the name tells the daemon which
+    program ran the hook).
 
     Hosts run hooks through a shell (`sh -c`), which exits with the hook: when the parent is a
     shell, the host is the shell's parent. Elsewhere than Linux, the parent is all there is.
     """
     pid = os.getppid()
     found = stat(pid)
-    if found is None:
-        return pid, None
-    if found[0] in SHELLS and found[2] > 1:
+    if found is not None and found[0] in SHELLS and found[2] > 1:
         pid = found[2]
         found = stat(pid)
-    return pid, None if found is None else found[3]
+    return (pid, None, None) if found is None else (pid, found[3], found[0])
+
+
+ANCESTRY_LIMIT = 32  # parents looked through: far more than any wrapper adds
+
+
+def ancestors_among(pids: set[int]) -> dict[int, int]:
+    """Which of `pids` are ancestors of this process, with their start times: a host that
+    names its own pid in its hooks' environment is believed only where it is one."""
+    found: dict[int, int] = {}
+    pid = os.getppid()
+    for _ in range(ANCESTRY_LIMIT):
+        if pid <= 1 or len(found) == len(pids):
+            break
+        read = stat(pid)
+        if read is None:
+            break
+        if pid in pids:
+            found[pid] = read[3]
+        pid = read[2]
+    return found
 
 
 def process_space() -> str | None:

@@ -5,11 +5,16 @@ Ingestion tells it each change (`note`): a session's host process is watched fro
 event that names it, and forgotten at the session's end. The process watch (watch.py) calls
 `exited` from its own thread; the workspace's step asks `ended` which sessions lost their host,
 and reports them ended through the inbox.
+
+An exit is reported only `grace` seconds after it was seen: a host's hooks may outlive it
+(Claude Code 2.1.332 exits without waiting for its SessionEnd hook), and the host's own end,
+still on its way, says better why the session ended than its exit does.
 """
 
 from __future__ import annotations
 
 import queue
+import time
 from collections.abc import Callable
 
 from sidecar.procwatch import Proc
@@ -21,14 +26,16 @@ class HostWatch:
     """Host process -> the sessions it holds, for one workspace."""
 
     def __init__(self, watch: Callable[[Proc], None] = lambda proc: None,
-                 space: str | None = None, unknown_is_ours: bool = True) -> None:
+                 space: str | None = None, unknown_is_ours: bool = True, grace: float = 0.0) -> None:
         self.watch = watch  # asks the process watch to call `exited` once `proc` is gone
         self.space = space  # where this process's pids mean something (proc.process_space)
         # A host whose event named no space (a plugin's own writer) is taken to run here,
         # unless another machine may be where it runs.
         self.unknown_is_ours = unknown_is_ours
         self.hosts: dict[Proc, set[Key]] = {}
-        self.gone: queue.SimpleQueue[Proc] = queue.SimpleQueue()
+        self.gone: queue.SimpleQueue[tuple[Proc, float]] = queue.SimpleQueue()
+        self.grace = grace  # seconds between an exit and its report
+        self.waiting: list[tuple[float, Proc]] = []  # (monotonic time due, process) to report
 
     def follow(self, proc: Proc, key: Key) -> None:
         """Watch the host process `proc` for the session `key` (which it now holds)."""
@@ -72,13 +79,23 @@ class HostWatch:
 
     def exited(self, proc: Proc) -> None:
         """The process watch's word that `proc` is gone (from any thread)."""
-        self.gone.put(proc)
+        self.gone.put((proc, time.monotonic()))
+
+    def _take_exits(self) -> None:
+        while not self.gone.empty():
+            proc, at = self.gone.get()
+            self.waiting.append((at + self.grace, proc))
+
+    def due_in(self) -> float | None:
+        """Seconds until the next exit is to be reported (None: none waits)."""
+        self._take_exits()
+        return max(0.0, min(due for due, _ in self.waiting) - time.monotonic()) if self.waiting else None
 
     def ended(self) -> list[tuple[Proc, list[Key]]]:
-        """Each watched host that exited since the last look, with the sessions it held
-        (sorted); it is forgotten."""
-        found = []
-        while not self.gone.empty():
-            proc = self.gone.get()
-            found.append((proc, sorted(self.hosts.pop(proc, set()))))
+        """Each watched host that exited, its grace over, since the last look, with the
+        sessions it held (sorted); it is forgotten."""
+        self._take_exits()
+        now = time.monotonic()
+        found = [(proc, sorted(self.hosts.pop(proc, set()))) for due, proc in self.waiting if due <= now]
+        self.waiting = [(due, proc) for due, proc in self.waiting if due > now]
         return found

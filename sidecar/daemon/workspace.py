@@ -47,6 +47,9 @@ from sidecar.vocabulary import Fired, SessionChange
 
 BEAT_MIN = 1.0  # seconds between instance-file writes while what they report keeps changing
 HOST_LOOK = 2.0  # seconds between a stand-by's looks for the hosts on its own machine
+# Seconds a host's exit waits before it ends its sessions: a hook it left running delivers
+# the host's own end meanwhile (Claude Code 2.1.332's SessionEnd arrives ~50 ms after it exits).
+HOST_EXIT_GRACE = 1.0
 
 
 class WorkspaceServer:
@@ -80,7 +83,8 @@ class WorkspaceServer:
         self.watch = watch  # the process watch: tells `notice_host_exit` when a host is gone
         # The live sessions' host processes, those whose pids mean something here
         self.hosts = HostWatch(self._watch_process, process_space(),
-                               unknown_is_ours=self.coordination.implements.every_host_by_pid)
+                               unknown_is_ours=self.coordination.implements.every_host_by_pid,
+                               grace=HOST_EXIT_GRACE)
         # The live sessions of hosts that write their end down themselves (hostends.py)
         self.recorded = RecordedEnds(ws, self._live_sessions, lambda: config().sweep_interval)
         self.wake: Callable[[], None] = lambda: None  # the loop's: step this workspace now
@@ -140,6 +144,9 @@ class WorkspaceServer:
         self._end_exited_hosts(now)
         self._end_recorded(now)
         deadline = min(self.ingest.step(now, arrived), self.recorded.due())
+        exit_due = self.hosts.due_in()
+        if exit_due is not None:  # an exit waits out its grace: step again when it is over
+            deadline = min(deadline, now + exit_due)
         if self.followups is not None:
             due = self.followups.step(now)
             if due is not None:

@@ -8,9 +8,8 @@ outside `sidecar/hosts/` asks the registry (`registry.py`) and never names a hos
 
 A host module subclasses `Host`, overriding what differs from the defaults (a host with no
 hook settings, no resume, no transcript), and `registry.HOSTS` lists one instance of each.
-The daemon loads every host module, so a host imports its integration code (the settings
-merge, tomlkit) inside the methods that write or check settings, never at the top.
-"""
+The daemon loads every host module, so a host imports its integration code (the settings merge,
+tomlkit) inside the methods that write or check settings, never at the top."""
 
 from __future__ import annotations
 
@@ -293,6 +292,7 @@ class Host:
     calls_sidecar: bool = True  # its hooks run the `sidecar` command (a plugin may not)
     id_shape: tuple[re.Pattern[str], str] | None = None  # its session ids, described
     extras: tuple[Extra, ...] = ()  # more `sidecar integrate <name>` sets, flag by flag
+    pid_variable: str | None = None  # where its hooks' environment names its own process
 
     def place(self, scope: Scope, root: Path | None, home: Path) -> Path:
         """Where `scope` writes, for the project `root` (None: not in a project) and `home`."""
@@ -374,10 +374,9 @@ class Host:
         known, so a missing command is an error the user can fix."""
         return None
 
-    # Whether its turn-failed event is one failed attempt rather than the turn's end (Copilot CLI's
-    # errorOccurred comes for each retry, and its agentStop only once one got through): then a turn
-    # counts as refused once, and a turn end after it closes the usage limit. By default a turn end
-    # right after a failure says nothing of the limit (opencode's idle status follows its session.error).
+    # Whether its turn-failed event is one failed attempt, not the turn's end (Copilot CLI's errorOccurred
+    # comes for each retry, its agentStop once one got through): a turn is refused once, and a turn end
+    # after it closes the limit. By default a turn end right after a failure says nothing of the limit.
     failures_are_attempts: bool = False
 
     # What its needs-input events ask, by their `notification_type` (lower case), where only
@@ -385,8 +384,9 @@ class Host:
     # leaves the session's state as it was. None: every needs-input event of its is an ask.
     asks: frozenset[str] | None = None
     # Its own resume after a usage limit (sessions/ownresume.py): notification_type -> fired,
-    own_resume: Mapping[str, str] = MappingProxyType({})  # disabled or stale; and the user's
-    own_resume_off: Callable[[Path, Reader], str | None] | None = None  # switch turning it off
+    # disabled or stale; and the user's switch turning it off (None: it has none).
+    own_resume: Mapping[str, str] = MappingProxyType({})
+    own_resume_off: Callable[[Path, Reader], str | None] | None = None
 
     def is_ask(self, kind: str) -> bool:
         """Whether a needs-input event of this host's, asking `kind` (`Event.input_kind`),

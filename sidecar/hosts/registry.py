@@ -13,7 +13,7 @@ from collections.abc import Mapping
 from types import MappingProxyType
 from typing import Any
 
-from sidecar.hosts import droid, gemini, hermes, kilo, qwen
+from sidecar.hosts import borrowed, droid, gemini, hermes, kilo, qwen
 from sidecar.hosts.base import Host, Option
 from sidecar.hosts.claude_code import host as claude_code
 from sidecar.hosts.cline import host as cline
@@ -25,7 +25,7 @@ from sidecar.vocabulary import EventKind, normalise
 
 HOSTS: tuple[Host, ...] = (claude_code.HOST, codex.HOST, gemini.HOST, opencode.HOST, hermes.HOST,
                            pi.HOST, copilot.HOST, cline.HOST, qwen.HOST, droid.HOST,
-                           kilo.HOST)
+                           kilo.HOST, *borrowed.BORROWERS)
 UNKNOWN = "unknown"  # the host of an event that names none and looks like none
 
 GENERIC_EVENTS: Mapping[EventKind, tuple[str, ...]] = MappingProxyType({
@@ -78,6 +78,14 @@ def event_kind(host: str, name: str) -> EventKind | None:
 def infer_host(payload: Mapping[str, Any]) -> str:
     """The host, when the payload does not name one: only one that is unmistakable."""
     return next((host.name for host in HOSTS if host.recognises(payload)), UNKNOWN)
+
+
+def real_host(named: str, payload: Mapping[str, Any], process: str | None) -> str:
+    """The host an event through `named`'s hook really came from: another host that runs
+    `named`'s hooks (Cursor's CLI runs Claude Code's) where its payload, or `process` (the
+    name of the program that ran the hook), says so; else `named`."""
+    return next((host.name for host in borrowed.BORROWERS
+                 if host.borrows == named and host.ran(payload, process)), named)
 
 
 def id_misfit(host: str, session_id: str) -> str | None:

@@ -215,13 +215,17 @@ def _clean(value: Any) -> Any:
 
 
 def _host(payload: dict[str, Any], meta: dict[str, Any]) -> str:
-    """The payload's own top-level `host` wins, then `emit --source`, then what it looks like."""
+    """The payload's own top-level `host` wins, then `emit --source`, then what it looks like;
+    a host named is checked against what the payload and the hook's process say."""
     host = payload.get("host", meta.get("host"))
     if host is None:
         return registry.infer_host(payload)
     if not isinstance(host, str) or not HOST_NAME.fullmatch(host):
         raise BadEvent(f"host {str(host)[:80]!r} is not [A-Za-z0-9._-]{{1,64}}")
-    return host
+    # The hook's name is not the last word: another host may run this host's hooks (Cursor's
+    # CLI runs Claude Code's), and its session must never be resumed with this host's program.
+    process = meta.get("hostName")
+    return registry.real_host(host, payload, process if isinstance(process, str) else None)
 
 
 def _session_id(payload: dict[str, Any], meta: dict[str, Any]) -> str:
@@ -256,6 +260,10 @@ def parse(data: bytes, file: str, mtime: float) -> Event:
         ts = parse_ts(meta.get("ts"))
     hook_id = payload.get("sidecarHookId", meta.get("hookId"))
     host_pid = _whole(payload.get("hostPid", meta.get("hostPid")))
+    host_start = _whole(payload.get("hostStart", meta.get("hostStart")))
+    claimed = _claimed(known.pid_variable if known is not None else None, meta)
+    if claimed is not None:  # the host's own word for its process, an ancestor of the hook
+        host_pid, host_start = claimed
     event = Event(
         file=file,
         name=name,
@@ -266,13 +274,25 @@ def parse(data: bytes, file: str, mtime: float) -> Event:
         payload=payload,
         hook_id=hook_id if isinstance(hook_id, str) and hook_id else None,
         host_pid=host_pid if host_pid and host_pid > 1 else None,
-        host_start=_whole(payload.get("hostStart", meta.get("hostStart"))),
+        host_start=host_start,
         host_space=_text_or_none(payload.get("hostSpace", meta.get("hostSpace"))),
         fields=fields,
     )
     if event.kind == EventKind.NEEDS_INPUT and known is not None and not known.is_ask(event.input_kind):
         event.kind = None  # a notice, not an ask: traced only (Host.asks)
     return event
+
+
+def _claimed(variable: str | None, meta: dict[str, Any]) -> tuple[int, int] | None:
+    """The pid and start time of the process the host's own `variable` names, where `emit`
+    found it among the hook's ancestors (its `pidClaims`); None otherwise."""
+    claims = meta.get("pidClaims")
+    found = claims.get(variable) if variable is not None and isinstance(claims, dict) else None
+    if isinstance(found, list) and len(found) == 2:
+        pid, start = _whole(found[0]), _whole(found[1])
+        if pid is not None and pid > 1 and start is not None:
+            return pid, start
+    return None
 
 
 def _event_name(payload: dict[str, Any], meta: dict[str, Any]) -> str:

@@ -3,6 +3,7 @@ daemon's watch) takes from this one module."""
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -46,3 +47,31 @@ def test_a_hooks_host_is_the_shells_parent():
     shown = subprocess.run(["sh", "-c", f"{sys.executable} -c '{code}'; true"],
                            capture_output=True, text=True, check=True).stdout
     assert int(shown) == os.getpid()
+
+
+
+def hook_claims(command: str, claude_pid: str | None) -> dict:
+    """The `*_PID` claims `sidecar emit` records for a hook run as `command` (`{hook}`)."""
+    code = "from sidecar.emit import host_meta; print(dict(host_meta()).get('pidClaims', '{}'))"
+    env = {k: v for k, v in os.environ.items() if not k.endswith("_PID")}
+    if claude_pid is not None:
+        env["CLAUDE_PID"] = claude_pid
+    hook = f"{sys.executable} -c \"{code}\""
+    return json.loads(subprocess.run(["sh", "-c", command.format(hook=hook)], env=env,
+                                     capture_output=True, text=True, check=True).stdout)
+
+
+def test_a_pid_variable_is_recorded_only_where_it_names_an_ancestor_of_the_hook():
+    """`timeout` forks the hook and waits, so it looks like the host (its exit would end the
+    session at once); a host's own `*_PID` names the process behind it, and is recorded with
+    its start time. A number naming no ancestor (inherited from elsewhere) is not."""
+    wrapped = "timeout 30 {hook}; true"
+    assert hook_claims(wrapped, None) == {}
+    assert hook_claims(wrapped, str(os.getpid())) == {"CLAUDE_PID": [os.getpid(), proc.start_time(os.getpid())]}
+    with subprocess.Popen(["sleep", "30"]) as unrelated:
+        try:
+            assert hook_claims("{hook}; true", str(unrelated.pid)) == {}
+            assert hook_claims("{hook}; true", "not-a-pid") == {}
+            assert hook_claims("{hook}; true", "١٢") == {}  # digits, not ASCII ones
+        finally:
+            unrelated.kill()

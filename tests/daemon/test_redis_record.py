@@ -1,4 +1,4 @@
-"""Several machines, fenced where it counts (issue 32): the attacks on the Redis mode that its
+"""Several machines, fenced where it counts: the attacks on the Redis mode that its
 own tests did not make, each with the promise it must keep.
 
 Each machine is its own network and PID namespace with its own HOME (support/netmachines.py):

@@ -60,6 +60,10 @@ def test_a_prompt_starts_a_turn():
     ("codex-0.169.0/SubagentStop.json", "turn-end", "01a22640-33e9-7193-bfc7-e43fd6ff322c"),
     ("codex-0.169.0/notify.json", "turn-end", "01a22640-ba24-7903-a282-1f18f8e5c50d"),
     ("codex-0.169.0/Interrupt.json", None, "01a2263f-8671-7c80-a5a0-3e977846d929"),
+    ("codex-0.171.0/SessionEnd.json", "session-end", "01a23edf-6fb6-7233-9f11-1055f3770674"),
+    # Not integrated (around every model request): one a user sends is traced only.
+    ("codex-0.171.0/PreModelRequest.json", None, "01a23edf-6fb6-7233-9f11-1055f3770674"),
+    ("codex-0.171.0/PostModelRequest.json", None, "01a23edf-6fb6-7233-9f11-1055f3770674"),
 ])
 def test_real_host_payloads_are_valid_events(path, kind, session):
     event = parse(fixture_payload(path), "f.json", 5.0)

@@ -167,6 +167,7 @@ class ClaudeCode(Host):
                             "yourself is kept.",
                             REFRESH_INTERVAL)),)
     id_shape = (UUID, "a UUID")
+    pid_variable = "CLAUDE_PID"  # 2.1.332 sets it: a hook command's wrapper is seen through
 
     def place(self, scope: Scope, root: Path | None, home: Path) -> Path:
         if not scope.in_project or root is None:

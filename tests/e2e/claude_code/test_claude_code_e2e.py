@@ -37,7 +37,7 @@ from stubs.lifecycle import (
     trace_lines,
 )
 
-CLAUDE_VERSION = "2.1.328"
+CLAUDE_VERSION = "2.1.332"
 CLAUDE_EVENTS = ["SessionStart", "UserPromptSubmit", "PostToolUse", "Stop", "SessionEnd"]
 
 

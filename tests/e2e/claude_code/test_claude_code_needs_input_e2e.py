@@ -24,7 +24,7 @@ from stubs.anthropic_stub import ToolAnthropicStub
 from stubs.lifecycle import trace_events
 from support.tmux import Tmux
 
-CLAUDE_VERSION = "2.1.328"
+CLAUDE_VERSION = "2.1.332"
 API_KEY = "sk-test-0123456789abcdefghij"
 TRIGGER = "ASK-FOR-A-TOOL"
 

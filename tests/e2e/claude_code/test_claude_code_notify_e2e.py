@@ -50,7 +50,9 @@ def test_a_finished_turn_is_one_notice_at_once_and_its_idle_prompt_none_more(
     [stop] = [e for e in trace(workspace) if e["event"] == "turn.end"]
     body = finished.json()
     assert (body["event"], body["hookId"]) == ("turn-end", "global.finished")
-    assert body["title"] == "claude-code finished its turn" and body["lastMessage"] == "All done.\nDONE"
+    # 2.1.332 has written the turn's usage by its Stop hook: the notice says what it cost.
+    assert body["title"] == "claude-code finished its turn · <$0.01"
+    assert body["lastMessage"] == "All done.\nDONE"
     took = arrived - parse_ts(stop["createdAt"])  # when its hook ran `sidecar emit`
     print(f"\nmeasured: Claude Code's Stop -> finished notice {took:.3f}s")
     assert took < 5.0  # at once, not with the idle prompt (measured: well under a second)

@@ -1,4 +1,4 @@
-"""End to end with the real Codex CLI 0.169.0, offline against a loopback Responses stub.
+"""End to end with the real Codex CLI 0.171.0, offline against a loopback Responses stub.
 
 `sidecar integrate codex` writes the hooks and the trust Codex itself reports for them, so
 Codex runs every one, SessionEnd included: the session is completed by its own end and
@@ -32,7 +32,7 @@ from stubs.lifecycle import (
 )
 from stubs.responses_stub import LimitedResponsesStub, ResponsesStub
 
-CODEX_VERSION = "0.169.0"
+CODEX_VERSION = "0.171.0"
 USER_CONFIG = """# my Codex settings: every line of this must survive sidecar
 model = "gpt-5.5"  # the model I use
 model_provider = "stub"
@@ -112,6 +112,12 @@ def test_an_integrated_codex_session_is_completed_by_its_end_and_resumed_once(
                                                    "postToolUse", "stop", "sessionEnd",
                                                    "permissionRequest"}
         assert {h["trustStatus"] for h in hooks} == {"trusted"}, hooks
+        # Where Codex cannot be asked, sidecar computes the hashes: still this Codex's own.
+        from sidecar.hosts.codex.hooks import our_handlers
+
+        hooks_json = Path(env["CODEX_HOME"]) / "hooks.json"
+        assert our_handlers(hooks_json, read_json(hooks_json)) == \
+            {h["key"]: h["currentHash"] for h in hooks}
         doctor = run_cli("doctor", cwd=workspace.root, env=env).stdout.decode()
         assert "Codex trusts every sidecar hook" in doctor, doctor
 
