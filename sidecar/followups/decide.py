@@ -32,7 +32,9 @@ def decide(hook: Hook, facts: Facts, now: float, host_resume: bool = True) -> De
     (a limit that passed since, a large transcript, change nothing of that). While the host
     said it resumes the open session itself (`facts.host_resumes`), a resume stands down in
     its favour, unless `host_resume` (config.toml's `hostResume`) is off; once the session
-    is no longer open (its process gone), the host cannot, and the resume takes over."""
+    is no longer open (its process gone), the host cannot, and the resume takes over. Once
+    the host did resume it (`facts.host_resumed`), the limit episode had its resume: even if
+    the user then quits, sidecar does not resume it a second time."""
     if hook.skip_cron and facts.cron:
         return Decision(Verdict.SKIP, "cron session")
     if hook.skip_subagents and facts.subagent:
@@ -49,6 +51,8 @@ def decide(hook: Hook, facts: Facts, now: float, host_resume: bool = True) -> De
         return Decision(Verdict.FIRE)  # a command runs when it is due: it races no session
     if facts.id_misfit is not None:
         return Decision(Verdict.SKIP, facts.id_misfit)
+    if host_resume and facts.host_resumed:  # open or not: the episode had its one resume
+        return Decision(Verdict.SKIP, f"{facts.host_resumed}: this usage limit's resume was its own")
     if facts.live and host_resume and facts.host_resumes:
         return Decision(Verdict.POSTPONE, f"standing down: {facts.host_resumes}")
     if facts.live:

@@ -55,6 +55,7 @@ class Facts:
     limited: bool = False  # a usage limit holds (its episode is open)
     id_misfit: str | None = None  # why the session id cannot be its host's (Host.id_misfit)
     host_resumes: str | None = None  # the host said it resumes the session itself: in words
+    host_resumed: str | None = None  # the host resumed it itself in this limit episode: in words
 
 
 @dataclass

@@ -14,6 +14,7 @@ who resumes the session. With config.toml's `hostResume = false`, none of it is 
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
@@ -74,7 +75,10 @@ def _owners(ws: Workspace) -> tuple[Path, Reader]:
     account = owner.foreign_owner(ws)
     if account is None:
         return Path.home(), _read_mine
-    return Path(account.home), lambda path: owner.read_owned(path, account.uid)
+    home = Path(account.home)
+    # A file outside their home is the system's (a managed settings file): root's own.
+    return home, lambda path: owner.read_owned(path, account.uid if path.is_relative_to(home)
+                                               else os.geteuid())
 
 
 def _read_mine(path: Path) -> bytes | None:
@@ -89,7 +93,10 @@ def follow(record: SessionRecord, event: Event) -> str | None:
     something (None: nothing of it)."""
     host = registry.find(event.host)
     meta = record.sidecar
-    if host is None or not host.own_resume or not _heeded.get():
+    if host is None or not host.own_resume:
+        return None
+    if not _heeded.get():
+        meta.host_resume = None  # nothing of it is kept, an earlier episode's neither
         return None
     if event.kind == EventKind.TURN_FAILED and meta.limit is None:
         meta.host_resume = None  # not a limit (an `off` read for it is of no episode)
@@ -97,8 +104,10 @@ def follow(record: SessionRecord, event: Event) -> str | None:
     if event.kind == EventKind.TURN_FAILED:
         assert meta.limit is not None
         reset = parse_reset(meta.limit.message, event.ts)
-        if reset is None:
-            meta.host_resume = None  # no reset named: the host has nothing to wait for
+        if reset is None or event.hook_id:
+            # No reset named, the host has nothing to wait for; a run sidecar started
+            # (`claude -p`, unattended) is not one Claude Code resumes itself.
+            meta.host_resume = None
             return None
         off = meta.host_resume.message if meta.host_resume and meta.host_resume.state == OFF else None
         state = OFF if off else "beyond" if reset - event.ts > HORIZON else "expected"
@@ -114,6 +123,15 @@ def follow(record: SessionRecord, event: Event) -> str | None:
     meta.host_resume = HostResume(said, iso(event.ts), earlier.at if earlier else None, host.title,
                                   event.input_message)
     return f"{event.input_kind}: {event.input_message}" if event.input_message else event.input_kind
+
+
+def resumed(record: SessionRecord) -> str | None:
+    """In words, that the host resumed this session itself while its usage limit holds (the
+    episode's one resume); None when it did not."""
+    said = record.sidecar.host_resume
+    if said is None or said.state != "fired" or record.sidecar.limit is None:
+        return None
+    return own_resume(said.to_json()) or None
 
 
 def in_hand(record: SessionRecord) -> str | None:

@@ -231,7 +231,7 @@ class SessionStore:
         return Facts(live=record.active or bound, cron=meta.cron, subagent=meta.subagent,
                      cwd=meta.cwd, transcript_size=size, transcript_mtime=mtime,
                      limited=meta.limit is not None, id_misfit=misfit,
-                     host_resumes=ownresume.in_hand(record))
+                     host_resumes=ownresume.in_hand(record), host_resumed=ownresume.resumed(record))
 
     def live_hosts(self) -> list[tuple[Key, int, int | None, str | None]]:
         """(session, host pid, host start time, its space) for every active session whose

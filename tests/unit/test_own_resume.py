@@ -20,15 +20,16 @@ from sidecar.followups.resets import parse_reset
 from sidecar.followups.seeds import LIMIT_HOOK
 from sidecar.layout import Workspace
 from sidecar.views.activity import of as read
-from sidecar.vocabulary import Verdict
+from sidecar.vocabulary import EventKind, Verdict
 from support.limits import S1, T0, Harness, ev, failed
 
 RECORDED = Path(__file__).parents[1] / "e2e" / "claude_code" / "fixtures" / "claude-code-2.1.332"
 
 
-def real(name: str, ts: float):
+def real(name: str, ts: float, hook_id: str | None = None):
     payload = json.loads((RECORDED / name).read_text())
-    return ev(payload.pop("hook_event_name"), ts, **{k: v for k, v in payload.items() if k != "session_id"})
+    return ev(payload.pop("hook_event_name"), ts, hook_id=hook_id,
+              **{k: v for k, v in payload.items() if k != "session_id"})
 
 
 @pytest.fixture
@@ -72,7 +73,8 @@ def test_its_fired_notice_is_a_fact_not_an_ask_and_its_resumed_turn_ends_the_epi
         f"Claude Code resumed this session itself at {datetime.fromtimestamp(T0 + 100):%H:%M}"
     assert "quota_auto_resume_fired: Usage limit reset — Claude is continuing your task" in \
         [t["message"] for t in trace(h)]
-    assert verdict(h, T0 + 101).reason.startswith("standing down: Claude Code resumed")
+    decision = verdict(h, T0 + 101)  # its resume is the episode's one: sidecar's try is dropped
+    assert decision.verdict == Verdict.SKIP and decision.reason.startswith("Claude Code resumed")
     h.apply(real("UserPromptSubmit.auto_resume.json", T0 + 101), real("Stop.after_auto_resume.json", T0 + 102))
     assert "hostResume" not in h.record()["metadata"]["sidecar"]
     h.apply(ev("SessionEnd", T0 + 200))
@@ -141,3 +143,38 @@ def test_with_the_arbitration_off_nothing_of_the_hosts_own_resume_is_kept_or_sai
     assert read(h.record()).why.startswith("a turn hit a usage limit")
     assert "quota_auto_resume_disabled" not in [t["message"].split(":")[0] for t in trace(h)]
     assert verdict(h, T0 + 90000).reason == "session is live again"
+
+
+def test_once_claude_code_resumed_the_session_itself_sidecar_does_not_resume_it_again(h):
+    # Its own resume fired and its resumed turn began; the user quits during that turn: the
+    # limit episode had its one resume, so sidecar's try is skipped, not fired.
+    h.apply(ev("SessionStart", T0), ev("UserPromptSubmit", T0 + 1), real("StopFailure.usage_limit.json", T0 + 2),
+            real("Notification.quota_auto_resume_fired.json", T0 + 100),
+            real("UserPromptSubmit.auto_resume.json", T0 + 101))
+    h.apply(ev("SessionEnd", T0 + 150, reason="prompt_input_exit"))
+    decision = verdict(h, T0 + 400)
+    assert decision.verdict == Verdict.SKIP
+    assert decision.reason.startswith("Claude Code resumed this session itself at")
+    # Its resumed turn refused again is a new try, Claude Code's own or sidecar's.
+    h.apply(ev("SessionStart", T0 + 500, source="resume"), real("StopFailure.usage_limit.json", T0 + 502))
+    assert said(h)["state"] == "expected"
+
+
+def test_a_run_sidecar_started_is_not_promised_claude_codes_own_resume(h):
+    # sidecar's resume is `claude -p`, in which Claude Code arms no resume of its own.
+    result = h.apply(ev("SessionStart", T0, hook_id=LIMIT_HOOK, source="resume"),
+                     ev("UserPromptSubmit", T0 + 1, hook_id=LIMIT_HOOK),
+                     real("StopFailure.usage_limit.json", T0 + 2, LIMIT_HOOK))
+    assert said(h) is None
+    [failed_turn] = [c for c in result.changes if c.kind == EventKind.TURN_FAILED]
+    assert not failed_turn.host_resumes  # the limit's notice promises nothing of it
+
+
+def test_with_host_resume_off_an_earlier_episodes_word_is_dropped(tmp_path):
+    ws = Workspace(tmp_path / "ws")
+    Harness(ws).apply(ev("SessionStart", T0), real("StopFailure.usage_limit.json", T0 + 2))
+    off = Harness(ws, host_resume=False)  # the user set hostResume = false since
+    off.apply(ev("UserPromptSubmit", T0 + 3), ev("Stop", T0 + 4), ev("UserPromptSubmit", T0 + 5),
+              failed(T0 + 6))
+    assert "hostResume" not in off.record()["metadata"]["sidecar"]
+    assert "itself" not in read(off.record()).why
