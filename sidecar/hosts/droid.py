@@ -118,12 +118,12 @@ class Droid(Host):
     def integrate(self, place: Path, sidecar: str, *, uninstall: bool) -> bool:
         from sidecar.hosts.files.settings import write_hooks  # integration code: see base.py
 
-        return write_hooks(place, sidecar, self.name, EVENTS, uninstall)
+        return write_hooks(place, sidecar, self.name, EVENTS, uninstall, comments=True)  # JSONC
 
     def integrated(self, root: Path | None, home: Path) -> bool:
         from sidecar.hosts.files.settings import has_ours
 
-        return any(has_ours(path) for path in settings_files(root, home))
+        return any(has_ours(path, comments=True) for path in settings_files(root, home))
 
     def end_facts(self, transcript_path: str | None, session_id: str) -> EndFacts:
         path = session_settings(transcript_path, session_id)

@@ -150,6 +150,21 @@ def test_integrate_writes_the_users_settings_and_uninstall_gives_back_the_bytes(
     assert not droid.HOST.integrated(None, home)
 
 
+def test_a_settings_file_with_comments_is_integrated_and_given_back_byte_for_byte(tmp_path, config_home):
+    # Droid reads its settings as JSONC (0.215.0 runs a turn on a file with `//` comments).
+    home = tmp_path / "home"
+    path = home / ".factory" / "settings.json"
+    path.parent.mkdir(parents=True)
+    commented = USER_FILE.replace('  "customModels": [', '  // my own model\n  "customModels": [')
+    path.write_text(commented)
+    result = invoke("integrate", "droid", env={"HOME": str(home)})
+    assert result.returncode == 0, result.stderr
+    assert "// my own model" in path.read_text() and droid.HOST.integrated(None, home)
+    removed = invoke("integrate", "droid", "--uninstall", env={"HOME": str(home)})
+    assert removed.returncode == 0, removed.stderr
+    assert path.read_text() == commented and not droid.HOST.integrated(None, home)
+
+
 def test_a_settings_file_that_is_not_json_is_left_as_it_is(tmp_path, config_home):
     home = tmp_path / "home"
     path = home / ".factory" / "settings.json"
