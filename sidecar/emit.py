@@ -85,8 +85,9 @@ def host_meta() -> list[tuple[str, str]]:
         meta.append(("hostStart", str(start)))
     if name is not None:
         meta.append(("hostName", json_string(name)))
+    # (A pid has at most 10 digits: a longer value is no pid, and is never made a number.)
     claims = {variable: int(value) for variable, value in posixos.variables_ending("_PID")
-              if value.isascii() and value.isdigit() and 1 < int(value) < 1 << 31}
+              if len(value) <= 10 and value.isascii() and value.isdigit() and 1 < int(value) < 1 << 31}
     ancestors = proc.ancestors_among(set(claims.values())) if claims else {}
     named = [f"{json_string(variable)}:[{claimed},{ancestors[claimed]}]"
              for variable, claimed in claims.items() if claimed in ancestors]

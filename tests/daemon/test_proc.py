@@ -73,5 +73,7 @@ def test_a_pid_variable_is_recorded_only_where_it_names_an_ancestor_of_the_hook(
             assert hook_claims("{hook}; true", str(unrelated.pid)) == {}
             assert hook_claims("{hook}; true", "not-a-pid") == {}
             assert hook_claims("{hook}; true", "١٢") == {}  # digits, not ASCII ones
+            # No pid has 5,000 digits: the event is still emitted (int() of it would raise).
+            assert hook_claims("{hook}; true", "9" * 5000) == {}
         finally:
             unrelated.kill()
