@@ -88,6 +88,11 @@ def real_host(named: str, payload: Mapping[str, Any], process: str | None) -> st
                  if host.borrows == named and host.ran(payload, process)), named)
 
 
+def borrowers_of(named: str) -> list[str]:
+    """The hosts that run `named`'s hooks (Cursor's CLI and Devin's run Claude Code's)."""
+    return [host.name for host in borrowed.BORROWERS if host.borrows == named]
+
+
 def id_misfit(host: str, session_id: str) -> str | None:
     """Why `session_id` cannot be `host`'s; None if it can (or the host is unknown)."""
     known = find(host)

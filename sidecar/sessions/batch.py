@@ -6,13 +6,14 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from sidecar import safedir
 from sidecar.base.errors import SidecarError
 from sidecar.base.ids import harness_id
 from sidecar.base.timeutil import iso
 from sidecar.coordination.base import Unreachable
+from sidecar.hosts import registry
 from sidecar.hosts.base import EndFacts
 from sidecar.inbox.events import Event
 from sidecar.layout import PLAIN_NAME
@@ -62,6 +63,7 @@ class Batch:
         """Apply the events, in the order they happened, to records in memory."""
         repo = str(self.store.ws.root)
         for event in sorted(events, key=lambda e: e.sort_key):
+            event = self._borrowed(event)
             key = (event.host, event.session_id)
             work = self.works.get(key)
             if work is None:
@@ -84,6 +86,19 @@ class Batch:
             if work.record is not None:
                 rules.trim_recent(work.record, len(work.files))
         return [c for w in self.works.values() if w.failed is None for c in w.applied.changes]
+
+    def _borrowed(self, event: Event) -> Event:
+        """A session another host was seen running this host's hooks in stays that host's: a
+        later event of it that does not say who ran it (that host gone before its SessionEnd
+        hook ran, a wrapper between them) goes to the same record, never to a new record of
+        the host whose program would then resume it."""
+        for borrower in registry.borrowers_of(event.host):
+            key = (borrower, event.session_id)
+            work = self.works.get(key) or self._open_work(key)
+            if work.record is not None:
+                self.works[key] = work
+                return replace(event, host=borrower)
+        return event
 
     def _read(self, record: SessionRecord, event: Event) -> EndFacts | None:
         """What the host's own records say: at an active session's end, all they say; at a

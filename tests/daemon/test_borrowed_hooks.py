@@ -22,8 +22,9 @@ EVENTS = ("SessionStart", "UserPromptSubmit", "Stop", "SessionEnd")
 CLAUDE = "import sys, pathlib; pathlib.Path(sys.argv[1]).write_text(' '.join(sys.argv[2:]))"
 
 # Devin's CLI, as far as a hook can tell: a program of that name that runs each hook through
-# `sh -c`, with the payload on standard input.
-DEVIN = '#!/bin/sh\nsh -c "$1" < "$2"\n'
+# `sh -c`, with the payload on standard input; told `exits-first`, it exits before the hook runs
+# (as Claude Code 2.1.332 does before its SessionEnd hook), which then has another parent.
+DEVIN = '#!/bin/sh\nif [ -n "$3" ]; then (sleep 0.2; sh -c "$1" < "$2") & exit 0; fi\nsh -c "$1" < "$2"\n'
 
 
 def follow_ups_resume_with_a_recording_claude(ws, config_home: Path, tmp_path: Path) -> Path:
@@ -50,7 +51,7 @@ def through_cursor(ws, tmp_path: Path, event: str) -> None:
     assert done.returncode == 0, done.stderr
 
 
-def through_devin(ws, tmp_path: Path, event: str) -> None:
+def through_devin(ws, tmp_path: Path, event: str, *how: str) -> None:
     """A payload of Claude Code's own shape, from a hook that a program called `devin` ran."""
     devin = tmp_path / "bin" / "devin"
     if not devin.exists():
@@ -60,7 +61,7 @@ def through_devin(ws, tmp_path: Path, event: str) -> None:
     payload = tmp_path / f"{event}.json"
     payload.write_bytes(orjson.dumps({"session_id": SESSION, "hook_event_name": event,
                                       "cwd": str(ws.root)}))
-    subprocess.run([str(devin), f"{shlex.quote(SIDECAR)} emit --source claude-code", str(payload)],
+    subprocess.run([str(devin), f"{shlex.quote(SIDECAR)} emit --source claude-code", str(payload), *how],
                    cwd=ws.root, check=True, capture_output=True, timeout=30)
 
 
@@ -82,3 +83,25 @@ def test_a_session_through_the_claude_code_hook_from_another_host_is_never_resum
     assert session_record(workspace, SESSION, "claude-code") is None
     shown = run_cli("sessions", "--root", str(workspace.root)).stdout.decode()
     assert host in shown and "claude-code" not in shown
+
+
+def test_a_borrowed_session_stays_its_hosts_when_an_event_cannot_tell_who_ran_its_hook(
+        workspace, config_home, start_daemon, tmp_path):
+    """Devin exits before its SessionEnd hook runs: that event's hook has no `devin` above it,
+    yet it ends Devin's session; no Claude Code record of the id appears, `claude` never runs."""
+    ran = follow_ups_resume_with_a_recording_claude(workspace, config_home, tmp_path)
+    start_daemon(workspace.root)
+    for event in EVENTS[:-1]:
+        through_devin(workspace, tmp_path, event)
+    through_devin(workspace, tmp_path, "SessionEnd", "exits-first")
+
+    def ended() -> dict | None:
+        record = session_record(workspace, SESSION, "devin")
+        return record if record and record["status"] == "completed" else None
+
+    record = wait_until(ended, 20)
+    assert record["metadata"]["sidecar"]["completionReason"] != "host-exited"  # its own end
+    history = wait_until(lambda: read_json(workspace.hooks_file)["hooks"]["post-task"]["history"], 20)
+    assert [h["status"].startswith("skipped: ") for h in history] == [True]
+    assert session_record(workspace, SESSION, "claude-code") is None
+    assert not ran.exists()
