@@ -10,8 +10,10 @@ knows no unattended resume of either, and says so instead of running another hos
 
 Cursor is told by its payload's own fields (`cursor_version`, `conversation_id`,
 `generation_id`, `workspace_roots`), and both by the name of the program that ran the hook
-(`emit`'s `hostName`: the nearest ancestor of the hook that is not a shell). Neither could be
-run here (both need their vendor's servers), so the names are the ones their packages ship.
+(`emit`'s `hostName`: the nearest ancestor of the hook that is not a shell). Neither runs
+offline (both need their vendor's servers), so the names are the ones their packages ship. A
+session once known to be theirs stays theirs (sessions/batch.py): an event of it whose hook
+cannot tell who ran it (the host gone before its SessionEnd hook ran) goes to the same record.
 """
 
 from __future__ import annotations
