@@ -15,6 +15,7 @@ a few seconds ahead:
 from __future__ import annotations
 
 import json
+import re
 import shutil
 import time
 from pathlib import Path
@@ -131,8 +132,12 @@ def test_left_open_claude_code_resumes_the_session_itself_and_sidecar_stands_dow
     tmux.stop()  # the user closes the terminal: the episode is over, nothing of it fires
     wait_until(lambda: the_record(workspace)["status"] == "completed", 60, 0.2)
     time.sleep(2)
-    assert [h["status"] for h in limit_hook(workspace)["history"]] in ([], ["skipped: the usage limit has "
-                                                                            "passed: a later turn ended well"])
+    # sidecar's try: dropped, as Claude Code's own resume made it (or as its turn closed the limit)
+    statuses = [h["status"] for h in limit_hook(workspace)["history"]]
+    assert statuses == [] or len(statuses) == 1 and (
+        statuses[0] == "skipped: the usage limit has passed: a later turn ended well"
+        or re.fullmatch(r"skipped: Claude Code resumed this session itself at \d\d:\d\d: "
+                        r"this usage limit's resume was its own", statuses[0])), statuses
     assert len(stub.turns(OWN_PROMPT)) == 1 and stub.turns(MARKER) == []  # one resume: its own
     assert time.time() >= reset
 
