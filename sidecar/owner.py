@@ -147,6 +147,16 @@ def read_owned(path: Path, uid: int) -> bytes | None:
     return files.read_owned(fd, uid, MAX_OWNED_BYTES)
 
 
+def read_system(path: Path) -> bytes | None:
+    """A system-wide file outside every home (a host's managed settings): only a regular file
+    of root's that nobody else may write (None otherwise, or if it is missing)."""
+    try:
+        fd = transcripts.open_regular(str(path))
+    except transcripts.Unreadable:
+        return None
+    return files.read_owned(fd, 0, MAX_OWNED_BYTES)
+
+
 def owner_config(account: Account) -> Config:
     """The owner's own settings (`config.toml` and `environment` in their sidecar folder),
     read only where the files are theirs: what their actions resume with, and the variables

@@ -25,7 +25,6 @@ from sidecar.base.timeutil import iso
 from sidecar.followups.resets import parse_reset
 from sidecar.hosts import registry
 from sidecar.hosts.base import Reader
-from sidecar.hosts.files import userfile
 from sidecar.inbox.events import Event
 from sidecar.layout import Workspace
 from sidecar.sessions.model import HostResume, SessionRecord
@@ -70,22 +69,13 @@ def read_switch(record: SessionRecord, event: Event, ws: Workspace) -> None:
 
 
 def _owners(ws: Workspace) -> tuple[Path, Reader]:
-    """The workspace owner's home, and how to read their settings (a dotfiles link followed
-    for this user's own; only files that are theirs for another's, as root)."""
+    """The workspace owner's home, and how to read their settings: files in their home only
+    if they are theirs (owner.read_owned), a file outside it (a managed settings file) only if
+    it is root's (owner.read_system)."""
     account = owner.foreign_owner(ws)
-    if account is None:
-        return Path.home(), _read_mine
-    home = Path(account.home)
-    # A file outside their home is the system's (a managed settings file): root's own.
-    return home, lambda path: owner.read_owned(path, account.uid if path.is_relative_to(home)
-                                               else os.geteuid())
-
-
-def _read_mine(path: Path) -> bytes | None:
-    try:
-        return userfile.read_bytes(path)
-    except userfile.UserFileError:
-        return None
+    home, uid = (Path.home(), os.geteuid()) if account is None else (Path(account.home), account.uid)
+    return home, lambda path: (owner.read_owned(path, uid) if path.is_relative_to(home)
+                               else owner.read_system(path))
 
 
 def follow(record: SessionRecord, event: Event) -> str | None:

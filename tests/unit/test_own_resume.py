@@ -6,6 +6,7 @@ The payloads are the real 2.1.332's (tests/e2e/claude_code/fixtures/claude-code-
 from __future__ import annotations
 
 import json
+import os
 from datetime import datetime
 from pathlib import Path
 
@@ -178,3 +179,24 @@ def test_with_host_resume_off_an_earlier_episodes_word_is_dropped(tmp_path):
               failed(T0 + 6))
     assert "hostResume" not in off.record()["metadata"]["sidecar"]
     assert "itself" not in read(off.record()).why
+
+
+def test_a_managed_settings_file_is_read_only_as_roots_own(tmp_path):
+    # Claude Code's managed settings outrank the user's: sidecar reads them only from a regular
+    # file of root's that nobody else may write (a user daemon and a root one alike).
+    from sidecar import owner
+
+    managed = tmp_path / "managed-settings.json"
+    managed.write_text('{"autoContinueAtUsageLimit": false}')
+    os.chmod(managed, 0o644)
+    if os.geteuid() != 0:
+        assert owner.read_system(managed) is None  # the user's own file is not the system's
+        return
+    assert owner.read_system(managed) == b'{"autoContinueAtUsageLimit": false}'
+    os.chmod(managed, 0o664)
+    assert owner.read_system(managed) is None  # its group could write it
+    os.chmod(managed, 0o644)
+    os.chown(managed, 1000, 1000)
+    assert owner.read_system(managed) is None  # another user's
+    os.mkfifo(tmp_path / "fifo")
+    assert owner.read_system(tmp_path / "fifo") is None  # never opened as anything but a file
