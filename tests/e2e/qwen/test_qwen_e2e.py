@@ -99,8 +99,8 @@ def test_a_qwen_session_ends_on_quit_and_is_resumed_once(workspace, start_daemon
             tmux.stop()
         wait_until(lambda: settled(workspace), 120, 0.2)
         requests = list(stub.requests)
-    # The interactive run ended by its own SessionEnd; the resumed one-shot run, which fires
-    # none, by its process's exit.
+    # The interactive run ended by its own SessionEnd; the resumed one-shot run by its
+    # process's exit.
     assert [line["data"]["reason"] for line in trace_lines(record)
             if line["event"] == "session.completed"] == ["prompt_input_exit", "host-exited"]
     # Qwen Code's memory extraction after each turn sends the whole conversation again (the

@@ -72,9 +72,12 @@ def wait_for_the_limit_resume(ws: Any, timeout: float = 120) -> None:
 
 
 def settled(ws: Any) -> bool:
-    """The follow-up has an outcome and every event (the resumed run's too) is applied."""
+    """The follow-up has an outcome, every event (the resumed run's too) is applied, and every
+    session is completed: a resumed run's end may come after its outcome (its host's end hook
+    still on its way, or its exit seen a second's grace later)."""
     return post_task(ws).get("lastStatus") not in (None,) and not list(ws.inbox.glob("*.json")) \
-        and not read_json(ws.hooks_file)["pending"]
+        and not read_json(ws.hooks_file)["pending"] \
+        and all(read_json(record)["status"] == "completed" for record in ws.sessions.glob("*/session.json"))
 
 
 def trace_lines(record_path: Path) -> list[dict[str, Any]]:
