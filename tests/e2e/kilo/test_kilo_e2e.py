@@ -14,7 +14,6 @@ from __future__ import annotations
 import json
 import os
 import signal
-import subprocess
 
 from helpers import npm_host, read_json, run_cli, wait_until
 from sidecar.base.ids import harness_id
@@ -29,6 +28,7 @@ from stubs.lifecycle import (
     settled_record,
     wait_for_the_limit_resume,
 )
+from stubs.opencode_family import run_in_project, stub_provider
 from support.tmux import Tmux
 
 KILO_VERSION = "7.7.7"
@@ -41,22 +41,10 @@ def kilo_setup(tmp_path, root, stub_url, **settings):
     home = tmp_path / "home"
     home.mkdir(exist_ok=True)
     (tmp_path / "tmp").mkdir(exist_ok=True)
-    (root / "kilo.json").write_text(json.dumps({
-        "provider": {"stub": {"npm": "@ai-sdk/openai-compatible", "name": "Loopback stub",
-                              "options": {"baseURL": stub_url, "apiKey": "x"},
-                              "models": {"stub-model": {"name": "Stub model"}}}},
-        "model": "stub/stub-model", "small_model": "stub/stub-model", "autoupdate": False,
-        "share": "disabled", **settings}))
+    (root / "kilo.json").write_text(stub_provider(stub_url, **settings))
     return {"HOME": str(home), "TMPDIR": str(tmp_path / "tmp"), "TERM": "dumb",
             "KILO_DISABLE_MODELS_FETCH": "1", "KILO_DISABLE_AUTOUPDATE": "1",
             "KILO_TELEMETRY_LEVEL": "off"}
-
-
-def run_kilo(kilo, root, env, *words: str) -> subprocess.CompletedProcess:
-    """`kilo run` in `root` (it takes its project from PWD, as opencode does)."""
-    return subprocess.run([str(kilo), "run", *words], cwd=root,
-                          env={**os.environ, **env, "PWD": str(root)}, capture_output=True,
-                          text=True, stdin=subprocess.DEVNULL, timeout=180)
 
 
 def test_a_kilo_session_is_completed_at_exit_and_resumed_once(workspace, start_daemon,
@@ -72,7 +60,7 @@ def test_a_kilo_session_is_completed_at_exit_and_resumed_once(workspace, start_d
     with ChatStub() as stub:
         env = kilo_setup(tmp_path, workspace.root, stub.url)
         start_daemon(workspace.root, env=env)
-        first = run_kilo(kilo, workspace.root, env, "--format", "json", "remember", "banana")
+        first = run_in_project(kilo, workspace.root, env, "--format", "json", "remember", "banana")
         assert first.returncode == 0, first.stderr[-3000:]
         session_id = json.loads(first.stdout.splitlines()[0])["sessionID"]
         record = settled_record(workspace, "kilo", session_id)
@@ -113,7 +101,7 @@ def test_a_kilo_turn_refused_by_a_rate_limit_is_resumed_once_it_resets(
     with LimitedChatStub("Rate limit reached for requests. Please try again in 3s.") as stub:
         env = kilo_setup(tmp_path, workspace.root, stub.url)
         start_daemon(workspace.root, env=env)
-        first = run_kilo(kilo, workspace.root, env, "--format", "json", "remember", "banana")
+        first = run_in_project(kilo, workspace.root, env, "--format", "json", "remember", "banana")
         assert stub.refused, first.stdout[-2000:] + first.stderr[-2000:]
         session_id = json.loads(first.stdout.splitlines()[0])["sessionID"]
         record_path = workspace.session_dir(harness_id("kilo", session_id)) / "session.json"
@@ -173,7 +161,7 @@ def test_kilo_run_asks_no_one_and_its_session_is_not_left_waiting(workspace, sta
     with ToolCallChatStub("touch allowed.txt") as stub:
         env = kilo_setup(tmp_path, root, stub.url, permission={"bash": "ask"})
         start_daemon(root, env=env)
-        run = run_kilo(kilo, root, env, "run", "it")
+        run = run_in_project(kilo, root, env, "run", "it")
     assert run.returncode == 1 and "auto-rejecting" in run.stderr, run.stderr[-2000:]
     assert not (root / "allowed.txt").exists()
     record = wait_until(lambda: (r := only_record(workspace)) and r["status"] == "completed"

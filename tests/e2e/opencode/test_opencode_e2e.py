@@ -8,8 +8,6 @@ resumes it once through `opencode run --session`, and the resumed run's end queu
 from __future__ import annotations
 
 import json
-import os
-import subprocess
 
 from helpers import npm_host, run_cli
 from stubs.chat_stub import ChatStub, LimitedChatStub
@@ -22,6 +20,7 @@ from stubs.lifecycle import (
     settled_record,
     wait_for_the_limit_resume,
 )
+from stubs.opencode_family import run_in_project, stub_provider
 
 OPENCODE_VERSION = "1.18.33"
 # Without these, opencode's first start tries to npm-install its plugin SDK (a 70 s stall).
@@ -34,21 +33,9 @@ def opencode_setup(tmp_path, root, stub_url):
         (folder / "node_modules").mkdir(parents=True, exist_ok=True)
         (folder / "package-lock.json").write_text(OFFLINE_MARKER)
     (tmp_path / "tmp").mkdir()
-    (root / "opencode.json").write_text(json.dumps({
-        "provider": {"stub": {"npm": "@ai-sdk/openai-compatible", "name": "Loopback stub",
-                              "options": {"baseURL": stub_url, "apiKey": "x"},
-                              "models": {"stub-model": {"name": "Stub model"}}}},
-        "model": "stub/stub-model", "small_model": "stub/stub-model", "autoupdate": False,
-        "share": "disabled"}))
+    (root / "opencode.json").write_text(stub_provider(stub_url))
     return {"HOME": str(home), "TMPDIR": str(tmp_path / "tmp"), "TERM": "dumb",
             "OPENCODE_DISABLE_MODELS_FETCH": "1", "OPENCODE_DISABLE_AUTOUPDATE": "1"}
-
-
-def run_opencode(opencode, root, env, *words: str) -> subprocess.CompletedProcess:
-    """`opencode run` in `root`: it takes its project from PWD, not the working directory."""
-    return subprocess.run([str(opencode), "run", *words], cwd=root,
-                          env={**os.environ, **env, "PWD": str(root)}, capture_output=True,
-                          text=True, stdin=subprocess.DEVNULL, timeout=180)
 
 
 def test_an_opencode_session_is_completed_at_exit_and_resumed_once(workspace, start_daemon,
@@ -64,7 +51,7 @@ def test_an_opencode_session_is_completed_at_exit_and_resumed_once(workspace, st
     with ChatStub() as stub:
         env = opencode_setup(tmp_path, workspace.root, stub.url)
         start_daemon(workspace.root, env=env)
-        first = run_opencode(opencode, workspace.root, env, "--format", "json", "remember",
+        first = run_in_project(opencode, workspace.root, env, "--format", "json", "remember",
                              "banana")
         assert first.returncode == 0, first.stderr[-3000:]
         session_id = json.loads(first.stdout.splitlines()[0])["sessionID"]
@@ -83,7 +70,7 @@ def test_a_user_wide_plugin_does_nothing_outside_a_workspace(tmp_path, config_ho
         result = run_cli("integrate", "opencode", "--user", env=env)
         assert result.returncode == 0, result.stderr
         assert (tmp_path / "home" / ".config" / "opencode" / "plugins" / "sidecar.js").exists()
-        run = run_opencode(opencode, lonely, env, "say", "hi")
+        run = run_in_project(opencode, lonely, env, "say", "hi")
         assert run.returncode == 0, run.stderr[-3000:]
         assert stub.requests  # it really ran, with the plugin loaded
     assert not (lonely / ".context").exists()
@@ -117,7 +104,7 @@ def test_an_opencode_turn_refused_by_a_rate_limit_is_resumed_once_it_resets(
     with LimitedChatStub("Rate limit reached for requests. Please try again in 3s.") as stub:
         env = opencode_setup(tmp_path, workspace.root, stub.url)
         start_daemon(workspace.root, env=env)
-        first = run_opencode(opencode, workspace.root, env, "--format", "json", "remember",
+        first = run_in_project(opencode, workspace.root, env, "--format", "json", "remember",
                              "banana")
         assert first.returncode == 1 and stub.refused, first.stdout[-2000:]
         session_id = json.loads(first.stdout.splitlines()[0])["sessionID"]
