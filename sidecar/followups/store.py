@@ -109,7 +109,7 @@ class HookStore:
             self.write(doc)  # the file is valid, so writing over it loses nothing
         elif not self._kept_already(data):
             # Someone else wrote a good version: keep it as the copy a later break falls back on.
-            jsonfile.write_bytes_atomic(self.last_good_file, data, durable=self.durable)
+            self._keep_last_good(data)
         return self.state
 
     def _kept_already(self, data: bytes) -> bool:
@@ -130,7 +130,12 @@ class HookStore:
         written = jsonfile.write_bytes_atomic(self.ws.hooks_file, data, durable=self.durable)
         if self.state is not None:
             self.state.signature = written
-        try:  # hooks.json is the record: a copy that cannot be written (a full disk) is stale
+        self._keep_last_good(data)
+
+    def _keep_last_good(self, data: bytes) -> None:
+        """Copy a good hooks.json for a later break to fall back on. hooks.json is the record:
+        a copy that cannot be written (a full disk) is only stale, never an error."""
+        try:
             jsonfile.write_bytes_atomic(self.last_good_file, data, durable=self.durable)
         except OSError as exc:
             log.warning("%s: %s; the last good copy is older than hooks.json until the next "

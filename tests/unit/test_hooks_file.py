@@ -240,3 +240,17 @@ def test_prompt_frontmatter_is_stripped(ws):
     assert read_prompt(ws, "hooks/p.md") == "Do the thing."
     (ws.prompts / "q.md").write_text("No frontmatter here.\n--- not one\n")
     assert read_prompt(ws, "hooks/q.md") == "No frontmatter here.\n--- not one"
+
+
+def test_a_good_hooks_file_is_taken_up_even_where_its_last_good_copy_cannot_be_written(ws):
+    # A full disk (here: a folder where the copy goes) stops the copy, never the daemon's step:
+    # hooks.json is the record, and the copy is only older until the next write.
+    store = HookStore(ws, durable=False)
+    store.seed(1.0)
+    assert store.snapshot(2.0).hooks["post-task"].enabled
+    doc = read_json(ws.hooks_file)
+    doc["hooks"]["post-task"]["enabled"] = False  # someone else's good version
+    store.last_good_file.unlink(missing_ok=True)
+    store.last_good_file.mkdir()
+    jsonfile.write_bytes_atomic(ws.hooks_file, orjson.dumps(doc), durable=False)
+    assert not store.snapshot(3.0).hooks["post-task"].enabled
