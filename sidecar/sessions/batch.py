@@ -58,6 +58,7 @@ class Batch:
         self.replay = replay
         self.works: dict[Key, Work] = {}
         self.rejected: list[tuple[str, str]] = []
+        self.no_record: set[Key] = set()  # borrowers' keys found to have none, read once a batch
 
     def plan(self, events: list[Event]) -> list[SessionChange]:
         """Apply the events, in the order they happened, to records in memory."""
@@ -94,10 +95,14 @@ class Batch:
         the host whose program would then resume it."""
         for borrower in registry.borrowers_of(event.host):
             key = (borrower, event.session_id)
-            work = self.works.get(key) or self._open_work(key)
-            if work.record is not None:
-                self.works[key] = work
-                return replace(event, host=borrower)
+            work = self.works.get(key)  # (one made earlier in this batch counts too)
+            if work is None and key not in self.no_record:
+                work = self._open_work(key)
+            if work is None or work.record is None:
+                self.no_record.add(key)  # read once a session and batch, not once an event
+                continue
+            self.works[key] = work
+            return replace(event, host=borrower)
         return event
 
     def _read(self, record: SessionRecord, event: Event) -> EndFacts | None:
