@@ -17,6 +17,7 @@ import signal
 
 from helpers import npm_host, read_json, run_cli, wait_until
 from sidecar.base.ids import harness_id
+from sidecar.hosts import registry
 from stubs.chat_stub import ChatStub, LimitedChatStub, ToolCallChatStub
 from stubs.host_exit import assert_ends_as_host_exit, running_host
 from stubs.lifecycle import (
@@ -51,7 +52,8 @@ def test_a_kilo_session_is_completed_at_exit_and_resumed_once(workspace, start_d
                                                               config_home, tmp_path):
     kilo = npm_host("kilo", KILO_VERSION, "kilo")
     prepare_post_task(workspace)
-    set_resume(config_home, "kilo", [str(kilo), "run", "--session", "{session_id}", "<{prompt}"])
+    # The resume as shipped, with the program found where the tests installed it.
+    set_resume(config_home, "kilo", [str(kilo), *registry.get("kilo").resume[1:]])
     result = run_cli("integrate", "kilo", cwd=workspace.root)
     assert result.returncode == 0, result.stderr
     plugin = workspace.root / ".kilo" / "plugins" / "sidecar.js"
