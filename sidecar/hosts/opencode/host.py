@@ -36,9 +36,6 @@ def mark(host: str = "opencode") -> str:
     return f"// sidecar: {host}'s session events into the workspace's inbox."
 
 
-MARK = mark()
-
-
 def plugin_source(host: str = "opencode") -> bytes:
     return plugin_file.source(Path(__file__).parent / "plugin.js").replace(HOST_NAME, host.encode())
 
