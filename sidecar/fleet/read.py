@@ -167,7 +167,7 @@ class FleetFeed:
         meanwhile was missed). Nothing ends it but `stop`."""
         while not self._stop.is_set():
             try:
-                with self.raw.pubsub(ignore_subscribe_messages=True) as pubsub:  # type: ignore[no-untyped-call]
+                with self.raw.pubsub(ignore_subscribe_messages=True) as pubsub:  # type: ignore[no-untyped-call, unused-ignore]
                     pubsub.subscribe(keys.CHANNEL)
                     self._hand(None)
                     self._follow(pubsub)

@@ -301,7 +301,7 @@ class RedisCoordination:
 
     def _listen(self, woken: Callable[[str], None]) -> None:
         while not self.stopping.is_set():
-            pubsub = self.client.pubsub(ignore_subscribe_messages=True)  # type: ignore[no-untyped-call]
+            pubsub = self.client.pubsub(ignore_subscribe_messages=True)  # type: ignore[no-untyped-call, unused-ignore]
             try:
                 pubsub.psubscribe(PREFIX + "wake:*")
                 _tell(woken, "")  # (re)connected: what was announced meanwhile is listed now
