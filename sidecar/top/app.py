@@ -20,6 +20,7 @@ from textual.app import App, ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, VerticalScroll
 from textual.content import Content
+from textual.css.query import NoMatches
 from textual.screen import Screen
 from textual.timer import Timer
 from textual.widgets import Input, Static
@@ -327,10 +328,12 @@ class TopApp(App[int]):
         row = self.feed.rows.get(screen.key)
         if row is None or not screen.is_mounted:
             return
-        screen.query_one("#detail", Static).update(
-            detail_content(detail.styled(row, screen.files.of(self.feed, row), self.clock())))
-        screen.query_one("#detail-keys", Static).update(
-            "[dim]esc back · c cancel follow-up · f fire now or retry · q quit[/dim]")
+        try:
+            body, keys = screen.query_one("#detail", Static), screen.query_one("#detail-keys", Static)
+        except NoMatches:  # a tick between the screen's mount and its widgets', or as it closes
+            return
+        body.update(detail_content(detail.styled(row, screen.files.of(self.feed, row), self.clock())))
+        keys.update("[dim]esc back · c cancel follow-up · f fire now or retry · q quit[/dim]")
 
     def _chosen(self) -> RowKey | None:
         screen = self.screen
