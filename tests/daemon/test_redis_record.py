@@ -261,7 +261,9 @@ def test_a_leader_with_a_wrong_wall_clock_sweeps_no_live_session_and_fires_on_ti
     print(f"\nclock {offset}: follow-ups fired after their due time by {late} s "
           f"(None: not within 10 s); live sessions swept: {swept}")
     assert swept == [] and events.wrong_status == [] and events.bindings_missing == []
-    assert all(v is not None and abs(v) <= 1.0 for v in late.values()), late
+    # A wrong clock shows as DUE_DELAY early (+25h) or two minutes late (-2m); on time is within
+    # half of DUE_DELAY: a sweep a second and a busy machine's start of the action (1.11 s seen).
+    assert all(v is not None and abs(v) <= DUE_DELAY / 2 for v in late.values()), late
 
 
 # -- 4. a follow-up across machines of different users -------------------------------------

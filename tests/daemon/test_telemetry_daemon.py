@@ -21,7 +21,7 @@ from sidecar.layout import Workspace
 from sidecar.telemetry import ids
 
 pytestmark = pytest.mark.daemon
-ROUNDS = 4  # of 300 sessions: the bounds are full after the second (3,600 spans made by then)
+ROUNDS = 6  # of 300 sessions: the bounds are full after the second (3,600 spans made by then)
 
 
 def drop(ws: Workspace, event: dict[str, object], n: int = 0) -> None:
@@ -148,8 +148,10 @@ def test_an_unreachable_collector_loses_no_event_and_holds_memory_bounded(worksp
     assert said["exported"] == 0 and said["error"] and said["endpoint"] == f"{endpoint}/v1/traces"
     assert "dropped" in run_cli("status", "--root", str(workspace.root), env=env).stdout.decode()
     # The daemon's memory grows no further once its bounds are full (measured: 64, 67, 69,
-    # 70, 70, 70 MiB over six rounds).
-    assert sizes[-1] - sizes[-2] < 4 and sizes[-1] < 150, sizes
+    # 70, 70, 70 MiB over six rounds). A round's 1,200 spans, were they kept, take about
+    # 4 MiB: over the last three rounds that is 12 MiB, where one round's 4 MiB is no more than
+    # the noise of a busy machine's RSS (62, 65, 63, 69 MiB measured).
+    assert sizes[-1] - sizes[-4] < 6 and sizes[-1] < 150, sizes
     doctor = run_cli("doctor", cwd=workspace.root, env=env).stdout.decode()
     assert f"the OpenTelemetry collector at {endpoint}/v1/traces cannot be reached" in doctor
     assert "span(s) for" in doctor and "dropped" in doctor
