@@ -54,6 +54,24 @@ class UsageLimitedStub(AnthropicStub):
                 and (texts := user_texts(r["body"])) and text in texts[-1]]
 
 
+def first_turn(request: dict) -> list[str]:
+    """The text blocks of a model request's first user message: the conversation's first turn,
+    each without the newline Claude Code ends a block with when it joins a refused turn's
+    message with the next one."""
+    first = next(m["content"] for m in request["body"]["messages"] if m.get("role") == "user")
+    blocks = [first] if isinstance(first, str) else [c.get("text") for c in first if isinstance(c, dict)]
+    return [block.removesuffix("\n") for block in blocks if isinstance(block, str)]
+
+
+def assert_sidecars_resume_carried_the_earlier_turn(workspace, resumed: dict) -> None:
+    """sidecar's resume reached the model in the same conversation: the user's earlier turn and
+    sidecar's prompt (its file's text after the frontmatter), each exactly as written."""
+    assert "do the task" in first_turn(resumed), first_turn(resumed)
+    written = (workspace.prompts / "resume-after-limit.md").read_text().split("---\n", 2)[2].strip()
+    texts = user_texts(resumed["body"])
+    assert written in texts or written + "\n" in texts, texts
+
+
 def logged_in(home: Path, project: Path, url: str) -> dict[str, str]:
     """A claude.ai login (an OAuth token; the account as a first run leaves it), the project
     trusted, offline against `url`."""
@@ -138,7 +156,8 @@ def test_left_open_claude_code_resumes_the_session_itself_and_sidecar_stands_dow
         statuses[0] == "skipped: the usage limit has passed: a later turn ended well"
         or re.fullmatch(r"skipped: Claude Code resumed this session itself at \d\d:\d\d: "
                         r"this usage limit's resume was its own", statuses[0])), statuses
-    assert len(stub.turns(OWN_PROMPT)) == 1 and stub.turns(MARKER) == []  # one resume: its own
+    [own] = stub.turns(OWN_PROMPT)  # one resume: its own, in the same conversation
+    assert stub.turns(MARKER) == [] and "do the task" in first_turn(own), first_turn(own)
     assert time.time() >= reset
 
 
@@ -150,7 +169,7 @@ def test_the_user_quits_during_the_wait_and_sidecar_resumes_the_session_once(wor
     time.sleep(2)
     assert [h["status"] for h in limit_hook(workspace)["history"]] == ["ok"]
     [resumed] = stub.turns(MARKER)  # sidecar's resume reached the model once
-    assert "do the task" in json.dumps(resumed["body"])  # the same conversation
+    assert_sidecars_resume_carried_the_earlier_turn(workspace, resumed)
     assert stub.turns(OWN_PROMPT) == []
     assert read_json(workspace.hooks_file)["pending"] == [] or all(
         p["hookId"] != "resume-after-limit" for p in read_json(workspace.hooks_file)["pending"])
@@ -168,5 +187,6 @@ def test_its_own_resume_switched_off_sidecar_says_so_and_resumes_once_the_user_q
     time.sleep(2)
     assert [h["status"] for h in limit_hook(workspace)["history"]] == ["ok"]
     [resumed] = stub.turns(MARKER)  # sidecar's resume reached the model once
-    assert "do the task" in json.dumps(resumed["body"]) and stub.turns(OWN_PROMPT) == []
+    assert_sidecars_resume_carried_the_earlier_turn(workspace, resumed)
+    assert stub.turns(OWN_PROMPT) == []
     assert time.time() >= reset
