@@ -356,6 +356,21 @@ def test_brackets_in_an_error_a_note_and_the_filter_show_as_text_in_the_footer(t
     run(check, ws)
 
 
+def test_a_tick_while_the_detail_screen_has_no_text_yet_or_any_more_draws_nothing(tmp_path):
+    ws, _ = demo(tmp_path)
+
+    async def check(app, pilot):
+        await pilot.press("enter")
+        await opened(app, pilot)
+        screen = app.screen
+        await screen.query("#detail, #detail-keys").remove()  # as between its mount and its text's
+        app.tick()
+        await pilot.pause()
+        assert app.screen is screen and app.is_running
+
+    run(check, ws)
+
+
 def test_a_hard_linked_trace_or_log_is_not_shown_in_the_detail(tmp_path):
     ws, now = demo(tmp_path)
     secret = tmp_path / "secret.jsonl"
