@@ -58,9 +58,8 @@ def first_turn(request: dict) -> list[str]:
     """The text blocks of a model request's first user message: the conversation's first turn,
     each without the newline Claude Code ends a block with when it joins a refused turn's
     message with the next one."""
-    first = next(m["content"] for m in request["body"]["messages"] if m.get("role") == "user")
-    blocks = [first] if isinstance(first, str) else [c.get("text") for c in first if isinstance(c, dict)]
-    return [block.removesuffix("\n") for block in blocks if isinstance(block, str)]
+    first = next(m for m in request["body"]["messages"] if m.get("role") == "user")
+    return [block.removesuffix("\n") for block in user_texts({"messages": [first]})]
 
 
 def assert_sidecars_resume_carried_the_earlier_turn(workspace, resumed: dict) -> None:
